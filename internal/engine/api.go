@@ -1,0 +1,197 @@
+// Package engine owns the serving loop: one goroutine that admits requests,
+// asks sched for each step's batch, runs it on an Executor, delivers outputs
+// to each request's Stream and reports step and request events to an Observer.
+//
+// Only the engine goroutine touches scheduling state; everyone else talks to
+// it through Submit, Abort, Stats and their own Stream. It must not import
+// net/http, Prometheus, OpenTelemetry, or the server, metrics, tracing or
+// executor packages: those depend on it, not the other way round.
+package engine
+
+import (
+	"errors"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/sampling"
+)
+
+// Errors a caller branches on.
+var (
+	ErrOverloaded    = errors.New("engine queue is full")
+	ErrPromptTooLong = errors.New("prompt is longer than the model's context")
+	ErrClosed        = errors.New("engine is shut down")
+	ErrDuplicateID   = errors.New("request id already in use")
+)
+
+// FinishReason is why a sequence stopped, with vLLM's label values.
+type FinishReason string
+
+const (
+	FinishStop   FinishReason = "stop"   // EOS, a stop token or a stop string
+	FinishLength FinishReason = "length" // max_tokens or max_model_len reached
+	FinishAbort  FinishReason = "abort"  // the client went away or asked to stop
+	FinishError  FinishReason = "error"  // the executor failed
+)
+
+// FinishReasons lists every value, in the order metrics pre-create them.
+var FinishReasons = []FinishReason{FinishStop, FinishLength, FinishAbort, FinishError, "repetition"}
+
+// Request is one sequence to generate. For n > 1 the caller submits n
+// requests sharing a Group, as vLLM's parallel sampling does.
+type Request struct {
+	ID     string
+	Prompt []int
+	Params sampling.Params
+
+	// Priority orders preemption victims: a larger value is preempted first;
+	// among equals, the latest arrival goes first (vLLM's FCFS rule).
+	Priority int
+
+	// Sink, when set, turns generated tokens into text on the engine
+	// goroutine, so that stop strings end the sequence at the exact token.
+	Sink TextSink
+
+	// Group identifies the parent request of n parallel samples; GroupSize is
+	// n. Both are only reported to the Observer.
+	Group     string
+	GroupSize int
+
+	// Arrival is when the request reached the server; zero means at Submit.
+	Arrival time.Time
+}
+
+// TextSink is the incremental detokenizer of one sequence. Its methods run on
+// the engine goroutine and must be quick and self-contained.
+type TextSink interface {
+	// Append adds a generated token and returns the text that may be shown
+	// now, and whether a stop string has been reached (the text then ends
+	// before it).
+	Append(token int) (text string, stop bool)
+	// Flush returns text held back (a possible stop-string prefix, an
+	// incomplete UTF-8 sequence) when the sequence ends for another reason.
+	Flush() string
+}
+
+// Output is what a Stream delivers: the tokens and text generated since the
+// previous Output, merged when the reader fell behind.
+type Output struct {
+	Tokens   []int
+	Text     string
+	Logprobs []sampling.Result // one per token when the request asked for logprobs
+
+	Finished     bool
+	FinishReason FinishReason
+	StopToken    int // the EOS or stop token id that ended it, or -1
+	Err          error
+
+	PromptTokens int // set on every output
+	CachedTokens int // prompt tokens served from the prefix cache
+}
+
+// Executor runs one scheduled batch. It is called only from the engine
+// goroutine, so it needs no locking of its own state.
+type Executor interface {
+	Execute(b *Batch, r *StepResult) error
+}
+
+// Batch is one step's work, flattened as vLLM's: for each scheduled sequence
+// the tokens to process, where they start, its block table and whether to
+// sample its next token. Slices alias engine state: read them, do not keep them.
+type Batch struct {
+	Seqs      []SeqBatch
+	NumTokens int // sum of len(Seqs[i].Tokens)
+}
+
+// SeqBatch is one sequence's part of a Batch.
+type SeqBatch struct {
+	Seq        int   // engine-internal sequence number, stable for the request's life
+	Tokens     []int // tokens whose KV is computed this step
+	Pos        int   // position of Tokens[0]; the context after the step is Pos+len(Tokens)
+	BlockTable []int // physical KV block ids, one per block-size tokens of context
+	Sample     bool  // whether to sample the next token after the last one
+	History    []int // prompt then outputs so far (for penalties and context)
+	NumPrompt  int
+	Params     *sampling.Params
+	RNG        RNG
+}
+
+// RNG is the per-sequence random source, seeded from the request.
+type RNG interface {
+	Float64() float64
+	Uint64() uint64
+}
+
+// StepResult is filled by Execute. Samples is indexed like Batch.Seqs;
+// entries whose Sample was false are ignored.
+type StepResult struct {
+	Samples []sampling.Result
+	// Estimated work of the step per GPU, for vLLM's MFU counters.
+	FLOPs      float64
+	ReadBytes  float64
+	WriteBytes float64
+}
+
+// Observer receives the engine's events, on the engine goroutine: it must
+// not block. Events and their slices are reused after the call returns.
+type Observer interface {
+	ObserveStep(s *StepEvent)
+	ObserveFinished(f *FinishedEvent)
+}
+
+// StepEvent describes one engine iteration.
+type StepEvent struct {
+	Start        time.Time
+	ScheduleTime time.Duration // planning the step
+	ExecuteTime  time.Duration // inside Executor.Execute (the busy time)
+	End          time.Time
+
+	NumSeqs          int // sequences in the batch
+	NumTokens        int // tokens computed
+	NumPrefillTokens int // of those, prompt (or recompute) tokens
+	NumDecodeSeqs    int
+
+	Preemptions     int
+	PrefixQueries   int // prompt tokens looked up in the prefix cache
+	PrefixHits      int // of those, found cached
+	PromptTokens    int // prompt tokens of prefills that completed this step (cached included)
+	CachedTokens    int // of those, served from the prefix cache
+	GenerationTokens int
+	IterationTokens int // computed prompt tokens of completed prefills + generated tokens
+
+	TTFTs []float64 // seconds, for sequences that got their first token this step
+	ITLs  []float64 // seconds since the previous token, for every other output
+
+	FLOPs, ReadBytes, WriteBytes float64
+}
+
+// FinishedEvent describes one sequence at its end.
+type FinishedEvent struct {
+	ID        string
+	Group     string
+	GroupSize int
+	Reason    FinishReason
+
+	PromptTokens     int
+	CachedTokens     int
+	GenerationTokens int
+	MaxTokens        int
+	Preemptions      int
+
+	// Timeline from the engine's clock. FirstScheduled, FirstToken and
+	// LastToken are zero when the sequence never got that far.
+	Arrival, Queued, FirstScheduled, FirstToken, LastToken, Finished time.Time
+}
+
+// Stats is a snapshot of the engine's state, published after every step and
+// every admission; reading it never blocks the engine.
+type Stats struct {
+	Running  int
+	Waiting  int
+	Steps    uint64
+	KVBlocks int // total
+	KVFree   int // free, including cached blocks that can be evicted
+	KVCached int // free blocks still holding reusable prefix-cache content
+	KVUsage  float64
+	// Preemptions counts every recompute preemption since start.
+	Preemptions uint64
+}

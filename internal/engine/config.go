@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"fmt"
+	"log/slog"
+)
+
+// Config is the engine's scheduling and cache configuration, named after
+// vLLM's flags.
+type Config struct {
+	MaxNumSeqs          int  // --max-num-seqs
+	MaxNumBatchedTokens int  // --max-num-batched-tokens: token budget per step
+	MaxModelLen         int  // --max-model-len: prompt plus output
+	BlockSize           int  // --block-size, tokens per KV block
+	NumBlocks           int  // KV blocks that fit in the cache
+	EnablePrefixCaching bool // --enable-prefix-caching
+	MaxWaiting          int  // queued requests beyond which Submit fails with ErrOverloaded
+	EOS                 []int
+	Logger              *slog.Logger
+}
+
+// Validate reports the first setting that cannot work.
+func (c *Config) Validate() error {
+	switch {
+	case c.MaxNumSeqs < 1:
+		return fmt.Errorf("max-num-seqs must be at least 1, got %d", c.MaxNumSeqs)
+	case c.MaxNumBatchedTokens < 1:
+		return fmt.Errorf("max-num-batched-tokens must be at least 1, got %d", c.MaxNumBatchedTokens)
+	case c.MaxModelLen < 2:
+		return fmt.Errorf("max-model-len must be at least 2, got %d", c.MaxModelLen)
+	case c.BlockSize < 1:
+		return fmt.Errorf("block-size must be at least 1, got %d", c.BlockSize)
+	case c.NumBlocks < 1:
+		return fmt.Errorf("the KV cache holds no block (num blocks %d): give it more memory", c.NumBlocks)
+	case c.MaxWaiting < 1:
+		return fmt.Errorf("max waiting requests must be at least 1, got %d", c.MaxWaiting)
+	}
+	if need := (c.MaxModelLen + c.BlockSize - 1) / c.BlockSize; need > c.NumBlocks {
+		return fmt.Errorf("max-model-len %d needs %d KV blocks but the cache holds %d (%d tokens): lower --max-model-len or give the KV cache more memory",
+			c.MaxModelLen, need, c.NumBlocks, c.NumBlocks*c.BlockSize)
+	}
+	return nil
+}

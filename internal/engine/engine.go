@@ -1,0 +1,281 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/kvcache"
+	"github.com/glassbox-llm/glassbox/internal/sampling"
+	"github.com/glassbox-llm/glassbox/internal/sched"
+)
+
+// Engine is the serving loop. Create it with New and start Run in its own
+// goroutine; Submit, Abort and Stats are safe from any goroutine.
+type Engine struct {
+	cfg  Config
+	exec Executor
+	obs  Observer
+	log  *slog.Logger
+
+	// Shared with submitters, guarded by mu.
+	mu     sync.Mutex
+	inbox  []*reqState
+	aborts []string
+	ids    map[string]struct{} // live request ids
+	closed bool
+	wake   chan struct{} // holds a token when inbox or aborts are non-empty
+
+	queued atomic.Int64 // submitted and not yet admitted: the overload measure
+
+	statsMu sync.Mutex
+	stats   Stats
+
+	// Owned by the Run goroutine.
+	sched   *sched.Scheduler
+	kv      *kvcache.Manager
+	byID    map[string]*reqState
+	slots   []*reqState // indexed by sched.Seq.ID
+	free    []int
+	plan    sched.Plan
+	batch   Batch
+	result  StepResult
+	ev      StepEvent
+	fin     FinishedEvent
+	out     Output
+	tok     [1]int
+	steps   uint64
+	preempt uint64
+	seed    uint64
+}
+
+// reqState is the engine's record of one request.
+type reqState struct {
+	req    *Request
+	seq    sched.Seq
+	stream *Stream
+	rng    RNG
+	eos    []int // tokens that end the sequence unless ignore_eos (stop tokens always do)
+	maxLen int   // prompt plus output never exceeds this
+
+	numOutput int
+	queued    time.Time
+	firstSch  time.Time
+	firstTok  time.Time
+	lastTok   time.Time
+}
+
+// New checks cfg and builds an engine around exec. obs may be nil.
+func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("engine config: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	kv, err := kvcache.New(kvcache.Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, EnablePrefixCaching: cfg.EnablePrefixCaching})
+	if err != nil {
+		return nil, err
+	}
+	s, err := sched.New(sched.Config{MaxNumSeqs: cfg.MaxNumSeqs, MaxNumBatchedTokens: cfg.MaxNumBatchedTokens}, kv)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg: cfg, exec: exec, obs: obs, log: cfg.Logger,
+		ids:   make(map[string]struct{}),
+		wake:  make(chan struct{}, 1),
+		sched: s, kv: kv,
+		byID: make(map[string]*reqState),
+		seed: uint64(time.Now().UnixNano()),
+	}
+	e.publish()
+	return e, nil
+}
+
+// Config returns the configuration the engine runs with.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Stats returns the latest snapshot.
+func (e *Engine) Stats() Stats {
+	e.statsMu.Lock()
+	defer e.statsMu.Unlock()
+	return e.stats
+}
+
+// Submit queues a request and returns its stream. It never blocks: a full
+// queue is ErrOverloaded.
+func (e *Engine) Submit(r *Request) (*Stream, error) {
+	if err := e.check(r); err != nil {
+		return nil, err
+	}
+	rs := e.newState(r)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.closed:
+		return nil, ErrClosed
+	case e.queued.Load() >= int64(e.cfg.MaxWaiting):
+		return nil, ErrOverloaded
+	}
+	if _, dup := e.ids[r.ID]; dup {
+		return nil, fmt.Errorf("submit %q: %w", r.ID, ErrDuplicateID)
+	}
+	e.ids[r.ID] = struct{}{}
+	e.queued.Add(1)
+	e.inbox = append(e.inbox, rs)
+	e.signal()
+	return rs.stream, nil
+}
+
+func (e *Engine) check(r *Request) error {
+	if len(r.Prompt) == 0 {
+		return &sampling.ParamError{Param: "prompt", Msg: "the prompt is empty"}
+	}
+	if err := r.Params.Validate(); err != nil {
+		return err
+	}
+	if len(r.Prompt)+r.Params.MaxTokens > e.cfg.MaxModelLen {
+		return fmt.Errorf("submit %q: %d prompt tokens plus %d output tokens exceed %d: %w",
+			r.ID, len(r.Prompt), r.Params.MaxTokens, e.cfg.MaxModelLen, ErrPromptTooLong)
+	}
+	return nil
+}
+
+func (e *Engine) newState(r *Request) *reqState {
+	rs := &reqState{req: r, stream: newStream(r.ID)}
+	// Room for typical outputs up front; very long ones grow by append.
+	rs.seq.Tokens = make([]int, len(r.Prompt), len(r.Prompt)+min(r.Params.MaxTokens, 1024))
+	copy(rs.seq.Tokens, r.Prompt)
+	rs.seq.NumPrompt = len(r.Prompt)
+	rs.seq.Priority = r.Priority
+	rs.maxLen = min(len(r.Prompt)+r.Params.MaxTokens, e.cfg.MaxModelLen)
+	if !r.Params.IgnoreEOS {
+		rs.eos = e.cfg.EOS
+	}
+	if r.Arrival.IsZero() {
+		r.Arrival = time.Now()
+	}
+	return rs
+}
+
+// Abort ends a request early with FinishAbort. Unknown or finished ids are
+// ignored.
+func (e *Engine) Abort(id string) {
+	e.mu.Lock()
+	if _, ok := e.ids[id]; ok {
+		e.aborts = append(e.aborts, id)
+		e.signal()
+	}
+	e.mu.Unlock()
+}
+
+func (e *Engine) signal() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run is the engine goroutine. It blocks while idle and returns when ctx is
+// done, after ending every request it still holds as aborted; Submit fails
+// with ErrClosed from then on.
+func (e *Engine) Run(ctx context.Context) error {
+	for {
+		if ctx.Err() != nil {
+			e.shutdown()
+			return nil
+		}
+		e.drain()
+		if e.sched.NumRunning() == 0 && e.sched.NumWaiting() == 0 {
+			e.publish()
+			select {
+			case <-e.wake:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		e.step()
+	}
+}
+
+// drain admits submitted requests to the scheduler and applies aborts.
+func (e *Engine) drain() {
+	e.mu.Lock()
+	inbox, aborts := e.inbox, e.aborts
+	e.inbox, e.aborts = nil, nil
+	e.mu.Unlock()
+	now := time.Now()
+	for _, rs := range inbox {
+		rs.queued = now
+		rs.rng = sampling.NewRNG(e.seedFor(rs.req))
+		rs.seq.ID = e.slot(rs)
+		e.byID[rs.req.ID] = rs
+		e.sched.Add(&rs.seq)
+	}
+	for _, id := range aborts {
+		if rs, ok := e.byID[id]; ok {
+			e.finish(rs, FinishAbort, -1, now, nil)
+		}
+	}
+}
+
+func (e *Engine) seedFor(r *Request) int64 {
+	if r.Params.HasSeed {
+		return r.Params.Seed
+	}
+	e.seed = e.seed*6364136223846793005 + 1442695040888963407
+	return int64(e.seed)
+}
+
+func (e *Engine) slot(rs *reqState) int {
+	if n := len(e.free); n > 0 {
+		id := e.free[n-1]
+		e.free = e.free[:n-1]
+		e.slots[id] = rs
+		return id
+	}
+	e.slots = append(e.slots, rs)
+	return len(e.slots) - 1
+}
+
+// shutdown ends everything still queued or running as aborted.
+func (e *Engine) shutdown() {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.drain()
+	now := time.Now()
+	for _, rs := range e.byID {
+		e.finish(rs, FinishAbort, -1, now, nil)
+	}
+	e.publish()
+}
+
+// publish refreshes the Stats snapshot.
+func (e *Engine) publish() {
+	st := Stats{
+		Running:     e.sched.NumRunning(),
+		Waiting:     e.sched.NumWaiting(),
+		Steps:       e.steps,
+		KVBlocks:    e.kv.NumBlocks(),
+		KVFree:      e.kv.NumFree(),
+		KVCached:    e.kv.NumFreeCached(),
+		KVUsage:     e.kv.Usage(),
+		Preemptions: e.preempt,
+	}
+	e.statsMu.Lock()
+	e.stats = st
+	e.statsMu.Unlock()
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ObserveStep(*StepEvent)         {}
+func (nopObserver) ObserveFinished(*FinishedEvent) {}

@@ -1,0 +1,341 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/sampling"
+)
+
+// countExec emits last-token+1 and takes a virtual millisecond per step plus
+// a microsecond per token, so prefill work shows in the timeline.
+type countExec struct {
+	eosAt int // token value that is emitted as EOS (0: never)
+}
+
+const testEOS = 999
+
+func (x *countExec) Execute(b *Batch, r *StepResult) error {
+	time.Sleep(time.Millisecond + time.Duration(b.NumTokens)*time.Microsecond)
+	for i, s := range b.Seqs {
+		if !s.Sample {
+			continue
+		}
+		next := s.History[len(s.History)-1] + 1
+		if x.eosAt > 0 && next >= x.eosAt {
+			next = testEOS
+		}
+		r.Samples[i] = sampling.Result{Token: next, Logprob: -0.5}
+	}
+	return nil
+}
+
+// recorder is an Observer that sums what the engine reports.
+type recorder struct {
+	mu          sync.Mutex
+	generated   int
+	prompt      int
+	cached      int
+	preemptions int
+	finished    map[FinishReason]int
+	ttfts       []float64
+}
+
+func (r *recorder) ObserveStep(s *StepEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.generated += s.GenerationTokens
+	r.prompt += s.PromptTokens
+	r.cached += s.CachedTokens
+	r.preemptions += s.Preemptions
+	r.ttfts = append(r.ttfts, s.TTFTs...)
+}
+
+func (r *recorder) ObserveFinished(f *FinishedEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.finished == nil {
+		r.finished = map[FinishReason]int{}
+	}
+	r.finished[f.Reason]++
+}
+
+func testConfig() Config {
+	return Config{MaxNumSeqs: 8, MaxNumBatchedTokens: 64, MaxModelLen: 256, BlockSize: 4,
+		NumBlocks: 128, EnablePrefixCaching: true, MaxWaiting: 100, EOS: []int{testEOS}}
+}
+
+func params(maxTokens int) sampling.Params {
+	p := sampling.Defaults()
+	p.Temperature = 0
+	p.MaxTokens = maxTokens
+	return p
+}
+
+// start runs an engine in the current synctest bubble and returns a stop func.
+func start(t *testing.T, cfg Config, x Executor, obs Observer) (*Engine, func()) {
+	t.Helper()
+	e, err := New(cfg, x, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	return e, func() { cancel(); <-done }
+}
+
+// collect reads a stream to its end.
+func collect(s *Stream) (tokens []int, last Output) {
+	for {
+		o, ok := s.Next(context.Background())
+		if !ok {
+			return tokens, last
+		}
+		tokens = append(tokens, o.Tokens...)
+		last = o
+	}
+}
+
+func prompt(n, base int) []int {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = base + i
+	}
+	return p
+}
+
+func TestGenerateToMaxTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		e, stop := start(t, testConfig(), &countExec{}, rec)
+		defer stop()
+		var wg sync.WaitGroup
+		for i := range 20 {
+			s, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: prompt(10+i, 100*i), Params: params(5 + i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				toks, last := collect(s)
+				if len(toks) != 5+i || last.FinishReason != FinishLength {
+					t.Errorf("request %d: %d tokens, reason %q; want %d, length", i, len(toks), last.FinishReason, 5+i)
+				}
+				if toks[0] != 100*i+10+i {
+					t.Errorf("request %d: first token %d, want %d", i, toks[0], 100*i+10+i)
+				}
+			})
+		}
+		wg.Wait()
+		synctest.Wait()
+		st := e.Stats()
+		if st.Running != 0 || st.Waiting != 0 || st.KVUsage != 0 {
+			t.Errorf("after all finished: %+v", st)
+		}
+		want := 0
+		for i := range 20 {
+			want += 5 + i
+		}
+		if rec.generated != want || rec.finished[FinishLength] != 20 || len(rec.ttfts) != 20 {
+			t.Errorf("observer saw %d tokens, %v finishes, %d TTFTs; want %d tokens, 20 length, 20 TTFTs",
+				rec.generated, rec.finished, len(rec.ttfts), want)
+		}
+	})
+}
+
+func TestStopConditions(t *testing.T) {
+	cases := []struct {
+		name   string
+		params func(*sampling.Params)
+		want   int
+		reason FinishReason
+		stop   int
+	}{
+		{"eos", func(p *sampling.Params) {}, 3, FinishStop, testEOS},
+		{"ignore_eos", func(p *sampling.Params) { p.IgnoreEOS = true }, 8, FinishLength, -1},
+		{"min_tokens", func(p *sampling.Params) { p.MinTokens = 5 }, 5, FinishStop, testEOS},
+		{"stop_token_ids", func(p *sampling.Params) { p.StopTokenIDs = []int{11} }, 2, FinishStop, 11},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e, stop := start(t, testConfig(), &countExec{eosAt: 12}, nil)
+				defer stop()
+				p := params(8)
+				c.params(&p)
+				s, err := e.Submit(&Request{ID: "r", Prompt: prompt(10, 0), Params: p})
+				if err != nil {
+					t.Fatal(err)
+				}
+				toks, last := collect(s)
+				if len(toks) != c.want || last.FinishReason != c.reason || last.StopToken != c.stop {
+					t.Errorf("got %v reason %q stop %d; want %d tokens, %q, stop %d", toks, last.FinishReason, last.StopToken, c.want, c.reason, c.stop)
+				}
+			})
+		})
+	}
+}
+
+func TestSubmitErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig()
+		cfg.MaxWaiting = 2
+		e, err := New(cfg, &countExec{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Not running: submissions queue up.
+		for i := range 2 {
+			if _, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: prompt(3, 0), Params: params(2)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := e.Submit(&Request{ID: "x", Prompt: prompt(3, 0), Params: params(2)}); !errors.Is(err, ErrOverloaded) {
+			t.Errorf("third submit: %v, want ErrOverloaded", err)
+		}
+		if _, err := e.Submit(&Request{ID: "0", Prompt: prompt(3, 0), Params: params(2)}); err == nil {
+			t.Error("duplicate id accepted")
+		}
+		if _, err := e.Submit(&Request{ID: "long", Prompt: prompt(250, 0), Params: params(10)}); !errors.Is(err, ErrPromptTooLong) {
+			t.Errorf("long prompt: %v, want ErrPromptTooLong", err)
+		}
+		var pe *sampling.ParamError
+		if _, err := e.Submit(&Request{ID: "empty", Params: params(1)}); !errors.As(err, &pe) || pe.Param != "prompt" {
+			t.Errorf("empty prompt: %v", err)
+		}
+	})
+}
+
+func TestAbortFreesBlocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		e, stop := start(t, testConfig(), &countExec{}, rec)
+		defer stop()
+		var streams []*Stream
+		for i := range 6 {
+			s, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: prompt(20, 0), Params: params(200)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			streams = append(streams, s)
+		}
+		for i, s := range streams {
+			if _, ok := s.Next(context.Background()); !ok {
+				t.Fatalf("stream %d ended early", i)
+			}
+		}
+		for i := range streams {
+			e.Abort(fmt.Sprint(i))
+		}
+		for i, s := range streams {
+			if _, last := collect(s); last.FinishReason != FinishAbort {
+				t.Errorf("stream %d: reason %q, want abort", i, last.FinishReason)
+			}
+		}
+		synctest.Wait()
+		if st := e.Stats(); st.Running != 0 || st.KVUsage != 0 || st.KVFree != st.KVBlocks {
+			t.Errorf("after aborts: %+v", st)
+		}
+		if rec.finished[FinishAbort] != 6 {
+			t.Errorf("finished %v, want 6 aborts", rec.finished)
+		}
+	})
+}
+
+func TestPreemptionCompletesEverything(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig()
+		cfg.NumBlocks = 24 // 96 tokens for 8 sequences that each grow to 40
+		cfg.MaxModelLen = 64
+		cfg.EnablePrefixCaching = false
+		rec := &recorder{}
+		e, stop := start(t, cfg, &countExec{}, rec)
+		defer stop()
+		var wg sync.WaitGroup
+		for i := range 8 {
+			s, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: prompt(10, 1000*i), Params: params(30)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				toks, _ := collect(s)
+				for j, tok := range toks {
+					if tok != 1000*i+10+j {
+						t.Errorf("request %d token %d = %d: recompute changed the output", i, j, tok)
+						return
+					}
+				}
+				if len(toks) != 30 {
+					t.Errorf("request %d: %d tokens, want 30", i, len(toks))
+				}
+			})
+		}
+		wg.Wait()
+		synctest.Wait()
+		if st := e.Stats(); st.Preemptions == 0 || rec.preemptions == 0 {
+			t.Errorf("no preemption under KV pressure: stats %+v", st)
+		}
+		if rec.generated != 8*30 || rec.prompt != 8*10 {
+			t.Errorf("observer: %d generated, %d prompt; want 240, 80 (recompute is not counted twice)", rec.generated, rec.prompt)
+		}
+	})
+}
+
+func TestPrefixCachingLowersTTFT(t *testing.T) {
+	ttft := func(prefix bool) (mean float64, cached int) {
+		synctest.Test(t, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.EnablePrefixCaching = prefix
+			cfg.MaxNumBatchedTokens = 256
+			rec := &recorder{}
+			e, stop := start(t, cfg, &countExec{}, rec)
+			defer stop()
+			shared := prompt(200, 5000)
+			for i := range 10 {
+				p := append(append([]int{}, shared...), i)
+				s, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: p, Params: params(2)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				collect(s) // one after the other, so later ones can hit
+			}
+			synctest.Wait()
+			for _, v := range rec.ttfts {
+				mean += v / float64(len(rec.ttfts))
+			}
+			cached = rec.cached
+		})
+		return mean, cached
+	}
+	on, hits := ttft(true)
+	off, none := ttft(false)
+	if hits == 0 || none != 0 {
+		t.Fatalf("cached prompt tokens: %d with caching, %d without", hits, none)
+	}
+	if on >= off {
+		t.Errorf("mean TTFT with prefix caching %.6fs, without %.6fs: caching should be faster", on, off)
+	}
+}
+
+func TestShutdownAbortsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, stop := start(t, testConfig(), &countExec{}, nil)
+		s, err := e.Submit(&Request{ID: "a", Prompt: prompt(4, 0), Params: params(200)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Next(context.Background())
+		stop()
+		if _, last := collect(s); last.FinishReason != FinishAbort {
+			t.Errorf("reason %q, want abort", last.FinishReason)
+		}
+		if _, err := e.Submit(&Request{ID: "b", Prompt: prompt(4, 0), Params: params(2)}); !errors.Is(err, ErrClosed) {
+			t.Errorf("submit after shutdown: %v, want ErrClosed", err)
+		}
+	})
+}

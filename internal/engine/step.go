@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"slices"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/sampling"
+	"github.com/glassbox-llm/glassbox/internal/sched"
+)
+
+// step runs one iteration: plan, execute, deliver, observe.
+func (e *Engine) step() {
+	start := time.Now()
+	e.sched.Schedule(&e.plan)
+	p := &e.plan
+	if len(p.Seqs) == 0 {
+		// Nothing fits: only possible if a single request needs more blocks
+		// than exist, which Config.Validate and Submit rule out.
+		panic("BUG: engine: sequences are queued but none could be scheduled")
+	}
+	for _, q := range p.Admitted {
+		rs := e.slots[q.ID]
+		if rs.firstSch.IsZero() {
+			rs.firstSch = start
+			e.queued.Add(-1)
+		}
+	}
+	e.buildBatch()
+	scheduled := time.Now()
+
+	e.result.FLOPs, e.result.ReadBytes, e.result.WriteBytes = 0, 0, 0
+	err := e.exec.Execute(&e.batch, &e.result)
+	done := time.Now()
+	e.steps++
+	e.preempt += uint64(len(p.Preempted))
+
+	ev := &e.ev
+	*ev = StepEvent{
+		Start: start, ScheduleTime: scheduled.Sub(start), ExecuteTime: done.Sub(scheduled),
+		NumSeqs: len(p.Seqs), NumTokens: p.NumTokens,
+		Preemptions: len(p.Preempted), PrefixQueries: p.PrefixQueries, PrefixHits: p.PrefixHits,
+		TTFTs: ev.TTFTs[:0], ITLs: ev.ITLs[:0],
+		FLOPs: e.result.FLOPs, ReadBytes: e.result.ReadBytes, WriteBytes: e.result.WriteBytes,
+	}
+	if err != nil {
+		e.log.Error("execute step", "err", err, "seqs", len(p.Seqs))
+		for _, sc := range p.Seqs {
+			e.finish(e.slots[sc.Seq.ID], FinishError, -1, done, err)
+		}
+	} else {
+		for i, sc := range p.Seqs {
+			e.advance(sc, &e.result.Samples[i], done)
+		}
+	}
+	ev.End = time.Now()
+	e.obs.ObserveStep(ev)
+	e.publish()
+}
+
+// buildBatch flattens the plan for the executor, reusing its slices.
+func (e *Engine) buildBatch() {
+	b := &e.batch
+	b.Seqs = b.Seqs[:0]
+	b.NumTokens = e.plan.NumTokens
+	for _, sc := range e.plan.Seqs {
+		q := sc.Seq
+		rs := e.slots[q.ID]
+		b.Seqs = append(b.Seqs, SeqBatch{
+			Seq:        q.ID,
+			Tokens:     q.Tokens[q.NumComputed : q.NumComputed+sc.NumNew],
+			Pos:        q.NumComputed,
+			BlockTable: q.BlockTable(),
+			Sample:     sc.Sample,
+			History:    q.Tokens,
+			NumPrompt:  q.NumPrompt,
+			Params:     &rs.req.Params,
+			RNG:        rs.rng,
+		})
+	}
+	if cap(e.result.Samples) < len(b.Seqs) {
+		e.result.Samples = make([]sampling.Result, len(b.Seqs), 2*len(b.Seqs))
+	}
+	e.result.Samples = e.result.Samples[:len(b.Seqs)]
+}
+
+// advance applies one sequence's share of a finished step.
+func (e *Engine) advance(sc sched.Scheduled, s *sampling.Result, now time.Time) {
+	q := sc.Seq
+	rs := e.slots[q.ID]
+	ev := &e.ev
+	decode := sc.NumNew == 1 && rs.numOutput > 0 && q.NumComputed == len(q.Tokens)-1
+	if decode {
+		ev.NumDecodeSeqs++
+	} else {
+		ev.NumPrefillTokens += sc.NumNew
+	}
+	e.sched.Computed(sc)
+	if !sc.Sample {
+		return
+	}
+	tok := s.Token
+	q.Tokens = append(q.Tokens, tok)
+	rs.numOutput++
+	ev.GenerationTokens++
+	ev.IterationTokens++
+	if rs.firstTok.IsZero() {
+		rs.firstTok = now
+		ev.TTFTs = append(ev.TTFTs, now.Sub(rs.req.Arrival).Seconds())
+		ev.PromptTokens += q.NumPrompt
+		ev.CachedTokens += q.NumCached
+		ev.IterationTokens += q.NumPrompt - q.NumCached
+	} else {
+		ev.ITLs = append(ev.ITLs, now.Sub(rs.lastTok).Seconds())
+	}
+	rs.lastTok = now
+
+	out := &e.out
+	*out = Output{Tokens: e.tok[:1], Logprobs: out.Logprobs[:0], StopToken: -1,
+		PromptTokens: q.NumPrompt, CachedTokens: q.NumCached}
+	out.Tokens[0] = tok
+	p := &rs.req.Params
+	if p.Logprobs >= 0 {
+		// The executor reuses its Top buffer: keep a copy.
+		out.Logprobs = append(out.Logprobs, sampling.Result{Token: tok, Logprob: s.Logprob, Top: slices.Clone(s.Top)})
+	}
+
+	reason, stopTok := e.stopReason(rs, tok)
+	if reason == "" && rs.req.Sink != nil {
+		var stop bool
+		out.Text, stop = rs.req.Sink.Append(tok)
+		if stop {
+			reason = FinishStop
+		}
+	}
+	if reason == "" && (rs.numOutput >= p.MaxTokens || len(q.Tokens) >= rs.maxLen) {
+		reason = FinishLength
+	}
+	if reason == "" {
+		rs.stream.push(out)
+		return
+	}
+	if rs.req.Sink != nil && (reason == FinishLength || stopTok >= 0) {
+		out.Text += rs.req.Sink.Flush()
+	}
+	out.Finished, out.FinishReason, out.StopToken = true, reason, stopTok
+	rs.stream.push(out)
+	e.finish(rs, reason, stopTok, now, nil)
+}
+
+// stopReason checks EOS (unless ignore_eos) and stop token ids, both only
+// once min_tokens outputs exist, as vLLM's stop checker does.
+func (e *Engine) stopReason(rs *reqState, tok int) (FinishReason, int) {
+	p := &rs.req.Params
+	if rs.numOutput < p.MinTokens {
+		return "", -1
+	}
+	if slices.Contains(rs.eos, tok) || slices.Contains(p.StopTokenIDs, tok) {
+		return FinishStop, tok
+	}
+	return "", -1
+}
+
+// finish ends a request: frees its blocks, closes its stream (unless advance
+// already delivered the final output), releases its id and reports it.
+func (e *Engine) finish(rs *reqState, reason FinishReason, stopTok int, now time.Time, err error) {
+	if !rs.stream.finished() {
+		rs.stream.push(&Output{Finished: true, FinishReason: reason, StopToken: stopTok, Err: err,
+			PromptTokens: rs.seq.NumPrompt, CachedTokens: rs.seq.NumCached})
+	}
+	if rs.firstSch.IsZero() {
+		e.queued.Add(-1) // left before admission
+	}
+	e.sched.Finish(&rs.seq)
+	delete(e.byID, rs.req.ID)
+	e.slots[rs.seq.ID] = nil
+	e.free = append(e.free, rs.seq.ID)
+	e.mu.Lock()
+	delete(e.ids, rs.req.ID)
+	e.mu.Unlock()
+
+	f := &e.fin
+	*f = FinishedEvent{
+		ID: rs.req.ID, Group: rs.req.Group, GroupSize: rs.req.GroupSize, Reason: reason,
+		PromptTokens: rs.seq.NumPrompt, CachedTokens: rs.seq.NumCached, GenerationTokens: rs.numOutput,
+		MaxTokens: rs.req.Params.MaxTokens, Preemptions: rs.seq.NumPreemptions,
+		Arrival: rs.req.Arrival, Queued: rs.queued, FirstScheduled: rs.firstSch,
+		FirstToken: rs.firstTok, LastToken: rs.lastTok, Finished: now,
+	}
+	e.obs.ObserveFinished(f)
+}

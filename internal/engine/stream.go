@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"context"
+	"sync"
+)
+
+// Stream is one request's output channel. The engine never blocks on it:
+// when the reader falls behind, pending outputs are merged into one.
+type Stream struct {
+	id     string
+	mu     sync.Mutex
+	ready  chan struct{} // holds a token while pending is non-empty
+	out    Output // pending, filled by the engine
+	spare  Output // the buffers last handed to the reader, reused next
+	has    bool
+	closed bool // the final output has been queued
+	done   bool // the reader has taken the final output
+}
+
+func newStream(id string) *Stream {
+	return &Stream{id: id, ready: make(chan struct{}, 1)}
+}
+
+// ID is the request id the stream belongs to.
+func (s *Stream) ID() string { return s.id }
+
+// push merges o into the pending output and wakes the reader. Called by the
+// engine goroutine only.
+func (s *Stream) push(o *Output) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	p := &s.out
+	if !s.has {
+		p.Tokens = p.Tokens[:0]
+		p.Logprobs = p.Logprobs[:0]
+		p.Text = ""
+	}
+	p.Tokens = append(p.Tokens, o.Tokens...)
+	p.Logprobs = append(p.Logprobs, o.Logprobs...)
+	p.Text += o.Text
+	p.Finished, p.FinishReason, p.StopToken, p.Err = o.Finished, o.FinishReason, o.StopToken, o.Err
+	p.PromptTokens, p.CachedTokens = o.PromptTokens, o.CachedTokens
+	s.has = true
+	s.closed = o.Finished
+	s.mu.Unlock()
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+}
+
+// Next waits for the next output. It returns false when the final output
+// has already been returned or ctx is done. The returned Output's slices
+// stay valid until the following call to Next: copy what you keep.
+func (s *Stream) Next(ctx context.Context) (Output, bool) {
+	for {
+		s.mu.Lock()
+		if s.has {
+			o := s.out
+			// Swap buffers: the reader gets this one until its next
+			// call, and the engine fills the previous one.
+			s.out, s.spare = s.spare, o
+			s.has = false
+			s.done = o.Finished
+			s.mu.Unlock()
+			return o, true
+		}
+		done := s.done
+		s.mu.Unlock()
+		if done {
+			return Output{}, false
+		}
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			return Output{}, false
+		}
+	}
+}
+
+// finished reports whether the final output has been queued.
+func (s *Stream) finished() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}

@@ -1,0 +1,244 @@
+package kvcache
+
+import (
+	"fmt"
+	"testing"
+)
+
+// check verifies the manager's invariants; tests and the fuzzer call it
+// after every operation.
+func (m *Manager) check(seqs []*Seq) error {
+	refs := make([]int32, len(m.blocks))
+	for _, s := range seqs {
+		for _, id := range s.table {
+			refs[id]++
+		}
+	}
+	free, freeCached := 0, 0
+	for id := m.free.head; id >= 0; id = m.blocks[id].next {
+		free++
+		if free > len(m.blocks) {
+			return fmt.Errorf("free list has a cycle")
+		}
+		if m.blocks[id].hashed {
+			freeCached++
+		}
+	}
+	if free != m.free.n {
+		return fmt.Errorf("free list holds %d blocks, counter says %d", free, m.free.n)
+	}
+	if freeCached != m.freeCached {
+		return fmt.Errorf("free cached blocks %d, counter says %d", freeCached, m.freeCached)
+	}
+	for id := range m.blocks {
+		b := &m.blocks[id]
+		if b.ref != refs[id] {
+			return fmt.Errorf("block %d: ref %d but %d tables hold it", id, b.ref, refs[id])
+		}
+		if (b.ref == 0) != b.inFree {
+			return fmt.Errorf("block %d: ref %d, in free list %v", id, b.ref, b.inFree)
+		}
+		if b.hashed && m.cached[b.hash] != int32(id) {
+			return fmt.Errorf("block %d: hashed but the cache maps its hash elsewhere", id)
+		}
+	}
+	for h, id := range m.cached {
+		if b := &m.blocks[id]; !b.hashed || b.hash != h {
+			return fmt.Errorf("cache entry for block %d does not match the block", id)
+		}
+	}
+	used := 0
+	for _, r := range refs {
+		if r > 0 {
+			used++
+		}
+	}
+	if used+m.free.n != len(m.blocks) {
+		return fmt.Errorf("%d used + %d free != %d blocks", used, m.free.n, len(m.blocks))
+	}
+	return nil
+}
+
+func seqTokens(n, base int) []int {
+	t := make([]int, n)
+	for i := range t {
+		t[i] = base + i
+	}
+	return t
+}
+
+func TestAllocateFreeAllOrNothing(t *testing.T) {
+	m, _ := New(Config{NumBlocks: 4, BlockSize: 4})
+	a, b := &Seq{}, &Seq{}
+	if !m.Allocate(a, seqTokens(10, 0), 0, 10) {
+		t.Fatal("10 tokens should fit in 3 of 4 blocks")
+	}
+	if got := len(a.BlockTable()); got != 3 {
+		t.Fatalf("block table has %d blocks, want 3", got)
+	}
+	if m.Allocate(b, seqTokens(8, 100), 0, 8) {
+		t.Fatal("8 tokens must not fit in the 1 free block")
+	}
+	if len(b.BlockTable()) != 0 || m.NumFree() != 1 {
+		t.Fatalf("a failed allocation changed state: table %v, free %d", b.BlockTable(), m.NumFree())
+	}
+	if got, want := m.Usage(), 0.75; got != want {
+		t.Fatalf("usage %v, want %v", got, want)
+	}
+	m.Free(a)
+	if m.NumFree() != 4 || m.Usage() != 0 {
+		t.Fatalf("after free: %d free, usage %v", m.NumFree(), m.Usage())
+	}
+	if err := m.check([]*Seq{a, b}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPrefixHitSharesBlocks(t *testing.T) {
+	m, _ := New(Config{NumBlocks: 8, BlockSize: 4, EnablePrefixCaching: true})
+	prompt := seqTokens(10, 0)
+	a := &Seq{}
+	if hit := m.LookupPrefix(a, prompt); hit != 0 {
+		t.Fatalf("cold cache hit %d tokens", hit)
+	}
+	m.Allocate(a, prompt, 0, 10)
+	m.Cache(a, prompt, 10)
+	if m.NumCached() != 2 {
+		t.Fatalf("%d cached blocks, want the 2 full ones", m.NumCached())
+	}
+	b := &Seq{}
+	other := append(seqTokens(8, 0), 99, 98, 97)
+	if hit := m.LookupPrefix(b, other); hit != 8 {
+		t.Fatalf("hit %d tokens, want 8", hit)
+	}
+	m.Allocate(b, other, 8, 3)
+	if a.table[0] != b.table[0] || a.table[1] != b.table[1] || a.table[2] == b.table[2] {
+		t.Fatalf("tables %v and %v should share exactly the first two blocks", a.table, b.table)
+	}
+	if err := m.check([]*Seq{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	// Freed cached blocks stay reusable until evicted.
+	m.Free(a)
+	m.Free(b)
+	if m.NumFreeCached() != 2 {
+		t.Fatalf("%d free cached blocks, want 2", m.NumFreeCached())
+	}
+	c := &Seq{}
+	if hit := m.LookupPrefix(c, prompt); hit != 8 {
+		t.Fatalf("after free: hit %d, want 8", hit)
+	}
+	// A prompt that is exactly cached still computes its last token.
+	if hit := m.LookupPrefix(&Seq{}, seqTokens(8, 0)); hit != 4 {
+		t.Fatalf("fully cached prompt hit %d, want 4 (last block recomputed)", hit)
+	}
+}
+
+func TestEvictionIsLRU(t *testing.T) {
+	m, _ := New(Config{NumBlocks: 3, BlockSize: 2, EnablePrefixCaching: true})
+	a, b := &Seq{}, &Seq{}
+	pa, pb := seqTokens(2, 0), seqTokens(2, 50)
+	for _, x := range []struct {
+		s *Seq
+		p []int
+	}{{a, pa}, {b, pb}} {
+		m.Allocate(x.s, x.p, 0, 2)
+		m.Cache(x.s, x.p, 2)
+	}
+	m.Free(a) // a's block is now the least recently freed cached block...
+	m.Free(b)
+	// ...after the never-used block 2, which goes first.
+	c := &Seq{}
+	m.Allocate(c, seqTokens(4, 200), 0, 4)
+	if m.LookupPrefix(&Seq{}, append(pa, 7)) != 0 {
+		t.Fatal("a's block should have been evicted first")
+	}
+	if m.LookupPrefix(&Seq{}, append(pb, 7)) != 2 {
+		t.Fatal("b's block should still be cached")
+	}
+	if err := m.check([]*Seq{a, b, c}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPrefixCachingOff(t *testing.T) {
+	m, _ := New(Config{NumBlocks: 4, BlockSize: 2})
+	a := &Seq{}
+	p := seqTokens(4, 0)
+	m.Allocate(a, p, 0, 4)
+	m.Cache(a, p, 4)
+	if m.NumCached() != 0 || m.LookupPrefix(&Seq{}, p) != 0 {
+		t.Fatal("prefix caching is off but blocks were cached")
+	}
+}
+
+// FuzzInvariants drives random allocate/cache/free sequences over a small
+// cache with few distinct token values (so prefixes collide often) and
+// checks every invariant after each operation.
+func FuzzInvariants(f *testing.F) {
+	f.Add([]byte{0, 10, 1, 20, 2, 5, 3, 0, 0, 7})
+	f.Add([]byte{1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		m, _ := New(Config{NumBlocks: 6, BlockSize: 2, EnablePrefixCaching: len(ops)%3 != 0})
+		type live struct {
+			s        *Seq
+			tokens   []int
+			computed int
+		}
+		seqs := make([]*live, 4)
+		all := func() []*Seq {
+			var out []*Seq
+			for _, l := range seqs {
+				if l != nil {
+					out = append(out, l.s)
+				}
+			}
+			return out
+		}
+		for i := 0; i+1 < len(ops); i += 2 {
+			slot, arg := int(ops[i]>>2)%len(seqs), int(ops[i+1])
+			switch ops[i] & 3 {
+			case 0, 1: // start a sequence or grow one
+				l := seqs[slot]
+				if l == nil {
+					n := 1 + arg%9
+					toks := make([]int, n)
+					for j := range toks {
+						toks[j] = (arg >> (j % 4)) & 1
+					}
+					l = &live{s: &Seq{}, tokens: toks}
+					hit := m.LookupPrefix(l.s, toks)
+					if hit%2 != 0 || hit >= n {
+						t.Fatalf("bad hit %d for %d tokens", hit, n)
+					}
+					if m.Allocate(l.s, toks, hit, n-hit) {
+						l.computed = n
+						seqs[slot] = l
+						m.Cache(l.s, toks, n)
+					}
+					break
+				}
+				l.tokens = append(l.tokens, arg&1)
+				if m.Allocate(l.s, l.tokens, l.computed, len(l.tokens)-l.computed) {
+					l.computed = len(l.tokens)
+					m.Cache(l.s, l.tokens, l.computed)
+				} else {
+					l.tokens = l.tokens[:l.computed]
+				}
+			case 2, 3:
+				if seqs[slot] != nil {
+					m.Free(seqs[slot].s)
+					seqs[slot] = nil
+				}
+			}
+			if err := m.check(all()); err != nil {
+				t.Fatalf("after op %d: %v", i/2, err)
+			}
+			for _, l := range seqs {
+				if l != nil && len(l.s.table) != m.blocksFor(l.computed) {
+					t.Fatalf("table of %d blocks for %d tokens", len(l.s.table), l.computed)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,257 @@
+// Package sched decides what runs in each engine step, following vLLM V1's
+// scheduler: running sequences first, then waiting ones first come first
+// served; chunked prefill under a per-step token budget; at most MaxNumSeqs
+// running; when KV blocks run out, the lowest-priority running sequence (the
+// latest arrival among equals) is preempted by recompute.
+//
+// It is a pure state machine over kvcache: no goroutines, no I/O, no clock,
+// no metrics. It must not import net/http, Prometheus, OpenTelemetry or any
+// package of the serving side; the engine goroutine is its only owner.
+package sched
+
+import (
+	"fmt"
+
+	"github.com/glassbox-llm/glassbox/internal/kvcache"
+)
+
+// Config holds the scheduling limits, named after vLLM's flags.
+type Config struct {
+	MaxNumSeqs          int
+	MaxNumBatchedTokens int
+}
+
+// Status is where a sequence is in its life.
+type Status int
+
+const (
+	Waiting Status = iota
+	Running
+	Finished
+)
+
+func (s Status) String() string {
+	switch s {
+	case Waiting:
+		return "waiting"
+	case Running:
+		return "running"
+	}
+	return "finished"
+}
+
+// Seq is one sequence's scheduling state. The engine creates it, appends
+// sampled tokens to Tokens and reads the counters; sched moves it between
+// queues.
+type Seq struct {
+	ID          int
+	Tokens      []int // prompt followed by the outputs so far
+	NumPrompt   int
+	NumComputed int // leading tokens whose KV is in the cache
+	Priority    int // larger is preempted first
+	Arrival     uint64
+
+	Status         Status
+	NumPreemptions int
+	NumCached      int  // prompt tokens served from the prefix cache at the last admission
+	Admitted       bool // scheduled at least once
+
+	kv       kvcache.Seq
+	schedIdx int // index in the current plan, or -1
+}
+
+// BlockTable returns the sequence's physical KV blocks.
+func (s *Seq) BlockTable() []int { return s.kv.BlockTable() }
+
+// Scheduled is one sequence's share of a step.
+type Scheduled struct {
+	Seq    *Seq
+	NumNew int  // tokens to compute, starting at Seq.NumComputed
+	Sample bool // the step reaches the end of the known tokens
+}
+
+// Plan is a step's schedule. Reuse one Plan across steps to avoid allocation.
+type Plan struct {
+	Seqs      []Scheduled
+	NumTokens int
+	Preempted []*Seq
+	Admitted  []*Seq // waiting sequences that started (or restarted) this step
+
+	PrefixQueries int // tokens looked up in the prefix cache by admissions
+	PrefixHits    int
+}
+
+// Scheduler holds the queues. Not safe for concurrent use.
+type Scheduler struct {
+	cfg     Config
+	kv      *kvcache.Manager
+	waiting []*Seq // front is next
+	running []*Seq // admission order
+	scratch []*Seq
+	arrival uint64
+}
+
+// New returns an empty scheduler over kv.
+func New(cfg Config, kv *kvcache.Manager) (*Scheduler, error) {
+	if cfg.MaxNumSeqs < 1 || cfg.MaxNumBatchedTokens < 1 {
+		return nil, fmt.Errorf("sched: max-num-seqs and max-num-batched-tokens must be positive, got %d and %d", cfg.MaxNumSeqs, cfg.MaxNumBatchedTokens)
+	}
+	return &Scheduler{cfg: cfg, kv: kv}, nil
+}
+
+// NumWaiting and NumRunning are the queue lengths.
+func (s *Scheduler) NumWaiting() int { return len(s.waiting) }
+func (s *Scheduler) NumRunning() int { return len(s.running) }
+
+// KV returns the block manager the scheduler allocates from.
+func (s *Scheduler) KV() *kvcache.Manager { return s.kv }
+
+// Add queues a new sequence at the back of the waiting queue.
+func (s *Scheduler) Add(q *Seq) {
+	s.arrival++
+	q.Arrival = s.arrival
+	q.Status = Waiting
+	q.schedIdx = -1
+	s.waiting = append(s.waiting, q)
+}
+
+// Finish removes q from whichever queue holds it and frees its blocks.
+func (s *Scheduler) Finish(q *Seq) {
+	switch q.Status {
+	case Running:
+		s.running = remove(s.running, q)
+	case Waiting:
+		s.waiting = remove(s.waiting, q)
+	default:
+		return
+	}
+	s.kv.Free(&q.kv)
+	q.Status = Finished
+}
+
+// Computed records that the step computed sc's tokens.
+func (s *Scheduler) Computed(sc Scheduled) {
+	sc.Seq.NumComputed += sc.NumNew
+}
+
+// Schedule plans the next step into p.
+func (s *Scheduler) Schedule(p *Plan) {
+	p.Seqs, p.Preempted, p.Admitted = p.Seqs[:0], p.Preempted[:0], p.Admitted[:0]
+	p.NumTokens, p.PrefixQueries, p.PrefixHits = 0, 0, 0
+	budget := s.cfg.MaxNumBatchedTokens
+
+	// Iterate over a snapshot: preemption removes sequences from running.
+	s.scratch = append(s.scratch[:0], s.running...)
+	for _, q := range s.scratch {
+		if budget == 0 {
+			break
+		}
+		if q.Status != Running {
+			continue // preempted earlier in this step
+		}
+		numNew := min(len(q.Tokens)-q.NumComputed, budget)
+		if numNew <= 0 {
+			panic(fmt.Sprintf("BUG: sched: running sequence %d has nothing to compute", q.ID))
+		}
+		for q.Status == Running && !s.kv.Allocate(&q.kv, q.Tokens, q.NumComputed, numNew) {
+			budget += s.preempt(p, s.pickVictim())
+		}
+		if q.Status == Running {
+			s.schedule(p, q, numNew)
+			budget -= numNew
+		}
+	}
+
+	// As vLLM: no admissions in a step that had to preempt.
+	if len(p.Preempted) > 0 {
+		return
+	}
+	for len(s.waiting) > 0 && budget > 0 && len(s.running) < s.cfg.MaxNumSeqs {
+		q := s.waiting[0]
+		cached := 0
+		if q.NumComputed == 0 {
+			cached = s.kv.LookupPrefix(&q.kv, q.Tokens)
+		}
+		numNew := min(len(q.Tokens)-cached, budget)
+		if !s.kv.Allocate(&q.kv, q.Tokens, cached, numNew) {
+			break
+		}
+		s.waiting = s.waiting[1:]
+		q.NumComputed = cached
+		q.NumCached = min(cached, q.NumPrompt)
+		q.Status = Running
+		q.Admitted = true
+		s.running = append(s.running, q)
+		p.Admitted = append(p.Admitted, q)
+		p.PrefixQueries += len(q.Tokens)
+		p.PrefixHits += cached
+		s.schedule(p, q, numNew)
+		budget -= numNew
+	}
+	for _, sc := range p.Seqs {
+		sc.Seq.schedIdx = -1
+	}
+}
+
+func (s *Scheduler) schedule(p *Plan, q *Seq, numNew int) {
+	q.schedIdx = len(p.Seqs)
+	p.Seqs = append(p.Seqs, Scheduled{Seq: q, NumNew: numNew, Sample: q.NumComputed+numNew == len(q.Tokens)})
+	p.NumTokens += numNew
+	s.kv.Cache(&q.kv, q.Tokens, q.NumComputed+numNew)
+}
+
+// pickVictim returns the running sequence to preempt: the largest priority
+// value, the latest arrival among equals.
+func (s *Scheduler) pickVictim() *Seq {
+	v := s.running[0]
+	for _, q := range s.running[1:] {
+		if q.Priority > v.Priority || (q.Priority == v.Priority && q.Arrival > v.Arrival) {
+			v = q
+		}
+	}
+	return v
+}
+
+// preempt frees q's blocks and puts it at the front of the waiting queue to
+// be recomputed. When q was already scheduled this step, its entry is
+// withdrawn and the returned tokens go back to the budget.
+func (s *Scheduler) preempt(p *Plan, q *Seq) (refund int) {
+	if q.schedIdx >= 0 {
+		refund = p.Seqs[q.schedIdx].NumNew
+		p.NumTokens -= refund
+		p.Seqs = append(p.Seqs[:q.schedIdx], p.Seqs[q.schedIdx+1:]...)
+		for i := q.schedIdx; i < len(p.Seqs); i++ {
+			p.Seqs[i].Seq.schedIdx = i
+		}
+		q.schedIdx = -1
+	}
+	s.running = remove(s.running, q)
+	s.kv.Free(&q.kv)
+	q.NumComputed = 0
+	q.NumPreemptions++
+	q.Status = Waiting
+	s.waiting = append(s.waiting, nil)
+	copy(s.waiting[1:], s.waiting)
+	s.waiting[0] = q
+	p.Preempted = append(p.Preempted, q)
+	return refund
+}
+
+func indexOf(qs []*Seq, q *Seq) int {
+	for i, x := range qs {
+		if x == q {
+			return i
+		}
+	}
+	return -1
+}
+
+func remove(qs []*Seq, q *Seq) []*Seq {
+	i := indexOf(qs, q)
+	if i < 0 {
+		panic(fmt.Sprintf("BUG: sched: sequence %d is not in its queue", q.ID))
+	}
+	copy(qs[i:], qs[i+1:])
+	qs[len(qs)-1] = nil
+	return qs[:len(qs)-1]
+}
