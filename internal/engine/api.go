@@ -150,13 +150,13 @@ type StepEvent struct {
 	NumPrefillTokens int // of those, prompt (or recompute) tokens
 	NumDecodeSeqs    int
 
-	Preemptions     int
-	PrefixQueries   int // prompt tokens looked up in the prefix cache
-	PrefixHits      int // of those, found cached
-	PromptTokens    int // prompt tokens of prefills that completed this step (cached included)
-	CachedTokens    int // of those, served from the prefix cache
+	Preemptions      int
+	PrefixQueries    int // prompt tokens looked up in the prefix cache
+	PrefixHits       int // of those, found cached
+	PromptTokens     int // prompt tokens of prefills that completed this step (cached included)
+	CachedTokens     int // of those, served from the prefix cache
 	GenerationTokens int
-	IterationTokens int // computed prompt tokens of completed prefills + generated tokens
+	IterationTokens  int // computed prompt tokens of completed prefills + generated tokens
 
 	TTFTs []float64 // seconds, for sequences that got their first token this step
 	ITLs  []float64 // seconds since the previous token, for every other output

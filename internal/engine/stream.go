@@ -11,8 +11,8 @@ type Stream struct {
 	id     string
 	mu     sync.Mutex
 	ready  chan struct{} // holds a token while pending is non-empty
-	out    Output // pending, filled by the engine
-	spare  Output // the buffers last handed to the reader, reused next
+	out    Output        // pending, filled by the engine
+	spare  Output        // the buffers last handed to the reader, reused next
 	has    bool
 	closed bool // the final output has been queued
 	done   bool // the reader has taken the final output
