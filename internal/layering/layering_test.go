@@ -1,0 +1,77 @@
+// Package layering holds the test that enforces DESIGN.md §2's dependency
+// rules across the module. It has no code of its own.
+package layering
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/glassbox-llm/glassbox"
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json", module+"/...")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// forbidden maps a package prefix to the dependencies it must never reach,
+// directly or through others.
+var forbidden = map[string][]string{
+	module + "/internal/engine":   {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor"},
+	module + "/internal/sched":    {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine"},
+	module + "/internal/kvcache":  {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine", module + "/internal/sched"},
+	module + "/internal/sampling": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine"},
+	module + "/internal/bench":    {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
+	module + "/internal/doctor":   {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
+}
+
+func TestDependencyRules(t *testing.T) {
+	pkgs := listPackages(t)
+	if len(pkgs) < 5 {
+		t.Fatalf("go list found only %d packages", len(pkgs))
+	}
+	for _, p := range pkgs {
+		for prefix, bad := range forbidden {
+			if p.ImportPath != prefix && !strings.HasPrefix(p.ImportPath, prefix+"/") {
+				continue
+			}
+			for _, d := range p.Deps {
+				for _, b := range bad {
+					if d == b || strings.HasPrefix(d, b) && (strings.HasSuffix(b, "/") || strings.HasPrefix(d, b+"/")) {
+						t.Errorf("%s depends on %s (forbidden: %s)", p.ImportPath, d, b)
+					}
+				}
+			}
+		}
+		for _, imp := range p.Imports {
+			if strings.HasPrefix(imp, module+"/cmd/") {
+				t.Errorf("%s imports %s: nothing imports cmd/", p.ImportPath, imp)
+			}
+		}
+	}
+}
