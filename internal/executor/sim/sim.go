@@ -1,0 +1,264 @@
+// Package sim owns the simulated GPU executor: hardware and model profiles,
+// a roofline cost model calibrated from published fits that gives each
+// engine step a duration, and a fake language model whose tokens read like
+// English text and go through the real samplers. It lets the whole server
+// run, be load-tested and be observed without a GPU or model weights.
+//
+// It implements engine.Executor and may import engine and sampling; it must
+// not import net/http, Prometheus, OpenTelemetry, or the server, metrics or
+// tracing packages.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/sampling"
+)
+
+// Config selects what to simulate and how fast.
+type Config struct {
+	Hardware       string // a hardware profile name, see HardwareNames
+	Model          string // a model profile name, see ModelNames
+	TensorParallel int    // GPUs the model is split over; 0 means 1
+
+	// TimeScale multiplies every simulated step's duration before sleeping:
+	// 1 is real time (a server), 0.1 runs ten times faster, 0 never sleeps
+	// (tests, offline runs).
+	TimeScale float64
+
+	// Sleep waits for a duration; nil means time.Sleep. Tests inject it.
+	Sleep func(time.Duration)
+}
+
+// Info describes the simulated deployment, for glassbox_executor_info and
+// for sizing the KV cache.
+type Info struct {
+	Executor       string // "sim"
+	Hardware       string
+	Model          string
+	TensorParallel int
+
+	PeakFLOPs       float64 // per GPU, dense BF16
+	MemBandwidth    float64 // per GPU, bytes/s
+	WeightBytes     float64 // the whole model
+	KVBytesPerToken int64   // per GPU
+	MaxModelLen     int     // the model's max_position_embeddings
+}
+
+// Executor is the simulated GPU. Like every engine.Executor it is called
+// from the engine goroutine only; it is not safe for concurrent use.
+type Executor struct {
+	cost      CostModel
+	vocab     *Vocab
+	gen       *textGen
+	sampler   sampling.Sampler
+	timeScale float64
+	sleep     func(time.Duration)
+	deadline  time.Time // when the previous simulated step ends
+
+	// Scratch reused by every step, so that Execute allocates nothing.
+	hist     []int   // history rewritten into candidate indices, for penalties
+	local    []int32 // vocabulary id → candidate index, or -1
+	src      rngSource
+	adapted  *rand.Rand // draws from src
+	fallback *rand.Rand // for a sequence that arrives without an RNG
+}
+
+// rngSource lets a sampler draw from an engine.RNG that is not a *rand.Rand.
+type rngSource struct{ r engine.RNG }
+
+func (s *rngSource) Uint64() uint64 { return s.r.Uint64() }
+
+// New builds the executor for cfg.
+func New(cfg Config) (*Executor, error) {
+	hw, err := LookupHardware(cfg.Hardware)
+	if err != nil {
+		return nil, fmt.Errorf("new sim executor: %w", err)
+	}
+	m, err := LookupModel(cfg.Model)
+	if err != nil {
+		return nil, fmt.Errorf("new sim executor: %w", err)
+	}
+	tp := cfg.TensorParallel
+	if tp == 0 {
+		tp = 1
+	}
+	if err := m.CheckTP(tp); err != nil {
+		return nil, fmt.Errorf("new sim executor: %w", err)
+	}
+	if math.IsNaN(cfg.TimeScale) || math.IsInf(cfg.TimeScale, 0) || cfg.TimeScale < 0 {
+		return nil, fmt.Errorf("new sim executor: time scale must be a finite number >= 0, got %v", cfg.TimeScale)
+	}
+	v := NewVocab()
+	e := &Executor{
+		cost:      CostModel{HW: hw, Model: m, TP: tp},
+		vocab:     v,
+		gen:       newTextGen(v),
+		timeScale: cfg.TimeScale,
+		sleep:     cfg.Sleep,
+		local:     make([]int32, v.Size()),
+		fallback:  sampling.NewRNG(0),
+	}
+	if e.sleep == nil {
+		e.sleep = time.Sleep
+	}
+	e.adapted = rand.New(&e.src)
+	for i := range e.local {
+		e.local[i] = -1
+	}
+	return e, nil
+}
+
+// Info describes the simulated deployment.
+func (e *Executor) Info() Info {
+	m := &e.cost.Model
+	return Info{
+		Executor:        "sim",
+		Hardware:        e.cost.HW.Name,
+		Model:           m.Name,
+		TensorParallel:  e.cost.TP,
+		PeakFLOPs:       e.cost.HW.PeakFLOPs,
+		MemBandwidth:    e.cost.HW.MemBandwidth,
+		WeightBytes:     m.WeightBytes(),
+		KVBytesPerToken: m.KVBytesPerToken(e.cost.TP),
+		MaxModelLen:     m.MaxPosition,
+	}
+}
+
+// Vocab is the tokenizer whose ids Execute produces.
+func (e *Executor) Vocab() *Vocab { return e.vocab }
+
+// CostModel is the model that prices each step.
+func (e *Executor) CostModel() CostModel { return e.cost }
+
+// StepCost prices a batch without running it.
+func (e *Executor) StepCost(b *engine.Batch) Cost { return e.cost.Step(b) }
+
+// KVCacheBlocks sizes the KV cache as vLLM does: override bytes per GPU
+// when positive, else gpuMemoryUtilization of device memory less weights
+// and the activation reserve; divided into blocks of blockSize tokens.
+func (e *Executor) KVCacheBlocks(gpuMemoryUtilization float64, override int64, blockSize int) (int, error) {
+	bytes, err := KVCacheBytes(e.cost.HW, e.cost.Model, e.cost.TP, gpuMemoryUtilization, override)
+	if err != nil {
+		return 0, err
+	}
+	n := KVBlocks(bytes, e.cost.Model, e.cost.TP, blockSize)
+	if n < 1 {
+		return 0, fmt.Errorf("size kv cache: %d bytes per GPU hold no block of %d tokens: raise --kv-cache-memory-bytes or --gpu-memory-utilization",
+			bytes, blockSize)
+	}
+	return n, nil
+}
+
+// Execute runs one step: it prices the batch, samples a token for every
+// sequence that asks for one, then waits out the rest of the step's
+// simulated time, so that sampling's own CPU time is part of the step
+// rather than added to it.
+func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
+	c := e.cost.Step(b)
+	r.FLOPs, r.ReadBytes, r.WriteBytes = c.FLOPs, c.ReadBytes, c.WriteBytes
+
+	var until time.Time
+	if e.timeScale > 0 {
+		// Deadlines chain from the previous step's, so that a sleep that
+		// overshoots, or the engine's own work between steps, shortens the
+		// next step instead of adding up; after an idle gap (more than
+		// maxLag since the last deadline) the chain restarts from now.
+		now := time.Now()
+		start := e.deadline
+		if now.Sub(start) > maxLag {
+			start = now
+		}
+		e.deadline = start.Add(time.Duration(float64(c.Duration) * e.timeScale))
+		until = e.deadline
+	}
+
+	if cap(r.Samples) < len(b.Seqs) {
+		r.Samples = append(r.Samples[:cap(r.Samples)], make([]sampling.Result, len(b.Seqs)-cap(r.Samples))...)
+	}
+	r.Samples = r.Samples[:len(b.Seqs)]
+	for i := range b.Seqs {
+		s := &b.Seqs[i]
+		if !s.Sample {
+			continue
+		}
+		if err := e.sample(s, &r.Samples[i]); err != nil {
+			return fmt.Errorf("execute batch: %w", err)
+		}
+	}
+
+	if e.timeScale > 0 {
+		if d := time.Until(until); d > 0 {
+			e.sleep(d)
+		}
+	}
+	return nil
+}
+
+// maxLag is how late a step may start after the previous deadline and
+// still be charged from that deadline: it covers timer overshoot and the
+// engine's bookkeeping, but not an idle engine.
+const maxLag = time.Millisecond
+
+// sample draws one sequence's next token from the fake distribution with
+// the real sampler, and maps candidate indices back to vocabulary ids.
+func (e *Executor) sample(s *engine.SeqBatch, out *sampling.Result) error {
+	p := s.Params
+	if p == nil {
+		return errors.New("sample sequence: no sampling params")
+	}
+	h := s.History
+	if len(h) == 0 {
+		h = s.Tokens
+	}
+	cands, logits := e.gen.candidates(h, s.NumPrompt)
+
+	var hist []int
+	if p.RepetitionPenalty != 1 || p.PresencePenalty != 0 || p.FrequencyPenalty != 0 {
+		hist = e.localHistory(cands, h)
+	}
+	e.sampler.Sample(logits, p, e.rng(s.RNG), hist, s.NumPrompt, out)
+	out.Token = int(cands[out.Token])
+	for k := range out.Top {
+		out.Top[k].Token = int(cands[out.Top[k].Token])
+	}
+	return nil
+}
+
+// localHistory rewrites h into candidate indices (-1 where a token is not a
+// candidate), so that penalties over the history apply to the candidates.
+func (e *Executor) localHistory(cands []int32, h []int) []int {
+	for i, id := range cands {
+		e.local[id] = int32(i)
+	}
+	e.hist = e.hist[:0]
+	for _, t := range h {
+		j := int32(-1)
+		if t >= 0 && t < len(e.local) {
+			j = e.local[t]
+		}
+		e.hist = append(e.hist, int(j))
+	}
+	for _, id := range cands {
+		e.local[id] = -1
+	}
+	return e.hist
+}
+
+// rng returns a *rand.Rand drawing from r without allocating.
+func (e *Executor) rng(r engine.RNG) *rand.Rand {
+	switch r := r.(type) {
+	case *rand.Rand:
+		return r
+	case nil:
+		return e.fallback
+	default:
+		e.src.r = r
+		return e.adapted
+	}
+}
