@@ -1,0 +1,138 @@
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// httpSeries mirrors prometheus-fastapi-instrumentator's default families,
+// which vLLM's API server exports next to the engine's.
+type httpSeries struct {
+	requests *prometheus.CounterVec   // method, status, handler
+	duration *prometheus.HistogramVec // method, handler
+	highRes  prometheus.Histogram     // no labels
+	reqSize  *prometheus.SummaryVec   // handler
+	respSize *prometheus.SummaryVec   // handler
+}
+
+func newHTTPSeries(b *builder) httpSeries {
+	s := httpSeries{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "http_requests_total",
+			Help: "Total number of requests by method, status and handler.",
+		}, []string{"method", "status", "handler"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "http_request_duration_seconds",
+			Help:    "Latency with only few buckets by handler. Made to be only used if aggregation by handler is important.",
+			Buckets: httpDurationBuckets(),
+		}, []string{"method", "handler"}),
+		highRes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "http_request_duration_highr_seconds",
+			Help:    "Latency with many buckets but no API specific labels. Made for more accurate percentile calculations.",
+			Buckets: httpHighResBuckets(),
+		}),
+		reqSize: prometheus.NewSummaryVec(prometheus.SummaryOpts{
+			Name: "http_request_size_bytes",
+			Help: "Content length of incoming requests by handler. Only value of header is respected. Otherwise ignored.",
+		}, []string{"handler"}),
+		respSize: prometheus.NewSummaryVec(prometheus.SummaryOpts{
+			Name: "http_response_size_bytes",
+			Help: "Size of responses by handler: bytes of body written.",
+		}, []string{"handler"}),
+	}
+	for _, c := range []prometheus.Collector{s.requests, s.duration, s.highRes, s.reqSize, s.respSize} {
+		b.register(c)
+	}
+	return s
+}
+
+// excludedHandler reports the routes vLLM's instrumentator leaves out, so
+// that scrapes and probes do not drown the API traffic.
+func excludedHandler(name string) bool {
+	switch name {
+	case "/metrics", "/health", "/load", "/ping", "/version", "/server_info":
+		return true
+	}
+	return false
+}
+
+// InstrumentHTTP wraps h, served under the route pattern handlerName (e.g.
+// "/v1/chat/completions"; "none" for unmatched paths, as the instrumentator
+// does), so that each request counts in the http_* families. Routes vLLM
+// excludes come back unwrapped. The wrapper keeps http.Flusher working for
+// SSE and exposes Unwrap for http.ResponseController.
+func (m *Metrics) InstrumentHTTP(handlerName string, h http.Handler) http.Handler {
+	if excludedHandler(handlerName) {
+		return h
+	}
+	s := &m.http
+	reqSize := s.reqSize.WithLabelValues(handlerName)
+	respSize := s.respSize.WithLabelValues(handlerName)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rw := &responseWriter{ResponseWriter: w}
+		completed := false
+		defer func() {
+			status := rw.status
+			if !completed && status == 0 {
+				status = http.StatusInternalServerError // the handler panicked before answering
+			}
+			d := time.Since(start).Seconds()
+			s.requests.WithLabelValues(r.Method, statusClass(status), handlerName).Inc()
+			s.duration.WithLabelValues(r.Method, handlerName).Observe(d)
+			s.highRes.Observe(d)
+			reqSize.Observe(float64(max(r.ContentLength, 0)))
+			respSize.Observe(float64(rw.written))
+		}()
+		h.ServeHTTP(rw, r)
+		completed = true
+	})
+}
+
+// statusClass groups codes as the instrumentator does: 200 → "2xx". A
+// handler that never wrote anything answered 200.
+func statusClass(code int) string {
+	if code == 0 {
+		code = http.StatusOK
+	}
+	return strconv.Itoa(code/100) + "xx"
+}
+
+// responseWriter records the final status and the body size.
+type responseWriter struct {
+	http.ResponseWriter
+	status  int
+	written int64
+}
+
+func (w *responseWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 { // 1xx responses are not final
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *responseWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.written += int64(n)
+	return n, err
+}
+
+// Flush implements http.Flusher, which the SSE writer asserts on; an
+// underlying writer that cannot flush makes it a no-op.
+func (w *responseWriter) Flush() {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection (deadlines,
+// hijacking) through the wrapper.
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,221 @@
+// Package metrics is the only place glassbox defines Prometheus metrics. It
+// owns vLLM's vllm:* families (same names, types, labels and buckets, so
+// vLLM's dashboards and the Gateway API Inference Extension work unchanged),
+// glassbox's own glassbox_* families, the HTTP instrumentation families and
+// the /metrics text exposition.
+//
+// It turns the engine's Observer events and Stats snapshots into series; it
+// never calls into the engine beyond reading Stats at scrape time. It must
+// not import server, tracing, executor, sched or kvcache: the engine's public
+// API is all it needs.
+package metrics
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
+
+	"github.com/glassbox-llm/glassbox/internal/engine"
+)
+
+// Label names shared by every per-engine family, in vLLM's order.
+const (
+	labelModel  = "model_name"
+	labelEngine = "engine"
+)
+
+// Config says what the metrics describe. It is read once by New.
+type Config struct {
+	ModelName string // value of model_name: the first --served-model-name, else --model
+	Engine    string // value of engine: the data-parallel index, "0" for one engine
+
+	// MaxModelLen sizes the 1-2-5 token-count histograms, as vLLM does.
+	MaxModelLen int
+
+	// DisableLogStats mirrors --disable-log-stats: no vllm:* family is
+	// registered and the Observer methods do nothing.
+	DisableLogStats bool
+
+	// CacheInfo are the labels of vllm:cache_config_info (block_size,
+	// num_gpu_blocks, enable_prefix_caching as "True"/"False", ...).
+	CacheInfo map[string]string
+	// SchedulerInfo are the labels of glassbox_scheduler_config_info
+	// (max_num_seqs, max_num_batched_tokens, max_model_len).
+	SchedulerInfo map[string]string
+	// ExecutorInfo are the labels of glassbox_executor_info (executor,
+	// hardware, model, ...).
+	ExecutorInfo map[string]string
+
+	// Per-GPU peaks, exported so that MFU and MBU are PromQL divisions of
+	// vllm:estimated_*_per_gpu_total rates by these gauges.
+	PeakFLOPs     float64 // FLOP/s
+	PeakBandwidth float64 // bytes/s
+
+	// Stats is called at scrape time for the gauges; nil reads as all zero.
+	Stats func() engine.Stats
+}
+
+// Metrics holds every series glassbox exports. ObserveStep and
+// ObserveFinished run on the engine goroutine (and only there, which is why
+// groups needs no lock); InstrumentHTTP's wrappers run on any goroutine and
+// touch only Prometheus' own concurrency-safe types.
+type Metrics struct {
+	enabled bool
+
+	step     stepSeries
+	finished finishedSeries
+	groups   map[string]*groupStats // open n>1 parent requests, by Group
+
+	http httpSeries
+}
+
+var _ engine.Observer = (*Metrics)(nil)
+
+// New registers every family on reg with its series pre-created at zero.
+func New(cfg Config, reg prometheus.Registerer) (*Metrics, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("new metrics: %w", err)
+	}
+	b := &builder{reg: reg, labels: prometheus.Labels{labelModel: cfg.ModelName, labelEngine: cfg.Engine}}
+	m := &Metrics{enabled: !cfg.DisableLogStats}
+
+	b.info("glassbox_scheduler_config_info", "Scheduler configuration of the engine (value 1).", cfg.SchedulerInfo, true)
+	b.info("glassbox_executor_info", "Executor and hardware behind the engine (value 1).", cfg.ExecutorInfo, true)
+	b.gauge("glassbox_executor_peak_flops_per_second",
+		"Peak dense FLOP/s of one GPU of the executor; divide estimated FLOP rates by it for MFU.", cfg.PeakFLOPs)
+	b.gauge("glassbox_executor_peak_memory_bandwidth_bytes_per_second",
+		"Peak memory bandwidth of one GPU of the executor in bytes/s; divide estimated byte rates by it for MBU.", cfg.PeakBandwidth)
+	m.http = newHTTPSeries(b)
+
+	if m.enabled {
+		b.info("vllm:cache_config_info", "Information of the LLMEngine CacheConfig", cfg.CacheInfo, false)
+		b.sleepState()
+		m.step = newStepSeries(b)
+		m.finished = newFinishedSeries(b, cfg.MaxModelLen)
+		m.groups = make(map[string]*groupStats)
+		b.register(newStatsCollector(cfg))
+	}
+	if b.err != nil {
+		return nil, fmt.Errorf("new metrics: %w", b.err)
+	}
+	return m, nil
+}
+
+func (c *Config) validate() error {
+	if c.ModelName == "" || c.Engine == "" {
+		return errors.New("model name and engine labels must not be empty")
+	}
+	if !c.DisableLogStats && c.MaxModelLen < 1 {
+		return fmt.Errorf("max model len must be at least 1, got %d", c.MaxModelLen)
+	}
+	for what, info := range map[string]map[string]string{
+		"cache info": c.CacheInfo, "scheduler info": c.SchedulerInfo, "executor info": c.ExecutorInfo,
+	} {
+		for k := range info {
+			if k == labelModel || k == labelEngine || !model.LabelName(k).IsValidLegacy() || k == "__name__" {
+				return fmt.Errorf("%s label %q is reserved or not a valid label name", what, k)
+			}
+		}
+	}
+	return nil
+}
+
+// builder registers families one after another and keeps the first error,
+// so that New reads as a list of definitions.
+type builder struct {
+	reg    prometheus.Registerer
+	labels prometheus.Labels // model_name and engine
+	err    error
+}
+
+func (b *builder) register(c prometheus.Collector) {
+	if b.err != nil {
+		return
+	}
+	if err := b.reg.Register(c); err != nil {
+		b.err = fmt.Errorf("register metric: %w", err)
+	}
+}
+
+func (b *builder) counter(name, help string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: b.labels})
+	b.register(c)
+	return c
+}
+
+// counterVec registers a family with one extra label and returns its
+// children, one per value, created now so that they exist at zero.
+func (b *builder) counterVec(name, help, label string, values []string) map[string]prometheus.Counter {
+	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: b.labels}, []string{label})
+	out := make(map[string]prometheus.Counter, len(values))
+	for _, val := range values {
+		out[val] = v.WithLabelValues(val)
+	}
+	b.register(v)
+	return out
+}
+
+func (b *builder) histogram(name, help string, buckets []float64) prometheus.Observer {
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: b.labels})
+	b.register(h)
+	return h
+}
+
+func (b *builder) gauge(name, help string, v float64) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: b.labels})
+	g.Set(v)
+	b.register(g)
+}
+
+// info registers an info-style gauge of value 1 whose labels carry the
+// configuration. vLLM's cache_config_info has engine but no model_name.
+func (b *builder) info(name, help string, info map[string]string, withModel bool) {
+	labels := maps.Clone(info)
+	if labels == nil {
+		labels = prometheus.Labels{}
+	}
+	labels[labelEngine] = b.labels[labelEngine]
+	if withModel {
+		labels[labelModel] = b.labels[labelModel]
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels})
+	g.Set(1)
+	b.register(g)
+}
+
+// sleepState registers vllm:engine_sleep_state. glassbox never sleeps, so
+// awake is 1 and the other states 0 for the process' life.
+func (b *builder) sleepState() {
+	v := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "vllm:engine_sleep_state",
+		Help: "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; " +
+			"weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
+		ConstLabels: b.labels,
+	}, []string{"sleep_state"})
+	v.WithLabelValues("awake").Set(1)
+	v.WithLabelValues("weights_offloaded").Set(0)
+	v.WithLabelValues("discard_all").Set(0)
+	b.register(v)
+}
+
+// finishReasonValues are the request_success label values, pre-created in
+// the engine's order.
+func finishReasonValues() []string {
+	out := make([]string, 0, len(engine.FinishReasons))
+	for _, r := range engine.FinishReasons {
+		out = append(out, string(r))
+	}
+	return out
+}
+
+// PythonBool writes b as Python's str() does ("True", "False"), the form
+// vLLM's info labels such as enable_prefix_caching carry.
+func PythonBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
