@@ -1,0 +1,113 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/openai"
+)
+
+// handleChat serves POST /v1/chat/completions.
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	arrival := time.Now()
+	req, err := openai.DecodeChatRequest(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	j, err := s.prepareChat(req, arrival)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := s.submit(j); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if j.gen.Stream {
+		s.streamChat(w, r, j)
+		return
+	}
+	s.respondChat(w, r, j)
+}
+
+// prepareChat validates the request, renders the conversation with the chat
+// template and tokenizes it.
+func (s *Server) prepareChat(req *openai.ChatCompletionRequest, arrival time.Time) (*job, error) {
+	gen, err := req.Validate(s.cfg.ServedModelNames)
+	if err != nil {
+		return nil, err
+	}
+	text, err := s.renderChat(req.Messages)
+	if err != nil {
+		return nil, err
+	}
+	j := newJob(true, gen, arrival)
+	if err := s.addPrompt(j, s.model.Encode(text), text); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// chatChunk is one streamed event for one choice.
+func (j *job) chatChunk(index int, delta openai.ChatDelta, lp *openai.ChatLogprobs, finish *string) openai.ChatCompletionChunk {
+	return openai.ChatCompletionChunk{
+		ID: j.id, Object: openai.ObjectChatChunk, Created: j.created, Model: j.gen.Model,
+		Choices: []openai.ChatChunkChoice{{Index: index, Delta: delta, Logprobs: lp, FinishReason: finish}},
+	}
+}
+
+// streamChat sends the assistant role for every choice, then each output as
+// a delta as it comes.
+func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, j *job) {
+	sse := openai.NewSSEWriter(w)
+	for i := range j.choices {
+		if err := sse.Send(j.chatChunk(i, openai.ChatDelta{Role: "assistant"}, nil, nil)); err != nil {
+			s.abort(j)
+			return
+		}
+	}
+	err := s.run(r.Context(), j, func(ev event) error {
+		if ev.out.Text == "" && !ev.out.Finished && len(ev.out.Logprobs) == 0 {
+			return nil // everything was held back (a possible stop string)
+		}
+		delta := openai.ChatDelta{Content: ev.out.Text}
+		return sse.Send(j.chatChunk(ev.index, delta, s.chatLogprobs(j, &ev.out), finishReason(&ev.out)))
+	})
+	s.endStream(r, sse, j, err)
+}
+
+// respondChat waits for every choice and writes one response.
+func (s *Server) respondChat(w http.ResponseWriter, r *http.Request, j *job) {
+	texts := make([]strings.Builder, len(j.choices))
+	logprobs := make([]*openai.ChatLogprobs, len(j.choices))
+	reasons := make([]*string, len(j.choices))
+	err := s.run(r.Context(), j, func(ev event) error {
+		texts[ev.index].WriteString(ev.out.Text)
+		if lp := s.chatLogprobs(j, &ev.out); lp != nil {
+			if logprobs[ev.index] == nil {
+				logprobs[ev.index] = lp
+			} else {
+				logprobs[ev.index].Content = append(logprobs[ev.index].Content, lp.Content...)
+			}
+		}
+		reasons[ev.index] = finishReason(&ev.out)
+		return nil
+	})
+	if err != nil {
+		s.endResponse(w, r, j, err)
+		return
+	}
+	resp := openai.ChatCompletionResponse{ID: j.id, Object: openai.ObjectChat, Created: j.created,
+		Model: j.gen.Model, Choices: make([]openai.ChatChoice, len(j.choices)), Usage: j.usage()}
+	for i := range resp.Choices {
+		resp.Choices[i] = openai.ChatChoice{
+			Index:        i,
+			Message:      openai.ChatMessage{Role: "assistant", Content: texts[i].String()},
+			Logprobs:     logprobs[i],
+			FinishReason: reasons[i],
+		}
+	}
+	s.writeJSON(w, r, resp)
+}

@@ -1,0 +1,230 @@
+// Package server owns the HTTP side of glassbox: the OpenAI-compatible
+// routes (/v1/completions, /v1/chat/completions, /v1/models), vLLM's
+// /tokenize and /detokenize, /health, /version and /metrics, API-key checks,
+// and turning each HTTP request into engine requests and their outputs into
+// JSON or server-sent events.
+//
+// Wire types, validation and the error body live in openai; this package
+// holds only handlers. It talks to the engine only through Submit, Abort and
+// the per-request Stream, and must not import sched, kvcache, an executor,
+// metrics or tracing: those are wired in cmd/.
+package server
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/openai"
+)
+
+// maxBodyBytes bounds a request body; a longer one is a 413. Prompts of a
+// few hundred thousand tokens fit many times over.
+const maxBodyBytes = 32 << 20
+
+// Model is what the server needs of the served model's tokenizer.
+type Model interface {
+	Encode(text string) []int
+	Decode(ids []int) string
+	TokenBytes(id int) []byte // raw bytes of a token; nil for special tokens
+	TokenString(id int) string
+	EOS() int
+}
+
+// vocabSizer is an optional capability of a Model: when present, token ids
+// from clients are checked against it instead of reaching the executor.
+type vocabSizer interface {
+	VocabSize() int
+}
+
+// Config is the server's configuration, filled from flags in cmd/.
+type Config struct {
+	ServedModelNames []string // --served-model-name; the first is the default
+	MaxModelLen      int      // the engine's --max-model-len; 0 takes it from the engine
+	APIKey           string   // --api-key; empty disables the check
+	Version          string
+	// ChatTemplate renders messages into a prompt ending where the assistant
+	// speaks. Nil means ChatML.
+	ChatTemplate func([]openai.ChatMessage) (string, error)
+	Logger       *slog.Logger
+	// Metrics, when set, is served at /metrics.
+	Metrics http.Handler
+	// Instrument, when set, wraps each route's handler (named by its path),
+	// for request metrics or tracing.
+	Instrument func(name string, h http.Handler) http.Handler
+}
+
+// Server serves one engine. Handlers run on net/http's goroutines; each
+// request owns its engine streams and nothing else is shared but the engine.
+type Server struct {
+	cfg     Config
+	eng     *engine.Engine
+	model   Model
+	log     *slog.Logger
+	started int64 // unix seconds, the models' "created"
+}
+
+// New builds a server for eng, whose requests use m's tokenizer.
+func New(cfg Config, eng *engine.Engine, m Model) *Server {
+	if cfg.ChatTemplate == nil {
+		cfg.ChatTemplate = ChatML
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxModelLen == 0 {
+		cfg.MaxModelLen = eng.Config().MaxModelLen
+	}
+	return &Server{cfg: cfg, eng: eng, model: m, log: cfg.Logger, started: time.Now().Unix()}
+}
+
+// Handler returns the routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	route := func(pattern, name string, h http.HandlerFunc, public bool) {
+		var handler http.Handler = h
+		if !public {
+			handler = s.requireKey(handler)
+		}
+		if s.cfg.Instrument != nil {
+			handler = s.cfg.Instrument(name, handler)
+		}
+		mux.Handle(pattern, handler)
+	}
+	route("POST /v1/completions", "/v1/completions", s.handleCompletions, false)
+	route("POST /v1/chat/completions", "/v1/chat/completions", s.handleChat, false)
+	route("GET /v1/models", "/v1/models", s.handleModels, false)
+	route("POST /tokenize", "/tokenize", s.handleTokenize, false)
+	route("POST /detokenize", "/detokenize", s.handleDetokenize, false)
+	route("GET /health", "/health", func(http.ResponseWriter, *http.Request) {}, true)
+	route("GET /version", "/version", s.handleVersion, true)
+	if s.cfg.Metrics != nil {
+		route("GET /metrics", "/metrics", s.cfg.Metrics.ServeHTTP, true)
+		route("GET /metrics/", "/metrics", s.cfg.Metrics.ServeHTTP, true)
+	}
+	return mux
+}
+
+// requireKey answers 401 unless the request carries the API key.
+func (s *Server) requireKey(h http.Handler) http.Handler {
+	if s.cfg.APIKey == "" {
+		return h
+	}
+	want := []byte("Bearer " + s.cfg.APIKey)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			s.fail(w, r, openai.Unauthorized())
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// fail writes err as an error response and logs what the server got wrong.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	e := openai.WriteError(w, err)
+	level := slog.LevelDebug
+	if e.Status >= http.StatusInternalServerError {
+		level = slog.LevelError
+	}
+	s.log.Log(r.Context(), level, "request failed", "path", r.URL.Path, "status", e.Status, "err", err)
+}
+
+// writeJSON writes a 200 response.
+func (s *Server) writeJSON(w http.ResponseWriter, r *http.Request, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		s.log.DebugContext(r.Context(), "write response", "path", r.URL.Path, "err", err)
+	}
+}
+
+func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, r, openai.Version{Version: s.cfg.Version})
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	list := openai.ModelList{Object: "list", Data: []openai.ModelCard{}}
+	for _, name := range s.cfg.ServedModelNames {
+		list.Data = append(list.Data, openai.ModelCard{
+			ID: name, Object: "model", Created: s.started, OwnedBy: "glassbox",
+			Root: s.cfg.ServedModelNames[0], MaxModelLen: s.cfg.MaxModelLen,
+		})
+	}
+	s.writeJSON(w, r, list)
+}
+
+func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
+	req, err := openai.DecodeTokenizeRequest(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := s.checkModel(req.Model); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	text := ""
+	if req.Prompt != nil {
+		text = *req.Prompt
+	} else if text, err = s.renderChat(req.Messages); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ids := s.model.Encode(text)
+	resp := openai.TokenizeResponse{Count: len(ids), MaxModelLen: s.cfg.MaxModelLen, Tokens: ids}
+	if resp.Tokens == nil {
+		resp.Tokens = []int{}
+	}
+	if req.ReturnTokenStrs {
+		for _, id := range ids {
+			resp.TokenStrs = append(resp.TokenStrs, s.model.TokenString(id))
+		}
+	}
+	s.writeJSON(w, r, resp)
+}
+
+func (s *Server) handleDetokenize(w http.ResponseWriter, r *http.Request) {
+	req, err := openai.DecodeDetokenizeRequest(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err == nil {
+		err = s.checkModel(req.Model)
+	}
+	if err == nil {
+		err = s.checkVocab("tokens", req.Tokens)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.writeJSON(w, r, openai.DetokenizeResponse{Prompt: s.model.Decode(req.Tokens)})
+}
+
+// checkModel accepts an empty name (the default model) or a served one.
+func (s *Server) checkModel(name string) error {
+	if name == "" {
+		return nil
+	}
+	for _, n := range s.cfg.ServedModelNames {
+		if n == name {
+			return nil
+		}
+	}
+	return openai.ModelNotFound(name)
+}
+
+// checkVocab rejects token ids the model does not have, when it can tell.
+func (s *Server) checkVocab(param string, ids []int) error {
+	v, ok := s.model.(vocabSizer)
+	if !ok {
+		return nil
+	}
+	n := v.VocabSize()
+	for _, id := range ids {
+		if id < 0 || id >= n {
+			return openai.BadRequest(param, "token id %d is out of vocabulary (size %d)", id, n)
+		}
+	}
+	return nil
+}
