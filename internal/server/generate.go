@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -150,6 +151,9 @@ func (s *Server) run(ctx context.Context, j *job, emit func(event) error) error 
 				if !ok {
 					return
 				}
+				// Next reuses its buffers on the following call, which
+				// this goroutine makes while the writer may still read.
+				out.Tokens, out.Logprobs = slices.Clone(out.Tokens), slices.Clone(out.Logprobs)
 				select {
 				case events <- event{index: i, out: out}:
 				case <-ctx.Done():
