@@ -109,10 +109,13 @@ type SeqBatch struct {
 	Pos        int   // position of Tokens[0]; the context after the step is Pos+len(Tokens)
 	BlockTable []int // physical KV block ids, one per block-size tokens of context
 	Sample     bool  // whether to sample the next token after the last one
-	History    []int // prompt then outputs so far (for penalties and context)
-	NumPrompt  int
-	Params     *sampling.Params
-	RNG        RNG
+	// BanStop asks the executor not to sample EOS or Params.StopTokenIDs:
+	// the sequence has fewer than min_tokens outputs (vLLM masks them too).
+	BanStop   bool
+	History   []int // prompt then outputs so far (for penalties and context)
+	NumPrompt int
+	Params    *sampling.Params
+	RNG       RNG
 }
 
 // RNG is the per-sequence random source, seeded from the request.

@@ -27,7 +27,7 @@ func (x *countExec) Execute(b *Batch, r *StepResult) error {
 			continue
 		}
 		next := s.History[len(s.History)-1] + 1
-		if x.eosAt > 0 && next >= x.eosAt {
+		if x.eosAt > 0 && next >= x.eosAt && !s.BanStop {
 			next = testEOS
 		}
 		r.Samples[i] = sampling.Result{Token: next, Logprob: -0.5}
@@ -158,7 +158,7 @@ func TestStopConditions(t *testing.T) {
 	}{
 		{"eos", func(p *sampling.Params) {}, 3, FinishStop, testEOS},
 		{"ignore_eos", func(p *sampling.Params) { p.IgnoreEOS = true }, 8, FinishLength, -1},
-		{"min_tokens", func(p *sampling.Params) { p.MinTokens = 5 }, 5, FinishStop, testEOS},
+		{"min_tokens", func(p *sampling.Params) { p.MinTokens = 5 }, 6, FinishStop, testEOS},
 		{"stop_token_ids", func(p *sampling.Params) { p.StopTokenIDs = []int{11} }, 2, FinishStop, 11},
 	}
 	for _, c := range cases {

@@ -71,6 +71,7 @@ func (e *Engine) buildBatch() {
 			Pos:        q.NumComputed,
 			BlockTable: q.BlockTable(),
 			Sample:     sc.Sample,
+			BanStop:    rs.numOutput < rs.req.Params.MinTokens,
 			History:    q.Tokens,
 			NumPrompt:  q.NumPrompt,
 			Params:     &rs.req.Params,

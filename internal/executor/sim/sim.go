@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
@@ -217,6 +218,13 @@ func (e *Executor) sample(s *engine.SeqBatch, out *sampling.Result) error {
 		h = s.Tokens
 	}
 	cands, logits := e.gen.candidates(h, s.NumPrompt)
+	if s.BanStop {
+		for i, id := range cands {
+			if int(id) == e.vocab.EOS() || slices.Contains(p.StopTokenIDs, int(id)) {
+				logits[i] = float32(math.Inf(-1))
+			}
+		}
+	}
 
 	var hist []int
 	if p.RepetitionPenalty != 1 || p.PresencePenalty != 0 || p.FrequencyPenalty != 0 {

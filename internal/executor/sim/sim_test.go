@@ -275,3 +275,37 @@ func TestStepsTakeSimulatedTime(t *testing.T) {
 		})
 	}
 }
+
+// TestBanStopMasksEOS: while a sequence is short of min_tokens the engine
+// sets BanStop, and EOS must never be sampled; without it, EOS comes.
+func TestBanStopMasksEOS(t *testing.T) {
+	e := newExec(t, Config{})
+	for _, ban := range []bool{false, true} {
+		eos := 0
+		for seed := range 20 {
+			hist := e.Vocab().Encode("The end.")
+			np := len(hist)
+			p := params(1)
+			rng := sampling.NewRNG(int64(seed))
+			var r engine.StepResult
+			for range 300 {
+				b := &engine.Batch{Seqs: []engine.SeqBatch{{Tokens: hist[len(hist)-1:], Pos: len(hist) - 1, Sample: true,
+					BanStop: ban, History: hist, NumPrompt: np, Params: &p, RNG: rng}}, NumTokens: 1}
+				if err := e.Execute(b, &r); err != nil {
+					t.Fatal(err)
+				}
+				if r.Samples[0].Token == e.Vocab().EOS() {
+					eos++
+					break
+				}
+				hist = append(hist, r.Samples[0].Token)
+			}
+		}
+		if ban && eos > 0 {
+			t.Errorf("EOS sampled %d times with BanStop set", eos)
+		}
+		if !ban && eos == 0 {
+			t.Error("no EOS in 20 completions of 300 tokens without BanStop: the test proves nothing")
+		}
+	}
+}
