@@ -136,7 +136,7 @@ func TestHostileHeaders(t *testing.T) {
 	w.WriteTo(&buf)
 	b := buf.Bytes()
 	off := bytes.Index(b, []byte{'t'}) + 1 + 4 + 8 + 4 // name, n_dims, dim, type
-	b[off+1] = 0x10                                       // offset += 4096
+	b[off+1] = 0x10                                    // offset += 4096
 	if _, err := Parse(b); err == nil || !strings.Contains(err.Error(), "past the end") {
 		t.Errorf("out-of-range offset: %v", err)
 	}
