@@ -1,0 +1,312 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/glassbox-llm/glassbox/internal/tensor"
+)
+
+// KVCache holds every layer's K and V in physical blocks of BlockSize
+// tokens; a sequence reaches its tokens through its block table, as
+// PagedAttention does.
+type KVCache struct {
+	BlockSize, NumBlocks int
+	kvDim                int
+	k, v                 [][]float32 // per layer: NumBlocks·BlockSize·kvDim
+}
+
+// NewKVCache allocates numBlocks blocks for c.
+func NewKVCache(c Config, numBlocks, blockSize int) *KVCache {
+	kv := &KVCache{BlockSize: blockSize, NumBlocks: numBlocks, kvDim: c.KVDim()}
+	n := numBlocks * blockSize * kv.kvDim
+	for range c.Layers {
+		kv.k = append(kv.k, make([]float32, n))
+		kv.v = append(kv.v, make([]float32, n))
+	}
+	return kv
+}
+
+// slot is where position pos of a sequence lives.
+func (kv *KVCache) slot(table []int, pos int) int {
+	return (table[pos/kv.BlockSize]*kv.BlockSize + pos%kv.BlockSize) * kv.kvDim
+}
+
+// Seq is one sequence's share of a forward pass: Tokens at positions
+// Pos, Pos+1, …, with K/V reached through BlockTable. Logits are produced
+// for Tokens[LogitsFrom:] (len(Tokens)-1 for the next token only, or
+// len(Tokens) for none).
+type Seq struct {
+	Tokens     []int
+	Pos        int
+	BlockTable []int
+	LogitsFrom int
+}
+
+// Runner runs forward passes; it owns reusable buffers and is not safe for
+// concurrent use.
+type Runner struct {
+	W       *Weights
+	KV      *KVCache
+	Threads int
+
+	// Logits holds the last Forward's output: one row of Vocab per
+	// requested position, in batch order.
+	Logits []float32
+
+	x, h, q, k, v, att, o, g, u []float32
+	pos                         []int
+	owner                       []int // token → index in seqs
+	mm                          tensor.Scratch
+}
+
+// NewRunner prepares a runner over w with a cache of numBlocks blocks.
+func NewRunner(w *Weights, numBlocks, blockSize, threads int) *Runner {
+	return &Runner{W: w, KV: NewKVCache(w.Config, numBlocks, blockSize), Threads: max(1, threads)}
+}
+
+// Forward runs the batch and fills r.Logits.
+func (r *Runner) Forward(seqs []Seq) error {
+	c := &r.W.Config
+	n := 0
+	for i, s := range seqs {
+		if len(s.Tokens) == 0 {
+			return fmt.Errorf("forward: sequence %d has no tokens", i)
+		}
+		if end := s.Pos + len(s.Tokens); (end+r.KV.BlockSize-1)/r.KV.BlockSize > len(s.BlockTable) {
+			return fmt.Errorf("forward: sequence %d reaches position %d but its block table holds %d blocks", i, end, len(s.BlockTable))
+		}
+		for _, b := range s.BlockTable {
+			if b < 0 || b >= r.KV.NumBlocks {
+				return fmt.Errorf("forward: sequence %d: block %d out of range", i, b)
+			}
+		}
+		for _, t := range s.Tokens {
+			if t < 0 || t >= c.Vocab {
+				return fmt.Errorf("forward: token %d outside the vocabulary of %d", t, c.Vocab)
+			}
+		}
+		n += len(s.Tokens)
+	}
+	r.grow(n)
+	H := c.Hidden
+	t := 0
+	for i, s := range seqs {
+		for j, tok := range s.Tokens {
+			r.W.Embed.Row(tok, r.x[t*H:(t+1)*H])
+			r.pos[t], r.owner[t] = s.Pos+j, i
+			t++
+		}
+	}
+	for l := range r.W.Layers {
+		r.layer(&r.W.Layers[l], l, seqs, n)
+	}
+	return r.logits(seqs)
+}
+
+func (r *Runner) grow(n int) {
+	c := &r.W.Config
+	qd, kvd := c.Heads*c.HeadDim, c.KVDim()
+	r.x = resize(r.x, n*c.Hidden)
+	r.h = resize(r.h, n*c.Hidden)
+	r.o = resize(r.o, n*c.Hidden)
+	r.q = resize(r.q, n*qd)
+	r.att = resize(r.att, n*qd)
+	r.k = resize(r.k, n*kvd)
+	r.v = resize(r.v, n*kvd)
+	r.g = resize(r.g, n*c.FFN)
+	r.u = resize(r.u, n*c.FFN)
+	r.pos = resize(r.pos, n)
+	r.owner = resize(r.owner, n)
+}
+
+func (r *Runner) layer(L *Layer, l int, seqs []Seq, n int) {
+	c := &r.W.Config
+	H, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVDim()
+	for t := range n {
+		rmsNorm(r.h[t*H:(t+1)*H], r.x[t*H:(t+1)*H], L.AttnNorm, c.NormEps)
+	}
+	L.Q.MulBatch(r.h, n, r.q, r.Threads, &r.mm)
+	L.K.MulBatch(r.h, n, r.k, r.Threads, &r.mm)
+	L.V.MulBatch(r.h, n, r.v, r.Threads, &r.mm)
+	for t := range n {
+		q, k, v := r.q[t*qd:(t+1)*qd], r.k[t*kvd:(t+1)*kvd], r.v[t*kvd:(t+1)*kvd]
+		addBias(q, L.QBias)
+		addBias(k, L.KBias)
+		addBias(v, L.VBias)
+		if c.QKNorm {
+			for h := 0; h < qd; h += c.HeadDim {
+				rmsNorm(q[h:h+c.HeadDim], q[h:h+c.HeadDim], L.QNorm, c.NormEps)
+			}
+			for h := 0; h < kvd; h += c.HeadDim {
+				rmsNorm(k[h:h+c.HeadDim], k[h:h+c.HeadDim], L.KNorm, c.NormEps)
+			}
+		}
+		r.rope(q, r.pos[t])
+		r.rope(k, r.pos[t])
+		s := &seqs[r.owner[t]]
+		off := r.KV.slot(s.BlockTable, r.pos[t])
+		copy(r.KV.k[l][off:off+kvd], k)
+		copy(r.KV.v[l][off:off+kvd], v)
+	}
+	r.attention(l, seqs, n)
+	L.O.MulBatch(r.att, n, r.o, r.Threads, &r.mm)
+	add(r.x[:n*H], r.o[:n*H])
+
+	for t := range n {
+		rmsNorm(r.h[t*H:(t+1)*H], r.x[t*H:(t+1)*H], L.FFNNorm, c.NormEps)
+	}
+	L.Gate.MulBatch(r.h, n, r.g, r.Threads, &r.mm)
+	L.Up.MulBatch(r.h, n, r.u, r.Threads, &r.mm)
+	for i, g := range r.g[:n*c.FFN] {
+		r.g[i] = g / (1 + float32(math.Exp(float64(-g)))) * r.u[i]
+	}
+	L.Down.MulBatch(r.g, n, r.o, r.Threads, &r.mm)
+	add(r.x[:n*H], r.o[:n*H])
+}
+
+// attention computes, for every token and head, softmax(q·Kᵀ/√d)·V over the
+// token's sequence up to its own position, reading K/V through the block
+// table. Work is split across threads by (token, head).
+func (r *Runner) attention(l int, seqs []Seq, n int) {
+	c := &r.W.Config
+	jobs := n * c.Heads
+	threads := max(1, min(r.Threads, jobs/4))
+	var wg sync.WaitGroup
+	chunk := (jobs + threads - 1) / threads
+	for w := range threads {
+		lo, hi := w*chunk, min(jobs, (w+1)*chunk)
+		if lo >= hi {
+			break
+		}
+		wg.Go(func() {
+			var scores []float32
+			for j := lo; j < hi; j++ {
+				scores = r.attendOne(l, seqs, j/c.Heads, j%c.Heads, scores)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (r *Runner) attendOne(l int, seqs []Seq, t, head int, scores []float32) []float32 {
+	c := &r.W.Config
+	d, qd := c.HeadDim, c.Heads*c.HeadDim
+	kvHead := head / (c.Heads / c.KVHeads)
+	q := r.q[t*qd+head*d : t*qd+(head+1)*d]
+	table := seqs[r.owner[t]].BlockTable
+	p := r.pos[t]
+	scores = resize(scores, p+1)
+	scale := float32(1 / math.Sqrt(float64(d)))
+	maxv := float32(math.Inf(-1))
+	K, V := r.KV.k[l], r.KV.v[l]
+	for j := 0; j <= p; j++ {
+		off := r.KV.slot(table, j) + kvHead*d
+		s := dot(q, K[off:off+d]) * scale
+		scores[j] = s
+		maxv = max(maxv, s)
+	}
+	var sum float64
+	for j := range scores {
+		e := float32(math.Exp(float64(scores[j] - maxv)))
+		scores[j] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	out := r.att[t*qd+head*d : t*qd+(head+1)*d]
+	clear(out)
+	for j, w := range scores {
+		w *= inv
+		off := r.KV.slot(table, j) + kvHead*d
+		for i, vv := range V[off : off+d] {
+			out[i] += w * vv
+		}
+	}
+	return scores
+}
+
+// rope rotates every head of x (q or k, heads of HeadDim) for position pos,
+// computing angles iteratively in float32 as ggml does.
+func (r *Runner) rope(x []float32, pos int) {
+	c := &r.W.Config
+	nd := c.RopeDims
+	thetaScale := float32(math.Pow(float64(c.RopeBase), -2/float64(nd)))
+	for h := 0; h < len(x); h += c.HeadDim {
+		head := x[h : h+c.HeadDim]
+		theta := float32(pos)
+		for i := 0; i < nd/2; i++ {
+			cos, sin := float32(math.Cos(float64(theta))), float32(math.Sin(float64(theta)))
+			a, b := 2*i, 2*i+1
+			if c.RopeMode == RopeNeoX {
+				a, b = i, i+nd/2
+			}
+			x0, x1 := head[a], head[b]
+			head[a] = x0*cos - x1*sin
+			head[b] = x0*sin + x1*cos
+			theta *= thetaScale
+		}
+	}
+}
+
+// logits applies the final norm and the output matrix to the positions the
+// sequences asked for.
+func (r *Runner) logits(seqs []Seq) error {
+	c := &r.W.Config
+	H := c.Hidden
+	m, t := 0, 0
+	for _, s := range seqs {
+		for j := range s.Tokens {
+			if j >= s.LogitsFrom {
+				rmsNorm(r.h[m*H:(m+1)*H], r.x[t*H:(t+1)*H], r.W.OutputNorm, c.NormEps)
+				m++
+			}
+			t++
+		}
+	}
+	r.Logits = resize(r.Logits, m*c.Vocab)
+	if m > 0 {
+		r.W.Output.MulBatch(r.h, m, r.Logits, r.Threads, &r.mm)
+	}
+	return nil
+}
+
+// rmsNorm is ggml's: the mean square summed in float64, scale =
+// 1/sqrtf(mean+eps), then y = (x·scale)·w.
+func rmsNorm(dst, x, w []float32, eps float32) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v) * float64(v)
+	}
+	scale := float32(1 / math.Sqrt(float64(float32(sum/float64(len(x)))+eps)))
+	for i, v := range x {
+		dst[i] = v * scale * w[i]
+	}
+}
+
+func addBias(x, b []float32) {
+	if b != nil {
+		add(x, b)
+	}
+}
+
+func add(x, y []float32) {
+	for i := range x {
+		x[i] += y[i]
+	}
+}
+
+func dot(a, b []float32) float32 {
+	var s float32
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}

@@ -1,0 +1,187 @@
+package model
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/glassbox-llm/glassbox/internal/gguf"
+)
+
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skipf("../shared is absent (%v): skipping the llama.cpp reference test", err)
+	}
+	return dir
+}
+
+type refFile struct {
+	NVocab    int `json:"n_vocab"`
+	Sequences []struct {
+		Tokens     []int         `json:"tokens"`
+		Top10      [][][]float64 `json:"top10"`
+		LastLogits []float64     `json:"last_logits"`
+		Greedy     struct {
+			IDs  []int         `json:"ids"`
+			Top5 [][][]float64 `json:"top5"`
+		} `json:"greedy"`
+	} `json:"sequences"`
+}
+
+// tolerances are the README's recommended max |logit difference|.
+func tolerance(name string) float64 {
+	switch {
+	case strings.HasPrefix(name, "stories260K"):
+		return 1e-4
+	case strings.Contains(name, ".F32."):
+		return 1e-5
+	case strings.Contains(name, ".F16."):
+		return 2e-3
+	case strings.Contains(name, "_K."):
+		return 5e-2
+	}
+	return 4e-2
+}
+
+func load(t *testing.T, path string) (*Runner, func()) {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewRunner(w, 64, 16, 2), func() { f.Close() }
+}
+
+func identity(n int) []int {
+	t := make([]int, n)
+	for i := range t {
+		t[i] = i
+	}
+	return t
+}
+
+// TestMatchesLlamaCpp compares every prompt position's top-10 logits, the
+// full last-position vector, and teacher-forced greedy steps with llama.cpp.
+func TestMatchesLlamaCpp(t *testing.T) {
+	dir := sharedDir(t)
+	files, _ := filepath.Glob(filepath.Join(dir, "testdata", "reference", "*.json"))
+	for _, jpath := range files {
+		name := filepath.Base(jpath)
+		gpath := strings.TrimSuffix(jpath, ".json") + ".gguf"
+		if name == "stories260K.json" {
+			gpath = filepath.Join(dir, "models", "stories260K", "stories260K.gguf")
+		}
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(jpath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ref refFile
+			if err := json.Unmarshal(raw, &ref); err != nil {
+				t.Fatal(err)
+			}
+			r, done := load(t, gpath)
+			defer done()
+			tol := tolerance(name)
+			V := r.W.Vocab
+			for si, seq := range ref.Sequences {
+				table := identity(64)
+				if err := r.Forward([]Seq{{Tokens: seq.Tokens, BlockTable: table}}); err != nil {
+					t.Fatal(err)
+				}
+				worst := 0.0
+				for p, top := range seq.Top10 {
+					for _, pair := range top {
+						worst = math.Max(worst, math.Abs(float64(r.Logits[p*V+int(pair[0])])-pair[1]))
+					}
+				}
+				last := r.Logits[(len(seq.Tokens)-1)*V:]
+				for i, want := range seq.LastLogits {
+					worst = math.Max(worst, math.Abs(float64(last[i])-want))
+				}
+				// Teacher-forced greedy: feed each recorded id alone.
+				pos := len(seq.Tokens)
+				for s := 1; s < len(seq.Greedy.IDs); s++ {
+					if err := r.Forward([]Seq{{Tokens: seq.Greedy.IDs[s-1 : s], Pos: pos, BlockTable: table}}); err != nil {
+						t.Fatal(err)
+					}
+					pos++
+					for _, pair := range seq.Greedy.Top5[s] {
+						worst = math.Max(worst, math.Abs(float64(r.Logits[int(pair[0])])-pair[1]))
+					}
+				}
+				t.Logf("sequence %d: max abs diff %.3g (tolerance %.3g)", si, worst, tol)
+				if worst > tol {
+					t.Errorf("sequence %d: max |logit - llama.cpp| = %.3g, tolerance %.3g", si, worst, tol)
+				}
+			}
+		})
+	}
+}
+
+// TestStoriesGreedy: the real model's greedy story matches llama.cpp token
+// for token.
+func TestStoriesGreedy(t *testing.T) {
+	dir := sharedDir(t)
+	r, done := load(t, filepath.Join(dir, "models", "stories260K", "stories260K.gguf"))
+	defer done()
+	want := []int{432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337}
+	tokens := []int{1, 403, 407, 261, 378}
+	table := identity(64)
+	var got []int
+	pos := 0
+	for range want {
+		if err := r.Forward([]Seq{{Tokens: tokens, Pos: pos, BlockTable: table, LogitsFrom: len(tokens) - 1}}); err != nil {
+			t.Fatal(err)
+		}
+		pos += len(tokens)
+		best := 0
+		for i, v := range r.Logits {
+			if v > r.Logits[best] {
+				best = i
+			}
+		}
+		got = append(got, best)
+		tokens = []int{best}
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("greedy ids %v, want %v", got, want)
+		}
+	}
+}
+
+// TestBatchEqualsAlone: two sequences in one forward pass, with scattered
+// block tables, give the same logits as each alone.
+func TestBatchEqualsAlone(t *testing.T) {
+	dir := sharedDir(t)
+	r, done := load(t, filepath.Join(dir, "testdata", "reference", "tiny-qwen2.Q8_0.gguf"))
+	defer done()
+	a := []int{5, 17, 300, 2, 99, 100, 101, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18}
+	b := []int{42, 43, 44}
+	V := r.W.Vocab
+	if err := r.Forward([]Seq{{Tokens: a, BlockTable: []int{3, 9}}}); err != nil {
+		t.Fatal(err)
+	}
+	alone := append([]float32(nil), r.Logits...)
+	if err := r.Forward([]Seq{{Tokens: b, BlockTable: []int{0}}, {Tokens: a, BlockTable: []int{7, 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	both := r.Logits[len(b)*V:]
+	for i := range alone {
+		if alone[i] != both[i] {
+			t.Fatalf("logit %d: alone %v, in a batch %v", i, alone[i], both[i])
+		}
+	}
+}
