@@ -61,9 +61,9 @@ func (m *Matrix) Row(r int, dst []float32) {
 
 // Scratch is per-call working memory for MulBatch; reuse it across calls.
 type Scratch struct {
-	act   []float32 // activations rounded for F16/BF16 weights
-	q     Q8
-	rows  [][]float32 // per worker: one dequantised weight row
+	act  []float32 // activations rounded for F16/BF16 weights
+	q    Q8
+	rows [][]float32 // per worker: one dequantised weight row
 }
 
 // MulBatch computes out[t·Rows+r] = Σ_c W[r][c]·x[t·Cols+c] for n tokens,
