@@ -1,0 +1,142 @@
+// Package cpu is the executor that runs a real GGUF model on this machine's
+// CPU: it adapts the engine's flattened batch to model.Runner's forward
+// pass (K/V in the engine's paged blocks) and samples each sequence's next
+// token with the shared samplers.
+//
+// It implements engine.Executor; it must not import net/http, Prometheus,
+// OpenTelemetry, or the server, metrics or tracing packages.
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/model"
+	"github.com/glassbox-llm/glassbox/internal/sampling"
+)
+
+// Config sizes the executor.
+type Config struct {
+	NumBlocks int // KV blocks, as the engine's block manager has them
+	BlockSize int
+	Threads   int
+	EOG       []int // end-of-generation tokens masked while min_tokens is unmet
+}
+
+// Executor runs batches on the CPU. Called from the engine goroutine only.
+type Executor struct {
+	cfg     Config
+	runner  *model.Runner
+	sampler sampling.Sampler
+	seqs    []model.Seq
+	rngs    rngAdapter
+	params  float64 // matmul parameters, for FLOP estimates
+}
+
+// New allocates the KV cache for w.
+func New(w *model.Weights, cfg Config) (*Executor, error) {
+	if cfg.NumBlocks < 1 || cfg.BlockSize < 1 {
+		return nil, fmt.Errorf("new cpu executor: %d blocks of %d tokens", cfg.NumBlocks, cfg.BlockSize)
+	}
+	c := &w.Config
+	layer := float64(c.Hidden)*float64(c.Heads*c.HeadDim)*2 + float64(c.Hidden)*float64(c.KVDim())*2 + 3*float64(c.Hidden)*float64(c.FFN)
+	return &Executor{
+		cfg:    cfg,
+		runner: model.NewRunner(w, cfg.NumBlocks, cfg.BlockSize, cfg.Threads),
+		params: layer * float64(c.Layers),
+	}, nil
+}
+
+// Weights is the model the executor runs.
+func (e *Executor) Weights() *model.Weights { return e.runner.W }
+
+// Execute runs one step: one forward pass over every scheduled token,
+// logits only for the sequences that sample, then sampling.
+func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
+	e.seqs = e.seqs[:0]
+	var ctx float64
+	for _, s := range b.Seqs {
+		from := len(s.Tokens)
+		if s.Sample {
+			from--
+		}
+		e.seqs = append(e.seqs, model.Seq{Tokens: s.Tokens, Pos: s.Pos, BlockTable: s.BlockTable, LogitsFrom: from})
+		ctx += float64(len(s.Tokens)) * float64(s.Pos+len(s.Tokens))
+	}
+	if err := e.runner.Forward(e.seqs); err != nil {
+		return fmt.Errorf("execute: %w", err)
+	}
+	w := &e.runner.W.Config
+	V := w.Vocab
+	row := 0
+	for i := range b.Seqs {
+		s := &b.Seqs[i]
+		if !s.Sample {
+			continue
+		}
+		if s.Params == nil {
+			return fmt.Errorf("execute: sequence %d has no sampling params", s.Seq)
+		}
+		logits := e.runner.Logits[row*V : (row+1)*V]
+		row++
+		if s.BanStop {
+			for _, id := range e.cfg.EOG {
+				logits[id] = float32(math.Inf(-1))
+			}
+			for _, id := range s.Params.StopTokenIDs {
+				if id < V {
+					logits[id] = float32(math.Inf(-1))
+				}
+			}
+		}
+		e.sampler.Sample(logits, s.Params, e.rngs.rand(s.RNG), s.History, s.NumPrompt, &r.Samples[i])
+	}
+	// Estimates in the spirit of vLLM's MFU counters: matmuls plus
+	// attention; weights read once per step, K/V read per context token.
+	kvBytes := float64(w.KVBytesPerToken())
+	r.FLOPs = 2*e.params*float64(b.NumTokens) + 4*float64(w.Layers*w.Heads*w.HeadDim)*ctx
+	r.ReadBytes = float64(e.weightBytes()) + kvBytes*ctx/float64(max(1, b.NumTokens))
+	r.WriteBytes = kvBytes * float64(b.NumTokens)
+	return nil
+}
+
+func (e *Executor) weightBytes() int {
+	w := e.runner.W
+	n := len(w.Embed.Data)
+	if w.Output != w.Embed {
+		n += len(w.Output.Data)
+	}
+	for _, l := range w.Layers {
+		for _, m := range []*[]byte{&l.Q.Data, &l.K.Data, &l.V.Data, &l.O.Data, &l.Gate.Data, &l.Up.Data, &l.Down.Data} {
+			n += len(*m)
+		}
+	}
+	return n
+}
+
+// rngAdapter lets the sampler draw from an engine.RNG that is not a
+// *rand.Rand without allocating.
+type rngAdapter struct {
+	src     engine.RNG
+	adapted *rand.Rand
+}
+
+func (a *rngAdapter) Uint64() uint64 { return a.src.Uint64() }
+
+func (a *rngAdapter) rand(r engine.RNG) *rand.Rand {
+	if rr, ok := r.(*rand.Rand); ok {
+		return rr
+	}
+	if a.adapted == nil {
+		a.adapted = rand.New(a)
+	}
+	if r == nil {
+		r = sampling.NewRNG(0)
+	}
+	a.src = r
+	return a.adapted
+}
+
+var _ engine.Executor = (*Executor)(nil)

@@ -1,0 +1,112 @@
+package cpu
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/gguf"
+	"github.com/glassbox-llm/glassbox/internal/model"
+	"github.com/glassbox-llm/glassbox/internal/sampling"
+)
+
+func stories(t testing.TB) *model.Weights {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	path := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "models", "stories260K", "stories260K.gguf")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("../shared is absent (%v): skipping the stories260K test", err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	w, err := model.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func runEngine(t *testing.T, w *model.Weights, blocks int) *engine.Engine {
+	t.Helper()
+	x, err := New(w, Config{NumBlocks: blocks, BlockSize: 16, Threads: 2, EOG: []int{2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(engine.Config{MaxNumSeqs: 32, MaxNumBatchedTokens: 256, MaxModelLen: 512, BlockSize: 16,
+		NumBlocks: blocks, EnablePrefixCaching: true, MaxWaiting: 100, EOS: []int{2}}, x, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return e
+}
+
+func generate(t *testing.T, e *engine.Engine, id string, prompt []int, n int) []int {
+	p := sampling.Defaults()
+	p.Temperature, p.MaxTokens, p.IgnoreEOS = 0, n, true
+	s, err := e.Submit(&engine.Request{ID: id, Prompt: prompt, Params: p})
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	var out []int
+	for {
+		o, ok := s.Next(context.Background())
+		if !ok {
+			return out
+		}
+		out = append(out, o.Tokens...)
+	}
+}
+
+// TestGoldenStoryThroughTheEngine: the engine + CPU executor reproduce
+// llama.cpp's greedy continuation of "<s> Once upon a time".
+func TestGoldenStoryThroughTheEngine(t *testing.T) {
+	e := runEngine(t, stories(t), 64)
+	got := generate(t, e, "golden", []int{1, 403, 407, 261, 378}, 16)
+	want := []int{432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337}
+	if !slices.Equal(got, want) {
+		t.Errorf("greedy ids %v, want %v", got, want)
+	}
+}
+
+// TestConcurrentEqualsAlone: 32 concurrent greedy requests, batched
+// together with chunked prefill and shared prefixes, each produce exactly
+// what they produce alone.
+func TestConcurrentEqualsAlone(t *testing.T) {
+	w := stories(t)
+	prompts := make([][]int, 32)
+	for i := range prompts {
+		prompts[i] = []int{1, 403, 407, 261, 378}
+		for j := range i % 7 {
+			prompts[i] = append(prompts[i], 3+((i*31+j*17)%500))
+		}
+	}
+	alone := make([][]int, len(prompts))
+	e := runEngine(t, w, 256)
+	for i, p := range prompts {
+		alone[i] = generate(t, e, fmt.Sprint("alone", i), p, 24)
+	}
+	e2 := runEngine(t, w, 256)
+	var wg sync.WaitGroup
+	for i, p := range prompts {
+		wg.Go(func() {
+			if got := generate(t, e2, fmt.Sprint("batch", i), p, 24); !slices.Equal(got, alone[i]) {
+				t.Errorf("request %d: batched %v, alone %v", i, got, alone[i])
+			}
+		})
+	}
+	wg.Wait()
+}
