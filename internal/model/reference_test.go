@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"os"
@@ -182,6 +183,43 @@ func TestBatchEqualsAlone(t *testing.T) {
 	for i := range alone {
 		if alone[i] != both[i] {
 			t.Fatalf("logit %d: alone %v, in a batch %v", i, alone[i], both[i])
+		}
+	}
+}
+
+// TestRandomModelsLoadAndRun writes a random model in every architecture
+// and runs it: shapes, metadata and the forward pass agree.
+func TestRandomModelsLoadAndRun(t *testing.T) {
+	shape, _ := LookupShape("tiny")
+	for _, arch := range []string{"llama", "qwen2", "qwen3"} {
+		for _, typ := range []gguf.TensorType{gguf.F16, gguf.Q8_0, gguf.Q4_0} {
+			var buf bytes.Buffer
+			if err := WriteRandom(&buf, RandomSpec{Arch: arch, Shape: shape, Type: typ, Seed: 1}); err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Parse(buf.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := Load(f)
+			if err != nil {
+				t.Fatalf("%s %s: %v", arch, typ, err)
+			}
+			if w.Arch != arch || w.Config.Layers != 2 || w.Vocab != 512 || len(w.Layers) != 2 {
+				t.Errorf("%s: config %+v", arch, w.Config)
+			}
+			if w.Layers[0].Q.Type != typ {
+				t.Errorf("%s: attn_q type %s, want %s", arch, w.Layers[0].Q.Type, typ)
+			}
+			r := NewRunner(w, 4, 16, 1)
+			if err := r.Forward([]Seq{{Tokens: []int{1, 2, 3}, BlockTable: []int{0}, LogitsFrom: 2}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range r.Logits {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					t.Fatalf("%s %s: non-finite logit", arch, typ)
+				}
+			}
 		}
 	}
 }

@@ -169,3 +169,33 @@ func TestMulBatchAgainstDequantized(t *testing.T) {
 		f.Close()
 	}
 }
+
+// TestQuantizeRoundTrip: every writable type dequantises back to its input
+// within the format's step size (a whole step at the clamped positive edge
+// of Q4_0/Q5_0, whose grid is asymmetric).
+func TestQuantizeRoundTrip(t *testing.T) {
+	x := make([]float32, 512)
+	for i := range x {
+		x[i] = float32(math.Sin(float64(i)*1.3)) * 0.05
+	}
+	for typ, tol := range map[gguf.TensorType]float64{gguf.F32: 0, gguf.F16: 3e-5, gguf.BF16: 3e-4, gguf.Q8_0: 2.5e-4, gguf.Q5_0: 3.2e-3, gguf.Q4_0: 6.3e-3} {
+		b, err := Quantize(typ, x, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := make([]float32, len(x))
+		if err := Dequantize(typ, b, back); err != nil {
+			t.Fatal(err)
+		}
+		worst := 0.0
+		for i := range x {
+			worst = math.Max(worst, math.Abs(float64(x[i]-back[i])))
+		}
+		if worst > tol {
+			t.Errorf("%s: round-trip error %g, want <= %g", typ, worst, tol)
+		}
+	}
+	if _, err := Quantize(gguf.Q4_K, x, nil); err == nil {
+		t.Error("Q4_K writing is not implemented and must say so")
+	}
+}
