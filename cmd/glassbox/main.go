@@ -21,10 +21,14 @@ const usage = `glassbox: a white-box LLM serving engine
 
 Usage:
   glassbox serve [flags]     serve an OpenAI-compatible API (simulated H200 by default)
+  glassbox bench [flags]     load-test any OpenAI-compatible server, as vllm bench serve
+  glassbox model inspect F   print a GGUF model's architecture, weights, tokenizer and KV cost
+  glassbox model random      write a random-weight GGUF model of a real shape (-o FILE)
+  glassbox monitoring export DIR   write Grafana dashboards, Prometheus rules and configs
   glassbox version           print the version
 
 Run 'glassbox serve -h' for the serve flags.
-Not built yet: bench, doctor, model, monitoring.
+Not built yet: doctor.
 `
 
 func main() {
@@ -45,13 +49,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
 		return runServe(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return runBench(ctx, args[1:], stdout, stderr)
+	case "model":
+		return runModel(ctx, args[1:], stdout, stderr)
+	case "monitoring":
+		return runMonitoring(args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "glassbox", version)
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
-	case "bench", "doctor", "model", "monitoring":
+	case "doctor":
 		return fmt.Errorf("%q is not built yet: this version has only 'serve'", args[0])
 	}
 	fmt.Fprint(stderr, usage)

@@ -1,0 +1,225 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+)
+
+// DatasetConfig chooses the prompts. The defaults are vLLM's.
+type DatasetConfig struct {
+	Name string // "random" (default), "sharegpt", "prefix-repetition" or "custom"
+	Path string // the file of sharegpt and custom
+
+	RandomInputLen   int     // default 1024
+	RandomOutputLen  int     // default 128
+	RandomRangeRatio float64 // lengths drawn uniformly from [L(1-r), L(1+r)]; 0 to <1
+	RandomPrefixLen  int     // tokens of one shared prefix put before every random prompt
+
+	SharegptOutputLen int // overrides the length of the dataset's completions
+	CustomOutputLen   int // default 256
+
+	PrefixLen, SuffixLen, NumPrefixes, PrefixOutputLen int // prefix-repetition: 256, 256, 10, 128
+}
+
+func (d *DatasetConfig) check() error {
+	switch d.Name {
+	case "":
+		d.Name = "random"
+	case "random", "prefix-repetition":
+	case "prefix_repetition":
+		d.Name = "prefix-repetition"
+	case "sharegpt", "custom":
+		if d.Path == "" {
+			return fmt.Errorf("check dataset %s: a --dataset-path is required", d.Name)
+		}
+	default:
+		return fmt.Errorf("check dataset %q: want random, sharegpt, prefix-repetition or custom", d.Name)
+	}
+	def := func(v *int, x int) {
+		if *v == 0 {
+			*v = x
+		}
+	}
+	def(&d.RandomInputLen, 1024)
+	def(&d.RandomOutputLen, 128)
+	def(&d.CustomOutputLen, 256)
+	def(&d.PrefixLen, 256)
+	def(&d.SuffixLen, 256)
+	def(&d.NumPrefixes, 10)
+	def(&d.PrefixOutputLen, 128)
+	if !(d.RandomRangeRatio >= 0 && d.RandomRangeRatio < 1) {
+		return errors.New("check dataset: --random-range-ratio must be in [0, 1)")
+	}
+	for _, v := range []int{d.RandomInputLen, d.RandomOutputLen, d.RandomPrefixLen, d.SharegptOutputLen, d.CustomOutputLen, d.PrefixLen, d.SuffixLen, d.NumPrefixes, d.PrefixOutputLen} {
+		if v < 0 {
+			return errors.New("check dataset: lengths must not be negative")
+		}
+	}
+	return nil
+}
+
+// Sample is one request of a dataset.
+type Sample struct {
+	Prompt    string
+	PromptLen int // tokens, as the counter counted them
+	OutputLen int // max_tokens sent
+}
+
+// loadSamples builds n samples of the configured dataset.
+func loadSamples(ctx context.Context, d DatasetConfig, n int, tc counter, rng *rand.Rand) ([]Sample, error) {
+	switch d.Name {
+	case "sharegpt":
+		return shareGPTSamples(ctx, d, n, tc, rng)
+	case "custom":
+		return customSamples(ctx, d, n, tc, rng)
+	case "prefix-repetition":
+		return prefixRepetitionSamples(ctx, d, n, tc, rng)
+	}
+	return randomSamples(ctx, d, n, tc, rng)
+}
+
+// randomSamples is vLLM's random dataset: input and output lengths drawn
+// uniformly from [⌊L(1−r)⌋, ⌊L(1+r)⌋] (output at least 1), each prompt made
+// of random words fitted to its length, after an optional shared prefix.
+func randomSamples(ctx context.Context, d DatasetConfig, n int, tc counter, rng *rand.Rand) ([]Sample, error) {
+	inLo, inHi := lengthRange(d.RandomInputLen, d.RandomRangeRatio)
+	outLo, outHi := lengthRange(d.RandomOutputLen, d.RandomRangeRatio)
+	outLo = max(outLo, 1)
+	outHi = max(outHi, outLo)
+	prefix := ""
+	if d.RandomPrefixLen > 0 {
+		p, _, err := fitText(ctx, tc, "", d.RandomPrefixLen, rng)
+		if err != nil {
+			return nil, err
+		}
+		prefix = p + " "
+	}
+	lens := make([][2]int, n)
+	seeds := make([]uint64, n)
+	for i := range lens {
+		lens[i] = [2]int{inLo + rng.IntN(inHi-inLo+1), outLo + rng.IntN(outHi-outLo+1)}
+		seeds[i] = rng.Uint64()
+	}
+	return buildParallel(ctx, n, func(ctx context.Context, i int) (Sample, error) {
+		r := rand.New(rand.NewPCG(seeds[i], uint64(i)))
+		text, got, err := fitText(ctx, tc, prefix, d.RandomPrefixLen+lens[i][0], r)
+		return Sample{Prompt: text, PromptLen: got, OutputLen: lens[i][1]}, err
+	})
+}
+
+// prefixRepetitionSamples is vLLM's prefix_repetition dataset: NumPrefixes
+// random prefixes, each request one of them plus a random suffix, shuffled,
+// so a prefix cache can hit on PrefixLen tokens of most prompts.
+func prefixRepetitionSamples(ctx context.Context, d DatasetConfig, n int, tc counter, rng *rand.Rand) ([]Sample, error) {
+	prefixes := make([]string, d.NumPrefixes)
+	for i := range prefixes {
+		p, _, err := fitText(ctx, tc, "", d.PrefixLen, rng)
+		if err != nil {
+			return nil, err
+		}
+		prefixes[i] = p + " "
+	}
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = rng.Uint64()
+	}
+	out, err := buildParallel(ctx, n, func(ctx context.Context, i int) (Sample, error) {
+		r := rand.New(rand.NewPCG(seeds[i], uint64(i)))
+		text, got, err := fitText(ctx, tc, prefixes[i%len(prefixes)], d.PrefixLen+d.SuffixLen, r)
+		return Sample{Prompt: text, PromptLen: got, OutputLen: d.PrefixOutputLen}, err
+	})
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out, err
+}
+
+// lengthRange is vLLM's [int(L(1−r)), int(L(1+r))].
+func lengthRange(l int, r float64) (lo, hi int) {
+	return int(math.Floor(float64(l) * (1 - r))), int(math.Floor(float64(l) * (1 + r)))
+}
+
+// fitText appends random words to prefix until the counter says the whole
+// text has target tokens, correcting by the difference a few times (a word is
+// about one token, but tokenizers differ). It returns the text and its count.
+func fitText(ctx context.Context, tc counter, prefix string, target int, rng *rand.Rand) (string, int, error) {
+	words := make([]string, 0, target)
+	base := 0
+	if prefix != "" {
+		c, err := tc.Count(ctx, strings.TrimSpace(prefix))
+		if err != nil {
+			return "", 0, err
+		}
+		base = c
+	}
+	want := max(target-base, 1)
+	for range want {
+		words = append(words, vocabulary[rng.IntN(len(vocabulary))])
+	}
+	text := prefix + strings.Join(words, " ")
+	got := 0
+	for range 8 {
+		c, err := tc.Count(ctx, text)
+		if err != nil {
+			return "", 0, err
+		}
+		got = c
+		switch {
+		case got == target:
+			return text, got, nil
+		case got > target && len(words) > 1:
+			words = words[:max(1, len(words)-(got-target))]
+		case got < target:
+			for range target - got {
+				words = append(words, vocabulary[rng.IntN(len(vocabulary))])
+			}
+		default:
+			return text, got, nil
+		}
+		text = prefix + strings.Join(words, " ")
+	}
+	c, err := tc.Count(ctx, text)
+	return text, c, err
+}
+
+// buildParallel runs build for 0..n-1 on a few goroutines (each dataset
+// sample may take several /tokenize round trips) and keeps the order.
+func buildParallel(ctx context.Context, n int, build func(context.Context, int) (Sample, error)) ([]Sample, error) {
+	out := make([]Sample, n)
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, 16) {
+		wg.Go(func() {
+			for i := range next {
+				out[i], errs[i] = build(ctx, i)
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// vocabulary is common English words that most tokenizers (and glassbox's
+// simulator) keep as single tokens with a leading space.
+var vocabulary = strings.Fields(`the of and to in is was for on that with as by at from his her he she it they
+we you are were be been have has had not but or an this which their there all one two three new time
+year people way day man woman child world life hand part place case week company system program
+question work government number night point home water room mother area money story fact month lot
+right study book eye job word business issue side kind head house service friend father power hour
+game line end member law car city community name president team minute idea kid body information back
+parent face others level office door health person art war history party result change morning
+reason research girl guy moment air teacher force education good first last long great little own
+other old big high different small large next early young important few public bad same able make
+go know take see come think look want give use find tell ask seem feel try leave call keep let
+begin show hear play run move live believe bring happen write provide sit stand lose pay meet include
+continue set learn lead understand watch follow stop create speak read allow add spend grow open walk
+win offer remember love consider appear buy wait serve die send expect build stay fall cut reach
+kill remain suggest raise pass sell require report decide pull`)

@@ -1,0 +1,191 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func f64(v float64) *float64 { return &v }
+
+func TestParseGoodput(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    SLOs
+		wantErr bool
+	}{
+		{"ttft:200 tpot:50", SLOs{TTFT: f64(200), TPOT: f64(50)}, false},
+		{"e2el:2000,ttft:0.5", SLOs{TTFT: f64(0.5), E2EL: f64(2000)}, false},
+		{"", SLOs{}, false},
+		{"ttft", SLOs{}, true},
+		{"itl:5", SLOs{}, true},
+		{"ttft:-1", SLOs{}, true},
+		{"ttft:abc", SLOs{}, true},
+		{"ttft:NaN", SLOs{}, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseGoodput(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("ParseGoodput(%q) error %v, want error %v", tt.in, err, tt.wantErr)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("ParseGoodput(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+}
+
+func FuzzParseGoodput(f *testing.F) {
+	for _, s := range []string{"ttft:200 tpot:50 e2el:1000", "ttft:", ":5", "tpot:1e308,ttft:0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		slo, err := ParseGoodput(s)
+		if err != nil {
+			return
+		}
+		for _, v := range []*float64{slo.TTFT, slo.TPOT, slo.E2EL} {
+			if v != nil && (*v < 0 || math.IsNaN(*v) || math.IsInf(*v, 0)) {
+				t.Fatalf("ParseGoodput(%q) accepted %v", s, *v)
+			}
+		}
+	})
+}
+
+func TestParseShareGPT(t *testing.T) {
+	data := `[{"id":"a","conversations":[{"from":"human","value":"hi there"},{"from":"gpt","value":"hello you"}]},
+	{"id":"b","conversations":[{"from":"human","value":"alone"}]}]`
+	got, err := parseShareGPT([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]promptPair{{"hi there", "hello you"}}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := parseShareGPT([]byte(`{"not":"a list"}`)); err == nil {
+		t.Error("a JSON object was accepted as a ShareGPT file")
+	}
+}
+
+func FuzzParseShareGPT(f *testing.F) {
+	f.Add([]byte(`[{"conversations":[{"from":"human","value":"a"},{"from":"gpt","value":"b"}]}]`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`[{"conversations":null}]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pairs, err := parseShareGPT(data)
+		if err != nil {
+			return
+		}
+		for _, p := range pairs {
+			// every prompt must come from the input (JSON may escape it)
+			if p.Prompt != "" && !bytes.Contains(data, []byte(p.Prompt)) && !bytes.Contains(data, []byte(`\`)) {
+				t.Fatalf("prompt %q is not in the input", p.Prompt)
+			}
+		}
+	})
+}
+
+func TestParseCustomJSONL(t *testing.T) {
+	got, err := parseCustomJSONL(strings.NewReader("{\"prompt\":\"one\"}\n\n{\"prompt\":\"two\",\"other\":1}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]promptPair{{Prompt: "one"}, {Prompt: "two"}}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"{\"text\":\"x\"}\n", "not json\n", "{\"prompt\":3}\n"} {
+		if _, err := parseCustomJSONL(strings.NewReader(bad)); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+}
+
+func FuzzParseCustomJSONL(f *testing.F) {
+	f.Add([]byte("{\"prompt\":\"a\"}\n{\"prompt\":\"b\"}"))
+	f.Add([]byte("\n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pairs, err := parseCustomJSONL(bytes.NewReader(data))
+		if err == nil && len(pairs) > bytes.Count(data, []byte("\n"))+1 {
+			t.Fatalf("%d prompts from %d lines", len(pairs), bytes.Count(data, []byte("\n"))+1)
+		}
+	})
+}
+
+func TestHistQuantileIsPromQLs(t *testing.T) {
+	inf := math.Inf(1)
+	b := map[float64]float64{0.1: 10, 0.2: 30, 0.5: 40, inf: 40}
+	for _, tt := range []struct{ q, want float64 }{
+		{0.25, 0.1},                 // rank 10 ends the first bucket
+		{0.5, 0.1 + 0.1*(20-10)/20}, // rank 20, halfway through (0.1, 0.2]
+		{0.125, 0.05},               // the first bucket starts at 0
+		{0.9, 0.2 + 0.3*(36-30)/10}, // rank 36 in (0.2, 0.5]
+	} {
+		if got := histQuantile(tt.q, b); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("q%v = %v, want %v", tt.q, got, tt.want)
+		}
+	}
+	if got := histQuantile(0.99, map[float64]float64{0.1: 1, inf: 10}); got != 0.1 {
+		t.Errorf("rank in +Inf bucket: %v, want the highest finite bound 0.1", got)
+	}
+	if got := histQuantile(0.5, map[float64]float64{0.1: 0, inf: 0}); !math.IsNaN(got) {
+		t.Errorf("empty histogram: %v, want NaN", got)
+	}
+}
+
+// wordCounter counts one token per word, like the fake server's /tokenize.
+type wordCounter struct{}
+
+func (wordCounter) ID() string { return "words" }
+func (wordCounter) Count(_ context.Context, s string) (int, error) {
+	return len(strings.Fields(s)), nil
+}
+
+func TestRandomDatasetLengths(t *testing.T) {
+	d := DatasetConfig{RandomInputLen: 100, RandomOutputLen: 20, RandomRangeRatio: 0.5, RandomPrefixLen: 30}
+	if err := d.check(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := loadSamples(context.Background(), d, 200, wordCounter{}, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := strings.Join(strings.Fields(s[0].Prompt)[:30], " ")
+	for _, x := range s {
+		if x.PromptLen < 30+50 || x.PromptLen > 30+150 || x.OutputLen < 10 || x.OutputLen > 30 {
+			t.Fatalf("sample lengths %d/%d outside [80,180]/[10,30]", x.PromptLen, x.OutputLen)
+		}
+		if n, _ := (wordCounter{}).Count(nil, x.Prompt); n != x.PromptLen {
+			t.Fatalf("recorded length %d, the prompt has %d tokens", x.PromptLen, n)
+		}
+		if !strings.HasPrefix(x.Prompt, prefix) {
+			t.Fatal("a random prompt lacks the shared prefix")
+		}
+	}
+}
+
+func TestPrefixRepetitionShares(t *testing.T) {
+	d := DatasetConfig{Name: "prefix-repetition", PrefixLen: 12, SuffixLen: 4, NumPrefixes: 3, PrefixOutputLen: 7}
+	if err := d.check(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := loadSamples(context.Background(), d, 30, wordCounter{}, rand.New(rand.NewPCG(2, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefixes := map[string]int{}
+	for _, x := range s {
+		w := strings.Fields(x.Prompt)
+		if x.PromptLen != 16 || len(w) != 16 || x.OutputLen != 7 {
+			t.Fatalf("sample %d tokens (%d words), output %d; want 16, 7", x.PromptLen, len(w), x.OutputLen)
+		}
+		prefixes[strings.Join(w[:12], " ")]++
+	}
+	if len(prefixes) != 3 {
+		t.Errorf("%d distinct prefixes, want 3", len(prefixes))
+	}
+}
