@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -46,6 +45,7 @@ type serveFlags struct {
 	maxQueued           int
 	shutdownTimeout     time.Duration
 	logLevel            string
+	obs                 observeFlags
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
@@ -73,6 +73,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.IntVar(&f.maxQueued, "max-queued-requests", 10000, "waiting requests beyond which new ones get 503")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.obs.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -86,13 +87,17 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	if f.apiKey == "" {
 		f.apiKey = os.Getenv("VLLM_API_KEY")
 	}
+	if err := f.obs.resolve(os.Getenv); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 
 // instance is a running server.
 type instance struct {
-	addr string
-	done chan error
+	addr        string
+	metricsAddr string // the --metrics-port listener, or ""
+	done        chan error
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -118,19 +123,30 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(f.host, f.port))
+	lns, err := listen(f)
 	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
+		w.closeObservers(log)
+		return nil, err
 	}
-	inst := &instance{addr: ln.Addr().String(), done: make(chan error, 1)}
+	inst := &instance{addr: lns.api.Addr().String(), done: make(chan error, 1)}
+	if lns.metrics != nil {
+		inst.metricsAddr = lns.metrics.Addr().String()
+	}
 	printBanner(stdout, f, w, inst.addr)
+	printObserveBanner(stdout, f, inst.metricsAddr)
 
 	engCtx, stopEngine := context.WithCancel(context.Background())
 	engDone := make(chan struct{})
 	go func() { w.engine.Run(engCtx); close(engDone) }()
-	srv := &http.Server{Handler: w.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	srv := &http.Server{Handler: w.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(lns.api) }()
+	var metricsSrv *http.Server
+	if lns.metrics != nil {
+		metricsSrv = &http.Server{Handler: w.metricsHandler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+		go func() { _ = metricsSrv.Serve(lns.metrics) }() // ends with Close below
+	}
 
 	go func() {
 		var err error
@@ -148,6 +164,10 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 		stopEngine() // aborts anything still in flight
 		<-engDone
 		srv.Close()
+		if metricsSrv != nil {
+			metricsSrv.Close()
+		}
+		w.closeObservers(log) // the engine is stopped: flush the last spans, finish a profile
 		if errors.Is(err, http.ErrServerClosed) {
 			err = nil
 		}
@@ -158,11 +178,13 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 
 // wiring is everything serve builds from its flags.
 type wiring struct {
-	engine  *engine.Engine
-	exec    *sim.Executor
-	engCfg  engine.Config
-	names   []string
-	handler http.Handler
+	engine         *engine.Engine
+	exec           *sim.Executor
+	engCfg         engine.Config
+	names          []string
+	handler        http.Handler
+	metricsHandler http.Handler // for the --metrics-port listener
+	observe        *observability
 }
 
 func wire(f *serveFlags, log *slog.Logger) (*wiring, error) {
@@ -178,6 +200,7 @@ func wire(f *serveFlags, log *slog.Logger) (*wiring, error) {
 		EnablePrefixCaching: f.enablePrefix && !f.noEnablePrefix,
 		EOS:                 []int{exec.Vocab().EOS()},
 		Logger:              log,
+		RecordPhases:        f.obs.detailed,
 	}
 	if cfg.MaxNumSeqs == 0 {
 		cfg.MaxNumSeqs = map[bool]int{true: 1024, false: 256}[bigGPU]
@@ -231,14 +254,24 @@ func wire(f *serveFlags, log *slog.Logger) (*wiring, error) {
 	if err != nil {
 		return nil, err
 	}
-	if eng, err = engine.New(cfg, exec, m); err != nil {
+	o, err := newObservability(&f.obs, log)
+	if err != nil {
 		return nil, err
 	}
-	srv := server.New(server.Config{
+	if eng, err = engine.New(cfg, exec, o.observers(m)); err != nil {
+		o.close(log)
+		return nil, err
+	}
+	scfg := server.Config{
 		ServedModelNames: names, MaxModelLen: cfg.MaxModelLen, APIKey: f.apiKey, Version: version,
 		Logger: log, Metrics: metrics.Handler(reg), Instrument: m.InstrumentHTTP,
-	}, eng, exec.Vocab())
-	return &wiring{engine: eng, exec: exec, engCfg: cfg, names: names, handler: srv.Handler()}, nil
+	}
+	if o.profiler != nil {
+		scfg.Profiler = o.profiler
+	}
+	srv := server.New(scfg, eng, exec.Vocab())
+	return &wiring{engine: eng, exec: exec, engCfg: cfg, names: names, handler: srv.Handler(),
+		metricsHandler: o.metricsHandler(metrics.Handler(reg)), observe: o}, nil
 }
 
 func printBanner(w io.Writer, f *serveFlags, wr *wiring, addr string) {
@@ -248,8 +281,12 @@ func printBanner(w io.Writer, f *serveFlags, wr *wiring, addr string) {
 		version, wr.names[0], info.Model, info.TensorParallel, info.Hardware)
 	fmt.Fprintf(w, "  KV cache: %d blocks of %d tokens (%d tokens); max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d, prefix caching %v\n",
 		c.NumBlocks, c.BlockSize, c.NumBlocks*c.BlockSize, c.MaxModelLen, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.EnablePrefixCaching)
-	fmt.Fprintf(w, "  listening on http://%s  (OpenAI API under /v1, metrics at /metrics)\n", addr)
-	fmt.Fprintf(w, "  try: curl http://%s/v1/completions -H 'Content-Type: application/json' -d '{\"model\":%q,\"prompt\":\"Hello\",\"max_tokens\":32}'\n", addr, wr.names[0])
+	scheme := "http"
+	if f.obs.sslCertfile != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(w, "  listening on %s://%s  (OpenAI API under /v1, metrics at /metrics)\n", scheme, addr)
+	fmt.Fprintf(w, "  try: curl %s://%s/v1/completions -H 'Content-Type: application/json' -d '{\"model\":%q,\"prompt\":\"Hello\",\"max_tokens\":32}'\n", scheme, addr, wr.names[0])
 	fmt.Fprintf(w, "  other profiles: --sim-hardware %s --sim-model %s --tensor-parallel-size N\n",
 		strings.Join(sim.HardwareNames(), "|"), strings.Join(sim.ModelNames(), "|"))
 	fmt.Fprintln(w, "  a real model: --model PATH.gguf runs on this CPU once the CPU executor lands (not built yet)")

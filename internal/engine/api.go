@@ -58,6 +58,11 @@ type Request struct {
 
 	// Arrival is when the request reached the server; zero means at Submit.
 	Arrival time.Time
+
+	// TraceParent and TraceState are the W3C trace-context headers the
+	// request arrived with. The engine only carries them, untouched, to
+	// observers (tracing builds the request's span under that parent).
+	TraceParent, TraceState string
 }
 
 // TextSink is the incremental detokenizer of one sequence. Its methods run on
@@ -86,6 +91,10 @@ type Output struct {
 
 	PromptTokens int // set on every output
 	CachedTokens int // prompt tokens served from the prefix cache
+
+	// Timing is the request's timeline from the engine's clock, set on the
+	// final output only (the same timestamps observers get).
+	Timing Timing
 }
 
 // Executor runs one scheduled batch. It is called only from the engine
@@ -164,6 +173,15 @@ type StepEvent struct {
 	TTFTs []float64 // seconds, for sequences that got their first token this step
 	ITLs  []float64 // seconds since the previous token, for every other output
 
+	// Seqs lists what each sequence did this step, in batch order, and
+	// Preempted the ids preempted by recompute to make room.
+	Seqs      []StepSeq
+	Preempted []string
+
+	// The queues and the KV cache after the step.
+	Running, Waiting int
+	KVUsage          float64
+
 	FLOPs, ReadBytes, WriteBytes float64
 }
 
@@ -183,6 +201,19 @@ type FinishedEvent struct {
 	// Timeline from the engine's clock. FirstScheduled, FirstToken and
 	// LastToken are zero when the sequence never got that far.
 	Arrival, Queued, FirstScheduled, FirstToken, LastToken, Finished time.Time
+
+	// Request is the request as submitted (parameters, trace context).
+	Request *Request
+	// Phases is the sequence's step-by-step history, recorded only when
+	// Config.RecordPhases is set; nil otherwise.
+	Phases []Phase
+}
+
+// StepSeq is one sequence's share of a step.
+type StepSeq struct {
+	ID     string
+	Tokens int  // tokens computed
+	Decode bool // one decode token; otherwise a prefill (or recompute) chunk
 }
 
 // Stats is a snapshot of the engine's state, published after every step and

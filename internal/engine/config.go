@@ -17,6 +17,9 @@ type Config struct {
 	MaxWaiting          int  // queued requests beyond which Submit fails with ErrOverloaded
 	EOS                 []int
 	Logger              *slog.Logger
+	// RecordPhases keeps each request's prefill chunks, decode runs and
+	// preemptions for FinishedEvent.Phases (--collect-detailed-traces).
+	RecordPhases bool
 }
 
 // Validate reports the first setting that cannot work.

@@ -25,6 +25,7 @@ type Engine struct {
 	mu     sync.Mutex
 	inbox  []*reqState
 	aborts []string
+	snaps  []chan *Snapshot    // callers of Snapshot waiting for the next gap between steps
 	ids    map[string]struct{} // live request ids
 	closed bool
 	wake   chan struct{} // holds a token when inbox or aborts are non-empty
@@ -50,6 +51,7 @@ type Engine struct {
 	steps   uint64
 	preempt uint64
 	seed    uint64
+	stepAt  time.Time // start of the current step, for Phase records
 }
 
 // reqState is the engine's record of one request.
@@ -66,6 +68,7 @@ type reqState struct {
 	firstSch  time.Time
 	firstTok  time.Time
 	lastTok   time.Time
+	phases    []Phase // only with Config.RecordPhases
 }
 
 // New checks cfg and builds an engine around exec. obs may be nil.
@@ -208,8 +211,8 @@ func (e *Engine) Run(ctx context.Context) error {
 // drain admits submitted requests to the scheduler and applies aborts.
 func (e *Engine) drain() {
 	e.mu.Lock()
-	inbox, aborts := e.inbox, e.aborts
-	e.inbox, e.aborts = nil, nil
+	inbox, aborts, snaps := e.inbox, e.aborts, e.snaps
+	e.inbox, e.aborts, e.snaps = nil, nil, nil
 	e.mu.Unlock()
 	now := time.Now()
 	for _, rs := range inbox {
@@ -224,6 +227,7 @@ func (e *Engine) drain() {
 			e.finish(rs, FinishAbort, -1, now, nil)
 		}
 	}
+	e.answerSnapshots(snaps)
 }
 
 func (e *Engine) seedFor(r *Request) int64 {

@@ -11,6 +11,7 @@ import (
 // step runs one iteration: plan, execute, deliver, observe.
 func (e *Engine) step() {
 	start := time.Now()
+	e.stepAt = start
 	e.sched.Schedule(&e.plan)
 	p := &e.plan
 	if len(p.Seqs) == 0 {
@@ -39,8 +40,15 @@ func (e *Engine) step() {
 		Start: start, ScheduleTime: scheduled.Sub(start), ExecuteTime: done.Sub(scheduled),
 		NumSeqs: len(p.Seqs), NumTokens: p.NumTokens,
 		Preemptions: len(p.Preempted), PrefixQueries: p.PrefixQueries, PrefixHits: p.PrefixHits,
-		TTFTs: ev.TTFTs[:0], ITLs: ev.ITLs[:0],
+		TTFTs: ev.TTFTs[:0], ITLs: ev.ITLs[:0], Seqs: ev.Seqs[:0], Preempted: ev.Preempted[:0],
 		FLOPs: e.result.FLOPs, ReadBytes: e.result.ReadBytes, WriteBytes: e.result.WriteBytes,
+	}
+	for _, q := range p.Preempted {
+		rs := e.slots[q.ID]
+		ev.Preempted = append(ev.Preempted, rs.req.ID)
+		if e.cfg.RecordPhases {
+			rs.phases = append(rs.phases, Phase{Kind: PhasePreempted, Start: start, End: start})
+		}
 	}
 	if err != nil {
 		e.log.Error("execute step", "err", err, "seqs", len(p.Seqs))
@@ -53,6 +61,7 @@ func (e *Engine) step() {
 		}
 	}
 	ev.End = time.Now()
+	ev.Running, ev.Waiting, ev.KVUsage = e.sched.NumRunning(), e.sched.NumWaiting(), e.kv.Usage()
 	e.obs.ObserveStep(ev)
 	e.publish()
 }
@@ -94,6 +103,10 @@ func (e *Engine) advance(sc sched.Scheduled, s *sampling.Result, now time.Time) 
 		ev.NumDecodeSeqs++
 	} else {
 		ev.NumPrefillTokens += sc.NumNew
+	}
+	ev.Seqs = append(ev.Seqs, StepSeq{ID: rs.req.ID, Tokens: sc.NumNew, Decode: decode})
+	if e.cfg.RecordPhases {
+		rs.recordStep(decode, sc.NumNew, e.stepAt, now)
 	}
 	e.sched.Computed(sc)
 	if !sc.Sample {
@@ -144,6 +157,7 @@ func (e *Engine) advance(sc sched.Scheduled, s *sampling.Result, now time.Time) 
 		out.Text += rs.req.Sink.Flush()
 	}
 	out.Finished, out.FinishReason, out.StopToken = true, reason, stopTok
+	out.Timing = rs.timing(now)
 	rs.stream.push(out)
 	e.finish(rs, reason, stopTok, now, nil)
 }
@@ -166,7 +180,7 @@ func (e *Engine) stopReason(rs *reqState, tok int) (FinishReason, int) {
 func (e *Engine) finish(rs *reqState, reason FinishReason, stopTok int, now time.Time, err error) {
 	if !rs.stream.finished() {
 		rs.stream.push(&Output{Finished: true, FinishReason: reason, StopToken: stopTok, Err: err,
-			PromptTokens: rs.seq.NumPrompt, CachedTokens: rs.seq.NumCached})
+			PromptTokens: rs.seq.NumPrompt, CachedTokens: rs.seq.NumCached, Timing: rs.timing(now)})
 	}
 	if rs.firstSch.IsZero() {
 		e.queued.Add(-1) // left before admission
@@ -186,6 +200,7 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, stopTok int, now time
 		MaxTokens: rs.req.Params.MaxTokens, Preemptions: rs.seq.NumPreemptions,
 		Arrival: rs.req.Arrival, Queued: rs.queued, FirstScheduled: rs.firstSch,
 		FirstToken: rs.firstTok, LastToken: rs.lastTok, Finished: now,
+		Request: rs.req, Phases: rs.phases,
 	}
 	e.obs.ObserveFinished(f)
 }

@@ -43,7 +43,7 @@ func (s *Stream) push(o *Output) {
 	p.Logprobs = append(p.Logprobs, o.Logprobs...)
 	p.Text += o.Text
 	p.Finished, p.FinishReason, p.StopToken, p.Err = o.Finished, o.FinishReason, o.StopToken, o.Err
-	p.PromptTokens, p.CachedTokens = o.PromptTokens, o.CachedTokens
+	p.PromptTokens, p.CachedTokens, p.Timing = o.PromptTokens, o.CachedTokens, o.Timing
 	s.has = true
 	s.closed = o.Finished
 	s.mu.Unlock()

@@ -46,6 +46,9 @@ var forbidden = map[string][]string{
 	module + "/internal/sched":    {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine"},
 	module + "/internal/kvcache":  {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine", module + "/internal/sched"},
 	module + "/internal/sampling": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine"},
+	module + "/internal/server":   {"go.opentelemetry.io/", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/profiler", module + "/internal/executor"},
+	module + "/internal/tracing":  {"github.com/prometheus/", module + "/internal/server", module + "/internal/metrics", module + "/internal/profiler", module + "/internal/executor"},
+	module + "/internal/profiler": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor"},
 	module + "/internal/bench":    {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
 	module + "/internal/doctor":   {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
 }

@@ -163,9 +163,19 @@ func (s *Scheduler) Schedule(p *Plan) {
 	}
 
 	// As vLLM: no admissions in a step that had to preempt.
-	if len(p.Preempted) > 0 {
-		return
+	if len(p.Preempted) == 0 {
+		s.admit(p, budget)
 	}
+	// Every path must clear the plan indexes: a stale one makes a later
+	// preemption withdraw the wrong entry (or index past the plan).
+	for _, sc := range p.Seqs {
+		sc.Seq.schedIdx = -1
+	}
+}
+
+// admit starts waiting sequences, first come first served, while the token
+// budget, max-num-seqs and the free blocks allow.
+func (s *Scheduler) admit(p *Plan, budget int) {
 	for len(s.waiting) > 0 && budget > 0 && len(s.running) < s.cfg.MaxNumSeqs {
 		q := s.waiting[0]
 		cached := 0
@@ -187,9 +197,6 @@ func (s *Scheduler) Schedule(p *Plan) {
 		p.PrefixHits += cached
 		s.schedule(p, q, numNew)
 		budget -= numNew
-	}
-	for _, sc := range p.Seqs {
-		sc.Seq.schedIdx = -1
 	}
 }
 

@@ -21,6 +21,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	j.readHeaders(r)
 	if err := s.submit(j); err != nil {
 		s.fail(w, r, err)
 		return
@@ -73,7 +74,8 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, j *job) {
 			return nil // everything was held back (a possible stop string)
 		}
 		delta := openai.ChatDelta{Content: ev.out.Text}
-		return sse.Send(j.chatChunk(ev.index, delta, s.chatLogprobs(j, &ev.out), finishReason(&ev.out)))
+		chunk := j.chatChunk(ev.index, delta, s.chatLogprobs(j, &ev.out), finishReason(&ev.out))
+		return sse.Send(timedChatChunk{chunk, j.chunkTiming(&ev)})
 	})
 	s.endStream(r, sse, j, err)
 }
@@ -109,5 +111,5 @@ func (s *Server) respondChat(w http.ResponseWriter, r *http.Request, j *job) {
 			FinishReason: reasons[i],
 		}
 	}
-	s.writeJSON(w, r, resp)
+	s.writeJSON(w, r, timedChat{resp, j.timings()})
 }

@@ -22,6 +22,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	j.readHeaders(r)
 	if err := s.submit(j); err != nil {
 		s.fail(w, r, err)
 		return
@@ -84,7 +85,8 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, j *job
 		if ev.out.Text == "" && !ev.out.Finished && len(ev.out.Logprobs) == 0 {
 			return nil // everything was held back (a possible stop string)
 		}
-		return sse.Send(j.completionChunk(ev.index, ev.out.Text, lp, finishReason(&ev.out)))
+		chunk := j.completionChunk(ev.index, ev.out.Text, lp, finishReason(&ev.out))
+		return sse.Send(timedCompletion{chunk, j.chunkTiming(&ev)})
 	})
 	s.endStream(r, sse, j, err)
 }
@@ -148,7 +150,7 @@ func (s *Server) respondCompletion(w http.ResponseWriter, r *http.Request, j *jo
 	for i := range resp.Choices {
 		resp.Choices[i] = openai.CompletionChoice{Index: i, Text: texts[i].String(), Logprobs: logprobs[i], FinishReason: reasons[i]}
 	}
-	s.writeJSON(w, r, resp)
+	s.writeJSON(w, r, timedCompletion{resp, j.timings()})
 }
 
 // endResponse reports a non-streaming request that did not complete: an

@@ -25,6 +25,9 @@ type job struct {
 	gen     *openai.Generation
 	prompts []prompt
 	choices []choice
+
+	traceParent, traceState string // W3C trace context of the HTTP request
+	wantTiming              bool   // the client asked for the timing breakdown
 }
 
 // prompt is one tokenized prompt.
@@ -43,7 +46,8 @@ type choice struct {
 	tokens   int // generated so far
 	offset   int // bytes of text so far, for completions text_offset
 	finished bool
-	cached   int // prompt tokens served by the prefix cache
+	cached   int           // prompt tokens served by the prefix cache
+	timing   engine.Timing // from the final output
 }
 
 // event is one output of one choice.
@@ -106,6 +110,9 @@ func (s *Server) submit(j *job) error {
 				Group:     j.id,
 				GroupSize: n,
 				Arrival:   j.arrival,
+
+				TraceParent: j.traceParent,
+				TraceState:  j.traceState,
 			}
 			st, err := s.eng.Submit(req)
 			if err != nil {
@@ -173,6 +180,7 @@ func (s *Server) run(ctx context.Context, j *job, emit func(event) error) error 
 			c.cached = ev.out.CachedTokens
 			if ev.out.Finished {
 				c.finished = true
+				c.timing = ev.out.Timing
 				left--
 			}
 			// A failed output is reported as an error, not as a choice

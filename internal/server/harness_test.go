@@ -123,11 +123,13 @@ func letters(last byte, n int) string {
 // finishObserver reports each finished sequence's reason.
 type finishObserver struct {
 	finished chan engine.FinishReason
+	requests sync.Map // id → *engine.Request, as the engine reported it finished
 }
 
 func (o *finishObserver) ObserveStep(*engine.StepEvent) {}
 
 func (o *finishObserver) ObserveFinished(f *engine.FinishedEvent) {
+	o.requests.Store(f.ID, f.Request)
 	select {
 	case o.finished <- f.Reason:
 	default: // nobody is counting in this test

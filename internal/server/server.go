@@ -1,17 +1,19 @@
 // Package server owns the HTTP side of glassbox: the OpenAI-compatible
 // routes (/v1/completions, /v1/chat/completions, /v1/models), vLLM's
-// /tokenize and /detokenize, /health, /version and /metrics, API-key checks,
-// and turning each HTTP request into engine requests and their outputs into
-// JSON or server-sent events.
+// /tokenize and /detokenize, /health, /ready, /version and /metrics,
+// /debug/engine, the profiler's /start_profile and /stop_profile, API-key and
+// metrics credentials checks, and turning each HTTP request into engine
+// requests and their outputs into JSON or server-sent events.
 //
 // Wire types, validation and the error body live in openai; this package
 // holds only handlers. It talks to the engine only through Submit, Abort and
-// the per-request Stream, and must not import sched, kvcache, an executor,
-// metrics or tracing: those are wired in cmd/.
+// the per-request Stream (plus Snapshot for /debug/engine), and must not
+// import sched, kvcache, an executor, metrics, tracing or profiler: those are
+// wired in cmd/. Trace context travels as the W3C header values in
+// engine.Request, so this package needs no OpenTelemetry.
 package server
 
 import (
-	"crypto/subtle"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -44,14 +46,20 @@ type vocabSizer interface {
 type Config struct {
 	ServedModelNames []string // --served-model-name; the first is the default
 	MaxModelLen      int      // the engine's --max-model-len; 0 takes it from the engine
-	APIKey           string   // --api-key; empty disables the check
-	Version          string
+	// APIKey (--api-key), when set, is required as a bearer token on every
+	// route but /health and /ready: /v1, /metrics, /version, /debug and the
+	// profiler. (vLLM guards only /v1.)
+	APIKey  string
+	Version string
 	// ChatTemplate renders messages into a prompt ending where the assistant
 	// speaks. Nil means ChatML.
 	ChatTemplate func([]openai.ChatMessage) (string, error)
 	Logger       *slog.Logger
 	// Metrics, when set, is served at /metrics.
 	Metrics http.Handler
+	// Profiler, when set, is driven by POST /start_profile and
+	// /stop_profile; without it those routes do not exist.
+	Profiler Profiler
 	// Instrument, when set, wraps each route's handler (named by its path),
 	// for request metrics or tracing.
 	Instrument func(name string, h http.Handler) http.Handler
@@ -99,28 +107,20 @@ func (s *Server) Handler() http.Handler {
 	route("GET /v1/models", "/v1/models", s.handleModels, false)
 	route("POST /tokenize", "/tokenize", s.handleTokenize, false)
 	route("POST /detokenize", "/detokenize", s.handleDetokenize, false)
+	// Probes stay open: a kubelet has no API key.
 	route("GET /health", "/health", func(http.ResponseWriter, *http.Request) {}, true)
-	route("GET /version", "/version", s.handleVersion, true)
+	route("GET /ready", "/ready", s.handleReady, true)
+	route("GET /version", "/version", s.handleVersion, false)
+	route("GET /debug/engine", "/debug/engine", s.handleDebugEngine, false)
 	if s.cfg.Metrics != nil {
-		route("GET /metrics", "/metrics", s.cfg.Metrics.ServeHTTP, true)
-		route("GET /metrics/", "/metrics", s.cfg.Metrics.ServeHTTP, true)
+		route("GET /metrics", "/metrics", s.cfg.Metrics.ServeHTTP, false)
+		route("GET /metrics/", "/metrics", s.cfg.Metrics.ServeHTTP, false)
+	}
+	if s.cfg.Profiler != nil {
+		route("POST /start_profile", "/start_profile", s.handleStartProfile, false)
+		route("POST /stop_profile", "/stop_profile", s.handleStopProfile, false)
 	}
 	return mux
-}
-
-// requireKey answers 401 unless the request carries the API key.
-func (s *Server) requireKey(h http.Handler) http.Handler {
-	if s.cfg.APIKey == "" {
-		return h
-	}
-	want := []byte("Bearer " + s.cfg.APIKey)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			s.fail(w, r, openai.Unauthorized())
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 // fail writes err as an error response and logs what the server got wrong.

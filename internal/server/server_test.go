@@ -229,14 +229,23 @@ func TestAPIKey(t *testing.T) {
 	if resp := env.post(t, "/tokenize", `{"prompt":"x"}`); resp.StatusCode != 401 {
 		t.Errorf("/tokenize without a key: status %d, want 401", resp.StatusCode)
 	}
-	for _, path := range []string{"/health", "/version", "/metrics", "/metrics/"} {
-		resp, err := env.srv.Client().Get(env.url + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Errorf("GET %s without a key: status %d, want 200", path, resp.StatusCode)
+	// Probes stay open; everything else, /metrics included, needs the key
+	// (vLLM leaves /metrics, /version and the profiler open).
+	for path, want := range map[string]int{"/health": 200, "/ready": 200, "/version": 401, "/metrics": 401, "/metrics/": 401, "/debug/engine": 401} {
+		for _, auth := range []string{"", "Bearer sekret"} {
+			req, _ := http.NewRequest(http.MethodGet, env.url+path, nil)
+			if auth != "" {
+				req.Header.Set("Authorization", auth)
+				want = 200
+			}
+			resp, err := env.srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != want {
+				t.Errorf("GET %s with Authorization %q: status %d, want %d", path, auth, resp.StatusCode, want)
+			}
 		}
 	}
 	req, _ := http.NewRequest(http.MethodGet, env.url+"/v1/models", nil)

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/glassbox-llm/glassbox/internal/dashboards"
+)
+
+const monitoringUsage = `Usage: glassbox monitoring export [flags] DIR
+
+Writes Grafana dashboards, Prometheus rules (with promtool unit tests), a
+Prometheus scrape config and an Alertmanager config under DIR.
+The repository's monitoring/ directory is 'glassbox monitoring export monitoring'.
+
+Flags:
+`
+
+// runMonitoring turns the monitoring command line into a dashboards.Config
+// and writes the files.
+func runMonitoring(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "export" {
+		fmt.Fprint(stderr, monitoringUsage)
+		return errors.New("monitoring: the only subcommand is 'export DIR'")
+	}
+	c := dashboards.Default()
+	fs := flag.NewFlagSet("monitoring export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, monitoringUsage); fs.PrintDefaults() }
+	fs.StringVar(&c.Target, "target", c.Target, "host:port Prometheus scrapes (glassbox's --port, or --metrics-port when set)")
+	fs.StringVar(&c.Job, "job", c.Job, "scrape job name; the rules select it")
+	fs.StringVar(&c.MetricsPath, "metrics-path", c.MetricsPath, "path of the metrics endpoint")
+	fs.DurationVar(&c.ScrapeInterval, "scrape-interval", c.ScrapeInterval, "scrape and rule evaluation interval")
+	fs.StringVar(&c.AlertmanagerTarget, "alertmanager", c.AlertmanagerTarget, "host:port of Alertmanager")
+	fs.StringVar(&c.CriticalWebhookURL, "critical-webhook-url", c.CriticalWebhookURL, "webhook receiving critical alerts")
+	fs.StringVar(&c.WarningWebhookURL, "warning-webhook-url", c.WarningWebhookURL, "webhook receiving warning alerts")
+	fs.StringVar(&c.RunbookURL, "runbook-url", c.RunbookURL, "published location of docs/runbooks.md")
+	fs.DurationVar(&c.RateWindow, "rate-window", c.RateWindow, "range of every rate and average in the rules")
+	fs.DurationVar(&c.For, "for", c.For, "how long a condition holds before a warning or latency alert fires")
+	fs.DurationVar(&c.ShortFor, "short-for", c.ShortFor, "the same for target-down and engine-stalled")
+	fs.DurationVar(&c.StallWindow, "stall-window", c.StallWindow, "time without a generated token, with requests running, that counts as stalled")
+	fs.Float64Var(&c.PreemptionRate, "preemption-rate", c.PreemptionRate, "alert above this many preemptions per second")
+	fs.Float64Var(&c.KVCacheUsage, "kv-cache-usage", c.KVCacheUsage, "alert above this KV-cache usage (0-1)")
+	fs.Float64Var(&c.E2EP95Seconds, "e2e-p95-seconds", c.E2EP95Seconds, "alert above this p95 end-to-end latency")
+	fs.Float64Var(&c.TTFTSLOSeconds, "ttft-slo-seconds", c.TTFTSLOSeconds, "TTFT SLO: p99 above it alerts; a TTFT bucket bound")
+	fs.Float64Var(&c.ITLSLOSeconds, "itl-slo-seconds", c.ITLSLOSeconds, "inter-token latency SLO of the attainment tile; a bucket bound")
+	fs.Float64Var(&c.E2ESLOSeconds, "e2e-slo-seconds", c.E2ESLOSeconds, "end-to-end SLO of the attainment tile; a bucket bound")
+	fs.Float64Var(&c.QueueTimeRatio, "queue-time-ratio", c.QueueTimeRatio, "alert above this share of request time spent queued")
+	fs.Float64Var(&c.AbortRatio, "abort-ratio", c.AbortRatio, "alert above this share of requests aborted")
+	fs.Float64Var(&c.ErrorRatio, "error-ratio", c.ErrorRatio, "alert above this share of 5xx responses")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fs.Usage()
+		return errors.New("monitoring export: no output directory given")
+	}
+	dir := rest[0]
+	if err := fs.Parse(rest[1:]); err != nil { // flags after DIR
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("monitoring export: one directory expected, got %q", append([]string{dir}, fs.Args()...))
+	}
+	files, err := dashboards.Export(dir, c)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		fmt.Fprintf(stdout, "wrote %s\n", f.Path)
+	}
+	return nil
+}

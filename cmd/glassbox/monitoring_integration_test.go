@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/dashboards"
+)
+
+// compatUnavailable lists the queries of vLLM's dashboards in
+// ../shared/compat that no vLLM engine answers either, by a substring of
+// the query, with the reason.
+var compatUnavailable = map[string]string{
+	"lmcache:":                "LMCache library metrics (lmcache-dashboard.json): glassbox has no LMCache connector",
+	"router_":                 "production-stack router process metrics (router CPU, memory, disk)",
+	"vllm:healthy_pods_total": "production-stack router metric, not an engine one",
+	"vllm:current_qps":        "production-stack router metric, not an engine one",
+	"vllm:gpu_prefix_cache_":  "removed in vLLM 0.12 (now vllm:prefix_cache_*), so empty against current vLLM too",
+}
+
+// TestMonitoringStack runs the shipped monitoring against a real server: a
+// real Prometheus scrapes 'glassbox serve' (simulated H200) under load with
+// the generated rules, and a real Alertmanager routes to a webhook. Every
+// panel query of our dashboards and of vLLM's dashboards must return data;
+// then a workload that overfills the KV cache must make the KV-usage and
+// preemption alerts fire in Prometheus and reach the webhook.
+func TestMonitoringStack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus and Alertmanager; skipped with -short")
+	}
+	promBin, amBin := stackTool(t, "prometheus"), stackTool(t, "prometheus-alertmanager")
+	const model = "llama-3.1-8b"
+	// 256 blocks of 16 tokens (128 KiB of KV per token): a handful of
+	// short requests fit easily, two dozen long ones cannot.
+	base, _ := serveTest(t, "--sim-time-scale", "1", "--max-model-len", "1024",
+		"--kv-cache-memory-bytes", fmt.Sprint(256*16*131072))
+	target := strings.TrimPrefix(base, "http://")
+
+	hook, hookSrv := newWebhook(t)
+	amAddr, promAddr := freeLoopbackAddr(t), freeLoopbackAddr(t)
+	c := dashboards.Default()
+	c.Target, c.AlertmanagerTarget = target, amAddr
+	c.CriticalWebhookURL, c.WarningWebhookURL = hookSrv.URL+"/critical", hookSrv.URL+"/warning"
+	c.ScrapeInterval = time.Second
+	c.RateWindow, c.StallWindow, c.For, c.ShortFor = 10*time.Second, 10*time.Second, 3*time.Second, 3*time.Second
+	c.GroupWait, c.GroupInterval, c.RepeatInterval = time.Second, time.Second, time.Minute
+	dir := t.TempDir()
+	if _, err := dashboards.Export(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	startChild(t, amBin, "--config.file="+filepath.Join(dir, dashboards.AlertmanagerPath),
+		"--storage.path="+filepath.Join(dir, "am-data"), "--web.listen-address="+amAddr, "--cluster.listen-address=")
+	startChild(t, promBin, "--config.file="+filepath.Join(dir, dashboards.PrometheusPath),
+		"--storage.tsdb.path="+filepath.Join(dir, "prom-data"), "--web.listen-address="+promAddr,
+		"--rules.alert.resend-delay=1s")
+	promURL := "http://" + promAddr
+	waitFor(t, "Alertmanager ready", 20*time.Second, func() bool { return httpOK("http://" + amAddr + "/-/ready") })
+	waitFor(t, "Prometheus ready", 20*time.Second, func() bool { return httpOK(promURL + "/-/ready") })
+	waitFor(t, "Prometheus scraping glassbox", 20*time.Second, func() bool {
+		s, err := promQuery(promURL, fmt.Sprintf(`up{job=%q} == 1`, c.Job))
+		return err == nil && len(s) == 1
+	})
+
+	vars := map[string]string{"instance": target, "model_name": model, "Deployment_id": model}
+	queries := ourQueries(t, vars)
+	compat, skipped := compatQueries(t, vars)
+	queries = append(queries, compat...)
+
+	// Phase 1: a steady mix of short requests sharing a prefix, until every
+	// query answers.
+	shared := words(100, 7)
+	ctx, stopLoad := context.WithCancel(context.Background())
+	wait := loadLoop(ctx, base, 6, 200, func(w, i int) map[string]any {
+		return map[string]any{"model": model, "prompt": shared + words(10+i%20, w*1000+i), "max_tokens": 8 + (w*7+i)%40}
+	})
+	pending := slices.Clone(queries)
+	deadline := time.Now().Add(60 * time.Second)
+	for len(pending) > 0 && time.Now().Before(deadline) {
+		pending = slices.DeleteFunc(pending, func(q panelQuery) bool { return answers(promURL, q.expr) })
+		if len(pending) > 0 {
+			time.Sleep(time.Second)
+		}
+	}
+	stopLoad()
+	okN, failN := wait()
+	t.Logf("phase 1: %d requests answered, %d failed; %d queries checked (%d of vLLM's), %d vLLM queries skipped",
+		okN, failN, len(queries), len(compat), len(skipped))
+	for _, q := range pending {
+		t.Errorf("%s: panel %q: query returned no data: %s", q.file, q.panel, q.expr)
+	}
+	for _, s := range skipped {
+		if answers(promURL, s.expr) {
+			t.Errorf("%s: %q is listed as unavailable but returns data: drop it from compatUnavailable", s.file, s.expr)
+		}
+	}
+
+	// Phase 2: two dozen long generations overfill the KV cache until both
+	// alerts have reached the webhook.
+	ctx, stopLoad = context.WithCancel(context.Background())
+	defer stopLoad()
+	wait = loadLoop(ctx, base, 24, 20, func(w, i int) map[string]any {
+		return map[string]any{"model": model, "prompt": words(150, 10000+w*100+i), "max_tokens": 300, "ignore_eos": true}
+	})
+	want := []string{"GlassboxKVCacheNearlyFull", "GlassboxHighPreemptionRate"}
+	waitFor(t, "the KV and preemption alerts at the webhook", 90*time.Second, func() bool {
+		return hook.got("/warning", want[0]) && hook.got("/warning", want[1])
+	})
+	firing := firingAlerts(t, promURL)
+	stopLoad()
+	okN, failN = wait()
+	t.Logf("phase 2: %d requests answered, %d failed; firing in Prometheus: %v", okN, failN, firing)
+	for _, a := range want {
+		if !slices.Contains(firing, a) {
+			t.Errorf("%s reached the webhook but is not firing in Prometheus", a)
+		}
+	}
+}
+
+// panelQuery is one query of one panel of one dashboard file.
+type panelQuery struct{ file, panel, expr string }
+
+// answers reports whether expr returns at least one sample that is a
+// number (a NaN, such as a quantile over no observations, is no data).
+func answers(promURL, expr string) bool {
+	s, err := promQuery(promURL, expr)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(s, func(x promSample) bool { return !math.IsNaN(x.Value) })
+}
+
+func firingAlerts(t *testing.T, promURL string) []string {
+	t.Helper()
+	s, err := promQuery(promURL, `ALERTS{alertstate="firing"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, x := range s {
+		out = append(out, x.Metric["alertname"])
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+var (
+	rangeVar = regexp.MustCompile(`\[\s*\$\{?(__\w+)\}?\s*\]`)
+	plainVar = regexp.MustCompile(`\$\{?(\w+)(?::\w+)?\}?`)
+)
+
+// substitute fills in Grafana's variables as a dashboard would: rate
+// intervals become 15 s (fifteen 1 s scrapes), the range five minutes
+// (longer than the test), and template variables their values.
+func substitute(t *testing.T, q string, vars map[string]string) string {
+	q = rangeVar.ReplaceAllStringFunc(q, func(m string) string {
+		if strings.Contains(m, "__range") {
+			return "[5m]"
+		}
+		return "[15s]"
+	})
+	return plainVar.ReplaceAllStringFunc(q, func(m string) string {
+		name := plainVar.FindStringSubmatch(m)[1]
+		v, ok := vars[name]
+		if !ok {
+			t.Fatalf("query %q uses variable $%s, which the test does not know", q, name)
+		}
+		return v
+	})
+}
+
+// ourQueries are the panel targets and variable queries of the shipped
+// dashboards.
+func ourQueries(t *testing.T, vars map[string]string) []panelQuery {
+	files, err := dashboards.Files(dashboards.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []panelQuery
+	for _, f := range files {
+		if f.Path == dashboards.OverviewPath || f.Path == dashboards.DiagnosisPath {
+			out = append(out, grafanaQueries(t, f.Path, f.Data, vars)...)
+		}
+	}
+	if len(out) < 40 {
+		t.Fatalf("only %d queries in our dashboards", len(out))
+	}
+	return out
+}
+
+// compatQueries are those of vLLM's Grafana dashboards in ../shared/compat,
+// minus the listed unavailable ones (returned second).
+func compatQueries(t *testing.T, vars map[string]string) (use, skipped []panelQuery) {
+	dir := filepath.Join("..", "..", "..", "shared", "compat")
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(paths) == 0 {
+		t.Logf("no vLLM dashboards in %s: checking only our own", dir)
+		return nil, nil
+	}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range grafanaQueries(t, filepath.Base(p), raw, vars) {
+			skip := false
+			for key := range compatUnavailable {
+				if strings.Contains(q.expr, key) {
+					skip, seen[key] = true, true
+				}
+			}
+			if skip {
+				skipped = append(skipped, q)
+			} else {
+				use = append(use, q)
+			}
+		}
+	}
+	for key, why := range compatUnavailable {
+		if !seen[key] {
+			t.Errorf("compatUnavailable lists %q (%s) but no dashboard queries it", key, why)
+		}
+	}
+	return use, skipped
+}
+
+// grafanaQueries walks a Grafana dashboard for panel targets ("expr") and
+// the selector of label_values(selector, label) variables.
+func grafanaQueries(t *testing.T, file string, raw []byte, vars map[string]string) []panelQuery {
+	var doc any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	var out []panelQuery
+	var walk func(v any, panel string)
+	walk = func(v any, panel string) {
+		switch v := v.(type) {
+		case map[string]any:
+			if title, ok := v["title"].(string); ok && v["targets"] != nil {
+				panel = title
+			}
+			if e, ok := v["expr"].(string); ok && strings.TrimSpace(e) != "" {
+				out = append(out, panelQuery{file, panel, substitute(t, e, vars)})
+			}
+			if v["type"] == "query" {
+				q, _ := v["query"].(string)
+				if m, ok := v["query"].(map[string]any); ok {
+					q, _ = m["query"].(string)
+				}
+				if sel, ok := strings.CutPrefix(q, "label_values("); ok && strings.Contains(sel, ",") {
+					sel = sel[:strings.LastIndexByte(sel, ',')]
+					out = append(out, panelQuery{file, "variable " + fmt.Sprint(v["name"]), substitute(t, sel, vars)})
+				}
+			}
+			for k, c := range v {
+				if k != "expr" {
+					walk(c, panel)
+				}
+			}
+		case []any:
+			for _, c := range v {
+				walk(c, panel)
+			}
+		}
+	}
+	walk(doc, "")
+	return out
+}

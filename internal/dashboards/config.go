@@ -1,0 +1,155 @@
+// Package dashboards is glassbox's monitoring as code: the Grafana
+// dashboards (built with the Grafana Foundation SDK), the Prometheus
+// recording and alerting rules with their promtool unit tests, and the
+// Prometheus and Alertmanager configurations that `glassbox monitoring
+// export` writes and the repository keeps under monitoring/.
+//
+// Every metric it queries is named through internal/metrics' constants, so
+// a renamed family breaks the build or the drift test instead of leaving an
+// empty panel. It only generates files: from the rest of glassbox it
+// imports internal/metrics alone (for names and bucket bounds), never the
+// engine, scheduler, executors or server directly, and it reads no
+// environment.
+package dashboards
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/glassbox-llm/glassbox/internal/metrics"
+)
+
+// Config holds every parameter of the generated files. The zero value is
+// not usable; start from Default and override.
+type Config struct {
+	// Scraping.
+	Job                string        // scrape job name; every rule selects job="<Job>"
+	Target             string        // host:port serving /metrics
+	MetricsPath        string        // usually /metrics
+	ScrapeInterval     time.Duration // also the rule evaluation interval
+	AlertmanagerTarget string        // host:port of Alertmanager
+
+	// Alertmanager routing: critical and warning alerts go to separate
+	// webhook receivers; the grouping timers are parameters so that a test
+	// can make delivery take seconds.
+	CriticalWebhookURL string
+	WarningWebhookURL  string
+	GroupWait          time.Duration
+	GroupInterval      time.Duration
+	RepeatInterval     time.Duration
+
+	// RunbookURL is where docs/runbooks.md is published; alerts and panels
+	// link to RunbookURL#<alert name in lower case>.
+	RunbookURL string
+
+	// Rule windows: RateWindow is the range of every rate and average,
+	// For how long a condition must hold before a warning or latency alert
+	// fires, ShortFor the same for the outage alerts (target down, engine
+	// stalled), and StallWindow how long without a generated token counts
+	// as stalled.
+	RateWindow  time.Duration
+	For         time.Duration
+	ShortFor    time.Duration
+	StallWindow time.Duration
+
+	// Alert thresholds.
+	PreemptionRate float64 // preemptions per second
+	KVCacheUsage   float64 // fraction of KV blocks in use, averaged over RateWindow
+	E2EP95Seconds  float64 // p95 end-to-end latency
+	TTFTSLOSeconds float64 // p99 TTFT above it alerts; also the TTFT attainment tile's bound (a bucket bound)
+	ITLSLOSeconds  float64 // inter-token attainment tile's bound (a bucket bound)
+	E2ESLOSeconds  float64 // end-to-end attainment tile's bound (a bucket bound)
+	QueueTimeRatio float64 // share of end-to-end time spent queued
+	AbortRatio     float64 // share of finished requests aborted (client timeouts, disconnects)
+	ErrorRatio     float64 // share of HTTP responses that are 5xx
+}
+
+// Default is the configuration the repository's monitoring/ files are
+// generated from: glassbox on 127.0.0.1:8000 scraped every 5 s.
+func Default() Config {
+	return Config{
+		Job:                "glassbox",
+		Target:             "127.0.0.1:8000",
+		MetricsPath:        "/metrics",
+		ScrapeInterval:     5 * time.Second,
+		AlertmanagerTarget: "127.0.0.1:9093",
+		CriticalWebhookURL: "http://127.0.0.1:5001/critical",
+		WarningWebhookURL:  "http://127.0.0.1:5001/warning",
+		GroupWait:          30 * time.Second,
+		GroupInterval:      5 * time.Minute,
+		RepeatInterval:     4 * time.Hour,
+		RunbookURL:         "https://github.com/glassbox-llm/glassbox/blob/main/docs/runbooks.md",
+		RateWindow:         5 * time.Minute,
+		For:                5 * time.Minute,
+		ShortFor:           time.Minute,
+		StallWindow:        5 * time.Minute,
+		PreemptionRate:     0.5,
+		KVCacheUsage:       0.9,
+		E2EP95Seconds:      10,
+		TTFTSLOSeconds:     0.5,
+		ITLSLOSeconds:      0.1,
+		E2ESLOSeconds:      10,
+		QueueTimeRatio:     0.5,
+		AbortRatio:         0.1,
+		ErrorRatio:         0.05,
+	}
+}
+
+// Validate reports the first parameter that would generate a broken file.
+func (c *Config) Validate() error {
+	switch {
+	case c.Job == "" || c.Target == "" || c.MetricsPath == "" || c.AlertmanagerTarget == "":
+		return errors.New("job, target, metrics path and alertmanager target must not be empty")
+	case c.CriticalWebhookURL == "" || c.WarningWebhookURL == "" || c.RunbookURL == "":
+		return errors.New("webhook and runbook URLs must not be empty")
+	}
+	for name, d := range map[string]time.Duration{
+		"scrape interval": c.ScrapeInterval, "group wait": c.GroupWait, "group interval": c.GroupInterval,
+		"repeat interval": c.RepeatInterval, "rate window": c.RateWindow, "for": c.For,
+		"short for": c.ShortFor, "stall window": c.StallWindow,
+	} {
+		if d <= 0 || d%time.Millisecond != 0 {
+			return fmt.Errorf("%s must be a positive whole number of milliseconds, got %v", name, d)
+		}
+	}
+	if c.RateWindow < 2*c.ScrapeInterval || c.StallWindow < 2*c.ScrapeInterval {
+		return fmt.Errorf("rate window %v and stall window %v must span at least two scrapes of %v", c.RateWindow, c.StallWindow, c.ScrapeInterval)
+	}
+	for name, v := range map[string]float64{
+		"preemption rate": c.PreemptionRate, "e2e p95": c.E2EP95Seconds, "ttft slo": c.TTFTSLOSeconds,
+		"itl slo": c.ITLSLOSeconds, "e2e slo": c.E2ESLOSeconds,
+	} {
+		if !(v > 0) {
+			return fmt.Errorf("%s threshold must be positive, got %v", name, v)
+		}
+	}
+	for name, v := range map[string]float64{
+		"kv cache usage": c.KVCacheUsage, "queue time ratio": c.QueueTimeRatio,
+		"abort ratio": c.AbortRatio, "error ratio": c.ErrorRatio,
+	} {
+		if !(v > 0 && v < 1) {
+			return fmt.Errorf("%s threshold must be in (0, 1), got %v", name, v)
+		}
+	}
+	for _, slo := range []struct {
+		name    string
+		v       float64
+		buckets []float64
+	}{
+		{"ttft slo", c.TTFTSLOSeconds, metrics.TTFTBuckets()},
+		{"itl slo", c.ITLSLOSeconds, metrics.InterTokenLatencyBuckets()},
+		{"e2e slo", c.E2ESLOSeconds, metrics.RequestLatencyBuckets()},
+	} {
+		if !slices.Contains(slo.buckets, slo.v) {
+			return fmt.Errorf("%s %v must be a bucket bound of its histogram (%v), or the attainment tile reads no bucket", slo.name, slo.v, slo.buckets)
+		}
+	}
+	return nil
+}
+
+// promDuration writes d as Prometheus does ("5m", "1m30s", "500ms").
+func promDuration(d time.Duration) string { return model.Duration(d).String() }

@@ -1,0 +1,107 @@
+package dashboards
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tool finds an external binary: a test without it skips, except in CI
+// (CI=true), where a missing tool is a failure.
+func tool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not installed (CI=true requires it): %v", name, err)
+		}
+		t.Skipf("%s is not installed; install Debian's prometheus and prometheus-alertmanager to run this test", name)
+	}
+	return p
+}
+
+func runTool(t *testing.T, dir, bin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// testSized is a configuration whose windows are seconds, as the
+// integration test uses: the generated unit tests must hold for it too.
+func testSized() Config {
+	c := Default()
+	c.ScrapeInterval = time.Second
+	c.RateWindow, c.StallWindow = 20*time.Second, 10*time.Second
+	c.For, c.ShortFor = 4*time.Second, 2*time.Second
+	c.GroupWait, c.GroupInterval, c.RepeatInterval = time.Second, time.Second, time.Minute
+	return c
+}
+
+// TestGeneratedFilesPassPromtoolAndAmtool runs the tools' own checks and
+// the generated promtool unit tests, for the shipped configuration and a
+// test-sized one.
+func TestGeneratedFilesPassPromtoolAndAmtool(t *testing.T) {
+	promtool, amtool := tool(t, "promtool"), tool(t, "amtool")
+	for name, c := range map[string]Config{"default": Default(), "test-sized": testSized()} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if _, err := Export(dir, c); err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{
+				{promtool, "check", "rules", RulesPath},
+				{promtool, "check", "config", PrometheusPath},
+				{promtool, "test", "rules", RuleTestsPath},
+				{amtool, "check-config", AlertmanagerPath},
+			} {
+				if out, err := runTool(t, dir, args[0], args[1:]...); err != nil {
+					t.Errorf("%s: %v\n%s", strings.Join(args[1:], " "), err, out)
+				}
+			}
+		})
+	}
+}
+
+// TestRuleTestsCatchBrokenRules runs the default unit tests against rules
+// whose thresholds or durations no longer match them: every alert's test
+// must fail, or the tests do not pin the rules down.
+func TestRuleTestsCatchBrokenRules(t *testing.T) {
+	promtool := tool(t, "promtool")
+	dir := t.TempDir()
+	if _, err := Export(dir, Default()); err != nil {
+		t.Fatal(err)
+	}
+	broken := Default()
+	broken.PreemptionRate *= 2
+	broken.KVCacheUsage = 0.99
+	broken.E2EP95Seconds *= 3
+	broken.TTFTSLOSeconds *= 3
+	broken.QueueTimeRatio = 0.9
+	broken.AbortRatio = 0.6
+	broken.ErrorRatio = 0.6
+	broken.ShortFor = time.Hour // engine stalled, target down
+	rules, err := RulesYAML(broken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, RulesPath), rules, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runTool(t, dir, promtool, "test", "rules", RuleTestsPath)
+	if err == nil {
+		t.Fatalf("promtool test rules passed against broken rules:\n%s", out)
+	}
+	for _, a := range AlertNames(Default()) {
+		if !strings.Contains(out, "alertname: "+a) {
+			t.Errorf("no failure reported for %s:\n%s", a, out)
+		}
+	}
+}
