@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,7 @@ type serveFlags struct {
 	apiKey              string
 	disableLogStats     bool
 	maxQueued           int
+	threads             int
 	shutdownTimeout     time.Duration
 	logLevel            string
 	obs                 observeFlags
@@ -54,7 +56,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.host, "host", "0.0.0.0", "address to listen on")
 	fs.StringVar(&f.port, "port", "8000", "port to listen on (0 picks a free one)")
-	fs.StringVar(&f.model, "model", "", "GGUF model to run on the CPU (not built yet); empty serves the simulator")
+	fs.StringVar(&f.model, "model", "", "GGUF model to run on this CPU (a path, or hf://OWNER/REPO/FILE.gguf); empty serves the simulator")
+	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "compute threads of the CPU executor")
 	fs.StringVar(&f.servedModelName, "served-model-name", "", "model name(s) clients use, comma-separated (default: the model)")
 	fs.StringVar(&f.simHardware, "sim-hardware", "h200", "simulated GPU: "+strings.Join(sim.HardwareNames(), ", "))
 	fs.StringVar(&f.simModel, "sim-model", "llama-3.1-8b", "simulated model: "+strings.Join(sim.ModelNames(), ", "))
@@ -114,9 +117,6 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 	f, err := parseServeFlags(args, stderr)
 	if err != nil {
 		return nil, err
-	}
-	if f.model != "" {
-		return nil, fmt.Errorf("--model %s: real model execution (the CPU executor) is not built yet; run 'glassbox serve' without --model for the simulated GPU", f.model)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: parseLevel(f.logLevel)}))
 	w, err := wire(f, log)
@@ -179,7 +179,7 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 // wiring is everything serve builds from its flags.
 type wiring struct {
 	engine         *engine.Engine
-	exec           *sim.Executor
+	back           *backend
 	engCfg         engine.Config
 	names          []string
 	handler        http.Handler
@@ -188,44 +188,25 @@ type wiring struct {
 }
 
 func wire(f *serveFlags, log *slog.Logger) (*wiring, error) {
-	exec, err := sim.New(sim.Config{Hardware: f.simHardware, Model: f.simModel, TensorParallel: f.tensorParallel, TimeScale: f.simTimeScale})
+	newBackend := simBackend
+	if f.model != "" {
+		newBackend = cpuBackend
+	}
+	b, err := newBackend(f, log)
 	if err != nil {
 		return nil, err
 	}
-	info := exec.Info()
-	hw, _ := sim.LookupHardware(f.simHardware)
-	bigGPU := hw.MemoryBytes >= 70*(1<<30) && !strings.HasPrefix(hw.Name, "a100")
 	cfg := engine.Config{
 		MaxNumSeqs: f.maxNumSeqs, BlockSize: f.blockSize, MaxWaiting: f.maxQueued,
 		EnablePrefixCaching: f.enablePrefix && !f.noEnablePrefix,
-		EOS:                 []int{exec.Vocab().EOS()},
-		Logger:              log,
-		RecordPhases:        f.obs.detailed,
+		EOS:                 b.eos, Logger: log, RecordPhases: f.obs.detailed,
+		MaxNumBatchedTokens: b.maxNumBatchedTokens, MaxModelLen: b.maxModelLen, NumBlocks: b.numBlocks,
 	}
 	if cfg.MaxNumSeqs == 0 {
-		cfg.MaxNumSeqs = map[bool]int{true: 1024, false: 256}[bigGPU]
-	}
-	if cfg.MaxNumBatchedTokens, err = parseCount(f.maxNumBatchedTokens, map[bool]int{true: 8192, false: 2048}[bigGPU]); err != nil {
-		return nil, fmt.Errorf("--max-num-batched-tokens: %w", err)
-	}
-	if cfg.MaxModelLen, err = parseCount(f.maxModelLen, info.MaxModelLen); err != nil {
-		return nil, fmt.Errorf("--max-model-len: %w", err)
-	}
-	kvBytes, err := parseCount(f.kvCacheMemoryBytes, 0)
-	if err != nil {
-		return nil, fmt.Errorf("--kv-cache-memory-bytes: %w", err)
-	}
-	if f.gpuMemoryUtil <= 0 || f.gpuMemoryUtil > 1 {
-		return nil, fmt.Errorf("--gpu-memory-utilization must be in (0, 1], got %v", f.gpuMemoryUtil)
-	}
-	if cfg.BlockSize < 1 {
-		return nil, fmt.Errorf("--block-size must be at least 1, got %d", cfg.BlockSize)
-	}
-	if cfg.NumBlocks, err = exec.KVCacheBlocks(f.gpuMemoryUtil, int64(kvBytes), cfg.BlockSize); err != nil {
-		return nil, err
+		cfg.MaxNumSeqs = b.maxNumSeqs
 	}
 
-	names := []string{f.simModel}
+	names := []string{b.name}
 	if f.servedModelName != "" {
 		names = strings.Split(f.servedModelName, ",")
 	}
@@ -237,18 +218,15 @@ func wire(f *serveFlags, log *slog.Logger) (*wiring, error) {
 		CacheInfo: map[string]string{
 			"block_size": strconv.Itoa(cfg.BlockSize), "num_gpu_blocks": strconv.Itoa(cfg.NumBlocks),
 			"num_cpu_blocks": "None", "enable_prefix_caching": pyBool(cfg.EnablePrefixCaching),
-			"gpu_memory_utilization": strconv.FormatFloat(f.gpuMemoryUtil, 'f', -1, 64), "cache_dtype": "auto",
-			"kv_cache_memory_bytes": pyOptional(kvBytes), "prefix_caching_hash_algo": "sha256",
+			"gpu_memory_utilization": strconv.FormatFloat(f.gpuMemoryUtil, 'f', -1, 64), "cache_dtype": b.cacheDtype,
+			"kv_cache_memory_bytes": pyOptional(b.kvBytesFlag), "prefix_caching_hash_algo": "sha256",
 		},
 		SchedulerInfo: map[string]string{
 			"max_num_seqs": strconv.Itoa(cfg.MaxNumSeqs), "max_num_batched_tokens": strconv.Itoa(cfg.MaxNumBatchedTokens),
 			"max_model_len": strconv.Itoa(cfg.MaxModelLen),
 		},
-		ExecutorInfo: map[string]string{
-			"executor": info.Executor, "hardware": info.Hardware, "model": info.Model,
-			"tensor_parallel_size": strconv.Itoa(info.TensorParallel),
-		},
-		PeakFLOPs: info.PeakFLOPs, PeakBandwidth: info.MemBandwidth,
+		ExecutorInfo: b.executorInfo,
+		PeakFLOPs:    b.peakFLOPs, PeakBandwidth: b.peakBandwidth,
 		Stats: func() engine.Stats { return eng.Stats() },
 	}, reg)
 	if err != nil {
@@ -258,27 +236,25 @@ func wire(f *serveFlags, log *slog.Logger) (*wiring, error) {
 	if err != nil {
 		return nil, err
 	}
-	if eng, err = engine.New(cfg, exec, o.observers(m)); err != nil {
+	if eng, err = engine.New(cfg, b.exec, o.observers(m)); err != nil {
 		o.close(log)
 		return nil, err
 	}
 	scfg := server.Config{
 		ServedModelNames: names, MaxModelLen: cfg.MaxModelLen, APIKey: f.apiKey, Version: version,
-		Logger: log, Metrics: metrics.Handler(reg), Instrument: m.InstrumentHTTP,
+		Logger: log, Metrics: metrics.Handler(reg), Instrument: m.InstrumentHTTP, ChatTemplate: b.chatTemplate,
 	}
 	if o.profiler != nil {
 		scfg.Profiler = o.profiler
 	}
-	srv := server.New(scfg, eng, exec.Vocab())
-	return &wiring{engine: eng, exec: exec, engCfg: cfg, names: names, handler: srv.Handler(),
+	srv := server.New(scfg, eng, b.model)
+	return &wiring{engine: eng, back: b, engCfg: cfg, names: names, handler: srv.Handler(),
 		metricsHandler: o.metricsHandler(metrics.Handler(reg)), observe: o}, nil
 }
 
 func printBanner(w io.Writer, f *serveFlags, wr *wiring, addr string) {
-	info := wr.exec.Info()
 	c := wr.engCfg
-	fmt.Fprintf(w, "glassbox %s: serving %q on the simulated executor: %s on %d× %s (bf16)\n",
-		version, wr.names[0], info.Model, info.TensorParallel, info.Hardware)
+	fmt.Fprintf(w, "glassbox %s: serving %q on %s\n", version, wr.names[0], wr.back.describe)
 	fmt.Fprintf(w, "  KV cache: %d blocks of %d tokens (%d tokens); max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d, prefix caching %v\n",
 		c.NumBlocks, c.BlockSize, c.NumBlocks*c.BlockSize, c.MaxModelLen, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.EnablePrefixCaching)
 	scheme := "http"
@@ -287,9 +263,11 @@ func printBanner(w io.Writer, f *serveFlags, wr *wiring, addr string) {
 	}
 	fmt.Fprintf(w, "  listening on %s://%s  (OpenAI API under /v1, metrics at /metrics)\n", scheme, addr)
 	fmt.Fprintf(w, "  try: curl %s://%s/v1/completions -H 'Content-Type: application/json' -d '{\"model\":%q,\"prompt\":\"Hello\",\"max_tokens\":32}'\n", scheme, addr, wr.names[0])
-	fmt.Fprintf(w, "  other profiles: --sim-hardware %s --sim-model %s --tensor-parallel-size N\n",
-		strings.Join(sim.HardwareNames(), "|"), strings.Join(sim.ModelNames(), "|"))
-	fmt.Fprintln(w, "  a real model: --model PATH.gguf runs on this CPU once the CPU executor lands (not built yet)")
+	if f.model == "" {
+		fmt.Fprintf(w, "  other profiles: --sim-hardware %s --sim-model %s --tensor-parallel-size N\n",
+			strings.Join(sim.HardwareNames(), "|"), strings.Join(sim.ModelNames(), "|"))
+		fmt.Fprintln(w, "  a real model on this CPU: --model PATH.gguf (llama, qwen2, qwen3; F32/F16/BF16/Q8_0/Q4_0/Q5_0/Q4_K/Q5_K/Q6_K)")
+	}
 }
 
 // parseCount reads 8192, 8k, 32K, 2m or 8G as vLLM's human-readable

@@ -45,7 +45,7 @@ func (s *Server) prepareChat(req *openai.ChatCompletionRequest, arrival time.Tim
 		return nil, err
 	}
 	j := newJob(true, gen, arrival)
-	if err := s.addPrompt(j, s.model.Encode(text), text); err != nil {
+	if err := s.addPrompt(j, s.encodeChat(text), text); err != nil {
 		return nil, err
 	}
 	return j, nil
@@ -59,17 +59,19 @@ func (j *job) chatChunk(index int, delta openai.ChatDelta, lp *openai.ChatLogpro
 	}
 }
 
-// streamChat sends the assistant role for every choice, then each output as
-// a delta as it comes.
+// streamChat sends each output as a delta as it comes. As vLLM, a choice's
+// first chunk carries the assistant role and comes with its first output,
+// so a client's time to first token means the first token.
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, j *job) {
 	sse := openai.NewSSEWriter(w)
-	for i := range j.choices {
-		if err := sse.Send(j.chatChunk(i, openai.ChatDelta{Role: "assistant"}, nil, nil)); err != nil {
-			s.abort(j)
-			return
-		}
-	}
+	roleSent := make([]bool, len(j.choices))
 	err := s.run(r.Context(), j, func(ev event) error {
+		if !roleSent[ev.index] {
+			roleSent[ev.index] = true
+			if err := sse.Send(j.chatChunk(ev.index, openai.ChatDelta{Role: "assistant"}, nil, nil)); err != nil {
+				return err
+			}
+		}
 		if ev.out.Text == "" && !ev.out.Finished && len(ev.out.Logprobs) == 0 {
 			return nil // everything was held back (a possible stop string)
 		}

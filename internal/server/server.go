@@ -36,6 +36,21 @@ type Model interface {
 	EOS() int
 }
 
+// chatEncoder is an optional capability of a Model: rendered chat prompts,
+// which carry their own BOS from the template, are tokenized without adding
+// special tokens (vLLM's add_special_tokens=False for chat).
+type chatEncoder interface {
+	EncodeChat(text string) []int
+}
+
+// encodeChat tokenizes a rendered chat prompt.
+func (s *Server) encodeChat(text string) []int {
+	if ce, ok := s.model.(chatEncoder); ok {
+		return ce.EncodeChat(text)
+	}
+	return s.model.Encode(text)
+}
+
 // vocabSizer is an optional capability of a Model: when present, token ids
 // from clients are checked against it instead of reaching the executor.
 type vocabSizer interface {
@@ -166,14 +181,15 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	text := ""
+	var ids []int
 	if req.Prompt != nil {
-		text = *req.Prompt
-	} else if text, err = s.renderChat(req.Messages); err != nil {
+		ids = s.model.Encode(*req.Prompt)
+	} else if text, err := s.renderChat(req.Messages); err != nil {
 		s.fail(w, r, err)
 		return
+	} else {
+		ids = s.encodeChat(text)
 	}
-	ids := s.model.Encode(text)
 	resp := openai.TokenizeResponse{Count: len(ids), MaxModelLen: s.cfg.MaxModelLen, Tokens: ids}
 	if resp.Tokens == nil {
 		resp.Tokens = []int{}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func storiesPath(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join("..", "..", "..", "shared", "models", "stories260K", "stories260K.gguf")
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("../shared is absent (%v): skipping the real-model test", err)
+	}
+	return p
+}
+
+// TestServeRealModelGoldenStory: serve --model stories260K.gguf answers a
+// greedy completion with the model's documented story, over the API.
+func TestServeRealModelGoldenStory(t *testing.T) {
+	base, _ := serveTest(t, "--model", storiesPath(t), "--threads", "2")
+	var r completionResp
+	code := post(t, base+"/v1/completions", map[string]any{
+		"model": storiesPath(t), "prompt": "Once upon a time", "max_tokens": 65, "temperature": 0, // the 65 golden ids
+	}, &r)
+	want := ", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, red ball. She wanted to play with it, but it was too high.\nLily's mom said,"
+	if code != 200 || len(r.Choices) != 1 || r.Choices[0].Text != want || r.Usage.PromptTokens != 5 {
+		t.Fatalf("status %d, prompt tokens %d, text %q\nwant %q", code, r.Usage.PromptTokens, r.Choices[0].Text, want)
+	}
+}
+
+// TestServeRealModelBatchedEqualsAlone: 32 concurrent greedy requests
+// through the API produce exactly what each produces alone.
+func TestServeRealModelBatchedEqualsAlone(t *testing.T) {
+	base, _ := serveTest(t, "--model", storiesPath(t), "--threads", "2", "--served-model-name", "stories")
+	prompts := make([]string, 32)
+	for i := range prompts {
+		prompts[i] = fmt.Sprintf("Once upon a time, %d little %s", i%5, []string{"cats", "dogs", "birds", "girls"}[i%4])
+	}
+	complete := func(p string) string {
+		var r completionResp
+		if code := post(t, base+"/v1/completions", map[string]any{"model": "stories", "prompt": p, "max_tokens": 40, "temperature": 0}, &r); code != 200 {
+			t.Errorf("status %d", code)
+			return ""
+		}
+		return r.Choices[0].Text
+	}
+	alone := make([]string, len(prompts))
+	for i, p := range prompts {
+		alone[i] = complete(p)
+	}
+	var wg sync.WaitGroup
+	for i, p := range prompts {
+		wg.Go(func() {
+			if got := complete(p); got != alone[i] {
+				t.Errorf("prompt %d: batched %q, alone %q", i, got, alone[i])
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestModelRandomInspectAndServe: 'model random' writes a Qwen-architecture
+// model, 'model inspect' describes it, and serve answers a chat through its
+// Jinja template and byte-level BPE tokenizer.
+func TestModelRandomInspectAndServe(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny-qwen2.gguf")
+	var out strings.Builder
+	if err := run(context.Background(), []string{"model", "random", "--arch", "qwen2", "--shape", "tiny", "--type", "q8_0", "-o", path}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"model", "inspect", path}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"architecture:  qwen2: 2 layers, hidden 64", "Q8_0 x", "tokenizer:     gpt2", "chat template:", "KV cache:"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, out.String())
+		}
+	}
+	base, _ := serveTest(t, "--model", path, "--served-model-name", "tiny")
+	var r struct {
+		Choices []struct {
+			Message struct{ Content string } `json:"message"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	code := post(t, base+"/v1/chat/completions", map[string]any{
+		"model": "tiny", "messages": []map[string]string{{"role": "user", "content": "Hello there"}}, "max_tokens": 8, "ignore_eos": true,
+	}, &r)
+	// <|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n: the
+	// template's specials are single tokens, the text byte-level.
+	if code != 200 || r.Usage.CompletionTokens != 8 || r.Usage.PromptTokens != len("user\nHello there"+"\n"+"assistant\n")+3 {
+		t.Errorf("status %d, usage %+v", code, r.Usage)
+	}
+}

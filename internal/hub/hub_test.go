@@ -1,0 +1,107 @@
+package hub
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeHub serves one file with Range support and the hub's sha256 header,
+// recording the Range header of each request.
+func fakeHub(t *testing.T, content []byte, etag string) (*httptest.Server, *[]string) {
+	var mu sync.Mutex
+	var ranges []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/o/r/resolve/main/dir/m.gguf" {
+			http.NotFound(w, r)
+			return
+		}
+		mu.Lock()
+		ranges = append(ranges, r.Header.Get("Range"))
+		mu.Unlock()
+		w.Header().Set("X-Linked-Etag", `"`+etag+`"`)
+		http.ServeContent(w, r, "m.gguf", time.Time{}, bytes.NewReader(content))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &ranges
+}
+
+func digest(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+
+func TestParseRef(t *testing.T) {
+	r, err := ParseRef("hf://Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q8_0.gguf")
+	if err != nil || r.Owner != "Qwen" || r.Repo != "Qwen2.5-0.5B-Instruct-GGUF" || r.File != "qwen2.5-0.5b-instruct-q8_0.gguf" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	for _, bad := range []string{"hf://a/b", "hf://a/../c/d", "hf:///b/c", "http://a/b/c", "hf://a/b/c d"} {
+		if _, err := ParseRef(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestFetchDownloadsResumesAndCaches(t *testing.T) {
+	content := bytes.Repeat([]byte("glassbox"), 100_000)
+	srv, ranges := fakeHub(t, content, digest(content))
+	var progress strings.Builder
+	c := &Config{BaseURL: srv.URL, CacheDir: t.TempDir(), Progress: &progress}
+	ref := Ref{"o", "r", "dir/m.gguf"}
+	dest := filepath.Join(c.CacheDir, "o", "r", "dir", "m.gguf")
+	// A previous, interrupted download left the first 300 kB.
+	os.MkdirAll(filepath.Dir(dest), 0o755)
+	os.WriteFile(dest+".part", content[:300_000], 0o644)
+
+	path, err := c.Fetch(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	if !bytes.Equal(got, content) {
+		t.Fatalf("downloaded %d bytes, want the %d-byte file", len(got), len(content))
+	}
+	if len(*ranges) != 1 || (*ranges)[0] != "bytes=300000-" {
+		t.Errorf("requests' Range headers %q, want one resuming at 300000", *ranges)
+	}
+	if !strings.Contains(progress.String(), "100%") {
+		t.Errorf("progress output %q has no 100%% line", progress.String())
+	}
+	// Cached: no second request.
+	if _, err := c.Fetch(context.Background(), ref); err != nil || len(*ranges) != 1 {
+		t.Errorf("second fetch: %v, %d requests", err, len(*ranges))
+	}
+}
+
+func TestFetchChecksum(t *testing.T) {
+	content := []byte("the real file")
+	srv, _ := fakeHub(t, content, digest([]byte("something else")))
+	c := &Config{BaseURL: srv.URL, CacheDir: t.TempDir()}
+	_, err := c.Fetch(context.Background(), Ref{"o", "r", "dir/m.gguf"})
+	if err == nil || !strings.Contains(err.Error(), "sha256 mismatch") {
+		t.Fatalf("got %v, want a sha256 mismatch", err)
+	}
+	if _, err := os.Stat(filepath.Join(c.CacheDir, "o", "r", "dir", "m.gguf")); err == nil {
+		t.Error("a file that failed its checksum was kept")
+	}
+}
+
+func TestFetchOfflineAndMissing(t *testing.T) {
+	srv, _ := fakeHub(t, []byte("x"), "")
+	c := &Config{BaseURL: srv.URL, CacheDir: t.TempDir()}
+	if _, err := c.Fetch(context.Background(), Ref{"o", "r", "nope.gguf"}); err == nil || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("missing file: %v", err)
+	}
+	srv.Close()
+	_, err := c.Fetch(context.Background(), Ref{"o", "r", "dir/m.gguf"})
+	if err == nil || !strings.Contains(err.Error(), "offline") || !strings.Contains(err.Error(), "local path") {
+		t.Errorf("offline: %v", err)
+	}
+}
