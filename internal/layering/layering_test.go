@@ -51,7 +51,17 @@ var forbidden = map[string][]string{
 	module + "/internal/profiler": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor"},
 	module + "/internal/bench":    {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
 	module + "/internal/doctor":   {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
+	// The model side computes; it serves nothing and knows no engine.
+	module + "/internal/gguf":      modelSide,
+	module + "/internal/tensor":    modelSide,
+	module + "/internal/model":     modelSide,
+	module + "/internal/tokenizer": modelSide,
+	module + "/internal/jinja":     modelSide,
+	module + "/internal/hub":       {module + "/internal/engine", module + "/internal/server", module + "/internal/executor", module + "/internal/model"},
 }
+
+var modelSide = []string{"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/engine", module + "/internal/server",
+	module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor"}
 
 func TestDependencyRules(t *testing.T) {
 	pkgs := listPackages(t)
