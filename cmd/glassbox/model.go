@@ -131,7 +131,7 @@ func runModelRandom(args []string, stdout, stderr io.Writer) error {
 	}
 	arch := fs.String("arch", "", "llama, qwen2 or qwen3 (default: the shape's)")
 	shape := fs.String("shape", "tiny", "shape: "+strings.Join(names, ", "))
-	typ := fs.String("type", "q8_0", "2-D weight type: f32, f16, bf16, q8_0, q4_0, q5_0")
+	typ := fs.String("type", "q8_0", "2-D weight type: f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q5_k, q6_k, or the mix q4_k_m")
 	out := fs.String("o", "", "output file (required)")
 	seed := fs.Uint64("seed", 1, "random seed")
 	if err := fs.Parse(args); err != nil {
@@ -144,15 +144,17 @@ func runModelRandom(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	t, err := gguf.ParseTensorType(strings.ToUpper(*typ))
-	if err != nil {
+	spec := model.RandomSpec{Arch: *arch, Shape: s, Seed: *seed}
+	if strings.EqualFold(*typ, "q4_k_m") {
+		spec.Mix = "Q4_K_M"
+	} else if spec.Type, err = gguf.ParseTensorType(strings.ToUpper(*typ)); err != nil {
 		return err
 	}
 	f, err := os.Create(*out)
 	if err != nil {
 		return err
 	}
-	if err := model.WriteRandom(f, model.RandomSpec{Arch: *arch, Shape: s, Type: t, Seed: *seed}); err != nil {
+	if err := model.WriteRandom(f, spec); err != nil {
 		f.Close()
 		os.Remove(*out)
 		return err
@@ -160,7 +162,7 @@ func runModelRandom(args []string, stdout, stderr io.Writer) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s: random %s-shaped %s model (%s weights)\n", *out, s.Name, orDefault(*arch, s.Arch), t)
+	fmt.Fprintf(stdout, "wrote %s: random %s-shaped %s model (%s weights)\n", *out, s.Name, orDefault(*arch, s.Arch), strings.ToUpper(*typ))
 	return nil
 }
 

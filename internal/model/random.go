@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
 	"github.com/glassbox-llm/glassbox/internal/tensor"
@@ -51,7 +52,11 @@ type RandomSpec struct {
 	Arch  string // llama, qwen2 or qwen3; empty takes the shape's
 	Shape Shape
 	Type  gguf.TensorType // of the 2-D weights; norms and biases stay F32
-	Seed  uint64
+	// Mix "Q4_K_M" chooses per-tensor types as llama-quantize's Q4_K_M:
+	// Q4_K, with Q6_K for output and for attn_v/ffn_down in a subset of
+	// layers. It overrides Type.
+	Mix  string
+	Seed uint64
 }
 
 // chatML is the ChatML template the random models carry.
@@ -96,7 +101,14 @@ func WriteRandom(out io.Writer, spec RandomSpec) error {
 	tokenizerKVs(kv, arch, s.Vocab)
 	kv("tokenizer.chat_template", chatML)
 
-	g := &generator{rng: rand.New(rand.NewPCG(spec.Seed, 0x5eed)), typ: spec.Type, w: w}
+	g := &generator{rng: rand.New(rand.NewPCG(spec.Seed, 0x5eed)), typ: spec.Type, w: w, layers: s.Layers}
+	switch spec.Mix {
+	case "":
+	case "Q4_K_M":
+		g.typ, g.mix = gguf.Q4_K, true
+	default:
+		return fmt.Errorf("random model: unknown mix %q (Q4_K_M is known)", spec.Mix)
+	}
 	qDim, kvDim := s.Heads*headDim, s.KVHeads*headDim
 	g.matrix("token_embd.weight", s.Vocab, s.Hidden)
 	g.norm("output_norm.weight", s.Hidden)
@@ -132,11 +144,13 @@ func WriteRandom(out io.Writer, spec RandomSpec) error {
 }
 
 type generator struct {
-	rng *rand.Rand
-	typ gguf.TensorType
-	w   *gguf.Writer
-	buf []float32
-	err error
+	rng    *rand.Rand
+	typ    gguf.TensorType
+	mix    bool // Q4_K_M
+	layers int
+	w      *gguf.Writer
+	buf    []float32
+	err    error
 }
 
 func (g *generator) add(name string, typ gguf.TensorType, dims []int64, fill func(i int) float32) {
@@ -161,12 +175,37 @@ func (g *generator) add(name string, typ gguf.TensorType, dims []int64, fill fun
 }
 
 func (g *generator) matrix(name string, rows, cols int) {
-	typ := g.typ
+	typ := g.typeOf(name)
 	if cols%typ.BlockElems() != 0 {
-		typ = gguf.Q8_0 // as llama.cpp falls back for rows that are not whole blocks
+		// As llama-quantize falls back for rows that are not whole blocks.
+		typ = map[gguf.TensorType]gguf.TensorType{gguf.Q4_K: gguf.Q5_0, gguf.Q5_K: gguf.Q5_1, gguf.Q6_K: gguf.Q8_0}[typ]
+		if typ == 0 || typ == gguf.Q5_1 {
+			typ = gguf.Q8_0
+		}
 	}
 	g.add(name, typ, []int64{int64(cols), int64(rows)}, func(int) float32 { return float32(g.rng.NormFloat64() * 0.02) })
 }
+
+// typeOf is the tensor's type: the spec's, or Q4_K_M's choice.
+func (g *generator) typeOf(name string) gguf.TensorType {
+	if !g.mix {
+		return g.typ
+	}
+	if name == "output.weight" {
+		return gguf.Q6_K
+	}
+	var layer int
+	var kind string
+	if _, err := fmt.Sscanf(name, "blk.%d.%s", &layer, &kind); err == nil &&
+		(strings.HasPrefix(kind, "attn_v.") || strings.HasPrefix(kind, "ffn_down.")) && moreBits(layer, g.layers) {
+		return gguf.Q6_K
+	}
+	return gguf.Q4_K
+}
+
+// moreBits is llama-quantize's use_more_bits: the first and last eighth of
+// the layers and every third one between.
+func moreBits(i, n int) bool { return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2 }
 
 func (g *generator) norm(name string, n int) {
 	g.add(name, gguf.F32, []int64{int64(n)}, func(int) float32 { return float32(1 + 0.1*g.rng.NormFloat64()) })

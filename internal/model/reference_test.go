@@ -223,3 +223,41 @@ func TestRandomModelsLoadAndRun(t *testing.T) {
 		}
 	}
 }
+
+// TestRandomQ4KM writes the Q4_K_M mix on a shape whose rows are whole
+// K-quant blocks and checks llama-quantize's per-tensor choices.
+func TestRandomQ4KM(t *testing.T) {
+	shape := Shape{Name: "k", Arch: "llama", Hidden: 256, Layers: 8, Heads: 4, KVHeads: 2, FFN: 512, Vocab: 512, Context: 256, RopeBase: 10000, NormEps: 1e-5}
+	var buf bytes.Buffer
+	if err := WriteRandom(&buf, RandomSpec{Shape: shape, Mix: "Q4_K_M", Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]gguf.TensorType{
+		"output.weight": gguf.Q6_K, "token_embd.weight": gguf.Q4_K,
+		"blk.0.attn_v.weight": gguf.Q6_K, "blk.1.attn_v.weight": gguf.Q4_K, "blk.3.ffn_down.weight": gguf.Q6_K,
+		"blk.4.ffn_down.weight": gguf.Q4_K, "blk.7.attn_v.weight": gguf.Q6_K, "blk.2.attn_q.weight": gguf.Q4_K,
+		"blk.2.ffn_norm.weight": gguf.F32,
+	}
+	for name, typ := range want {
+		if ti, ok := f.Tensor(name); !ok || ti.Type != typ {
+			t.Errorf("%s: %v, want %s", name, ti, typ)
+		}
+	}
+	w, err := Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(w, 4, 16, 2)
+	if err := r.Forward([]Seq{{Tokens: []int{1, 20, 30, 40}, BlockTable: []int{0}, LogitsFrom: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range r.Logits {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			t.Fatal("non-finite logit")
+		}
+	}
+}

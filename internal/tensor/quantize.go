@@ -32,8 +32,14 @@ func Quantize(t gguf.TensorType, x []float32, dst []byte) ([]byte, error) {
 			dst = quantQ4_0(xs, dst)
 		case gguf.Q5_0:
 			dst = quantQ5_0(xs, dst)
+		case gguf.Q4_K:
+			dst = quantQ4_K(xs, dst)
+		case gguf.Q5_K:
+			dst = quantQ5_K(xs, dst)
+		case gguf.Q6_K:
+			dst = quantQ6_K(xs, dst)
 		default:
-			return dst, fmt.Errorf("quantize: writing %s is not supported (F32, F16, BF16, Q8_0, Q4_0, Q5_0 are)", t)
+			return dst, fmt.Errorf("quantize: writing %s is not supported (F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K are)", t)
 		}
 	}
 	return dst, nil
