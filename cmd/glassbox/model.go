@@ -23,8 +23,10 @@ func runModel(_ context.Context, args []string, stdout, stderr io.Writer) error 
 		return runModelInspect(args[1:], stdout, stderr)
 	case "random":
 		return runModelRandom(args[1:], stdout, stderr)
+	case "bench":
+		return runModelBench(args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("model: unknown command %q (inspect, random)", args[0])
+	return fmt.Errorf("model: unknown command %q (inspect, random, bench)", args[0])
 }
 
 func runModelInspect(args []string, stdout, stderr io.Writer) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -100,5 +101,21 @@ func TestModelRandomInspectAndServe(t *testing.T) {
 	// template's specials are single tokens, the text byte-level.
 	if code != 200 || r.Usage.CompletionTokens != 8 || r.Usage.PromptTokens != len("user\nHello there"+"\n"+"assistant\n")+3 {
 		t.Errorf("status %d, usage %+v", code, r.Usage)
+	}
+}
+
+// TestModelBench: the llama-bench-style measurement reports both tests
+// with one sample per repetition.
+func TestModelBench(t *testing.T) {
+	var out strings.Builder
+	if err := run(context.Background(), []string{"model", "bench", "-p", "16", "-n", "4", "-r", "2", "-t", "1", "-json", storiesPath(t)}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	var res []benchResult
+	if err := json.Unmarshal([]byte(out.String()), &res); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if len(res) != 2 || res[0].Test != "pp16" || res[1].Test != "tg4" || len(res[1].Samples) != 2 || res[1].Min <= 0 || res[1].Median < res[1].Min {
+		t.Errorf("results %+v", res)
 	}
 }

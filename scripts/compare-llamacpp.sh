@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Side-by-side CPU comparison of glassbox and llama.cpp on the same machine,
+# the same GGUF files and the same thread count (issue 4's table).
+#
+#   scripts/compare-llamacpp.sh PATH/TO/llama-bench PATH/TO/llama-server [WORKDIR]
+#
+# llama.cpp is not part of glassbox: build your own (cmake -B build &&
+# cmake --build build -j) and pass its binaries. The script makes the
+# models with `glassbox model random` (Qwen2.5-0.5B-shaped Q8_0 and
+# TinyLlama-1.1B-shaped Q4_K_M), then runs, back to back:
+#   - llama-bench -p 512 -n 128 -r 3 against `glassbox model bench` (same
+#     test definitions), min and median of the repetitions;
+#   - 1, 2, 4 and 32 concurrent streaming requests (128 tokens each) with
+#     `glassbox bench` against `llama-server -np N` and `glassbox serve`.
+# Machines with 2 cores are noisy: run it on an otherwise idle machine, and
+# run it more than once.
+set -euo pipefail
+LLAMA_BENCH=${1:?usage: $0 llama-bench llama-server [workdir]}
+LLAMA_SERVER=${2:?usage: $0 llama-bench llama-server [workdir]}
+WORK=${3:-$(mktemp -d)}
+THREADS=${THREADS:-2}
+REPS=${REPS:-3}
+cd "$(dirname "$0")/.."
+mkdir -p "$WORK"
+go build -o "$WORK/glassbox" ./cmd/glassbox
+GB="$WORK/glassbox"
+
+declare -A MODELS=([qwen2.5-0.5b-q8_0]="--shape qwen2.5-0.5b --type q8_0" [tinyllama-1.1b-q4_k_m]="--shape tinyllama-1.1b --type q4_k_m")
+for name in "${!MODELS[@]}"; do
+  [ -f "$WORK/$name.gguf" ] || $GB model random ${MODELS[$name]} -o "$WORK/$name.gguf"
+done
+
+rows=()
+ratio() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f'{a/b:.2f}x' if b else 'n/a')" "$1" "$2"; }
+
+for name in qwen2.5-0.5b-q8_0 tinyllama-1.1b-q4_k_m; do
+  m="$WORK/$name.gguf"
+  "$LLAMA_BENCH" -m "$m" -p 512 -n 128 -t "$THREADS" -r "$REPS" -o json > "$WORK/llama-bench-$name.json"
+  $GB model bench -p 512 -n 128 -t "$THREADS" -r "$REPS" -json "$m" > "$WORK/glassbox-bench-$name.json"
+  for test in pp512 tg128; do
+    read -r lmin lmed < <(python3 - "$WORK/llama-bench-$name.json" "$test" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1])):
+    t = f"pp{r['n_prompt']}" if r["n_gen"] == 0 else f"tg{r['n_gen']}"
+    if t == sys.argv[2]:
+        s = sorted(r["samples_ts"]); print(s[0], s[len(s)//2])
+PY
+)
+    read -r gmin gmed < <(python3 - "$WORK/glassbox-bench-$name.json" "$test" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1])):
+    if r["test"] == sys.argv[2]:
+        print(r["min_ts"], r["median_ts"])
+PY
+)
+    rows+=("$name $test|$lmin / $lmed|$gmin / $gmed|$(ratio "$gmed" "$lmed")")
+  done
+done
+
+# Continuous batching: aggregate output tokens/s through each server.
+serve_bench() { # port concurrency label
+  $GB bench --base-url "http://127.0.0.1:$1" --model m --max-concurrency "$2" --num-prompts $(( $2 * 2 )) \
+    --random-input-len 16 --random-output-len 128 --ignore-eos --disable-tqdm --save-result \
+    --result-dir "$WORK" --result-filename "$3.json" > /dev/null
+  python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['output_throughput'])" "$WORK/$3.json"
+}
+wait_up() { for _ in $(seq 600); do curl -sf "http://127.0.0.1:$1/health" > /dev/null && return 0; sleep 0.1; done; return 1; }
+m="$WORK/qwen2.5-0.5b-q8_0.gguf"
+for c in 1 2 4 32; do
+  "$LLAMA_SERVER" -m "$m" -np "$c" -c $(( c * 256 )) -t "$THREADS" --host 127.0.0.1 --port 18181 -a m > "$WORK/llama-server.log" 2>&1 &
+  lpid=$!; wait_up 18181; l=$(serve_bench 18181 "$c" "llama-server-c$c"); kill "$lpid"; wait "$lpid" 2>/dev/null || true
+  $GB serve --model "$m" --threads "$THREADS" --max-num-seqs "$c" --host 127.0.0.1 --port 18182 --served-model-name m > "$WORK/glassbox-serve.log" 2>&1 &
+  gpid=$!; wait_up 18182; g=$(serve_bench 18182 "$c" "glassbox-serve-c$c"); kill "$gpid"; wait "$gpid" 2>/dev/null || true
+  rows+=("qwen2.5-0.5b-q8_0 $c streams aggregate tok/s|$l|$g|$(ratio "$g" "$l")")
+done
+
+printf '\n| workload | llama.cpp (min / median tok/s) | glassbox (min / median tok/s) | glassbox / llama.cpp (median) |\n|---|---|---|---|\n'
+for r in "${rows[@]}"; do IFS='|' read -r a b c d <<< "$r"; printf '| %s | %s | %s | %s |\n' "$a" "$b" "$c" "$d"; done
+echo; echo "raw results in $WORK"
