@@ -24,11 +24,12 @@ Usage:
   glassbox bench [flags]     load-test any OpenAI-compatible server, as vllm bench serve
   glassbox model inspect F   print a GGUF model's architecture, weights, tokenizer and KV cost
   glassbox model random      write a random-weight GGUF model of a real shape (-o FILE)
+  glassbox model bench F     llama-bench's pp/tg tests on a GGUF model
   glassbox monitoring export DIR   write Grafana dashboards, Prometheus rules and configs
+  glassbox doctor [flags]    name the bottleneck from a server's metrics, with evidence (exit 0/1/2: worst is info/warning/critical)
   glassbox version           print the version
 
 Run 'glassbox serve -h' for the serve flags.
-Not built yet: doctor.
 `
 
 func main() {
@@ -37,7 +38,12 @@ func main() {
 	stop()
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "glassbox:", err)
-		os.Exit(1)
+		code := 1
+		var ec interface{ ExitCode() int }
+		if errors.As(err, &ec) {
+			code = ec.ExitCode() // doctor's statuses
+		}
+		os.Exit(code)
 	}
 }
 
@@ -55,14 +61,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runModel(ctx, args[1:], stdout, stderr)
 	case "monitoring":
 		return runMonitoring(args[1:], stdout, stderr)
+	case "doctor":
+		return runDoctor(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "glassbox", version)
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
-	case "doctor":
-		return fmt.Errorf("%q is not built yet: this version has only 'serve'", args[0])
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", args[0])

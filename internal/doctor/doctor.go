@@ -1,0 +1,179 @@
+// Package doctor is `glassbox doctor`: it reads a serving engine's metrics
+// over a window, either by sampling its /metrics directly or through
+// Prometheus range queries, and names the bottleneck with evidence (the
+// numbers and the PromQL that reproduces each one), the inference and the
+// recommended change (DESIGN.md §5, docs/doctor.md). With Verify it replays
+// the observed load through internal/bench against simulated replicas with
+// the current and the recommended flags.
+//
+// It owns the signal window (one shape for both sources), the rules, the
+// report and the replay. It is a black box over HTTP: it must never import
+// engine, sched, kvcache or an executor (internal/layering enforces this),
+// nor internal/metrics or internal/dashboards, which reach the engine; it
+// names the few families it reads itself (names.go). It reads no flags and
+// no environment: cmd/glassbox does, and starts the verification replicas.
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Config is one doctor invocation: exactly one of MetricsURL and
+// PrometheusURL.
+type Config struct {
+	MetricsURL string        // sample this /metrics directly
+	Duration   time.Duration // for MetricsURL: how long; default 60s
+	Interval   time.Duration // between readings (the Prometheus step); default 5s
+
+	PrometheusURL string        // read from this Prometheus instead
+	Selector      string        // label matchers of the target, e.g. {instance="10.0.0.5:8000"}
+	Since         time.Duration // window length ending at End; default 30m
+	End           time.Time     // default now
+
+	Client *ClientView   // a bench result: the client's view; nil for none
+	Verify *VerifyConfig // replay the load against simulated replicas; nil for no
+
+	HTTPClient *http.Client
+	Now        func() time.Time
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if (c.MetricsURL == "") == (c.PrometheusURL == "") {
+		return c, errors.New("check config: give exactly one of a metrics URL and a Prometheus URL")
+	}
+	for _, u := range []string{c.MetricsURL, c.PrometheusURL} {
+		if u == "" {
+			continue
+		}
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return c, fmt.Errorf("check URL %q: want http://host:port/…", u)
+		}
+	}
+	if c.Duration == 0 {
+		c.Duration = 60 * time.Second
+	}
+	if c.Interval == 0 {
+		c.Interval = 5 * time.Second
+	}
+	if c.Since == 0 {
+		c.Since = 30 * time.Minute
+	}
+	if c.Duration < 0 || c.Interval <= 0 || c.Since < 0 {
+		return c, errors.New("check config: durations must be positive")
+	}
+	if c.PrometheusURL != "" && c.Since/c.Interval > 10000 {
+		return c, fmt.Errorf("check config: %v at %v steps is over Prometheus' 11000-point limit: raise --interval", c.Since, c.Interval)
+	}
+	if c.MetricsURL != "" && c.Duration < c.Interval {
+		return c, errors.New("check config: --duration must be at least one --interval")
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.End.IsZero() {
+		c.End = c.Now()
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}
+	}
+	return c, nil
+}
+
+// Collect reads the window cfg describes.
+func Collect(ctx context.Context, cfg Config) (*Window, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	var w *Window
+	if cfg.MetricsURL != "" {
+		src := &scrapeSource{url: cfg.MetricsURL, duration: cfg.Duration, interval: cfg.Interval, client: cfg.HTTPClient, now: cfg.Now}
+		if w, err = src.collect(ctx); err != nil {
+			return nil, err
+		}
+		if u, err := url.Parse(cfg.MetricsURL); err == nil {
+			w.Selector = fmt.Sprintf("{instance=%q}", u.Host)
+		}
+	} else {
+		matchers, err := parseSelector(cfg.Selector)
+		if err != nil {
+			return nil, err
+		}
+		src := &promSource{base: strings.TrimRight(cfg.PrometheusURL, "/"), selector: matchers, since: cfg.Since,
+			step: cfg.Interval, end: cfg.End.Truncate(time.Millisecond), client: cfg.HTTPClient}
+		if w, err = src.collect(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if len(w.Snapshots) < 2 {
+		return nil, fmt.Errorf("read %s: %d of %d readings succeeded, need 2: %s",
+			w.Target, len(w.Snapshots), len(w.Snapshots)+w.Missed, strings.Join(w.Problems, "; "))
+	}
+	return w, nil
+}
+
+// Run collects the window, diagnoses it and, when asked, verifies the
+// recommendation.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	w, err := Collect(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rep := Diagnose(w, cfg.Client)
+	if cfg.Verify != nil {
+		rep.Verification = verify(ctx, *cfg.Verify, derive(w), rep.Findings)
+	}
+	return rep, nil
+}
+
+// Report is the doctor's answer.
+type Report struct {
+	Source       string        `json:"source"` // metrics or prometheus
+	Target       string        `json:"target"`
+	Selector     string        `json:"selector"`
+	Start        time.Time     `json:"start"`
+	End          time.Time     `json:"end"`
+	Readings     int           `json:"readings"`
+	Missed       int           `json:"missed_readings"`
+	Engine       string        `json:"engine"` // glassbox or vllm (no glassbox_* series)
+	Findings     []Finding     `json:"findings"`
+	Client       *ClientView   `json:"client,omitempty"`
+	Verification *Verification `json:"verification,omitempty"`
+}
+
+// Worst is the highest severity among the findings (Info with none).
+func (r *Report) Worst() Severity {
+	worst := Info
+	for _, f := range r.Findings {
+		worst = max(worst, f.Severity)
+	}
+	return worst
+}
+
+// ExitCode is the process status docs/doctor.md documents: 0 nothing
+// above info, 1 a warning, 2 something critical. (3, a usage or read
+// error, is cmd's.)
+func (r *Report) ExitCode() int {
+	switch r.Worst() {
+	case Critical:
+		return 2
+	case Warning:
+		return 1
+	}
+	return 0
+}
+
+// Names lists the findings' names, in report order.
+func (r *Report) Names() []string {
+	out := make([]string, len(r.Findings))
+	for i, f := range r.Findings {
+		out[i] = f.Name
+	}
+	return out
+}

@@ -1,0 +1,184 @@
+package doctor
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// rule is one row of the rule table (docs/doctor.md).
+type rule struct {
+	name     string
+	glassbox bool // needs glassbox's utilisation and scheduler series
+	check    func(s *signals, p promql) *Finding
+}
+
+// rules is the rule table, in report order before sorting by severity.
+func rules() []rule {
+	return []rule{
+		{"metrics-stale", false, metricsStale},
+		{"kv-capacity-bound", true, kvCapacityBound},
+		{"compute-bound", true, computeBound},
+		{"concurrency-cap", true, concurrencyCap},
+		{"under-loaded", true, underLoaded},
+		{"preemption-storm", false, preemptionStorm},
+		{"prefill-bound", false, prefillBound},
+		{"decode-bound", false, decodeBound},
+		{"queueing-dominates", false, queueingDominates},
+		{"client-timeouts", false, clientTimeouts},
+		{"prefix-caching", false, prefixCaching},
+	}
+}
+
+// Diagnose runs every rule over the window; client is a bench result's
+// view, or nil.
+func Diagnose(w *Window, client *ClientView) *Report {
+	s := derive(w)
+	s.client = client
+	p := newPromQL(w, medianStep(w))
+	rep := &Report{Source: w.Source, Target: w.Target, Selector: w.Selector, Readings: len(w.Snapshots),
+		Missed: w.Missed, Engine: "glassbox", Client: client, Findings: []Finding{}}
+	if n := len(w.Snapshots); n > 0 {
+		rep.Start, rep.End = w.Snapshots[0].T, w.Snapshots[n-1].T
+	}
+	if !s.glassbox {
+		rep.Engine = "vllm"
+		rep.Findings = append(rep.Findings, utilisationUnavailable(p))
+	}
+	for _, r := range rules() {
+		if r.glassbox && !s.glassbox {
+			continue
+		}
+		if f := r.check(s, p); f != nil {
+			f.Name = r.name
+			rep.Findings = append(rep.Findings, *f)
+		}
+	}
+	sort.SliceStable(rep.Findings, func(i, j int) bool { return rep.Findings[i].Severity > rep.Findings[j].Severity })
+	return rep
+}
+
+// medianStep is the typical time between readings.
+func medianStep(w *Window) time.Duration {
+	var d []time.Duration
+	for i := 1; i < len(w.Snapshots); i++ {
+		d = append(d, w.Snapshots[i].T.Sub(w.Snapshots[i-1].T))
+	}
+	if len(d) == 0 {
+		return time.Second
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d[len(d)/2]
+}
+
+// Shared evidence.
+
+func (s *signals) evBusy(p promql) Evidence {
+	return ev("executor utilisation (busy seconds per second)", s.busy, "ratio", p.rate(mBusy))
+}
+
+func (s *signals) evFill(p promql) Evidence {
+	return ev("computed tokens per step, of max_num_batched_tokens", s.stepFill, "ratio",
+		"("+p.inc(mPromptTokens)+" - "+p.inc(mPromptCached)+" + "+p.inc(mGenTokens)+") / "+p.inc(mSteps)+" / max_num_batched_tokens")
+}
+
+func (s *signals) evKV(p promql) Evidence {
+	return ev("mean KV-cache usage", s.kvs.mean, "ratio", p.avg(mKVUsage, "max"))
+}
+
+func (s *signals) evKVHigh(p promql) Evidence {
+	return ev("share of the window with KV usage ≥ 0.9", s.kvHighShare, "ratio", p.share(mKVUsage, "max", ">= bool 0.9"))
+}
+
+func (s *signals) evWaiting(p promql) Evidence {
+	return ev("share of the window with a request waiting", s.waitingShare, "ratio", p.share(mWaiting, "sum", ">= bool 1"))
+}
+
+func (s *signals) evWaitingMean(p promql) Evidence {
+	return ev("mean requests waiting", s.wait.mean, "", p.avg(mWaiting, "sum"))
+}
+
+func (s *signals) evRunning(p promql) Evidence {
+	return ev("mean requests running", s.run.mean, "", p.avg(mRunning, "sum"))
+}
+
+func (s *signals) evMaxSeqs(p promql) Evidence {
+	return ev("max_num_seqs", float64(s.cfg.maxNumSeqs), "", p.info(mSchedInfo))
+}
+
+func (s *signals) evGen(p promql) Evidence {
+	return ev("generation throughput", s.genRate, "tokens/s", p.rate(mGenTokens))
+}
+
+// computeSaturated: the executor is busy all the time on full steps, so
+// more work per second cannot fit.
+func (s *signals) computeSaturated() bool {
+	return s.busy >= busyHigh && s.stepFill >= fillHigh
+}
+
+// pinned: running sat at max_num_seqs for most of the window. A reading
+// within 10 % (or one) of the cap counts: a scrape can land between a
+// request finishing and the next one being scheduled.
+func (s *signals) pinned() bool {
+	return s.cfg.maxNumSeqs > 0 && s.pinnedShare() >= pinnedShare
+}
+
+func (s *signals) pinnedShare() float64 {
+	n := float64(s.cfg.maxNumSeqs)
+	return fraction(s.running, func(v float64) bool { return v >= 0.9*n-1 })
+}
+
+func (s *signals) queued() bool { return s.waitingShare >= waitingPersistent }
+
+func (s *signals) kvHigh() bool { return s.kvHighShare >= 0.5 }
+
+// kvLimited: the KV cache limited the batch, either sitting at the
+// watermark or running out often enough to preempt (usage then drops
+// below the line as blocks are freed, so the mean understates it).
+func (s *signals) kvLimited() bool {
+	return s.kvHigh() || s.preemptRate > 0 && s.kvs.max >= kvWatermark
+}
+
+// kvFactor is how much larger the KV cache should be for the requests
+// that waited to run beside those that ran, within [1.25, 4].
+func (s *signals) kvFactor() float64 {
+	f := (s.run.mean + s.wait.mean) / math.Max(s.run.mean, 1)
+	return math.Min(4, math.Max(1.25, f))
+}
+
+// kvChanges recommends a KV cache f times the current one.
+func (s *signals) kvChanges(f float64) ([]Change, func(*ReplicaConfig)) {
+	var out []Change
+	blocks := int(math.Ceil(float64(s.cfg.numBlocks) * f))
+	switch {
+	case s.cfg.kvBytes > 0:
+		out = append(out, Change{Flag: "--kv-cache-memory-bytes", Value: formatBytes(float64(s.cfg.kvBytes) * f),
+			Why: fmt.Sprintf("%.2f× the KV cache (%d → %d blocks)", f, s.cfg.numBlocks, blocks)})
+	case s.cfg.numBlocks > 0:
+		out = append(out, Change{Flag: "--kv-cache-memory-bytes", Value: fmt.Sprintf("%.2f× today's KV bytes", f),
+			Why: fmt.Sprintf("%d → %d blocks of %d tokens", s.cfg.numBlocks, blocks, s.cfg.blockSize)})
+		if s.cfg.gpuMemUtil > 0 && s.cfg.gpuMemUtil < 0.95 {
+			out = append(out, Change{Flag: "--gpu-memory-utilization", Value: "0.95",
+				Why: fmt.Sprintf("from %g, if the weights and activations leave room", s.cfg.gpuMemUtil)})
+		}
+	default:
+		out = append(out, Change{Flag: "--kv-cache-memory-bytes", Value: fmt.Sprintf("%.2f× today's", f), Why: "more room for KV blocks"})
+	}
+	if s.cfg.prefixCaching != nil && !*s.cfg.prefixCaching {
+		out = append(out, Change{Flag: "--enable-prefix-caching", Why: "shared prompt prefixes then share blocks"})
+	}
+	out = append(out, Change{Why: fmt.Sprintf("or, when the GPU has no more memory, %.2f× the replicas", f)})
+	if blocks <= 0 {
+		return out, nil
+	}
+	return out, func(rc *ReplicaConfig) { rc.NumBlocks = max(rc.NumBlocks, blocks) }
+}
+
+func formatBytes(b float64) string {
+	const gib, mib = 1 << 30, 1 << 20
+	if b >= gib {
+		return fmt.Sprintf("%.0fM", math.Ceil(b/mib)) // whole MiB, as serve's count parser reads "M"
+	}
+	return fmt.Sprintf("%.0f", math.Ceil(b))
+}

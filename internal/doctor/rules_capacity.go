@@ -1,0 +1,120 @@
+package doctor
+
+import (
+	"fmt"
+	"math"
+)
+
+// The capacity rules answer "why do requests wait?": KV blocks, compute,
+// or the --max-num-seqs cap; or nothing waits and the load is the limit.
+// The executor's busy ratio alone cannot tell them apart (like a GPU's
+// "engine active", it is near 1 whenever anything runs), so compute
+// headroom is the busy ratio together with how full the steps are: the
+// computed tokens per step against --max-num-batched-tokens.
+
+func kvCapacityBound(s *signals, p promql) *Finding {
+	if !s.kvLimited() || !s.queued() || s.computeSaturated() || s.pinned() {
+		return nil
+	}
+	f := s.kvFactor()
+	changes, apply := s.kvChanges(f)
+	return &Finding{Severity: Warning, Title: "KV-capacity bound: requests wait for KV blocks while compute has room",
+		Evidence: []Evidence{s.evKV(p), s.evKVHigh(p), ev("peak KV-cache usage", s.kvs.max, "ratio", fmt.Sprintf("max_over_time(max(%s)[%s:%s])", p.s(mKVUsage), p.window, p.step)),
+			ev("preemptions per second", s.preemptRate, "/s", p.rate(mPreemptions)),
+			s.evWaiting(p), s.evWaitingMean(p), s.evRunning(p), s.evBusy(p), s.evFill(p)},
+		Inference: fmt.Sprintf("The KV cache ran full (at the 0.9 watermark, or out of blocks and preempting) while requests waited, and the steps used only %.1f%% of the token budget: "+
+			"the engine could compute more sequences at once but has no blocks to hold them.", 100*s.stepFill),
+		Changes: changes, apply: apply}
+}
+
+func computeBound(s *signals, p promql) *Finding {
+	if s.busy < busyHigh || s.stepFill < fillLow || !s.queued() || s.kvLimited() || s.pinned() {
+		return nil
+	}
+	done := s.finished / s.seconds
+	replicas := 2.0
+	if s.arrivalRate > 0 && done > 0 {
+		replicas = math.Max(2, math.Ceil(s.arrivalRate/done))
+	}
+	changes := []Change{{Why: fmt.Sprintf("scale out to %.0f replicas: requests arrive at %.2f/s and one replica finishes %.2f/s", replicas, s.arrivalRate, done)}}
+	var apply func(*ReplicaConfig)
+	if s.stepFill >= 0.9 && s.cfg.maxBatchedTokens > 0 {
+		n := 2 * s.cfg.maxBatchedTokens
+		changes = append(changes, Change{Flag: "--max-num-batched-tokens", Value: fmt.Sprint(n),
+			Why: "steps are full: larger steps amortise the weight reads (better TTFT, worse inter-token latency)"})
+		apply = func(rc *ReplicaConfig) { rc.MaxNumBatchedTokens = max(rc.MaxNumBatchedTokens, n) }
+	}
+	return &Finding{Severity: Warning, Title: "compute bound: the executor is busy all the time and requests still wait",
+		Evidence: []Evidence{s.evBusy(p), s.evFill(p), s.evWaiting(p), s.evWaitingMean(p), s.evKV(p), s.evRunning(p), s.evMaxSeqs(p),
+			ev("request arrival rate (finished + change in flight)", s.arrivalRate, "requests/s",
+				fmt.Sprintf("(%s + delta((sum(%s) + sum(%s))[%s:%s])) / %g", p.inc(mSuccess), p.s(mRunning), p.s(mWaiting), p.window, p.step, math.Round(s.seconds))),
+			ev("request completion rate", done, "requests/s", p.rate(mSuccess))},
+		Inference: fmt.Sprintf("The executor was busy %.0f%% of the time with KV blocks and sequence slots to spare, yet requests waited: "+
+			"the work offered exceeds what one replica computes.", 100*s.busy),
+		Changes: changes, apply: apply}
+}
+
+func concurrencyCap(s *signals, p promql) *Finding {
+	if !s.pinned() || !s.queued() || s.kvs.max >= kvSpare || s.stepFill >= fillHigh {
+		return nil
+	}
+	n := float64(s.cfg.maxNumSeqs)
+	kvLimit := n * kvSpare / math.Max(s.kvs.max, 0.01)
+	fillLimit := n * fillHigh / math.Max(s.stepFill, 0.001)
+	want := math.Max(2*n, math.Ceil(1.25*(s.run.mean+s.wait.mean)))
+	suggest := int(math.Floor(math.Min(want, math.Min(kvLimit, fillLimit))))
+	if suggest <= s.cfg.maxNumSeqs {
+		return nil
+	}
+	return &Finding{Severity: Warning, Title: "concurrency cap: running is pinned at --max-num-seqs with KV and compute to spare",
+		Evidence: []Evidence{s.evRunning(p), s.evMaxSeqs(p),
+			ev("share of the window with running within 10% of max_num_seqs", s.pinnedShare(), "ratio",
+				p.share(mRunning, "sum", fmt.Sprintf(">= bool %g", 0.9*n-1))),
+			s.evWaiting(p), s.evWaitingMean(p), ev("peak KV-cache usage", s.kvs.max, "ratio", fmt.Sprintf("max_over_time(max(%s)[%s:%s])", p.s(mKVUsage), p.window, p.step)),
+			s.evFill(p), s.evBusy(p)},
+		Inference: fmt.Sprintf("Requests waited while exactly %d ran, with the KV cache at most %.0f%% full and steps using %.1f%% of the token budget: "+
+			"the scheduler's sequence cap, not the hardware, limits the batch.", s.cfg.maxNumSeqs, 100*s.kvs.max, 100*s.stepFill),
+		Changes: []Change{{Flag: "--max-num-seqs", Value: fmt.Sprint(suggest),
+			Why: fmt.Sprintf("from %d: the KV cache would stay under %.0f%% (linear in sequences) and steps under half the token budget", s.cfg.maxNumSeqs, 100*kvSpare)}},
+		apply: func(rc *ReplicaConfig) { rc.MaxNumSeqs = max(rc.MaxNumSeqs, suggest) }}
+}
+
+func underLoaded(s *signals, p promql) *Finding {
+	// A request caught between arrival and its first step is not a queue.
+	if s.waitingShare >= 0.1 || !(s.busy < busyLow) {
+		return nil
+	}
+	inf := fmt.Sprintf("Nothing waited and the executor idled %.0f%% of the time: the engine has capacity to spare, so throughput is set by the offered load or by the client.", 100*(1-s.busy))
+	if c := s.client; c != nil && c.Failed == 0 && c.Completed > 0 {
+		inf += fmt.Sprintf(" The client completed %d requests at %.2f/s without failures: it, not the server, set the pace.", c.Completed, c.RequestThroughput)
+	}
+	return &Finding{Severity: Info, Title: "under-loaded or client-bound: nothing waits and the executor is mostly idle",
+		Evidence: []Evidence{s.evBusy(p), s.evWaiting(p),
+			s.evRunning(p), s.evGen(p)},
+		Inference: inf,
+		Changes:   []Change{{Why: "none needed; to use the capacity, send more load (or raise the client's concurrency), or run fewer replicas"}}}
+}
+
+func preemptionStorm(s *signals, p promql) *Finding {
+	if !(s.preemptRate > preemptStorm) {
+		return nil
+	}
+	sev := Warning
+	if s.recomputeShare >= 0.3 {
+		sev = Critical
+	}
+	changes, apply := s.kvChanges(math.Max(1.5, s.kvFactor()))
+	if s.run.mean >= 2 {
+		changes = append(changes[:len(changes)-1], Change{Flag: "--max-num-seqs", Value: fmt.Sprint(int(s.run.mean * 0.75)),
+			Why: "alternatively, admit fewer sequences so that those admitted can finish"}, changes[len(changes)-1])
+	}
+	return &Finding{Severity: sev, Title: "preemption storm: the engine evicts running requests and recomputes them",
+		Evidence: []Evidence{ev("preemptions per second", s.preemptRate, "/s", p.rate(mPreemptions)),
+			ev("estimated share of computed tokens spent recomputing preempted requests", s.recomputeShare, "ratio",
+				"("+p.inc(mPreemptions)+" * ("+p.inc(mPromptTokens)+" + "+p.inc(mGenTokens)+" / 2) / "+p.inc(mSuccess)+") / ("+
+					p.inc(mPromptTokens)+" - "+p.inc(mPromptCached)+" + "+p.inc(mGenTokens)+")"),
+			s.evKV(p), s.evRunning(p)},
+		Inference: fmt.Sprintf("%.2f preemptions per second: decoding sequences outgrow the KV cache, so the scheduler evicts some and recomputes their whole context later (about %.0f%% of the computed tokens).",
+			s.preemptRate, 100*zeroNaN(s.recomputeShare)),
+		Changes: changes, apply: apply}
+}

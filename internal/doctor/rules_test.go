@@ -1,0 +1,175 @@
+package doctor
+
+import (
+	"slices"
+	"testing"
+)
+
+// ruleCase is one synthetic window and what a rule must say about it.
+type ruleCase struct {
+	name   string
+	rule   string
+	fires  bool
+	modify func(l *load)
+}
+
+func ruleCases() []ruleCase {
+	kvBound := func(l *load) {
+		l.kv, l.waiting, l.running, l.busy = constant(0.95), constant(6), constant(8), 0.99
+	}
+	computeBound := func(l *load) {
+		l.busy, l.waiting, l.running, l.steps, l.prompt, l.gen = 0.99, constant(5), constant(20), 20, 150000, 100
+	}
+	capped := func(l *load) {
+		l.maxSeqs, l.running, l.waiting, l.kv, l.busy = 4, constant(4), constant(10), constant(0.05), 0.99
+	}
+	return []ruleCase{
+		{"kv full, queue, small steps", "kv-capacity-bound", true, kvBound},
+		{"kv full but nothing waits", "kv-capacity-bound", false, func(l *load) { kvBound(l); l.waiting = constant(0) }},
+		{"kv full, queue, but full steps", "kv-capacity-bound", false, func(l *load) { kvBound(l); l.steps, l.prompt = 20, 150000 }},
+		{"kv at 0.5 with a queue", "kv-capacity-bound", false, func(l *load) { kvBound(l); l.kv = constant(0.5) }},
+
+		{"busy, queue, kv room", "compute-bound", true, computeBound},
+		{"busy, no queue", "compute-bound", false, func(l *load) { computeBound(l); l.waiting = constant(0) }},
+		{"queue but idle executor", "compute-bound", false, func(l *load) { computeBound(l); l.busy = 0.4 }},
+		{"busy, queue, kv full", "compute-bound", false, func(l *load) { computeBound(l); l.kv = constant(0.97) }},
+
+		{"pinned at max_num_seqs with room", "concurrency-cap", true, capped},
+		{"below the cap", "concurrency-cap", false, func(l *load) { capped(l); l.maxSeqs = 16 }},
+		{"pinned but kv full", "concurrency-cap", false, func(l *load) { capped(l); l.kv = constant(0.85) }},
+		{"pinned, nothing waits", "concurrency-cap", false, func(l *load) { capped(l); l.waiting = constant(0) }},
+
+		{"idle, nothing waits", "under-loaded", true, func(l *load) {}},
+		{"busy executor", "under-loaded", false, func(l *load) { l.busy = 0.95 }},
+		{"a request waited", "under-loaded", false, func(l *load) { l.waiting = func(i int) float64 { return float64(i % 5 / 4) } }},
+
+		{"two preemptions a second", "preemption-storm", true, func(l *load) { l.preempt, l.kv = 2, constant(0.95) }},
+		{"a preemption every five seconds", "preemption-storm", false, func(l *load) { l.preempt = 0.2 }},
+
+		{"prefill dominates", "prefill-bound", true, func(l *load) { l.prefill, l.decode = 0.4, 0.1 }},
+		{"TTFT rising while generation holds", "prefill-bound", true, func(l *load) {
+			l.prefill, l.decode, l.prompt = 0.2, 0.4, 600
+			l.ttft = func(i int) float64 { return 0.02 * float64(1+i) }
+		}},
+		{"TTFT rising with throughput falling", "prefill-bound", false, func(l *load) {
+			l.prefill, l.decode, l.prompt = 0.2, 0.4, 600
+			l.ttft = func(i int) float64 { return 0.02 * float64(1+i) }
+			l.genRate = func(i int) float64 { return 400 / float64(i) }
+		}},
+		{"decode dominates, flat TTFT", "prefill-bound", false, func(l *load) {}},
+		{"prompt-dominated work, prefill a third of inference", "prefill-bound", true, func(l *load) { l.prompt, l.prefill, l.decode = 4000, 0.2, 0.4 }},
+		{"prompt-dominated work, prefill a tenth of inference", "prefill-bound", false, func(l *load) { l.prompt, l.prefill, l.decode = 4000, 0.05, 0.45 }},
+
+		{"ITL grows with batch width", "decode-bound", true, func(l *load) {
+			l.running = func(i int) float64 { return float64(4 + 10*i) }
+			l.itl = func(i int) float64 { return 0.004 + 0.0005*float64(4+10*i) }
+		}},
+		{"ITL grows with batch width under prefill interference", "decode-bound", false, func(l *load) {
+			l.running = func(i int) float64 { return float64(4 + 10*i) }
+			l.itl = func(i int) float64 { return 0.004 + 0.0005*float64(4+10*i) }
+			l.prompt = 2000
+		}},
+		{"batch widens, ITL flat", "decode-bound", false, func(l *load) {
+			l.running = func(i int) float64 { return float64(4 + 10*i) }
+		}},
+		{"ITL grows, batch flat", "decode-bound", false, func(l *load) {
+			l.itl = func(i int) float64 { return 0.004 + 0.001*float64(i) }
+		}},
+
+		{"queue takes most of e2e", "queueing-dominates", true, func(l *load) { l.queue = 2 }},
+		{"queue small", "queueing-dominates", false, func(l *load) {}},
+
+		{"a third aborted", "client-timeouts", true, func(l *load) { l.aborts = 1 }},
+		{"two aborts only", "client-timeouts", false, func(l *load) { l.aborts = 0.1; l.n = 20 }},
+
+		{"caching off, prompt heavy", "prefix-caching", true, func(l *load) { l.prefix, l.prompt = false, 2000 }},
+		{"caching off, generation heavy", "prefix-caching", false, func(l *load) { l.prefix = false }},
+		{"caching on, hits evicted", "prefix-caching", true, func(l *load) { l.queries, l.hits, l.kv = 1000, 100, constant(0.95) }},
+		{"caching on, hits with room", "prefix-caching", false, func(l *load) { l.queries, l.hits = 1000, 100 }},
+
+		{"generating nothing with requests running", "metrics-stale", true, func(l *load) { l.gen, l.steps, l.running = 0, 0, constant(3) }},
+		{"healthy counters", "metrics-stale", false, func(l *load) {}},
+
+		{"a vLLM target", "utilisation-unavailable", true, func(l *load) { l.vllm = true }},
+		{"a glassbox target", "utilisation-unavailable", false, func(l *load) {}},
+		{"vLLM target skips capacity rules", "kv-capacity-bound", false, func(l *load) { kvBound(l); l.vllm = true }},
+	}
+}
+
+func TestRules(t *testing.T) {
+	covered := map[string][2]bool{}
+	for _, tc := range ruleCases() {
+		t.Run(tc.rule+"/"+tc.name, func(t *testing.T) {
+			l := healthy()
+			tc.modify(&l)
+			rep := Diagnose(l.window(), nil)
+			got := slices.Contains(rep.Names(), tc.rule)
+			if got != tc.fires {
+				t.Errorf("%s fires = %v, want %v; findings %v", tc.rule, got, tc.fires, rep.Names())
+			}
+			for _, f := range rep.Findings {
+				if f.Inference == "" || len(f.Evidence) == 0 || len(f.Changes) == 0 {
+					t.Errorf("%s: a finding needs evidence, an inference and a change: %+v", f.Name, f)
+				}
+			}
+		})
+		c := covered[tc.rule]
+		c[btoi(tc.fires)] = true
+		covered[tc.rule] = c
+	}
+	for _, r := range append(rules(), rule{name: "utilisation-unavailable"}) {
+		if c := covered[r.name]; !c[0] || !c[1] {
+			t.Errorf("rule %s lacks a positive or a negative synthetic test: %v", r.name, c)
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestHealthyWindowHasNothingAboveInfo(t *testing.T) {
+	rep := Diagnose(healthy().window(), nil)
+	if rep.Worst() != Info || rep.ExitCode() != 0 {
+		t.Errorf("healthy window: worst %v, findings %v", rep.Worst(), rep.Names())
+	}
+}
+
+func TestRecommendationsComputeFromEvidence(t *testing.T) {
+	l := healthy()
+	l.maxSeqs, l.running, l.waiting, l.kv, l.busy = 4, constant(4), constant(10), constant(0.05), 0.99
+	rep := Diagnose(l.window(), nil)
+	f := find(t, rep, "concurrency-cap")
+	// ⌈1.25 × (4 running + 10 waiting)⌉ = 18, under both the KV limit
+	// (4 × 0.8 / 0.05 = 64) and the step-fill limit.
+	if got := f.Changes[0]; got.Flag != "--max-num-seqs" || got.Value != "18" {
+		t.Errorf("change = %+v, want --max-num-seqs 18", got)
+	}
+	rc := ReplicaConfig{MaxNumSeqs: 4}
+	f.apply(&rc)
+	if rc.MaxNumSeqs != 18 {
+		t.Errorf("apply: max seqs %d, want 18", rc.MaxNumSeqs)
+	}
+
+	l = healthy()
+	l.kv, l.waiting, l.running, l.busy = constant(0.95), constant(6), constant(8), 0.99
+	f = find(t, Diagnose(l.window(), nil), "kv-capacity-bound")
+	// (8 + 6) / 8 = 1.75× the 1000 blocks of 2 MiB.
+	if got := f.Changes[0]; got.Flag != "--kv-cache-memory-bytes" || got.Value != "3500M" {
+		t.Errorf("change = %+v, want --kv-cache-memory-bytes 3500M", got)
+	}
+}
+
+func find(t *testing.T, rep *Report, name string) Finding {
+	t.Helper()
+	for _, f := range rep.Findings {
+		if f.Name == name {
+			return f
+		}
+	}
+	t.Fatalf("no %s finding in %v", name, rep.Names())
+	return Finding{}
+}

@@ -1,0 +1,248 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/bench"
+)
+
+// ReplicaConfig is a simulated replica's configuration, read from the
+// target's info series and changed by the recommendations.
+type ReplicaConfig struct {
+	Hardware, Model     string
+	TensorParallel      int
+	MaxNumSeqs          int
+	MaxNumBatchedTokens int
+	MaxModelLen         int
+	BlockSize           int
+	NumBlocks           int // KV-cache blocks; the starter turns them into --kv-cache-memory-bytes
+	PrefixCaching       bool
+}
+
+// StartReplica starts a simulated replica and returns its base URL, the
+// serve flags it used, and a stop function. cmd/glassbox provides it
+// (serve's own start-up path), since the doctor may not reach the engine.
+type StartReplica func(ctx context.Context, rc ReplicaConfig) (base string, flags []string, stop func() error, err error)
+
+// VerifyConfig bounds the replay.
+type VerifyConfig struct {
+	Start  StartReplica
+	Budget time.Duration // for both replays together; default 60s
+	Seed   int64
+}
+
+// Verification is the outcome of replaying the observed load.
+type Verification struct {
+	Skipped     string     `json:"skipped,omitempty"` // why nothing was replayed
+	Load        ReplayLoad `json:"load"`
+	Current     *ReplayRun `json:"current,omitempty"`
+	Recommended *ReplayRun `json:"recommended,omitempty"`
+	Improved    bool       `json:"improved"`
+	Verdict     string     `json:"verdict"`
+	Findings    []string   `json:"applied_findings,omitempty"`
+}
+
+// ReplayLoad is the load estimated from the window's counters.
+type ReplayLoad struct {
+	RequestRate  float64 `json:"request_rate"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	SendSeconds  float64 `json:"send_seconds"`
+}
+
+// ReplayRun is one replica's replay.
+type ReplayRun struct {
+	Flags             []string `json:"flags"`
+	Completed, Failed int
+	OutputThroughput  float64 `json:"output_throughput"` // tokens/s
+	RequestThroughput float64 `json:"request_throughput"`
+	MeanTTFTms        float64 `json:"mean_ttft_ms"`
+	MeanITLms         float64 `json:"mean_itl_ms"`
+	MeanE2ELms        float64 `json:"mean_e2el_ms"` // over completed requests
+	// CensoredE2ELms counts every failed request at the request timeout (a
+	// lower bound of its latency), so that a configuration does not look
+	// faster by completing only its quickest requests.
+	CensoredE2ELms float64 `json:"censored_mean_e2el_ms"`
+	Error          string  `json:"error,omitempty"`
+}
+
+// verify replays the window's load against the current configuration and
+// the recommended one.
+func verify(ctx context.Context, cfg VerifyConfig, s *signals, findings []Finding) *Verification {
+	v := &Verification{}
+	cur, err := currentReplica(s)
+	if err != nil {
+		v.Skipped = err.Error()
+		return v
+	}
+	rec := cur
+	for _, f := range findings {
+		if f.apply != nil {
+			f.apply(&rec)
+			v.Findings = append(v.Findings, f.Name)
+		}
+	}
+	if rec == cur {
+		v.Skipped = "no finding recommends a flag change that one replica can test"
+		return v
+	}
+	if cfg.Budget <= 0 {
+		cfg.Budget = 60 * time.Second
+	}
+	v.Load = estimateLoad(s, cfg.Budget)
+	if v.Load.RequestRate <= 0 || v.Load.InputTokens <= 0 || v.Load.OutputTokens <= 0 {
+		v.Skipped = "the window finished no requests, so there is no load to replay"
+		return v
+	}
+	v.Current = replay(ctx, cfg, cur, v.Load)
+	v.Recommended = replay(ctx, cfg, rec, v.Load)
+	v.judge()
+	return v
+}
+
+// currentReplica reads the target's configuration from its info series.
+func currentReplica(s *signals) (ReplicaConfig, error) {
+	c := s.cfg
+	if exec := s.w.Info[mExecInfo]["executor"]; exec != "sim" {
+		return ReplicaConfig{}, fmt.Errorf("verify replays on the simulated executor; the target's executor is %q", exec)
+	}
+	if c.maxNumSeqs == 0 || c.numBlocks == 0 || c.blockSize == 0 || c.maxBatchedTokens == 0 || c.prefixCaching == nil {
+		return ReplicaConfig{}, fmt.Errorf("verify needs glassbox_scheduler_config_info and vllm:cache_config_info")
+	}
+	return ReplicaConfig{Hardware: c.hardware, Model: c.model, TensorParallel: max(1, c.tensorParallel),
+		MaxNumSeqs: c.maxNumSeqs, MaxNumBatchedTokens: c.maxBatchedTokens, MaxModelLen: c.maxModelLen,
+		BlockSize: c.blockSize, NumBlocks: c.numBlocks, PrefixCaching: *c.prefixCaching}, nil
+}
+
+// estimateLoad takes the arrival rate and mean lengths from the counters;
+// each replica gets half the budget: a fifth of the budget sending, as much
+// for the last requests to finish, and a tenth for start-up, calibration
+// and bench's prompt preparation.
+func estimateLoad(s *signals, budget time.Duration) ReplayLoad {
+	rate := s.arrivalRate
+	if !(rate > 0) && s.seconds > 0 {
+		rate = s.finished / s.seconds
+	}
+	in, out := int(math.Round(zeroNaN(s.meanPrompt))), int(math.Round(zeroNaN(s.meanGen)))
+	if lim := s.cfg.maxModelLen; lim > 0 && in+out > lim {
+		in = max(1, lim-out) // a mean over a window can exceed what one request may hold
+	}
+	return ReplayLoad{RequestRate: zeroNaN(rate), InputTokens: in, OutputTokens: out, SendSeconds: (budget / 5).Seconds()}
+}
+
+func replay(ctx context.Context, cfg VerifyConfig, rc ReplicaConfig, load ReplayLoad) *ReplayRun {
+	run := &ReplayRun{}
+	rctx, cancel := context.WithTimeout(ctx, cfg.Budget/2)
+	defer cancel()
+	base, flags, stop, err := cfg.Start(rctx, rc)
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	defer stop()
+	run.Flags = flags
+	send := time.Duration(load.SendSeconds * float64(time.Second))
+	in, err := calibrateInput(rctx, base, load.InputTokens, cfg.Seed)
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	res, err := bench.Run(rctx, bench.Config{
+		BaseURL: base, MetricsURL: "-", Seed: cfg.Seed,
+		Dataset:           bench.DatasetConfig{Name: "random", RandomInputLen: in, RandomOutputLen: load.OutputTokens},
+		NumPrompts:        min(100, int(math.Ceil(load.RequestRate*send.Seconds()))+1), // cycled: fewer prompts to prepare
+		Duration:          send,
+		RequestRate:       load.RequestRate,
+		RequestTimeout:    max(time.Second, send),
+		PercentileMetrics: []string{"ttft", "itl", "e2el"},
+	})
+	if err != nil {
+		run.Error = err.Error()
+		return run
+	}
+	m := res.Passes[0].Metrics
+	run.Completed, run.Failed = m.Completed, m.Failed
+	run.OutputThroughput, run.RequestThroughput = m.OutputThroughput, m.RequestThroughput
+	run.MeanTTFTms, run.MeanITLms, run.MeanE2ELms = m.Dists["ttft"].Mean, m.Dists["itl"].Mean, m.Dists["e2el"].Mean
+	run.CensoredE2ELms = censoredMean(res.Passes[0].Outputs, res.Config.RequestTimeout)
+	return run
+}
+
+func censoredMean(outs []bench.Output, timeout time.Duration) float64 {
+	if len(outs) == 0 {
+		return 0
+	}
+	var sum time.Duration
+	for _, o := range outs {
+		if o.Success {
+			sum += o.Latency
+		} else {
+			sum += timeout
+		}
+	}
+	return float64(sum.Milliseconds()) / float64(len(outs))
+}
+
+// calibrateInput finds the random-dataset input length whose prompts the
+// replica counts as want tokens: bench fits random prompts to a length by
+// its own measure, which a server's tokenizer may count differently, so
+// one short pass measures the ratio.
+func calibrateInput(ctx context.Context, base string, want int, seed int64) (int, error) {
+	probe := min(want, 64) // short enough for any --max-model-len
+	res, err := bench.Run(ctx, bench.Config{BaseURL: base, MetricsURL: "-", Seed: seed, NumPrompts: 4,
+		Dataset: bench.DatasetConfig{Name: "random", RandomInputLen: probe, RandomOutputLen: 1}})
+	if err != nil {
+		return 0, fmt.Errorf("calibrate prompt length: %w", err)
+	}
+	m := res.Passes[0].Metrics
+	if m.TotalInput <= 0 || m.Completed == 0 {
+		return want, nil
+	}
+	got := float64(m.TotalInput) / float64(m.Completed)
+	return max(1, int(math.Round(float64(want)*float64(probe)/got))), nil
+}
+
+// judge: better throughput (≥ 5 %) or latency (≥ 10 % lower censored
+// mean end-to-end), and neither worse by more than 5 %.
+func (v *Verification) judge() {
+	c, r := v.Current, v.Recommended
+	if c.Error != "" || r.Error != "" {
+		v.Verdict = "a replay failed: " + strings.TrimSpace(c.Error+" "+r.Error)
+		return
+	}
+	tput := r.OutputThroughput / math.Max(c.OutputThroughput, 1e-9)
+	lat := c.CensoredE2ELms / math.Max(r.CensoredE2ELms, 1e-9)
+	v.Improved = (tput >= 1.05 || lat >= 1.1) && tput >= 0.95 && lat >= 1/1.05
+	word := "did not improve"
+	if v.Improved {
+		word = "improved"
+	}
+	v.Verdict = fmt.Sprintf("the recommendation %s the replay: output throughput %.0f → %.0f tokens/s (%.2f×), mean end-to-end latency (failures at the timeout) %.0f → %.0f ms (%.2f× faster)",
+		word, c.OutputThroughput, r.OutputThroughput, tput, c.CensoredE2ELms, r.CensoredE2ELms, lat)
+}
+
+func (v *Verification) writeText(b *strings.Builder) {
+	b.WriteString("\nverify: ")
+	if v.Skipped != "" {
+		fmt.Fprintf(b, "skipped: %s\n", v.Skipped)
+		return
+	}
+	fmt.Fprintf(b, "replayed %.2f requests/s of %d prompt + %d output tokens for %.0fs on two simulated replicas (applying %s)\n",
+		v.Load.RequestRate, v.Load.InputTokens, v.Load.OutputTokens, v.Load.SendSeconds, join(v.Findings))
+	for _, x := range []struct {
+		name string
+		r    *ReplayRun
+	}{{"current", v.Current}, {"recommended", v.Recommended}} {
+		if x.r.Error != "" {
+			fmt.Fprintf(b, "  %-12s error: %s\n", x.name, x.r.Error)
+			continue
+		}
+		fmt.Fprintf(b, "  %-12s %4d ok %3d failed  %8.1f tok/s  TTFT %7.1f ms  ITL %6.2f ms  E2E %8.1f ms   %s\n", x.name,
+			x.r.Completed, x.r.Failed, x.r.OutputThroughput, x.r.MeanTTFTms, x.r.MeanITLms, x.r.MeanE2ELms, strings.Join(x.r.Flags, " "))
+	}
+	fmt.Fprintf(b, "  %s\n", v.Verdict)
+}
