@@ -3,7 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
-	"sync"
+	"runtime"
 
 	"github.com/glassbox-llm/glassbox/internal/tensor"
 )
@@ -44,8 +44,10 @@ type Seq struct {
 	LogitsFrom int
 }
 
-// Runner runs forward passes; it owns reusable buffers and is not safe for
-// concurrent use.
+// Runner runs forward passes; it owns reusable buffers and a pool of
+// compute threads, and is not safe for concurrent use. Close ends the
+// threads (a Runner that is dropped without Close ends them when it is
+// garbage collected).
 type Runner struct {
 	W       *Weights
 	KV      *KVCache
@@ -59,12 +61,25 @@ type Runner struct {
 	pos                         []int
 	owner                       []int // token → index in seqs
 	mm                          tensor.Scratch
+	pool                        *tensor.Pool
+	attn                        attnTask
+	swiglu                      swigluTask
 }
 
-// NewRunner prepares a runner over w with a cache of numBlocks blocks.
+// NewRunner prepares a runner over w with a cache of numBlocks blocks and
+// threads compute threads (the caller of Forward is one of them).
 func NewRunner(w *Weights, numBlocks, blockSize, threads int) *Runner {
-	return &Runner{W: w, KV: NewKVCache(w.Config, numBlocks, blockSize), Threads: max(1, threads)}
+	threads = max(1, threads)
+	r := &Runner{W: w, KV: NewKVCache(w.Config, numBlocks, blockSize), Threads: threads, pool: tensor.NewPool(threads)}
+	r.attn.r = r
+	r.attn.scores = make([][]float32, threads)
+	runtime.AddCleanup(r, func(p *tensor.Pool) { p.Close() }, r.pool)
+	return r
 }
+
+// Close stops the runner's compute threads; Forward after Close runs on the
+// calling goroutine alone.
+func (r *Runner) Close() { r.pool.Close() }
 
 // Forward runs the batch and fills r.Logits.
 func (r *Runner) Forward(seqs []Seq) error {
@@ -127,9 +142,9 @@ func (r *Runner) layer(L *Layer, l int, seqs []Seq, n int) {
 	for t := range n {
 		rmsNorm(r.h[t*H:(t+1)*H], r.x[t*H:(t+1)*H], L.AttnNorm, c.NormEps)
 	}
-	L.Q.MulBatch(r.h, n, r.q, r.Threads, &r.mm)
-	L.K.MulBatch(r.h, n, r.k, r.Threads, &r.mm)
-	L.V.MulBatch(r.h, n, r.v, r.Threads, &r.mm)
+	L.Q.MulBatch(r.h, n, r.q, r.pool, &r.mm)
+	L.K.MulBatch(r.h, n, r.k, r.pool, &r.mm)
+	L.V.MulBatch(r.h, n, r.v, r.pool, &r.mm)
 	for t := range n {
 		q, k, v := r.q[t*qd:(t+1)*qd], r.k[t*kvd:(t+1)*kvd], r.v[t*kvd:(t+1)*kvd]
 		addBias(q, L.QBias)
@@ -151,43 +166,59 @@ func (r *Runner) layer(L *Layer, l int, seqs []Seq, n int) {
 		copy(r.KV.v[l][off:off+kvd], v)
 	}
 	r.attention(l, seqs, n)
-	L.O.MulBatch(r.att, n, r.o, r.Threads, &r.mm)
+	L.O.MulBatch(r.att, n, r.o, r.pool, &r.mm)
 	add(r.x[:n*H], r.o[:n*H])
 
 	for t := range n {
 		rmsNorm(r.h[t*H:(t+1)*H], r.x[t*H:(t+1)*H], L.FFNNorm, c.NormEps)
 	}
-	L.Gate.MulBatch(r.h, n, r.g, r.Threads, &r.mm)
-	L.Up.MulBatch(r.h, n, r.u, r.Threads, &r.mm)
-	for i, g := range r.g[:n*c.FFN] {
-		r.g[i] = g / (1 + float32(math.Exp(float64(-g)))) * r.u[i]
-	}
-	L.Down.MulBatch(r.g, n, r.o, r.Threads, &r.mm)
+	L.Gate.MulBatch(r.h, n, r.g, r.pool, &r.mm)
+	L.Up.MulBatch(r.h, n, r.u, r.pool, &r.mm)
+	r.swiglu.g, r.swiglu.u = r.g[:n*c.FFN], r.u[:n*c.FFN]
+	r.pool.Run(&r.swiglu, n*c.FFN, 2048)
+	L.Down.MulBatch(r.g, n, r.o, r.pool, &r.mm)
 	add(r.x[:n*H], r.o[:n*H])
 }
 
 // attention computes, for every token and head, softmax(q·Kᵀ/√d)·V over the
 // token's sequence up to its own position, reading K/V through the block
-// table. Work is split across threads by (token, head).
+// table. The pool splits the work by (token, head).
 func (r *Runner) attention(l int, seqs []Seq, n int) {
 	c := &r.W.Config
-	jobs := n * c.Heads
-	threads := max(1, min(r.Threads, jobs/4))
-	var wg sync.WaitGroup
-	chunk := (jobs + threads - 1) / threads
-	for w := range threads {
-		lo, hi := w*chunk, min(jobs, (w+1)*chunk)
-		if lo >= hi {
-			break
-		}
-		wg.Go(func() {
-			var scores []float32
-			for j := lo; j < hi; j++ {
-				scores = r.attendOne(l, seqs, j/c.Heads, j%c.Heads, scores)
-			}
-		})
+	longest := 0
+	for _, p := range r.pos[:n] {
+		longest = max(longest, p+1)
 	}
-	wg.Wait()
+	perJob := 2 * longest * c.HeadDim
+	r.attn.l, r.attn.seqs = l, seqs
+	r.pool.Run(&r.attn, n*c.Heads, max(1, (1<<16)/perJob))
+	r.attn.seqs = nil
+}
+
+// swigluTask computes g = silu(g)·u over a range, on the pool: math.Exp
+// over the whole FFN width is worth sharing.
+type swigluTask struct{ g, u []float32 }
+
+func (t *swigluTask) Run(_, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		g := t.g[i]
+		t.g[i] = g / (1 + float32(math.Exp(float64(-g)))) * t.u[i]
+	}
+}
+
+// attnTask is attention's work for the pool; scores is per worker.
+type attnTask struct {
+	r      *Runner
+	l      int
+	seqs   []Seq
+	scores [][]float32
+}
+
+func (a *attnTask) Run(worker, lo, hi int) {
+	heads := a.r.W.Config.Heads
+	for j := lo; j < hi; j++ {
+		a.scores[worker] = a.r.attendOne(a.l, a.seqs, j/heads, j%heads, a.scores[worker])
+	}
 }
 
 func (r *Runner) attendOne(l int, seqs []Seq, t, head int, scores []float32) []float32 {
@@ -266,7 +297,7 @@ func (r *Runner) logits(seqs []Seq) error {
 	}
 	r.Logits = resize(r.Logits, m*c.Vocab)
 	if m > 0 {
-		r.W.Output.MulBatch(r.h, m, r.Logits, r.Threads, &r.mm)
+		r.W.Output.MulBatch(r.h, m, r.Logits, r.pool, &r.mm)
 	}
 	return nil
 }

@@ -1,6 +1,9 @@
 package tensor
 
-import "math"
+import (
+	"encoding/binary"
+	"math"
+)
 
 // Q8 holds activations quantised per block, as llama.cpp quantises them
 // before integer dot products: Q8_0 (blocks of 32, scale rounded to fp16)
@@ -10,16 +13,61 @@ type Q8 struct {
 	Block int
 	Q     []int8
 	D     []float32 // one scale per block
+	// BSums (Q8_K only) holds the sum of each 16 quants, which the
+	// K-quant dot products use for the minimums and offsets.
+	BSums []int16
+	// VNNI (Q8_0 blocks, filled when off != 0) is the layout of the
+	// AVX-512 VNNI kernels: per block the 32 quants, then eight int32
+	// lanes of -off·(sum of four quants), so that unsigned weights w+off
+	// give exact Σ w·a in one VPDPBUSD.
+	VNNI []byte
+	off  int32
 }
 
 // QuantizeQ8_0 quantises x (a multiple of 32 long) into q, reusing its
 // buffers: d = amax/127 rounded to fp16, q = round-half-even(x·127/amax),
 // as ggml's x86 path.
 func QuantizeQ8_0(x []float32, q *Q8) {
-	q.Block = 32
-	q.Q = resize(q.Q, len(x))
-	q.D = resize(q.D, len(x)/32)
-	for b := range len(x) / 32 {
+	q.off = 0
+	q.prepare(len(x), 32)
+	q.quantize(x, 0, len(x)/32)
+}
+
+// QuantizeQ8_K quantises x (a multiple of 256 long) as ggml's
+// quantize_row_q8_K: the scale comes from the element of largest magnitude
+// (sign kept), iscale = -127/max, q = round-half-even(iscale·x) capped at
+// 127, d = 1/iscale; and the sums of each 16 quants.
+func QuantizeQ8_K(x []float32, q *Q8) {
+	q.off = 0
+	q.prepare(len(x), 256)
+	q.quantize(x, 0, len(x)/256)
+}
+
+// prepare sizes q for n values in blocks of block (32: Q8_0, 256: Q8_K).
+func (q *Q8) prepare(n, block int) {
+	q.Block = block
+	q.Q = resize(q.Q, n)
+	q.D = resize(q.D, n/block)
+	if block == 256 {
+		q.BSums = resize(q.BSums, n/16)
+	}
+	if q.off != 0 {
+		q.VNNI = resize(q.VNNI, n*2)
+	}
+}
+
+// quantize fills blocks [lo, hi) of q from x; blocks are independent, so
+// ranges may run in parallel.
+func (q *Q8) quantize(x []float32, lo, hi int) {
+	if q.Block == 32 {
+		quantQ8_0Blocks(x, q, lo, hi)
+	} else {
+		quantQ8_KBlocks(x, q, lo, hi)
+	}
+}
+
+func quantQ8_0Blocks(x []float32, q *Q8, lo, hi int) {
+	for b := lo; b < hi; b++ {
 		xs := x[b*32 : b*32+32]
 		var amax float32
 		for _, v := range xs {
@@ -34,18 +82,19 @@ func QuantizeQ8_0(x []float32, q *Q8) {
 		for j, v := range xs {
 			qs[j] = int8(math.RoundToEven(float64(v * id)))
 		}
+		if q.off != 0 {
+			dst := q.VNNI[b*64 : b*64+64]
+			for l := range 8 {
+				s := int32(qs[4*l]) + int32(qs[4*l+1]) + int32(qs[4*l+2]) + int32(qs[4*l+3])
+				binary.LittleEndian.PutUint32(dst[32+4*l:], uint32(-q.off*s))
+				dst[4*l], dst[4*l+1], dst[4*l+2], dst[4*l+3] = byte(qs[4*l]), byte(qs[4*l+1]), byte(qs[4*l+2]), byte(qs[4*l+3])
+			}
+		}
 	}
 }
 
-// QuantizeQ8_K quantises x (a multiple of 256 long) as ggml's
-// quantize_row_q8_K: the scale comes from the element of largest magnitude
-// (sign kept), iscale = -127/max, q = round-half-even(iscale·x) capped at
-// 127, d = 1/iscale.
-func QuantizeQ8_K(x []float32, q *Q8) {
-	q.Block = 256
-	q.Q = resize(q.Q, len(x))
-	q.D = resize(q.D, len(x)/256)
-	for b := range len(x) / 256 {
+func quantQ8_KBlocks(x []float32, q *Q8, lo, hi int) {
+	for b := lo; b < hi; b++ {
 		xs := x[b*256 : b*256+256]
 		qs := q.Q[b*256 : b*256+256]
 		var amax, mx float32
@@ -57,13 +106,20 @@ func QuantizeQ8_K(x []float32, q *Q8) {
 		if amax == 0 {
 			q.D[b] = 0
 			clear(qs)
-			continue
+		} else {
+			iscale := -127 / mx
+			for j, v := range xs {
+				qs[j] = int8(min(127, math.RoundToEven(float64(iscale*v))))
+			}
+			q.D[b] = 1 / iscale
 		}
-		iscale := -127 / mx
-		for j, v := range xs {
-			qs[j] = int8(min(127, math.RoundToEven(float64(iscale*v))))
+		for g := b * 16; g < b*16+16; g++ {
+			var s int16
+			for _, v := range q.Q[g*16 : g*16+16] {
+				s += int16(v)
+			}
+			q.BSums[g] = s
 		}
-		q.D[b] = 1 / iscale
 	}
 }
 
@@ -72,4 +128,14 @@ func resize[T any](s []T, n int) []T {
 		return make([]T, n)
 	}
 	return s[:n]
+}
+
+func sumQ8K(q *Q8) {
+	for g := range q.BSums {
+		var s int16
+		for _, v := range q.Q[g*16 : g*16+16] {
+			s += int16(v)
+		}
+		q.BSums[g] = s
+	}
 }

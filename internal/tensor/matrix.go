@@ -1,9 +1,7 @@
 package tensor
 
 import (
-	"encoding/binary"
 	"fmt"
-	"sync"
 	"unsafe"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
@@ -19,6 +17,7 @@ type Matrix struct {
 	rowBytes   int
 	f32        []float32 // Data viewed as float32 (F32 only)
 	u16        []uint16  // Data viewed as uint16 (F16, BF16)
+	isa        isa       // kernel set, the best the CPU has
 }
 
 // NewMatrix checks that data holds rows×cols elements of t.
@@ -35,7 +34,7 @@ func NewMatrix(t gguf.TensorType, rows, cols int, data []byte) (*Matrix, error) 
 	default:
 		return nil, fmt.Errorf("matrix: weight type %s is not supported", t)
 	}
-	m := &Matrix{Type: t, Rows: rows, Cols: cols, Data: data, rowBytes: int(rb)}
+	m := &Matrix{Type: t, Rows: rows, Cols: cols, Data: data, rowBytes: int(rb), isa: detect()}
 	if len(data) > 0 && isLittleEndian() {
 		switch t {
 		case gguf.F32:
@@ -61,17 +60,72 @@ func (m *Matrix) Row(r int, dst []float32) {
 
 // Scratch is per-call working memory for MulBatch; reuse it across calls.
 type Scratch struct {
-	act  []float32 // activations rounded for F16/BF16 weights
-	q    Q8
-	rows [][]float32 // per worker: one dequantised weight row
+	act   []float32 // activations rounded for F16/BF16 weights
+	q     Q8
+	rows  [][]float32 // per worker: one dequantised weight row
+	task  mulTask
+	quant quantTask
 }
+
+// quantTask quantises activation blocks on the pool (prefill has many).
+type quantTask struct {
+	x []float32
+	q *Q8
+}
+
+func (t *quantTask) Run(_, lo, hi int) { t.q.quantize(t.x, lo, hi) }
+
+func (s *Scratch) quantize(x []float32, block int, off int32, p *Pool) {
+	s.q.off = off
+	s.q.prepare(len(x), block)
+	s.quant = quantTask{x: x, q: &s.q}
+	p.Run(&s.quant, len(x)/block, max(1, 8192/block))
+	s.quant = quantTask{}
+}
+
+// vnniOffset is what the VNNI kernels add to a weight type's signed quants
+// to make them unsigned (0 when another kernel set runs).
+func vnniOffset(k isa, t gguf.TensorType) int32 {
+	if k != isaVNNI {
+		return 0
+	}
+	switch t {
+	case gguf.Q8_0:
+		return 128
+	case gguf.Q4_0:
+		return 8
+	case gguf.Q5_0:
+		return 16
+	}
+	return 0
+}
+
+// mulTask is MulBatch's share of work for the pool: a range of rows.
+type mulTask struct {
+	m   *Matrix
+	x   []float32
+	n   int
+	out []float32
+	s   *Scratch
+}
+
+func (t *mulTask) Run(worker, lo, hi int) { t.m.mulRows(lo, hi, t.x, t.n, t.out, t.s, worker) }
+
+// mulChunkMACs is about how much work one chunk of rows carries: a few
+// microseconds, so that the atomic counter and the barrier cost little and
+// small matrices run on the caller alone.
+const mulChunkMACs = 1 << 16
 
 // MulBatch computes out[t·Rows+r] = Σ_c W[r][c]·x[t·Cols+c] for n tokens,
 // with the activations rounded or quantised to the weight's dot-product
-// type exactly as llama.cpp does. Rows are split across threads.
-func (m *Matrix) MulBatch(x []float32, n int, out []float32, threads int, s *Scratch) {
+// type exactly as llama.cpp does. Chunks of rows go to p's threads; every
+// token's activations meet each weight row while it is in cache.
+func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch) {
 	if len(x) < n*m.Cols || len(out) < n*m.Rows {
 		panic(fmt.Sprintf("BUG: tensor: MulBatch of %d tokens: x %d, out %d for %dx%d", n, len(x), len(out), m.Rows, m.Cols))
+	}
+	if n == 0 {
+		return
 	}
 	x = x[:n*m.Cols]
 	switch m.Type {
@@ -88,133 +142,99 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, threads int, s *Scr
 		}
 		x = s.act
 	case gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0:
-		QuantizeQ8_0(x, &s.q)
+		s.quantize(x, 32, vnniOffset(m.isa, m.Type), p)
 	case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
-		QuantizeQ8_K(x, &s.q)
+		s.quantize(x, 256, 0, p)
 	}
-	threads = max(1, min(threads, m.Rows/8))
-	for len(s.rows) < threads {
-		s.rows = append(s.rows, make([]float32, m.Cols))
+	for len(s.rows) < p.Size() {
+		s.rows = append(s.rows, nil)
 	}
-	if threads == 1 {
-		m.mulRows(0, m.Rows, x, n, out, s, s.rows[0][:0])
-		return
-	}
-	var wg sync.WaitGroup
-	chunk := (m.Rows + threads - 1) / threads
-	for w := range threads {
-		lo, hi := w*chunk, min(m.Rows, (w+1)*chunk)
-		if lo >= hi {
-			break
-		}
-		buf := s.rows[w][:0]
-		wg.Go(func() { m.mulRows(lo, hi, x, n, out, s, buf) })
-	}
-	wg.Wait()
+	chunk := max(4, mulChunkMACs/max(1, m.Cols*n)) &^ 3
+	s.task = mulTask{m: m, x: x, n: n, out: out, s: s}
+	p.Run(&s.task, m.Rows, chunk)
+	s.task = mulTask{}
 }
 
-func (m *Matrix) mulRows(lo, hi int, x []float32, n int, out []float32, s *Scratch, buf []float32) {
-	cols := m.Cols
+// mulRows computes rows [lo, hi) for every token.
+func (m *Matrix) mulRows(lo, hi int, x []float32, n int, out []float32, s *Scratch, worker int) {
+	cols, rb := m.Cols, m.rowBytes
+	switch m.Type {
+	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0:
+		if q8RowsAsm(m.isa, m.Type, m.Data[lo*rb:hi*rb], rb, hi-lo, &s.q, n, out[lo:], m.Rows) {
+			return
+		}
+	case gguf.Q4_K, gguf.Q6_K:
+		if kRowsAsm(m.isa, m.Type, m.Data[lo*rb:hi*rb], rb, hi-lo, &s.q, n, out[lo:], m.Rows) {
+			return
+		}
+	}
 	for r := lo; r < hi; r++ {
-		switch m.Type {
-		case gguf.F32:
+		row := m.Data[r*rb : (r+1)*rb]
+		for t := range n {
+			out[t*m.Rows+r] = m.dotRow(r, row, x[t*cols:(t+1)*cols], &s.q, t, s, worker)
+		}
+	}
+}
+
+// dotRow is one weight row against token t's activations (x as floats,
+// q as quantised for the integer formats).
+func (m *Matrix) dotRow(r int, row []byte, x []float32, q *Q8, t int, s *Scratch, worker int) float32 {
+	cols := m.Cols
+	switch m.Type {
+	case gguf.F32:
+		if m.f32 != nil {
 			w := m.f32[r*cols : (r+1)*cols]
-			for t := range n {
-				out[t*m.Rows+r] = dotF32(w, x[t*cols:(t+1)*cols])
-			}
-		case gguf.F16, gguf.BF16:
-			buf = resize(buf, cols)
-			m.Row(r, buf)
-			for t := range n {
-				out[t*m.Rows+r] = dotF32(buf, x[t*cols:(t+1)*cols])
-			}
-		case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
-			buf = resize(buf, cols)
-			m.Row(r, buf)
-			for t := range n {
-				out[t*m.Rows+r] = dotQ8K(buf, s.q.Q[t*cols:(t+1)*cols], s.q.D[t*cols/256:(t+1)*cols/256])
-			}
-		default:
-			row := m.Data[r*m.rowBytes : (r+1)*m.rowBytes]
-			for t := range n {
-				out[t*m.Rows+r] = m.dotQ8_0(row, s.q.Q[t*cols:(t+1)*cols], s.q.D[t*cols/32:(t+1)*cols/32])
-			}
+			v, done := dotF32Asm(m.isa, w, x)
+			return v + dotF32(w[done:], x[done:])
 		}
-	}
-}
-
-func dotF32(a, b []float32) float32 {
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
-// dotQ8K is dot(dequantised weight row, q·d) per 256-block: the value
-// llama.cpp's K-quant dot products compute.
-func dotQ8K(w []float32, q []int8, d []float32) float32 {
-	var sum float32
-	for b := range d {
-		var s float32
-		ws, qs := w[b*256:b*256+256], q[b*256:b*256+256]
-		for j := range 256 {
-			s += ws[j] * float32(qs[j])
+	case gguf.F16:
+		if m.u16 != nil {
+			w := m.u16[r*cols : (r+1)*cols]
+			v, done := dotF16Asm(m.isa, w, x)
+			return v + dotF16(w[done:], x[done:])
 		}
-		sum += s * d[b]
+	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0:
+		nb := cols / 32
+		return dotQ8Lanes(m.Type, row, q.Q[t*cols:(t+1)*cols], q.D[t*nb:(t+1)*nb])
+	case gguf.Q4_1, gguf.Q5_1:
+		nb := cols / 32
+		return m.dotQ8_1(row, q.Q[t*cols:(t+1)*cols], q.D[t*nb:(t+1)*nb])
+	case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
+		nb := cols / 256
+		qs, d, bs := q.Q[t*cols:(t+1)*cols], q.D[t*nb:(t+1)*nb], q.BSums[t*nb*16:(t+1)*nb*16]
+		switch m.Type {
+		case gguf.Q4_K:
+			return dotQ4K(row, qs, d, bs)
+		case gguf.Q5_K:
+			return dotQ5K(row, qs, d, bs)
+		}
+		return dotQ6K(row, qs, d, bs)
 	}
-	return sum
+	// F32/F16 on a big-endian host, and BF16: dequantise the row.
+	buf := resize(s.rows[worker], cols)
+	s.rows[worker] = buf
+	m.Row(r, buf)
+	return dotF32(buf, x)
 }
 
-// dotQ8_0 is the integer block dot of a Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 weight row
-// with Q8_0 activations: Σ_blocks d_w·d_a·Σ w_q·a_q (plus m·d_a·Σ a_q for
-// the types with a minimum).
-func (m *Matrix) dotQ8_0(row []byte, q []int8, d []float32) float32 {
+// dotQ8_1 is Q4_1/Q5_1 (rare in current files) against Q8_0 activations:
+// each block dequantised and dotted in float.
+func (m *Matrix) dotQ8_1(row []byte, q []int8, d []float32) float32 {
 	var sum float32
 	bb := m.Type.BlockBytes()
+	var wq [32]float32
 	for b := range d {
 		blk, qs := row[b*bb:(b+1)*bb], q[b*32:b*32+32]
-		var sumi int32
-		switch m.Type {
-		case gguf.Q8_0:
-			for j := range 32 {
-				sumi += int32(int8(blk[2+j])) * int32(qs[j])
-			}
-			sum += float32(sumi) * (f16at(blk, 0) * d[b])
-		case gguf.Q4_0:
-			for j := range 16 {
-				sumi += (int32(blk[2+j]&0xf)-8)*int32(qs[j]) + (int32(blk[2+j]>>4)-8)*int32(qs[j+16])
-			}
-			sum += float32(sumi) * (f16at(blk, 0) * d[b])
-		case gguf.Q5_0:
-			qh := binary.LittleEndian.Uint32(blk[2:])
-			for j := range 16 {
-				h0 := int32((qh>>j)<<4) & 0x10
-				h1 := int32(qh>>(j+12)) & 0x10
-				sumi += ((int32(blk[6+j]&0xf)|h0)-16)*int32(qs[j]) + ((int32(blk[6+j]>>4)|h1)-16)*int32(qs[j+16])
-			}
-			sum += float32(sumi) * (f16at(blk, 0) * d[b])
-		case gguf.Q4_1, gguf.Q5_1:
-			// Rare in current files: dequantise the block and dot in float.
-			var wq [32]float32
-			if m.Type == gguf.Q4_1 {
-				dequantQ4_1(blk, wq[:])
-			} else {
-				dequantQ5_1(blk, wq[:])
-			}
-			var s float32
-			for j := range 32 {
-				s += wq[j] * float32(qs[j])
-			}
-			sum += s * d[b]
+		if m.Type == gguf.Q4_1 {
+			dequantQ4_1(blk, wq[:])
+		} else {
+			dequantQ5_1(blk, wq[:])
 		}
+		var s float32
+		for j := range 32 {
+			s += wq[j] * float32(qs[j])
+		}
+		sum += s * d[b]
 	}
 	return sum
 }

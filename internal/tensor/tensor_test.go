@@ -144,7 +144,9 @@ func TestMulBatchAgainstDequantized(t *testing.T) {
 		}
 		out := make([]float32, n*m.Rows)
 		var s Scratch
-		m.MulBatch(x, n, out, 2, &s)
+		p := NewPool(2)
+		m.MulBatch(x, n, out, p, &s)
+		p.Close()
 		row := make([]float32, m.Cols)
 		var worst float64
 		for r := range m.Rows {

@@ -49,6 +49,10 @@ func New(w *model.Weights, cfg Config) (*Executor, error) {
 	}, nil
 }
 
+// Close stops the executor's compute threads. Execute after Close still
+// works, on the calling goroutine alone.
+func (e *Executor) Close() { e.runner.Close() }
+
 // Weights is the model the executor runs.
 func (e *Executor) Weights() *model.Weights { return e.runner.W }
 

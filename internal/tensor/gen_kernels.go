@@ -1,0 +1,513 @@
+//go:build ignore
+
+// gen_kernels writes kernels_amd64.s, the amd64 SIMD kernels of package
+// tensor: `go generate ./internal/tensor` (the output is committed, so a
+// plain go build needs nothing). Each kernel is emitted from one template
+// per weight format and one per instruction set (AVX2, AVX-512 VNNI on ymm
+// registers), which keeps the dozen near-identical functions in step.
+//
+// Register use is fixed: Y10–Y15 hold constants, Y0 and Y5–Y7 the per-token
+// accumulators, Y1 the decoded signed weights, Y3 their magnitudes, Y2 the
+// weight scale; general registers as the comments in each function say.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"log"
+	"os"
+	"strings"
+)
+
+type format struct {
+	name    string // Go suffix: q80, q40, q50
+	bytes   int    // block bytes
+	decode  string // weight block at (R12) → Y1 as 32 signed bytes; may use Y3
+	udecode string // the same as unsigned bytes w+off (off 128, 8, 16), for VNNI
+}
+
+var formats = []format{
+	{"q80", 34, "\tVMOVDQU 2(R12), Y1\n", "\tVPXOR 2(R12), Y13, Y1\n"},
+	{"q40", 18, `	VMOVDQU 2(R12), X1
+	VPSRLW $4, X1, X3
+	VINSERTI128 $1, X3, Y1, Y1
+	VPAND Y14, Y1, Y1
+	VPSUBB Y13, Y1, Y1
+`, `	VMOVDQU 2(R12), X1
+	VPSRLW $4, X1, X3
+	VINSERTI128 $1, X3, Y1, Y1
+	VPAND Y14, Y1, Y1
+`},
+	// Q5_0: nibble | (high bit ? 0 : 0xF0) is the signed value q-16.
+	{"q50", 22, `	VMOVDQU 6(R12), X1
+	VPSRLW $4, X1, X3
+	VINSERTI128 $1, X3, Y1, Y1
+	VPAND Y14, Y1, Y1
+	VPBROADCASTD 2(R12), Y3
+	VPSHUFB Y12, Y3, Y3
+	VPOR Y11, Y3, Y3
+	VPCMPEQB Y10, Y3, Y3
+	VPANDN Y13, Y3, Y3
+	VPOR Y3, Y1, Y1
+`, `	VMOVDQU 6(R12), X1
+	VPSRLW $4, X1, X3
+	VINSERTI128 $1, X3, Y1, Y1
+	VPAND Y14, Y1, Y1
+	VPBROADCASTD 2(R12), Y3
+	VPSHUFB Y12, Y3, Y3
+	VPOR Y11, Y3, Y3
+	VPCMPEQB Y10, Y3, Y3
+	VPAND Y13, Y3, Y3
+	VPOR Y3, Y1, Y1
+`},
+}
+
+type isa struct {
+	name string // AVX2, VNNI
+	vnni bool
+}
+
+// decode emits the weight block decode: signed quants and their magnitudes
+// (Y3) for AVX2, unsigned w+off for VNNI.
+func (s isa) decode(w *bytes.Buffer, f format) {
+	if s.vnni {
+		w.WriteString(f.udecode)
+		return
+	}
+	w.WriteString(f.decode)
+	w.WriteString("\tVPSIGNB Y1, Y1, Y3\n")
+}
+
+// dot emits, for the activation block at address act, the eight int32
+// sums of four products Σ w·a into Y4. AVX2 multiplies |w| by a·sign(w);
+// VNNI multiplies w+off by a, starting from the activation block's
+// precomputed -off·Σa lanes, stored 32 bytes after its quants.
+func (s isa) dot(w *bytes.Buffer, act string) {
+	if s.vnni {
+		fmt.Fprintf(w, "\tVMOVDQU 32%s, Y4\n\tVPDPBUSD %s, Y1, Y4\n", act, act)
+		return
+	}
+	fmt.Fprintf(w, "\tVMOVDQU %s, Y4\n\tVPSIGNB Y1, Y4, Y4\n\tVPMADDUBSW Y4, Y3, Y4\n\tVPMADDWD Y15, Y4, Y4\n", act)
+}
+
+// actStep is the bytes per activation block: quants, plus the correction
+// lanes for VNNI.
+func (s isa) actStep() int {
+	if s.vnni {
+		return 64
+	}
+	return 32
+}
+
+var isas = []isa{{"AVX2", false}, {"VNNI", true}}
+
+func constants(w *bytes.Buffer, f format, s isa) {
+	fmt.Fprintf(w, "\tVMOVDQU ones16<>(SB), Y15\n")
+	switch {
+	case f.name == "q80" && s.vnni:
+		fmt.Fprintf(w, "\tVMOVDQU high80<>(SB), Y13\n")
+	case f.name == "q40":
+		fmt.Fprintf(w, "\tVMOVDQU nib<>(SB), Y14\n\tVMOVDQU eights<>(SB), Y13\n")
+	case f.name == "q50":
+		if s.vnni {
+			fmt.Fprintf(w, "\tVMOVDQU nib<>(SB), Y14\n\tVMOVDQU bit10<>(SB), Y13\n")
+		} else {
+			fmt.Fprintf(w, "\tVMOVDQU nib<>(SB), Y14\n\tVMOVDQU highf0<>(SB), Y13\n")
+		}
+		fmt.Fprintf(w, "\tVMOVDQU bitshuf<>(SB), Y12\n\tVMOVDQU bitmask<>(SB), Y11\n\tVPCMPEQB Y10, Y10, Y10\n")
+	}
+}
+
+// reduce sums the eight lanes of acc into the low float of acc's X
+// register in the fixed order ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), the
+// order the pure-Go kernels reproduce.
+func reduce(w *bytes.Buffer, acc string) {
+	x := "X" + acc[1:]
+	fmt.Fprintf(w, "\tVEXTRACTF128 $1, %s, X4\n\tVADDPS X4, %s, %s\n", acc, x, x)
+	fmt.Fprintf(w, "\tVPSHUFD $0x4E, %s, X4\n\tVADDPS X4, %s, %s\n", x, x, x)
+	fmt.Fprintf(w, "\tVPSHUFD $0xB1, %s, X4\n\tVADDSS X4, %s, %s\n", x, x, x)
+}
+
+// rows1 emits func <f><isa>Rows1(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32):
+// out[r] = Σ_b dw(r,b)·d[b]·Σ_j w(r,b,j)·a[32b+j] for r < nrows.
+func rows1(w *bytes.Buffer, f format, s isa) {
+	fmt.Fprintf(w, "// func %sRows1%s(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)\n", f.name, s.name)
+	fmt.Fprintf(w, "TEXT ·%sRows1%s(SB), NOSPLIT, $0-56\n", f.name, s.name)
+	fmt.Fprintf(w, `	MOVQ w+0(FP), SI
+	MOVQ rowBytes+8(FP), R10
+	MOVQ nrows+16(FP), R11
+	MOVQ a+24(FP), DI
+	MOVQ d+32(FP), R8
+	MOVQ nb+40(FP), CX
+	MOVQ out+48(FP), R9
+`)
+	constants(w, f, s)
+	fmt.Fprintf(w, "row1:\n\tVXORPS Y0, Y0, Y0\n\tMOVQ SI, R12\n\tMOVQ DI, BX\n\tMOVQ R8, DX\n\tMOVQ CX, R13\nblock1:\n")
+	s.decode(w, f)
+	fmt.Fprintf(w, `	MOVWLZX (R12), AX
+	VMOVD AX, X2
+	VCVTPH2PS X2, X2
+	VMULSS (DX), X2, X2
+	VBROADCASTSS X2, Y2
+`)
+	s.dot(w, "(BX)")
+	fmt.Fprintf(w, `	VCVTDQ2PS Y4, Y4
+	VMULPS Y2, Y4, Y4
+	VADDPS Y4, Y0, Y0
+	ADDQ $%d, R12
+	ADDQ $%d, BX
+	ADDQ $4, DX
+	DECQ R13
+	JNZ block1
+`, f.bytes, s.actStep())
+	reduce(w, "Y0")
+	fmt.Fprintf(w, "\tVMOVSS X0, (R9)\n\tADDQ $4, R9\n\tADDQ R10, SI\n\tDECQ R11\n\tJNZ row1\n\tVZEROUPPER\n\tRET\n\n")
+}
+
+// rows4 emits the register tile over four tokens: each weight block is
+// decoded once and multiplied into four activation rows (a + t·astride,
+// scales d + t·dstride, outputs out + t·ostride, strides in bytes).
+func rows4(w *bytes.Buffer, f format, s isa) {
+	fmt.Fprintf(w, "// func %sRows4%s(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)\n", f.name, s.name)
+	fmt.Fprintf(w, "TEXT ·%sRows4%s(SB), NOSPLIT, $0-80\n", f.name, s.name)
+	fmt.Fprintf(w, `	MOVQ w+0(FP), SI
+	MOVQ rowBytes+8(FP), R10
+	MOVQ nrows+16(FP), R11
+	MOVQ astride+32(FP), DI
+	LEAQ (DI)(DI*2), R8
+	MOVQ dstride+48(FP), CX
+	LEAQ (CX)(CX*2), R14
+	MOVQ out+64(FP), R9
+`)
+	constants(w, f, s)
+	fmt.Fprintf(w, `row4:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	MOVQ SI, R12
+	MOVQ a+24(FP), BX
+	MOVQ d+40(FP), DX
+	MOVQ nb+56(FP), R13
+block4:
+`)
+	s.decode(w, f)
+	fmt.Fprintf(w, "\tMOVWLZX (R12), AX\n\tVMOVD AX, X2\n\tVCVTPH2PS X2, X2\n\tVBROADCASTSS X2, Y2\n")
+	for t, acc := range []string{"Y0", "Y5", "Y6", "Y7"} {
+		act := []string{"(BX)", "(BX)(DI*1)", "(BX)(DI*2)", "(BX)(R8*1)"}[t]
+		sc := []string{"(DX)", "(DX)(CX*1)", "(DX)(CX*2)", "(DX)(R14*1)"}[t]
+		s.dot(w, act)
+		w.WriteString("\tVCVTDQ2PS Y4, Y4\n")
+		if s.vnni {
+			fmt.Fprintf(w, "\tVMULPS.BCST %s, Y2, Y9\n", sc)
+		} else {
+			fmt.Fprintf(w, "\tVBROADCASTSS %s, Y9\n\tVMULPS Y2, Y9, Y9\n", sc)
+		}
+		fmt.Fprintf(w, "\tVMULPS Y9, Y4, Y4\n\tVADDPS Y4, %s, %s\n", acc, acc)
+	}
+	fmt.Fprintf(w, "\tADDQ $%d, R12\n\tADDQ $%d, BX\n\tADDQ $4, DX\n\tDECQ R13\n\tJNZ block4\n", f.bytes, s.actStep())
+	for _, acc := range []string{"Y0", "Y5", "Y6", "Y7"} {
+		reduce(w, acc)
+	}
+	fmt.Fprintf(w, `	MOVQ ostride+72(FP), AX
+	LEAQ (AX)(AX*2), BX
+	VMOVSS X0, (R9)
+	VMOVSS X5, (R9)(AX*1)
+	VMOVSS X6, (R9)(AX*2)
+	VMOVSS X7, (R9)(BX*1)
+	ADDQ $4, R9
+	ADDQ R10, SI
+	DECQ R11
+	JNZ row4
+	VZEROUPPER
+	RET
+
+`)
+}
+
+func data(w *bytes.Buffer, name string, qwords [4]uint64) {
+	for i, q := range qwords {
+		fmt.Fprintf(w, "DATA %s<>+%d(SB)/8, $0x%016x\n", name, i*8, q)
+	}
+	fmt.Fprintf(w, "GLOBL %s<>(SB), RODATA|NOPTR, $32\n\n", name)
+}
+
+func rep(q uint64) [4]uint64 { return [4]uint64{q, q, q, q} }
+
+func main() {
+	var w bytes.Buffer
+	w.WriteString("// Code generated by gen_kernels.go; DO NOT EDIT.\n\n//go:build amd64 && !purego\n\n#include \"textflag.h\"\n\n")
+	data(&w, "ones16", rep(0x0001000100010001))
+	data(&w, "nib", rep(0x0f0f0f0f0f0f0f0f))
+	data(&w, "eights", rep(0x0808080808080808))
+	data(&w, "highf0", rep(0xf0f0f0f0f0f0f0f0))
+	data(&w, "bitshuf", [4]uint64{0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303})
+	data(&w, "bitmask", rep(0x7fbfdfeff7fbfdfe))
+	data(&w, "m30", rep(0x3030303030303030))
+	data(&w, "high80", rep(0x8080808080808080))
+	data(&w, "bit10", rep(0x1010101010101010))
+	for _, f := range formats {
+		for _, s := range isas {
+			rows1(&w, f, s)
+			rows4(&w, f, s)
+		}
+	}
+	w.WriteString(floatKernels)
+	w.WriteString(kquantKernels)
+	out := strings.ReplaceAll(w.String(), "\n\n\n", "\n\n")
+	if err := os.WriteFile("kernels_amd64.s", []byte(out), 0o644); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// floatKernels: F32·F32 and F16·F32 dot products over n elements, n a
+// positive multiple of 32, four FMA accumulators.
+const floatKernels = `// func dotF32AVX2(a, b *float32, n int) float32
+TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
+	MOVQ a+0(FP), SI
+	MOVQ b+8(FP), DI
+	MOVQ n+16(FP), CX
+	SHRQ $5, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+f32loop:
+	VMOVUPS (SI), Y4
+	VMOVUPS 32(SI), Y5
+	VMOVUPS 64(SI), Y6
+	VMOVUPS 96(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $128, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ f32loop
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X4
+	VADDPS X4, X0, X0
+	VPSHUFD $0x4E, X0, X4
+	VADDPS X4, X0, X0
+	VPSHUFD $0xB1, X0, X4
+	VADDSS X4, X0, X0
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dotF16AVX2(w *uint16, x *float32, n int) float32
+TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	SHRQ $5, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+f16loop:
+	VCVTPH2PS (SI), Y4
+	VCVTPH2PS 16(SI), Y5
+	VCVTPH2PS 32(SI), Y6
+	VCVTPH2PS 48(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ $64, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ f16loop
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X4
+	VADDPS X4, X0, X0
+	VPSHUFD $0x4E, X0, X4
+	VADDPS X4, X0, X0
+	VPSHUFD $0xB1, X0, X4
+	VADDSS X4, X0, X0
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+`
+
+// hsumInt leaves the sum of the eight int32 lanes of y (using X9) in the
+// low lane of its X register; integer sums are exact in any order.
+func hsumInt(w *strings.Builder, y string) {
+	x := "X" + y[1:]
+	fmt.Fprintf(w, "\tVEXTRACTI128 $1, %s, X9\n\tVPADDD X9, %s, %s\n", y, x, x)
+	fmt.Fprintf(w, "\tVPSHUFD $0x4E, %s, X9\n\tVPADDD X9, %s, %s\n\tVPSHUFD $0xB1, %s, X9\n\tVPADDD X9, %s, %s\n", x, x, x, x, x, x)
+}
+
+// kquantKernels: Q4_K and Q6_K rows against Q8_K activations (a, one
+// float scale d and sixteen int16 sums bsums per 256), in llama.cpp's
+// integer formulation: per super-block an exact int32 Σ sc·Σ q·a, the
+// minimums (Q4_K) or the −32 offset (Q6_K) from bsums, then two float
+// operations per super-block in the order the pure-Go kernels use.
+var kquantKernels = func() string {
+	var w strings.Builder
+	// Q4_K: func q4kRows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+	w.WriteString(`// func q4kRows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+TEXT ·q4kRows1AVX2(SB), NOSPLIT, $32-64
+	MOVQ w+0(FP), SI
+	MOVQ rowBytes+8(FP), R10
+	MOVQ nrows+16(FP), R11
+	MOVQ out+56(FP), R9
+	VMOVDQU nib<>(SB), Y15
+q4krow:
+	VXORPS X0, X0, X0
+	MOVQ SI, R12
+	MOVQ a+24(FP), BX
+	MOVQ d+32(FP), DX
+	MOVQ bsums+40(FP), DI
+	MOVQ nb+48(FP), R13
+q4kblock:
+	MOVL 4(R12), AX
+	MOVL 8(R12), CX
+	MOVL 12(R12), R8
+	MOVL CX, R14
+	SHRL $6, R14
+	ANDL $0x03030303, R14
+	SHLL $4, R14
+	ANDL $0x3f3f3f3f, CX
+	VMOVD CX, X8
+	MOVL R8, CX
+	SHRL $4, CX
+	ANDL $0x0f0f0f0f, CX
+	ORL R14, CX
+	VPINSRD $1, CX, X8, X8
+	MOVL AX, R14
+	SHRL $6, R14
+	ANDL $0x03030303, R14
+	SHLL $4, R14
+	ANDL $0x0f0f0f0f, R8
+	ORL R14, R8
+	ANDL $0x3f3f3f3f, AX
+	VMOVD AX, X1
+	VPINSRD $1, R8, X1, X1
+	VPMOVZXBW X1, X1
+	VMOVDQU X1, 16(SP)
+	VMOVDQU (DI), Y6
+	VEXTRACTI128 $1, Y6, X7
+	VPHADDW X7, X6, X6
+	VPMOVZXBW X8, X8
+	VPMADDWD X6, X8, X8
+	VPSHUFD $0x4E, X8, X9
+	VPADDD X9, X8, X8
+	VPSHUFD $0xB1, X8, X9
+	VPADDD X9, X8, X8
+	VPXOR Y4, Y4, Y4
+`)
+	for k := range 4 {
+		fmt.Fprintf(&w, "\tVMOVDQU %d(R12), Y1\n\tVPSRLW $4, Y1, Y2\n\tVPAND Y15, Y1, Y1\n\tVPAND Y15, Y2, Y2\n", 16+32*k)
+		fmt.Fprintf(&w, "\tVPMADDUBSW %d(BX), Y1, Y1\n\tVPMADDUBSW %d(BX), Y2, Y2\n", 64*k, 64*k+32)
+		fmt.Fprintf(&w, "\tVPBROADCASTW %d(SP), Y3\n\tVPMADDWD Y3, Y1, Y1\n\tVPBROADCASTW %d(SP), Y3\n\tVPMADDWD Y3, Y2, Y2\n", 16+4*k, 18+4*k)
+		w.WriteString("\tVPADDD Y1, Y4, Y4\n\tVPADDD Y2, Y4, Y4\n")
+	}
+	hsumInt(&w, "Y4")
+	w.WriteString(`	VCVTDQ2PS X4, X4
+	VCVTDQ2PS X8, X8
+	MOVL (R12), AX
+	VMOVD AX, X10
+	VCVTPH2PS X10, X10
+	VMOVSS (DX), X11
+	VMULSS X11, X10, X12
+	VMOVSHDUP X10, X13
+	VMULSS X11, X13, X13
+	VMULSS X12, X4, X4
+	VADDSS X4, X0, X0
+	VMULSS X13, X8, X8
+	VSUBSS X8, X0, X0
+	ADDQ $144, R12
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $32, DI
+	DECQ R13
+	JNZ q4kblock
+	VMOVSS X0, (R9)
+	ADDQ $4, R9
+	ADDQ R10, SI
+	DECQ R11
+	JNZ q4krow
+	VZEROUPPER
+	RET
+
+// func q6kRows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+TEXT ·q6kRows1AVX2(SB), NOSPLIT, $32-64
+	MOVQ w+0(FP), SI
+	MOVQ rowBytes+8(FP), R10
+	MOVQ nrows+16(FP), R11
+	MOVQ out+56(FP), R9
+	VMOVDQU nib<>(SB), Y15
+	VMOVDQU m30<>(SB), Y14
+q6krow:
+	VXORPS X0, X0, X0
+	MOVQ SI, R12
+	MOVQ a+24(FP), BX
+	MOVQ d+32(FP), DX
+	MOVQ bsums+40(FP), DI
+	MOVQ nb+48(FP), R13
+q6kblock:
+	VPMOVSXBW 192(R12), Y5
+	VMOVDQU Y5, 0(SP)
+	VPMADDWD (DI), Y5, Y6
+	VPXOR Y4, Y4, Y4
+`)
+	for n := range 2 {
+		fmt.Fprintf(&w, "\tVMOVDQU %d(R12), Y1\n\tVMOVDQU %d(R12), Y2\n\tVMOVDQU %d(R12), Y3\n", 64*n, 64*n+32, 128+32*n)
+		for k := range 4 {
+			src := []string{"Y1", "Y2", "Y1", "Y2"}[k]
+			if k < 2 {
+				fmt.Fprintf(&w, "\tVPAND Y15, %s, Y7\n", src)
+			} else {
+				fmt.Fprintf(&w, "\tVPSRLW $4, %s, Y7\n\tVPAND Y15, Y7, Y7\n", src)
+			}
+			// high bits 2k, 2k+1 of qh to bits 4 and 5
+			switch k {
+			case 0:
+				w.WriteString("\tVPSLLW $4, Y3, Y8\n")
+			case 1:
+				w.WriteString("\tVPSLLW $2, Y3, Y8\n")
+			case 2:
+				w.WriteString("\tVMOVDQA Y3, Y8\n")
+			case 3:
+				w.WriteString("\tVPSRLW $2, Y3, Y8\n")
+			}
+			c := 4*n + k
+			fmt.Fprintf(&w, "\tVPAND Y14, Y8, Y8\n\tVPOR Y8, Y7, Y7\n\tVPMADDUBSW %d(BX), Y7, Y7\n", 32*c)
+			fmt.Fprintf(&w, "\tVPBROADCASTW %d(SP), X9\n\tVPBROADCASTW %d(SP), X10\n\tVINSERTI128 $1, X10, Y9, Y9\n", 4*c, 4*c+2)
+			w.WriteString("\tVPMADDWD Y9, Y7, Y7\n\tVPADDD Y7, Y4, Y4\n")
+		}
+	}
+	hsumInt(&w, "Y4")
+	hsumInt(&w, "Y6")
+	w.WriteString(`	VPSLLD $5, X6, X6
+	VPSUBD X6, X4, X4
+	VCVTDQ2PS X4, X4
+	MOVWLZX 208(R12), AX
+	VMOVD AX, X10
+	VCVTPH2PS X10, X10
+	VMULSS (DX), X10, X10
+	VMULSS X10, X4, X4
+	VADDSS X4, X0, X0
+	ADDQ $210, R12
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $32, DI
+	DECQ R13
+	JNZ q6kblock
+	VMOVSS X0, (R9)
+	ADDQ $4, R9
+	ADDQ R10, SI
+	DECQ R11
+	JNZ q6krow
+	VZEROUPPER
+	RET
+`)
+	return w.String()
+}()

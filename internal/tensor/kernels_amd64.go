@@ -1,0 +1,145 @@
+//go:build amd64 && !purego
+
+package tensor
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+
+	"github.com/glassbox-llm/glassbox/internal/gguf"
+)
+
+//go:generate go run gen_kernels.go
+
+// detect picks the best kernel set this CPU runs: AVX-512 VNNI (on ymm
+// registers, with BW and VL) or AVX2 with FMA and F16C, else pure Go.
+func detect() isa {
+	x := &cpu.X86
+	if !x.HasAVX2 || !x.HasFMA || !x.HasF16C {
+		return isaGeneric
+	}
+	if x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512VNNI {
+		return isaVNNI
+	}
+	return isaAVX2
+}
+
+func q80Rows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+func q80Rows4AVX2(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+func q80Rows1VNNI(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+func q80Rows4VNNI(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+func q40Rows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+func q40Rows4AVX2(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+func q40Rows1VNNI(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+func q40Rows4VNNI(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+func q50Rows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+func q50Rows4AVX2(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+func q50Rows1VNNI(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+func q50Rows4VNNI(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+
+func q4kRows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+func q6kRows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+
+func dotF32AVX2(a, b *float32, n int) float32
+func dotF16AVX2(w *uint16, x *float32, n int) float32
+
+type rows1Func = func(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+type rows4Func = func(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+
+func q8Kernels(k isa, t gguf.TensorType) (rows1Func, rows4Func) {
+	vnni := k == isaVNNI
+	switch {
+	case t == gguf.Q8_0 && vnni:
+		return q80Rows1VNNI, q80Rows4VNNI
+	case t == gguf.Q8_0:
+		return q80Rows1AVX2, q80Rows4AVX2
+	case t == gguf.Q4_0 && vnni:
+		return q40Rows1VNNI, q40Rows4VNNI
+	case t == gguf.Q4_0:
+		return q40Rows1AVX2, q40Rows4AVX2
+	case t == gguf.Q5_0 && vnni:
+		return q50Rows1VNNI, q50Rows4VNNI
+	case t == gguf.Q5_0:
+		return q50Rows1AVX2, q50Rows4AVX2
+	}
+	return nil, nil
+}
+
+// q8RowsAsm computes rows [0, nrows) of w (rowBytes apart) against the n
+// Q8_0 activation rows of q: out[t·ostride + r]. It takes four tokens per
+// pass over each weight row and reports false when k or t has no kernel.
+func q8RowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n int, out []float32, ostride int) bool {
+	if k == isaGeneric || nrows == 0 {
+		return k != isaGeneric
+	}
+	r1, r4 := q8Kernels(k, t)
+	if r1 == nil {
+		return false
+	}
+	nb := len(q.D) / n
+	cols := nb * 32
+	_ = w[(nrows-1)*rowBytes+nb*t.BlockBytes()-1]
+	_ = out[(n-1)*ostride+nrows-1]
+	act, astride := q.Q, cols
+	if k == isaVNNI {
+		if q.off == 0 {
+			panic("BUG: tensor: VNNI kernel without the VNNI activation layout")
+		}
+		act, astride = unsafe.Slice((*int8)(unsafe.Pointer(&q.VNNI[0])), len(q.VNNI)), 2*cols
+	}
+	_ = act[n*astride-1]
+	tok := 0
+	for ; tok+4 <= n; tok += 4 {
+		r4(&w[0], rowBytes, nrows, &act[tok*astride], astride, &q.D[tok*nb], nb*4, nb, &out[tok*ostride], ostride*4)
+	}
+	for ; tok < n; tok++ {
+		r1(&w[0], rowBytes, nrows, &act[tok*astride], &q.D[tok*nb], nb, &out[tok*ostride])
+	}
+	return true
+}
+
+// kRowsAsm is q8RowsAsm for Q4_K and Q6_K weights against Q8_K
+// activations, one token per pass.
+func kRowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n int, out []float32, ostride int) bool {
+	if k == isaGeneric || nrows == 0 {
+		return k != isaGeneric && (t == gguf.Q4_K || t == gguf.Q6_K)
+	}
+	f := q4kRows1AVX2
+	switch t {
+	case gguf.Q4_K:
+	case gguf.Q6_K:
+		f = q6kRows1AVX2
+	default:
+		return false
+	}
+	nb := len(q.D) / n
+	cols := nb * 256
+	_ = w[(nrows-1)*rowBytes+nb*t.BlockBytes()-1]
+	_ = out[(n-1)*ostride+nrows-1]
+	_ = q.BSums[n*nb*16-1]
+	for tok := range n {
+		f(&w[0], rowBytes, nrows, &q.Q[tok*cols], &q.D[tok*nb], &q.BSums[tok*nb*16], nb, &out[tok*ostride])
+	}
+	return true
+}
+
+// dotF32Asm and dotF16Asm return the dot product of whole 32-element
+// groups and how many elements they covered.
+func dotF32Asm(k isa, a, b []float32) (float32, int) {
+	n := len(a) &^ 31
+	if k == isaGeneric || n == 0 {
+		return 0, 0
+	}
+	_ = b[n-1]
+	return dotF32AVX2(&a[0], &b[0], n), n
+}
+
+func dotF16Asm(k isa, w []uint16, x []float32) (float32, int) {
+	n := len(w) &^ 31
+	if k == isaGeneric || n == 0 {
+		return 0, 0
+	}
+	_ = x[n-1]
+	return dotF16AVX2(&w[0], &x[0], n), n
+}

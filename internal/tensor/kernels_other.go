@@ -1,0 +1,15 @@
+//go:build !amd64 || purego
+
+package tensor
+
+import "github.com/glassbox-llm/glassbox/internal/gguf"
+
+func detect() isa { return isaGeneric }
+
+func q8RowsAsm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool { return false }
+
+func kRowsAsm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool { return false }
+
+func dotF32Asm(isa, []float32, []float32) (float32, int) { return 0, 0 }
+
+func dotF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }

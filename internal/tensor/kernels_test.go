@@ -1,0 +1,181 @@
+package tensor
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/glassbox-llm/glassbox/internal/gguf"
+)
+
+// levels are the kernel sets this CPU runs, generic first: the assembly
+// sets are each compared with the pure-Go one.
+func levels() []isa {
+	var ks []isa
+	for k := isaGeneric; k <= detect(); k++ {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// randomBlocks fills rows×cols of type t with random bytes, then sets every
+// fp16 scale to a finite value; mode picks edge cases: 1 puts the extreme
+// quants (-128, 127, all-ones nibbles) in, 2 zeroes the scales.
+func randomBlocks(t gguf.TensorType, rows, cols int, r *rand.Rand, mode int) []byte {
+	rb, _ := t.RowBytes(int64(cols))
+	data := make([]byte, int(rb)*rows)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+		if mode == 1 {
+			data[i] = []byte{0x80, 0x7f, 0xff, 0x00}[r.IntN(4)]
+		}
+	}
+	bb := t.BlockBytes()
+	half := func(off int) {
+		v := float32(r.NormFloat64() * 0.01)
+		if mode == 2 {
+			v = 0
+		}
+		binary.LittleEndian.PutUint16(data[off:], F32ToF16(v))
+	}
+	for b := 0; b < len(data); b += bb {
+		switch t {
+		case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0:
+			half(b)
+		case gguf.Q4_K, gguf.Q5_K:
+			half(b)
+			half(b + 2)
+		case gguf.Q6_K:
+			half(b + 208)
+		}
+	}
+	return data
+}
+
+// randomActs quantises n rows of random activations (with outliers, and an
+// all-zero row) the way MulBatch does.
+func randomActs(t gguf.TensorType, n, cols int, r *rand.Rand, q *Q8) {
+	x := make([]float32, n*cols)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+		if r.IntN(50) == 0 {
+			x[i] *= 40
+		}
+	}
+	if n > 1 {
+		clear(x[cols : 2*cols])
+	}
+	switch t {
+	case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
+		QuantizeQ8_K(x, q)
+	default:
+		QuantizeQ8_0(x, q)
+	}
+}
+
+// TestKernelsMatchGeneric runs every quantised matmul kernel at every
+// feature level this CPU has against the pure-Go kernel: the results must be
+// bit-identical, for 1..9 tokens (the 4-token tile and its remainder).
+func TestKernelsMatchGeneric(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, typ := range []gguf.TensorType{gguf.Q8_0, gguf.Q4_0, gguf.Q5_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+		for mode := range 3 {
+			for _, n := range []int{1, 3, 4, 5, 9} {
+				const rows, cols = 13, 512
+				m, err := NewMatrix(typ, rows, cols, randomBlocks(typ, rows, cols, r, mode))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var s Scratch
+				x := make([]float32, n*cols)
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+				}
+				x[0] = 1e3 // an outlier scale
+				var want []float32
+				for _, k := range levels() {
+					m.isa = k
+					out := make([]float32, n*rows)
+					p := NewPool(1)
+					m.MulBatch(x, n, out, p, &s)
+					p.Close()
+					if k == isaGeneric {
+						want = out
+						continue
+					}
+					for i := range out {
+						if math.Float32bits(out[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%s mode %d n %d %s: out[%d] = %v, generic %v", typ, mode, n, k, i, out[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGenericKernelsAgainstFloat checks the pure-Go integer kernels against
+// a float64 dot of the dequantised weights with the dequantised
+// activations: they compute the same value up to float32 rounding.
+func TestGenericKernelsAgainstFloat(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, typ := range []gguf.TensorType{gguf.Q8_0, gguf.Q4_0, gguf.Q5_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+		const rows, cols = 7, 1024
+		data := randomBlocks(typ, rows, cols, r, 0)
+		m, _ := NewMatrix(typ, rows, cols, data)
+		m.isa = isaGeneric
+		var q Q8
+		randomActs(typ, 2, cols, r, &q)
+		row := make([]float32, cols)
+		for rr := range rows {
+			m.Row(rr, row)
+			for tok := range 2 {
+				var want, mag float64
+				for c := range cols {
+					a := float64(q.Q[tok*cols+c]) * float64(q.D[(tok*cols+c)/q.Block])
+					want += float64(row[c]) * a
+					mag += math.Abs(float64(row[c]) * a)
+				}
+				got := m.dotRow(rr, data[rr*m.rowBytes:(rr+1)*m.rowBytes], nil, &q, tok, nil, 0)
+				if math.Abs(float64(got)-want) > 1e-5*mag+1e-30 {
+					t.Errorf("%s row %d token %d: %v, float64 reference %v (magnitude %v)", typ, rr, tok, got, want, mag)
+				}
+			}
+		}
+	}
+}
+
+// TestFloatKernels compares the F32 and F16 SIMD dot products with float64
+// sums, for lengths around the 32-element groups.
+func TestFloatKernels(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{1, 31, 32, 33, 64, 100, 896} {
+		a, b := make([]float32, n), make([]float32, n)
+		h := make([]uint16, n)
+		var want32, want16, mag float64
+		for i := range a {
+			a[i], b[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			h[i] = F32ToF16(a[i])
+			want32 += float64(a[i]) * float64(b[i])
+			want16 += float64(F16ToF32(h[i])) * float64(b[i])
+			mag += math.Abs(float64(a[i]) * float64(b[i]))
+		}
+		for _, k := range levels() {
+			v, done := dotF32Asm(k, a, b)
+			got32 := v + dotF32(a[done:], b[done:])
+			v, done = dotF16Asm(k, h, b)
+			got16 := v + dotF16(h[done:], b[done:])
+			if math.Abs(float64(got32)-want32) > 1e-6*mag || math.Abs(float64(got16)-want16) > 1e-6*mag {
+				t.Errorf("n %d %s: f32 %v want %v, f16 %v want %v", n, k, got32, want32, got16, want16)
+			}
+		}
+	}
+}
+
+func TestISAString(t *testing.T) {
+	if got := fmt.Sprint(isaGeneric, isaAVX2, isaVNNI); got != "generic avx2 avx512vnni" {
+		t.Errorf("%q", got)
+	}
+}

@@ -1,0 +1,105 @@
+package tensor
+
+import (
+	"sync/atomic"
+	"testing"
+)
+
+// countTask records how often each item was run and by which workers.
+type countTask struct {
+	hits    []atomic.Int32
+	workers []atomic.Int32
+}
+
+func (c *countTask) Run(worker, lo, hi int) {
+	c.workers[worker].Add(1)
+	for i := lo; i < hi; i++ {
+		c.hits[i].Add(1)
+	}
+}
+
+// TestPoolCoversEveryItemOnce runs many operations of many shapes through
+// pools of several sizes: every item runs exactly once per operation, and
+// only valid worker indices appear.
+func TestPoolCoversEveryItemOnce(t *testing.T) {
+	for _, threads := range []int{1, 2, 3, 8} {
+		p := NewPool(threads)
+		if p.Size() != threads {
+			t.Errorf("Size() = %d, want %d", p.Size(), threads)
+		}
+		for op := range 300 {
+			total, chunk := 1+op*7%257, 1+op%13
+			c := &countTask{hits: make([]atomic.Int32, total), workers: make([]atomic.Int32, threads)}
+			p.Run(c, total, chunk)
+			for i := range c.hits {
+				if got := c.hits[i].Load(); got != 1 {
+					t.Fatalf("threads %d op %d: item %d ran %d times", threads, op, i, got)
+				}
+			}
+		}
+		p.Close()
+		p.Close() // idempotent
+	}
+}
+
+// TestPoolUsesWorkers: an operation of many chunks is shared, so a worker
+// other than the caller takes part at least once over a few runs.
+func TestPoolUsesWorkers(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	c := &countTask{hits: make([]atomic.Int32, 1<<12), workers: make([]atomic.Int32, 2)}
+	for i := 0; i < 1000 && c.workers[1].Load() == 0; i++ {
+		p.Run(c, len(c.hits), 1)
+	}
+	if c.workers[1].Load() == 0 {
+		t.Error("the worker never ran a chunk")
+	}
+}
+
+// TestPoolTinyOpsStayOnCaller: a range within one chunk runs on the
+// calling goroutine, without waking a worker.
+func TestPoolTinyOpsStayOnCaller(t *testing.T) {
+	p := NewPool(4)
+	defer p.Close()
+	c := &countTask{hits: make([]atomic.Int32, 16), workers: make([]atomic.Int32, 4)}
+	p.Run(c, 16, 16)
+	if c.workers[0].Load() != 1 || c.workers[1].Load()+c.workers[2].Load()+c.workers[3].Load() != 0 {
+		t.Errorf("workers %v, want only the caller", c.workers)
+	}
+}
+
+// TestPoolRunAfterClose runs on the caller alone.
+func TestPoolRunAfterClose(t *testing.T) {
+	p := NewPool(3)
+	p.Close()
+	c := &countTask{hits: make([]atomic.Int32, 100), workers: make([]atomic.Int32, 3)}
+	p.Run(c, 100, 1)
+	if c.workers[0].Load() != 1 {
+		t.Errorf("workers %v after Close", c.workers)
+	}
+}
+
+// TestPoolParkAndWake lets the workers park (a pool with no spinning) and
+// checks that every operation still completes with their help.
+func TestPoolParkAndWake(t *testing.T) {
+	p := newPool(3, 0)
+	defer p.Close()
+	for range 200 {
+		c := &countTask{hits: make([]atomic.Int32, 64), workers: make([]atomic.Int32, 3)}
+		p.Run(c, 64, 1)
+		for i := range c.hits {
+			if c.hits[i].Load() != 1 {
+				t.Fatalf("item %d ran %d times", i, c.hits[i].Load())
+			}
+		}
+	}
+}
+
+func TestPoolZeroAllocs(t *testing.T) {
+	p := NewPool(2)
+	defer p.Close()
+	c := &countTask{hits: make([]atomic.Int32, 256), workers: make([]atomic.Int32, 2)}
+	if n := testing.AllocsPerRun(100, func() { p.Run(c, 256, 8) }); n != 0 {
+		t.Errorf("%v allocations per Run, want 0", n)
+	}
+}
