@@ -42,6 +42,8 @@ type backend struct {
 
 	executorInfo             map[string]string
 	peakFLOPs, peakBandwidth float64
+
+	close func() // after the engine stops; nil when there is nothing to release
 }
 
 func simBackend(f *serveFlags, _ *slog.Logger) (*backend, error) {
@@ -136,10 +138,12 @@ func cpuBackend(f *serveFlags, log *slog.Logger) (*backend, error) {
 			kvBytes, b.numBlocks*f.blockSize, b.maxModelLen)
 	}
 	threads := f.threads
-	b.exec, err = cpu.New(w, cpu.Config{NumBlocks: b.numBlocks, BlockSize: f.blockSize, Threads: threads, EOG: tok.EOG()})
+	exec, err := cpu.New(w, cpu.Config{NumBlocks: b.numBlocks, BlockSize: f.blockSize, Threads: threads, EOG: tok.EOG()})
 	if err != nil {
 		return nil, err
 	}
+	b.exec = exec
+	b.close = func() { exec.Close(); gf.Close() }
 	chat := jinja.NewChat(tok.ChatTemplate(), log)
 	b.chatTemplate = chatRenderer(chat, tok)
 	name, _ := gf.String("general.name")

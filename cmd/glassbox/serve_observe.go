@@ -197,7 +197,12 @@ func (o *observability) close(log *slog.Logger) {
 	}
 }
 
-func (w *wiring) closeObservers(log *slog.Logger) { w.observe.close(log) }
+func (w *wiring) closeObservers(log *slog.Logger) {
+	w.observe.close(log)
+	if w.back.close != nil {
+		w.back.close() // the engine has stopped: release compute threads and the model mapping
+	}
+}
 
 func printObserveBanner(w io.Writer, f *serveFlags, metricsAddr string) {
 	o := &f.obs
