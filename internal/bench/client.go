@@ -187,8 +187,9 @@ func (s *streamer) event(line []byte, ts time.Time, last *time.Time, first *bool
 		case ch.Delta != nil && ch.Delta.Content != nil:
 			text.WriteString(*ch.Delta.Content)
 		}
-		return false, nil
 	}
+	// vLLM sends usage in a chunk of its own; llama.cpp's server puts it in
+	// the last chunk with choices. Read it wherever it comes.
 	if c.Usage != nil {
 		if c.Usage.CompletionTokens != nil {
 			out.OutputTokens = *c.Usage.CompletionTokens

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 )
@@ -31,7 +32,8 @@ type tokenizeResponse struct {
 func (s *serverCounter) ID() string { return "server:" + s.url }
 
 func (s *serverCounter) Count(ctx context.Context, text string) (int, error) {
-	body, _ := json.Marshal(map[string]any{"model": s.model, "prompt": text, "add_special_tokens": false})
+	// vLLM and glassbox read "prompt"; llama.cpp's server reads "content".
+	body, _ := json.Marshal(map[string]any{"model": s.model, "prompt": text, "content": text, "add_special_tokens": false})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
 		return 0, fmt.Errorf("tokenize: %w", err)
@@ -52,10 +54,14 @@ func (s *serverCounter) Count(ctx context.Context, text string) (int, error) {
 	if err := json.NewDecoder(resp.Body).Decode(&tr); err != nil {
 		return 0, fmt.Errorf("decode tokenize response: %w", err)
 	}
+	n := len(tr.Tokens)
 	if tr.Count != nil {
-		return *tr.Count, nil
+		n = *tr.Count
 	}
-	return len(tr.Tokens), nil
+	if n == 0 && text != "" {
+		return 0, errors.New("tokenize: the server counted no tokens in a non-empty text")
+	}
+	return n, nil
 }
 
 // localCounter is the fallback when the server has no /tokenize: the common
