@@ -10,6 +10,7 @@ package engine
 
 import (
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/sampling"
@@ -124,13 +125,7 @@ type SeqBatch struct {
 	History   []int // prompt then outputs so far (for penalties and context)
 	NumPrompt int
 	Params    *sampling.Params
-	RNG       RNG
-}
-
-// RNG is the per-sequence random source, seeded from the request.
-type RNG interface {
-	Float64() float64
-	Uint64() uint64
+	RNG       *rand.Rand // the sequence's own source, seeded from the request
 }
 
 // StepResult is filled by Execute. Samples is indexed like Batch.Seqs;

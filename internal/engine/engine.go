@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,7 +60,7 @@ type reqState struct {
 	req    *Request
 	seq    sched.Seq
 	stream *Stream
-	rng    RNG
+	rng    *rand.Rand
 	eos    []int // tokens that end the sequence unless ignore_eos (stop tokens always do)
 	maxLen int   // prompt plus output never exceeds this
 

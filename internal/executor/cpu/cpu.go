@@ -15,6 +15,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/model"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
+	"github.com/glassbox-llm/glassbox/internal/tensor"
 )
 
 // Config sizes the executor.
@@ -31,8 +32,8 @@ type Executor struct {
 	runner  *model.Runner
 	sampler sampling.Sampler
 	seqs    []model.Seq
-	rngs    rngAdapter
 	params  float64 // matmul parameters, for FLOP estimates
+	weights float64 // bytes of matmul weights, read once per step
 }
 
 // New allocates the KV cache for w.
@@ -43,9 +44,10 @@ func New(w *model.Weights, cfg Config) (*Executor, error) {
 	c := &w.Config
 	layer := float64(c.Hidden)*float64(c.Heads*c.HeadDim)*2 + float64(c.Hidden)*float64(c.KVDim())*2 + 3*float64(c.Hidden)*float64(c.FFN)
 	return &Executor{
-		cfg:    cfg,
-		runner: model.NewRunner(w, cfg.NumBlocks, cfg.BlockSize, cfg.Threads),
-		params: layer * float64(c.Layers),
+		cfg:     cfg,
+		runner:  model.NewRunner(w, cfg.NumBlocks, cfg.BlockSize, cfg.Threads),
+		params:  layer * float64(c.Layers),
+		weights: float64(weightBytes(w)),
 	}, nil
 }
 
@@ -95,52 +97,35 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 				}
 			}
 		}
-		e.sampler.Sample(logits, s.Params, e.rngs.rand(s.RNG), s.History, s.NumPrompt, &r.Samples[i])
+		e.sampler.Sample(logits, s.Params, rngOf(s.RNG), s.History, s.NumPrompt, &r.Samples[i])
 	}
 	// Estimates in the spirit of vLLM's MFU counters: matmuls plus
-	// attention; weights read once per step, K/V read per context token.
+	// attention; weights read once per step, and every token reads the K/V
+	// of its whole context (ctx sums those context lengths).
 	kvBytes := float64(w.KVBytesPerToken())
 	r.FLOPs = 2*e.params*float64(b.NumTokens) + 4*float64(w.Layers*w.Heads*w.HeadDim)*ctx
-	r.ReadBytes = float64(e.weightBytes()) + kvBytes*ctx/float64(max(1, b.NumTokens))
+	r.ReadBytes = e.weights + kvBytes*ctx
 	r.WriteBytes = kvBytes * float64(b.NumTokens)
 	return nil
 }
 
-func (e *Executor) weightBytes() int {
-	w := e.runner.W
-	n := len(w.Embed.Data)
-	if w.Output != w.Embed {
-		n += len(w.Output.Data)
-	}
+func weightBytes(w *model.Weights) int {
+	// The output matrix is read whole every step; embeddings only by row.
+	n := len(w.Output.Data)
 	for _, l := range w.Layers {
-		for _, m := range []*[]byte{&l.Q.Data, &l.K.Data, &l.V.Data, &l.O.Data, &l.Gate.Data, &l.Up.Data, &l.Down.Data} {
-			n += len(*m)
+		for _, m := range []*tensor.Matrix{l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down} {
+			n += len(m.Data)
 		}
 	}
 	return n
 }
 
-// rngAdapter lets the sampler draw from an engine.RNG that is not a
-// *rand.Rand without allocating.
-type rngAdapter struct {
-	src     engine.RNG
-	adapted *rand.Rand
-}
-
-func (a *rngAdapter) Uint64() uint64 { return a.src.Uint64() }
-
-func (a *rngAdapter) rand(r engine.RNG) *rand.Rand {
-	if rr, ok := r.(*rand.Rand); ok {
-		return rr
-	}
-	if a.adapted == nil {
-		a.adapted = rand.New(a)
-	}
+// rngOf is the sequence's source, or a fixed one for a batch built without.
+func rngOf(r *rand.Rand) *rand.Rand {
 	if r == nil {
-		r = sampling.NewRNG(0)
+		return sampling.NewRNG(0)
 	}
-	a.src = r
-	return a.adapted
+	return r
 }
 
 var _ engine.Executor = (*Executor)(nil)

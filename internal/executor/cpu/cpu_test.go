@@ -110,3 +110,31 @@ func TestConcurrentEqualsAlone(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestWorkEstimates: the MFU counters' inputs grow as they should: a token
+// deeper in its context reads that much more KV, and a step reads every
+// layer's weights once.
+func TestWorkEstimates(t *testing.T) {
+	w := stories(t)
+	x, err := New(w, Config{NumBlocks: 4, BlockSize: 16, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	step := func(pos int) engine.StepResult {
+		var r engine.StepResult
+		b := &engine.Batch{Seqs: []engine.SeqBatch{{Tokens: []int{5}, Pos: pos, BlockTable: []int{0}}}, NumTokens: 1}
+		if err := x.Execute(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	near, far := step(0), step(10)
+	perToken := float64(w.KVBytesPerToken())
+	if got := far.ReadBytes - near.ReadBytes; got != 10*perToken {
+		t.Errorf("10 more context tokens read %v more bytes, want %v", got, 10*perToken)
+	}
+	if near.ReadBytes < float64(len(w.Output.Data)) || near.FLOPs <= 0 || near.WriteBytes != perToken {
+		t.Errorf("estimates %+v", near)
+	}
+}

@@ -63,17 +63,10 @@ type Executor struct {
 	deadline  time.Time // when the previous simulated step ends
 
 	// Scratch reused by every step, so that Execute allocates nothing.
-	hist     []int   // history rewritten into candidate indices, for penalties
-	local    []int32 // vocabulary id → candidate index, or -1
-	src      rngSource
-	adapted  *rand.Rand // draws from src
+	hist     []int      // history rewritten into candidate indices, for penalties
+	local    []int32    // vocabulary id → candidate index, or -1
 	fallback *rand.Rand // for a sequence that arrives without an RNG
 }
-
-// rngSource lets a sampler draw from an engine.RNG that is not a *rand.Rand.
-type rngSource struct{ r engine.RNG }
-
-func (s *rngSource) Uint64() uint64 { return s.r.Uint64() }
 
 // New builds the executor for cfg.
 func New(cfg Config) (*Executor, error) {
@@ -108,7 +101,6 @@ func New(cfg Config) (*Executor, error) {
 	if e.sleep == nil {
 		e.sleep = time.Sleep
 	}
-	e.adapted = rand.New(&e.src)
 	for i := range e.local {
 		e.local[i] = -1
 	}
@@ -258,15 +250,10 @@ func (e *Executor) localHistory(cands []int32, h []int) []int {
 	return e.hist
 }
 
-// rng returns a *rand.Rand drawing from r without allocating.
-func (e *Executor) rng(r engine.RNG) *rand.Rand {
-	switch r := r.(type) {
-	case *rand.Rand:
-		return r
-	case nil:
+// rng is the sequence's source, or a shared one for a batch built without.
+func (e *Executor) rng(r *rand.Rand) *rand.Rand {
+	if r == nil {
 		return e.fallback
-	default:
-		e.src.r = r
-		return e.adapted
 	}
+	return r
 }
