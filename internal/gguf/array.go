@@ -69,59 +69,32 @@ func decodeArray(t ValueType, p []byte, n int) any {
 	case TypeUint8:
 		return append([]uint8(nil), p...)
 	case TypeInt8:
-		out := make([]int8, n)
-		for i := range out {
-			out[i] = int8(p[i])
-		}
-		return out
+		return decodeEach(p, n, 1, func(b []byte) int8 { return int8(b[0]) })
 	case TypeUint16:
-		out := make([]uint16, n)
-		for i := range out {
-			out[i] = le.Uint16(p[2*i:])
-		}
-		return out
+		return decodeEach(p, n, 2, le.Uint16)
 	case TypeInt16:
-		out := make([]int16, n)
-		for i := range out {
-			out[i] = int16(le.Uint16(p[2*i:]))
-		}
-		return out
+		return decodeEach(p, n, 2, func(b []byte) int16 { return int16(le.Uint16(b)) })
 	case TypeUint32:
-		out := make([]uint32, n)
-		for i := range out {
-			out[i] = le.Uint32(p[4*i:])
-		}
-		return out
+		return decodeEach(p, n, 4, le.Uint32)
 	case TypeInt32:
-		out := make([]int32, n)
-		for i := range out {
-			out[i] = int32(le.Uint32(p[4*i:]))
-		}
-		return out
+		return decodeEach(p, n, 4, func(b []byte) int32 { return int32(le.Uint32(b)) })
 	case TypeFloat32:
-		out := make([]float32, n)
-		for i := range out {
-			out[i] = math.Float32frombits(le.Uint32(p[4*i:]))
-		}
-		return out
+		return decodeEach(p, n, 4, func(b []byte) float32 { return math.Float32frombits(le.Uint32(b)) })
 	case TypeUint64:
-		out := make([]uint64, n)
-		for i := range out {
-			out[i] = le.Uint64(p[8*i:])
-		}
-		return out
+		return decodeEach(p, n, 8, le.Uint64)
 	case TypeInt64:
-		out := make([]int64, n)
-		for i := range out {
-			out[i] = int64(le.Uint64(p[8*i:]))
-		}
-		return out
+		return decodeEach(p, n, 8, func(b []byte) int64 { return int64(le.Uint64(b)) })
 	case TypeFloat64:
-		out := make([]float64, n)
-		for i := range out {
-			out[i] = math.Float64frombits(le.Uint64(p[8*i:]))
-		}
-		return out
+		return decodeEach(p, n, 8, func(b []byte) float64 { return math.Float64frombits(le.Uint64(b)) })
 	}
 	panic("BUG: gguf: decodeArray of a variable-size type")
+}
+
+// decodeEach decodes n values of size bytes each.
+func decodeEach[T any](p []byte, n, size int, decode func([]byte) T) []T {
+	out := make([]T, n)
+	for i := range out {
+		out[i] = decode(p[i*size:])
+	}
+	return out
 }

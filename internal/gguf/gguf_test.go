@@ -179,3 +179,34 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestEveryValueTypeRoundTrips writes a scalar and an array of every type.
+func TestEveryValueTypeRoundTrips(t *testing.T) {
+	values := map[string]any{
+		"u8": uint8(7), "i8": int8(-7), "u16": uint16(700), "i16": int16(-700), "u32": uint32(7e6), "i32": int32(-7e6),
+		"f32": float32(0.5), "u64": uint64(7e12), "i64": int64(-7e12), "f64": 0.25, "b": true, "s": "x",
+		"au8": []uint8{1, 2}, "ai8": []int8{-1, 2}, "au16": []uint16{1, 65535}, "ai16": []int16{-1, 2}, "au32": []uint32{1, 4e9},
+		"ai32": []int32{-1, 2}, "af32": []float32{0.5, -1}, "au64": []uint64{1, 1 << 60}, "ai64": []int64{-1, 1 << 60},
+		"af64": []float64{0.125, -2}, "ab": []bool{true, false}, "as": []string{"a", ""},
+	}
+	w := NewWriter()
+	for k, v := range values {
+		if err := w.AddKV(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range values {
+		kv, _ := f.Get(k)
+		if diff := cmp.Diff(want, kv.Value); diff != "" {
+			t.Errorf("%s: %s", k, diff)
+		}
+	}
+}
