@@ -236,16 +236,7 @@ func (s *bpeScratch) push(m *bpeModel, left, right int32) {
 	if !ok {
 		return
 	}
-	s.heap = append(s.heap, bigram{rank: mg.rank, left: left, leftID: a, rID: b, id: mg.id})
-	h := s.heap
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h[i].less(h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
+	s.heap = heapPush(s.heap, bigram{rank: mg.rank, left: left, leftID: a, rID: b, id: mg.id}, bigram.less)
 }
 
 func (a bigram) less(b bigram) bool {
@@ -254,25 +245,7 @@ func (a bigram) less(b bigram) bool {
 
 // pop removes the lowest-rank, leftmost candidate.
 func (s *bpeScratch) pop() bigram {
-	h := s.heap
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h = h[:n]
-	for i := 0; ; {
-		c := 2*i + 1
-		if c >= n {
-			break
-		}
-		if c+1 < n && h[c+1].less(h[c]) {
-			c++
-		}
-		if !h[c].less(h[i]) {
-			break
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
+	top, h := heapPop(s.heap, bigram.less)
 	s.heap = h
 	return top
 }

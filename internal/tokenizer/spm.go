@@ -67,14 +67,14 @@ func (t *Tokenizer) encodeSPM(out []int, text string, prefix bool) []int {
 		if !ok || !t.attrs[id].has(attrNormal|attrUserDefined) {
 			return
 		}
-		heap = pushSPM(heap, spmBigram{score: t.score(int(id)), left: left, right: right, size: l.n + r.n})
+		heap = heapPush(heap, spmBigram{score: t.score(int(id)), left: left, right: right, size: l.n + r.n}, spmBigram.before)
 	}
 	for i := 1; i < len(syms); i++ {
 		add(int32(i-1), int32(i))
 	}
 	for len(heap) > 0 {
 		var bg spmBigram
-		bg, heap = popSPM(heap)
+		bg, heap = heapPop(heap, spmBigram.before)
 		l, r := &syms[bg.left], &syms[bg.right]
 		if l.n == 0 || r.n == 0 || l.n+r.n != bg.size {
 			continue
@@ -101,41 +101,6 @@ func (t *Tokenizer) encodeSPM(out []int, text string, prefix bool) []int {
 		}
 	}
 	return out
-}
-
-func pushSPM(h []spmBigram, b spmBigram) []spmBigram {
-	h = append(h, b)
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h[i].before(h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	return h
-}
-
-func popSPM(h []spmBigram) (spmBigram, []spmBigram) {
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h = h[:n]
-	for i := 0; ; {
-		c := 2*i + 1
-		if c >= n {
-			break
-		}
-		if c+1 < n && h[c+1].before(h[c]) {
-			c++
-		}
-		if !h[c].before(h[i]) {
-			break
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
-	return top, h
 }
 
 // spmByteTokens finds the token of each byte for the fallback: <0xNN>, or
