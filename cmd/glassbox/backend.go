@@ -64,25 +64,35 @@ func simBackend(f *serveFlags, _ *slog.Logger) (*backend, error) {
 		},
 		peakFLOPs: info.PeakFLOPs, peakBandwidth: info.MemBandwidth,
 	}
-	if b.maxNumBatchedTokens, err = parseCount(f.maxNumBatchedTokens, map[bool]int{true: 8192, false: 2048}[bigGPU]); err != nil {
-		return nil, fmt.Errorf("--max-num-batched-tokens: %w", err)
-	}
-	if b.maxModelLen, err = parseCount(f.maxModelLen, info.MaxModelLen); err != nil {
-		return nil, fmt.Errorf("--max-model-len: %w", err)
-	}
-	if b.kvBytesFlag, err = parseCount(f.kvCacheMemoryBytes, 0); err != nil {
-		return nil, fmt.Errorf("--kv-cache-memory-bytes: %w", err)
+	if err := b.parseLimits(f, map[bool]int{true: 8192, false: 2048}[bigGPU], info.MaxModelLen); err != nil {
+		return nil, err
 	}
 	if f.gpuMemoryUtil <= 0 || f.gpuMemoryUtil > 1 {
 		return nil, fmt.Errorf("--gpu-memory-utilization must be in (0, 1], got %v", f.gpuMemoryUtil)
-	}
-	if f.blockSize < 1 {
-		return nil, fmt.Errorf("--block-size must be at least 1, got %d", f.blockSize)
 	}
 	if b.numBlocks, err = exec.KVCacheBlocks(f.gpuMemoryUtil, int64(b.kvBytesFlag), f.blockSize); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// parseLimits reads the flags both backends size themselves by, with the
+// backend's defaults for the token budget and the context.
+func (b *backend) parseLimits(f *serveFlags, defBatched, defModelLen int) error {
+	var err error
+	if b.maxNumBatchedTokens, err = parseCount(f.maxNumBatchedTokens, defBatched); err != nil {
+		return fmt.Errorf("--max-num-batched-tokens: %w", err)
+	}
+	if b.maxModelLen, err = parseCount(f.maxModelLen, defModelLen); err != nil {
+		return fmt.Errorf("--max-model-len: %w", err)
+	}
+	if b.kvBytesFlag, err = parseCount(f.kvCacheMemoryBytes, 0); err != nil {
+		return fmt.Errorf("--kv-cache-memory-bytes: %w", err)
+	}
+	if f.blockSize < 1 {
+		return fmt.Errorf("--block-size must be at least 1, got %d", f.blockSize)
+	}
+	return nil
 }
 
 // cpuBackend loads a GGUF model for the CPU executor. The file stays
@@ -107,21 +117,12 @@ func cpuBackend(f *serveFlags, log *slog.Logger) (*backend, error) {
 	if tok.VocabSize() > w.Vocab {
 		return nil, fmt.Errorf("load %s: the tokenizer has %d tokens but the model only %d embeddings", path, tok.VocabSize(), w.Vocab)
 	}
-	if f.blockSize < 1 {
-		return nil, fmt.Errorf("--block-size must be at least 1, got %d", f.blockSize)
-	}
 	b := &backend{
 		model: cpuModel{tok}, eos: tok.EOG(), name: f.model, cacheDtype: "float32", maxNumSeqs: 64,
 		executorInfo: map[string]string{"executor": "cpu", "hardware": "cpu", "model": w.Arch, "tensor_parallel_size": "1"},
 	}
-	if b.maxNumBatchedTokens, err = parseCount(f.maxNumBatchedTokens, 2048); err != nil {
-		return nil, fmt.Errorf("--max-num-batched-tokens: %w", err)
-	}
-	if b.maxModelLen, err = parseCount(f.maxModelLen, w.ContextLen); err != nil {
-		return nil, fmt.Errorf("--max-model-len: %w", err)
-	}
-	if b.kvBytesFlag, err = parseCount(f.kvCacheMemoryBytes, 0); err != nil {
-		return nil, fmt.Errorf("--kv-cache-memory-bytes: %w", err)
+	if err := b.parseLimits(f, 2048, w.ContextLen); err != nil {
+		return nil, err
 	}
 	maxSeqs := f.maxNumSeqs
 	if maxSeqs == 0 {

@@ -119,3 +119,26 @@ func TestModelBench(t *testing.T) {
 		t.Errorf("results %+v", res)
 	}
 }
+
+// TestServeRejectsBadSizes: both backends refuse unusable sizes with the
+// flag's name, before listening.
+func TestServeRejectsBadSizes(t *testing.T) {
+	stories := storiesPath(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--max-num-batched-tokens", "lots"}, "--max-num-batched-tokens"},
+		{[]string{"--max-model-len", "-3"}, "--max-model-len"},
+		{[]string{"--block-size", "0"}, "--block-size"},
+		{[]string{"--gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization"},
+		{[]string{"--model", stories, "--kv-cache-memory-bytes", "1k"}, "--kv-cache-memory-bytes"},
+		{[]string{"--model", stories, "--block-size", "0"}, "--block-size"},
+		{[]string{"--model", filepath.Join(t.TempDir(), "missing.gguf")}, "missing.gguf"},
+	} {
+		_, err := startServe(context.Background(), append([]string{"--host", "127.0.0.1", "--port", "0"}, c.args...), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error naming %s", c.args, err, c.want)
+		}
+	}
+}
