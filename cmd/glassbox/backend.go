@@ -97,7 +97,7 @@ func (b *backend) parseLimits(f *serveFlags, defBatched, defModelLen int) error 
 
 // cpuBackend loads a GGUF model for the CPU executor. The file stays
 // mapped for the life of the process.
-func cpuBackend(f *serveFlags, log *slog.Logger) (*backend, error) {
+func cpuBackend(f *serveFlags, log *slog.Logger) (b *backend, err error) {
 	path, err := resolveModel(f.model, os.Stderr)
 	if err != nil {
 		return nil, err
@@ -106,6 +106,11 @@ func cpuBackend(f *serveFlags, log *slog.Logger) (*backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			gf.Close() // a model that failed to load releases its mapping
+		}
+	}()
 	w, err := model.Load(gf)
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", path, err)
@@ -117,7 +122,7 @@ func cpuBackend(f *serveFlags, log *slog.Logger) (*backend, error) {
 	if tok.VocabSize() > w.Vocab {
 		return nil, fmt.Errorf("load %s: the tokenizer has %d tokens but the model only %d embeddings", path, tok.VocabSize(), w.Vocab)
 	}
-	b := &backend{
+	b = &backend{
 		model: cpuModel{tok}, eos: tok.EOG(), name: f.model, cacheDtype: "float32", maxNumSeqs: 64,
 		executorInfo: map[string]string{"executor": "cpu", "hardware": "cpu", "model": w.Arch, "tensor_parallel_size": "1"},
 	}
