@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -34,6 +36,7 @@ func runModelBench(args []string, stdout, stderr io.Writer) error {
 	reps := fs.Int("r", 3, "repetitions")
 	threads := fs.Int("t", runtime.NumCPU(), "threads")
 	asJSON := fs.Bool("json", false, "print JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the measured runs to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -48,6 +51,17 @@ func runModelBench(args []string, stdout, stderr io.Writer) error {
 	w, err := model.Load(f)
 	if err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	const bs = 16
 	blocks := (*p + *n + bs) / bs

@@ -230,11 +230,16 @@ func (r *Runner) attendOne(l int, seqs []Seq, t, head int, scores []float32) []f
 	p := r.pos[t]
 	scores = resize(scores, p+1)
 	scale := float32(1 / math.Sqrt(float64(d)))
-	maxv := float32(math.Inf(-1))
 	K, V := r.KV.k[l], r.KV.v[l]
-	for j := 0; j <= p; j++ {
-		off := r.KV.slot(table, j) + kvHead*d
-		s := dot(q, K[off:off+d]) * scale
+	bs, kvd := r.KV.BlockSize, r.KV.kvDim
+	// Block by block: the keys (values) of one block lie kvDim apart.
+	for j := 0; j <= p; j += bs {
+		off := table[j/bs]*bs*kvd + kvHead*d
+		tensor.Dots(scores[j:min(j+bs, p+1)], q, K[off:], kvd)
+	}
+	maxv := float32(math.Inf(-1))
+	for j, s := range scores {
+		s *= scale
 		scores[j] = s
 		maxv = max(maxv, s)
 	}
@@ -245,14 +250,14 @@ func (r *Runner) attendOne(l int, seqs []Seq, t, head int, scores []float32) []f
 		sum += float64(e)
 	}
 	inv := float32(1 / sum)
+	for j := range scores {
+		scores[j] *= inv
+	}
 	out := r.att[t*qd+head*d : t*qd+(head+1)*d]
 	clear(out)
-	for j, w := range scores {
-		w *= inv
-		off := r.KV.slot(table, j) + kvHead*d
-		for i, vv := range V[off : off+d] {
-			out[i] += w * vv
-		}
+	for j := 0; j <= p; j += bs {
+		off := table[j/bs]*bs*kvd + kvHead*d
+		tensor.AddWeighted(out, scores[j:min(j+bs, p+1)], V[off:], kvd)
 	}
 	return scores
 }
@@ -325,14 +330,6 @@ func add(x, y []float32) {
 	for i := range x {
 		x[i] += y[i]
 	}
-}
-
-func dot(a, b []float32) float32 {
-	var s float32
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
 }
 
 func resize[T any](s []T, n int) []T {

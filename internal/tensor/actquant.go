@@ -22,13 +22,20 @@ type Q8 struct {
 	// give exact Σ w·a in one VPDPBUSD.
 	VNNI []byte
 	off  int32
+	// KTile (Q8_K, filled when tokens != 0) is the layout of the VNNI
+	// K-quant kernels: tokens in tiles of four (the remainder one by
+	// one), each tile's super-blocks in order, each super-block holding
+	// the tile's quants, then its scales, then its block sums, so that
+	// one pointer walks every token of the tile.
+	KTile  []byte
+	tokens int
 }
 
 // QuantizeQ8_0 quantises x (a multiple of 32 long) into q, reusing its
 // buffers: d = amax/127 rounded to fp16, q = round-half-even(x·127/amax),
 // as ggml's x86 path.
 func QuantizeQ8_0(x []float32, q *Q8) {
-	q.off = 0
+	q.off, q.tokens = 0, 0
 	q.prepare(len(x), 32)
 	q.quantize(x, 0, len(x)/32)
 }
@@ -38,7 +45,7 @@ func QuantizeQ8_0(x []float32, q *Q8) {
 // (sign kept), iscale = -127/max, q = round-half-even(iscale·x) capped at
 // 127, d = 1/iscale; and the sums of each 16 quants.
 func QuantizeQ8_K(x []float32, q *Q8) {
-	q.off = 0
+	q.off, q.tokens = 0, 0
 	q.prepare(len(x), 256)
 	q.quantize(x, 0, len(x)/256)
 }
@@ -54,6 +61,30 @@ func (q *Q8) prepare(n, block int) {
 	if q.off != 0 {
 		q.VNNI = resize(q.VNNI, n*2)
 	}
+	if q.tokens != 0 {
+		q.KTile = resize(q.KTile, n/256*kTileBytes)
+	}
+}
+
+// kTileBytes is one token's super-block in KTile: 256 quants, a float32
+// scale and sixteen int16 block sums.
+const kTileBytes = 256 + 4 + 32
+
+// kTile returns where super-block b (of all tokens' blocks in order) puts
+// its quants, scale and sums in KTile.
+func (q *Q8) kTile(b int) (qs, d, bs []byte) {
+	nb := len(q.D) / q.tokens
+	tok, bi := b/nb, b%nb
+	first, T := tok&^3, 4
+	if first+4 > q.tokens {
+		first, T = tok, 1
+	}
+	t := tok - first
+	base := (first*nb + bi*T) * kTileBytes
+	qs = q.KTile[base+256*t : base+256*t+256]
+	d = q.KTile[base+256*T+4*t : base+256*T+4*t+4]
+	bs = q.KTile[base+260*T+32*t : base+260*T+32*t+32]
+	return qs, d, bs
 }
 
 // quantize fills blocks [lo, hi) of q from x; blocks are independent, so
@@ -119,6 +150,16 @@ func quantQ8_KBlocks(x []float32, q *Q8, lo, hi int) {
 				s += int16(v)
 			}
 			q.BSums[g] = s
+		}
+		if q.tokens != 0 {
+			tq, td, tbs := q.kTile(b)
+			for j, v := range qs {
+				tq[j] = byte(v)
+			}
+			binary.LittleEndian.PutUint32(td, math.Float32bits(q.D[b]))
+			for g := range 16 {
+				binary.LittleEndian.PutUint16(tbs[2*g:], uint16(q.BSums[b*16+g]))
+			}
 		}
 	}
 }

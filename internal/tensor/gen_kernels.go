@@ -254,6 +254,15 @@ func main() {
 	}
 	w.WriteString(floatKernels)
 	w.WriteString(kquantKernels)
+	for i := range 8 {
+		c := uint64(2 * i)
+		lo, hi := c*0x0001000100010001, (c+1)*0x0001000100010001
+		data(&w, fmt.Sprintf("q6kperm%d", i), [4]uint64{lo, lo, hi, hi})
+	}
+	for _, tokens := range []int{1, 4} {
+		q4kTile(&w, tokens)
+		q6kTile(&w, tokens)
+	}
 	out := strings.ReplaceAll(w.String(), "\n\n\n", "\n\n")
 	if err := os.WriteFile("kernels_amd64.s", []byte(out), 0o644); err != nil {
 		log.Fatal(err)
@@ -331,6 +340,85 @@ f16loop:
 	VPSHUFD $0xB1, X0, X4
 	VADDSS X4, X0, X0
 	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dotsF32AVX2(q, k *float32, kstride, n, d int, out *float32)
+// out[i] = q·k[i·kstride bytes …] over d floats (d a positive multiple of
+// 16), for i < n: attention's scores against a block of keys.
+TEXT ·dotsF32AVX2(SB), NOSPLIT, $0-48
+	MOVQ q+0(FP), SI
+	MOVQ k+8(FP), DI
+	MOVQ kstride+16(FP), R10
+	MOVQ n+24(FP), R11
+	MOVQ d+32(FP), R12
+	MOVQ out+40(FP), R9
+	SHRQ $4, R12
+dotsrow:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ R12, CX
+dotsloop:
+	VMOVUPS (AX), Y2
+	VMOVUPS 32(AX), Y3
+	VFMADD231PS (BX), Y2, Y0
+	VFMADD231PS 32(BX), Y3, Y1
+	ADDQ $64, AX
+	ADDQ $64, BX
+	DECQ CX
+	JNZ dotsloop
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X4
+	VADDPS X4, X0, X0
+	VPSHUFD $0x4E, X0, X4
+	VADDPS X4, X0, X0
+	VPSHUFD $0xB1, X0, X4
+	VADDSS X4, X0, X0
+	VMOVSS X0, (R9)
+	ADDQ $4, R9
+	ADDQ R10, DI
+	DECQ R11
+	JNZ dotsrow
+	VZEROUPPER
+	RET
+
+// func axpyRowsAVX2(w, v *float32, vstride, n, d int, out *float32)
+// out[0:d] += Σ_{i<n} w[i]·v[i·vstride bytes …] (d a positive multiple of
+// 32, n ≥ 1): attention's weighted sum of a block of values.
+TEXT ·axpyRowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ v+8(FP), DI
+	MOVQ vstride+16(FP), R10
+	MOVQ d+32(FP), R12
+	MOVQ out+40(FP), R9
+	SHRQ $5, R12
+axpychunk:
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	VMOVUPS 64(R9), Y2
+	VMOVUPS 96(R9), Y3
+	MOVQ w+0(FP), SI
+	MOVQ DI, BX
+	MOVQ n+24(FP), CX
+axpyrow:
+	VBROADCASTSS (SI), Y4
+	VFMADD231PS (BX), Y4, Y0
+	VFMADD231PS 32(BX), Y4, Y1
+	VFMADD231PS 64(BX), Y4, Y2
+	VFMADD231PS 96(BX), Y4, Y3
+	ADDQ $4, SI
+	ADDQ R10, BX
+	DECQ CX
+	JNZ axpyrow
+	VMOVUPS Y0, (R9)
+	VMOVUPS Y1, 32(R9)
+	VMOVUPS Y2, 64(R9)
+	VMOVUPS Y3, 96(R9)
+	ADDQ $128, R9
+	ADDQ $128, DI
+	DECQ R12
+	JNZ axpychunk
 	VZEROUPPER
 	RET
 
@@ -511,3 +599,212 @@ q6kblock:
 `)
 	return w.String()
 }()
+
+// kTileBytes is what one Q8_K super-block of one token takes in the tiled
+// activation layout of the VNNI K-quant kernels (Q8.KTile): for a tile of
+// T tokens, T·256 quants, then T float scales, then T·16 int16 block sums.
+const kTileBytes = 256 + 4 + 32
+
+// q4kTile emits q4kRows<T>VNNI(w *byte, rowBytes, nrows int, a *byte, nb
+// int, out *float32, ostride int): Q4_K rows against a tile of T tokens'
+// Q8_K activations (ostride in bytes). Each super-block's scales and
+// quants are unpacked once for all T tokens; per 32 quants and token one
+// VPMADDUBSW and one VPDPWSSD with the sub-block scale broadcast from the
+// stack. The minimums and the float steps follow dotQ4K's order.
+func q4kTile(w *bytes.Buffer, T int) {
+	name := fmt.Sprintf("q4kRows%dVNNI", T)
+	fmt.Fprintf(w, "// func %s(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $32-56\n", name)
+	fmt.Fprintf(w, `	MOVQ w+0(FP), SI
+	MOVQ rowBytes+8(FP), R10
+	MOVQ nrows+16(FP), R11
+	MOVQ out+40(FP), R9
+	MOVQ ostride+48(FP), R8
+	LEAQ (R8)(R8*2), DI
+	VMOVDQU nib<>(SB), Y15
+%[1]srow:
+`, name)
+	for t := range T {
+		fmt.Fprintf(w, "\tVXORPS X%[1]d, X%[1]d, X%[1]d\n", 4+t)
+	}
+	fmt.Fprintf(w, `	MOVQ SI, R12
+	MOVQ a+24(FP), BX
+	MOVQ nb+32(FP), R13
+%[1]sblock:
+	MOVL 4(R12), AX
+	MOVL 8(R12), CX
+	MOVL 12(R12), DX
+	MOVL CX, R14
+	SHRL $6, R14
+	ANDL $0x03030303, R14
+	SHLL $4, R14
+	ANDL $0x3f3f3f3f, CX
+	VMOVD CX, X8
+	MOVL DX, CX
+	SHRL $4, CX
+	ANDL $0x0f0f0f0f, CX
+	ORL R14, CX
+	VPINSRD $1, CX, X8, X8
+	MOVL AX, R14
+	SHRL $6, R14
+	ANDL $0x03030303, R14
+	SHLL $4, R14
+	ANDL $0x0f0f0f0f, DX
+	ORL R14, DX
+	ANDL $0x3f3f3f3f, AX
+	VMOVD AX, X9
+	VPINSRD $1, DX, X9, X9
+	VPMOVZXBW X9, X9
+	VPUNPCKLWD X9, X9, X10
+	VMOVDQU X10, 0(SP)
+	VPUNPCKHWD X9, X9, X10
+	VMOVDQU X10, 16(SP)
+	VPMOVZXBW X8, X8
+	VPUNPCKLWD X8, X8, X9
+	VPUNPCKHWD X8, X8, X10
+	VINSERTI128 $1, X10, Y9, Y14
+	MOVL (R12), AX
+	VMOVD AX, X13
+	VCVTPH2PS X13, X13
+`, name)
+	// One token alone gets four accumulators (Y0–Y3, one per 64 quants)
+	// so that the VPDPWSSD chains overlap; a tile has one per token.
+	accs := T
+	if T == 1 {
+		accs = 4
+	}
+	for t := range accs {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", t)
+	}
+	for k := range 4 {
+		fmt.Fprintf(w, "\tVMOVDQU %d(R12), Y11\n\tVPSRLW $4, Y11, Y12\n\tVPAND Y15, Y11, Y11\n\tVPAND Y15, Y12, Y12\n", 16+32*k)
+		for t := range T {
+			acc := t
+			if T == 1 {
+				acc = k
+			}
+			fmt.Fprintf(w, "\tVPMADDUBSW %d(BX), Y11, Y8\n\tVPDPWSSD.BCST %d(SP), Y8, Y%d\n", 256*t+64*k, 8*k, acc)
+			fmt.Fprintf(w, "\tVPMADDUBSW %d(BX), Y12, Y8\n\tVPDPWSSD.BCST %d(SP), Y8, Y%d\n", 256*t+64*k+32, 8*k+4, acc)
+		}
+	}
+	if T == 1 {
+		w.WriteString("\tVPADDD Y1, Y0, Y0\n\tVPADDD Y3, Y2, Y2\n\tVPADDD Y2, Y0, Y0\n")
+	}
+	for t := range T {
+		fmt.Fprintf(w, `	VEXTRACTI128 $1, Y%[1]d, X9
+	VPADDD X9, X%[1]d, X%[1]d
+	VPMADDWD %[2]d(BX), Y14, Y10
+	VEXTRACTI128 $1, Y10, X9
+	VPADDD X9, X10, X10
+	VPHADDD X10, X%[1]d, X10
+	VPHADDD X10, X10, X10
+	VCVTDQ2PS X10, X10
+	VBROADCASTSS %[3]d(BX), X9
+	VMULPS X9, X13, X9
+	VMULPS X9, X10, X10
+	VADDSS X10, X%[4]d, X%[4]d
+	VMOVSHDUP X10, X10
+	VSUBSS X10, X%[4]d, X%[4]d
+`, t, 256*T+4*T+32*t, 256*T+4*t, 4+t)
+	}
+	fmt.Fprintf(w, "\tADDQ $144, R12\n\tADDQ $%d, BX\n\tDECQ R13\n\tJNZ %sblock\n", kTileBytes*T, name)
+	for t := range T {
+		addr := []string{"(R9)", "(R9)(R8*1)", "(R9)(R8*2)", "(R9)(DI*1)"}[t]
+		fmt.Fprintf(w, "\tVMOVSS X%d, %s\n", 4+t, addr)
+	}
+	fmt.Fprintf(w, "\tADDQ $4, R9\n\tADDQ R10, SI\n\tDECQ R11\n\tJNZ %srow\n\tVZEROUPPER\n\tRET\n\n", name)
+}
+
+// q6kTile emits q6kRows<T>VNNI, q4kTile's counterpart for Q6_K: per
+// super-block the sixteen int8 scales are widened once and spread by
+// VPERMW into eight vectors (Y24–Y31, two 16-quant groups each); the
+// 6-bit quants are assembled once per 32 for all T tokens; the −32 offset
+// comes from the block sums, as in dotQ6K.
+func q6kTile(w *bytes.Buffer, T int) {
+	name := fmt.Sprintf("q6kRows%dVNNI", T)
+	fmt.Fprintf(w, "// func %s(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-56\n", name)
+	fmt.Fprintf(w, `	MOVQ w+0(FP), SI
+	MOVQ rowBytes+8(FP), R10
+	MOVQ nrows+16(FP), R11
+	MOVQ out+40(FP), R9
+	MOVQ ostride+48(FP), R8
+	LEAQ (R8)(R8*2), DI
+	VMOVDQU nib<>(SB), Y14
+	VMOVDQU m30<>(SB), Y13
+`)
+	for c := range 8 {
+		fmt.Fprintf(w, "\tVMOVDQU64 q6kperm%d<>(SB), Y%d\n", c, 16+c)
+	}
+	fmt.Fprintf(w, "%srow:\n", name)
+	for t := range T {
+		fmt.Fprintf(w, "\tVXORPS X%[1]d, X%[1]d, X%[1]d\n", 4+t)
+	}
+	fmt.Fprintf(w, "\tMOVQ SI, R12\n\tMOVQ a+24(FP), BX\n\tMOVQ nb+32(FP), R13\n%sblock:\n\tVPMOVSXBW 192(R12), Y15\n", name)
+	for c := range 8 {
+		fmt.Fprintf(w, "\tVPERMW Y15, Y%d, Y%d\n", 16+c, 24+c)
+	}
+	accs := T
+	if T == 1 {
+		accs = 4
+	}
+	for t := range accs {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", t)
+	}
+	for n := range 2 {
+		fmt.Fprintf(w, "\tVMOVDQU %d(R12), Y9\n\tVMOVDQU %d(R12), Y10\n\tVMOVDQU %d(R12), Y11\n", 64*n, 64*n+32, 128+32*n)
+		for k := range 4 {
+			src := []string{"Y9", "Y10", "Y9", "Y10"}[k]
+			if k < 2 {
+				fmt.Fprintf(w, "\tVPAND Y14, %s, Y12\n", src)
+			} else {
+				fmt.Fprintf(w, "\tVPSRLW $4, %s, Y12\n\tVPAND Y14, Y12, Y12\n", src)
+			}
+			switch k {
+			case 0:
+				w.WriteString("\tVPSLLW $4, Y11, Y8\n")
+			case 1:
+				w.WriteString("\tVPSLLW $2, Y11, Y8\n")
+			case 2:
+				w.WriteString("\tVMOVDQA Y11, Y8\n")
+			case 3:
+				w.WriteString("\tVPSRLW $2, Y11, Y8\n")
+			}
+			w.WriteString("\tVPAND Y13, Y8, Y8\n\tVPOR Y8, Y12, Y12\n")
+			c := 4*n + k
+			for t := range T {
+				acc := t
+				if T == 1 {
+					acc = c % 4
+				}
+				fmt.Fprintf(w, "\tVPMADDUBSW %d(BX), Y12, Y8\n\tVPDPWSSD Y%d, Y8, Y%d\n", 256*t+32*c, 24+c, acc)
+			}
+		}
+	}
+	if T == 1 {
+		w.WriteString("\tVPADDD Y1, Y0, Y0\n\tVPADDD Y3, Y2, Y2\n\tVPADDD Y2, Y0, Y0\n")
+	}
+	fmt.Fprintf(w, "\tMOVWLZX 208(R12), AX\n\tVMOVD AX, X12\n\tVCVTPH2PS X12, X12\n")
+	for t := range T {
+		fmt.Fprintf(w, `	VPMADDWD %[2]d(BX), Y15, Y8
+	VPSLLD $5, Y8, Y8
+	VPSUBD Y8, Y%[1]d, Y%[1]d
+	VEXTRACTI128 $1, Y%[1]d, X9
+	VPADDD X9, X%[1]d, X%[1]d
+	VPSHUFD $0x4E, X%[1]d, X9
+	VPADDD X9, X%[1]d, X%[1]d
+	VPSHUFD $0xB1, X%[1]d, X9
+	VPADDD X9, X%[1]d, X%[1]d
+	VCVTDQ2PS X%[1]d, X%[1]d
+	VMULSS %[3]d(BX), X12, X9
+	VMULSS X9, X%[1]d, X%[1]d
+	VADDSS X%[1]d, X%[4]d, X%[4]d
+`, t, 256*T+4*T+32*t, 256*T+4*t, 4+t)
+	}
+	fmt.Fprintf(w, "\tADDQ $210, R12\n\tADDQ $%d, BX\n\tDECQ R13\n\tJNZ %sblock\n", kTileBytes*T, name)
+	for t := range T {
+		addr := []string{"(R9)", "(R9)(R8*1)", "(R9)(R8*2)", "(R9)(DI*1)"}[t]
+		fmt.Fprintf(w, "\tVMOVSS X%d, %s\n", 4+t, addr)
+	}
+	fmt.Fprintf(w, "\tADDQ $4, R9\n\tADDQ R10, SI\n\tDECQ R11\n\tJNZ %srow\n\tVZEROUPPER\n\tRET\n\n", name)
+}

@@ -38,6 +38,10 @@ func q50Rows4AVX2(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32
 func q50Rows1VNNI(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
 func q50Rows4VNNI(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
 
+func q4kRows1VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
+func q4kRows4VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
+func q6kRows1VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
+func q6kRows4VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
 func q4kRows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
 func q6kRows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
 
@@ -105,6 +109,14 @@ func kRowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n 
 	if k == isaGeneric || nrows == 0 {
 		return k != isaGeneric && (t == gguf.Q4_K || t == gguf.Q6_K)
 	}
+	if k == isaVNNI && t == gguf.Q4_K {
+		kTileRows(q4kRows1VNNI, q4kRows4VNNI, w, rowBytes, nrows, t.BlockBytes(), q, n, out, ostride)
+		return true
+	}
+	if k == isaVNNI && t == gguf.Q6_K {
+		kTileRows(q6kRows1VNNI, q6kRows4VNNI, w, rowBytes, nrows, t.BlockBytes(), q, n, out, ostride)
+		return true
+	}
 	f := q4kRows1AVX2
 	switch t {
 	case gguf.Q4_K:
@@ -142,4 +154,43 @@ func dotF16Asm(k isa, w []uint16, x []float32) (float32, int) {
 	}
 	_ = x[n-1]
 	return dotF16AVX2(&w[0], &x[0], n), n
+}
+
+func dotsF32AVX2(q, k *float32, kstride, n, d int, out *float32)
+func axpyRowsAVX2(w, v *float32, vstride, n, d int, out *float32)
+
+// dotsAsm and axpyAsm run Dots and AddWeighted (bounds checked by them)
+// when the head size suits the kernels.
+func dotsAsm(k isa, out, q, keys []float32, stride int) bool {
+	if k == isaGeneric || len(q)%16 != 0 {
+		return false
+	}
+	dotsF32AVX2(&q[0], &keys[0], stride*4, len(out), len(q), &out[0])
+	return true
+}
+
+func axpyAsm(k isa, out, w, v []float32, stride int) bool {
+	if k == isaGeneric || len(out)%32 != 0 {
+		return false
+	}
+	axpyRowsAVX2(&w[0], &v[0], stride*4, len(w), len(out), &out[0])
+	return true
+}
+
+type kTileFunc = func(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
+
+// kTileRows runs a VNNI K-quant kernel over the tiles of q.KTile: four
+// tokens per pass over the weight rows, then the remainder one by one.
+func kTileRows(r1, r4 kTileFunc, w []byte, rowBytes, nrows, blockBytes int, q *Q8, n int, out []float32, ostride int) {
+	nb := len(q.D) / n
+	_ = w[(nrows-1)*rowBytes+nb*blockBytes-1]
+	_ = out[(n-1)*ostride+nrows-1]
+	_ = q.KTile[n*nb*kTileBytes-1]
+	tok := 0
+	for ; tok+4 <= n; tok += 4 {
+		r4(&w[0], rowBytes, nrows, &q.KTile[tok*nb*kTileBytes], nb, &out[tok*ostride], ostride*4)
+	}
+	for ; tok < n; tok++ {
+		r1(&w[0], rowBytes, nrows, &q.KTile[tok*nb*kTileBytes], nb, &out[tok*ostride], ostride*4)
+	}
 }

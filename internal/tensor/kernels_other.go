@@ -13,3 +13,7 @@ func kRowsAsm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) 
 func dotF32Asm(isa, []float32, []float32) (float32, int) { return 0, 0 }
 
 func dotF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
+
+func dotsAsm(isa, []float32, []float32, []float32, int) bool { return false }
+
+func axpyAsm(isa, []float32, []float32, []float32, int) bool { return false }

@@ -75,8 +75,8 @@ type quantTask struct {
 
 func (t *quantTask) Run(_, lo, hi int) { t.q.quantize(t.x, lo, hi) }
 
-func (s *Scratch) quantize(x []float32, block int, off int32, p *Pool) {
-	s.q.off = off
+func (s *Scratch) quantize(x []float32, block int, off int32, tokens int, p *Pool) {
+	s.q.off, s.q.tokens = off, tokens
 	s.q.prepare(len(x), block)
 	s.quant = quantTask{x: x, q: &s.q}
 	p.Run(&s.quant, len(x)/block, max(1, 8192/block))
@@ -142,9 +142,13 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 		}
 		x = s.act
 	case gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0:
-		s.quantize(x, 32, vnniOffset(m.isa, m.Type), p)
+		s.quantize(x, 32, vnniOffset(m.isa, m.Type), 0, p)
 	case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
-		s.quantize(x, 256, 0, p)
+		tiled := 0
+		if m.isa == isaVNNI && m.Type != gguf.Q5_K {
+			tiled = n
+		}
+		s.quantize(x, 256, 0, tiled, p)
 	}
 	for len(s.rows) < p.Size() {
 		s.rows = append(s.rows, nil)
