@@ -95,14 +95,18 @@ func (b *backend) parseLimits(f *serveFlags, defBatched, defModelLen int) error 
 	return nil
 }
 
-// cpuBackend loads a GGUF model for the CPU executor. The file stays
-// mapped for the life of the process.
+// cpuBackend loads a GGUF model for the CPU executor: read into memory, or
+// with --mmap mapped, for the life of the process.
 func cpuBackend(f *serveFlags, log *slog.Logger) (b *backend, err error) {
 	path, err := resolveModel(f.model, os.Stderr)
 	if err != nil {
 		return nil, err
 	}
-	gf, err := gguf.Open(path)
+	open := gguf.ReadInMemory
+	if f.mmap {
+		open = gguf.Open
+	}
+	gf, err := open(path)
 	if err != nil {
 		return nil, err
 	}

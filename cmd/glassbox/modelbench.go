@@ -36,6 +36,7 @@ func runModelBench(args []string, stdout, stderr io.Writer) error {
 	reps := fs.Int("r", 3, "repetitions")
 	threads := fs.Int("t", runtime.NumCPU(), "threads")
 	asJSON := fs.Bool("json", false, "print JSON")
+	mmap := fs.Bool("mmap", false, "map the file instead of reading it into (huge-page) memory, as serve --mmap")
 	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the measured runs to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -43,7 +44,11 @@ func runModelBench(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 1 || *reps < 1 || *p < 0 || *n < 0 {
 		return errors.New("model bench: give one GGUF file (and -r >= 1)")
 	}
-	f, err := gguf.Open(fs.Arg(0))
+	open := gguf.ReadInMemory
+	if *mmap {
+		open = gguf.Open
+	}
+	f, err := open(fs.Arg(0))
 	if err != nil {
 		return err
 	}

@@ -210,3 +210,40 @@ func TestEveryValueTypeRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// TestReadInMemory checks that the in-memory load sees the same file as the
+// mapping, and that a missing or corrupt file is an error for both.
+func TestReadInMemory(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.gguf")
+	if err := os.WriteFile(path, sample(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := ReadInMemory(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if len(a.Tensors) != len(b.Tensors) || len(a.Tensors) == 0 {
+		t.Fatalf("tensors: mapped %d, in memory %d", len(a.Tensors), len(b.Tensors))
+	}
+	for i := range a.Tensors {
+		if !bytes.Equal(a.TensorData(&a.Tensors[i]), b.TensorData(&b.Tensors[i])) {
+			t.Errorf("tensor %s differs", a.Tensors[i].Name)
+		}
+	}
+	if _, err := ReadInMemory(filepath.Join(dir, "missing.gguf")); err == nil {
+		t.Error("missing file: no error")
+	}
+	if err := os.WriteFile(path, []byte("GGUF\x03\x00"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadInMemory(path); err == nil {
+		t.Error("truncated file: no error")
+	}
+}

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -84,7 +86,7 @@ func (s isa) decode(w *bytes.Buffer, f format) {
 // precomputed -off·Σa lanes, stored 32 bytes after its quants.
 func (s isa) dot(w *bytes.Buffer, act string) {
 	if s.vnni {
-		fmt.Fprintf(w, "\tVMOVDQU 32%s, Y4\n\tVPDPBUSD %s, Y1, Y4\n", act, act)
+		fmt.Fprintf(w, "\tVMOVDQU %s, Y4\n\tVPDPBUSD %s, Y1, Y4\n", shiftAddr(act, 32), act)
 		return
 	}
 	fmt.Fprintf(w, "\tVMOVDQU %s, Y4\n\tVPSIGNB Y1, Y4, Y4\n\tVPMADDUBSW Y4, Y3, Y4\n\tVPMADDWD Y15, Y4, Y4\n", act)
@@ -129,10 +131,14 @@ func reduce(w *bytes.Buffer, acc string) {
 }
 
 // rows1 emits func <f><isa>Rows1(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32):
-// out[r] = Σ_b dw(r,b)·d[b]·Σ_j w(r,b,j)·a[32b+j] for r < nrows.
+// out[r] = Σ_b dw(r,b)·d[b]·Σ_j w(r,b,j)·a[32b+j] for r < nrows. The
+// loop takes two blocks per pass (then an odd one): decode is bound by
+// instructions per block, not by the order of the adds, which stays
+// block by block.
 func rows1(w *bytes.Buffer, f format, s isa) {
-	fmt.Fprintf(w, "// func %sRows1%s(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)\n", f.name, s.name)
-	fmt.Fprintf(w, "TEXT ·%sRows1%s(SB), NOSPLIT, $0-56\n", f.name, s.name)
+	name := fmt.Sprintf("%sRows1%s", f.name, s.name)
+	fmt.Fprintf(w, "// func %s(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-56\n", name)
 	fmt.Fprintf(w, `	MOVQ w+0(FP), SI
 	MOVQ rowBytes+8(FP), R10
 	MOVQ nrows+16(FP), R11
@@ -142,26 +148,46 @@ func rows1(w *bytes.Buffer, f format, s isa) {
 	MOVQ out+48(FP), R9
 `)
 	constants(w, f, s)
-	fmt.Fprintf(w, "row1:\n\tVXORPS Y0, Y0, Y0\n\tMOVQ SI, R12\n\tMOVQ DI, BX\n\tMOVQ R8, DX\n\tMOVQ CX, R13\nblock1:\n")
-	s.decode(w, f)
-	fmt.Fprintf(w, `	MOVWLZX (R12), AX
-	VMOVD AX, X2
-	VCVTPH2PS X2, X2
-	VMULSS (DX), X2, X2
-	VBROADCASTSS X2, Y2
-`)
-	s.dot(w, "(BX)")
-	fmt.Fprintf(w, `	VCVTDQ2PS Y4, Y4
-	VMULPS Y2, Y4, Y4
-	VADDPS Y4, Y0, Y0
-	ADDQ $%d, R12
-	ADDQ $%d, BX
-	ADDQ $4, DX
-	DECQ R13
-	JNZ block1
-`, f.bytes, s.actStep())
+	fmt.Fprintf(w, "%[1]srow:\n\tVXORPS Y0, Y0, Y0\n\tMOVQ SI, R12\n\tMOVQ DI, BX\n\tMOVQ R8, DX\n\tMOVQ CX, R13\n\tSHRQ $1, R13\n\tJZ %[1]sodd\n%[1]sblock:\n", name)
+	block := func(i int) {
+		var dec bytes.Buffer
+		s.decode(&dec, f)
+		w.WriteString(shiftR12(dec.String(), i*f.bytes))
+		fmt.Fprintf(w, "\tVPBROADCASTW %d(R12), X2\n\tVCVTPH2PS X2, Y2\n", i*f.bytes)
+		if s.vnni {
+			fmt.Fprintf(w, "\tVMULPS.BCST %d(DX), Y2, Y2\n", 4*i)
+		} else {
+			fmt.Fprintf(w, "\tVBROADCASTSS %d(DX), Y9\n\tVMULPS Y9, Y2, Y2\n", 4*i)
+		}
+		s.dot(w, fmt.Sprintf("%d(BX)", i*s.actStep()))
+		w.WriteString("\tVCVTDQ2PS Y4, Y4\n\tVMULPS Y2, Y4, Y4\n\tVADDPS Y4, Y0, Y0\n")
+	}
+	block(0)
+	block(1)
+	fmt.Fprintf(w, "\tADDQ $%d, R12\n\tADDQ $%d, BX\n\tADDQ $8, DX\n\tDECQ R13\n\tJNZ %sblock\n", 2*f.bytes, 2*s.actStep(), name)
+	fmt.Fprintf(w, "%[1]sodd:\n\tTESTQ $1, CX\n\tJZ %[1]sdone\n", name)
+	block(0)
+	fmt.Fprintf(w, "%sdone:\n", name)
 	reduce(w, "Y0")
-	fmt.Fprintf(w, "\tVMOVSS X0, (R9)\n\tADDQ $4, R9\n\tADDQ R10, SI\n\tDECQ R11\n\tJNZ row1\n\tVZEROUPPER\n\tRET\n\n")
+	fmt.Fprintf(w, "\tVMOVSS X0, (R9)\n\tADDQ $4, R9\n\tADDQ R10, SI\n\tDECQ R11\n\tJNZ %srow\n\tVZEROUPPER\n\tRET\n\n", name)
+}
+
+// shiftAddr adds off to the displacement of a memory operand such as
+// "(BX)", "64(BX)" or "(BX)(DI*1)".
+func shiftAddr(addr string, off int) string {
+	i := strings.Index(addr, "(")
+	d, _ := strconv.Atoi(addr[:i])
+	return fmt.Sprintf("%d%s", d+off, addr[i:])
+}
+
+var r12Addr = regexp.MustCompile(`(-?[0-9]*)\(R12\)`)
+
+// shiftR12 adds off to every displacement from R12 in code.
+func shiftR12(code string, off int) string {
+	return r12Addr.ReplaceAllStringFunc(code, func(m string) string {
+		d, _ := strconv.Atoi(r12Addr.FindStringSubmatch(m)[1])
+		return fmt.Sprintf("%d(R12)", d+off)
+	})
 }
 
 // rows4 emits the register tile over four tokens: each weight block is
