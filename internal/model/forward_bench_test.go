@@ -26,6 +26,7 @@ func BenchmarkForward(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		f.Owned = true // as serve reads models: repacked where the CPU has kernels for it
 		w, err := Load(f)
 		if err != nil {
 			b.Fatal(err)

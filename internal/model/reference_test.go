@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -51,9 +52,16 @@ func tolerance(name string) float64 {
 	return 4e-2
 }
 
-func load(t *testing.T, path string) (*Runner, func()) {
+// load reads path as serve does by default: into memory, where the
+// loader repacks the matrices it has faster kernels for. Set mmap to map
+// the file instead (no repacking).
+func load(t *testing.T, path string, mmap ...bool) (*Runner, func()) {
 	t.Helper()
-	f, err := gguf.Open(path)
+	open := gguf.ReadInMemory
+	if len(mmap) > 0 && mmap[0] {
+		open = gguf.Open
+	}
+	f, err := open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,51 +91,53 @@ func TestMatchesLlamaCpp(t *testing.T) {
 		if name == "stories260K.json" {
 			gpath = filepath.Join(dir, "models", "stories260K", "stories260K.gguf")
 		}
-		t.Run(name, func(t *testing.T) {
-			raw, err := os.ReadFile(jpath)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ref refFile
-			if err := json.Unmarshal(raw, &ref); err != nil {
-				t.Fatal(err)
-			}
-			r, done := load(t, gpath)
-			defer done()
-			tol := tolerance(name)
-			V := r.W.Vocab
-			for si, seq := range ref.Sequences {
-				table := identity(64)
-				if err := r.Forward([]Seq{{Tokens: seq.Tokens, BlockTable: table}}); err != nil {
+		for _, mmap := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/mmap=%v", name, mmap), func(t *testing.T) {
+				raw, err := os.ReadFile(jpath)
+				if err != nil {
 					t.Fatal(err)
 				}
-				worst := 0.0
-				for p, top := range seq.Top10 {
-					for _, pair := range top {
-						worst = math.Max(worst, math.Abs(float64(r.Logits[p*V+int(pair[0])])-pair[1]))
-					}
+				var ref refFile
+				if err := json.Unmarshal(raw, &ref); err != nil {
+					t.Fatal(err)
 				}
-				last := r.Logits[(len(seq.Tokens)-1)*V:]
-				for i, want := range seq.LastLogits {
-					worst = math.Max(worst, math.Abs(float64(last[i])-want))
-				}
-				// Teacher-forced greedy: feed each recorded id alone.
-				pos := len(seq.Tokens)
-				for s := 1; s < len(seq.Greedy.IDs); s++ {
-					if err := r.Forward([]Seq{{Tokens: seq.Greedy.IDs[s-1 : s], Pos: pos, BlockTable: table}}); err != nil {
+				r, done := load(t, gpath, mmap)
+				defer done()
+				tol := tolerance(name)
+				V := r.W.Vocab
+				for si, seq := range ref.Sequences {
+					table := identity(64)
+					if err := r.Forward([]Seq{{Tokens: seq.Tokens, BlockTable: table}}); err != nil {
 						t.Fatal(err)
 					}
-					pos++
-					for _, pair := range seq.Greedy.Top5[s] {
-						worst = math.Max(worst, math.Abs(float64(r.Logits[int(pair[0])])-pair[1]))
+					worst := 0.0
+					for p, top := range seq.Top10 {
+						for _, pair := range top {
+							worst = math.Max(worst, math.Abs(float64(r.Logits[p*V+int(pair[0])])-pair[1]))
+						}
+					}
+					last := r.Logits[(len(seq.Tokens)-1)*V:]
+					for i, want := range seq.LastLogits {
+						worst = math.Max(worst, math.Abs(float64(last[i])-want))
+					}
+					// Teacher-forced greedy: feed each recorded id alone.
+					pos := len(seq.Tokens)
+					for s := 1; s < len(seq.Greedy.IDs); s++ {
+						if err := r.Forward([]Seq{{Tokens: seq.Greedy.IDs[s-1 : s], Pos: pos, BlockTable: table}}); err != nil {
+							t.Fatal(err)
+						}
+						pos++
+						for _, pair := range seq.Greedy.Top5[s] {
+							worst = math.Max(worst, math.Abs(float64(r.Logits[int(pair[0])])-pair[1]))
+						}
+					}
+					t.Logf("sequence %d: max abs diff %.3g (tolerance %.3g)", si, worst, tol)
+					if worst > tol {
+						t.Errorf("sequence %d: max |logit - llama.cpp| = %.3g, tolerance %.3g", si, worst, tol)
 					}
 				}
-				t.Logf("sequence %d: max abs diff %.3g (tolerance %.3g)", si, worst, tol)
-				if worst > tol {
-					t.Errorf("sequence %d: max |logit - llama.cpp| = %.3g, tolerance %.3g", si, worst, tol)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 

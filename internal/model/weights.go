@@ -67,7 +67,26 @@ func Load(f *gguf.File) (*Weights, error) {
 	if b.err != nil {
 		return nil, fmt.Errorf("load %s weights: %w", c.Arch, b.err)
 	}
+	if f.Owned {
+		w.repack()
+	}
 	return w, nil
+}
+
+// repack rearranges, in the file's own memory, the matrices the CPU has
+// faster kernels for in another layout (tensor.Matrix.Repack). The
+// embedding table may be one of them: Row reads either layout.
+func (w *Weights) repack() {
+	ms := []*tensor.Matrix{w.Embed}
+	if w.Output != w.Embed {
+		ms = append(ms, w.Output)
+	}
+	for _, l := range w.Layers {
+		ms = append(ms, l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down)
+	}
+	for _, m := range ms {
+		m.Repack(m.Data)
+	}
 }
 
 // binder looks tensors up and checks their shapes, keeping the first error.

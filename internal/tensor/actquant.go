@@ -29,13 +29,18 @@ type Q8 struct {
 	// one pointer walks every token of the tile.
 	KTile  []byte
 	tokens int
+	// X8 (Q8_0, filled when x8 is set) is the layout of the repacked
+	// Q8_0 kernels: tokens in tiles (x8Tiles), each tile's blocks in
+	// order, each block holding the tile's tokens one after another.
+	X8 []byte
+	x8 bool
 }
 
 // QuantizeQ8_0 quantises x (a multiple of 32 long) into q, reusing its
 // buffers: d = amax/127 rounded to fp16, q = round-half-even(x·127/amax),
 // as ggml's x86 path.
 func QuantizeQ8_0(x []float32, q *Q8) {
-	q.off, q.tokens = 0, 0
+	q.off, q.tokens, q.x8 = 0, 0, false
 	q.prepare(len(x), 32)
 	q.quantize(x, 0, len(x)/32)
 }
@@ -45,7 +50,7 @@ func QuantizeQ8_0(x []float32, q *Q8) {
 // (sign kept), iscale = -127/max, q = round-half-even(iscale·x) capped at
 // 127, d = 1/iscale; and the sums of each 16 quants.
 func QuantizeQ8_K(x []float32, q *Q8) {
-	q.off, q.tokens = 0, 0
+	q.off, q.tokens, q.x8 = 0, 0, false
 	q.prepare(len(x), 256)
 	q.quantize(x, 0, len(x)/256)
 }
@@ -61,8 +66,11 @@ func (q *Q8) prepare(n, block int) {
 	if q.off != 0 {
 		q.VNNI = resize(q.VNNI, n*2)
 	}
-	if q.tokens != 0 {
+	if q.tokens != 0 && block == 256 {
 		q.KTile = resize(q.KTile, n/256*kTileBytes)
+	}
+	if q.x8 {
+		q.X8 = resize(q.X8, n/32*x8ActBytes)
 	}
 }
 
@@ -112,6 +120,9 @@ func quantQ8_0Blocks(x []float32, q *Q8, lo, hi int) {
 		qs := q.Q[b*32 : b*32+32]
 		for j, v := range xs {
 			qs[j] = int8(math.RoundToEven(float64(v * id)))
+		}
+		if q.x8 {
+			q.writeX8(b, qs, q.D[b])
 		}
 		if q.off != 0 {
 			dst := q.VNNI[b*64 : b*64+64]

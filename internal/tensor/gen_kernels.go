@@ -285,6 +285,9 @@ func main() {
 		lo, hi := c*0x0001000100010001, (c+1)*0x0001000100010001
 		data(&w, fmt.Sprintf("q6kperm%d", i), [4]uint64{lo, lo, hi, hi})
 	}
+	for _, tokens := range x8Tiles {
+		q80x8(&w, tokens)
+	}
 	for _, tokens := range []int{1, 4} {
 		q4kTile(&w, tokens)
 		q6kTile(&w, tokens)
@@ -833,4 +836,66 @@ func q6kTile(w *bytes.Buffer, T int) {
 		fmt.Fprintf(w, "\tVMOVSS X%d, %s\n", 4+t, addr)
 	}
 	fmt.Fprintf(w, "\tADDQ $4, R9\n\tADDQ R10, SI\n\tDECQ R11\n\tJNZ %srow\n\tVZEROUPPER\n\tRET\n\n", name)
+}
+
+// x8Tiles are the token tiles of the repacked Q8_0 kernels (largest
+// first, as Go splits a batch).
+var x8Tiles = []int{16, 8, 4, 2, 1}
+
+// x8ActBytes is one token's block in the X8 activation layout: 32 quants,
+// the int32 correction −128·Σq, the float32 scale.
+const x8ActBytes = 40
+
+// q80x8 emits q80x8T<T>(w *byte, groups, nb int, a *byte, out *float32,
+// ostride int) for Q8_0 weights repacked eight rows at a time (Q8x8): per
+// group and block, eight fp16 row scales, then for each 4 quants k the
+// eight rows' quants k (+128, unsigned), 32 bytes. One VPDPBUSD with the
+// token's 4 quants broadcast advances all eight rows, so the lanes are rows
+// and every integer block sum is whole; per block and token the float
+// steps are those of dotQ8x8 (convert, scale dw·da, add).
+//
+// Registers: Y16–Y23 the weights, Y24 the row scales, Y25 dw·da, Y26–Y29
+// integer accumulators, Y0–Y15 the tile's per-token sums.
+func q80x8(w *bytes.Buffer, T int) {
+	name := fmt.Sprintf("q80x8T%d", T)
+	fmt.Fprintf(w, "// func %s(w *byte, groups, nb int, a *byte, out *float32, ostride int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-48\n", name)
+	fmt.Fprintf(w, "\tMOVQ w+0(FP), SI\n\tMOVQ groups+8(FP), R11\n\tMOVQ out+32(FP), R9\n\tMOVQ ostride+40(FP), R8\n%sgroup:\n", name)
+	for t := range T {
+		fmt.Fprintf(w, "\tVXORPS Y%[1]d, Y%[1]d, Y%[1]d\n", t)
+	}
+	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n\tVCVTPH2PS (SI), Y24\n", name)
+	for k := range 8 {
+		fmt.Fprintf(w, "\tVMOVDQU32 %d(SI), Y%d\n", 16+32*k, 16+k)
+	}
+	for t := range T {
+		base := x8ActBytes * t
+		if T == 1 {
+			// Alone, split the eight dependent VPDPBUSDs over two chains.
+			fmt.Fprintf(w, "\tVPBROADCASTD %d(BX), Y26\n\tVPXORD Y27, Y27, Y27\n", base+32)
+			for k := range 8 {
+				fmt.Fprintf(w, "\tVPDPBUSD.BCST %d(BX), Y%d, Y%d\n", base+4*k, 16+k, 26+k%2)
+			}
+			w.WriteString("\tVPADDD Y27, Y26, Y26\n")
+		} else {
+			acc := 26 + t%4
+			fmt.Fprintf(w, "\tVPBROADCASTD %d(BX), Y%d\n", base+32, acc)
+			for k := range 8 {
+				fmt.Fprintf(w, "\tVPDPBUSD.BCST %d(BX), Y%d, Y%d\n", base+4*k, 16+k, acc)
+			}
+		}
+		acc := 26 + t%4
+		if T == 1 {
+			acc = 26
+		}
+		fmt.Fprintf(w, "\tVCVTDQ2PS Y%[1]d, Y%[1]d\n\tVMULPS.BCST %[2]d(BX), Y24, Y25\n\tVMULPS Y25, Y%[1]d, Y%[1]d\n\tVADDPS Y%[1]d, Y%[3]d, Y%[3]d\n", acc, base+36, t)
+	}
+	fmt.Fprintf(w, "\tADDQ $272, SI\n\tADDQ $%d, BX\n\tDECQ R13\n\tJNZ %sblock\n\tMOVQ R9, AX\n", x8ActBytes*T, name)
+	for t := range T {
+		fmt.Fprintf(w, "\tVMOVUPS Y%d, (AX)\n", t)
+		if t < T-1 {
+			w.WriteString("\tADDQ R8, AX\n")
+		}
+	}
+	fmt.Fprintf(w, "\tADDQ $32, R9\n\tDECQ R11\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
 }

@@ -194,3 +194,36 @@ func kTileRows(r1, r4 kTileFunc, w []byte, rowBytes, nrows, blockBytes int, q *Q
 		r1(&w[0], rowBytes, nrows, &q.KTile[tok*nb*kTileBytes], nb, &out[tok*ostride], ostride*4)
 	}
 }
+
+func q80x8T16(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+func q80x8T8(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+func q80x8T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+func q80x8T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+func q80x8T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+// x8Asm runs the repacked Q8_0 kernels over groups of eight rows (w) for
+// each token tile of q.X8, writing out[t·ostride + r].
+func x8Asm(k isa, w []byte, groups, nb int, q *Q8, n int, out []float32, ostride int) bool {
+	if k != isaVNNI || groups == 0 {
+		return k == isaVNNI
+	}
+	_ = w[groups*nb*x8GroupBlock-1]
+	_ = out[(n-1)*ostride+8*groups-1]
+	_ = q.X8[n*nb*x8ActBytes-1]
+	for t0 := 0; t0 < n; {
+		f, T := q80x8T1, 1
+		switch r := n - t0; {
+		case r >= 16:
+			f, T = q80x8T16, 16
+		case r >= 8:
+			f, T = q80x8T8, 8
+		case r >= 4:
+			f, T = q80x8T4, 4
+		case r >= 2:
+			f, T = q80x8T2, 2
+		}
+		f(&w[0], groups, nb, &q.X8[t0*nb*x8ActBytes], &out[t0*ostride], ostride*4)
+		t0 += T
+	}
+	return true
+}

@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
@@ -21,7 +22,7 @@ func BenchmarkMulBatch(b *testing.B) {
 		name            string
 		rows, cols, thr int
 		tokens          []int
-	}{{"l2", 896, 1024, 1, []int{1, 4, 16}}, {"mem", 0, 1024, 2, []int{1, 8}}} {
+	}{{"l2", 896, 1024, 1, []int{1, 4, 16, 32}}, {"mem", 0, 1024, 2, []int{1, 8, 32}}} {
 		for _, typ := range types {
 			rows := size.rows
 			rb, _ := typ.RowBytes(int64(size.cols))
@@ -37,6 +38,14 @@ func BenchmarkMulBatch(b *testing.B) {
 				for _, k := range levels() {
 					b.Run(fmt.Sprintf("%s/%s/n%d/%s", size.name, typ, n, k), func(b *testing.B) {
 						benchMul(b, m, n, k, size.thr)
+					})
+				}
+			}
+			// The repacked layout (x8) where this CPU runs it.
+			if x8 := *m; x8.Repack(slices.Clone(m.Data)) {
+				for _, n := range size.tokens {
+					b.Run(fmt.Sprintf("%s/%sx8/n%d/%s", size.name, typ, n, isaVNNI), func(b *testing.B) {
+						benchMul(b, &x8, n, isaVNNI, size.thr)
 					})
 				}
 			}

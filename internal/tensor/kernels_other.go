@@ -17,3 +17,5 @@ func dotF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
 func dotsAsm(isa, []float32, []float32, []float32, int) bool { return false }
 
 func axpyAsm(isa, []float32, []float32, []float32, int) bool { return false }
+
+func x8Asm(isa, []byte, int, int, *Q8, int, []float32, int) bool { return false }

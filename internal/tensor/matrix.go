@@ -18,6 +18,7 @@ type Matrix struct {
 	f32        []float32 // Data viewed as float32 (F32 only)
 	u16        []uint16  // Data viewed as uint16 (F16, BF16)
 	isa        isa       // kernel set, the best the CPU has
+	x8         bool      // Data is in the x8 layout (Repack)
 }
 
 // NewMatrix checks that data holds rows×cols elements of t.
@@ -53,6 +54,10 @@ func isLittleEndian() bool {
 
 // Row dequantises row r into dst (len Cols): embeddings are looked up this way.
 func (m *Matrix) Row(r int, dst []float32) {
+	if m.x8 {
+		m.rowX8(r, dst)
+		return
+	}
 	if err := Dequantize(m.Type, m.Data[r*m.rowBytes:(r+1)*m.rowBytes], dst); err != nil {
 		panic("BUG: tensor: " + err.Error())
 	}
@@ -75,8 +80,8 @@ type quantTask struct {
 
 func (t *quantTask) Run(_, lo, hi int) { t.q.quantize(t.x, lo, hi) }
 
-func (s *Scratch) quantize(x []float32, block int, off int32, tokens int, p *Pool) {
-	s.q.off, s.q.tokens = off, tokens
+func (s *Scratch) quantize(x []float32, block int, off int32, tokens int, x8 bool, p *Pool) {
+	s.q.off, s.q.tokens, s.q.x8 = off, tokens, x8
 	s.q.prepare(len(x), block)
 	s.quant = quantTask{x: x, q: &s.q}
 	p.Run(&s.quant, len(x)/block, max(1, 8192/block))
@@ -142,18 +147,22 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 		}
 		x = s.act
 	case gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0:
-		s.quantize(x, 32, vnniOffset(m.isa, m.Type), 0, p)
+		if m.x8 {
+			s.quantize(x, 32, 0, n, true, p)
+		} else {
+			s.quantize(x, 32, vnniOffset(m.isa, m.Type), 0, false, p)
+		}
 	case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
 		tiled := 0
 		if m.isa == isaVNNI && m.Type != gguf.Q5_K {
 			tiled = n
 		}
-		s.quantize(x, 256, 0, tiled, p)
+		s.quantize(x, 256, 0, tiled, false, p)
 	}
 	for len(s.rows) < p.Size() {
 		s.rows = append(s.rows, nil)
 	}
-	chunk := max(4, mulChunkMACs/max(1, m.Cols*n)) &^ 3
+	chunk := max(8, mulChunkMACs/max(1, m.Cols*n)) &^ 7
 	s.task = mulTask{m: m, x: x, n: n, out: out, s: s}
 	p.Run(&s.task, m.Rows, chunk)
 	s.task = mulTask{}
@@ -161,6 +170,10 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 
 // mulRows computes rows [lo, hi) for every token.
 func (m *Matrix) mulRows(lo, hi int, x []float32, n int, out []float32, s *Scratch, worker int) {
+	if m.x8 {
+		m.mulRowsX8(lo, hi, n, out, &s.q)
+		return
+	}
 	cols, rb := m.Cols, m.rowBytes
 	switch m.Type {
 	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0:

@@ -1,0 +1,82 @@
+package tensor
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/glassbox-llm/glassbox/internal/gguf"
+)
+
+// TestRepackX8 checks the repacked Q8_0 layout: rows dequantise as before;
+// the assembly matches the pure-Go x8 kernel bit for bit for every tile
+// split of 1..37 tokens; each token's result does not depend on the batch
+// around it; and results agree with the unpacked kernels to float
+// rounding.
+func TestRepackX8(t *testing.T) {
+	if detect() != isaVNNI {
+		t.Skip("this CPU has no AVX-512 VNNI: matrices are not repacked")
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	const rows, cols = 24, 320
+	data := randomBlocks(gguf.Q8_0, rows, cols, r, 0)
+	plain, _ := NewMatrix(gguf.Q8_0, rows, cols, data)
+	m, _ := NewMatrix(gguf.Q8_0, rows, cols, slices.Clone(data))
+	if !m.Repack(m.Data) {
+		t.Fatal("Repack refused a 24-row Q8_0 matrix")
+	}
+	if m.Repack(m.Data) {
+		t.Fatal("Repack repacked twice")
+	}
+	a, b := make([]float32, cols), make([]float32, cols)
+	for i := range rows {
+		plain.Row(i, a)
+		m.Row(i, b)
+		if !slices.Equal(a, b) {
+			t.Fatalf("row %d differs after repacking", i)
+		}
+	}
+	x := randFloats(r, 37*cols)
+	alone := make([]float32, rows)
+	var s Scratch
+	for _, n := range []int{1, 2, 3, 7, 16, 21, 37} {
+		var want []float32
+		for _, k := range levels() {
+			m.isa = k
+			out := make([]float32, n*rows)
+			p := NewPool(2)
+			m.MulBatch(x, n, out, p, &s)
+			if k == isaGeneric {
+				want = out
+			} else if i := firstDiff(out, want); i >= 0 {
+				t.Fatalf("n %d %s: out[%d] = %v, generic %v", n, k, i, out[i], want[i])
+			}
+			for tok := range n { // batch invariance
+				m.MulBatch(x[tok*cols:], 1, alone, p, &s)
+				if i := firstDiff(alone, out[tok*rows:(tok+1)*rows]); i >= 0 {
+					t.Fatalf("n %d %s: token %d row %d alone %v, in the batch %v", n, k, tok, i, alone[i], out[tok*rows+i])
+				}
+			}
+			p.Close()
+		}
+		ref := make([]float32, n*rows)
+		p := NewPool(1)
+		plain.MulBatch(x, n, ref, p, &s)
+		p.Close()
+		for i := range ref {
+			if d := math.Abs(float64(ref[i] - want[i])); d > 1e-4*(1+math.Abs(float64(ref[i]))) {
+				t.Fatalf("n %d: out[%d] = %v, unpacked %v", n, i, want[i], ref[i])
+			}
+		}
+	}
+}
+
+func firstDiff(a, b []float32) int {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
