@@ -77,6 +77,10 @@ func NewRunner(w *Weights, numBlocks, blockSize, threads int) *Runner {
 	return r
 }
 
+// Parallel runs t over [0, total) on the runner's compute threads, chunk
+// items at a time (worker indices below Threads).
+func (r *Runner) Parallel(t tensor.Task, total, chunk int) { r.pool.Run(t, total, chunk) }
+
 // Close stops the runner's compute threads; Forward after Close runs on the
 // calling goroutine alone.
 func (r *Runner) Close() { r.pool.Close() }
@@ -195,16 +199,11 @@ func (r *Runner) attention(l int, seqs []Seq, n int) {
 	r.attn.seqs = nil
 }
 
-// swigluTask computes g = silu(g)·u over a range, on the pool: math.Exp
-// over the whole FFN width is worth sharing.
+// swigluTask computes g = silu(g)·u over a range, on the pool: exp over
+// the whole FFN width is worth sharing.
 type swigluTask struct{ g, u []float32 }
 
-func (t *swigluTask) Run(_, lo, hi int) {
-	for i := lo; i < hi; i++ {
-		g := t.g[i]
-		t.g[i] = g / (1 + float32(math.Exp(float64(-g)))) * t.u[i]
-	}
-}
+func (t *swigluTask) Run(_, lo, hi int) { tensor.SiLUMul(t.g[lo:hi], t.u[lo:hi]) }
 
 // attnTask is attention's work for the pool; scores is per worker.
 type attnTask struct {
@@ -243,10 +242,9 @@ func (r *Runner) attendOne(l int, seqs []Seq, t, head int, scores []float32) []f
 		scores[j] = s
 		maxv = max(maxv, s)
 	}
+	tensor.ExpShift(scores, maxv, 1)
 	var sum float64
-	for j := range scores {
-		e := float32(math.Exp(float64(scores[j] - maxv)))
-		scores[j] = e
+	for _, e := range scores {
 		sum += float64(e)
 	}
 	inv := float32(1 / sum)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/glassbox-llm/glassbox/internal/tensor"
 )
 
 // TokenLogprob is one token with its log-probability.
@@ -104,8 +106,39 @@ func (s *Sampler) applyPenalties(w []float32, p *Params, history []int, numPromp
 	}
 }
 
+// sampleAll is sampleRandom with every token a candidate (no top-k, top-p
+// or min-p, the API's default): the same arithmetic and the same draw,
+// without the index list.
+func sampleAll(w []float32, inv float32, rng *rand.Rand) int {
+	maxv := float32(math.Inf(-1))
+	for _, v := range w {
+		maxv = max(maxv, v)
+	}
+	tensor.ExpShift(w, maxv, inv)
+	var sum float64
+	for _, e := range w {
+		sum += float64(e)
+	}
+	r := rng.Float64() * sum
+	for i, e := range w {
+		r -= float64(e)
+		if r < 0 {
+			return i
+		}
+	}
+	return len(w) - 1 // rounding left r ≥ 0, as sampleRandom
+}
+
 func (s *Sampler) sampleRandom(w []float32, p *Params, rng *rand.Rand) int {
 	inv := float32(1 / p.Temperature)
+	if (p.TopK <= 0 || p.TopK >= len(w)) && p.MinP <= 0 && p.TopP >= 1 {
+		return sampleAll(w, inv, rng)
+	}
+	return s.sampleCandidates(w, p, inv, rng)
+}
+
+// sampleCandidates is sampleRandom through the candidate list.
+func (s *Sampler) sampleCandidates(w []float32, p *Params, inv float32, rng *rand.Rand) int {
 	s.idx = s.idx[:0]
 	if p.TopK > 0 && p.TopK < len(w) {
 		s.idx = topIndices(s.idx, w, p.TopK)
@@ -122,7 +155,7 @@ func (s *Sampler) sampleRandom(w []float32, p *Params, rng *rand.Rand) int {
 	// Probabilities (unnormalised) overwrite the logits of the candidates.
 	var sum float64
 	for _, i := range cand {
-		e := float32(math.Exp(float64((w[i] - maxv) * inv)))
+		e := tensor.Expf((w[i] - maxv) * inv)
 		w[i] = e
 		sum += float64(e)
 	}

@@ -158,3 +158,26 @@ func TestPenalties(t *testing.T) {
 		t.Error("Sample modified the caller's logits")
 	}
 }
+
+// TestAllCandidatesPathDrawsAsGeneral: with no top-k, top-p or min-p the
+// sampler skips its candidate list; the same seed must give the tokens the
+// candidate-list path gives.
+func TestAllCandidatesPathDrawsAsGeneral(t *testing.T) {
+	logits := make([]float32, 1000)
+	for i := range logits {
+		logits[i] = float32(math.Sin(float64(i))) * 3
+	}
+	p := Defaults()
+	var s Sampler
+	a, b := NewRNG(11), NewRNG(11)
+	w := make([]float32, len(logits))
+	for i := range 500 {
+		copy(w, logits)
+		fast := sampleAll(w, 1/0.7, a)
+		copy(w, logits)
+		general := s.sampleCandidates(w, &p, 1/0.7, b)
+		if fast != general {
+			t.Fatalf("draw %d: all-candidates path %d, candidate list %d", i, fast, general)
+		}
+	}
+}

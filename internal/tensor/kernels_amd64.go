@@ -227,3 +227,27 @@ func x8Asm(k isa, w []byte, groups, nb int, q *Q8, n int, out []float32, ostride
 	}
 	return true
 }
+
+func expShiftAVX2(w *float32, n int, shift, scale float32)
+func siluMulAVX2(x, u *float32, n int)
+
+// expShiftAsm and siluMulAsm do whole groups of 8 and return how many
+// elements they covered.
+func expShiftAsm(k isa, w []float32, shift, scale float32) int {
+	n := len(w) &^ 7
+	if k == isaGeneric || n == 0 {
+		return 0
+	}
+	expShiftAVX2(&w[0], n, shift, scale)
+	return n
+}
+
+func siluMulAsm(k isa, g, u []float32) int {
+	n := len(g) &^ 7
+	if k == isaGeneric || n == 0 {
+		return 0
+	}
+	_ = u[n-1]
+	siluMulAVX2(&g[0], &u[0], n)
+	return n
+}

@@ -30,7 +30,7 @@ type Config struct {
 type Executor struct {
 	cfg     Config
 	runner  *model.Runner
-	sampler sampling.Sampler
+	sample  sampleTask
 	seqs    []model.Seq
 	params  float64 // matmul parameters, for FLOP estimates
 	weights float64 // bytes of matmul weights, read once per step
@@ -75,30 +75,29 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 		return fmt.Errorf("execute: %w", err)
 	}
 	w := &e.runner.W.Config
-	V := w.Vocab
+	t := &e.sample
+	t.e, t.b, t.r = e, b, r
+	t.rows = t.rows[:0]
 	row := 0
 	for i := range b.Seqs {
 		s := &b.Seqs[i]
 		if !s.Sample {
+			t.rows = append(t.rows, -1)
 			continue
 		}
 		if s.Params == nil {
 			return fmt.Errorf("execute: sequence %d has no sampling params", s.Seq)
 		}
-		logits := e.runner.Logits[row*V : (row+1)*V]
+		t.rows = append(t.rows, row)
 		row++
-		if s.BanStop {
-			for _, id := range e.cfg.EOG {
-				logits[id] = float32(math.Inf(-1))
-			}
-			for _, id := range s.Params.StopTokenIDs {
-				if id < V {
-					logits[id] = float32(math.Inf(-1))
-				}
-			}
-		}
-		e.sampler.Sample(logits, s.Params, rngOf(s.RNG), s.History, s.NumPrompt, &r.Samples[i])
 	}
+	for len(t.samplers) < e.runner.Threads {
+		t.samplers = append(t.samplers, sampling.Sampler{})
+	}
+	// A softmax over a large vocabulary costs about as much per sequence
+	// as a small model's layer: spread the sequences over the threads.
+	e.runner.Parallel(t, len(b.Seqs), 1)
+	t.e, t.b, t.r = nil, nil, nil
 	// Estimates in the spirit of vLLM's MFU counters: matmuls plus
 	// attention; weights read once per step, and every token reads the K/V
 	// of its whole context (ctx sums those context lengths).
@@ -107,6 +106,39 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	r.ReadBytes = e.weights + kvBytes*ctx
 	r.WriteBytes = kvBytes * float64(b.NumTokens)
 	return nil
+}
+
+// sampleTask samples the batch's sequences on the runner's threads, one
+// sampler (scratch memory) per thread.
+type sampleTask struct {
+	e        *Executor
+	b        *engine.Batch
+	r        *engine.StepResult
+	rows     []int // logits row of each sequence, -1 when it does not sample
+	samplers []sampling.Sampler
+}
+
+func (t *sampleTask) Run(worker, lo, hi int) {
+	V := t.e.runner.W.Vocab
+	for i := lo; i < hi; i++ {
+		row := t.rows[i]
+		if row < 0 {
+			continue
+		}
+		s := &t.b.Seqs[i]
+		logits := t.e.runner.Logits[row*V : (row+1)*V]
+		if s.BanStop {
+			for _, id := range t.e.cfg.EOG {
+				logits[id] = float32(math.Inf(-1))
+			}
+			for _, id := range s.Params.StopTokenIDs {
+				if id < V {
+					logits[id] = float32(math.Inf(-1))
+				}
+			}
+		}
+		t.samplers[worker].Sample(logits, s.Params, rngOf(s.RNG), s.History, s.NumPrompt, &t.r.Samples[i])
+	}
 }
 
 func weightBytes(w *model.Weights) int {
