@@ -251,3 +251,19 @@ func siluMulAsm(k isa, g, u []float32) int {
 	siluMulAVX2(&g[0], &u[0], n)
 	return n
 }
+
+func q4kx8VNNI(w *byte, nb int, a *int8, d *float32, bsums *int16, out *float32)
+
+// q4kx8Asm runs the repacked Q4_K kernel: one group of eight rows against
+// one token's Q8_K activations.
+func q4kx8Asm(k isa, grp []byte, nb int, q []int8, d []float32, bsums []int16, out []float32) bool {
+	if k != isaVNNI {
+		return false
+	}
+	_ = grp[nb*q4kGroupBlock-1]
+	_ = q[nb*256-1]
+	_ = bsums[nb*16-1]
+	_ = out[7]
+	q4kx8VNNI(&grp[0], nb, &q[0], &d[0], &bsums[0], &out[0])
+	return true
+}

@@ -23,3 +23,5 @@ func x8Asm(isa, []byte, int, int, *Q8, int, []float32, int) bool { return false 
 func expShiftAsm(isa, []float32, float32, float32) int { return 0 }
 
 func siluMulAsm(isa, []float32, []float32) int { return 0 }
+
+func q4kx8Asm(isa, []byte, int, []int8, []float32, []int16, []float32) bool { return false }

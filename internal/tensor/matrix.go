@@ -54,6 +54,10 @@ func isLittleEndian() bool {
 
 // Row dequantises row r into dst (len Cols): embeddings are looked up this way.
 func (m *Matrix) Row(r int, dst []float32) {
+	if m.x8 && m.Type == gguf.Q4_K {
+		m.rowQ4Kx8(r, dst)
+		return
+	}
 	if m.x8 {
 		m.rowX8(r, dst)
 		return
@@ -154,7 +158,7 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 		}
 	case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
 		tiled := 0
-		if m.isa == isaVNNI && m.Type != gguf.Q5_K {
+		if m.isa == isaVNNI && m.Type != gguf.Q5_K && !m.x8 {
 			tiled = n
 		}
 		s.quantize(x, 256, 0, tiled, false, p)
@@ -170,6 +174,10 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 
 // mulRows computes rows [lo, hi) for every token.
 func (m *Matrix) mulRows(lo, hi int, x []float32, n int, out []float32, s *Scratch, worker int) {
+	if m.x8 && m.Type == gguf.Q4_K {
+		m.mulRowsQ4Kx8(lo, hi, n, out, &s.q)
+		return
+	}
 	if m.x8 {
 		m.mulRowsX8(lo, hi, n, out, &s.q)
 		return

@@ -46,12 +46,22 @@ func x8Tile(tok, n int) (int, int) {
 	panic("BUG: tensor: token outside the batch")
 }
 
-// Repack rearranges a Q8_0 matrix into the x8 layout, writing dst (as long
-// as Data; it may be Data itself, when the caller owns those bytes), if
-// this CPU runs the x8 kernels and Rows is a multiple of 8. It reports
-// whether it did.
+// Repack rearranges a Q8_0 or Q4_K matrix into its x8 layout (Q4_K: see
+// x8k.go), writing dst (as long as Data; it may be Data itself, when the
+// caller owns those bytes), if this CPU runs the x8 kernels and Rows is a
+// multiple of 8. It reports whether it did.
 func (m *Matrix) Repack(dst []byte) bool {
-	if m.Type != gguf.Q8_0 || m.Rows%8 != 0 || m.isa != isaVNNI || m.x8 || len(dst) != len(m.Data) {
+	if m.Rows%8 != 0 || m.isa != isaVNNI || m.x8 || len(dst) != len(m.Data) {
+		return false
+	}
+	if m.Type == gguf.Q4_K {
+		copy(dst, m.Data)
+		m.Data = dst
+		m.repackQ4K()
+		m.x8 = true
+		return true
+	}
+	if m.Type != gguf.Q8_0 {
 		return false
 	}
 	rb, nb := m.rowBytes, m.Cols/32

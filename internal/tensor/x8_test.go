@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -18,13 +19,21 @@ func TestRepackX8(t *testing.T) {
 	if detect() != isaVNNI {
 		t.Skip("this CPU has no AVX-512 VNNI: matrices are not repacked")
 	}
-	r := rand.New(rand.NewPCG(5, 6))
-	const rows, cols = 24, 320
-	data := randomBlocks(gguf.Q8_0, rows, cols, r, 0)
-	plain, _ := NewMatrix(gguf.Q8_0, rows, cols, data)
-	m, _ := NewMatrix(gguf.Q8_0, rows, cols, slices.Clone(data))
+	for _, typ := range []gguf.TensorType{gguf.Q8_0, gguf.Q4_K} {
+		for mode := range 3 {
+			t.Run(fmt.Sprintf("%s/mode%d", typ, mode), func(t *testing.T) { testRepack(t, typ, mode) })
+		}
+	}
+}
+
+func testRepack(t *testing.T, typ gguf.TensorType, mode int) {
+	r := rand.New(rand.NewPCG(5, uint64(mode)))
+	const rows, cols = 24, 512
+	data := randomBlocks(typ, rows, cols, r, mode)
+	plain, _ := NewMatrix(typ, rows, cols, data)
+	m, _ := NewMatrix(typ, rows, cols, slices.Clone(data))
 	if !m.Repack(m.Data) {
-		t.Fatal("Repack refused a 24-row Q8_0 matrix")
+		t.Fatalf("Repack refused a 24-row %s matrix", typ)
 	}
 	if m.Repack(m.Data) {
 		t.Fatal("Repack repacked twice")
@@ -33,7 +42,7 @@ func TestRepackX8(t *testing.T) {
 	for i := range rows {
 		plain.Row(i, a)
 		m.Row(i, b)
-		if !slices.Equal(a, b) {
+		if firstDiff(a, b) >= 0 {
 			t.Fatalf("row %d differs after repacking", i)
 		}
 	}
@@ -65,6 +74,9 @@ func TestRepackX8(t *testing.T) {
 		plain.MulBatch(x, n, ref, p, &s)
 		p.Close()
 		for i := range ref {
+			if typ == gguf.Q4_K && math.Float32bits(ref[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("n %d: out[%d] = %v, unpacked %v (Q4_K keeps dotQ4K's bits)", n, i, want[i], ref[i])
+			}
 			if d := math.Abs(float64(ref[i] - want[i])); d > 1e-4*(1+math.Abs(float64(ref[i]))) {
 				t.Fatalf("n %d: out[%d] = %v, unpacked %v", n, i, want[i], ref[i])
 			}
