@@ -293,7 +293,8 @@ func main() {
 	for _, tokens := range x8Tiles {
 		q80x8(&w, tokens)
 	}
-	q4kx8(&w)
+	q4kxR(&w, 8)
+	q4kxR(&w, 16)
 	for _, tokens := range []int{1, 4} {
 		q4kTile(&w, tokens)
 		q6kTile(&w, tokens)
@@ -1003,102 +1004,117 @@ TEXT ·siluMulAVX2(SB), NOSPLIT, $0-24
 `, setup, exp, setup, exp)
 }
 
-// q4kx8 emits q4kx8VNNI(w *byte, nb int, a *int8, d *float32, bsums
-// *int16, out *float32): a group of eight Q4_K rows repacked (x8k.go)
-// against one token's Q8_K activations, the lanes being rows. The packed
-// scales of all eight rows are unpacked at once with dotQ4K's shifts and
-// masks; per sub-block, eight VPDPBUSDs with the token's quants broadcast,
-// then one VPMULLD by the rows' scales; the minimums likewise against the
-// block sums; the float steps in dotQ4K's order.
-func q4kx8(w *bytes.Buffer) {
-	w.WriteString(`// func q4kx8VNNI(w *byte, nb int, a *int8, d *float32, bsums *int16, out *float32)
-TEXT ·q4kx8VNNI(SB), NOSPLIT, $32-48
+// q4kxR emits q4kx<R>VNNI(w *byte, groups, nb int, a *int8, d *float32,
+// bsums *int16, out *float32): groups of R (8 or 16) Q4_K rows repacked
+// (x8k.go) against one token's Q8_K activations, the lanes being rows (R
+// = 16 on 512-bit registers). The packed scales of all R rows are
+// unpacked at once with dotQ4K's shifts and masks; per sub-block,
+// VPDPBUSDs with the token's quants broadcast, then one VPMULLD by the
+// rows' scales; the minimums likewise against the block sums; the float
+// steps in dotQ4K's order.
+func q4kxR(w *bytes.Buffer, R int) {
+	V, mov, and := "Y", "VMOVDQU", "VPAND"
+	if R == 16 {
+		V, mov, and = "Z", "VMOVDQU64", "VPANDD"
+	}
+	name := fmt.Sprintf("q4kx%dVNNI", R)
+	r := strings.NewReplacer("@", V, "MOVX ", mov+" ", "ANDX ", and+" ", "NAME", name)
+	emit := func(format string, args ...any) {
+		w.WriteString(r.Replace(fmt.Sprintf(format, args...)))
+	}
+	emit(`// func NAME(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
+TEXT ·NAME(SB), NOSPLIT, $32-56
 	MOVQ w+0(FP), SI
-	MOVQ nb+8(FP), R13
-	MOVQ a+16(FP), BX
-	MOVQ d+24(FP), DX
-	MOVQ bsums+32(FP), DI
-	MOVQ out+40(FP), R9
-	VMOVDQU nib<>(SB), Y15
-	VMOVDQU cff<>(SB), Y14
-	VMOVDQU c3f<>(SB), Y13
-	VMOVDQU c03<>(SB), Y12
+	MOVQ groups+8(FP), R11
+	MOVQ out+48(FP), R9
+	VPBROADCASTD nib<>(SB), @15
+	VPBROADCASTD cff<>(SB), @14
+	VPBROADCASTD c3f<>(SB), @13
+	VPBROADCASTD c03<>(SB), @12
 	VMOVDQU ones16<>(SB), Y11
-	VPXORD Y24, Y24, Y24
-q4kx8block:
-	VCVTPH2PS (SI), Y16
-	VCVTPH2PS 16(SI), Y17
-	VMOVDQU 32(SI), Y0
-	VMOVDQU 64(SI), Y1
-	VMOVDQU 96(SI), Y2
-	VPSRLD $6, Y1, Y3
-	VPAND Y12, Y3, Y3
-	VPSLLD $4, Y3, Y3
-	VPANDD Y13, Y1, Y20
-	VPSRLD $4, Y2, Y4
-	VPAND Y15, Y4, Y4
-	VPORD Y3, Y4, Y21
-	VPSRLD $6, Y0, Y3
-	VPAND Y12, Y3, Y3
-	VPSLLD $4, Y3, Y3
-	VPAND Y15, Y2, Y4
-	VPORD Y3, Y4, Y19
-	VPANDD Y13, Y0, Y18
+NAMEgroup:
+	MOVQ nb+16(FP), R13
+	MOVQ a+24(FP), BX
+	MOVQ d+32(FP), DX
+	MOVQ bsums+40(FP), DI
+	VPXORD @24, @24, @24
+NAMEblock:
+	VCVTPH2PS (SI), @16
+	VCVTPH2PS %[1]d(SI), @17
+	MOVX %[2]d(SI), @0
+	MOVX %[3]d(SI), @1
+	MOVX %[4]d(SI), @2
+	VPSRLD $6, @1, @3
+	ANDX @12, @3, @3
+	VPSLLD $4, @3, @3
+	VPANDD @13, @1, @20
+	VPSRLD $4, @2, @4
+	ANDX @15, @4, @4
+	VPORD @3, @4, @21
+	VPSRLD $6, @0, @3
+	ANDX @12, @3, @3
+	VPSLLD $4, @3, @3
+	ANDX @15, @2, @4
+	VPORD @3, @4, @19
+	VPANDD @13, @0, @18
 	VMOVDQU (DI), Y5
 	VPMADDWD Y11, Y5, Y5
 	VMOVDQU Y5, 0(SP)
-	VPXORD Y22, Y22, Y22
-	VPXORD Y23, Y23, Y23
-`)
+	VPXORD @22, @22, @22
+	VPXORD @23, @23, @23
+`, 2*R, 4*R, 8*R, 12*R)
 	extract := func(src, dst string, j int) {
 		switch sh := 8 * (j % 4); sh {
 		case 0:
-			fmt.Fprintf(w, "\tVPANDD Y14, %s, %s\n", src, dst)
+			emit("\tVPANDD @14, %s, %s\n", src, dst)
 		case 24:
-			fmt.Fprintf(w, "\tVPSRLD $24, %s, %s\n", src, dst)
+			emit("\tVPSRLD $24, %s, %s\n", src, dst)
 		default:
-			fmt.Fprintf(w, "\tVPSRLD $%d, %s, %s\n\tVPANDD Y14, %s, %s\n", sh, src, dst, dst, dst)
+			emit("\tVPSRLD $%d, %s, %s\n\tVPANDD @14, %s, %s\n", sh, src, dst, dst, dst)
 		}
 	}
 	for p := range 4 {
 		// Four chains of four VPDPBUSDs (even and odd k apart), summed.
-		w.WriteString("\tVPXORD Y25, Y25, Y25\n\tVPXORD Y26, Y26, Y26\n\tVPXORD Y27, Y27, Y27\n\tVPXORD Y28, Y28, Y28\n")
+		emit("\tVPXORD @25, @25, @25\n\tVPXORD @26, @26, @26\n\tVPXORD @27, @27, @27\n\tVPXORD @28, @28, @28\n")
 		for k := range 8 {
 			lo, hi := 25+2*(k%2), 26+2*(k%2)
-			fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y6\n\tVPAND Y15, Y6, Y7\n\tVPSRLW $4, Y6, Y6\n\tVPAND Y15, Y6, Y6\n", 128+256*p+32*k)
-			fmt.Fprintf(w, "\tVPDPBUSD.BCST %d(BX), Y7, Y%d\n\tVPDPBUSD.BCST %d(BX), Y6, Y%d\n", 64*p+4*k, lo, 64*p+32+4*k, hi)
+			emit("\tMOVX %d(SI), @6\n\tANDX @15, @6, @7\n\tVPSRLW $4, @6, @6\n\tANDX @15, @6, @6\n", 16*R+32*R*p+4*R*k)
+			emit("\tVPDPBUSD.BCST %d(BX), @7, @%d\n\tVPDPBUSD.BCST %d(BX), @6, @%d\n", 64*p+4*k, lo, 64*p+32+4*k, hi)
 		}
-		w.WriteString("\tVPADDD Y27, Y25, Y25\n\tVPADDD Y28, Y26, Y26\n")
-		for i, acc := range []string{"Y25", "Y26"} {
+		emit("\tVPADDD @27, @25, @25\n\tVPADDD @28, @26, @26\n")
+		for i, acc := range []string{"@25", "@26"} {
 			j := 2*p + i
-			sc, mn := "Y18", "Y20"
+			sc, mn := "@18", "@20"
 			if j >= 4 {
-				sc, mn = "Y19", "Y21"
+				sc, mn = "@19", "@21"
 			}
-			extract(sc, "Y8", j)
-			fmt.Fprintf(w, "\tVPMULLD Y8, %[1]s, %[1]s\n\tVPADDD %[1]s, Y22, Y22\n", acc)
-			extract(mn, "Y9", j)
-			fmt.Fprintf(w, "\tVPMULLD.BCST %d(SP), Y9, Y9\n\tVPADDD Y9, Y23, Y23\n", 4*j)
+			extract(sc, "@8", j)
+			emit("\tVPMULLD @8, %[1]s, %[1]s\n\tVPADDD %[1]s, @22, @22\n", acc)
+			extract(mn, "@9", j)
+			emit("\tVPMULLD.BCST %d(SP), @9, @9\n\tVPADDD @9, @23, @23\n", 4*j)
 		}
 	}
-	w.WriteString(`	VBROADCASTSS (DX), Y8
-	VMULPS Y8, Y16, Y9
-	VCVTDQ2PS Y22, Y22
-	VMULPS Y9, Y22, Y22
-	VADDPS Y22, Y24, Y24
-	VMULPS Y8, Y17, Y9
-	VCVTDQ2PS Y23, Y23
-	VMULPS Y9, Y23, Y23
-	VSUBPS Y23, Y24, Y24
-	ADDQ $1152, SI
+	emit(`	VBROADCASTSS (DX), @8
+	VMULPS @8, @16, @9
+	VCVTDQ2PS @22, @22
+	VMULPS @9, @22, @22
+	VADDPS @22, @24, @24
+	VMULPS @8, @17, @9
+	VCVTDQ2PS @23, @23
+	VMULPS @9, @23, @23
+	VSUBPS @23, @24, @24
+	ADDQ $%d, SI
 	ADDQ $256, BX
 	ADDQ $4, DX
 	ADDQ $32, DI
 	DECQ R13
-	JNZ q4kx8block
-	VMOVUPS Y24, (R9)
+	JNZ NAMEblock
+	VMOVUPS @24, (R9)
+	ADDQ $%d, R9
+	DECQ R11
+	JNZ NAMEgroup
 	VZEROUPPER
 	RET
 
-`)
+`, 144*R, 4*R)
 }

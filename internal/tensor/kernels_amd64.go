@@ -252,18 +252,24 @@ func siluMulAsm(k isa, g, u []float32) int {
 	return n
 }
 
-func q4kx8VNNI(w *byte, nb int, a *int8, d *float32, bsums *int16, out *float32)
+func q4kx8VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
+func q4kx16VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
 
-// q4kx8Asm runs the repacked Q4_K kernel: one group of eight rows against
-// one token's Q8_K activations.
-func q4kx8Asm(k isa, grp []byte, nb int, q []int8, d []float32, bsums []int16, out []float32) bool {
+// q4kx8Asm runs the repacked Q4_K kernel for groups of R rows (w) against
+// one token's Q8_K activations, out[0 : R·groups].
+func q4kx8Asm(k isa, w []byte, R, groups, nb int, q []int8, d []float32, bsums []int16, out []float32) bool {
 	if k != isaVNNI {
 		return false
 	}
-	_ = grp[nb*q4kGroupBlock-1]
+	_ = w[groups*nb*144*R-1]
 	_ = q[nb*256-1]
+	_ = d[nb-1]
 	_ = bsums[nb*16-1]
-	_ = out[7]
-	q4kx8VNNI(&grp[0], nb, &q[0], &d[0], &bsums[0], &out[0])
+	_ = out[R*groups-1]
+	f := q4kx8VNNI
+	if R == 16 {
+		f = q4kx16VNNI
+	}
+	f(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
 	return true
 }

@@ -19,6 +19,7 @@ type Matrix struct {
 	u16        []uint16  // Data viewed as uint16 (F16, BF16)
 	isa        isa       // kernel set, the best the CPU has
 	x8         bool      // Data is in the x8 layout (Repack)
+	group      int       // rows per group of a repacked Q4_K matrix
 }
 
 // NewMatrix checks that data holds rows×cols elements of t.
@@ -166,7 +167,7 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 	for len(s.rows) < p.Size() {
 		s.rows = append(s.rows, nil)
 	}
-	chunk := max(8, mulChunkMACs/max(1, m.Cols*n)) &^ 7
+	chunk := max(16, mulChunkMACs/max(1, m.Cols*n)) &^ 15
 	s.task = mulTask{m: m, x: x, n: n, out: out, s: s}
 	p.Run(&s.task, m.Rows, chunk)
 	s.task = mulTask{}

@@ -57,7 +57,11 @@ func (m *Matrix) Repack(dst []byte) bool {
 	if m.Type == gguf.Q4_K {
 		copy(dst, m.Data)
 		m.Data = dst
-		m.repackQ4K()
+		R := 8
+		if m.Rows%16 == 0 {
+			R = 16
+		}
+		m.repackQ4K(R)
 		m.x8 = true
 		return true
 	}

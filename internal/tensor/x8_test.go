@@ -21,19 +21,21 @@ func TestRepackX8(t *testing.T) {
 	}
 	for _, typ := range []gguf.TensorType{gguf.Q8_0, gguf.Q4_K} {
 		for mode := range 3 {
-			t.Run(fmt.Sprintf("%s/mode%d", typ, mode), func(t *testing.T) { testRepack(t, typ, mode) })
+			for _, rows := range []int{24, 48} { // Q4_K: groups of 8, of 16
+				t.Run(fmt.Sprintf("%s/mode%d/rows%d", typ, mode, rows), func(t *testing.T) { testRepack(t, typ, mode, rows) })
+			}
 		}
 	}
 }
 
-func testRepack(t *testing.T, typ gguf.TensorType, mode int) {
+func testRepack(t *testing.T, typ gguf.TensorType, mode, rows int) {
 	r := rand.New(rand.NewPCG(5, uint64(mode)))
-	const rows, cols = 24, 512
+	const cols = 512
 	data := randomBlocks(typ, rows, cols, r, mode)
 	plain, _ := NewMatrix(typ, rows, cols, data)
 	m, _ := NewMatrix(typ, rows, cols, slices.Clone(data))
 	if !m.Repack(m.Data) {
-		t.Fatalf("Repack refused a 24-row %s matrix", typ)
+		t.Fatalf("Repack refused a %d-row %s matrix", rows, typ)
 	}
 	if m.Repack(m.Data) {
 		t.Fatal("Repack repacked twice")
