@@ -295,6 +295,8 @@ func main() {
 	}
 	q4kxR(&w, 8)
 	q4kxR(&w, 16)
+	q6kxR(&w, 8)
+	q6kxR(&w, 16)
 	for _, tokens := range []int{1, 4} {
 		q4kTile(&w, tokens)
 		q6kTile(&w, tokens)
@@ -1117,4 +1119,83 @@ NAMEblock:
 	RET
 
 `, 144*R, 4*R)
+}
+
+// q6kxR emits q6kx<R>VNNI, q4kxR's counterpart for Q6_K repacked (x8k.go):
+// the 6-bit quants of R rows are assembled from ql and qh with dotQ6K's
+// shifts and masks, each 16-quant group's sum is multiplied by the rows'
+// int8 scales (widened), and the −32 offset comes from the block sums.
+func q6kxR(w *bytes.Buffer, R int) {
+	V, mov, and := "Y", "VMOVDQU", "VPAND"
+	if R == 16 {
+		V, mov, and = "Z", "VMOVDQU64", "VPANDD"
+	}
+	name := fmt.Sprintf("q6kx%dVNNI", R)
+	r := strings.NewReplacer("@", V, "MOVX ", mov+" ", "ANDX ", and+" ", "NAME", name)
+	emit := func(format string, args ...any) {
+		w.WriteString(r.Replace(fmt.Sprintf(format, args...)))
+	}
+	emit(`// func NAME(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
+TEXT ·NAME(SB), NOSPLIT, $64-56
+	MOVQ w+0(FP), SI
+	MOVQ groups+8(FP), R11
+	MOVQ out+48(FP), R9
+	VPBROADCASTD nib<>(SB), @15
+	VPBROADCASTD m30<>(SB), @13
+NAMEgroup:
+	MOVQ nb+16(FP), R13
+	MOVQ a+24(FP), BX
+	MOVQ d+32(FP), DX
+	MOVQ bsums+40(FP), DI
+	VPXORD @24, @24, @24
+NAMEblock:
+	VCVTPH2PS (SI), @16
+	VPMOVSXWD (DI), Y5
+	VMOVDQU Y5, 0(SP)
+	VPMOVSXWD 16(DI), Y5
+	VMOVDQU Y5, 32(SP)
+	VPXORD @22, @22, @22
+	VPXORD @23, @23, @23
+`)
+	for n := range 2 {
+		for kh := range 2 {
+			emit("\tVPXORD @25, @25, @25\n\tVPXORD @26, @26, @26\n\tVPXORD @27, @27, @27\n\tVPXORD @28, @28, @28\n")
+			for k := 4 * kh; k < 4*kh+4; k++ {
+				base := 18*R + 12*R*(8*n+k)
+				emit("\tMOVX %d(SI), @0\n\tMOVX %d(SI), @1\n\tMOVX %d(SI), @2\n", base, base+4*R, base+8*R)
+				// quants m·32 + 4k… of this half: low or high nibbles of ql, and
+				// qh's bit pair m moved to bits 4–5.
+				emit("\tANDX @15, @0, @3\n\tVPSLLW $4, @2, @4\n\tANDX @13, @4, @4\n\tVPORD @4, @3, @3\n\tVPDPBUSD.BCST %d(BX), @3, @25\n", 128*n+4*k)
+				emit("\tANDX @15, @1, @3\n\tVPSLLW $2, @2, @4\n\tANDX @13, @4, @4\n\tVPORD @4, @3, @3\n\tVPDPBUSD.BCST %d(BX), @3, @26\n", 128*n+32+4*k)
+				emit("\tVPSRLW $4, @0, @3\n\tANDX @15, @3, @3\n\tANDX @13, @2, @4\n\tVPORD @4, @3, @3\n\tVPDPBUSD.BCST %d(BX), @3, @27\n", 128*n+64+4*k)
+				emit("\tVPSRLW $4, @1, @3\n\tANDX @15, @3, @3\n\tVPSRLW $2, @2, @4\n\tANDX @13, @4, @4\n\tVPORD @4, @3, @3\n\tVPDPBUSD.BCST %d(BX), @3, @28\n", 128*n+96+4*k)
+			}
+			for m := range 4 {
+				g := 8*n + 2*m + kh
+				emit("\tVPMOVSXBD %d(SI), @8\n\tVPMULLD @8, @%[2]d, @%[2]d\n\tVPADDD @%[2]d, @22, @22\n", 2*R+R*g, 25+m)
+				emit("\tVPMULLD.BCST %d(SP), @8, @8\n\tVPADDD @8, @23, @23\n", 4*g)
+			}
+		}
+	}
+	emit(`	VPSLLD $5, @23, @23
+	VPSUBD @23, @22, @22
+	VBROADCASTSS (DX), @8
+	VMULPS @8, @16, @9
+	VCVTDQ2PS @22, @22
+	VMULPS @9, @22, @22
+	VADDPS @22, @24, @24
+	ADDQ $%d, SI
+	ADDQ $256, BX
+	ADDQ $4, DX
+	ADDQ $32, DI
+	DECQ R13
+	JNZ NAMEblock
+	VMOVUPS @24, (R9)
+	ADDQ $%d, R9
+	DECQ R11
+	JNZ NAMEgroup
+	VZEROUPPER
+	RET
+
+`, 210*R, 4*R)
 }

@@ -255,20 +255,28 @@ func siluMulAsm(k isa, g, u []float32) int {
 func q4kx8VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
 func q4kx16VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
 
-// q4kx8Asm runs the repacked Q4_K kernel for groups of R rows (w) against
+func q6kx8VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
+func q6kx16VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
+
+// kxAsm runs the repacked K-quant kernel for groups of R rows (w) against
 // one token's Q8_K activations, out[0 : R·groups].
-func q4kx8Asm(k isa, w []byte, R, groups, nb int, q []int8, d []float32, bsums []int16, out []float32) bool {
+func kxAsm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q []int8, d []float32, bsums []int16, out []float32) bool {
 	if k != isaVNNI {
 		return false
 	}
-	_ = w[groups*nb*144*R-1]
+	_ = w[groups*nb*t.BlockBytes()*R-1]
 	_ = q[nb*256-1]
 	_ = d[nb-1]
 	_ = bsums[nb*16-1]
 	_ = out[R*groups-1]
 	f := q4kx8VNNI
-	if R == 16 {
+	switch {
+	case t == gguf.Q4_K && R == 16:
 		f = q4kx16VNNI
+	case t == gguf.Q6_K && R == 16:
+		f = q6kx16VNNI
+	case t == gguf.Q6_K:
+		f = q6kx8VNNI
 	}
 	f(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
 	return true

@@ -27,7 +27,7 @@ func BenchmarkMulBatch(b *testing.B) {
 			rows := size.rows
 			rb, _ := typ.RowBytes(int64(size.cols))
 			if rows == 0 {
-				rows = int(64 << 20 / rb)
+				rows = int(64<<20/rb) &^ 15
 			}
 			r := rand.New(rand.NewPCG(1, 1))
 			m, err := NewMatrix(typ, rows, size.cols, benchBlocks(typ, rows, size.cols, r))

@@ -24,6 +24,6 @@ func expShiftAsm(isa, []float32, float32, float32) int { return 0 }
 
 func siluMulAsm(isa, []float32, []float32) int { return 0 }
 
-func q4kx8Asm(isa, []byte, int, int, int, []int8, []float32, []int16, []float32) bool {
+func kxAsm(isa, gguf.TensorType, []byte, int, int, int, []int8, []float32, []int16, []float32) bool {
 	return false
 }

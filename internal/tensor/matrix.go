@@ -19,7 +19,7 @@ type Matrix struct {
 	u16        []uint16  // Data viewed as uint16 (F16, BF16)
 	isa        isa       // kernel set, the best the CPU has
 	x8         bool      // Data is in the x8 layout (Repack)
-	group      int       // rows per group of a repacked Q4_K matrix
+	group      int       // rows per group of a repacked K-quant matrix
 }
 
 // NewMatrix checks that data holds rows×cols elements of t.
@@ -55,8 +55,8 @@ func isLittleEndian() bool {
 
 // Row dequantises row r into dst (len Cols): embeddings are looked up this way.
 func (m *Matrix) Row(r int, dst []float32) {
-	if m.x8 && m.Type == gguf.Q4_K {
-		m.rowQ4Kx8(r, dst)
+	if m.x8 && m.group != 0 {
+		m.rowKx(r, dst)
 		return
 	}
 	if m.x8 {
@@ -175,8 +175,8 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 
 // mulRows computes rows [lo, hi) for every token.
 func (m *Matrix) mulRows(lo, hi int, x []float32, n int, out []float32, s *Scratch, worker int) {
-	if m.x8 && m.Type == gguf.Q4_K {
-		m.mulRowsQ4Kx8(lo, hi, n, out, &s.q)
+	if m.x8 && m.group != 0 {
+		m.mulRowsKx(lo, hi, n, out, &s.q)
 		return
 	}
 	if m.x8 {

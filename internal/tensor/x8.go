@@ -46,7 +46,7 @@ func x8Tile(tok, n int) (int, int) {
 	panic("BUG: tensor: token outside the batch")
 }
 
-// Repack rearranges a Q8_0 or Q4_K matrix into its x8 layout (Q4_K: see
+// Repack rearranges a Q8_0, Q4_K or Q6_K matrix into its x8 layout (Q4_K: see
 // x8k.go), writing dst (as long as Data; it may be Data itself, when the
 // caller owns those bytes), if this CPU runs the x8 kernels and Rows is a
 // multiple of 8. It reports whether it did.
@@ -54,14 +54,14 @@ func (m *Matrix) Repack(dst []byte) bool {
 	if m.Rows%8 != 0 || m.isa != isaVNNI || m.x8 || len(dst) != len(m.Data) {
 		return false
 	}
-	if m.Type == gguf.Q4_K {
+	if m.Type == gguf.Q4_K || m.Type == gguf.Q6_K {
 		copy(dst, m.Data)
 		m.Data = dst
 		R := 8
 		if m.Rows%16 == 0 {
 			R = 16
 		}
-		m.repackQ4K(R)
+		m.repackK(R)
 		m.x8 = true
 		return true
 	}

@@ -1,6 +1,8 @@
 package tensor
 
-// Q4_K weights repacked R rows at a time (R = 16 where the row count
+import "github.com/glassbox-llm/glassbox/internal/gguf"
+
+// K-quant weights repacked R rows at a time (R = 16 where the row count
 // allows, on 512-bit registers, else 8), in place (same size), for the VNNI
 // kernels whose SIMD lanes are rows. Per group of R rows and super-block,
 // 144·R bytes:
@@ -15,21 +17,67 @@ package tensor
 // the same shifts and masks dotQ4K's scalar code uses. Results are
 // dotQ4K's, bit for bit.
 
-// repackQ4K rearranges m.Data in place in groups of R rows.
-func (m *Matrix) repackQ4K(R int) {
-	rb, nb := m.rowBytes, m.Cols/256
+//
+// Q6_K (210·R bytes per group block) likewise:
+//
+//	  0   d of the R rows (fp16)
+//	 2R   for each of the 16 scales, the R rows' int8 scale
+//	18R   for each half n and four-quant step k, in the order the kernel
+//	      reads them (memory is streamed strictly forward: an interleaved
+//	      order halved the speed from DRAM), the R rows' ql bytes
+//	      64n+4k…, then ql 64n+32+4k…, then qh 32n+4k… (16×12R)
+//
+// and the kernel assembles the 6-bit quants of R rows as dotQ6K does.
+
+// kPack describes a K-quant's repacking.
+type kPack struct {
+	bytes   int                                 // block bytes
+	offsets func(r, R int, f func(o, b, n int)) // where row r's block pieces go
+	dot     func(row []byte, q []int8, d []float32, bsums []int16) float32
+	dequant func(blk []byte, y []float32)
+}
+
+var kPacks = map[gguf.TensorType]*kPack{
+	gguf.Q4_K: {144, q4kOffsets, dotQ4K, dequantQ4_K},
+	gguf.Q6_K: {210, q6kOffsets, dotQ6K, dequantQ6_K},
+}
+
+// repackK rearranges m.Data in place in groups of R rows.
+func (m *Matrix) repackK(R int) {
+	kp := kPacks[m.Type]
+	rb, nb, bb := m.rowBytes, m.Cols/256, kp.bytes
 	buf := make([]byte, R*rb)
 	for g := range m.Rows / R {
 		copy(buf, m.Data[g*R*rb:(g+1)*R*rb])
 		out := m.Data[g*R*rb : (g+1)*R*rb]
 		for b := range nb {
-			o := out[b*144*R : (b+1)*144*R]
+			o := out[b*bb*R : (b+1)*bb*R]
 			for r := range R {
-				packQ4KRow(o, r, R, buf[r*rb+b*144:r*rb+b*144+144])
+				blk := buf[r*rb+b*bb : r*rb+(b+1)*bb]
+				kp.offsets(r, R, func(oo, bo, n int) { copy(o[oo:oo+n], blk[bo:bo+n]) })
 			}
 		}
 	}
 	m.group = R
+}
+
+// unpackK reads row r's block back from group block o.
+func unpackK(kp *kPack, o []byte, r, R int, blk []byte) {
+	kp.offsets(r, R, func(oo, bo, n int) { copy(blk[bo:bo+n], o[oo:oo+n]) })
+}
+
+func q6kOffsets(r, R int, f func(o, b, n int)) {
+	f(2*r, 208, 2)
+	for g := range 16 {
+		f(2*R+R*g+r, 192+g, 1)
+	}
+	for s := range 16 { // the kernel's order: half n, k-half, k
+		n, k := s/8, s%8
+		base := 18*R + 12*R*s
+		f(base+4*r, 64*n+4*k, 4)
+		f(base+4*R+4*r, 64*n+32+4*k, 4)
+		f(base+8*R+4*r, 128+32*n+4*k, 4)
+	}
 }
 
 // q4kOffsets lists, for row r of a group of R, where each piece of its
@@ -48,51 +96,42 @@ func q4kOffsets(r, R int, f func(o, b, n int)) {
 	}
 }
 
-// packQ4KRow writes row r's super-block blk into group block o;
-// unpackQ4KRow reads it back.
-func packQ4KRow(o []byte, r, R int, blk []byte) {
-	q4kOffsets(r, R, func(oo, bo, n int) { copy(o[oo:oo+n], blk[bo:bo+n]) })
-}
-
-func unpackQ4KRow(o []byte, r, R int, blk []byte) {
-	q4kOffsets(r, R, func(oo, bo, n int) { copy(blk[bo:bo+n], o[oo:oo+n]) })
-}
-
-// rowQ4Kx8 dequantises row r of a repacked Q4_K matrix.
-func (m *Matrix) rowQ4Kx8(r int, dst []float32) {
-	R := m.group
+// rowKx dequantises row r of a repacked K-quant matrix.
+func (m *Matrix) rowKx(r int, dst []float32) {
+	kp, R := kPacks[m.Type], m.group
 	grp := m.Data[r/R*R*m.rowBytes:]
-	var blk [144]byte
+	blk := make([]byte, kp.bytes)
 	for b := range m.Cols / 256 {
-		unpackQ4KRow(grp[b*144*R:], r%R, R, blk[:])
-		dequantQ4_K(blk[:], dst[b*256:(b+1)*256])
+		unpackK(kp, grp[b*kp.bytes*R:], r%R, R, blk)
+		kp.dequant(blk, dst[b*256:(b+1)*256])
 	}
 }
 
-// dotQ4Kx8 is the pure-Go kernel: dotQ4K for each of the group's R rows.
-func dotQ4Kx8(grp []byte, R int, q []int8, d []float32, bsums []int16, out []float32) {
+// dotKx is the pure-Go kernel of a repacked K-quant: the row kernel for
+// each of the group's R rows.
+func dotKx(kp *kPack, grp []byte, R int, q []int8, d []float32, bsums []int16, out []float32) {
 	nb := len(d)
-	row := make([]byte, 144*nb)
+	row := make([]byte, kp.bytes*nb)
 	for r := range R {
 		for b := range nb {
-			unpackQ4KRow(grp[b*144*R:], r, R, row[b*144:(b+1)*144])
+			unpackK(kp, grp[b*kp.bytes*R:], r, R, row[b*kp.bytes:(b+1)*kp.bytes])
 		}
-		out[r] = dotQ4K(row, q, d, bsums)
+		out[r] = kp.dot(row, q, d, bsums)
 	}
 }
 
-// mulRowsQ4Kx8 computes rows [lo, hi) (multiples of the group) of a
-// repacked Q4_K matrix for n tokens: one token streams the rows in one
+// mulRowsKx computes rows [lo, hi) (multiples of the group) of a
+// repacked K-quant matrix for n tokens: one token streams the rows in one
 // call; a batch takes group by group, each meeting every token while in
 // cache.
-func (m *Matrix) mulRowsQ4Kx8(lo, hi int, n int, out []float32, q *Q8) {
+func (m *Matrix) mulRowsKx(lo, hi int, n int, out []float32, q *Q8) {
 	rb, nb, R := m.rowBytes, m.Cols/256, m.group
 	tok := func(t int) ([]int8, []float32, []int16) {
 		return q.Q[t*m.Cols : (t+1)*m.Cols], q.D[t*nb : (t+1)*nb], q.BSums[t*nb*16 : (t+1)*nb*16]
 	}
 	if n == 1 {
 		qs, d, bs := tok(0)
-		if q4kx8Asm(m.isa, m.Data[lo*rb:hi*rb], R, (hi-lo)/R, nb, qs, d, bs, out[lo:hi]) {
+		if kxAsm(m.isa, m.Type, m.Data[lo*rb:hi*rb], R, (hi-lo)/R, nb, qs, d, bs, out[lo:hi]) {
 			return
 		}
 	}
@@ -101,8 +140,8 @@ func (m *Matrix) mulRowsQ4Kx8(lo, hi int, n int, out []float32, q *Q8) {
 		grp := m.Data[g*R*rb : (g+1)*R*rb]
 		for t := range n {
 			qs, d, bs := tok(t)
-			if !q4kx8Asm(m.isa, grp, R, 1, nb, qs, d, bs, tmp[:R]) {
-				dotQ4Kx8(grp, R, qs, d, bs, tmp[:R])
+			if !kxAsm(m.isa, m.Type, grp, R, 1, nb, qs, d, bs, tmp[:R]) {
+				dotKx(kPacks[m.Type], grp, R, qs, d, bs, tmp[:R])
 			}
 			copy(out[t*m.Rows+R*g:], tmp[:R])
 		}
