@@ -88,7 +88,9 @@ type typeInfo struct {
 	blockBytes int
 }
 
-var tensorTypes = map[TensorType]typeInfo{
+// tensorTypes is indexed by type (an array: kernels ask for block sizes in
+// their inner loops, where a map lookup showed in profiles).
+var tensorTypes = [...]typeInfo{
 	F32:  {"F32", 1, 4},
 	F16:  {"F16", 1, 2},
 	BF16: {"BF16", 1, 2},
@@ -106,27 +108,35 @@ var tensorTypes = map[TensorType]typeInfo{
 	Q8_K: {"Q8_K", 256, 292},
 }
 
+// info is t's layout, if the reader knows it.
+func (t TensorType) info() (typeInfo, bool) {
+	if int(t) >= len(tensorTypes) || tensorTypes[t].name == "" {
+		return typeInfo{}, false
+	}
+	return tensorTypes[t], true
+}
+
 func (t TensorType) String() string {
-	if ti, ok := tensorTypes[t]; ok {
+	if ti, ok := t.info(); ok {
 		return ti.name
 	}
 	return fmt.Sprintf("type(%d)", uint32(t))
 }
 
 // BlockElems is the number of elements one block of t holds.
-func (t TensorType) BlockElems() int { return tensorTypes[t].blockElems }
+func (t TensorType) BlockElems() int { ti, _ := t.info(); return ti.blockElems }
 
 // BlockBytes is the encoded size of one block of t.
-func (t TensorType) BlockBytes() int { return tensorTypes[t].blockBytes }
+func (t TensorType) BlockBytes() int { ti, _ := t.info(); return ti.blockBytes }
 
 // Known reports whether the reader understands t's layout.
-func (t TensorType) Known() bool { _, ok := tensorTypes[t]; return ok }
+func (t TensorType) Known() bool { _, ok := t.info(); return ok }
 
 // ParseTensorType maps a name such as "Q8_0" to its type.
 func ParseTensorType(name string) (TensorType, error) {
 	for t, ti := range tensorTypes {
-		if ti.name == name {
-			return t, nil
+		if ti.name != "" && ti.name == name {
+			return TensorType(t), nil
 		}
 	}
 	return 0, fmt.Errorf("unknown tensor type %q", name)
@@ -135,7 +145,7 @@ func ParseTensorType(name string) (TensorType, error) {
 // RowBytes is the encoded size of n elements of t; n must be a multiple of
 // the block size.
 func (t TensorType) RowBytes(n int64) (int64, error) {
-	ti, ok := tensorTypes[t]
+	ti, ok := t.info()
 	if !ok {
 		return 0, fmt.Errorf("unknown tensor type %d", uint32(t))
 	}
