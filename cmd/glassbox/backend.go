@@ -105,6 +105,10 @@ func cpuBackend(f *serveFlags, log *slog.Logger) (b *backend, err error) {
 	open := gguf.ReadInMemory
 	if f.mmap {
 		open = gguf.Open
+	} else if st, err := os.Stat(path); err == nil && tooBigToCopy(st.Size(), memAvailable()) {
+		log.Warn("the model is larger than three quarters of available memory: mapping it instead of reading it in (as --mmap; decode is slower)",
+			"bytes", st.Size(), "available", memAvailable())
+		open = gguf.Open
 	}
 	gf, err := open(path)
 	if err != nil {
@@ -173,6 +177,10 @@ func defaultCPUKVBytes(perToken int64, maxModelLen, maxSeqs int) int64 {
 	}
 	return max(min(want, limit), perToken*int64(maxModelLen))
 }
+
+// tooBigToCopy says whether reading a model of size bytes into memory
+// would crowd out everything else (avail 0: unknown, so no).
+func tooBigToCopy(size, avail int64) bool { return avail > 0 && size > avail/4*3 }
 
 // memAvailable reads MemAvailable from /proc/meminfo, or 0.
 func memAvailable() int64 {

@@ -102,6 +102,25 @@ func TestModelRandomInspectAndServe(t *testing.T) {
 	if code != 200 || r.Usage.CompletionTokens != 8 || r.Usage.PromptTokens != len("user\nHello there"+"\n"+"assistant\n")+3 {
 		t.Errorf("status %d, usage %+v", code, r.Usage)
 	}
+	// --mmap maps the file (no repacking) and serves the same way.
+	base, _ = serveTest(t, "--model", path, "--served-model-name", "tiny", "--mmap")
+	code = post(t, base+"/v1/completions", map[string]any{"model": "tiny", "prompt": "Hello", "max_tokens": 8, "ignore_eos": true}, &r)
+	if code != 200 || r.Usage.CompletionTokens != 8 {
+		t.Errorf("--mmap: status %d, usage %+v", code, r.Usage)
+	}
+}
+
+// TestTooBigToCopy: a model is read into memory unless it would take more
+// than three quarters of what is available (unknown: read it).
+func TestTooBigToCopy(t *testing.T) {
+	for _, c := range []struct {
+		size, avail int64
+		want        bool
+	}{{500, 1000, false}, {800, 1000, true}, {1 << 40, 0, false}} {
+		if got := tooBigToCopy(c.size, c.avail); got != c.want {
+			t.Errorf("tooBigToCopy(%d, %d) = %v", c.size, c.avail, got)
+		}
+	}
 }
 
 // TestModelBench: the llama-bench-style measurement reports both tests

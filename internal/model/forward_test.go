@@ -76,3 +76,38 @@ func TestRunnerCloseThenForward(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardAllocatesNothing: once buffers have grown, decode and prefill
+// steps allocate nothing, repacked weights included (an embedding lookup
+// or a kernel's scratch escaping to the heap would show here).
+func TestForwardAllocatesNothing(t *testing.T) {
+	shape := Shape{Name: "k", Arch: "llama", Hidden: 256, Layers: 2, Heads: 4, KVHeads: 2, FFN: 512, Vocab: 512, Context: 256, RopeBase: 10000, NormEps: 1e-5}
+	for _, spec := range []RandomSpec{{Shape: shape, Type: gguf.Q8_0, Seed: 1}, {Shape: shape, Mix: "Q4_K_M", Seed: 1}} {
+		var buf bytes.Buffer
+		if err := WriteRandom(&buf, spec); err != nil {
+			t.Fatal(err)
+		}
+		f, err := gguf.Parse(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Owned = true
+		w, err := Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := NewRunner(w, 8, 16, 2)
+		table := []int{0, 1, 2, 3}
+		steps := []Seq{{Tokens: []int{5, 6, 7, 8, 9}, BlockTable: table, LogitsFrom: 4}, {Tokens: []int{10}, Pos: 5, BlockTable: table}}
+		for _, s := range steps {
+			batch := []Seq{s}
+			if err := r.Forward(batch); err != nil { // grow buffers
+				t.Fatal(err)
+			}
+			if n := testing.AllocsPerRun(5, func() { r.Forward(batch) }); n != 0 {
+				t.Errorf("%v%s: %d tokens: %v allocations per step", spec.Type, spec.Mix, len(s.Tokens), n)
+			}
+		}
+		r.Close()
+	}
+}

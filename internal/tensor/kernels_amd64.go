@@ -25,27 +25,47 @@ func detect() isa {
 	return isaAVX2
 }
 
+//go:noescape
 func q80Rows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+//go:noescape
 func q80Rows4AVX2(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+//go:noescape
 func q80Rows1VNNI(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+//go:noescape
 func q80Rows4VNNI(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+//go:noescape
 func q40Rows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+//go:noescape
 func q40Rows4AVX2(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+//go:noescape
 func q40Rows1VNNI(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+//go:noescape
 func q40Rows4VNNI(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+//go:noescape
 func q50Rows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+//go:noescape
 func q50Rows4AVX2(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+//go:noescape
 func q50Rows1VNNI(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+//go:noescape
 func q50Rows4VNNI(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
 
+//go:noescape
 func q4kRows1VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
+//go:noescape
 func q4kRows4VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
+//go:noescape
 func q6kRows1VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
+//go:noescape
 func q6kRows4VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
+//go:noescape
 func q4kRows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+//go:noescape
 func q6kRows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
 
+//go:noescape
 func dotF32AVX2(a, b *float32, n int) float32
+//go:noescape
 func dotF16AVX2(w *uint16, x *float32, n int) float32
 
 type rows1Func = func(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
@@ -156,7 +176,9 @@ func dotF16Asm(k isa, w []uint16, x []float32) (float32, int) {
 	return dotF16AVX2(&w[0], &x[0], n), n
 }
 
+//go:noescape
 func dotsF32AVX2(q, k *float32, kstride, n, d int, out *float32)
+//go:noescape
 func axpyRowsAVX2(w, v *float32, vstride, n, d int, out *float32)
 
 // dotsAsm and axpyAsm run Dots and AddWeighted (bounds checked by them)
@@ -195,10 +217,15 @@ func kTileRows(r1, r4 kTileFunc, w []byte, rowBytes, nrows, blockBytes int, q *Q
 	}
 }
 
+//go:noescape
 func q80x8T16(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+//go:noescape
 func q80x8T8(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+//go:noescape
 func q80x8T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+//go:noescape
 func q80x8T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+//go:noescape
 func q80x8T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 
 // x8Asm runs the repacked Q8_0 kernels over groups of eight rows (w) for
@@ -228,7 +255,9 @@ func x8Asm(k isa, w []byte, groups, nb int, q *Q8, n int, out []float32, ostride
 	return true
 }
 
+//go:noescape
 func expShiftAVX2(w *float32, n int, shift, scale float32)
+//go:noescape
 func siluMulAVX2(x, u *float32, n int)
 
 // expShiftAsm and siluMulAsm do whole groups of 8 and return how many
@@ -252,10 +281,14 @@ func siluMulAsm(k isa, g, u []float32) int {
 	return n
 }
 
+//go:noescape
 func q4kx8VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
+//go:noescape
 func q4kx16VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
 
+//go:noescape
 func q6kx8VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
+//go:noescape
 func q6kx16VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
 
 // kxAsm runs the repacked K-quant kernel for groups of R rows (w) against
@@ -269,15 +302,17 @@ func kxAsm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q []int8, d []
 	_ = d[nb-1]
 	_ = bsums[nb*16-1]
 	_ = out[R*groups-1]
-	f := q4kx8VNNI
+	// Direct calls (not through a func value) keep out on the caller's
+	// stack.
 	switch {
 	case t == gguf.Q4_K && R == 16:
-		f = q4kx16VNNI
+		q4kx16VNNI(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
+	case t == gguf.Q4_K:
+		q4kx8VNNI(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
 	case t == gguf.Q6_K && R == 16:
-		f = q6kx16VNNI
-	case t == gguf.Q6_K:
-		f = q6kx8VNNI
+		q6kx16VNNI(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
+	default:
+		q6kx8VNNI(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
 	}
-	f(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
 	return true
 }

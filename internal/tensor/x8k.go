@@ -31,15 +31,25 @@ import "github.com/glassbox-llm/glassbox/internal/gguf"
 
 // kPack describes a K-quant's repacking.
 type kPack struct {
-	bytes   int                                 // block bytes
-	offsets func(r, R int, f func(o, b, n int)) // where row r's block pieces go
-	dot     func(row []byte, q []int8, d []float32, bsums []int16) float32
-	dequant func(blk []byte, y []float32)
+	bytes int // block bytes
+	q6    bool
+	dot   func(row []byte, q []int8, d []float32, bsums []int16) float32
 }
 
 var kPacks = map[gguf.TensorType]*kPack{
-	gguf.Q4_K: {144, q4kOffsets, dotQ4K, dequantQ4_K},
-	gguf.Q6_K: {210, q6kOffsets, dotQ6K, dequantQ6_K},
+	gguf.Q4_K: {144, false, dotQ4K},
+	gguf.Q6_K: {210, true, dotQ6K},
+}
+
+// offsets calls f for each piece of row r's block: where it goes in a
+// group block of R rows, where it is in the row's block, how long. (A
+// direct call, not a func field: the closures stay on the stack.)
+func (kp *kPack) offsets(r, R int, f func(o, b, n int)) {
+	if kp.q6 {
+		q6kOffsets(r, R, f)
+	} else {
+		q4kOffsets(r, R, f)
+	}
 }
 
 // repackK rearranges m.Data in place in groups of R rows.
@@ -100,15 +110,21 @@ func q4kOffsets(r, R int, f func(o, b, n int)) {
 func (m *Matrix) rowKx(r int, dst []float32) {
 	kp, R := kPacks[m.Type], m.group
 	grp := m.Data[r/R*R*m.rowBytes:]
-	blk := make([]byte, kp.bytes)
+	var buf [256]byte // an embedding lookup per token: no allocation
+	blk := buf[:kp.bytes]
 	for b := range m.Cols / 256 {
 		unpackK(kp, grp[b*kp.bytes*R:], r%R, R, blk)
-		kp.dequant(blk, dst[b*256:(b+1)*256])
+		if kp.q6 {
+			dequantQ6_K(blk, dst[b*256:(b+1)*256])
+		} else {
+			dequantQ4_K(blk, dst[b*256:(b+1)*256])
+		}
 	}
 }
 
 // dotKx is the pure-Go kernel of a repacked K-quant: the row kernel for
-// each of the group's R rows.
+// each of the group's R rows. It allocates; it runs only where tests lower
+// the kernel set (matrices are repacked only on CPUs with the assembly).
 func dotKx(kp *kPack, grp []byte, R int, q []int8, d []float32, bsums []int16, out []float32) {
 	nb := len(d)
 	row := make([]byte, kp.bytes*nb)
