@@ -27,44 +27,61 @@ func detect() isa {
 
 //go:noescape
 func q80Rows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+
 //go:noescape
 func q80Rows4AVX2(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+
 //go:noescape
 func q80Rows1VNNI(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+
 //go:noescape
 func q80Rows4VNNI(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+
 //go:noescape
 func q40Rows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+
 //go:noescape
 func q40Rows4AVX2(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+
 //go:noescape
 func q40Rows1VNNI(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+
 //go:noescape
 func q40Rows4VNNI(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+
 //go:noescape
 func q50Rows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+
 //go:noescape
 func q50Rows4AVX2(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
+
 //go:noescape
 func q50Rows1VNNI(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+
 //go:noescape
 func q50Rows4VNNI(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
 
 //go:noescape
 func q4kRows1VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
+
 //go:noescape
 func q4kRows4VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
+
 //go:noescape
 func q6kRows1VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
+
 //go:noescape
 func q6kRows4VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
+
 //go:noescape
 func q4kRows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+
 //go:noescape
 func q6kRows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
 
 //go:noescape
 func dotF32AVX2(a, b *float32, n int) float32
+
 //go:noescape
 func dotF16AVX2(w *uint16, x *float32, n int) float32
 
@@ -178,6 +195,7 @@ func dotF16Asm(k isa, w []uint16, x []float32) (float32, int) {
 
 //go:noescape
 func dotsF32AVX2(q, k *float32, kstride, n, d int, out *float32)
+
 //go:noescape
 func axpyRowsAVX2(w, v *float32, vstride, n, d int, out *float32)
 
@@ -219,12 +237,16 @@ func kTileRows(r1, r4 kTileFunc, w []byte, rowBytes, nrows, blockBytes int, q *Q
 
 //go:noescape
 func q80x8T16(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
 //go:noescape
 func q80x8T8(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
 //go:noescape
 func q80x8T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
 //go:noescape
 func q80x8T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
 //go:noescape
 func q80x8T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 
@@ -257,6 +279,7 @@ func x8Asm(k isa, w []byte, groups, nb int, q *Q8, n int, out []float32, ostride
 
 //go:noescape
 func expShiftAVX2(w *float32, n int, shift, scale float32)
+
 //go:noescape
 func siluMulAVX2(x, u *float32, n int)
 
@@ -283,11 +306,13 @@ func siluMulAsm(k isa, g, u []float32) int {
 
 //go:noescape
 func q4kx8VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
+
 //go:noescape
 func q4kx16VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
 
 //go:noescape
 func q6kx8VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
+
 //go:noescape
 func q6kx16VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
 
