@@ -2,13 +2,17 @@
 
 // gen_kernels writes kernels_amd64.s, the amd64 SIMD kernels of package
 // tensor: `go generate ./internal/tensor` (the output is committed, so a
-// plain go build needs nothing). Each kernel is emitted from one template
-// per weight format and one per instruction set (AVX2, AVX-512 VNNI on ymm
-// registers), which keeps the dozen near-identical functions in step.
+// plain go build needs nothing; TestKernelsGenerated checks it is current).
+// Each kernel is emitted from one template per weight format and one per
+// instruction set (AVX2, AVX-512 VNNI), which keeps the near-identical
+// functions in step. The families: row kernels and 4-token tiles over
+// weights in their GGUF layout (rows1, rows4, q4kTile, q6kTile), kernels
+// over repacked weights whose SIMD lanes are rows (q80x8, q4kxR, q6kxR),
+// float dot products, attention's strided dots, and exp.
 //
-// Register use is fixed: Y10–Y15 hold constants, Y0 and Y5–Y7 the per-token
-// accumulators, Y1 the decoded signed weights, Y3 their magnitudes, Y2 the
-// weight scale; general registers as the comments in each function say.
+// In the row kernels register use is fixed: Y10–Y15 hold constants, Y0
+// and Y5–Y7 the per-token accumulators, Y1 the decoded signed weights, Y3
+// their magnitudes, Y2 the weight scale; the other families say theirs.
 package main
 
 import (
@@ -302,7 +306,11 @@ func main() {
 		q6kTile(&w, tokens)
 	}
 	out := strings.ReplaceAll(w.String(), "\n\n\n", "\n\n")
-	if err := os.WriteFile("kernels_amd64.s", []byte(out), 0o644); err != nil {
+	path := "kernels_amd64.s"
+	if len(os.Args) > 1 {
+		path = os.Args[1] // for TestKernelsGenerated
+	}
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
 		log.Fatal(err)
 	}
 }
