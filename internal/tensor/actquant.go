@@ -32,8 +32,9 @@ type Q8 struct {
 	// X8 (Q8_0, filled when x8 is set) is the layout of the repacked
 	// Q8_0 kernels: tokens in tiles (x8Tiles), each tile's blocks in
 	// order, each block holding the tile's tokens one after another.
-	X8 []byte
-	x8 bool
+	X8    []byte
+	x8    bool
+	x8off int32
 }
 
 // QuantizeQ8_0 quantises x (a multiple of 32 long) into q, reusing its

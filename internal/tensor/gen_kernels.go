@@ -280,6 +280,8 @@ func main() {
 	data(&w, "c3f", rep(0x3f3f3f3f3f3f3f3f))
 	data(&w, "c03", rep(0x0303030303030303))
 	data(&w, "cff", rep(0x000000ff000000ff))
+	data(&w, "c0f", rep(0x0000000f0000000f))
+	data(&w, "q5spread", rep(0x0204081002040810)) // 1<<4 | 1<<11 | 1<<18 | 1<<25
 	for _, f := range formats {
 		for _, s := range isas {
 			rows1(&w, f, s)
@@ -294,8 +296,10 @@ func main() {
 		lo, hi := c*0x0001000100010001, (c+1)*0x0001000100010001
 		data(&w, fmt.Sprintf("q6kperm%d", i), [4]uint64{lo, lo, hi, hi})
 	}
-	for _, tokens := range x8Tiles {
-		q80x8(&w, tokens)
+	for _, f := range formats {
+		for _, tokens := range x8Tiles {
+			qx8(&w, f, tokens)
+		}
 	}
 	q4kxR(&w, 8)
 	q4kxR(&w, 16)
@@ -863,18 +867,19 @@ var x8Tiles = []int{16, 8, 4, 2, 1}
 // the int32 correction −128·Σq, the float32 scale.
 const x8ActBytes = 40
 
-// q80x8 emits q80x8T<T>(w *byte, groups, nb int, a *byte, out *float32,
-// ostride int) for Q8_0 weights repacked eight rows at a time (Q8x8): per
-// group and block, eight fp16 row scales, then for each 4 quants k the
-// eight rows' quants k (+128, unsigned), 32 bytes. One VPDPBUSD with the
+// qx8 emits <f>x8T<T>(w *byte, groups, nb int, a *byte, out *float32,
+// ostride int) for Q8_0/Q4_0/Q5_0 weights repacked eight rows at a time
+// (x8.go): per group and block, eight fp16 row scales, then the eight
+// rows' quants four by four (Q8_0 +128; Q4_0 and Q5_0 packed as in their
+// blocks, Q5_0's qh dwords first), unpacked by x8Decode. One VPDPBUSD with the
 // token's 4 quants broadcast advances all eight rows, so the lanes are rows
 // and every integer block sum is whole; per block and token the float
 // steps are those of dotQ8x8 (convert, scale dw·da, add).
 //
 // Registers: Y16–Y23 the weights, Y24 the row scales, Y25 dw·da, Y26–Y29
 // integer accumulators, Y0–Y15 the tile's per-token sums.
-func q80x8(w *bytes.Buffer, T int) {
-	name := fmt.Sprintf("q80x8T%d", T)
+func qx8(w *bytes.Buffer, f format, T int) {
+	name := fmt.Sprintf("%sx8T%d", f.name, T)
 	fmt.Fprintf(w, "// func %s(w *byte, groups, nb int, a *byte, out *float32, ostride int)\n", name)
 	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-48\n", name)
 	fmt.Fprintf(w, "\tMOVQ w+0(FP), SI\n\tMOVQ groups+8(FP), R11\n\tMOVQ out+32(FP), R9\n\tMOVQ ostride+40(FP), R8\n%sgroup:\n", name)
@@ -882,9 +887,7 @@ func q80x8(w *bytes.Buffer, T int) {
 		fmt.Fprintf(w, "\tVXORPS Y%[1]d, Y%[1]d, Y%[1]d\n", t)
 	}
 	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n\tVCVTPH2PS (SI), Y24\n", name)
-	for k := range 8 {
-		fmt.Fprintf(w, "\tVMOVDQU32 %d(SI), Y%d\n", 16+32*k, 16+k)
-	}
+	x8Decode(w, f)
 	for t := range T {
 		base := x8ActBytes * t
 		if T == 1 {
@@ -907,7 +910,7 @@ func q80x8(w *bytes.Buffer, T int) {
 		}
 		fmt.Fprintf(w, "\tVCVTDQ2PS Y%[1]d, Y%[1]d\n\tVMULPS.BCST %[2]d(BX), Y24, Y25\n\tVMULPS Y25, Y%[1]d, Y%[1]d\n\tVADDPS Y%[1]d, Y%[3]d, Y%[3]d\n", acc, base+36, t)
 	}
-	fmt.Fprintf(w, "\tADDQ $272, SI\n\tADDQ $%d, BX\n\tDECQ R13\n\tJNZ %sblock\n\tMOVQ R9, AX\n", x8ActBytes*T, name)
+	fmt.Fprintf(w, "\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ R13\n\tJNZ %sblock\n\tMOVQ R9, AX\n", 8*f.bytes, x8ActBytes*T, name)
 	for t := range T {
 		fmt.Fprintf(w, "\tVMOVUPS Y%d, (AX)\n", t)
 		if t < T-1 {
@@ -915,6 +918,37 @@ func q80x8(w *bytes.Buffer, T int) {
 		}
 	}
 	fmt.Fprintf(w, "\tADDQ $32, R9\n\tDECQ R11\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
+}
+
+// x8Decode loads a group block's quants into Y16–Y23 as unsigned bytes,
+// Y16+k holding the eight rows' quants 4k…4k+3. Q8_0 is stored +128;
+// Q4_0's nibbles and Q5_0's five-bit values are unpacked here, Q5_0's
+// fifth bits moved from each row's qh dword (lanes are rows) to bit 4 of
+// their bytes with one multiply that spreads four bits a byte apart.
+// Uses Y26 and Y27 (the token accumulators are free until the token loop).
+func x8Decode(w *bytes.Buffer, f format) {
+	if f.name == "q80" {
+		for k := range 8 {
+			fmt.Fprintf(w, "\tVMOVDQU32 %d(SI), Y%d\n", 16+32*k, 16+k)
+		}
+		return
+	}
+	quants := 16
+	if f.name == "q50" {
+		quants = 48
+		w.WriteString("\tVMOVDQU32 16(SI), Y26\n")
+	}
+	for g := range 4 {
+		lo, hi := 16+g, 20+g
+		fmt.Fprintf(w, "\tVMOVDQU32 %d(SI), Y%d\n\tVPSRLW $4, Y%d, Y%d\n\tVPANDD.BCST nib<>(SB), Y%d, Y%d\n\tVPANDD.BCST nib<>(SB), Y%d, Y%d\n",
+			quants+32*g, lo, lo, hi, lo, lo, hi, hi)
+		if f.name != "q50" {
+			continue
+		}
+		for i, y := range []int{lo, hi} {
+			fmt.Fprintf(w, "\tVPSRLD $%d, Y26, Y27\n\tVPANDD.BCST c0f<>(SB), Y27, Y27\n\tVPMULLD.BCST q5spread<>(SB), Y27, Y27\n\tVPANDD.BCST bit10<>(SB), Y27, Y27\n\tVPORD Y27, Y%[2]d, Y%[2]d\n", 16*i+4*g, y)
+		}
+	}
 }
 
 // expKernels emits expShiftAVX2 and siluMulAVX2 over 8 floats at a time,

@@ -250,29 +250,62 @@ func q80x8T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 //go:noescape
 func q80x8T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 
-// x8Asm runs the repacked Q8_0 kernels over groups of eight rows (w) for
-// each token tile of q.X8, writing out[t·ostride + r].
-func x8Asm(k isa, w []byte, groups, nb int, q *Q8, n int, out []float32, ostride int) bool {
+//go:noescape
+func q40x8T16(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q40x8T8(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q40x8T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q40x8T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q40x8T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q50x8T16(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q50x8T8(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q50x8T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q50x8T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q50x8T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+type x8Func = func(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+// x8Kernels are the repacked kernels per format, in x8Tiles order.
+var x8Kernels = map[gguf.TensorType][5]x8Func{
+	gguf.Q8_0: {q80x8T16, q80x8T8, q80x8T4, q80x8T2, q80x8T1},
+	gguf.Q4_0: {q40x8T16, q40x8T8, q40x8T4, q40x8T2, q40x8T1},
+	gguf.Q5_0: {q50x8T16, q50x8T8, q50x8T4, q50x8T2, q50x8T1},
+}
+
+// x8Asm runs the repacked Q8_0-family kernels over groups of eight rows
+// (w) for each token tile of q.X8, writing out[t·ostride + r].
+func x8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, out []float32, ostride int) bool {
 	if k != isaVNNI || groups == 0 {
 		return k == isaVNNI
 	}
-	_ = w[groups*nb*x8GroupBlock-1]
+	_ = w[groups*nb*8*t.BlockBytes()-1]
 	_ = out[(n-1)*ostride+8*groups-1]
 	_ = q.X8[n*nb*x8ActBytes-1]
+	fs := x8Kernels[t]
 	for t0 := 0; t0 < n; {
-		f, T := q80x8T1, 1
-		switch r := n - t0; {
-		case r >= 16:
-			f, T = q80x8T16, 16
-		case r >= 8:
-			f, T = q80x8T8, 8
-		case r >= 4:
-			f, T = q80x8T4, 4
-		case r >= 2:
-			f, T = q80x8T2, 2
+		i := 0
+		for x8Tiles[i] > n-t0 {
+			i++
 		}
-		f(&w[0], groups, nb, &q.X8[t0*nb*x8ActBytes], &out[t0*ostride], ostride*4)
-		t0 += T
+		fs[i](&w[0], groups, nb, &q.X8[t0*nb*x8ActBytes], &out[t0*ostride], ostride*4)
+		t0 += x8Tiles[i]
 	}
 	return true
 }

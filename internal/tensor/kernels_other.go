@@ -18,7 +18,9 @@ func dotsAsm(isa, []float32, []float32, []float32, int) bool { return false }
 
 func axpyAsm(isa, []float32, []float32, []float32, int) bool { return false }
 
-func x8Asm(isa, []byte, int, int, *Q8, int, []float32, int) bool { return false }
+func x8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool {
+	return false
+}
 
 func expShiftAsm(isa, []float32, float32, float32) int { return 0 }
 

@@ -156,6 +156,7 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 		x = s.act
 	case gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0:
 		if m.x8 {
+			s.q.x8off = x8Offset(m.Type)
 			s.quantize(x, 32, 0, n, true, p)
 		} else {
 			s.quantize(x, 32, vnniOffset(m.isa, m.Type), 0, false, p)

@@ -21,11 +21,9 @@ import (
 // It differs in the last bits from the unpacked kernels' lane order, but
 // every batch size and kernel set gives the same bits for one matrix.
 
-// x8GroupBlock is one block of a group of eight rows.
-const x8GroupBlock = 8 * 34
-
 // x8ActBytes is one token's block in Q8.X8: 32 quants, the int32
-// correction −128·Σq for the unsigned weights, and the float32 scale.
+// correction −off·Σq for the unsigned weights (off 128, 8 or 16 for
+// Q8_0, Q4_0, Q5_0), and the float32 scale.
 const x8ActBytes = 40
 
 // x8Tiles are the token tiles of the x8 kernels, largest first; a batch
@@ -65,22 +63,24 @@ func (m *Matrix) Repack(dst []byte) bool {
 		m.x8 = true
 		return true
 	}
-	if m.Type != gguf.Q8_0 {
+	if m.Type != gguf.Q8_0 && m.Type != gguf.Q4_0 && m.Type != gguf.Q5_0 {
 		return false
 	}
-	rb, nb := m.rowBytes, m.Cols/32
+	rb, nb, bb := m.rowBytes, m.Cols/32, m.Type.BlockBytes()
 	buf := make([]byte, 8*rb)
 	for g := range m.Rows / 8 {
 		copy(buf, m.Data[g*8*rb:(g+1)*8*rb])
 		out := dst[g*8*rb : (g+1)*8*rb]
 		for b := range nb {
-			o := out[b*x8GroupBlock : (b+1)*x8GroupBlock]
+			o := out[b*8*bb : (b+1)*8*bb]
 			for r := range 8 {
-				blk := buf[r*rb+b*34 : r*rb+b*34+34]
-				o[2*r], o[2*r+1] = blk[0], blk[1]
-				for k := range 8 {
-					for j := range 4 {
-						o[16+32*k+4*r+j] = blk[2+4*k+j] ^ 0x80
+				blk := buf[r*rb+b*bb : r*rb+(b+1)*bb]
+				x8Offsets(m.Type, r, func(oo, bo, n int) { copy(o[oo:oo+n], blk[bo:bo+n]) })
+				if m.Type == gguf.Q8_0 {
+					for k := range 8 {
+						for j := range 4 {
+							o[16+32*k+4*r+j] ^= 0x80
+						}
 					}
 				}
 			}
@@ -90,35 +90,69 @@ func (m *Matrix) Repack(dst []byte) bool {
 	return true
 }
 
-// rowX8 dequantises row r of a repacked matrix.
-func (m *Matrix) rowX8(r int, dst []float32) {
-	grp := m.Data[r/8*8*m.rowBytes:]
-	lane := r % 8
-	for b := range m.Cols / 32 {
-		o := grp[b*x8GroupBlock:]
-		dw := f16at(o, 2*lane)
+// x8Offsets calls f for each piece of row r's block: where it goes in the
+// group block, where it is in the block, how long. Q8_0's quants are
+// stored +128 (the caller flips their top bits).
+func x8Offsets(t gguf.TensorType, r int, f func(o, b, n int)) {
+	f(2*r, 0, 2)
+	switch t {
+	case gguf.Q8_0:
 		for k := range 8 {
-			for j := range 4 {
-				dst[b*32+4*k+j] = dw * float32(int8(o[16+32*k+4*lane+j]^0x80))
-			}
+			f(16+32*k+4*r, 2+4*k, 4)
+		}
+	case gguf.Q4_0:
+		for g := range 4 {
+			f(16+32*g+4*r, 2+4*g, 4)
+		}
+	case gguf.Q5_0:
+		f(16+4*r, 2, 4) // qh
+		for g := range 4 {
+			f(48+32*g+4*r, 6+4*g, 4)
 		}
 	}
 }
 
-// dotQ8x8 is the pure-Go x8 kernel: the eight rows of group grp against
-// one token's Q8_0 activations (q, d), into out[0:8].
-func dotQ8x8(grp []byte, q []int8, d []float32, out []float32) {
+// unpackX8 writes row r's block b back in its GGUF layout.
+func (m *Matrix) unpackX8(r, b int, blk []byte) {
+	bb := m.Type.BlockBytes()
+	o := m.Data[r/8*8*m.rowBytes+b*8*bb:][:8*bb]
+	x8Offsets(m.Type, r%8, func(oo, bo, n int) { copy(blk[bo:bo+n], o[oo:oo+n]) })
+	if m.Type == gguf.Q8_0 {
+		for j := 2; j < 34; j++ {
+			blk[j] ^= 0x80
+		}
+	}
+}
+
+// rowX8 dequantises row r of a repacked matrix.
+func (m *Matrix) rowX8(r int, dst []float32) {
+	var buf [34]byte
+	blk := buf[:m.Type.BlockBytes()]
+	for b := range m.Cols / 32 {
+		m.unpackX8(r, b, blk)
+		if err := Dequantize(m.Type, blk, dst[b*32:(b+1)*32]); err != nil {
+			panic("BUG: tensor: " + err.Error())
+		}
+	}
+}
+
+// dotX8 is the pure-Go x8 kernel: the eight rows of group g against one
+// token's Q8_0 activations (q, d), into out[0:8]: per row and block the
+// exact integer Σ w·a, then sum += float32(Σ)·(dw·da), block by block.
+func (m *Matrix) dotX8(g int, q []int8, d []float32, out []float32) {
+	var buf [34]byte
+	var w [32]int8
+	blk := buf[:m.Type.BlockBytes()]
 	for lane := range 8 {
 		var sum float32
 		for b := range d {
-			o := grp[b*x8GroupBlock : (b+1)*x8GroupBlock]
+			m.unpackX8(8*g+lane, b, blk)
+			decodeQ8Family(m.Type, blk, &w)
 			var isum int32
-			for k := range 8 {
-				for j := range 4 {
-					isum += int32(int8(o[16+32*k+4*lane+j]^0x80)) * int32(q[b*32+4*k+j])
-				}
+			for j, v := range w {
+				isum += int32(v) * int32(q[b*32+j])
 			}
-			s := f16at(o, 2*lane) * d[b]
+			s := f16at(blk, 0) * d[b]
 			sum = sum + float32(float32(isum)*s)
 		}
 		out[lane] = sum
@@ -136,7 +170,7 @@ func (q *Q8) writeX8(b int, qs []int8, d float32) {
 		o[j] = byte(v)
 		sum += int32(v)
 	}
-	binary.LittleEndian.PutUint32(o[32:], uint32(-128*sum))
+	binary.LittleEndian.PutUint32(o[32:], uint32(-q.x8off*sum))
 	binary.LittleEndian.PutUint32(o[36:], math.Float32bits(d))
 }
 
@@ -144,15 +178,25 @@ func (q *Q8) writeX8(b int, qs []int8, d float32) {
 // for n tokens.
 func (m *Matrix) mulRowsX8(lo, hi int, n int, out []float32, q *Q8) {
 	rb, nb := m.rowBytes, m.Cols/32
-	if x8Asm(m.isa, m.Data[lo*rb:hi*rb], (hi-lo)/8, nb, q, n, out[lo:], m.Rows) {
+	if x8Asm(m.isa, m.Type, m.Data[lo*rb:hi*rb], (hi-lo)/8, nb, q, n, out[lo:], m.Rows) {
 		return
 	}
 	var tmp [8]float32
 	for g := lo / 8; g < hi/8; g++ {
-		grp := m.Data[g*8*rb : (g+1)*8*rb]
 		for t := range n {
-			dotQ8x8(grp, q.Q[t*m.Cols:(t+1)*m.Cols], q.D[t*nb:(t+1)*nb], tmp[:])
+			m.dotX8(g, q.Q[t*m.Cols:(t+1)*m.Cols], q.D[t*nb:(t+1)*nb], tmp[:])
 			copy(out[t*m.Rows+8*g:], tmp[:])
 		}
 	}
+}
+
+// x8Offset is what the x8 kernels add to t's signed quants.
+func x8Offset(t gguf.TensorType) int32 {
+	switch t {
+	case gguf.Q4_0:
+		return 8
+	case gguf.Q5_0:
+		return 16
+	}
+	return 128
 }
