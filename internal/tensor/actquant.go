@@ -16,32 +16,42 @@ type Q8 struct {
 	// BSums (Q8_K only) holds the sum of each 16 quants, which the
 	// K-quant dot products use for the minimums and offsets.
 	BSums []int16
-	// VNNI (Q8_0 blocks, filled when off != 0) is the layout of the
-	// AVX-512 VNNI kernels: per block the 32 quants, then eight int32
-	// lanes of -off·(sum of four quants), so that unsigned weights w+off
-	// give exact Σ w·a in one VPDPBUSD.
+	// VNNI (Q8_0 blocks, layoutVNNI) is the layout of the AVX-512 VNNI
+	// row kernels: per block the 32 quants, then eight int32 lanes of
+	// -off·(sum of four quants), so that unsigned weights w+off give
+	// exact Σ w·a in one VPDPBUSD.
 	VNNI []byte
-	off  int32
-	// KTile (Q8_K, filled when tokens != 0) is the layout of the VNNI
-	// K-quant kernels: tokens in tiles of four (the remainder one by
-	// one), each tile's super-blocks in order, each super-block holding
-	// the tile's quants, then its scales, then its block sums, so that
-	// one pointer walks every token of the tile.
-	KTile  []byte
-	tokens int
-	// X8 (Q8_0, filled when x8 is set) is the layout of the repacked
-	// Q8_0 kernels: tokens in tiles (x8Tiles), each tile's blocks in
-	// order, each block holding the tile's tokens one after another.
-	X8    []byte
-	x8    bool
-	x8off int32
+	// KTile (Q8_K, layoutKTile) is the layout of the VNNI K-quant tile
+	// kernels: tokens in tiles of four (the remainder one by one), each
+	// tile's super-blocks in order, each super-block holding the tile's
+	// quants, then its scales, then its block sums, so that one pointer
+	// walks every token of the tile.
+	KTile []byte
+	// X8 (Q8_0 blocks, layoutX8) is the layout of the repacked kernels:
+	// tokens in tiles (x8Tiles), each tile's blocks in order, each block
+	// holding the tile's tokens one after another (x8ActBytes each).
+	X8 []byte
+
+	layout actLayout // which of the layouts above quantize also fills
+	off    int32     // the weights' unsigned offset (VNNI, X8)
+	tokens int       // tokens in the batch (KTile, X8)
 }
+
+// actLayout is an extra layout of quantised activations for a kernel set.
+type actLayout uint8
+
+const (
+	layoutPlain actLayout = iota
+	layoutVNNI
+	layoutKTile
+	layoutX8
+)
 
 // QuantizeQ8_0 quantises x (a multiple of 32 long) into q, reusing its
 // buffers: d = amax/127 rounded to fp16, q = round-half-even(x·127/amax),
 // as ggml's x86 path.
 func QuantizeQ8_0(x []float32, q *Q8) {
-	q.off, q.tokens, q.x8 = 0, 0, false
+	q.layout = layoutPlain
 	q.prepare(len(x), 32)
 	q.quantize(x, 0, len(x)/32)
 }
@@ -51,7 +61,7 @@ func QuantizeQ8_0(x []float32, q *Q8) {
 // (sign kept), iscale = -127/max, q = round-half-even(iscale·x) capped at
 // 127, d = 1/iscale; and the sums of each 16 quants.
 func QuantizeQ8_K(x []float32, q *Q8) {
-	q.off, q.tokens, q.x8 = 0, 0, false
+	q.layout = layoutPlain
 	q.prepare(len(x), 256)
 	q.quantize(x, 0, len(x)/256)
 }
@@ -64,13 +74,12 @@ func (q *Q8) prepare(n, block int) {
 	if block == 256 {
 		q.BSums = resize(q.BSums, n/16)
 	}
-	if q.off != 0 {
+	switch q.layout {
+	case layoutVNNI:
 		q.VNNI = resize(q.VNNI, n*2)
-	}
-	if q.tokens != 0 && block == 256 {
+	case layoutKTile:
 		q.KTile = resize(q.KTile, n/256*kTileBytes)
-	}
-	if q.x8 {
+	case layoutX8:
 		q.X8 = resize(q.X8, n/32*x8ActBytes)
 	}
 }
@@ -122,10 +131,10 @@ func quantQ8_0Blocks(x []float32, q *Q8, lo, hi int) {
 		for j, v := range xs {
 			qs[j] = int8(math.RoundToEven(float64(v * id)))
 		}
-		if q.x8 {
+		if q.layout == layoutX8 {
 			q.writeX8(b, qs, q.D[b])
 		}
-		if q.off != 0 {
+		if q.layout == layoutVNNI {
 			dst := q.VNNI[b*64 : b*64+64]
 			for l := range 8 {
 				s := int32(qs[4*l]) + int32(qs[4*l+1]) + int32(qs[4*l+2]) + int32(qs[4*l+3])
@@ -163,7 +172,7 @@ func quantQ8_KBlocks(x []float32, q *Q8, lo, hi int) {
 			}
 			q.BSums[g] = s
 		}
-		if q.tokens != 0 {
+		if q.layout == layoutKTile {
 			tq, td, tbs := q.kTile(b)
 			for j, v := range qs {
 				tq[j] = byte(v)

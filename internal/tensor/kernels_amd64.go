@@ -3,6 +3,7 @@
 package tensor
 
 import (
+	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/cpu"
@@ -124,7 +125,7 @@ func q8RowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n
 	_ = out[(n-1)*ostride+nrows-1]
 	act, astride := q.Q, cols
 	if k == isaVNNI {
-		if q.off == 0 {
+		if q.layout != layoutVNNI {
 			panic("BUG: tensor: VNNI kernel without the VNNI activation layout")
 		}
 		act, astride = unsafe.Slice((*int8)(unsafe.Pointer(&q.VNNI[0])), len(q.VNNI)), 2*cols
@@ -300,12 +301,9 @@ func x8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, out
 	_ = q.X8[n*nb*x8ActBytes-1]
 	fs := x8Kernels[t]
 	for t0 := 0; t0 < n; {
-		i := 0
-		for x8Tiles[i] > n-t0 {
-			i++
-		}
-		fs[i](&w[0], groups, nb, &q.X8[t0*nb*x8ActBytes], &out[t0*ostride], ostride*4)
-		t0 += x8Tiles[i]
+		_, T := x8Tile(t0, n)
+		fs[slices.Index(x8Tiles[:], T)](&w[0], groups, nb, &q.X8[t0*nb*x8ActBytes], &out[t0*ostride], ostride*4)
+		t0 += T
 	}
 	return true
 }

@@ -18,8 +18,7 @@ type Matrix struct {
 	f32        []float32 // Data viewed as float32 (F32 only)
 	u16        []uint16  // Data viewed as uint16 (F16, BF16)
 	isa        isa       // kernel set, the best the CPU has
-	x8         bool      // Data is in the x8 layout (Repack)
-	group      int       // rows per group of a repacked K-quant matrix
+	group      int       // rows per group when Data is repacked (Repack), else 0
 }
 
 // NewMatrix checks that data holds rows×cols elements of t.
@@ -55,12 +54,8 @@ func isLittleEndian() bool {
 
 // Row dequantises row r into dst (len Cols): embeddings are looked up this way.
 func (m *Matrix) Row(r int, dst []float32) {
-	if m.x8 && m.group != 0 {
-		m.rowKx(r, dst)
-		return
-	}
-	if m.x8 {
-		m.rowX8(r, dst)
+	if m.group != 0 {
+		m.rowRepacked(r, dst)
 		return
 	}
 	if err := Dequantize(m.Type, m.Data[r*m.rowBytes:(r+1)*m.rowBytes], dst); err != nil {
@@ -85,8 +80,8 @@ type quantTask struct {
 
 func (t *quantTask) Run(_, lo, hi int) { t.q.quantize(t.x, lo, hi) }
 
-func (s *Scratch) quantize(x []float32, block int, off int32, tokens int, x8 bool, p *Pool) {
-	s.q.off, s.q.tokens, s.q.x8 = off, tokens, x8
+func (s *Scratch) quantize(x []float32, block int, layout actLayout, off int32, tokens int, p *Pool) {
+	s.q.layout, s.q.off, s.q.tokens = layout, off, tokens
 	s.q.prepare(len(x), block)
 	s.quant = quantTask{x: x, q: &s.q}
 	p.Run(&s.quant, len(x)/block, max(1, 8192/block))
@@ -155,18 +150,20 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 		}
 		x = s.act
 	case gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0:
-		if m.x8 {
-			s.q.x8off = x8Offset(m.Type)
-			s.quantize(x, 32, 0, n, true, p)
-		} else {
-			s.quantize(x, 32, vnniOffset(m.isa, m.Type), 0, false, p)
+		switch off := vnniOffset(m.isa, m.Type); {
+		case m.group != 0:
+			s.quantize(x, 32, layoutX8, x8Offset(m.Type), n, p)
+		case off != 0:
+			s.quantize(x, 32, layoutVNNI, off, 0, p)
+		default:
+			s.quantize(x, 32, layoutPlain, 0, 0, p)
 		}
 	case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
-		tiled := 0
-		if m.isa == isaVNNI && m.Type != gguf.Q5_K && !m.x8 {
-			tiled = n
+		if m.isa == isaVNNI && m.Type != gguf.Q5_K && m.group == 0 {
+			s.quantize(x, 256, layoutKTile, 0, n, p)
+		} else {
+			s.quantize(x, 256, layoutPlain, 0, 0, p)
 		}
-		s.quantize(x, 256, 0, tiled, false, p)
 	}
 	for len(s.rows) < p.Size() {
 		s.rows = append(s.rows, nil)
@@ -179,12 +176,8 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 
 // mulRows computes rows [lo, hi) for every token.
 func (m *Matrix) mulRows(lo, hi int, x []float32, n int, out []float32, s *Scratch, worker int) {
-	if m.x8 && m.group != 0 {
-		m.mulRowsKx(lo, hi, n, out, &s.q)
-		return
-	}
-	if m.x8 {
-		m.mulRowsX8(lo, hi, n, out, &s.q)
+	if m.group != 0 {
+		m.mulRowsRepacked(lo, hi, n, out, &s.q)
 		return
 	}
 	cols, rb := m.Cols, m.rowBytes

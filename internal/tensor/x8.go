@@ -7,27 +7,38 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/gguf"
 )
 
-// Q8_0 weights can be repacked eight rows at a time ("x8") for the VNNI
-// kernels: per group of eight rows and per block, the eight fp16 scales,
-// then for each four quants k the eight rows' quants k, stored +128
-// (unsigned). One VPDPBUSD against a token's four quants broadcast then
-// advances eight rows at once, the SIMD lanes being rows: no horizontal
-// sums, and each weight load serves a whole tile of tokens. The layout
-// takes exactly the bytes of the original rows, so it can replace them in
-// place.
+// Weights can be repacked R rows at a time for the VNNI kernels whose SIMD
+// lanes are rows: one VPDPBUSD against a token's four quants (broadcast)
+// advances R rows at once, with no horizontal sums, and each weight load
+// serves every token of a tile. The layout takes exactly the bytes of the
+// original rows, so it replaces them in place. R is 8 for the Q8_0 family
+// and 16 for the K-quants where the row count allows (512-bit registers).
+// Per group of R rows and block (offsets in bytes; "the rows'" means R
+// consecutive 4-byte or 2-byte pieces, one per row):
 //
-// The result of a repacked matrix is, per row and token, the sum over
-// blocks b of float32(Σ w·a)·(dw_b·da_b), added block by block (dotQ8x8).
-// It differs in the last bits from the unpacked kernels' lane order, but
-// every batch size and kernel set gives the same bits for one matrix.
+//	Q8_0  0: scales (fp16)   2R: quants 4k…4k+3, k = 0…7, stored +128
+//	Q4_0  0: scales          2R: nibble bytes 4g…4g+3, g = 0…3
+//	Q5_0  0: scales          2R: qh dwords   6R: nibble bytes as Q4_0
+//	Q4_K  0: d   2R: dmin   4R: scale bytes 0–3, 4–7, 8–11
+//	      16R: packed nibble bytes 32p+4k…, p = 0…3, k = 0…7
+//	Q6_K  0: d   2R: the 16 int8 scales, one byte per row   18R: for
+//	      each step s = (half n, k) in the order the kernel reads them
+//	      (strictly forward: an interleaved order halved the speed from
+//	      DRAM), ql bytes 64n+4k…, ql 64n+32+4k…, qh 32n+4k…
+//
+// Results: the Q8_0 family sums, per row, block and token, the exact
+// integer Σ w·a, then sum += float32(Σ)·(dw·da) block by block (dotX8);
+// this differs in the last bits from the unpacked kernels' lane order.
+// The K-quants give dotQ4K's and dotQ6K's bits exactly. Either way every
+// batch size and kernel set gives the same bits for one matrix.
 
 // x8ActBytes is one token's block in Q8.X8: 32 quants, the int32
 // correction −off·Σq for the unsigned weights (off 128, 8 or 16 for
 // Q8_0, Q4_0, Q5_0), and the float32 scale.
 const x8ActBytes = 40
 
-// x8Tiles are the token tiles of the x8 kernels, largest first; a batch
-// is split greedily.
+// x8Tiles are the token tiles of the Q8_0-family kernels, largest first;
+// a batch is split greedily.
 var x8Tiles = [...]int{16, 8, 4, 2, 1}
 
 // x8Tile returns the tile (first token, size) that token tok of n is in.
@@ -44,109 +55,167 @@ func x8Tile(tok, n int) (int, int) {
 	panic("BUG: tensor: token outside the batch")
 }
 
-// Repack rearranges a Q8_0, Q4_K or Q6_K matrix into its x8 layout (Q4_K: see
-// x8k.go), writing dst (as long as Data; it may be Data itself, when the
-// caller owns those bytes), if this CPU runs the x8 kernels and Rows is a
-// multiple of 8. It reports whether it did.
+// Repack rearranges a Q8_0, Q4_0, Q5_0, Q4_K or Q6_K matrix into its
+// repacked layout, writing dst (as long as Data; it may be Data itself,
+// when the caller owns those bytes), if this CPU runs the kernels for it
+// and Rows is a multiple of 8. It reports whether it did.
 func (m *Matrix) Repack(dst []byte) bool {
-	if m.Rows%8 != 0 || m.isa != isaVNNI || m.x8 || len(dst) != len(m.Data) {
+	if m.Rows%8 != 0 || m.isa != isaVNNI || m.group != 0 || len(dst) != len(m.Data) {
 		return false
 	}
-	if m.Type == gguf.Q4_K || m.Type == gguf.Q6_K {
-		copy(dst, m.Data)
-		m.Data = dst
-		R := 8
+	R := 8
+	switch m.Type {
+	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0:
+	case gguf.Q4_K, gguf.Q6_K:
 		if m.Rows%16 == 0 {
 			R = 16
 		}
-		m.repackK(R)
-		m.x8 = true
-		return true
-	}
-	if m.Type != gguf.Q8_0 && m.Type != gguf.Q4_0 && m.Type != gguf.Q5_0 {
+	default:
 		return false
 	}
-	rb, nb, bb := m.rowBytes, m.Cols/32, m.Type.BlockBytes()
-	buf := make([]byte, 8*rb)
-	for g := range m.Rows / 8 {
-		copy(buf, m.Data[g*8*rb:(g+1)*8*rb])
-		out := dst[g*8*rb : (g+1)*8*rb]
-		for b := range nb {
-			o := out[b*8*bb : (b+1)*8*bb]
-			for r := range 8 {
+	rb, bb := m.rowBytes, m.Type.BlockBytes()
+	buf := make([]byte, R*rb)
+	for g := range m.Rows / R {
+		copy(buf, m.Data[g*R*rb:(g+1)*R*rb])
+		out := dst[g*R*rb : (g+1)*R*rb]
+		for b := range rb / bb {
+			o := out[b*R*bb : (b+1)*R*bb]
+			for r := range R {
 				blk := buf[r*rb+b*bb : r*rb+(b+1)*bb]
-				x8Offsets(m.Type, r, func(oo, bo, n int) { copy(o[oo:oo+n], blk[bo:bo+n]) })
-				if m.Type == gguf.Q8_0 {
-					for k := range 8 {
-						for j := range 4 {
-							o[16+32*k+4*r+j] ^= 0x80
-						}
-					}
-				}
+				packOffsets(m.Type, r, R, func(oo, bo, n int) {
+					copy(o[oo:oo+n], blk[bo:bo+n])
+					flipQ8(m.Type, bo, o[oo:oo+n])
+				})
 			}
 		}
 	}
-	m.Data, m.x8 = dst, true
+	m.Data, m.group = dst, R
 	return true
 }
 
-// x8Offsets calls f for each piece of row r's block: where it goes in the
-// group block, where it is in the block, how long. Q8_0's quants are
-// stored +128 (the caller flips their top bits).
-func x8Offsets(t gguf.TensorType, r int, f func(o, b, n int)) {
-	f(2*r, 0, 2)
+// unpackBlock writes row r's block b back in its GGUF layout.
+func (m *Matrix) unpackBlock(r, b int, blk []byte) {
+	R, bb := m.group, m.Type.BlockBytes()
+	o := m.Data[r/R*R*m.rowBytes+b*R*bb:][:R*bb]
+	packOffsets(m.Type, r%R, R, func(oo, bo, n int) {
+		copy(blk[bo:bo+n], o[oo:oo+n])
+		flipQ8(m.Type, bo, blk[bo:bo+n])
+	})
+}
+
+// flipQ8 moves Q8_0 quants (not the scale at offset 0) between signed and
+// +128.
+func flipQ8(t gguf.TensorType, bo int, b []byte) {
+	if t == gguf.Q8_0 && bo >= 2 {
+		for i := range b {
+			b[i] ^= 0x80
+		}
+	}
+}
+
+// packOffsets calls f for each piece of row r's block: where it goes in a
+// group block of R rows, where it is in the row's block, how long.
+func packOffsets(t gguf.TensorType, r, R int, f func(o, b, n int)) {
 	switch t {
 	case gguf.Q8_0:
+		f(2*r, 0, 2)
 		for k := range 8 {
-			f(16+32*k+4*r, 2+4*k, 4)
+			f(2*R+4*R*k+4*r, 2+4*k, 4)
 		}
 	case gguf.Q4_0:
+		f(2*r, 0, 2)
 		for g := range 4 {
-			f(16+32*g+4*r, 2+4*g, 4)
+			f(2*R+4*R*g+4*r, 2+4*g, 4)
 		}
 	case gguf.Q5_0:
-		f(16+4*r, 2, 4) // qh
+		f(2*r, 0, 2)
+		f(2*R+4*r, 2, 4) // qh
 		for g := range 4 {
-			f(48+32*g+4*r, 6+4*g, 4)
+			f(6*R+4*R*g+4*r, 6+4*g, 4)
+		}
+	case gguf.Q4_K:
+		f(2*r, 0, 2)
+		f(2*R+2*r, 2, 2)
+		for i := range 3 {
+			f(4*R+4*R*i+4*r, 4+4*i, 4)
+		}
+		for p := range 4 {
+			for k := range 8 {
+				f(16*R+32*R*p+4*R*k+4*r, 16+32*p+4*k, 4)
+			}
+		}
+	case gguf.Q6_K:
+		f(2*r, 208, 2)
+		for g := range 16 {
+			f(2*R+R*g+r, 192+g, 1)
+		}
+		for s := range 16 {
+			n, k := s/8, s%8
+			base := 18*R + 12*R*s
+			f(base+4*r, 64*n+4*k, 4)
+			f(base+4*R+4*r, 64*n+32+4*k, 4)
+			f(base+8*R+4*r, 128+32*n+4*k, 4)
 		}
 	}
 }
 
-// unpackX8 writes row r's block b back in its GGUF layout.
-func (m *Matrix) unpackX8(r, b int, blk []byte) {
-	bb := m.Type.BlockBytes()
-	o := m.Data[r/8*8*m.rowBytes+b*8*bb:][:8*bb]
-	x8Offsets(m.Type, r%8, func(oo, bo, n int) { copy(blk[bo:bo+n], o[oo:oo+n]) })
-	if m.Type == gguf.Q8_0 {
-		for j := 2; j < 34; j++ {
-			blk[j] ^= 0x80
-		}
-	}
-}
-
-// rowX8 dequantises row r of a repacked matrix.
-func (m *Matrix) rowX8(r int, dst []float32) {
-	var buf [34]byte
+// rowRepacked dequantises row r of a repacked matrix (an embedding lookup
+// per token: no allocation).
+func (m *Matrix) rowRepacked(r int, dst []float32) {
+	var buf [256]byte
 	blk := buf[:m.Type.BlockBytes()]
-	for b := range m.Cols / 32 {
-		m.unpackX8(r, b, blk)
-		if err := Dequantize(m.Type, blk, dst[b*32:(b+1)*32]); err != nil {
+	be := m.Type.BlockElems()
+	for b := range m.Cols / be {
+		m.unpackBlock(r, b, blk)
+		if err := Dequantize(m.Type, blk, dst[b*be:(b+1)*be]); err != nil {
 			panic("BUG: tensor: " + err.Error())
 		}
 	}
 }
 
-// dotX8 is the pure-Go x8 kernel: the eight rows of group g against one
-// token's Q8_0 activations (q, d), into out[0:8]: per row and block the
-// exact integer Σ w·a, then sum += float32(Σ)·(dw·da), block by block.
+// mulRowsRepacked computes rows [lo, hi) (multiples of the group) of a
+// repacked matrix for n tokens.
+func (m *Matrix) mulRowsRepacked(lo, hi int, n int, out []float32, q *Q8) {
+	rb, R, be := m.rowBytes, m.group, m.Type.BlockElems()
+	nb := m.Cols / be
+	if be == 32 && x8Asm(m.isa, m.Type, m.Data[lo*rb:hi*rb], (hi-lo)/8, nb, q, n, out[lo:], m.Rows) {
+		return
+	}
+	tok := func(t int) ([]int8, []float32) { return q.Q[t*m.Cols : (t+1)*m.Cols], q.D[t*nb : (t+1)*nb] }
+	bsums := func(t int) []int16 { return q.BSums[t*nb*16 : (t+1)*nb*16] }
+	if n == 1 && be == 256 { // one token streams all the rows in one call
+		qs, d := tok(0)
+		if kxAsm(m.isa, m.Type, m.Data[lo*rb:hi*rb], R, (hi-lo)/R, nb, qs, d, bsums(0), out[lo:hi]) {
+			return
+		}
+	}
+	// A batch takes group by group, each meeting every token while in cache.
+	var tmp [16]float32
+	for g := lo / R; g < hi/R; g++ {
+		for t := range n {
+			qs, d := tok(t)
+			switch {
+			case be == 32:
+				m.dotX8(g, qs, d, tmp[:R])
+			case !kxAsm(m.isa, m.Type, m.Data[g*R*rb:(g+1)*R*rb], R, 1, nb, qs, d, bsums(t), tmp[:R]):
+				m.dotKx(g, qs, d, bsums(t), tmp[:R])
+			}
+			copy(out[t*m.Rows+R*g:], tmp[:R])
+		}
+	}
+}
+
+// dotX8 is the pure-Go kernel of the repacked Q8_0 family: the rows of
+// group g against one token's Q8_0 activations (q, d), into out: per row
+// and block the exact integer Σ w·a, then sum += float32(Σ)·(dw·da).
 func (m *Matrix) dotX8(g int, q []int8, d []float32, out []float32) {
 	var buf [34]byte
 	var w [32]int8
 	blk := buf[:m.Type.BlockBytes()]
-	for lane := range 8 {
+	for lane := range out {
 		var sum float32
 		for b := range d {
-			m.unpackX8(8*g+lane, b, blk)
+			m.unpackBlock(len(out)*g+lane, b, blk)
 			decodeQ8Family(m.Type, blk, &w)
 			var isum int32
 			for j, v := range w {
@@ -156,6 +225,24 @@ func (m *Matrix) dotX8(g int, q []int8, d []float32, out []float32) {
 			sum = sum + float32(float32(isum)*s)
 		}
 		out[lane] = sum
+	}
+}
+
+// dotKx is the pure-Go kernel of a repacked K-quant: the row kernel for
+// each row of group g. It allocates; it runs only where tests lower the
+// kernel set (matrices are repacked only on CPUs with the assembly).
+func (m *Matrix) dotKx(g int, q []int8, d []float32, bsums []int16, out []float32) {
+	bb := m.Type.BlockBytes()
+	row := make([]byte, m.rowBytes)
+	for lane := range out {
+		for b := range d {
+			m.unpackBlock(len(out)*g+lane, b, row[b*bb:(b+1)*bb])
+		}
+		if m.Type == gguf.Q6_K {
+			out[lane] = dotQ6K(row, q, d, bsums)
+		} else {
+			out[lane] = dotQ4K(row, q, d, bsums)
+		}
 	}
 }
 
@@ -170,27 +257,11 @@ func (q *Q8) writeX8(b int, qs []int8, d float32) {
 		o[j] = byte(v)
 		sum += int32(v)
 	}
-	binary.LittleEndian.PutUint32(o[32:], uint32(-q.x8off*sum))
+	binary.LittleEndian.PutUint32(o[32:], uint32(-q.off*sum))
 	binary.LittleEndian.PutUint32(o[36:], math.Float32bits(d))
 }
 
-// mulRowsX8 computes rows [lo, hi) (multiples of 8) of a repacked matrix
-// for n tokens.
-func (m *Matrix) mulRowsX8(lo, hi int, n int, out []float32, q *Q8) {
-	rb, nb := m.rowBytes, m.Cols/32
-	if x8Asm(m.isa, m.Type, m.Data[lo*rb:hi*rb], (hi-lo)/8, nb, q, n, out[lo:], m.Rows) {
-		return
-	}
-	var tmp [8]float32
-	for g := lo / 8; g < hi/8; g++ {
-		for t := range n {
-			m.dotX8(g, q.Q[t*m.Cols:(t+1)*m.Cols], q.D[t*nb:(t+1)*nb], tmp[:])
-			copy(out[t*m.Rows+8*g:], tmp[:])
-		}
-	}
-}
-
-// x8Offset is what the x8 kernels add to t's signed quants.
+// x8Offset is what the repacked kernels add to t's signed quants.
 func x8Offset(t gguf.TensorType) int32 {
 	switch t {
 	case gguf.Q4_0:
