@@ -105,10 +105,12 @@ func cpuBackend(f *serveFlags, log *slog.Logger) (b *backend, err error) {
 	open := gguf.ReadInMemory
 	if f.mmap {
 		open = gguf.Open
-	} else if st, err := os.Stat(path); err == nil && tooBigToCopy(st.Size(), memAvailable()) {
-		log.Warn("the model is larger than three quarters of available memory: mapping it instead of reading it in (as --mmap; decode is slower)",
-			"bytes", st.Size(), "available", memAvailable())
-		open = gguf.Open
+	} else if st, err := os.Stat(path); err == nil {
+		if avail := memAvailable(); tooBigToCopy(st.Size(), avail) {
+			log.Warn("the model is larger than three quarters of available memory: mapping it instead of reading it in (as --mmap; decode is slower)",
+				"bytes", st.Size(), "available", avail)
+			open = gguf.Open
+		}
 	}
 	gf, err := open(path)
 	if err != nil {

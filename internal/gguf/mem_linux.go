@@ -4,7 +4,6 @@ package gguf
 
 import (
 	"io"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,23 +12,12 @@ import (
 // pages: decode streams every weight once per token, and 2 MiB pages spare
 // the TLB misses and prefetcher stops of 4 KiB ones.
 func readFile(path string) ([]byte, func() error, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, nil, err
+	f, size, err := openSized(path)
+	if err != nil || size == 0 {
+		return []byte{}, func() error { return nil }, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	size := st.Size()
-	if size == 0 {
-		return []byte{}, func() error { return nil }, nil
-	}
-	if int64(int(size)) != size {
-		return nil, nil, unix.EFBIG
-	}
-	data, err := unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	data, err := unix.Mmap(-1, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
 	if err != nil {
 		return nil, nil, err
 	}

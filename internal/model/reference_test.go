@@ -53,12 +53,12 @@ func tolerance(name string) float64 {
 }
 
 // load reads path as serve does by default: into memory, where the
-// loader repacks the matrices it has faster kernels for. Set mmap to map
-// the file instead (no repacking).
-func load(t *testing.T, path string, mmap ...bool) (*Runner, func()) {
+// loader repacks the matrices it has faster kernels for; with mmap it maps
+// the file instead (no repacking), as serve --mmap.
+func load(t *testing.T, path string, mmap bool) (*Runner, func()) {
 	t.Helper()
 	open := gguf.ReadInMemory
-	if len(mmap) > 0 && mmap[0] {
+	if mmap {
 		open = gguf.Open
 	}
 	f, err := open(path)
@@ -92,51 +92,55 @@ func TestMatchesLlamaCpp(t *testing.T) {
 			gpath = filepath.Join(dir, "models", "stories260K", "stories260K.gguf")
 		}
 		for _, mmap := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/mmap=%v", name, mmap), func(t *testing.T) {
-				raw, err := os.ReadFile(jpath)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var ref refFile
-				if err := json.Unmarshal(raw, &ref); err != nil {
-					t.Fatal(err)
-				}
-				r, done := load(t, gpath, mmap)
-				defer done()
-				tol := tolerance(name)
-				V := r.W.Vocab
-				for si, seq := range ref.Sequences {
-					table := identity(64)
-					if err := r.Forward([]Seq{{Tokens: seq.Tokens, BlockTable: table}}); err != nil {
-						t.Fatal(err)
-					}
-					worst := 0.0
-					for p, top := range seq.Top10 {
-						for _, pair := range top {
-							worst = math.Max(worst, math.Abs(float64(r.Logits[p*V+int(pair[0])])-pair[1]))
-						}
-					}
-					last := r.Logits[(len(seq.Tokens)-1)*V:]
-					for i, want := range seq.LastLogits {
-						worst = math.Max(worst, math.Abs(float64(last[i])-want))
-					}
-					// Teacher-forced greedy: feed each recorded id alone.
-					pos := len(seq.Tokens)
-					for s := 1; s < len(seq.Greedy.IDs); s++ {
-						if err := r.Forward([]Seq{{Tokens: seq.Greedy.IDs[s-1 : s], Pos: pos, BlockTable: table}}); err != nil {
-							t.Fatal(err)
-						}
-						pos++
-						for _, pair := range seq.Greedy.Top5[s] {
-							worst = math.Max(worst, math.Abs(float64(r.Logits[int(pair[0])])-pair[1]))
-						}
-					}
-					t.Logf("sequence %d: max abs diff %.3g (tolerance %.3g)", si, worst, tol)
-					if worst > tol {
-						t.Errorf("sequence %d: max |logit - llama.cpp| = %.3g, tolerance %.3g", si, worst, tol)
-					}
-				}
-			})
+			t.Run(fmt.Sprintf("%s/mmap=%v", name, mmap), func(t *testing.T) { checkReference(t, name, jpath, gpath, mmap) })
+		}
+	}
+}
+
+// checkReference compares one reference file's logits with the model's,
+// loaded into memory or mapped.
+func checkReference(t *testing.T, name, jpath, gpath string, mmap bool) {
+	raw, err := os.ReadFile(jpath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref refFile
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	r, done := load(t, gpath, mmap)
+	defer done()
+	tol := tolerance(name)
+	V := r.W.Vocab
+	for si, seq := range ref.Sequences {
+		table := identity(64)
+		if err := r.Forward([]Seq{{Tokens: seq.Tokens, BlockTable: table}}); err != nil {
+			t.Fatal(err)
+		}
+		worst := 0.0
+		for p, top := range seq.Top10 {
+			for _, pair := range top {
+				worst = math.Max(worst, math.Abs(float64(r.Logits[p*V+int(pair[0])])-pair[1]))
+			}
+		}
+		last := r.Logits[(len(seq.Tokens)-1)*V:]
+		for i, want := range seq.LastLogits {
+			worst = math.Max(worst, math.Abs(float64(last[i])-want))
+		}
+		// Teacher-forced greedy: feed each recorded id alone.
+		pos := len(seq.Tokens)
+		for s := 1; s < len(seq.Greedy.IDs); s++ {
+			if err := r.Forward([]Seq{{Tokens: seq.Greedy.IDs[s-1 : s], Pos: pos, BlockTable: table}}); err != nil {
+				t.Fatal(err)
+			}
+			pos++
+			for _, pair := range seq.Greedy.Top5[s] {
+				worst = math.Max(worst, math.Abs(float64(r.Logits[int(pair[0])])-pair[1]))
+			}
+		}
+		t.Logf("sequence %d: max abs diff %.3g (tolerance %.3g)", si, worst, tol)
+		if worst > tol {
+			t.Errorf("sequence %d: max |logit - llama.cpp| = %.3g, tolerance %.3g", si, worst, tol)
 		}
 	}
 }
@@ -145,7 +149,7 @@ func TestMatchesLlamaCpp(t *testing.T) {
 // for token.
 func TestStoriesGreedy(t *testing.T) {
 	dir := sharedDir(t)
-	r, done := load(t, filepath.Join(dir, "models", "stories260K", "stories260K.gguf"))
+	r, done := load(t, filepath.Join(dir, "models", "stories260K", "stories260K.gguf"), false)
 	defer done()
 	want := []int{432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337}
 	tokens := []int{1, 403, 407, 261, 378}
@@ -177,7 +181,7 @@ func TestStoriesGreedy(t *testing.T) {
 // block tables, give the same logits as each alone.
 func TestBatchEqualsAlone(t *testing.T) {
 	dir := sharedDir(t)
-	r, done := load(t, filepath.Join(dir, "testdata", "reference", "tiny-qwen2.Q8_0.gguf"))
+	r, done := load(t, filepath.Join(dir, "testdata", "reference", "tiny-qwen2.Q8_0.gguf"), false)
 	defer done()
 	a := []int{5, 17, 300, 2, 99, 100, 101, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18}
 	b := []int{42, 43, 44}

@@ -874,7 +874,7 @@ const x8ActBytes = 40
 // blocks, Q5_0's qh dwords first), unpacked by x8Decode. One VPDPBUSD with the
 // token's 4 quants broadcast advances all eight rows, so the lanes are rows
 // and every integer block sum is whole; per block and token the float
-// steps are those of dotQ8x8 (convert, scale dw·da, add).
+// steps are those of dotX8 (convert, scale dw·da, add).
 //
 // Registers: Y16–Y23 the weights, Y24 the row scales, Y25 dw·da, Y26–Y29
 // integer accumulators, Y0–Y15 the tile's per-token sums.
@@ -1050,7 +1050,7 @@ TEXT ·siluMulAVX2(SB), NOSPLIT, $0-24
 
 // q4kxR emits q4kx<R>VNNI(w *byte, groups, nb int, a *int8, d *float32,
 // bsums *int16, out *float32): groups of R (8 or 16) Q4_K rows repacked
-// (x8k.go) against one token's Q8_K activations, the lanes being rows (R
+// (x8.go) against one token's Q8_K activations, the lanes being rows (R
 // = 16 on 512-bit registers). The packed scales of all R rows are
 // unpacked at once with dotQ4K's shifts and masks; per sub-block,
 // VPDPBUSDs with the token's quants broadcast, then one VPMULLD by the
@@ -1163,7 +1163,7 @@ NAMEblock:
 `, 144*R, 4*R)
 }
 
-// q6kxR emits q6kx<R>VNNI, q4kxR's counterpart for Q6_K repacked (x8k.go):
+// q6kxR emits q6kx<R>VNNI, q4kxR's counterpart for Q6_K repacked (x8.go):
 // the 6-bit quants of R rows are assembled from ql and qh with dotQ6K's
 // shifts and masks, each 16-quant group's sum is multiplied by the rows'
 // int8 scales (widened), and the −32 offset comes from the block sums.
