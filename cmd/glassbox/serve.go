@@ -20,6 +20,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/metrics"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/server"
 )
 
@@ -217,12 +218,9 @@ func wire(f *serveFlags, log *slog.Logger) (*wiring, error) {
 	var eng *engine.Engine
 	m, err := metrics.New(metrics.Config{
 		ModelName: names[0], Engine: "0", MaxModelLen: cfg.MaxModelLen, DisableLogStats: f.disableLogStats,
-		CacheInfo: map[string]string{
-			"block_size": strconv.Itoa(cfg.BlockSize), "num_gpu_blocks": strconv.Itoa(cfg.NumBlocks),
-			"num_cpu_blocks": "None", "enable_prefix_caching": pyBool(cfg.EnablePrefixCaching),
-			"gpu_memory_utilization": strconv.FormatFloat(f.gpuMemoryUtil, 'f', -1, 64), "cache_dtype": b.cacheDtype,
-			"kv_cache_memory_bytes": pyOptional(b.kvBytesFlag), "prefix_caching_hash_algo": "sha256",
-		},
+		Cache: metricspec.CacheConfig{BlockSize: cfg.BlockSize, NumGPUBlocks: cfg.NumBlocks,
+			EnablePrefixCaching: cfg.EnablePrefixCaching, GPUMemoryUtilization: f.gpuMemoryUtil, CacheDtype: b.cacheDtype,
+			KVCacheMemoryBytes: int64(b.kvBytesFlag), PrefixCachingHashAlgo: "sha256"},
 		SchedulerInfo: map[string]string{
 			"max_num_seqs": strconv.Itoa(cfg.MaxNumSeqs), "max_num_batched_tokens": strconv.Itoa(cfg.MaxNumBatchedTokens),
 			"max_model_len": strconv.Itoa(cfg.MaxModelLen),
@@ -311,18 +309,4 @@ func parseLevel(s string) slog.Level {
 		return slog.LevelInfo
 	}
 	return l
-}
-
-func pyBool(b bool) string {
-	if b {
-		return "True"
-	}
-	return "False"
-}
-
-func pyOptional(n int) string {
-	if n == 0 {
-		return "None"
-	}
-	return strconv.Itoa(n)
 }

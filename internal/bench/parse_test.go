@@ -116,27 +116,6 @@ func FuzzParseCustomJSONL(f *testing.F) {
 	})
 }
 
-func TestHistQuantileIsPromQLs(t *testing.T) {
-	inf := math.Inf(1)
-	b := map[float64]float64{0.1: 10, 0.2: 30, 0.5: 40, inf: 40}
-	for _, tt := range []struct{ q, want float64 }{
-		{0.25, 0.1},                 // rank 10 ends the first bucket
-		{0.5, 0.1 + 0.1*(20-10)/20}, // rank 20, halfway through (0.1, 0.2]
-		{0.125, 0.05},               // the first bucket starts at 0
-		{0.9, 0.2 + 0.3*(36-30)/10}, // rank 36 in (0.2, 0.5]
-	} {
-		if got := histQuantile(tt.q, b); math.Abs(got-tt.want) > 1e-12 {
-			t.Errorf("q%v = %v, want %v", tt.q, got, tt.want)
-		}
-	}
-	if got := histQuantile(0.99, map[float64]float64{0.1: 1, inf: 10}); got != 0.1 {
-		t.Errorf("rank in +Inf bucket: %v, want the highest finite bound 0.1", got)
-	}
-	if got := histQuantile(0.5, map[float64]float64{0.1: 0, inf: 0}); !math.IsNaN(got) {
-		t.Errorf("empty histogram: %v, want NaN", got)
-	}
-}
-
 // wordCounter counts one token per word, like the fake server's /tokenize.
 type wordCounter struct{}
 

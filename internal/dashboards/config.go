@@ -20,7 +20,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/glassbox-llm/glassbox/internal/metrics"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // Config holds every parameter of the generated files. The zero value is
@@ -140,9 +140,9 @@ func (c *Config) Validate() error {
 		v       float64
 		buckets []float64
 	}{
-		{"ttft slo", c.TTFTSLOSeconds, metrics.TTFTBuckets()},
-		{"itl slo", c.ITLSLOSeconds, metrics.InterTokenLatencyBuckets()},
-		{"e2e slo", c.E2ESLOSeconds, metrics.RequestLatencyBuckets()},
+		{"ttft slo", c.TTFTSLOSeconds, metricspec.TTFTBuckets()},
+		{"itl slo", c.ITLSLOSeconds, metricspec.TokenStepBuckets()},
+		{"e2e slo", c.E2ESLOSeconds, metricspec.RequestLatencyBuckets()},
 	} {
 		if !slices.Contains(slo.buckets, slo.v) {
 			return fmt.Errorf("%s %v must be a bucket bound of its histogram (%v), or the attainment tile reads no bucket", slo.name, slo.v, slo.buckets)

@@ -21,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/glassbox-llm/glassbox/internal/metrics"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // exported is what a glassbox scrape carries: each sample name with its
@@ -35,7 +36,7 @@ func exportedSeries(t *testing.T) exported {
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(metrics.Config{
 		ModelName: "m", Engine: "0", MaxModelLen: 4096,
-		CacheInfo: map[string]string{"block_size": "16"}, SchedulerInfo: map[string]string{"max_num_seqs": "8"},
+		Cache: metricspec.CacheConfig{BlockSize: 16}, SchedulerInfo: map[string]string{"max_num_seqs": "8"},
 		ExecutorInfo: map[string]string{"executor": "sim"}, PeakFLOPs: 1e15, PeakBandwidth: 4e12,
 	}, reg)
 	if err != nil {
@@ -63,7 +64,7 @@ func exportedSeries(t *testing.T) exported {
 			ex.labels[name+"_sum"], ex.labels[name+"_count"] = names, names
 			ex.labels[name+"_bucket"] = append(slices.Clone(names), "le")
 			for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
-				ex.les[name+"_bucket"] = append(ex.les[name+"_bucket"], metrics.BucketLabel(b.GetUpperBound()))
+				ex.les[name+"_bucket"] = append(ex.les[name+"_bucket"], metricspec.BucketLabel(b.GetUpperBound()))
 			}
 			ex.les[name+"_bucket"] = append(ex.les[name+"_bucket"], "+Inf")
 		case dto.MetricType_SUMMARY:
@@ -264,11 +265,11 @@ func TestDiagnosisOverlays(t *testing.T) {
 	qs := panelQueries(t, files[DiagnosisPath])
 	for title, want := range map[string][]string{
 		"Generation throughput vs executor utilisation": {
-			"rate(" + metrics.GenerationTokens, "rate(" + metrics.ExecutorBusySeconds,
-			metrics.EstimatedFLOPsPerGPU, metrics.ExecutorPeakFLOPs,
-			metrics.EstimatedReadBytesPerGPU, metrics.ExecutorPeakMemBandwidth,
+			"rate(" + metricspec.GenerationTokens, "rate(" + metricspec.ExecutorBusySeconds,
+			metricspec.EstimatedFLOPsPerGPU, metricspec.ExecutorPeakFLOPs,
+			metricspec.EstimatedReadBytesPerGPU, metricspec.ExecutorPeakMemBandwidth,
 		},
-		"Queue depth vs KV-cache watermark": {metrics.NumRequestsWaiting, metrics.KVCacheUsagePerc, "rate(" + metrics.NumPreemptions},
+		"Queue depth vs KV-cache watermark": {metricspec.NumRequestsWaiting, metricspec.KVCacheUsagePerc, "rate(" + metricspec.NumPreemptions},
 	} {
 		all := strings.Join(qs[title], "\n")
 		if all == "" {

@@ -6,7 +6,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/common"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
-	"github.com/glassbox-llm/glassbox/internal/metrics"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // Diagnosis holds the two overlays production debugging starts from, each
@@ -46,11 +46,11 @@ func diagnosisOverlays(b *dashboard.DashboardBuilder, c *Config) {
 			"model FLOPs utilisation (estimated FLOP rate / peak FLOP/s) and memory-bandwidth utilisation (estimated bytes read and written / peak bandwidth). "+
 			"Flat throughput with utilisation near 1 is compute or bandwidth bound; flat throughput with low utilisation is bound elsewhere.",
 		"suffix: tok/s", 24,
-		q("A", rateByInstance(metrics.GenerationTokens), "{{instance}} generation tok/s"),
-		q("B", rateByInstance(metrics.ExecutorBusySeconds), "{{instance}} executor busy"),
-		q("C", fmt.Sprintf("%s / %s", rateByInstance(metrics.EstimatedFLOPsPerGPU), byInstance("max", metrics.ExecutorPeakFLOPs)), "{{instance}} MFU"),
-		q("D", fmt.Sprintf("(%s + %s) / %s", rateByInstance(metrics.EstimatedReadBytesPerGPU), rateByInstance(metrics.EstimatedWriteBytesPerGPU),
-			byInstance("max", metrics.ExecutorPeakMemBandwidth)), "{{instance}} bandwidth utilisation"))
+		q("A", rateByInstance(metricspec.GenerationTokens), "{{instance}} generation tok/s"),
+		q("B", rateByInstance(metricspec.ExecutorBusySeconds), "{{instance}} executor busy"),
+		q("C", fmt.Sprintf("%s / %s", rateByInstance(metricspec.EstimatedFLOPsPerGPU), byInstance("max", metricspec.ExecutorPeakFLOPs)), "{{instance}} MFU"),
+		q("D", fmt.Sprintf("(%s + %s) / %s", rateByInstance(metricspec.EstimatedReadBytesPerGPU), rateByInstance(metricspec.EstimatedWriteBytesPerGPU),
+			byInstance("max", metricspec.ExecutorPeakMemBandwidth)), "{{instance}} bandwidth utilisation"))
 	tput.Height(10)
 	for _, ref := range []string{"B", "C", "D"} {
 		rightAxis(tput, ref, "percentunit")
@@ -61,9 +61,9 @@ func diagnosisOverlays(b *dashboard.DashboardBuilder, c *Config) {
 		fmt.Sprintf("Left axis: KV-cache usage, with the %g watermark above which the scheduler runs out of blocks and preempts. "+
 			"Right axis: requests waiting, and preemptions per second. A queue growing at the watermark with preemptions is KV-capacity bound.", c.KVCacheUsage),
 		"percentunit", 24,
-		q("A", byInstance("max", metrics.KVCacheUsagePerc), "{{instance}} KV usage"),
-		q("B", byInstance("sum", metrics.NumRequestsWaiting), "{{instance}} waiting"),
-		q("C", rateByInstance(metrics.NumPreemptions), "{{instance}} preemptions/s")).
+		q("A", byInstance("max", metricspec.KVCacheUsagePerc), "{{instance}} KV usage"),
+		q("B", byInstance("sum", metricspec.NumRequestsWaiting), "{{instance}} waiting"),
+		q("C", rateByInstance(metricspec.NumPreemptions), "{{instance}} preemptions/s")).
 		Min(0).AxisSoftMax(1).Height(10).
 		Thresholds(thresholds("transparent", c.KVCacheUsage, "red")).
 		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)).
@@ -77,25 +77,25 @@ func diagnosisDetail(b *dashboard.DashboardBuilder, c *Config) {
 	b.WithRow(dashboard.NewRowBuilder("Supporting detail"))
 	b.WithPanel(graph("Tokens per engine step", "Mean and p99 tokens scheduled per step. Near --max-num-batched-tokens the step budget is the limit.",
 		"short", 8,
-		q("A", meanOf(metrics.IterationTokens), "mean"),
-		q("B", quantileOf(0.99, metrics.IterationTokens), "p99")))
+		q("A", meanOf(metricspec.IterationTokens), "mean"),
+		q("B", quantileOf(0.99, metricspec.IterationTokens), "p99")))
 	b.WithPanel(graph("Engine step duration", "Wall time of one engine iteration (schedule, execute, deliver).", "s", 8,
-		q("A", quantileOf(0.5, metrics.EngineStepDuration), "p50"),
-		q("B", quantileOf(0.99, metrics.EngineStepDuration), "p99")))
+		q("A", quantileOf(0.5, metricspec.EngineStepDuration), "p50"),
+		q("B", quantileOf(0.99, metricspec.EngineStepDuration), "p99")))
 	b.WithPanel(graph("KV blocks by state", "Free, cached (free but holding reusable prefixes) and used blocks.", "short", 8,
-		q("A", fmt.Sprintf("sum by (state) (%s%s)", metrics.KVCacheBlocks, engineSel), "{{state}}")).
+		q("A", fmt.Sprintf("sum by (state) (%s%s)", metricspec.KVCacheBlocks, engineSel), "{{state}}")).
 		Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal)))
 	b.WithPanel(graph("Requests waiting, by reason", "capacity: no room to schedule (KV blocks or --max-num-seqs); deferred: held back by transient constraints.",
-		"short", 8, q("A", fmt.Sprintf("sum by (reason) (%s%s)", metrics.NumRequestsWaitingByReason, engineSel), "{{reason}}")))
+		"short", 8, q("A", fmt.Sprintf("sum by (reason) (%s%s)", metricspec.NumRequestsWaitingByReason, engineSel), "{{reason}}")))
 	b.WithPanel(graph("Queue share of request time", fmt.Sprintf("Queue time over end-to-end time; above %g the engine is saturated.", c.QueueTimeRatio),
 		"percentunit", 8,
-		q("A", fmt.Sprintf("%s / %s", rateOf(metrics.RequestQueueTime+"_sum", ""), rateOf(metrics.E2ERequestLatency+"_sum", "")), "queue share")).
+		q("A", fmt.Sprintf("%s / %s", rateOf(metricspec.RequestQueueTime+"_sum", ""), rateOf(metricspec.E2ERequestLatency+"_sum", "")), "queue share")).
 		Min(0).Max(1).Thresholds(thresholds("transparent", c.QueueTimeRatio, "red")).
 		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)).
 		Links(c.runbooks("GlassboxQueueTimeDominates")))
 	b.WithPanel(graph("Aborted share of finished requests", fmt.Sprintf("Requests ended by the client (disconnect or timeout); above %g clients are giving up.", c.AbortRatio),
 		"percentunit", 8,
 		q("A", fmt.Sprintf(`sum(rate(%s{instance=~"$instance", model_name=~"$model_name", finished_reason="abort"}%s)) / %s`,
-			metrics.RequestSuccess, rateRange, rateOf(metrics.RequestSuccess, "")), "aborted")).
+			metricspec.RequestSuccess, rateRange, rateOf(metricspec.RequestSuccess, "")), "aborted")).
 		Min(0).Max(1).Links(c.runbooks("GlassboxHighAbortRate")))
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
 
-	"github.com/glassbox-llm/glassbox/internal/metrics"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // rateOf is sum(rate(name{engine selector}[$__rate_interval])), optionally
@@ -44,25 +44,25 @@ func Overview(c Config) (dashboard.Dashboard, error) {
 func overviewTraffic(b *dashboard.DashboardBuilder, c *Config) {
 	b.WithRow(dashboard.NewRowBuilder("Traffic and outcomes"))
 	b.WithPanel(graph("Requests finished, by reason", "Finished requests per second by finished_reason: stop and length are normal, abort means the client went away (often a timeout).",
-		"reqps", 8, q("A", rateOf(metrics.RequestSuccess, "finished_reason"), "{{finished_reason}}")).
+		"reqps", 8, q("A", rateOf(metricspec.RequestSuccess, "finished_reason"), "{{finished_reason}}")).
 		Links(c.runbooks("GlassboxHighAbortRate")))
 	b.WithPanel(graph("HTTP responses, by status class", "API responses per second by status class; 503 is overload (the waiting queue is full).",
-		"reqps", 8, q("A", fmt.Sprintf("sum by (status) (rate(%s%s%s))", metrics.HTTPRequests, instanceSel, rateRange), "{{status}}")).
+		"reqps", 8, q("A", fmt.Sprintf("sum by (status) (rate(%s%s%s))", metricspec.HTTPRequests, instanceSel, rateRange), "{{status}}")).
 		Links(c.runbooks("GlassboxHighErrorRate")))
 	b.WithPanel(graph("Token throughput", "Prompt tokens prefilled and tokens generated per second.",
 		"suffix: tok/s", 8,
-		q("A", rateOf(metrics.PromptTokens, ""), "prompt"),
-		q("B", rateOf(metrics.GenerationTokens, ""), "generation")))
+		q("A", rateOf(metricspec.PromptTokens, ""), "prompt"),
+		q("B", rateOf(metricspec.GenerationTokens, ""), "generation")))
 }
 
 func overviewSLO(b *dashboard.DashboardBuilder, c *Config) {
 	b.WithRow(dashboard.NewRowBuilder("SLO attainment"))
-	b.WithPanel(sloTile(fmt.Sprintf("TTFT ≤ %gs", c.TTFTSLOSeconds), metrics.TimeToFirstToken,
-		metrics.BucketLabel(c.TTFTSLOSeconds), []string{"GlassboxTTFTAboveSLO"}, c))
-	b.WithPanel(sloTile(fmt.Sprintf("Inter-token latency ≤ %gs", c.ITLSLOSeconds), metrics.InterTokenLatency,
-		metrics.BucketLabel(c.ITLSLOSeconds), nil, c))
-	b.WithPanel(sloTile(fmt.Sprintf("End-to-end ≤ %gs", c.E2ESLOSeconds), metrics.E2ERequestLatency,
-		metrics.BucketLabel(c.E2ESLOSeconds), []string{"GlassboxHighE2ELatency"}, c))
+	b.WithPanel(sloTile(fmt.Sprintf("TTFT ≤ %gs", c.TTFTSLOSeconds), metricspec.TimeToFirstToken,
+		metricspec.BucketLabel(c.TTFTSLOSeconds), []string{"GlassboxTTFTAboveSLO"}, c))
+	b.WithPanel(sloTile(fmt.Sprintf("Inter-token latency ≤ %gs", c.ITLSLOSeconds), metricspec.InterTokenLatency,
+		metricspec.BucketLabel(c.ITLSLOSeconds), nil, c))
+	b.WithPanel(sloTile(fmt.Sprintf("End-to-end ≤ %gs", c.E2ESLOSeconds), metricspec.E2ERequestLatency,
+		metricspec.BucketLabel(c.E2ESLOSeconds), []string{"GlassboxHighE2ELatency"}, c))
 	b.WithPanel(stat.NewPanelBuilder().Title("Targets up").
 		Description("Scrape targets answering /metrics, out of those selected.").
 		Datasource(datasource()).Height(5).Span(6).ColorMode(common.BigValueColorModeValue).
@@ -82,16 +82,16 @@ func overviewLatency(b *dashboard.DashboardBuilder, c *Config) {
 		}
 	}
 	b.WithPanel(graph("Time to first token", "Queueing plus prefill, as the engine measured it, per request.", "s", 12,
-		queries(quantiles("A", metrics.TimeToFirstToken))...).Links(c.runbooks("GlassboxTTFTAboveSLO")))
+		queries(quantiles("A", metricspec.TimeToFirstToken))...).Links(c.runbooks("GlassboxTTFTAboveSLO")))
 	b.WithPanel(graph("Inter-token latency", "Time between consecutive output tokens of a request (decode step time, plus any preemption stall).", "s", 12,
-		queries(quantiles("A", metrics.InterTokenLatency))...))
+		queries(quantiles("A", metricspec.InterTokenLatency))...))
 	b.WithPanel(graph("End-to-end latency", "From arrival to the last token.", "s", 12,
-		queries(quantiles("A", metrics.E2ERequestLatency))...).Links(c.runbooks("GlassboxHighE2ELatency")))
+		queries(quantiles("A", metricspec.E2ERequestLatency))...).Links(c.runbooks("GlassboxHighE2ELatency")))
 	b.WithPanel(graph("Where request time goes: queue, prefill, decode", "Mean time per finished request in each phase. Queue time dominating means the engine is saturated; prefill dominating means long prompts or missing prefix-cache reuse.",
 		"s", 12,
-		q("A", meanOf(metrics.RequestQueueTime), "queue"),
-		q("B", meanOf(metrics.RequestPrefillTime), "prefill"),
-		q("C", meanOf(metrics.RequestDecodeTime), "decode")).
+		q("A", meanOf(metricspec.RequestQueueTime), "queue"),
+		q("B", meanOf(metricspec.RequestPrefillTime), "prefill"),
+		q("C", meanOf(metricspec.RequestDecodeTime), "decode")).
 		Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal)).
 		Links(c.runbooks("GlassboxQueueTimeDominates")))
 }
@@ -99,19 +99,19 @@ func overviewLatency(b *dashboard.DashboardBuilder, c *Config) {
 func overviewLoad(b *dashboard.DashboardBuilder, c *Config) {
 	b.WithRow(dashboard.NewRowBuilder("Engine load"))
 	b.WithPanel(graph("Requests running and waiting", "Requests in the running batch and in the waiting queue.", "short", 6,
-		q("A", fmt.Sprintf("sum(%s%s)", metrics.NumRequestsRunning, engineSel), "running"),
-		q("B", fmt.Sprintf("sum(%s%s)", metrics.NumRequestsWaiting, engineSel), "waiting")).
+		q("A", fmt.Sprintf("sum(%s%s)", metricspec.NumRequestsRunning, engineSel), "running"),
+		q("B", fmt.Sprintf("sum(%s%s)", metricspec.NumRequestsWaiting, engineSel), "waiting")).
 		Links(c.runbooks("GlassboxEngineStalled")))
 	b.WithPanel(graph("KV-cache usage", fmt.Sprintf("Share of KV blocks in use. Above %g new requests wait and running ones get preempted.", c.KVCacheUsage),
-		"percentunit", 6, q("A", fmt.Sprintf("max by (instance) (%s%s)", metrics.KVCacheUsagePerc, engineSel), "{{instance}}")).
+		"percentunit", 6, q("A", fmt.Sprintf("max by (instance) (%s%s)", metricspec.KVCacheUsagePerc, engineSel), "{{instance}}")).
 		Min(0).Max(1).Thresholds(thresholds("green", c.KVCacheUsage, "orange", 0.98, "red")).
 		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)).
 		Links(c.runbooks("GlassboxKVCacheNearlyFull")))
 	b.WithPanel(graph("Preemptions", "Requests preempted per second (their KV blocks freed, to be recomputed later).", "short", 6,
-		q("A", rateOf(metrics.NumPreemptions, ""), "preemptions/s")).
+		q("A", rateOf(metricspec.NumPreemptions, ""), "preemptions/s")).
 		Links(c.runbooks("GlassboxHighPreemptionRate")))
 	b.WithPanel(graph("Prefix-cache hit rate", "Share of prompt tokens looked up in the prefix cache that were found there.", "percentunit", 6,
-		q("A", fmt.Sprintf("%s / %s", rateOf(metrics.PrefixCacheHits, ""), rateOf(metrics.PrefixCacheQueries, "")), "hit rate")).
+		q("A", fmt.Sprintf("%s / %s", rateOf(metricspec.PrefixCacheHits, ""), rateOf(metricspec.PrefixCacheQueries, "")), "hit rate")).
 		Min(0).Max(1))
 }
 

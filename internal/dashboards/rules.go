@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/glassbox-llm/glassbox/internal/metrics"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // byModel is the grouping of every per-engine rule: one alert per scraped
@@ -59,62 +59,62 @@ func alerts(c *Config) []alertSpec {
 	model := []string{"job", "instance", "model_name"}
 	return []alertSpec{{
 		name: "GlassboxHighPreemptionRate", severity: severityWarning, forDur: c.For, labels: model,
-		expr:    fmt.Sprintf("%s > %g", c.sumRate(metrics.NumPreemptions), c.PreemptionRate),
+		expr:    fmt.Sprintf("%s > %g", c.sumRate(metricspec.NumPreemptions), c.PreemptionRate),
 		summary: fmt.Sprintf("%s preempts more than %g requests/s", on, c.PreemptionRate),
 		desc:    fmt.Sprintf("Over %s the engine preempted more than %g requests per second for %s: the KV cache is too small for the load, and preempted requests recompute their prefill.", w, c.PreemptionRate, f),
 		series: func(e *testEnv, hot bool) []inputSeries {
-			return e.counter(metrics.NumPreemptions, e.pick(hot, 1.5, 0.5)*c.PreemptionRate)
+			return e.counter(metricspec.NumPreemptions, e.pick(hot, 1.5, 0.5)*c.PreemptionRate)
 		},
 	}, {
 		name: "GlassboxKVCacheNearlyFull", severity: severityWarning, forDur: c.For, labels: model,
 		expr: fmt.Sprintf("max by (%s) (avg_over_time(%s%s[%s])) > %g",
-			byModel, metrics.KVCacheUsagePerc, c.selector(), w, c.KVCacheUsage),
+			byModel, metricspec.KVCacheUsagePerc, c.selector(), w, c.KVCacheUsage),
 		summary: fmt.Sprintf("KV cache of %s above %g%% for %s", on, 100*c.KVCacheUsage, f),
 		desc:    fmt.Sprintf("KV-cache usage averaged over %s has stayed above %g for %s. New requests wait for blocks and running ones get preempted.", w, c.KVCacheUsage, f),
 		series: func(e *testEnv, hot bool) []inputSeries {
-			return e.gauge(metrics.KVCacheUsagePerc, e.pick(hot, (1+c.KVCacheUsage)/2, c.KVCacheUsage/2))
+			return e.gauge(metricspec.KVCacheUsagePerc, e.pick(hot, (1+c.KVCacheUsage)/2, c.KVCacheUsage/2))
 		},
 	}, {
 		name: "GlassboxHighE2ELatency", severity: severityWarning, forDur: c.For, labels: model,
-		expr:    fmt.Sprintf("%s > %g", c.quantile(0.95, metrics.E2ERequestLatency), c.E2EP95Seconds),
+		expr:    fmt.Sprintf("%s > %g", c.quantile(0.95, metricspec.E2ERequestLatency), c.E2EP95Seconds),
 		summary: fmt.Sprintf("p95 end-to-end latency of %s above %gs", on, c.E2EP95Seconds),
 		desc:    fmt.Sprintf("The 95th percentile of end-to-end request latency over %s has been above %gs for %s.", w, c.E2EP95Seconds, f),
 		series: func(e *testEnv, hot bool) []inputSeries {
-			return e.histogram(metrics.E2ERequestLatency, c.E2EP95Seconds, hot)
+			return e.histogram(metricspec.E2ERequestLatency, c.E2EP95Seconds, hot)
 		},
 	}, {
 		name: "GlassboxTTFTAboveSLO", severity: severityWarning, forDur: c.For, labels: model,
-		expr:    fmt.Sprintf("%s > %g", c.quantile(0.99, metrics.TimeToFirstToken), c.TTFTSLOSeconds),
+		expr:    fmt.Sprintf("%s > %g", c.quantile(0.99, metricspec.TimeToFirstToken), c.TTFTSLOSeconds),
 		summary: fmt.Sprintf("p99 time to first token of %s above its %gs SLO", on, c.TTFTSLOSeconds),
 		desc:    fmt.Sprintf("The 99th percentile of time to first token over %s has been above the %gs SLO for %s.", w, c.TTFTSLOSeconds, f),
 		series: func(e *testEnv, hot bool) []inputSeries {
-			return e.histogram(metrics.TimeToFirstToken, c.TTFTSLOSeconds, hot)
+			return e.histogram(metricspec.TimeToFirstToken, c.TTFTSLOSeconds, hot)
 		},
 	}, {
 		name: "GlassboxQueueTimeDominates", severity: severityWarning, forDur: c.For, labels: model,
 		expr: fmt.Sprintf("%s / %s > %g",
-			c.sumRate(metrics.RequestQueueTime+"_sum"), c.sumRate(metrics.E2ERequestLatency+"_sum"), c.QueueTimeRatio),
+			c.sumRate(metricspec.RequestQueueTime+"_sum"), c.sumRate(metricspec.E2ERequestLatency+"_sum"), c.QueueTimeRatio),
 		summary: fmt.Sprintf("requests to %s spend over %g%% of their time queued", on, 100*c.QueueTimeRatio),
 		desc:    fmt.Sprintf("Over %s, queueing took more than %g of all end-to-end request time for %s: the engine is saturated (compute or KV), not slow.", w, c.QueueTimeRatio, f),
 		series: func(e *testEnv, hot bool) []inputSeries {
-			return append(e.counter(metrics.E2ERequestLatency+"_sum", 10),
-				e.counter(metrics.RequestQueueTime+"_sum", 10*e.pick(hot, (1+c.QueueTimeRatio)/2, c.QueueTimeRatio/2))...)
+			return append(e.counter(metricspec.E2ERequestLatency+"_sum", 10),
+				e.counter(metricspec.RequestQueueTime+"_sum", 10*e.pick(hot, (1+c.QueueTimeRatio)/2, c.QueueTimeRatio/2))...)
 		},
 	}, {
 		name: "GlassboxHighAbortRate", severity: severityWarning, forDur: c.For, labels: model,
 		expr: fmt.Sprintf("%s / %s > %g",
-			c.sumRate(metrics.RequestSuccess, `finished_reason="abort"`), c.sumRate(metrics.RequestSuccess), c.AbortRatio),
+			c.sumRate(metricspec.RequestSuccess, `finished_reason="abort"`), c.sumRate(metricspec.RequestSuccess), c.AbortRatio),
 		summary: fmt.Sprintf("over %g%% of requests to %s are aborted", 100*c.AbortRatio, on),
 		desc:    fmt.Sprintf("Over %s more than %g of finished requests ended with finished_reason=\"abort\" for %s: clients disconnect or time out before their answer is complete.", w, c.AbortRatio, f),
 		series: func(e *testEnv, hot bool) []inputSeries {
 			abort := 10 * e.pick(hot, (1+c.AbortRatio)/2, c.AbortRatio/2)
-			return append(e.counter(metrics.RequestSuccess, abort, "finished_reason", "abort"),
-				e.counter(metrics.RequestSuccess, 10-abort, "finished_reason", "stop")...)
+			return append(e.counter(metricspec.RequestSuccess, abort, "finished_reason", "abort"),
+				e.counter(metricspec.RequestSuccess, 10-abort, "finished_reason", "stop")...)
 		},
 	}, {
 		name: "GlassboxHighErrorRate", severity: severityCritical, forDur: c.For, labels: []string{"job", "instance"},
 		expr: fmt.Sprintf("sum by (job, instance) (rate(%s%s[%s])) / sum by (job, instance) (rate(%s%s[%s])) > %g",
-			metrics.HTTPRequests, c.selector(`status="5xx"`), w, metrics.HTTPRequests, c.selector(), w, c.ErrorRatio),
+			metricspec.HTTPRequests, c.selector(`status="5xx"`), w, metricspec.HTTPRequests, c.selector(), w, c.ErrorRatio),
 		summary: fmt.Sprintf("over %g%% of HTTP responses from {{ $labels.instance }} are 5xx", 100*c.ErrorRatio),
 		desc:    fmt.Sprintf("Over %s more than %g of HTTP responses were server errors for %s (503 is overload: the waiting queue is full).", w, c.ErrorRatio, f),
 		series: func(e *testEnv, hot bool) []inputSeries {
@@ -124,11 +124,11 @@ func alerts(c *Config) []alertSpec {
 	}, {
 		name: "GlassboxEngineStalled", severity: severityCritical, forDur: c.ShortFor, labels: model,
 		expr: fmt.Sprintf("max by (%s) (%s%s) > 0 and on (%s) sum by (%s) (increase(%s%s[%s])) == 0",
-			byModel, metrics.NumRequestsRunning, c.selector(), byModel, byModel, metrics.GenerationTokens, c.selector(), promDuration(c.StallWindow)),
+			byModel, metricspec.NumRequestsRunning, c.selector(), byModel, byModel, metricspec.GenerationTokens, c.selector(), promDuration(c.StallWindow)),
 		summary: fmt.Sprintf("engine of %s is stalled", on),
 		desc:    fmt.Sprintf("Requests are running but no token was generated for %s: the engine loop or the executor is stuck.", promDuration(c.StallWindow)),
 		series: func(e *testEnv, hot bool) []inputSeries {
-			return append(e.gauge(metrics.NumRequestsRunning, 3), e.counter(metrics.GenerationTokens, e.pick(hot, 0, 50))...)
+			return append(e.gauge(metricspec.NumRequestsRunning, 3), e.counter(metricspec.GenerationTokens, e.pick(hot, 0, 50))...)
 		},
 	}, {
 		name: "GlassboxTargetDown", severity: severityCritical, forDur: c.ShortFor, labels: []string{"job", "instance"},
@@ -153,30 +153,30 @@ func recordingRules(c *Config) []recordingRule {
 	w := promDuration(c.RateWindow)
 	prefix := "job_instance_model:"
 	out := []recordingRule{
-		{record: prefix + "vllm_generation_tokens:rate" + w, expr: c.sumRate(metrics.GenerationTokens), want: 100,
-			series: func(e *testEnv) []inputSeries { return e.counter(metrics.GenerationTokens, 100) }},
-		{record: prefix + "vllm_prompt_tokens:rate" + w, expr: c.sumRate(metrics.PromptTokens), want: 400,
-			series: func(e *testEnv) []inputSeries { return e.counter(metrics.PromptTokens, 400) }},
-		{record: prefix + "vllm_num_preemptions:rate" + w, expr: c.sumRate(metrics.NumPreemptions), want: 0.25,
-			series: func(e *testEnv) []inputSeries { return e.counter(metrics.NumPreemptions, 0.25) }},
+		{record: prefix + "vllm_generation_tokens:rate" + w, expr: c.sumRate(metricspec.GenerationTokens), want: 100,
+			series: func(e *testEnv) []inputSeries { return e.counter(metricspec.GenerationTokens, 100) }},
+		{record: prefix + "vllm_prompt_tokens:rate" + w, expr: c.sumRate(metricspec.PromptTokens), want: 400,
+			series: func(e *testEnv) []inputSeries { return e.counter(metricspec.PromptTokens, 400) }},
+		{record: prefix + "vllm_num_preemptions:rate" + w, expr: c.sumRate(metricspec.NumPreemptions), want: 0.25,
+			series: func(e *testEnv) []inputSeries { return e.counter(metricspec.NumPreemptions, 0.25) }},
 		{record: prefix + "vllm_kv_cache_usage_perc:avg" + w,
-			expr: fmt.Sprintf("max by (%s) (avg_over_time(%s%s[%s]))", byModel, metrics.KVCacheUsagePerc, c.selector(), w), want: 0.75,
-			series: func(e *testEnv) []inputSeries { return e.gauge(metrics.KVCacheUsagePerc, 0.75) }},
-		{record: prefix + "glassbox_executor_busy:ratio_rate" + w, expr: c.sumRate(metrics.ExecutorBusySeconds), want: 0.5,
-			series: func(e *testEnv) []inputSeries { return e.counter(metrics.ExecutorBusySeconds, 0.5) }},
+			expr: fmt.Sprintf("max by (%s) (avg_over_time(%s%s[%s]))", byModel, metricspec.KVCacheUsagePerc, c.selector(), w), want: 0.75,
+			series: func(e *testEnv) []inputSeries { return e.gauge(metricspec.KVCacheUsagePerc, 0.75) }},
+		{record: prefix + "glassbox_executor_busy:ratio_rate" + w, expr: c.sumRate(metricspec.ExecutorBusySeconds), want: 0.5,
+			series: func(e *testEnv) []inputSeries { return e.counter(metricspec.ExecutorBusySeconds, 0.5) }},
 		{record: prefix + "vllm_mfu:ratio_rate" + w,
-			expr: fmt.Sprintf("%s / max by (%s) (%s%s)", c.sumRate(metrics.EstimatedFLOPsPerGPU), byModel, metrics.ExecutorPeakFLOPs, c.selector()),
+			expr: fmt.Sprintf("%s / max by (%s) (%s%s)", c.sumRate(metricspec.EstimatedFLOPsPerGPU), byModel, metricspec.ExecutorPeakFLOPs, c.selector()),
 			want: 0.25,
 			series: func(e *testEnv) []inputSeries {
-				return append(e.counter(metrics.EstimatedFLOPsPerGPU, 100e12), e.gauge(metrics.ExecutorPeakFLOPs, 400e12)...)
+				return append(e.counter(metricspec.EstimatedFLOPsPerGPU, 100e12), e.gauge(metricspec.ExecutorPeakFLOPs, 400e12)...)
 			}},
 		{record: prefix + "vllm_mbu:ratio_rate" + w,
-			expr: fmt.Sprintf("(%s + %s) / max by (%s) (%s%s)", c.sumRate(metrics.EstimatedReadBytesPerGPU), c.sumRate(metrics.EstimatedWriteBytesPerGPU),
-				byModel, metrics.ExecutorPeakMemBandwidth, c.selector()),
+			expr: fmt.Sprintf("(%s + %s) / max by (%s) (%s%s)", c.sumRate(metricspec.EstimatedReadBytesPerGPU), c.sumRate(metricspec.EstimatedWriteBytesPerGPU),
+				byModel, metricspec.ExecutorPeakMemBandwidth, c.selector()),
 			want: 0.5,
 			series: func(e *testEnv) []inputSeries {
-				return append(append(e.counter(metrics.EstimatedReadBytesPerGPU, 1.5e12), e.counter(metrics.EstimatedWriteBytesPerGPU, 0.5e12)...),
-					e.gauge(metrics.ExecutorPeakMemBandwidth, 4e12)...)
+				return append(append(e.counter(metricspec.EstimatedReadBytesPerGPU, 1.5e12), e.counter(metricspec.EstimatedWriteBytesPerGPU, 0.5e12)...),
+					e.gauge(metricspec.ExecutorPeakMemBandwidth, 4e12)...)
 			}},
 	}
 	for _, q := range []struct {
@@ -184,9 +184,9 @@ func recordingRules(c *Config) []recordingRule {
 		name string
 		qs   []float64
 	}{
-		{metrics.TimeToFirstToken, "vllm_time_to_first_token_seconds", []float64{0.5, 0.99}},
-		{metrics.InterTokenLatency, "vllm_inter_token_latency_seconds", []float64{0.5, 0.99}},
-		{metrics.E2ERequestLatency, "vllm_e2e_request_latency_seconds", []float64{0.5, 0.95, 0.99}},
+		{metricspec.TimeToFirstToken, "vllm_time_to_first_token_seconds", []float64{0.5, 0.99}},
+		{metricspec.InterTokenLatency, "vllm_inter_token_latency_seconds", []float64{0.5, 0.99}},
+		{metricspec.E2ERequestLatency, "vllm_e2e_request_latency_seconds", []float64{0.5, 0.95, 0.99}},
 	} {
 		for _, qv := range q.qs {
 			hist := q.hist

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/glassbox-llm/glassbox/internal/metrics"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // The promtool unit tests are generated from the same specs as the rules,
@@ -115,7 +115,7 @@ func (e *testEnv) gauge(name string, v float64) []inputSeries {
 }
 
 func (e *testEnv) httpCounter(status string, perSecond float64) []inputSeries {
-	s := e.series(metrics.HTTPRequests, "handler", "/v1/completions", "method", "POST", "status", status)
+	s := e.series(metricspec.HTTPRequests, "handler", "/v1/completions", "method", "POST", "status", status)
 	return []inputSeries{{s, e.ramp(perSecond)}}
 }
 
@@ -132,7 +132,7 @@ func (e *testEnv) histogram(name string, t float64, hot bool) []inputSeries {
 		if le < t || le == t && hot {
 			rate = 0
 		}
-		out = append(out, inputSeries{e.engineSeries(name+"_bucket", "le", metrics.BucketLabel(le)), e.ramp(rate)})
+		out = append(out, inputSeries{e.engineSeries(name+"_bucket", "le", metricspec.BucketLabel(le)), e.ramp(rate)})
 	}
 	return out
 }

@@ -116,7 +116,7 @@ func (p *promSource) collect(ctx context.Context) (*Window, error) {
 // familyOf strips a histogram part suffix.
 func familyOf(name string) string {
 	for _, suffix := range []string{"_sum", "_count"} {
-		if base, ok := cutSuffix(name, suffix); ok {
+		if base, ok := strings.CutSuffix(name, suffix); ok {
 			return base
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // rule is one row of the rule table (docs/doctor.md).
@@ -75,40 +77,40 @@ func medianStep(w *Window) time.Duration {
 // Shared evidence.
 
 func (s *signals) evBusy(p promql) Evidence {
-	return ev("executor utilisation (busy seconds per second)", s.busy, "ratio", p.rate(mBusy))
+	return ev("executor utilisation (busy seconds per second)", s.busy, "ratio", p.rate(metricspec.ExecutorBusySeconds))
 }
 
 func (s *signals) evFill(p promql) Evidence {
 	return ev("computed tokens per step, of max_num_batched_tokens", s.stepFill, "ratio",
-		"("+p.inc(mPromptTokens)+" - "+p.inc(mPromptCached)+" + "+p.inc(mGenTokens)+") / "+p.inc(mSteps)+" / max_num_batched_tokens")
+		"("+p.inc(metricspec.PromptTokens)+" - "+p.inc(metricspec.PromptTokensCached)+" + "+p.inc(metricspec.GenerationTokens)+") / "+p.inc(metricspec.EngineSteps)+" / max_num_batched_tokens")
 }
 
 func (s *signals) evKV(p promql) Evidence {
-	return ev("mean KV-cache usage", s.kvs.mean, "ratio", p.avg(mKVUsage, "max"))
+	return ev("mean KV-cache usage", s.kvs.mean, "ratio", p.avg(metricspec.KVCacheUsagePerc, "max"))
 }
 
 func (s *signals) evKVHigh(p promql) Evidence {
-	return ev("share of the window with KV usage ≥ 0.9", s.kvHighShare, "ratio", p.share(mKVUsage, "max", ">= bool 0.9"))
+	return ev("share of the window with KV usage ≥ 0.9", s.kvHighShare, "ratio", p.share(metricspec.KVCacheUsagePerc, "max", ">= bool 0.9"))
 }
 
 func (s *signals) evWaiting(p promql) Evidence {
-	return ev("share of the window with a request waiting", s.waitingShare, "ratio", p.share(mWaiting, "sum", ">= bool 1"))
+	return ev("share of the window with a request waiting", s.waitingShare, "ratio", p.share(metricspec.NumRequestsWaiting, "sum", ">= bool 1"))
 }
 
 func (s *signals) evWaitingMean(p promql) Evidence {
-	return ev("mean requests waiting", s.wait.mean, "", p.avg(mWaiting, "sum"))
+	return ev("mean requests waiting", s.wait.mean, "", p.avg(metricspec.NumRequestsWaiting, "sum"))
 }
 
 func (s *signals) evRunning(p promql) Evidence {
-	return ev("mean requests running", s.run.mean, "", p.avg(mRunning, "sum"))
+	return ev("mean requests running", s.run.mean, "", p.avg(metricspec.NumRequestsRunning, "sum"))
 }
 
 func (s *signals) evMaxSeqs(p promql) Evidence {
-	return ev("max_num_seqs", float64(s.cfg.maxNumSeqs), "", p.info(mSchedInfo))
+	return ev("max_num_seqs", float64(s.cfg.maxNumSeqs), "", p.info(metricspec.SchedulerConfigInfo))
 }
 
 func (s *signals) evGen(p promql) Evidence {
-	return ev("generation throughput", s.genRate, "tokens/s", p.rate(mGenTokens))
+	return ev("generation throughput", s.genRate, "tokens/s", p.rate(metricspec.GenerationTokens))
 }
 
 // computeSaturated: the executor is busy all the time on full steps, so

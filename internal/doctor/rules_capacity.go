@@ -3,6 +3,8 @@ package doctor
 import (
 	"fmt"
 	"math"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // The capacity rules answer "why do requests wait?": KV blocks, compute,
@@ -19,8 +21,8 @@ func kvCapacityBound(s *signals, p promql) *Finding {
 	f := s.kvFactor()
 	changes, apply := s.kvChanges(f)
 	return &Finding{Severity: Warning, Title: "KV-capacity bound: requests wait for KV blocks while compute has room",
-		Evidence: []Evidence{s.evKV(p), s.evKVHigh(p), ev("peak KV-cache usage", s.kvs.max, "ratio", fmt.Sprintf("max_over_time(max(%s)[%s:%s])", p.s(mKVUsage), p.window, p.step)),
-			ev("preemptions per second", s.preemptRate, "/s", p.rate(mPreemptions)),
+		Evidence: []Evidence{s.evKV(p), s.evKVHigh(p), ev("peak KV-cache usage", s.kvs.max, "ratio", fmt.Sprintf("max_over_time(max(%s)[%s:%s])", p.s(metricspec.KVCacheUsagePerc), p.window, p.step)),
+			ev("preemptions per second", s.preemptRate, "/s", p.rate(metricspec.NumPreemptions)),
 			s.evWaiting(p), s.evWaitingMean(p), s.evRunning(p), s.evBusy(p), s.evFill(p)},
 		Inference: fmt.Sprintf("The KV cache ran full (at the 0.9 watermark, or out of blocks and preempting) while requests waited, and the steps used only %.1f%% of the token budget: "+
 			"the engine could compute more sequences at once but has no blocks to hold them.", 100*s.stepFill),
@@ -47,8 +49,8 @@ func computeBound(s *signals, p promql) *Finding {
 	return &Finding{Severity: Warning, Title: "compute bound: the executor is busy all the time and requests still wait",
 		Evidence: []Evidence{s.evBusy(p), s.evFill(p), s.evWaiting(p), s.evWaitingMean(p), s.evKV(p), s.evRunning(p), s.evMaxSeqs(p),
 			ev("request arrival rate (finished + change in flight)", s.arrivalRate, "requests/s",
-				fmt.Sprintf("(%s + delta((sum(%s) + sum(%s))[%s:%s])) / %g", p.inc(mSuccess), p.s(mRunning), p.s(mWaiting), p.window, p.step, math.Round(s.seconds))),
-			ev("request completion rate", done, "requests/s", p.rate(mSuccess))},
+				fmt.Sprintf("(%s + delta((sum(%s) + sum(%s))[%s:%s])) / %g", p.inc(metricspec.RequestSuccess), p.s(metricspec.NumRequestsRunning), p.s(metricspec.NumRequestsWaiting), p.window, p.step, math.Round(s.seconds))),
+			ev("request completion rate", done, "requests/s", p.rate(metricspec.RequestSuccess))},
 		Inference: fmt.Sprintf("The executor was busy %.0f%% of the time with KV blocks and sequence slots to spare, yet requests waited: "+
 			"the work offered exceeds what one replica computes.", 100*s.busy),
 		Changes: changes, apply: apply}
@@ -69,8 +71,8 @@ func concurrencyCap(s *signals, p promql) *Finding {
 	return &Finding{Severity: Warning, Title: "concurrency cap: running is pinned at --max-num-seqs with KV and compute to spare",
 		Evidence: []Evidence{s.evRunning(p), s.evMaxSeqs(p),
 			ev("share of the window with running within 10% of max_num_seqs", s.pinnedShare(), "ratio",
-				p.share(mRunning, "sum", fmt.Sprintf(">= bool %g", 0.9*n-1))),
-			s.evWaiting(p), s.evWaitingMean(p), ev("peak KV-cache usage", s.kvs.max, "ratio", fmt.Sprintf("max_over_time(max(%s)[%s:%s])", p.s(mKVUsage), p.window, p.step)),
+				p.share(metricspec.NumRequestsRunning, "sum", fmt.Sprintf(">= bool %g", 0.9*n-1))),
+			s.evWaiting(p), s.evWaitingMean(p), ev("peak KV-cache usage", s.kvs.max, "ratio", fmt.Sprintf("max_over_time(max(%s)[%s:%s])", p.s(metricspec.KVCacheUsagePerc), p.window, p.step)),
 			s.evFill(p), s.evBusy(p)},
 		Inference: fmt.Sprintf("Requests waited while exactly %d ran, with the KV cache at most %.0f%% full and steps using %.1f%% of the token budget: "+
 			"the scheduler's sequence cap, not the hardware, limits the batch.", s.cfg.maxNumSeqs, 100*s.kvs.max, 100*s.stepFill),
@@ -109,10 +111,10 @@ func preemptionStorm(s *signals, p promql) *Finding {
 			Why: "alternatively, admit fewer sequences so that those admitted can finish"}, changes[len(changes)-1])
 	}
 	return &Finding{Severity: sev, Title: "preemption storm: the engine evicts running requests and recomputes them",
-		Evidence: []Evidence{ev("preemptions per second", s.preemptRate, "/s", p.rate(mPreemptions)),
+		Evidence: []Evidence{ev("preemptions per second", s.preemptRate, "/s", p.rate(metricspec.NumPreemptions)),
 			ev("estimated share of computed tokens spent recomputing preempted requests", s.recomputeShare, "ratio",
-				"("+p.inc(mPreemptions)+" * ("+p.inc(mPromptTokens)+" + "+p.inc(mGenTokens)+" / 2) / "+p.inc(mSuccess)+") / ("+
-					p.inc(mPromptTokens)+" - "+p.inc(mPromptCached)+" + "+p.inc(mGenTokens)+")"),
+				"("+p.inc(metricspec.NumPreemptions)+" * ("+p.inc(metricspec.PromptTokens)+" + "+p.inc(metricspec.GenerationTokens)+" / 2) / "+p.inc(metricspec.RequestSuccess)+") / ("+
+					p.inc(metricspec.PromptTokens)+" - "+p.inc(metricspec.PromptTokensCached)+" + "+p.inc(metricspec.GenerationTokens)+")"),
 			s.evKV(p), s.evRunning(p)},
 		Inference: fmt.Sprintf("%.2f preemptions per second: decoding sequences outgrow the KV cache, so the scheduler evicts some and recomputes their whole context later (about %.0f%% of the computed tokens).",
 			s.preemptRate, 100*zeroNaN(s.recomputeShare)),

@@ -3,12 +3,14 @@ package doctor
 import (
 	"fmt"
 	"strings"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // requiredFamilies are the vLLM families every rule leans on; a target
 // without one is misconfigured or not a vLLM-compatible engine.
 func requiredFamilies() []string {
-	return []string{mRunning, mWaiting, mKVUsage, mGenTokens, mSuccess, mTTFT}
+	return []string{metricspec.NumRequestsRunning, metricspec.NumRequestsWaiting, metricspec.KVCacheUsagePerc, metricspec.GenerationTokens, metricspec.RequestSuccess, metricspec.TimeToFirstToken}
 }
 
 // metricsStale reports scrape problems: readings that failed or found the
@@ -22,7 +24,7 @@ func metricsStale(s *signals, p promql) *Finding {
 			absent = append(absent, f)
 		}
 	}
-	stalled := s.run.mean >= 1 && w.Increase(mGenTokens) == 0 && (!s.glassbox || w.Increase(mSteps) == 0)
+	stalled := s.run.mean >= 1 && w.Increase(metricspec.GenerationTokens) == 0 && (!s.glassbox || w.Increase(metricspec.EngineSteps) == 0)
 	total := len(w.Snapshots) + w.Missed
 	missedShare := float64(w.Missed) / float64(max(total, 1))
 	if w.Missed == 0 && len(absent) == 0 && !stalled {
@@ -56,7 +58,7 @@ func metricsStale(s *signals, p promql) *Finding {
 func utilisationUnavailable(p promql) Finding {
 	return Finding{Name: "utilisation-unavailable", Severity: Info,
 		Title:     "no glassbox_* series: the utilisation rules were skipped",
-		Evidence:  []Evidence{ev("glassbox executor series present", 0, "", "count("+p.s(mBusy)+")")},
+		Evidence:  []Evidence{ev("glassbox executor series present", 0, "", "count("+p.s(metricspec.ExecutorBusySeconds)+")")},
 		Inference: "The target exports vLLM's metrics only (a vLLM server), so executor utilisation and the scheduler's limits are unknown: KV-capacity bound, compute bound, concurrency cap and under-loaded cannot be told apart and are not reported.",
 		Changes:   []Change{{Why: "for those rules, run glassbox, or read GPU utilisation from DCGM beside this report"}}}
 }

@@ -3,6 +3,8 @@ package doctor
 import (
 	"fmt"
 	"math"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // The latency rules say where a request's time goes: prefill, decode,
@@ -12,13 +14,13 @@ func prefillBound(s *signals, p promql) *Finding {
 	if !(s.prefillStarted >= 3) {
 		return nil
 	}
-	ttft := s.w.IntervalMeans(mTTFT)
+	ttft := s.w.IntervalMeans(metricspec.TimeToFirstToken)
 	t0, t1, okT := thirds(ttft)
-	g0, g1, okG := thirds(s.w.Rates(mGenTokens))
+	g0, g1, okG := thirds(s.w.Rates(metricspec.GenerationTokens))
 	// Chunked prefill interleaves prompts with other requests' decodes, so
 	// prefill work also shows up as decode time: a prompt-dominated load
 	// with a fair prefill share counts too.
-	perGen := (s.w.Increase(mPromptTokens) - s.w.Increase(mPromptCached)) / s.w.Increase(mGenTokens)
+	perGen := (s.w.Increase(metricspec.PromptTokens) - s.w.Increase(metricspec.PromptTokensCached)) / s.w.Increase(metricspec.GenerationTokens)
 	heavy := perGen >= promptHeavy && s.prefillShare >= 0.25
 	rising := heavy && okT && okG && t0 > 0 && t1 >= trendRise*t0 && g1 >= holdShare*g0 && !(s.queueShare >= queueDominates)
 	if !(s.prefillShare >= prefillDominates) && !rising && !(heavy && perGen >= promptDominated) {
@@ -47,11 +49,11 @@ func prefillBound(s *signals, p promql) *Finding {
 		inf = fmt.Sprintf("Time to first token rose %.1f× over the window while generation throughput held (%.0f → %.0f tokens/s): prefills queue behind each other.", t1/t0, g0, g1)
 	}
 	return &Finding{Severity: Warning, Title: "prefill bound: time to first token is spent computing prompts",
-		Evidence: []Evidence{ev("share of inference time in prefill", s.prefillShare, "ratio", p.ratio(p.inc(mPrefillTime+"_sum"), "("+p.inc(mPrefillTime+"_sum")+" + "+p.inc(mDecodeTime+"_sum")+")")),
-			ev("TTFT p50", s.ttftP50, "s", p.quantile(0.5, mTTFT)), ev("TTFT p90", s.ttftP90, "s", p.quantile(0.9, mTTFT)),
+		Evidence: []Evidence{ev("share of inference time in prefill", s.prefillShare, "ratio", p.ratio(p.inc(metricspec.RequestPrefillTime+"_sum"), "("+p.inc(metricspec.RequestPrefillTime+"_sum")+" + "+p.inc(metricspec.RequestDecodeTime+"_sum")+")")),
+			ev("TTFT p50", s.ttftP50, "s", p.quantile(0.5, metricspec.TimeToFirstToken)), ev("TTFT p90", s.ttftP90, "s", p.quantile(0.9, metricspec.TimeToFirstToken)),
 			ev("mean TTFT, first third of the window", t0, "s", ""), ev("mean TTFT, last third", t1, "s", ""),
-			ev("computed prompt tokens per generated token", perGen, "", "("+p.inc(mPromptTokens)+" - "+p.inc(mPromptCached)+") / "+p.inc(mGenTokens)),
-			ev("prompt tokens per request", s.meanPrompt, "tokens", p.ratio(p.inc(mPromptTokens), p.inc(mTTFT+"_count"))), s.evGen(p)},
+			ev("computed prompt tokens per generated token", perGen, "", "("+p.inc(metricspec.PromptTokens)+" - "+p.inc(metricspec.PromptTokensCached)+") / "+p.inc(metricspec.GenerationTokens)),
+			ev("prompt tokens per request", s.meanPrompt, "tokens", p.ratio(p.inc(metricspec.PromptTokens), p.inc(metricspec.TimeToFirstToken+"_count"))), s.evGen(p)},
 		Inference: inf, Changes: changes, apply: apply}
 }
 
@@ -67,7 +69,7 @@ type itlFit struct {
 
 func fitITL(s *signals) itlFit {
 	var xs, ys []float64
-	itl := s.w.IntervalMeans(mITL)
+	itl := s.w.IntervalMeans(metricspec.InterTokenLatency)
 	run := s.running
 	for _, pt := range itl {
 		// the interval ends at pt.T; its batch width is the mean of its two readings
@@ -112,8 +114,8 @@ func decodeBound(s *signals, p promql) *Finding {
 	// more so with more requests in flight: only a load that is not
 	// prompt-heavy (computed prompt tokens under twice the generated ones)
 	// can blame the batch width.
-	computedPrompt := s.w.Increase(mPromptTokens) - s.w.Increase(mPromptCached)
-	if s.prefillShare >= prefillDominates || !(computedPrompt < promptHeavy*s.w.Increase(mGenTokens)) {
+	computedPrompt := s.w.Increase(metricspec.PromptTokens) - s.w.Increase(metricspec.PromptTokensCached)
+	if s.prefillShare >= prefillDominates || !(computedPrompt < promptHeavy*s.w.Increase(metricspec.GenerationTokens)) {
 		return nil
 	}
 	f := fitITL(s)
@@ -129,7 +131,7 @@ func decodeBound(s *signals, p promql) *Finding {
 		Evidence: []Evidence{ev("correlation of interval ITL with requests running", f.r, "ratio", ""),
 			ev("fitted ITL at the narrowest batch", f.yAtMin, "s", ""), ev("fitted ITL at the widest batch", f.yAtMax, "s", ""),
 			ev("narrowest mean batch", f.xMin, "requests", ""), ev("widest mean batch", f.xMax, "requests", ""),
-			ev("ITL p50", s.itlP50, "s", p.quantile(0.5, mITL)), ev("ITL p90", s.itlP90, "s", p.quantile(0.9, mITL)), s.evRunning(p)},
+			ev("ITL p50", s.itlP50, "s", p.quantile(0.5, metricspec.InterTokenLatency)), ev("ITL p90", s.itlP90, "s", p.quantile(0.9, metricspec.InterTokenLatency)), s.evRunning(p)},
 		Inference: fmt.Sprintf("Across %d intervals, inter-token latency rose %.1f× as the batch widened from %.0f to %.0f requests: each decode step reads every running sequence's KV cache, so wider batches make every token slower.",
 			f.n, f.growth, f.xMin, f.xMax),
 		Changes: changes, apply: func(rc *ReplicaConfig) { rc.MaxNumSeqs = seqs }}
@@ -140,9 +142,9 @@ func queueingDominates(s *signals, p promql) *Finding {
 		return nil
 	}
 	return &Finding{Severity: Warning, Title: "queueing dominates latency: requests spend most of their time waiting to be scheduled",
-		Evidence: []Evidence{ev("share of end-to-end time spent queued", s.queueShare, "ratio", p.ratio(p.inc(mQueueTime+"_sum"), p.inc(mE2E+"_sum"))),
-			ev("queue time p50", s.w.Quantile(0.5, mQueueTime), "s", p.quantile(0.5, mQueueTime)),
-			ev("end-to-end latency p99", s.e2eP99, "s", p.quantile(0.99, mE2E)), s.evWaitingMean(p)},
+		Evidence: []Evidence{ev("share of end-to-end time spent queued", s.queueShare, "ratio", p.ratio(p.inc(metricspec.RequestQueueTime+"_sum"), p.inc(metricspec.E2ERequestLatency+"_sum"))),
+			ev("queue time p50", s.w.Quantile(0.5, metricspec.RequestQueueTime), "s", p.quantile(0.5, metricspec.RequestQueueTime)),
+			ev("end-to-end latency p99", s.e2eP99, "s", p.quantile(0.99, metricspec.E2ERequestLatency)), s.evWaitingMean(p)},
 		Inference: fmt.Sprintf("%.0f%% of end-to-end request time was spent in the queue: the engine is saturated, and faster steps would help less than more capacity.", 100*s.queueShare),
 		Changes:   []Change{{Why: "add capacity where the capacity finding points (KV blocks, compute or --max-num-seqs), or shed load"}}}
 }
@@ -154,9 +156,9 @@ func clientTimeouts(s *signals, p promql) *Finding {
 	if !byServer && !byClient {
 		return nil
 	}
-	evs := []Evidence{ev("share of finished requests aborted", s.abortShare, "ratio", p.ratio(p.inc(mSuccess, `finished_reason="abort"`), p.inc(mSuccess))),
-		ev("aborts per second", s.aborts/s.seconds, "/s", p.rate(mSuccess, `finished_reason="abort"`)),
-		ev("end-to-end latency p99 (finished requests)", s.e2eP99, "s", p.quantile(0.99, mE2E))}
+	evs := []Evidence{ev("share of finished requests aborted", s.abortShare, "ratio", p.ratio(p.inc(metricspec.RequestSuccess, `finished_reason="abort"`), p.inc(metricspec.RequestSuccess))),
+		ev("aborts per second", s.aborts/s.seconds, "/s", p.rate(metricspec.RequestSuccess, `finished_reason="abort"`)),
+		ev("end-to-end latency p99 (finished requests)", s.e2eP99, "s", p.quantile(0.99, metricspec.E2ERequestLatency))}
 	if c != nil {
 		evs = append(evs, ev("client: failed requests", float64(c.Failed), "", ""), ev("client: failures naming a timeout", float64(c.Timeouts), "", ""))
 	}
@@ -180,9 +182,9 @@ func prefixCaching(s *signals, p promql) *Finding {
 	ratio := s.promptRate / s.genRate
 	if !*pc && ratio >= promptHeavy {
 		return &Finding{Severity: Warning, Title: "prefix caching is off on a prompt-heavy workload",
-			Evidence: []Evidence{ev("enable_prefix_caching", 0, "", p.info(mCacheInfo)),
-				ev("prompt tokens per generated token", ratio, "", p.ratio(p.rate(mPromptTokens), p.rate(mGenTokens))),
-				ev("share of inference time in prefill", s.prefillShare, "ratio", p.ratio(p.inc(mPrefillTime+"_sum"), "("+p.inc(mPrefillTime+"_sum")+" + "+p.inc(mDecodeTime+"_sum")+")"))},
+			Evidence: []Evidence{ev("enable_prefix_caching", 0, "", p.info(metricspec.CacheConfigInfo)),
+				ev("prompt tokens per generated token", ratio, "", p.ratio(p.rate(metricspec.PromptTokens), p.rate(metricspec.GenerationTokens))),
+				ev("share of inference time in prefill", s.prefillShare, "ratio", p.ratio(p.inc(metricspec.RequestPrefillTime+"_sum"), "("+p.inc(metricspec.RequestPrefillTime+"_sum")+" + "+p.inc(metricspec.RequestDecodeTime+"_sum")+")"))},
 			Inference: fmt.Sprintf("Prompts carry %.1f tokens for every generated one and every prefix is recomputed: a shared system prompt or conversation history would be computed once with prefix caching.", ratio),
 			Changes:   []Change{{Flag: "--enable-prefix-caching", Why: "vLLM's default; costs little when prompts share nothing"}},
 			apply:     func(rc *ReplicaConfig) { rc.PrefixCaching = true }}
@@ -192,7 +194,7 @@ func prefixCaching(s *signals, p promql) *Finding {
 	if *pc && s.hitRate >= hitShared && s.hitRate < hitIneffective && s.kvHigh() && s.preemptRate == 0 {
 		changes, apply := s.kvChanges(1.5)
 		return &Finding{Severity: Warning, Title: "prefix caching is ineffective: shared prefixes are evicted before reuse",
-			Evidence: []Evidence{ev("prefix-cache hit rate", s.hitRate, "ratio", p.ratio(p.inc(mPrefixHits), p.inc(mPrefixQueries))), s.evKV(p), s.evKVHigh(p)},
+			Evidence: []Evidence{ev("prefix-cache hit rate", s.hitRate, "ratio", p.ratio(p.inc(metricspec.PrefixCacheHits), p.inc(metricspec.PrefixCacheQueries))), s.evKV(p), s.evKVHigh(p)},
 			Inference: fmt.Sprintf("Prompts do share prefixes (%.0f%% of looked-up tokens hit), but the KV cache is full, so cached blocks are evicted for running requests before they can be reused.",
 				100*s.hitRate),
 			Changes: changes, apply: apply}

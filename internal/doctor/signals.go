@@ -3,6 +3,8 @@ package doctor
 import (
 	"math"
 	"strconv"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // signals are the numbers the rules reason over, derived once from a
@@ -56,13 +58,13 @@ func readConfig(w *Window) targetConfig {
 		return n
 	}
 	c := targetConfig{
-		maxNumSeqs: atoi(mSchedInfo, "max_num_seqs"), maxBatchedTokens: atoi(mSchedInfo, "max_num_batched_tokens"),
-		maxModelLen: atoi(mSchedInfo, "max_model_len"), blockSize: atoi(mCacheInfo, "block_size"),
-		numBlocks: atoi(mCacheInfo, "num_gpu_blocks"), kvBytes: atoi(mCacheInfo, "kv_cache_memory_bytes"),
-		hardware: w.Info[mExecInfo]["hardware"], model: w.Info[mExecInfo]["model"], tensorParallel: atoi(mExecInfo, "tensor_parallel_size"),
+		maxNumSeqs: atoi(metricspec.SchedulerConfigInfo, "max_num_seqs"), maxBatchedTokens: atoi(metricspec.SchedulerConfigInfo, "max_num_batched_tokens"),
+		maxModelLen: atoi(metricspec.SchedulerConfigInfo, "max_model_len"), blockSize: atoi(metricspec.CacheConfigInfo, "block_size"),
+		numBlocks: atoi(metricspec.CacheConfigInfo, "num_gpu_blocks"), kvBytes: atoi(metricspec.CacheConfigInfo, "kv_cache_memory_bytes"),
+		hardware: w.Info[metricspec.ExecutorInfo]["hardware"], model: w.Info[metricspec.ExecutorInfo]["model"], tensorParallel: atoi(metricspec.ExecutorInfo, "tensor_parallel_size"),
 	}
-	c.gpuMemUtil, _ = strconv.ParseFloat(w.Info[mCacheInfo]["gpu_memory_utilization"], 64)
-	switch w.Info[mCacheInfo]["enable_prefix_caching"] {
+	c.gpuMemUtil, _ = strconv.ParseFloat(w.Info[metricspec.CacheConfigInfo]["gpu_memory_utilization"], 64)
+	switch w.Info[metricspec.CacheConfigInfo]["enable_prefix_caching"] {
 	case "True", "true":
 		t := true
 		c.prefixCaching = &t
@@ -76,8 +78,8 @@ func readConfig(w *Window) targetConfig {
 // derive computes the signals of a window.
 func derive(w *Window) *signals {
 	s := &signals{w: w, seconds: w.Duration().Seconds(), cfg: readConfig(w)}
-	s.glassbox = w.Has(mBusy)
-	s.running, s.waiting, s.kv = w.Gauge(mRunning), w.Gauge(mWaiting), w.Gauge(mKVUsage)
+	s.glassbox = w.Has(metricspec.ExecutorBusySeconds)
+	s.running, s.waiting, s.kv = w.Gauge(metricspec.NumRequestsRunning), w.Gauge(metricspec.NumRequestsWaiting), w.Gauge(metricspec.KVCacheUsagePerc)
 	s.run, s.wait, s.kvs = summarise(s.running), summarise(s.waiting), summarise(s.kv)
 	s.waitingShare = fraction(s.waiting, func(v float64) bool { return v >= 1 })
 	s.kvHighShare = fraction(s.kv, func(v float64) bool { return v >= kvWatermark })
@@ -94,40 +96,40 @@ func derive(w *Window) *signals {
 		}
 		return math.NaN()
 	}
-	s.busy = per(mBusy)
-	s.genRate, s.promptRate, s.preemptRate = per(mGenTokens), per(mPromptTokens), per(mPreemptions)
-	s.finished, s.aborts = w.Increase(mSuccess), w.Increase(keyAborts)
+	s.busy = per(metricspec.ExecutorBusySeconds)
+	s.genRate, s.promptRate, s.preemptRate = per(metricspec.GenerationTokens), per(metricspec.PromptTokens), per(metricspec.NumPreemptions)
+	s.finished, s.aborts = w.Increase(metricspec.RequestSuccess), w.Increase(keyAborts)
 	s.abortShare = ratio(s.aborts, s.finished)
-	s.queueShare = ratio(w.Increase(mQueueTime+"_sum"), w.Increase(mE2E+"_sum"))
-	s.prefillShare = ratio(w.Increase(mPrefillTime+"_sum"), w.Increase(mPrefillTime+"_sum")+w.Increase(mDecodeTime+"_sum"))
-	s.prefillStarted = w.Increase(mPrefillTime + "_count")
-	s.hitRate = ratio(w.Increase(mPrefixHits), w.Increase(mPrefixQueries))
-	gen, prompt, cached := w.Increase(mGenTokens), w.Increase(mPromptTokens), w.Increase(mPromptCached)
+	s.queueShare = ratio(w.Increase(metricspec.RequestQueueTime+"_sum"), w.Increase(metricspec.E2ERequestLatency+"_sum"))
+	s.prefillShare = ratio(w.Increase(metricspec.RequestPrefillTime+"_sum"), w.Increase(metricspec.RequestPrefillTime+"_sum")+w.Increase(metricspec.RequestDecodeTime+"_sum"))
+	s.prefillStarted = w.Increase(metricspec.RequestPrefillTime + "_count")
+	s.hitRate = ratio(w.Increase(metricspec.PrefixCacheHits), w.Increase(metricspec.PrefixCacheQueries))
+	gen, prompt, cached := w.Increase(metricspec.GenerationTokens), w.Increase(metricspec.PromptTokens), w.Increase(metricspec.PromptTokensCached)
 	// Per-request lengths: prompt tokens are counted once, at a request's
 	// first token, as is TTFT; generated tokens per finished request come
 	// from the histogram observed at finish. Either way requests still
 	// running at the window's edges do not skew them.
-	s.meanPrompt = ratio(prompt, w.Increase(mTTFT+"_count"))
-	s.meanGen = ratio(w.Increase(mReqGen+"_sum"), w.Increase(mReqGen+"_count"))
-	s.tokPerStp = ratio(prompt-cached+gen, w.Increase(mSteps))
+	s.meanPrompt = ratio(prompt, w.Increase(metricspec.TimeToFirstToken+"_count"))
+	s.meanGen = ratio(w.Increase(metricspec.RequestGenerationTokens+"_sum"), w.Increase(metricspec.RequestGenerationTokens+"_count"))
+	s.tokPerStp = ratio(prompt-cached+gen, w.Increase(metricspec.EngineSteps))
 	s.stepFill = ratio(s.tokPerStp, float64(s.cfg.maxBatchedTokens))
-	if peaks := w.Gauge(mPeakFLOPs); len(peaks) > 0 {
-		s.mfu = ratio(per(mFLOPs), peaks[len(peaks)-1].V)
+	if peaks := w.Gauge(metricspec.ExecutorPeakFLOPs); len(peaks) > 0 {
+		s.mfu = ratio(per(metricspec.EstimatedFLOPsPerGPU), peaks[len(peaks)-1].V)
 	} else {
 		s.mfu = math.NaN()
 	}
 	// A preempted request recomputes what it had: on average its prompt
 	// and half its output.
-	waste := w.Increase(mPreemptions) * (zeroNaN(s.meanPrompt) + zeroNaN(s.meanGen)/2)
+	waste := w.Increase(metricspec.NumPreemptions) * (zeroNaN(s.meanPrompt) + zeroNaN(s.meanGen)/2)
 	s.recomputeShare = ratio(waste, prompt-cached+gen+waste)
 	s.arrivalRate = math.NaN()
 	if len(s.running) >= 2 && len(s.waiting) >= 2 && s.seconds > 0 {
 		inFlight := func(i int) float64 { return s.running[i].V + s.waiting[i].V }
 		s.arrivalRate = max(0, (s.finished+inFlight(len(s.running)-1)-inFlight(0))/s.seconds)
 	}
-	s.ttftP50, s.ttftP90 = w.Quantile(0.5, mTTFT), w.Quantile(0.9, mTTFT)
-	s.itlP50, s.itlP90 = w.Quantile(0.5, mITL), w.Quantile(0.9, mITL)
-	s.e2eP99 = w.Quantile(0.99, mE2E)
+	s.ttftP50, s.ttftP90 = w.Quantile(0.5, metricspec.TimeToFirstToken), w.Quantile(0.9, metricspec.TimeToFirstToken)
+	s.itlP50, s.itlP90 = w.Quantile(0.5, metricspec.InterTokenLatency), w.Quantile(0.9, metricspec.InterTokenLatency)
+	s.e2eP99 = w.Quantile(0.99, metricspec.E2ERequestLatency)
 	return s
 }
 

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // exposition renders a snapshot as Prometheus text, as a server would
@@ -36,7 +38,7 @@ func exposition(s Snapshot, info map[string]map[string]string) string {
 		v := s.Values[k]
 		switch {
 		case hist[k] || k == keyAborts:
-		case k == mSuccess:
+		case k == metricspec.RequestSuccess:
 			fmt.Fprintf(&b, "# TYPE %s counter\n%s{finished_reason=\"abort\"} %g\n%s{finished_reason=\"stop\"} %g\n", k, k, s.Values[keyAborts], k, v-s.Values[keyAborts])
 		case strings.HasSuffix(k, "_total"):
 			fmt.Fprintf(&b, "# TYPE %s counter\n%s{model_name=\"m\"} %g\n", k, k, v)
@@ -250,10 +252,10 @@ func TestPromQLOfEvidence(t *testing.T) {
 	w := healthy().window()
 	p := newPromQL(w, time.Second)
 	want := `sum(rate(vllm:num_preemptions_total{instance="test:8000"}[19s]))`
-	if got := p.rate(mPreemptions); got != want {
+	if got := p.rate(metricspec.NumPreemptions); got != want {
 		t.Errorf("rate = %s, want %s", got, want)
 	}
-	if got, want := p.quantile(0.9, mTTFT), `histogram_quantile(0.9, sum by (le) (increase(vllm:time_to_first_token_seconds_bucket{instance="test:8000"}[19s])))`; got != want {
+	if got, want := p.quantile(0.9, metricspec.TimeToFirstToken), `histogram_quantile(0.9, sum by (le) (increase(vllm:time_to_first_token_seconds_bucket{instance="test:8000"}[19s])))`; got != want {
 		t.Errorf("quantile = %s, want %s", got, want)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // load describes a synthetic target: gauges per reading, counters as
@@ -43,12 +45,12 @@ var testBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2
 func (l load) window() *Window {
 	w := &Window{Source: "metrics", Target: "http://test/metrics", Selector: `{instance="test:8000"}`,
 		Info: map[string]map[string]string{}, Present: map[string]bool{}}
-	w.Info[mCacheInfo] = map[string]string{"block_size": "16", "num_gpu_blocks": strconv.Itoa(l.blocks),
+	w.Info[metricspec.CacheConfigInfo] = map[string]string{"block_size": "16", "num_gpu_blocks": strconv.Itoa(l.blocks),
 		"enable_prefix_caching": map[bool]string{true: "True", false: "False"}[l.prefix], "gpu_memory_utilization": "0.92",
 		"kv_cache_memory_bytes": strconv.Itoa(l.blocks * 16 * 131072)}
 	if !l.vllm {
-		w.Info[mSchedInfo] = map[string]string{"max_num_seqs": strconv.Itoa(l.maxSeqs), "max_num_batched_tokens": strconv.Itoa(l.maxBatched), "max_model_len": "4096"}
-		w.Info[mExecInfo] = map[string]string{"executor": "sim", "hardware": "h200", "model": "llama-3.1-8b", "tensor_parallel_size": "1"}
+		w.Info[metricspec.SchedulerConfigInfo] = map[string]string{"max_num_seqs": strconv.Itoa(l.maxSeqs), "max_num_batched_tokens": strconv.Itoa(l.maxBatched), "max_model_len": "4096"}
+		w.Info[metricspec.ExecutorInfo] = map[string]string{"executor": "sim", "hardware": "h200", "model": "llama-3.1-8b", "tensor_parallel_size": "1"}
 	}
 	t0 := testTime()
 	cum := map[string]float64{}
@@ -71,30 +73,30 @@ func (l load) window() *Window {
 			if l.genRate != nil {
 				gen = l.genRate(i)
 			}
-			add := map[string]float64{mBusy: l.busy, mSteps: l.steps, mGenTokens: gen, mPromptTokens: l.prompt, mPromptCached: l.cached,
-				mPreemptions: l.preempt, mSuccess: l.success, keyAborts: l.aborts, mPrefixQueries: l.queries, mPrefixHits: l.hits}
+			add := map[string]float64{metricspec.ExecutorBusySeconds: l.busy, metricspec.EngineSteps: l.steps, metricspec.GenerationTokens: gen, metricspec.PromptTokens: l.prompt, metricspec.PromptTokensCached: l.cached,
+				metricspec.NumPreemptions: l.preempt, metricspec.RequestSuccess: l.success, keyAborts: l.aborts, metricspec.PrefixCacheQueries: l.queries, metricspec.PrefixCacheHits: l.hits}
 			for k, v := range add {
 				cum[k] += v
 			}
-			observe(mE2E, l.success, l.queue+l.prefill+l.decode)
-			observe(mQueueTime, l.success, l.queue)
-			observe(mPrefillTime, l.success, l.prefill)
-			observe(mDecodeTime, l.success, l.decode)
-			observe(mInferenceTime, l.success, l.prefill+l.decode)
-			observe(mReqGen, l.success, gen/max(l.success, 1))
-			observe(mTTFT, l.success, l.ttft(i))
-			observe(mITL, gen, l.itl(i))
+			observe(metricspec.E2ERequestLatency, l.success, l.queue+l.prefill+l.decode)
+			observe(metricspec.RequestQueueTime, l.success, l.queue)
+			observe(metricspec.RequestPrefillTime, l.success, l.prefill)
+			observe(metricspec.RequestDecodeTime, l.success, l.decode)
+			observe(metricspec.RequestInferenceTime, l.success, l.prefill+l.decode)
+			observe(metricspec.RequestGenerationTokens, l.success, gen/max(l.success, 1))
+			observe(metricspec.TimeToFirstToken, l.success, l.ttft(i))
+			observe(metricspec.InterTokenLatency, gen, l.itl(i))
 		}
 		s := Snapshot{T: t0.Add(time.Duration(i) * time.Second), Values: map[string]float64{}, Buckets: map[string]map[float64]float64{}}
-		s.Values[mRunning], s.Values[mWaiting], s.Values[mKVUsage] = l.running(i), l.waiting(i), l.kv(i)
+		s.Values[metricspec.NumRequestsRunning], s.Values[metricspec.NumRequestsWaiting], s.Values[metricspec.KVCacheUsagePerc] = l.running(i), l.waiting(i), l.kv(i)
 		for _, spec := range scalarSeries() {
-			if _, ok := s.Values[spec.key]; !ok && spec.key != mPeakFLOPs {
+			if _, ok := s.Values[spec.key]; !ok && spec.key != metricspec.ExecutorPeakFLOPs {
 				s.Values[spec.key] = cum[spec.key]
 			}
 		}
 		if l.vllm {
-			delete(s.Values, mBusy)
-			delete(s.Values, mSteps)
+			delete(s.Values, metricspec.ExecutorBusySeconds)
+			delete(s.Values, metricspec.EngineSteps)
 		}
 		for f, b := range buckets {
 			s.Buckets[f] = map[float64]float64{}
@@ -104,7 +106,7 @@ func (l load) window() *Window {
 		}
 		w.Snapshots = append(w.Snapshots, s)
 	}
-	for _, f := range append(requiredFamilies(), mCacheInfo) {
+	for _, f := range append(requiredFamilies(), metricspec.CacheConfigInfo) {
 		w.Present[f] = true
 	}
 	return w

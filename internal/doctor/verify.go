@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // ReplicaConfig is a simulated replica's configuration, read from the
@@ -107,7 +108,7 @@ func verify(ctx context.Context, cfg VerifyConfig, s *signals, findings []Findin
 // currentReplica reads the target's configuration from its info series.
 func currentReplica(s *signals) (ReplicaConfig, error) {
 	c := s.cfg
-	if exec := s.w.Info[mExecInfo]["executor"]; exec != "sim" {
+	if exec := s.w.Info[metricspec.ExecutorInfo]["executor"]; exec != "sim" {
 		return ReplicaConfig{}, fmt.Errorf("verify replays on the simulated executor; the target's executor is %q", exec)
 	}
 	if c.maxNumSeqs == 0 || c.numBlocks == 0 || c.blockSize == 0 || c.maxBatchedTokens == 0 || c.prefixCaching == nil {

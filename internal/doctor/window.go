@@ -2,8 +2,9 @@ package doctor
 
 import (
 	"math"
-	"sort"
 	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/promtext"
 )
 
 // Snapshot is one reading of a target's series at one instant, however it
@@ -137,45 +138,7 @@ func (w *Window) BucketIncrease(family string) map[float64]float64 {
 // Quantile is PromQL's histogram_quantile over the histogram's bucket
 // increases in the window; NaN with no observations.
 func (w *Window) Quantile(q float64, family string) float64 {
-	return histQuantile(q, w.BucketIncrease(family))
-}
-
-// histQuantile interpolates linearly inside the bucket holding the rank,
-// the first bucket starting at 0, and answers the highest finite bound when
-// the rank falls in the +Inf bucket, as PromQL does.
-func histQuantile(q float64, buckets map[float64]float64) float64 {
-	bounds := make([]float64, 0, len(buckets))
-	for b := range buckets {
-		bounds = append(bounds, b)
-	}
-	sort.Float64s(bounds)
-	if len(bounds) == 0 || math.IsNaN(q) {
-		return math.NaN()
-	}
-	total := buckets[bounds[len(bounds)-1]]
-	if !(total > 0) {
-		return math.NaN()
-	}
-	rank := q * total
-	prevBound, prevCount := 0.0, 0.0
-	for i, b := range bounds {
-		c := buckets[b]
-		if c < rank {
-			prevBound, prevCount = b, c
-			continue
-		}
-		switch {
-		case math.IsInf(b, 1):
-			if i == 0 {
-				return math.NaN()
-			}
-			return bounds[i-1]
-		case i == 0 && b <= 0, c == prevCount:
-			return b
-		}
-		return prevBound + (b-prevBound)*(rank-prevCount)/(c-prevCount)
-	}
-	return bounds[len(bounds)-1]
+	return promtext.Quantile(q, w.BucketIncrease(family))
 }
 
 // stats summarises a gauge's readings.

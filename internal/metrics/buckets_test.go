@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // sharedDir returns the project's shared folder (../shared beside the
@@ -125,30 +127,9 @@ func checkOneTwoFiveExamples(t *testing.T, text string) {
 	for _, e := range ex {
 		n, _ := strconv.Atoi(e[1])
 		last, _ := strconv.ParseFloat(e[2], 64)
-		b := oneTwoFiveBuckets(n)
+		b := metricspec.OneTwoFiveBuckets(n)
 		if got := b[len(b)-1]; got != last {
 			t.Errorf("max_model_len %d: last bucket %v, spec says %v", n, got, last)
-		}
-	}
-}
-
-func TestOneTwoFiveBuckets(t *testing.T) {
-	tests := []struct {
-		max  int
-		want []float64
-	}{
-		{1, []float64{1}},
-		{4, []float64{1, 2}},
-		{5, []float64{1, 2, 5}},
-		{19, []float64{1, 2, 5, 10}},
-		{4096, []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000}},
-		{8192, []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000}},
-		{32768, []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000}},
-		{131072, []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000}},
-	}
-	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, oneTwoFiveBuckets(tt.max)); diff != "" {
-			t.Errorf("oneTwoFiveBuckets(%d) (-want +got):\n%s", tt.max, diff)
 		}
 	}
 }

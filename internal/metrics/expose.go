@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // ContentType is what vLLM's /metrics answers with: the classic text format.
@@ -140,12 +142,12 @@ func (t *textWriter) sample(name, suffix string, m *dto.Metric, extra string, ex
 			if len(t.labels) > 0 {
 				b = append(b, ',')
 			}
-			b = appendLabel(b, extra, pyFloat(extraVal))
+			b = appendLabel(b, extra, metricspec.PyFloat(extraVal))
 		}
 		b = append(b, '}')
 	}
 	b = append(b, ' ')
-	b = append(b, pyFloat(v)...)
+	b = append(b, metricspec.PyFloat(v)...)
 	if m.TimestampMs != nil {
 		b = append(b, ' ')
 		b = strconv.AppendInt(b, m.GetTimestampMs(), 10)
@@ -220,41 +222,4 @@ func labelName(n string) string {
 		return n
 	}
 	return model.EscapeName(n, model.UnderscoreEscaping)
-}
-
-// pyFloat formats v as prometheus_client's floatToGoString: Python's repr
-// (shortest round-trip digits, fixed notation for exponents -4..15 with a
-// trailing ".0" on integers), except that positive numbers with more than
-// six integer digits switch to exponent form "d.ddde+0N", as Go's %g would
-// (quirk kept: 1e10 is written "1e+010").
-func pyFloat(v float64) string {
-	switch {
-	case math.IsInf(v, +1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	case math.IsNaN(v):
-		return "NaN"
-	}
-	s := pyRepr(v)
-	dot := strings.IndexByte(s, '.')
-	if v > 0 && dot > 6 {
-		mantissa := strings.TrimRight(s[:1]+"."+s[1:dot]+s[dot+1:], "0.")
-		return mantissa + "e+0" + strconv.Itoa(dot-1)
-	}
-	return s
-}
-
-// pyRepr is Python's repr of a finite float.
-func pyRepr(v float64) string {
-	e := strconv.FormatFloat(v, 'e', -1, 64) // shortest digits, e.g. "1.5e+16"
-	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
-	if v != 0 && (exp < -4 || exp >= 16) {
-		return e // Go's 'e' form matches Python's: at least two exponent digits, no ".0"
-	}
-	s := strconv.FormatFloat(v, 'f', -1, 64)
-	if !strings.ContainsRune(s, '.') {
-		s += ".0"
-	}
-	return s
 }

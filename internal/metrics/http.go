@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // httpSeries mirrors prometheus-fastapi-instrumentator's default families,
@@ -19,30 +21,21 @@ type httpSeries struct {
 }
 
 func newHTTPSeries(b *builder) httpSeries {
-	s := httpSeries{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "http_requests_total",
-			Help: "Total number of requests by method, status and handler.",
-		}, []string{"method", "status", "handler"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "http_request_duration_seconds",
-			Help:    "Latency with only few buckets by handler. Made to be only used if aggregation by handler is important.",
-			Buckets: httpDurationBuckets(),
-		}, []string{"method", "handler"}),
-		highRes: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "http_request_duration_highr_seconds",
-			Help:    "Latency with many buckets but no API specific labels. Made for more accurate percentile calculations.",
-			Buckets: httpHighResBuckets(),
-		}),
-		reqSize: prometheus.NewSummaryVec(prometheus.SummaryOpts{
-			Name: "http_request_size_bytes",
-			Help: "Content length of incoming requests by handler. Only value of header is respected. Otherwise ignored.",
-		}, []string{"handler"}),
-		respSize: prometheus.NewSummaryVec(prometheus.SummaryOpts{
-			Name: "http_response_size_bytes",
-			Help: "Size of responses by handler: bytes of body written.",
-		}, []string{"handler"}),
+	opts := func(name string) (string, string, []string) {
+		f := metricspec.Must(name)
+		return f.Name, f.Help, f.Labels
 	}
+	name, help, labels := opts(metricspec.HTTPRequests)
+	s := httpSeries{requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)}
+	name, help, labels = opts(metricspec.HTTPRequestDuration)
+	s.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help,
+		Buckets: metricspec.HTTPDurationBuckets()}, labels)
+	name, help, _ = opts(metricspec.HTTPRequestDurationHighR)
+	s.highRes = prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: metricspec.HTTPHighResBuckets()})
+	name, help, labels = opts(metricspec.HTTPRequestSize)
+	s.reqSize = prometheus.NewSummaryVec(prometheus.SummaryOpts{Name: name, Help: help}, labels)
+	name, help, labels = opts(metricspec.HTTPResponseSize)
+	s.respSize = prometheus.NewSummaryVec(prometheus.SummaryOpts{Name: name, Help: help}, labels)
 	for _, c := range []prometheus.Collector{s.requests, s.duration, s.highRes, s.reqSize, s.respSize} {
 		b.register(c)
 	}

@@ -19,12 +19,13 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
-// Label names shared by every per-engine family, in vLLM's order.
+// Label names shared by every per-engine family.
 const (
-	labelModel  = "model_name"
-	labelEngine = "engine"
+	labelModel  = metricspec.LabelModel
+	labelEngine = metricspec.LabelEngine
 )
 
 // Config says what the metrics describe. It is read once by New.
@@ -39,9 +40,8 @@ type Config struct {
 	// registered and the Observer methods do nothing.
 	DisableLogStats bool
 
-	// CacheInfo are the labels of vllm:cache_config_info (block_size,
-	// num_gpu_blocks, enable_prefix_caching as "True"/"False", ...).
-	CacheInfo map[string]string
+	// Cache is what vllm:cache_config_info describes.
+	Cache metricspec.CacheConfig
 	// SchedulerInfo are the labels of glassbox_scheduler_config_info
 	// (max_num_seqs, max_num_batched_tokens, max_model_len).
 	SchedulerInfo map[string]string
@@ -82,16 +82,14 @@ func New(cfg Config, reg prometheus.Registerer) (*Metrics, error) {
 	b := &builder{reg: reg, labels: prometheus.Labels{labelModel: cfg.ModelName, labelEngine: cfg.Engine}}
 	m := &Metrics{enabled: !cfg.DisableLogStats}
 
-	b.info("glassbox_scheduler_config_info", "Scheduler configuration of the engine (value 1).", cfg.SchedulerInfo, true)
-	b.info("glassbox_executor_info", "Executor and hardware behind the engine (value 1).", cfg.ExecutorInfo, true)
-	b.gauge("glassbox_executor_peak_flops_per_second",
-		"Peak dense FLOP/s of one GPU of the executor; divide estimated FLOP rates by it for MFU.", cfg.PeakFLOPs)
-	b.gauge("glassbox_executor_peak_memory_bandwidth_bytes_per_second",
-		"Peak memory bandwidth of one GPU of the executor in bytes/s; divide estimated byte rates by it for MBU.", cfg.PeakBandwidth)
+	b.info(metricspec.SchedulerConfigInfo, cfg.SchedulerInfo, true)
+	b.info(metricspec.ExecutorInfo, cfg.ExecutorInfo, true)
+	b.gauge(metricspec.ExecutorPeakFLOPs, cfg.PeakFLOPs)
+	b.gauge(metricspec.ExecutorPeakMemBandwidth, cfg.PeakBandwidth)
 	m.http = newHTTPSeries(b)
 
 	if m.enabled {
-		b.info("vllm:cache_config_info", "Information of the LLMEngine CacheConfig", cfg.CacheInfo, false)
+		b.info(metricspec.CacheConfigInfo, cfg.Cache.Labels(), false)
 		b.sleepState()
 		m.step = newStepSeries(b)
 		m.finished = newFinishedSeries(b, cfg.MaxModelLen)
@@ -112,7 +110,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("max model len must be at least 1, got %d", c.MaxModelLen)
 	}
 	for what, info := range map[string]map[string]string{
-		"cache info": c.CacheInfo, "scheduler info": c.SchedulerInfo, "executor info": c.ExecutorInfo,
+		"scheduler info": c.SchedulerInfo, "executor info": c.ExecutorInfo,
 	} {
 		for k := range info {
 			if k == labelModel || k == labelEngine || !model.LabelName(k).IsValidLegacy() || k == "__name__" {
@@ -140,16 +138,17 @@ func (b *builder) register(c prometheus.Collector) {
 	}
 }
 
-func (b *builder) counter(name, help string) prometheus.Counter {
-	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: b.labels})
+func (b *builder) counter(name string) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: metricspec.Must(name).Help, ConstLabels: b.labels})
 	b.register(c)
 	return c
 }
 
-// counterVec registers a family with one extra label and returns its
-// children, one per value, created now so that they exist at zero.
-func (b *builder) counterVec(name, help, label string, values []string) map[string]prometheus.Counter {
-	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: b.labels}, []string{label})
+// counterVec registers a family with its one variable label and returns
+// its children, one per value, created now so that they exist at zero.
+func (b *builder) counterVec(name string, values []string) map[string]prometheus.Counter {
+	f := metricspec.Must(name)
+	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: f.Help, ConstLabels: b.labels}, f.Labels)
 	out := make(map[string]prometheus.Counter, len(values))
 	for _, val := range values {
 		out[val] = v.WithLabelValues(val)
@@ -158,21 +157,24 @@ func (b *builder) counterVec(name, help, label string, values []string) map[stri
 	return out
 }
 
-func (b *builder) histogram(name, help string, buckets []float64) prometheus.Observer {
-	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets, ConstLabels: b.labels})
+// histogram registers a histogram with the family's buckets (sized by
+// maxModelLen for the token-count histograms).
+func (b *builder) histogram(name string, maxModelLen int) prometheus.Observer {
+	f := metricspec.Must(name)
+	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: f.Help, Buckets: f.Buckets(maxModelLen), ConstLabels: b.labels})
 	b.register(h)
 	return h
 }
 
-func (b *builder) gauge(name, help string, v float64) {
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: b.labels})
+func (b *builder) gauge(name string, v float64) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: metricspec.Must(name).Help, ConstLabels: b.labels})
 	g.Set(v)
 	b.register(g)
 }
 
 // info registers an info-style gauge of value 1 whose labels carry the
 // configuration. vLLM's cache_config_info has engine but no model_name.
-func (b *builder) info(name, help string, info map[string]string, withModel bool) {
+func (b *builder) info(name string, info map[string]string, withModel bool) {
 	labels := maps.Clone(info)
 	if labels == nil {
 		labels = prometheus.Labels{}
@@ -181,7 +183,7 @@ func (b *builder) info(name, help string, info map[string]string, withModel bool
 	if withModel {
 		labels[labelModel] = b.labels[labelModel]
 	}
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels})
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: metricspec.Must(name).Help, ConstLabels: labels})
 	g.Set(1)
 	b.register(g)
 }
@@ -189,12 +191,8 @@ func (b *builder) info(name, help string, info map[string]string, withModel bool
 // sleepState registers vllm:engine_sleep_state. glassbox never sleeps, so
 // awake is 1 and the other states 0 for the process' life.
 func (b *builder) sleepState() {
-	v := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "vllm:engine_sleep_state",
-		Help: "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; " +
-			"weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2.",
-		ConstLabels: b.labels,
-	}, []string{"sleep_state"})
+	f := metricspec.Must(metricspec.EngineSleepState)
+	v := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: f.Name, Help: f.Help, ConstLabels: b.labels}, f.Labels)
 	v.WithLabelValues("awake").Set(1)
 	v.WithLabelValues("weights_offloaded").Set(0)
 	v.WithLabelValues("discard_all").Set(0)
@@ -209,13 +207,4 @@ func finishReasonValues() []string {
 		out = append(out, string(r))
 	}
 	return out
-}
-
-// PythonBool writes b as Python's str() does ("True", "False"), the form
-// vLLM's info labels such as enable_prefix_caching carry.
-func PythonBool(b bool) string {
-	if b {
-		return "True"
-	}
-	return "False"
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 func testConfig() Config {
@@ -25,10 +26,8 @@ func testConfig() Config {
 		ModelName:   "test-model",
 		Engine:      "0",
 		MaxModelLen: 4096,
-		CacheInfo: map[string]string{
-			"block_size": "16", "num_gpu_blocks": "1000", "enable_prefix_caching": "True",
-			"gpu_memory_utilization": "0.92", "cache_dtype": "auto", "num_cpu_blocks": "None",
-		},
+		Cache: metricspec.CacheConfig{BlockSize: 16, NumGPUBlocks: 1000, EnablePrefixCaching: true,
+			GPUMemoryUtilization: 0.92, CacheDtype: "auto", PrefixCachingHashAlgo: "sha256"},
 		SchedulerInfo: map[string]string{"max_num_seqs": "256", "max_num_batched_tokens": "8192", "max_model_len": "4096"},
 		ExecutorInfo:  map[string]string{"executor": "sim", "hardware": "H200", "model": "llama-3.1-8b"},
 		PeakFLOPs:     989e12,
@@ -117,7 +116,7 @@ func expectedFamilies() map[string]familySpec {
 		"vllm:kv_cache_usage_perc":            {typ: g, labels: me},
 		"vllm:engine_sleep_state":             {typ: g, labels: with("sleep_state"), values: []string{"awake", "weights_offloaded", "discard_all"}},
 		"vllm:cache_config_info": {typ: g, labels: []string{"engine", "block_size", "cache_dtype", "enable_prefix_caching",
-			"gpu_memory_utilization", "num_cpu_blocks", "num_gpu_blocks"}},
+			"gpu_memory_utilization", "kv_cache_memory_bytes", "num_cpu_blocks", "num_gpu_blocks", "prefix_caching_hash_algo"}},
 		"vllm:prompt_tokens_by_source_total": {typ: c, labels: with("source"), values: []string{"local_compute", "local_cache_hit", "external_kv_transfer"}},
 		"vllm:request_success_total":         {typ: c, labels: with("finished_reason"), values: []string{"stop", "length", "abort", "error", "repetition"}},
 		"glassbox_scheduler_config_info": {typ: g, labels: []string{"model_name", "engine",
@@ -271,7 +270,6 @@ func TestNewRejects(t *testing.T) {
 		{"no model name", func(c *Config) { c.ModelName = "" }},
 		{"no engine", func(c *Config) { c.Engine = "" }},
 		{"no max model len", func(c *Config) { c.MaxModelLen = 0 }},
-		{"engine in cache info", func(c *Config) { c.CacheInfo["engine"] = "1" }},
 		{"model_name in executor info", func(c *Config) { c.ExecutorInfo["model_name"] = "x" }},
 		{"invalid label name", func(c *Config) { c.SchedulerInfo["max-num-seqs"] = "1" }},
 	}
@@ -315,11 +313,5 @@ func TestLint(t *testing.T) {
 			continue
 		}
 		t.Errorf("lint %s: %s", p.Metric, p.Text)
-	}
-}
-
-func TestPythonBool(t *testing.T) {
-	if PythonBool(true) != "True" || PythonBool(false) != "False" {
-		t.Errorf("PythonBool: %q, %q", PythonBool(true), PythonBool(false))
 	}
 }

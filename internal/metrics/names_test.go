@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
-// TestNamesMatchRegistry checks that FamilyNames is exactly the set of
-// families New registers, so that queries written against the constants
-// cannot drift from the definitions.
+// TestNamesMatchRegistry checks that metricspec's table is exactly the set
+// of families New registers, with the same types and HELP, so that queries
+// written against its names cannot drift from the definitions.
 func TestNamesMatchRegistry(t *testing.T) {
 	m, reg := newTestMetrics(t, testConfig())
 	// The HTTP vectors have no children, and so gather nothing, until a
@@ -24,15 +26,22 @@ func TestNamesMatchRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []string
+	var got, want []string
 	for _, mf := range mfs {
 		got = append(got, mf.GetName())
+		if f, ok := metricspec.Lookup(mf.GetName()); ok {
+			if f.Help != mf.GetHelp() || !strings.EqualFold(f.Kind.String(), mf.GetType().String()) {
+				t.Errorf("%s registered as %s %q, metricspec says %s %q", f.Name, mf.GetType(), mf.GetHelp(), f.Kind, f.Help)
+			}
+		}
 	}
-	want := FamilyNames()
+	for _, f := range metricspec.Families() {
+		want = append(want, f.Name)
+	}
 	slices.Sort(got)
 	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("FamilyNames() vs registered families (-names.go +registry):\n%s", diff)
+		t.Errorf("metricspec families vs registered families (-metricspec +registry):\n%s", diff)
 	}
 }
 
@@ -44,7 +53,7 @@ func TestBucketLabel(t *testing.T) {
 		v    float64
 		want string
 	}{{0.5, "0.5"}, {10, "10.0"}, {0.001, "0.001"}, {math.Inf(1), "+Inf"}} {
-		got := BucketLabel(tt.v)
+		got := metricspec.BucketLabel(tt.v)
 		if got != tt.want {
 			t.Errorf("BucketLabel(%v) = %q, want %q", tt.v, got, tt.want)
 		}
@@ -52,8 +61,8 @@ func TestBucketLabel(t *testing.T) {
 			t.Errorf("no bucket with le=%q in the exposition", got)
 		}
 	}
-	for _, b := range slices.Concat(TTFTBuckets(), InterTokenLatencyBuckets(), RequestLatencyBuckets()) {
-		if !strings.Contains(text, `le="`+BucketLabel(b)+`"`) {
+	for _, b := range slices.Concat(metricspec.TTFTBuckets(), metricspec.TokenStepBuckets(), metricspec.RequestLatencyBuckets()) {
+		if !strings.Contains(text, `le="`+metricspec.BucketLabel(b)+`"`) {
 			t.Errorf("exported bucket bound %v is not an le value of the exposition", b)
 		}
 	}

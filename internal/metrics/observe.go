@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // stepSeries are the families fed by StepEvent. Every field is a
@@ -23,44 +24,27 @@ type stepSeries struct {
 }
 
 func newStepSeries(b *builder) stepSeries {
-	bySource := b.counterVec("vllm:prompt_tokens_by_source_total",
-		"Number of prompt tokens by source.", "source",
-		[]string{"local_compute", "local_cache_hit", "external_kv_transfer"})
+	bySource := b.counterVec(metricspec.PromptTokensBySource, []string{"local_compute", "local_cache_hit", "external_kv_transfer"})
 	return stepSeries{
-		prefixQueries: b.counter("vllm:prefix_cache_queries_total",
-			"Prefix cache queries, in terms of number of queried tokens."),
-		prefixHits: b.counter("vllm:prefix_cache_hits_total",
-			"Prefix cache hits, in terms of number of cached tokens."),
-		extPrefixQueries: b.counter("vllm:external_prefix_cache_queries_total",
-			"External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens."),
-		extPrefixHits: b.counter("vllm:external_prefix_cache_hits_total",
-			"External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens."),
-		preemptions: b.counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine."),
-		promptTokens: b.counter("vllm:prompt_tokens_total",
-			"Number of prefill tokens processed."),
-		promptCached: b.counter("vllm:prompt_tokens_cached_total",
-			"Number of cached prompt tokens (local + external)."),
+		prefixQueries:      b.counter(metricspec.PrefixCacheQueries),
+		prefixHits:         b.counter(metricspec.PrefixCacheHits),
+		extPrefixQueries:   b.counter(metricspec.ExternalPrefixCacheQueries),
+		extPrefixHits:      b.counter(metricspec.ExternalPrefixCacheHits),
+		preemptions:        b.counter(metricspec.NumPreemptions),
+		promptTokens:       b.counter(metricspec.PromptTokens),
+		promptCached:       b.counter(metricspec.PromptTokensCached),
 		promptLocalCompute: bySource["local_compute"],
 		promptCacheHit:     bySource["local_cache_hit"],
-		generationTokens: b.counter("vllm:generation_tokens_total",
-			"Number of generation tokens processed."),
-		flops: b.counter("vllm:estimated_flops_per_gpu_total",
-			"Estimated number of floating point operations per GPU (for Model Flops Utilization calculations)."),
-		readBytes: b.counter("vllm:estimated_read_bytes_per_gpu_total",
-			"Estimated number of bytes read from memory per GPU (for Model Bandwidth Utilization calculations)."),
-		writeBytes: b.counter("vllm:estimated_write_bytes_per_gpu_total",
-			"Estimated number of bytes written to memory per GPU (for Model Bandwidth Utilization calculations)."),
-		busySeconds: b.counter("glassbox_executor_busy_seconds_total",
-			"Time spent inside the executor; its rate is the executor's utilisation."),
-		steps: b.counter("glassbox_engine_steps_total", "Engine iterations run."),
-		iterationTokens: b.histogram("vllm:iteration_tokens_total",
-			"Histogram of number of tokens per engine_step.", iterationTokenBuckets()),
-		ttft: b.histogram("vllm:time_to_first_token_seconds",
-			"Histogram of time to first token in seconds.", ttftBuckets()),
-		itl: b.histogram("vllm:inter_token_latency_seconds",
-			"Histogram of inter-token latency in seconds.", tokenStepBuckets()),
-		stepDuration: b.histogram("glassbox_engine_step_duration_seconds",
-			"Wall time of one engine iteration: scheduling, execution and output delivery.", stepDurationBuckets()),
+		generationTokens:   b.counter(metricspec.GenerationTokens),
+		flops:              b.counter(metricspec.EstimatedFLOPsPerGPU),
+		readBytes:          b.counter(metricspec.EstimatedReadBytesPerGPU),
+		writeBytes:         b.counter(metricspec.EstimatedWriteBytesPerGPU),
+		busySeconds:        b.counter(metricspec.ExecutorBusySeconds),
+		steps:              b.counter(metricspec.EngineSteps),
+		iterationTokens:    b.histogram(metricspec.IterationTokens, 0),
+		ttft:               b.histogram(metricspec.TimeToFirstToken, 0),
+		itl:                b.histogram(metricspec.InterTokenLatency, 0),
+		stepDuration:       b.histogram(metricspec.EngineStepDuration, 0),
 	}
 }
 
@@ -74,40 +58,26 @@ type finishedSeries struct {
 }
 
 func newFinishedSeries(b *builder, maxModelLen int) finishedSeries {
-	bySource := b.counterVec("vllm:request_success_total",
-		"Count of successfully processed requests.", "finished_reason", finishReasonValues())
-	success := make(map[engine.FinishReason]prometheus.Counter, len(bySource))
-	for k, c := range bySource {
+	byReason := b.counterVec(metricspec.RequestSuccess, finishReasonValues())
+	success := make(map[engine.FinishReason]prometheus.Counter, len(byReason))
+	for k, c := range byReason {
 		success[engine.FinishReason(k)] = c
 	}
-	lat := requestLatencyBuckets
-	tok := func() []float64 { return oneTwoFiveBuckets(maxModelLen) }
+	h := func(name string) prometheus.Observer { return b.histogram(name, maxModelLen) }
 	return finishedSeries{
-		success: success,
-		e2e: b.histogram("vllm:e2e_request_latency_seconds",
-			"Histogram of e2e request latency in seconds.", lat()),
-		queue: b.histogram("vllm:request_queue_time_seconds",
-			"Histogram of time spent in WAITING phase for request.", lat()),
-		prefill: b.histogram("vllm:request_prefill_time_seconds",
-			"Histogram of time spent in PREFILL phase for request.", lat()),
-		decode: b.histogram("vllm:request_decode_time_seconds",
-			"Histogram of time spent in DECODE phase for request.", lat()),
-		inference: b.histogram("vllm:request_inference_time_seconds",
-			"Histogram of time spent in RUNNING phase for request.", lat()),
-		tpot: b.histogram("vllm:request_time_per_output_token_seconds",
-			"Histogram of time_per_output_token_seconds per request.", tokenStepBuckets()),
-		promptLen: b.histogram("vllm:request_prompt_tokens",
-			"Number of prefill tokens processed.", tok()),
-		genLen: b.histogram("vllm:request_generation_tokens",
-			"Number of generation tokens processed.", tok()),
-		maxTokens: b.histogram("vllm:request_params_max_tokens",
-			"Histogram of the max_tokens request parameter.", tok()),
-		kvComputed: b.histogram("vllm:request_prefill_kv_computed_tokens",
-			"Histogram of new KV tokens computed during prefill (excluding cached tokens).", tok()),
-		maxGenLen: b.histogram("vllm:request_max_num_generation_tokens",
-			"Histogram of maximum number of requested generation tokens.", tok()),
-		paramsN: b.histogram("vllm:request_params_n",
-			"Histogram of the n request parameter.", paramsNBuckets()),
+		success:    success,
+		e2e:        h(metricspec.E2ERequestLatency),
+		queue:      h(metricspec.RequestQueueTime),
+		prefill:    h(metricspec.RequestPrefillTime),
+		decode:     h(metricspec.RequestDecodeTime),
+		inference:  h(metricspec.RequestInferenceTime),
+		tpot:       h(metricspec.RequestTimePerOutputToken),
+		promptLen:  h(metricspec.RequestPromptTokens),
+		genLen:     h(metricspec.RequestGenerationTokens),
+		maxTokens:  h(metricspec.RequestParamsMaxTokens),
+		kvComputed: h(metricspec.RequestPrefillKVComputed),
+		maxGenLen:  h(metricspec.RequestMaxNumGenerationToks),
+		paramsN:    h(metricspec.RequestParamsN),
 	}
 }
 

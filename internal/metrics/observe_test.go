@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // seriesValues scrapes reg and flattens it to "name{extra labels}" → value,
@@ -40,7 +41,7 @@ func seriesValues(t testing.TB, reg prometheus.Gatherer) map[string]float64 {
 				out[key("_count")] = float64(h.GetSampleCount())
 				out[key("_sum")] = h.GetSampleSum()
 				for _, b := range h.GetBucket() {
-					out[key("_bucket", fmt.Sprintf("le=%q", pyFloat(b.GetUpperBound())))] = float64(b.GetCumulativeCount())
+					out[key("_bucket", fmt.Sprintf("le=%q", metricspec.PyFloat(b.GetUpperBound())))] = float64(b.GetCumulativeCount())
 				}
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // statsCollector turns one engine.Stats snapshot per scrape into the gauge
@@ -19,21 +20,18 @@ type statsCollector struct {
 
 func newStatsCollector(cfg Config) *statsCollector {
 	vl := []string{labelModel, labelEngine}
+	desc := func(name string) *prometheus.Desc {
+		f := metricspec.Must(name)
+		return prometheus.NewDesc(name, f.Help, append(vl, f.Labels...), nil)
+	}
 	return &statsCollector{
-		stats:  cfg.Stats,
-		labels: []string{cfg.ModelName, cfg.Engine},
-		running: prometheus.NewDesc("vllm:num_requests_running",
-			"Number of requests in model execution batches.", vl, nil),
-		waiting: prometheus.NewDesc("vllm:num_requests_waiting",
-			"Number of requests waiting to be processed.", vl, nil),
-		waitingByReason: prometheus.NewDesc("vllm:num_requests_waiting_by_reason",
-			"Number of requests waiting, by reason: capacity (no room to schedule) or deferred (held back by transient constraints).",
-			append(vl, "reason"), nil),
-		kvUsage: prometheus.NewDesc("vllm:kv_cache_usage_perc",
-			"KV-cache usage. 1 means 100 percent usage.", vl, nil),
-		kvBlocks: prometheus.NewDesc("glassbox_kv_cache_blocks",
-			"KV-cache blocks by state: free (empty), cached (free but holding reusable prefix-cache content), used (held by running requests).",
-			append(vl, "state"), nil),
+		stats:           cfg.Stats,
+		labels:          []string{cfg.ModelName, cfg.Engine},
+		running:         desc(metricspec.NumRequestsRunning),
+		waiting:         desc(metricspec.NumRequestsWaiting),
+		waitingByReason: desc(metricspec.NumRequestsWaitingByReason),
+		kvUsage:         desc(metricspec.KVCacheUsagePerc),
+		kvBlocks:        desc(metricspec.KVCacheBlocks),
 	}
 }
 
