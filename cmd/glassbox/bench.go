@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -173,22 +172,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // write saves the JSON result and the HTML report when asked.
 func (f *benchFlags) write(res *bench.Result, stdout io.Writer) error {
 	if f.saveResult || f.resultFile != "" {
-		b, err := res.JSON(f.saveDetailed)
+		name, err := res.Save(f.resultDir, f.resultFile, f.saveDetailed)
 		if err != nil {
 			return err
-		}
-		name := f.resultFile
-		if name == "" {
-			name = defaultResultName(res)
-		}
-		if f.resultDir != "" {
-			if err := os.MkdirAll(f.resultDir, 0o755); err != nil {
-				return fmt.Errorf("create result dir: %w", err)
-			}
-			name = filepath.Join(f.resultDir, name)
-		}
-		if err := os.WriteFile(name, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("write result: %w", err)
 		}
 		fmt.Fprintln(stdout, "Result written to", name)
 	}
@@ -203,24 +189,6 @@ func (f *benchFlags) write(res *bench.Result, stdout io.Writer) error {
 		fmt.Fprintln(stdout, "Report written to", f.htmlFile)
 	}
 	return nil
-}
-
-// defaultResultName is vLLM's {label}-{rate}qps[-concurrencyN]-{model}-{date}.json.
-func defaultResultName(r *bench.Result) string {
-	c := r.Config
-	rate := "inf"
-	if !math.IsInf(c.RequestRate, 1) {
-		rate = strconv.FormatFloat(c.RequestRate, 'f', -1, 64)
-	}
-	if c.Ramp != nil {
-		rate = fmt.Sprintf("ramp-up-%s-%gqps-%g", c.Ramp.Strategy, c.Ramp.Start, c.Ramp.End)
-	}
-	conc := ""
-	if c.MaxConcurrency > 0 {
-		conc = fmt.Sprintf("-concurrency%d", c.MaxConcurrency)
-	}
-	model := r.ModelID[strings.LastIndex(r.ModelID, "/")+1:]
-	return fmt.Sprintf("%s-%sqps%s-%s-%s.json", c.Label, rate, conc, model, r.Date.Format("20060102-150405"))
 }
 
 // isTerminal reports whether w is a character device, so the progress

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/dashboards"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 // compatUnavailable lists the queries of vLLM's dashboards in
@@ -200,11 +201,10 @@ func ourQueries(t *testing.T, vars map[string]string) []panelQuery {
 // compatQueries are those of vLLM's Grafana dashboards in ../shared/compat,
 // minus the listed unavailable ones (returned second).
 func compatQueries(t *testing.T, vars map[string]string) (use, skipped []panelQuery) {
-	dir := filepath.Join("..", "..", "..", "shared", "compat")
+	dir := reftest.Path(t, "compat")
 	paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	if len(paths) == 0 {
-		t.Logf("no vLLM dashboards in %s: checking only our own", dir)
-		return nil, nil
+		t.Fatalf("no vLLM dashboards in %s", dir)
 	}
 	seen := map[string]bool{}
 	for _, p := range paths {

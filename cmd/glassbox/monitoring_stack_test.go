@@ -10,13 +10,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 // This file holds the plumbing of TestMonitoringStack: the external
@@ -27,14 +28,7 @@ import (
 // skip without it, except in CI (CI=true), where it must be installed.
 func stackTool(t *testing.T, name string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not installed (CI=true requires it): %v", name, err)
-		}
-		t.Skipf("%s is not installed; install Debian's prometheus and prometheus-alertmanager to run this test", name)
-	}
-	return p
+	return reftest.Tool(t, name)
 }
 
 // freeLoopbackAddr picks a free 127.0.0.1 port for a child process. The

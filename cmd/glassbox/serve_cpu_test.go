@@ -5,20 +5,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/glassbox-llm/glassbox/internal/model"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 func storiesPath(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join("..", "..", "..", "shared", "models", "stories260K", "stories260K.gguf")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("../shared is absent (%v): skipping the real-model test", err)
-	}
-	return p
+	return reftest.Path(t, "models", "stories260K", "stories260K.gguf")
 }
 
 // TestServeRealModelGoldenStory: serve --model stories260K.gguf answers a
@@ -110,19 +108,6 @@ func TestModelRandomInspectAndServe(t *testing.T) {
 	}
 }
 
-// TestTooBigToCopy: a model is read into memory unless it would take more
-// than three quarters of what is available (unknown: read it).
-func TestTooBigToCopy(t *testing.T) {
-	for _, c := range []struct {
-		size, avail int64
-		want        bool
-	}{{500, 1000, false}, {800, 1000, true}, {1 << 40, 0, false}} {
-		if got := tooBigToCopy(c.size, c.avail); got != c.want {
-			t.Errorf("tooBigToCopy(%d, %d) = %v", c.size, c.avail, got)
-		}
-	}
-}
-
 // TestModelBench: the llama-bench-style measurement reports both tests
 // with one sample per repetition.
 func TestModelBench(t *testing.T) {
@@ -130,7 +115,7 @@ func TestModelBench(t *testing.T) {
 	if err := run(context.Background(), []string{"model", "bench", "-p", "16", "-n", "4", "-r", "2", "-t", "1", "-json", storiesPath(t)}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	var res []benchResult
+	var res []model.BenchResult
 	if err := json.Unmarshal([]byte(out.String()), &res); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}
@@ -149,10 +134,10 @@ func TestServeRejectsBadSizes(t *testing.T) {
 	}{
 		{[]string{"--max-num-batched-tokens", "lots"}, "--max-num-batched-tokens"},
 		{[]string{"--max-model-len", "-3"}, "--max-model-len"},
-		{[]string{"--block-size", "0"}, "--block-size"},
+		{[]string{"--block-size", "0"}, "block-size"},
 		{[]string{"--gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization"},
 		{[]string{"--model", stories, "--kv-cache-memory-bytes", "1k"}, "--kv-cache-memory-bytes"},
-		{[]string{"--model", stories, "--block-size", "0"}, "--block-size"},
+		{[]string{"--model", stories, "--block-size", "0"}, "block-size"},
 		{[]string{"--model", filepath.Join(t.TempDir(), "missing.gguf")}, "missing.gguf"},
 	} {
 		_, err := startServe(context.Background(), append([]string{"--host", "127.0.0.1", "--port", "0"}, c.args...), io.Discard, io.Discard)

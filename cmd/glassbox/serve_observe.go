@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -77,43 +74,6 @@ func (o *observeFlags) resolve(getenv func(string) string) error {
 	return nil
 }
 
-// listeners are the API port and, with --metrics-port, the metrics port,
-// both wrapped in TLS when a certificate is given.
-type listeners struct{ api, metrics net.Listener }
-
-func listen(f *serveFlags) (*listeners, error) {
-	var tcfg *tls.Config
-	if f.obs.sslCertfile != "" {
-		cert, err := tls.LoadX509KeyPair(f.obs.sslCertfile, f.obs.sslKeyfile)
-		if err != nil {
-			return nil, fmt.Errorf("load TLS certificate: %w", err)
-		}
-		tcfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	open := func(port string) (net.Listener, error) {
-		ln, err := net.Listen("tcp", net.JoinHostPort(f.host, port))
-		if err != nil {
-			return nil, fmt.Errorf("listen: %w", err)
-		}
-		if tcfg != nil {
-			ln = tls.NewListener(ln, tcfg)
-		}
-		return ln, nil
-	}
-	api, err := open(f.port)
-	if err != nil {
-		return nil, err
-	}
-	l := &listeners{api: api}
-	if f.obs.metricsPort != "" {
-		if l.metrics, err = open(f.obs.metricsPort); err != nil {
-			api.Close()
-			return nil, err
-		}
-	}
-	return l, nil
-}
-
 // observability is what the observe flags build: the tracer, the profiler
 // and the metrics listener's credentials, each nil when not asked for.
 type observability struct {
@@ -152,33 +112,17 @@ func newObservability(f *observeFlags, log *slog.Logger) (*observability, error)
 	return o, nil
 }
 
-// observers is the engine's observer: metrics, then tracing and the
-// profiler when enabled.
-func (o *observability) observers(m engine.Observer) engine.Observer {
-	obs := engine.Observers{m}
+// observers are the engine's observers after the metrics: tracing and the
+// profiler, when enabled.
+func (o *observability) observers() []engine.Observer {
+	var obs []engine.Observer
 	if o.tracer != nil {
 		obs = append(obs, o.tracer)
 	}
 	if o.profiler != nil {
 		obs = append(obs, o.profiler)
 	}
-	if len(obs) == 1 {
-		return m
-	}
 	return obs
-}
-
-// metricsHandler is the --metrics-port listener's routes: /metrics behind
-// the credentials when given, and an open /health for probes.
-func (o *observability) metricsHandler(metrics http.Handler) http.Handler {
-	if o.creds != nil {
-		metrics = o.creds.Wrap(metrics)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", metrics)
-	mux.Handle("GET /metrics/", metrics)
-	mux.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})
-	return mux
 }
 
 // close flushes the last spans and finishes a profile in progress.
@@ -194,13 +138,6 @@ func (o *observability) close(log *slog.Logger) {
 			log.Warn("flush traces", "err", err)
 		}
 		cancel()
-	}
-}
-
-func (w *wiring) closeObservers(log *slog.Logger) {
-	w.observe.close(log)
-	if w.back.close != nil {
-		w.back.close() // the engine has stopped: release compute threads and the model mapping
 	}
 }
 

@@ -6,13 +6,14 @@ import (
 	"image"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 // sweepResult runs a small sweep against the fake server.
@@ -55,13 +56,7 @@ func TestSweepResultAndReport(t *testing.T) {
 // TestReportRendersInChromium opens the report in headless Chromium and
 // checks every plot has drawn lines and non-white pixels on a screenshot.
 func TestReportRendersInChromium(t *testing.T) {
-	const chromium = "/usr/bin/chromium"
-	if _, err := exec.LookPath(chromium); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("chromium is required in CI: %v", err)
-		}
-		t.Skip("chromium is not installed; skipping the rendering check")
-	}
+	chromium := reftest.Tool(t, "chromium")
 	res := sweepResult(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "report.html")

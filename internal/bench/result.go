@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -182,4 +184,45 @@ func maxConc(n int) any {
 		return nil
 	}
 	return n
+}
+
+// Save writes the JSON result into dir (created when missing; "" is the
+// working directory) as name, or vLLM's default name when name is empty,
+// and returns the path written.
+func (r *Result) Save(dir, name string, detailed bool) (string, error) {
+	b, err := r.JSON(detailed)
+	if err != nil {
+		return "", err
+	}
+	if name == "" {
+		name = r.DefaultName()
+	}
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", fmt.Errorf("create result dir: %w", err)
+		}
+		name = filepath.Join(dir, name)
+	}
+	if err := os.WriteFile(name, append(b, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("write result: %w", err)
+	}
+	return name, nil
+}
+
+// DefaultName is vLLM's {label}-{rate}qps[-concurrencyN]-{model}-{date}.json.
+func (r *Result) DefaultName() string {
+	c := r.Config
+	rate := "inf"
+	if !math.IsInf(c.RequestRate, 1) {
+		rate = strconv.FormatFloat(c.RequestRate, 'f', -1, 64)
+	}
+	if c.Ramp != nil {
+		rate = fmt.Sprintf("ramp-up-%s-%gqps-%g", c.Ramp.Strategy, c.Ramp.Start, c.Ramp.End)
+	}
+	conc := ""
+	if c.MaxConcurrency > 0 {
+		conc = fmt.Sprintf("-concurrency%d", c.MaxConcurrency)
+	}
+	model := r.ModelID[strings.LastIndex(r.ModelID, "/")+1:]
+	return fmt.Sprintf("%s-%sqps%s-%s-%s.json", c.Label, rate, conc, model, r.Date.Format("20060102-150405"))
 }

@@ -8,20 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 // tool finds an external binary: a test without it skips, except in CI
 // (CI=true), where a missing tool is a failure.
 func tool(t *testing.T, name string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is not installed (CI=true requires it): %v", name, err)
-		}
-		t.Skipf("%s is not installed; install Debian's prometheus and prometheus-alertmanager to run this test", name)
-	}
-	return p
+	return reftest.Tool(t, name)
 }
 
 func runTool(t *testing.T, dir, bin string, args ...string) (string, error) {

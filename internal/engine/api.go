@@ -119,9 +119,11 @@ type SeqBatch struct {
 	Pos        int   // position of Tokens[0]; the context after the step is Pos+len(Tokens)
 	BlockTable []int // physical KV block ids, one per block-size tokens of context
 	Sample     bool  // whether to sample the next token after the last one
-	// BanStop asks the executor not to sample EOS or Params.StopTokenIDs:
-	// the sequence has fewer than min_tokens outputs (vLLM masks them too).
-	BanStop   bool
+	// Banned are token ids the executor must not sample this step: while
+	// a sequence has fewer than min_tokens outputs, its EOS (unless
+	// ignore_eos) and stop tokens, as vLLM's min-tokens processor masks.
+	// Nil when nothing is banned.
+	Banned    []int
 	History   []int // prompt then outputs so far (for penalties and context)
 	NumPrompt int
 	Params    *sampling.Params
@@ -191,11 +193,10 @@ type FinishedEvent struct {
 	CachedTokens     int
 	GenerationTokens int
 	MaxTokens        int
-	Preemptions      int
 
-	// Timeline from the engine's clock. FirstScheduled, FirstToken and
-	// LastToken are zero when the sequence never got that far.
-	Arrival, Queued, FirstScheduled, FirstToken, LastToken, Finished time.Time
+	// Timing is the request's timeline from the engine's clock, with its
+	// preemption count; its methods are the intervals vLLM reports.
+	Timing
 
 	// Request is the request as submitted (parameters, trace context).
 	Request *Request

@@ -34,7 +34,7 @@ func (c *Config) Validate() error {
 	case c.BlockSize < 1:
 		return fmt.Errorf("block-size must be at least 1, got %d", c.BlockSize)
 	case c.NumBlocks < 1:
-		return fmt.Errorf("the KV cache holds no block (num blocks %d): give it more memory", c.NumBlocks)
+		return fmt.Errorf("the KV cache holds no block of %d tokens: give it more memory (--kv-cache-memory-bytes, --gpu-memory-utilization)", c.BlockSize)
 	case c.MaxWaiting < 1:
 		return fmt.Errorf("max waiting requests must be at least 1, got %d", c.MaxWaiting)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,7 @@ type Engine struct {
 	inbox  []*reqState
 	aborts []string
 	snaps  []chan *Snapshot    // callers of Snapshot waiting for the next gap between steps
+	idles  []chan struct{}     // callers of AwaitIdle, closed when nothing is queued or running
 	ids    map[string]struct{} // live request ids
 	closed bool
 	wake   chan struct{} // holds a token when inbox or aborts are non-empty
@@ -49,6 +51,7 @@ type Engine struct {
 	fin     FinishedEvent
 	out     Output
 	tok     [1]int
+	finals  []final // finished requests' last outputs, delivered after the step
 	steps   uint64
 	preempt uint64
 	seed    uint64
@@ -62,6 +65,7 @@ type reqState struct {
 	stream *Stream
 	rng    *rand.Rand
 	eos    []int // tokens that end the sequence unless ignore_eos (stop tokens always do)
+	stops  []int // eos and the stop token ids: banned while min_tokens is unmet
 	maxLen int   // prompt plus output never exceeds this
 
 	numOutput int
@@ -138,12 +142,16 @@ func (e *Engine) Submit(r *Request) (*Stream, error) {
 	return rs.stream, nil
 }
 
+// check is the engine's own contract: a non-empty prompt that fits in the
+// context with room for at least one token. Sampling parameters are the
+// caller's to validate (openai resolves a request once, with
+// sampling.Params.Validate).
 func (e *Engine) check(r *Request) error {
 	if len(r.Prompt) == 0 {
 		return &sampling.ParamError{Param: "prompt", Msg: "the prompt is empty"}
 	}
-	if err := r.Params.Validate(); err != nil {
-		return err
+	if r.Params.MaxTokens < 1 {
+		return &sampling.ParamError{Param: "max_tokens", Msg: fmt.Sprintf("max_tokens must be at least 1, got %d", r.Params.MaxTokens)}
 	}
 	if len(r.Prompt)+r.Params.MaxTokens > e.cfg.MaxModelLen {
 		return fmt.Errorf("submit %q: %d prompt tokens plus %d output tokens exceed %d: %w",
@@ -162,6 +170,9 @@ func (e *Engine) newState(r *Request) *reqState {
 	rs.maxLen = min(len(r.Prompt)+r.Params.MaxTokens, e.cfg.MaxModelLen)
 	if !r.Params.IgnoreEOS {
 		rs.eos = e.cfg.EOS
+	}
+	if r.Params.MinTokens > 0 {
+		rs.stops = append(slices.Clone(rs.eos), r.Params.StopTokenIDs...)
 	}
 	if r.Arrival.IsZero() {
 		r.Arrival = time.Now()
@@ -190,15 +201,16 @@ func (e *Engine) signal() {
 // Run is the engine goroutine. It blocks while idle and returns when ctx is
 // done, after ending every request it still holds as aborted; Submit fails
 // with ErrClosed from then on.
-func (e *Engine) Run(ctx context.Context) error {
+func (e *Engine) Run(ctx context.Context) {
 	for {
 		if ctx.Err() != nil {
 			e.shutdown()
-			return nil
+			return
 		}
 		e.drain()
 		if e.sched.NumRunning() == 0 && e.sched.NumWaiting() == 0 {
 			e.publish()
+			e.answerIdle()
 			select {
 			case <-e.wake:
 			case <-ctx.Done():
@@ -225,8 +237,11 @@ func (e *Engine) drain() {
 	}
 	for _, id := range aborts {
 		if rs, ok := e.byID[id]; ok {
-			e.finish(rs, FinishAbort, -1, now, nil)
+			e.finish(rs, FinishAbort, -1, now, nil, nil)
 		}
+	}
+	if len(e.finals) > 0 {
+		e.deliver()
 	}
 	e.answerSnapshots(snaps)
 }
@@ -254,13 +269,57 @@ func (e *Engine) slot(rs *reqState) int {
 func (e *Engine) shutdown() {
 	e.mu.Lock()
 	e.closed = true
+	idles := e.idles
+	e.idles = nil
 	e.mu.Unlock()
+	defer func() {
+		for _, c := range idles {
+			close(c) // everything ends below: the engine is idle for good
+		}
+	}()
 	e.drain()
 	now := time.Now()
 	for _, rs := range e.byID {
-		e.finish(rs, FinishAbort, -1, now, nil)
+		e.finish(rs, FinishAbort, -1, now, nil, nil)
 	}
-	e.publish()
+	e.deliver()
+}
+
+// AwaitIdle returns once the engine holds no request: every submitted one
+// has finished and been reported to the observer (at once when it is idle
+// already). It fails with ErrClosed after shutdown and with ctx's error.
+func (e *Engine) AwaitIdle(ctx context.Context) error {
+	done := make(chan struct{})
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return ErrClosed
+	}
+	e.idles = append(e.idles, done)
+	e.signal()
+	e.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// answerIdle wakes the AwaitIdle callers whose requests were all drained
+// before this idle moment. Engine goroutine only.
+func (e *Engine) answerIdle() {
+	e.mu.Lock()
+	if len(e.inbox) > 0 || len(e.aborts) > 0 {
+		e.mu.Unlock() // more arrived since the drain: not idle after all
+		return
+	}
+	idles := e.idles
+	e.idles = nil
+	e.mu.Unlock()
+	for _, c := range idles {
+		close(c)
+	}
 }
 
 // publish refreshes the Stats snapshot.

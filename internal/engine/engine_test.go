@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -27,7 +29,7 @@ func (x *countExec) Execute(b *Batch, r *StepResult) error {
 			continue
 		}
 		next := s.History[len(s.History)-1] + 1
-		if x.eosAt > 0 && next >= x.eosAt && !s.BanStop {
+		if x.eosAt > 0 && next >= x.eosAt && !slices.Contains(s.Banned, testEOS) {
 			next = testEOS
 		}
 		r.Samples[i] = sampling.Result{Token: next, Logprob: -0.5}
@@ -336,6 +338,92 @@ func TestShutdownAbortsInFlight(t *testing.T) {
 		}
 		if _, err := e.Submit(&Request{ID: "b", Prompt: prompt(4, 0), Params: params(2)}); !errors.Is(err, ErrClosed) {
 			t.Errorf("submit after shutdown: %v, want ErrClosed", err)
+		}
+	})
+}
+
+// readFirst is an Observer that yields to every other goroutine before
+// recording a finished request, and notes when that request's client had
+// already read its end: the client must never be ahead of the counts.
+type readFirst struct {
+	mu     sync.Mutex
+	read   map[string]bool // clients that have their final output
+	ahead  []string
+	counts int
+}
+
+func (r *readFirst) ObserveStep(*StepEvent) {}
+func (r *readFirst) ObserveFinished(f *FinishedEvent) {
+	for range 10 {
+		runtime.Gosched() // let a client that already has its output run
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.counts++
+	if r.read[f.ID] {
+		r.ahead = append(r.ahead, f.ID)
+	}
+}
+
+// TestFinalOutputComesAfterItIsCounted: when a client reads a request's
+// final output, the observer has already counted it and Stats no longer
+// shows it, so /metrics scraped the moment a response ends agrees with what
+// the client saw.
+func TestFinalOutputComesAfterItIsCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := &readFirst{read: map[string]bool{}}
+		e, stop := start(t, testConfig(), &countExec{}, obs)
+		defer stop()
+		var wg sync.WaitGroup
+		for i := range 10 {
+			id := fmt.Sprint(i)
+			s, err := e.Submit(&Request{ID: id, Prompt: prompt(8, 10*i), Params: params(3 + i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				collect(s)
+				obs.mu.Lock()
+				obs.read[id] = true
+				obs.mu.Unlock()
+				if st := e.Stats(); st.Running+st.Waiting > 10-1 {
+					t.Errorf("request %s ended while Stats still counts %d requests", id, st.Running+st.Waiting)
+				}
+			})
+		}
+		wg.Wait()
+		if len(obs.ahead) > 0 || obs.counts != 10 {
+			t.Errorf("clients read their end before it was counted: %v (%d counted)", obs.ahead, obs.counts)
+		}
+	})
+}
+
+// TestAwaitIdle returns once every request submitted before it has ended
+// and been observed, and at once on an idle engine; after shutdown it fails.
+func TestAwaitIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		e, stop := start(t, testConfig(), &countExec{}, rec)
+		if err := e.AwaitIdle(context.Background()); err != nil {
+			t.Fatalf("idle engine: %v", err)
+		}
+		for i := range 12 {
+			if _, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: prompt(20, 0), Params: params(30)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.AwaitIdle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		rec.mu.Lock()
+		n := rec.finished[FinishLength]
+		rec.mu.Unlock()
+		if n != 12 {
+			t.Errorf("AwaitIdle returned with %d of 12 requests observed", n)
+		}
+		stop()
+		if err := e.AwaitIdle(context.Background()); !errors.Is(err, ErrClosed) {
+			t.Errorf("after shutdown: %v, want ErrClosed", err)
 		}
 	})
 }

@@ -53,7 +53,7 @@ func (e *Engine) step() {
 	if err != nil {
 		e.log.Error("execute step", "err", err, "seqs", len(p.Seqs))
 		for _, sc := range p.Seqs {
-			e.finish(e.slots[sc.Seq.ID], FinishError, -1, done, err)
+			e.finish(e.slots[sc.Seq.ID], FinishError, -1, done, err, nil)
 		}
 	} else {
 		for i, sc := range p.Seqs {
@@ -63,7 +63,27 @@ func (e *Engine) step() {
 	ev.End = time.Now()
 	ev.Running, ev.Waiting, ev.KVUsage = e.sched.NumRunning(), e.sched.NumWaiting(), e.kv.Usage()
 	e.obs.ObserveStep(ev)
+	e.deliver()
+}
+
+// final is a finished request's last output, held until the step's
+// events are observed and the stats published.
+type final struct {
+	stream *Stream
+	out    Output
+}
+
+// deliver publishes the stats, then hands the finished requests their
+// final outputs: by the time a client sees its request end, /metrics
+// already counts it.
+func (e *Engine) deliver() {
 	e.publish()
+	for i := range e.finals {
+		f := &e.finals[i]
+		f.stream.push(&f.out)
+		*f = final{}
+	}
+	e.finals = e.finals[:0]
 }
 
 // buildBatch flattens the plan for the executor, reusing its slices.
@@ -80,7 +100,7 @@ func (e *Engine) buildBatch() {
 			Pos:        q.NumComputed,
 			BlockTable: q.BlockTable(),
 			Sample:     sc.Sample,
-			BanStop:    rs.numOutput < rs.req.Params.MinTokens,
+			Banned:     rs.banned(),
 			History:    q.Tokens,
 			NumPrompt:  q.NumPrompt,
 			Params:     &rs.req.Params,
@@ -156,10 +176,15 @@ func (e *Engine) advance(sc sched.Scheduled, s *sampling.Result, now time.Time) 
 	if rs.req.Sink != nil && (reason == FinishLength || stopTok >= 0) {
 		out.Text += rs.req.Sink.Flush()
 	}
-	out.Finished, out.FinishReason, out.StopToken = true, reason, stopTok
-	out.Timing = rs.timing(now)
-	rs.stream.push(out)
-	e.finish(rs, reason, stopTok, now, nil)
+	e.finish(rs, reason, stopTok, now, nil, out)
+}
+
+// banned is what the executor must not sample for rs now.
+func (rs *reqState) banned() []int {
+	if rs.numOutput < rs.req.Params.MinTokens {
+		return rs.stops
+	}
+	return nil
 }
 
 // stopReason checks EOS (unless ignore_eos) and stop token ids, both only
@@ -175,13 +200,19 @@ func (e *Engine) stopReason(rs *reqState, tok int) (FinishReason, int) {
 	return "", -1
 }
 
-// finish ends a request: frees its blocks, closes its stream (unless advance
-// already delivered the final output), releases its id and reports it.
-func (e *Engine) finish(rs *reqState, reason FinishReason, stopTok int, now time.Time, err error) {
-	if !rs.stream.finished() {
-		rs.stream.push(&Output{Finished: true, FinishReason: reason, StopToken: stopTok, Err: err,
-			PromptTokens: rs.seq.NumPrompt, CachedTokens: rs.seq.NumCached, Timing: rs.timing(now)})
+// finish ends a request: frees its blocks, releases its id, reports it and
+// queues its final output for deliver: last, the tokens and text of the
+// step that ended it, or nil when it ends between outputs (an abort, an
+// executor error).
+func (e *Engine) finish(rs *reqState, reason FinishReason, stopTok int, now time.Time, err error, last *Output) {
+	out := Output{StopToken: -1}
+	if last != nil {
+		out = *last
+		out.Tokens, out.Logprobs = slices.Clone(last.Tokens), slices.Clone(last.Logprobs) // last reuses engine buffers
 	}
+	out.Finished, out.FinishReason, out.StopToken, out.Err = true, reason, stopTok, err
+	out.PromptTokens, out.CachedTokens, out.Timing = rs.seq.NumPrompt, rs.seq.NumCached, rs.timing(now)
+	e.finals = append(e.finals, final{stream: rs.stream, out: out})
 	if rs.firstSch.IsZero() {
 		e.queued.Add(-1) // left before admission
 	}
@@ -197,9 +228,7 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, stopTok int, now time
 	*f = FinishedEvent{
 		ID: rs.req.ID, Group: rs.req.Group, GroupSize: rs.req.GroupSize, Reason: reason,
 		PromptTokens: rs.seq.NumPrompt, CachedTokens: rs.seq.NumCached, GenerationTokens: rs.numOutput,
-		MaxTokens: rs.req.Params.MaxTokens, Preemptions: rs.seq.NumPreemptions,
-		Arrival: rs.req.Arrival, Queued: rs.queued, FirstScheduled: rs.firstSch,
-		FirstToken: rs.firstTok, LastToken: rs.lastTok, Finished: now,
+		MaxTokens: rs.req.Params.MaxTokens, Timing: rs.timing(now),
 		Request: rs.req, Phases: rs.phases,
 	}
 	e.obs.ObserveFinished(f)

@@ -12,7 +12,6 @@ type Stream struct {
 	mu     sync.Mutex
 	ready  chan struct{} // holds a token while pending is non-empty
 	out    Output        // pending, filled by the engine
-	spare  Output        // the buffers last handed to the reader, reused next
 	has    bool
 	closed bool // the final output has been queued
 	done   bool // the reader has taken the final output
@@ -34,11 +33,6 @@ func (s *Stream) push(o *Output) {
 		return
 	}
 	p := &s.out
-	if !s.has {
-		p.Tokens = p.Tokens[:0]
-		p.Logprobs = p.Logprobs[:0]
-		p.Text = ""
-	}
 	p.Tokens = append(p.Tokens, o.Tokens...)
 	p.Logprobs = append(p.Logprobs, o.Logprobs...)
 	p.Text += o.Text
@@ -54,16 +48,14 @@ func (s *Stream) push(o *Output) {
 }
 
 // Next waits for the next output. It returns false when the final output
-// has already been returned or ctx is done. The returned Output's slices
-// stay valid until the following call to Next: copy what you keep.
+// has already been returned or ctx is done. The caller owns the Output:
+// the engine starts a new one for what comes after.
 func (s *Stream) Next(ctx context.Context) (Output, bool) {
 	for {
 		s.mu.Lock()
 		if s.has {
 			o := s.out
-			// Swap buffers: the reader gets this one until its next
-			// call, and the engine fills the previous one.
-			s.out, s.spare = s.spare, o
+			s.out = Output{}
 			s.has = false
 			s.done = o.Finished
 			s.mu.Unlock()
@@ -80,11 +72,4 @@ func (s *Stream) Next(ctx context.Context) (Output, bool) {
 			return Output{}, false
 		}
 	}
-}
-
-// finished reports whether the final output has been queued.
-func (s *Stream) finished() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
 }

@@ -4,23 +4,15 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
-// shared returns ../shared beside the module root, or skips.
-func shared(t testing.TB) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("../shared is absent (%v): skipping the reference-file test", err)
-	}
-	return dir
-}
+func shared(t testing.TB) string { t.Helper(); return reftest.Path(t) }
 
 func sample(t testing.TB) []byte {
 	t.Helper()

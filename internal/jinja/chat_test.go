@@ -12,17 +12,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
-// sharedDir is ../shared/testdata/tokenizer, skipping when absent.
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "testdata", "tokenizer")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("shared test data not present (%v); skipping", err)
-	}
-	return dir
-}
+// sharedDir is ../shared/testdata/tokenizer.
+func sharedDir(t testing.TB) string { t.Helper(); return reftest.Path(t, "testdata", "tokenizer") }
 
 type chatCase struct {
 	Name                string `json:"name"`

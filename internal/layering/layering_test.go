@@ -4,8 +4,13 @@ package layering
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -14,6 +19,8 @@ const module = "github.com/glassbox-llm/glassbox"
 
 type pkg struct {
 	ImportPath string
+	Dir        string
+	GoFiles    []string // non-test sources
 	Imports    []string
 	Deps       []string
 }
@@ -85,6 +92,49 @@ func TestDependencyRules(t *testing.T) {
 			if strings.HasPrefix(imp, module+"/cmd/") {
 				t.Errorf("%s imports %s: nothing imports cmd/", p.ImportPath, imp)
 			}
+			// replica is the composition root: only the entry points build on it.
+			if imp == module+"/internal/replica" && p.ImportPath != module && !strings.HasPrefix(p.ImportPath, module+"/cmd/") {
+				t.Errorf("%s imports %s: only cmd/ and the public package assemble replicas", p.ImportPath, imp)
+			}
+		}
+	}
+}
+
+// TestConfigurationFlowsFromMain: no package outside cmd/ reads the
+// environment or registers itself in init(); configuration comes down from
+// main as Config structs (STYLE.md §3). reftest, which only tests import,
+// reads CI to decide whether missing reference data fails.
+func TestConfigurationFlowsFromMain(t *testing.T) {
+	const reftest = module + "/internal/reftest"
+	envReads := map[string]bool{"Getenv": true, "LookupEnv": true, "Environ": true, "ExpandEnv": true}
+	for _, p := range listPackages(t) {
+		if slices.Contains(p.Deps, reftest) {
+			t.Errorf("%s depends on %s, which is for tests only", p.ImportPath, reftest)
+		}
+		if strings.HasPrefix(p.ImportPath, module+"/cmd/") || p.ImportPath == reftest {
+			continue
+		}
+		for _, name := range p.GoFiles {
+			path := filepath.Join(p.Dir, name)
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range f.Decls {
+				if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && fn.Name.Name == "init" {
+					t.Errorf("%s: func init(): wire it from cmd/ instead", path)
+				}
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if x, ok := sel.X.(*ast.Ident); ok && x.Name == "os" && envReads[sel.Sel.Name] {
+					t.Errorf("%s: os.%s: read the environment in cmd/ and pass the value down", path, sel.Sel.Name)
+				}
+				return true
+			})
 		}
 	}
 }

@@ -12,32 +12,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
-// sharedDir returns the project's shared folder (../shared beside the
-// module root), skipping the test when this checkout has none.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory; cannot locate ../shared")
-		}
-		dir = parent
-	}
-	shared := filepath.Join(filepath.Dir(dir), "shared")
-	if _, err := os.Stat(shared); err != nil {
-		t.Skipf("shared folder %s is absent: skipping the check against it", shared)
-	}
-	return shared
-}
+func sharedDir(t *testing.T) string { t.Helper(); return reftest.Path(t) }
 
 // bucketsOf returns the finite upper bounds of a gathered histogram family.
 func bucketsOf(t *testing.T, fams map[string]*dto.MetricFamily, name string) []float64 {

@@ -21,8 +21,8 @@ func benchFinished() *engine.FinishedEvent {
 	t0 := time.Now()
 	return &engine.FinishedEvent{
 		Reason: engine.FinishStop, PromptTokens: 512, CachedTokens: 128, GenerationTokens: 200, MaxTokens: 256,
-		Arrival: t0, Queued: t0, FirstScheduled: t0.Add(time.Millisecond),
-		FirstToken: t0.Add(50 * time.Millisecond), LastToken: t0.Add(3 * time.Second), Finished: t0.Add(3 * time.Second),
+		Timing: engine.Timing{Arrival: t0, Queued: t0, FirstScheduled: t0.Add(time.Millisecond),
+			FirstToken: t0.Add(50 * time.Millisecond), LastToken: t0.Add(3 * time.Second), Finished: t0.Add(3 * time.Second)},
 	}
 }
 

@@ -7,22 +7,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("../shared is absent (%v): skipping the llama.cpp reference test", err)
-	}
-	return dir
-}
+func sharedDir(t testing.TB) string { t.Helper(); return reftest.Path(t) }
 
 type refFile struct {
 	NVocab    int `json:"n_vocab"`

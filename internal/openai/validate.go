@@ -55,14 +55,11 @@ func (r *CompletionRequest) Validate(served []string) (*Generation, error) {
 		return nil, BadRequest("prompt", "`prompt` is required and must not be empty")
 	}
 	for _, ids := range r.Prompt.Tokens {
-		if len(ids) == 0 {
-			return nil, BadRequest("prompt", "a token-id prompt must not be empty")
-		}
 		if err := checkTokenIDs("prompt", ids); err != nil {
 			return nil, err
 		}
 	}
-	return g, g.check()
+	return g, nil
 }
 
 // Validate checks a chat completions request against the served model names.
@@ -89,7 +86,7 @@ func (r *ChatCompletionRequest) Validate(served []string) (*Generation, error) {
 	if err := checkMessages(r.Messages, false); err != nil {
 		return nil, err
 	}
-	return g, g.check()
+	return g, nil
 }
 
 // generation checks the shared fields and maps them onto sampling.Params.
@@ -139,38 +136,24 @@ func setIf[T any](dst *T, v *T) {
 	}
 }
 
-// check validates the parameters that do not depend on the prompt length.
-func (g *Generation) check() error {
-	p := g.params
-	p.MaxTokens = max(p.MinTokens, 1)
-	if g.maxTokens != nil {
-		p.MaxTokens = *g.maxTokens
-	}
-	return g.rename(p.Validate())
-}
-
 // PromptParam names the request field that holds the prompt, for errors
 // about it: "prompt" or "messages".
 func (g *Generation) PromptParam() string { return g.promptName }
 
-// Params returns the sampling parameters for a prompt of promptLen tokens on
-// a model with a context of maxModelLen tokens. Without max_tokens, a chat
+// Params resolves the request for one tokenized prompt of promptLen
+// tokens on a model with a context of maxModelLen tokens: the one place a
+// request's prompt and parameters are checked. Without max_tokens, a chat
 // request may use all the room left and a completions request 16 tokens of
 // it; either way the prompt must leave room for at least one token.
 func (g *Generation) Params(promptLen, maxModelLen int) (sampling.Params, error) {
+	if promptLen == 0 {
+		return sampling.Params{}, BadRequest(g.promptName, "the prompt is empty")
+	}
 	p := g.params
 	room := maxModelLen - promptLen
 	switch {
 	case g.maxTokens != nil:
 		p.MaxTokens = *g.maxTokens
-		if err := g.rename(p.Validate()); err != nil {
-			return sampling.Params{}, err
-		}
-		if p.MaxTokens > room {
-			return sampling.Params{}, BadRequest(g.maxParam,
-				"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
-				maxModelLen, promptLen+p.MaxTokens, promptLen, p.MaxTokens)
-		}
 	case room < 1:
 		return sampling.Params{}, BadRequest(g.promptName,
 			"This model's maximum context length is %d tokens. However, your request has %d input tokens. Please reduce the length of the input messages.",
@@ -181,7 +164,15 @@ func (g *Generation) Params(promptLen, maxModelLen int) (sampling.Params, error)
 			p.MaxTokens = min(room, g.defaultMax)
 		}
 	}
-	return p, g.rename(p.Validate())
+	if err := g.rename(p.Validate()); err != nil {
+		return sampling.Params{}, err
+	}
+	if p.MaxTokens > room {
+		return sampling.Params{}, BadRequest(g.maxParam,
+			"This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+			maxModelLen, promptLen+p.MaxTokens, promptLen, p.MaxTokens)
+	}
+	return p, nil
 }
 
 // rename points a sampling error at the field the client actually used.

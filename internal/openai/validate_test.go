@@ -40,6 +40,12 @@ func resolve(chat bool, body string, promptLen int) (*Generation, sampling.Param
 	if err != nil {
 		return nil, sampling.Params{}, err
 	}
+	switch {
+	case promptLen == 0:
+		promptLen = 5 // a prompt of no interest to the case
+	case promptLen < 0:
+		promptLen = 0 // a prompt that is empty once tokenized
+	}
 	p, err := g.Params(promptLen, testMaxModelLen)
 	return g, p, err
 }
@@ -83,7 +89,7 @@ func TestValidationErrors(t *testing.T) {
 		{name: "prompt mixed", body: `{"model":"m","prompt":["a",1]}`, status: 400, param: "prompt"},
 		{name: "prompt fractional id", body: `{"model":"m","prompt":[1.5]}`, status: 400, param: "prompt"},
 		{name: "prompt negative id", body: `{"model":"m","prompt":[[1,-2]]}`, status: 400, param: "prompt"},
-		{name: "prompt empty token list", body: `{"model":"m","prompt":[[]]}`, status: 400, param: "prompt"},
+		{name: "prompt empty token list", promptLen: -1, body: `{"model":"m","prompt":[[]]}`, status: 400, param: "prompt", message: "the prompt is empty"},
 		{name: "max_tokens zero", body: cmpl + `"max_tokens":0}`, status: 400, param: "max_tokens"},
 		{name: "max_tokens string", body: cmpl + `"max_tokens":"5"}`, status: 400, param: "max_tokens", message: "expected an integer, got string"},
 		{name: "max_completion_tokens zero", chat: true, body: chat + `"max_completion_tokens":0}`, status: 400, param: "max_completion_tokens"},

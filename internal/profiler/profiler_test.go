@@ -36,7 +36,7 @@ func runLoad(t *testing.T, p *Profiler) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = eng.Run(ctx) })
+	wg.Go(func() { eng.Run(ctx) })
 	defer func() { cancel(); wg.Wait() }()
 	var streams sync.WaitGroup
 	for i := range 8 {

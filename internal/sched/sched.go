@@ -53,8 +53,7 @@ type Seq struct {
 
 	Status         Status
 	NumPreemptions int
-	NumCached      int  // prompt tokens served from the prefix cache at the last admission
-	Admitted       bool // scheduled at least once
+	NumCached      int // prompt tokens served from the prefix cache at the last admission
 
 	kv       kvcache.Seq
 	schedIdx int // index in the current plan, or -1
@@ -102,9 +101,6 @@ func New(cfg Config, kv *kvcache.Manager) (*Scheduler, error) {
 // NumWaiting and NumRunning are the queue lengths.
 func (s *Scheduler) NumWaiting() int { return len(s.waiting) }
 func (s *Scheduler) NumRunning() int { return len(s.running) }
-
-// KV returns the block manager the scheduler allocates from.
-func (s *Scheduler) KV() *kvcache.Manager { return s.kv }
 
 // Add queues a new sequence at the back of the waiting queue.
 func (s *Scheduler) Add(q *Seq) {
@@ -190,7 +186,6 @@ func (s *Scheduler) admit(p *Plan, budget int) {
 		q.NumComputed = cached
 		q.NumCached = min(cached, q.NumPrompt)
 		q.Status = Running
-		q.Admitted = true
 		s.running = append(s.running, q)
 		p.Admitted = append(p.Admitted, q)
 		p.PrefixQueries += len(q.Tokens)

@@ -8,7 +8,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	wire "github.com/glassbox-llm/glassbox/internal/openai"
+	"github.com/glassbox-llm/glassbox/internal/jinja"
 )
 
 // TestOfficialClientConcurrentStreams drives the server with OpenAI's own Go
@@ -75,7 +75,7 @@ func streamOne(t *testing.T, client *openai.Client, i int) error {
 	if err := stream.Err(); err != nil {
 		return fmt.Errorf("request %d: %w", i, err)
 	}
-	rendered, _ := ChatML([]wire.ChatMessage{{Role: "user", Content: user}})
+	rendered := jinja.ChatML([]jinja.Message{{Role: "user", Content: user}}, true)
 	switch {
 	case content != letters('\n', maxTokens):
 		return fmt.Errorf("request %d: content %q, want %q", i, content, letters('\n', maxTokens))

@@ -52,7 +52,7 @@ func TestReadyFailsOnceTheEngineStops(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = eng.Run(ctx) })
+	wg.Go(func() { eng.Run(ctx) })
 	if got := ready(); got != 200 {
 		t.Errorf("/ready while running: %d, want 200", got)
 	}

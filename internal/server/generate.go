@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -76,13 +75,10 @@ func newJob(chat bool, gen *openai.Generation, arrival time.Time) *job {
 // addPrompt checks one tokenized prompt against the vocabulary and the
 // context, and resolves its sampling parameters.
 func (s *Server) addPrompt(j *job, ids []int, text string) error {
-	if len(ids) == 0 {
-		return openai.BadRequest(j.gen.PromptParam(), "the prompt is empty after tokenization")
-	}
 	if err := s.checkVocab("prompt", ids); err != nil {
 		return err
 	}
-	p, err := j.gen.Params(len(ids), s.cfg.MaxModelLen)
+	p, err := j.gen.Params(len(ids), s.maxModelLen)
 	if err != nil {
 		return err
 	}
@@ -158,9 +154,6 @@ func (s *Server) run(ctx context.Context, j *job, emit func(event) error) error 
 				if !ok {
 					return
 				}
-				// Next reuses its buffers on the following call, which
-				// this goroutine makes while the writer may still read.
-				out.Tokens, out.Logprobs = slices.Clone(out.Tokens), slices.Clone(out.Logprobs)
 				select {
 				case events <- event{index: i, out: out}:
 				case <-ctx.Done():

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/jinja"
+	"github.com/glassbox-llm/glassbox/internal/openai"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 )
 
@@ -58,8 +60,16 @@ func (m byteModel) TokenString(id int) string {
 	return string(m.TokenBytes(id))
 }
 
-func (byteModel) EOS() int       { return eosID }
 func (byteModel) VocabSize() int { return vocabSize }
+
+// chatML is the prompt the server renders for msgs without a template.
+func chatML(msgs ...openai.ChatMessage) string {
+	ms := make([]jinja.Message, len(msgs))
+	for i, m := range msgs {
+		ms[i] = jinja.Message{Role: m.Role, Content: m.Content}
+	}
+	return jinja.ChatML(ms, true)
+}
 
 // alphabetExec "generates" the letter after the last token ('a' after 'z'
 // or after anything that is not a lower-case letter), so a prompt ending in
@@ -164,7 +174,7 @@ func startEnv(t *testing.T, x *alphabetExec, opts ...envOption) *testEnv {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = eng.Run(ctx) })
+	wg.Go(func() { eng.Run(ctx) })
 	srv := httptest.NewServer(New(scfg, eng, byteModel{}).Handler())
 	t.Cleanup(func() {
 		srv.Close()

@@ -164,7 +164,7 @@ func TestInfoRoutes(t *testing.T) {
 		t.Errorf("tokenize (-want +got):\n%s", diff)
 	}
 	decodeBody(t, env.post(t, "/tokenize", `{"messages":[{"role":"user","content":"hi"}]}`), 200, &tok)
-	rendered, _ := ChatML([]openai.ChatMessage{{Role: "user", Content: "hi"}})
+	rendered := chatML(openai.ChatMessage{Role: "user", Content: "hi"})
 	if tok.Count != len(rendered) || (byteModel{}).Decode(tok.Tokens) != rendered {
 		t.Errorf("tokenize messages: %+v, want the ChatML rendering %q", tok, rendered)
 	}

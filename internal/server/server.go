@@ -33,7 +33,6 @@ type Model interface {
 	Decode(ids []int) string
 	TokenBytes(id int) []byte // raw bytes of a token; nil for special tokens
 	TokenString(id int) string
-	EOS() int
 }
 
 // chatEncoder is an optional capability of a Model: rendered chat prompts,
@@ -60,16 +59,15 @@ type vocabSizer interface {
 // Config is the server's configuration, filled from flags in cmd/.
 type Config struct {
 	ServedModelNames []string // --served-model-name; the first is the default
-	MaxModelLen      int      // the engine's --max-model-len; 0 takes it from the engine
 	// APIKey (--api-key), when set, is required as a bearer token on every
 	// route but /health and /ready: /v1, /metrics, /version, /debug and the
 	// profiler. (vLLM guards only /v1.)
 	APIKey  string
 	Version string
-	// ChatTemplate renders messages into a prompt ending where the assistant
-	// speaks. Nil means ChatML.
-	ChatTemplate func([]openai.ChatMessage) (string, error)
-	Logger       *slog.Logger
+	// Chat renders a conversation into the prompt that ends where the
+	// assistant speaks: the model's chat template. Nil means ChatML.
+	Chat   ChatRenderer
+	Logger *slog.Logger
 	// Metrics, when set, is served at /metrics.
 	Metrics http.Handler
 	// Profiler, when set, is driven by POST /start_profile and
@@ -83,25 +81,22 @@ type Config struct {
 // Server serves one engine. Handlers run on net/http's goroutines; each
 // request owns its engine streams and nothing else is shared but the engine.
 type Server struct {
-	cfg     Config
-	eng     *engine.Engine
-	model   Model
-	log     *slog.Logger
-	started int64 // unix seconds, the models' "created"
+	cfg   Config
+	eng   *engine.Engine
+	model Model
+	log   *slog.Logger
+	// maxModelLen is the engine's context, against which requests are
+	// resolved.
+	maxModelLen int
+	started     int64 // unix seconds, the models' "created"
 }
 
 // New builds a server for eng, whose requests use m's tokenizer.
 func New(cfg Config, eng *engine.Engine, m Model) *Server {
-	if cfg.ChatTemplate == nil {
-		cfg.ChatTemplate = ChatML
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxModelLen == 0 {
-		cfg.MaxModelLen = eng.Config().MaxModelLen
-	}
-	return &Server{cfg: cfg, eng: eng, model: m, log: cfg.Logger, started: time.Now().Unix()}
+	return &Server{cfg: cfg, eng: eng, model: m, log: cfg.Logger, maxModelLen: eng.Config().MaxModelLen, started: time.Now().Unix()}
 }
 
 // Handler returns the routes.
@@ -165,7 +160,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 	for _, name := range s.cfg.ServedModelNames {
 		list.Data = append(list.Data, openai.ModelCard{
 			ID: name, Object: "model", Created: s.started, OwnedBy: "glassbox",
-			Root: s.cfg.ServedModelNames[0], MaxModelLen: s.cfg.MaxModelLen,
+			Root: s.cfg.ServedModelNames[0], MaxModelLen: s.maxModelLen,
 		})
 	}
 	s.writeJSON(w, r, list)
@@ -190,7 +185,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	} else {
 		ids = s.encodeChat(text)
 	}
-	resp := openai.TokenizeResponse{Count: len(ids), MaxModelLen: s.cfg.MaxModelLen, Tokens: ids}
+	resp := openai.TokenizeResponse{Count: len(ids), MaxModelLen: s.maxModelLen, Tokens: ids}
 	if resp.Tokens == nil {
 		resp.Tokens = []int{}
 	}

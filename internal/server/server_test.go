@@ -17,7 +17,7 @@ import (
 func TestChatStreamWithUsage(t *testing.T) {
 	env := startEnv(t, &alphabetExec{})
 	msgs := []openai.ChatMessage{{Role: "system", Content: "be terse"}, {Role: "user", Content: "hi"}}
-	rendered, _ := ChatML(msgs)
+	rendered := chatML(msgs...)
 	body := `{"model":"alias","messages":[{"role":"system","content":"be terse"},{"role":"user","content":"hi"}],
 		"max_tokens":7,"stream":true,"stream_options":{"include_usage":true}}`
 	resp := env.post(t, "/v1/chat/completions", body)

@@ -2,31 +2,29 @@ package server
 
 import (
 	"fmt"
-	"strings"
 
+	"github.com/glassbox-llm/glassbox/internal/jinja"
 	"github.com/glassbox-llm/glassbox/internal/openai"
 )
 
-// ChatML renders messages in the ChatML format (Qwen's and many others'
-// template) and opens the assistant's turn, as add_generation_prompt does.
-// It is the default when the model brings no chat template of its own.
-func ChatML(msgs []openai.ChatMessage) (string, error) {
-	var b strings.Builder
-	for _, m := range msgs {
-		b.WriteString("<|im_start|>")
-		b.WriteString(m.Role)
-		b.WriteByte('\n')
-		b.WriteString(m.Content)
-		b.WriteString("<|im_end|>\n")
-	}
-	b.WriteString("<|im_start|>assistant\n")
-	return b.String(), nil
+// ChatRenderer renders a conversation with a model's chat template and
+// opens the assistant's turn.
+type ChatRenderer interface {
+	Render(msgs []jinja.Message) (string, error)
 }
 
-// renderChat applies the configured template; a template that cannot render
-// these messages is the client's problem (a role it does not allow, say).
+// renderChat applies the configured template (ChatML without one); a
+// template that cannot render these messages is the client's problem (a
+// role it does not allow, say).
 func (s *Server) renderChat(msgs []openai.ChatMessage) (string, error) {
-	text, err := s.cfg.ChatTemplate(msgs)
+	ms := make([]jinja.Message, len(msgs))
+	for i, m := range msgs {
+		ms[i] = jinja.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
+	}
+	if s.cfg.Chat == nil {
+		return jinja.ChatML(ms, true), nil
+	}
+	text, err := s.cfg.Chat.Render(ms)
 	if err != nil {
 		return "", openai.BadRequest("messages", "%s", fmt.Errorf("apply chat template: %w", err))
 	}

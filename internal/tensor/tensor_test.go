@@ -5,21 +5,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
-func referenceDir(t testing.TB) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "testdata", "reference")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("../shared is absent (%v): skipping the llama.cpp reference test", err)
-	}
-	return dir
-}
+func referenceDir(t testing.TB) string { t.Helper(); return reftest.Path(t, "testdata", "reference") }
 
 type dequantCheck struct {
 	Type     string    `json:"type"`

@@ -2,7 +2,6 @@ package tokenizer
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -148,20 +147,12 @@ func FuzzFromGGUF(f *testing.F) {
 // always, the reference vocabularies when ../shared is there.
 func fuzzTokenizers(f *testing.F) map[string]*Tokenizer {
 	toks := map[string]*Tokenizer{"tiny-spm": tinySPM(f), "tiny-bpe": tinyBPE(f, "llama-bpe")}
-	_, err := os.Stat(sharedVocab("gpt-2"))
-	if err != nil {
-		f.Logf("../shared is absent (%v): fuzzing the synthetic vocabularies only", err)
-		return toks
-	}
+	dir := testdata(f)
 	for _, v := range []string{"llama-spm", "gpt-2"} {
-		toks[v] = loadGGUF(f, sharedVocab(v))
+		toks[v] = loadGGUF(f, filepath.Join(dir, "ggml-vocab-"+v+".gguf"))
 	}
 	toks["llama3"] = loadHF(f, "llama3")
 	return toks
-}
-
-func sharedVocab(name string) string {
-	return filepath.Join("..", "..", "..", "shared", "testdata", "tokenizer", "ggml-vocab-"+name+".gguf")
 }
 
 // FuzzEncode: Encode never panics, and decoding gives the text back:

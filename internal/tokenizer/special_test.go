@@ -3,7 +3,6 @@ package tokenizer
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 // kv is one metadata entry of a synthetic vocabulary file.
@@ -204,11 +204,7 @@ func TestSPMSpecials(t *testing.T) {
 
 // The golden prompt of the stories260K model (its README).
 func TestStories260K(t *testing.T) {
-	path := filepath.Join(testdata(t), "..", "..", "models", "stories260K", "stories260K.gguf")
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("the stories260K model is absent (%v)", err)
-	}
-	tok := loadGGUF(t, path)
+	tok := loadGGUF(t, reftest.Path(t, "models", "stories260K", "stories260K.gguf"))
 	if diff := cmp.Diff([]int{1, 403, 407, 261, 378}, tok.Encode("Once upon a time", true, false)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

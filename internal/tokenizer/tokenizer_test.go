@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,18 +12,11 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
-// testdata returns ../shared/testdata/tokenizer beside the module, or skips.
-func testdata(t testing.TB) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "testdata", "tokenizer")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("../shared/testdata/tokenizer is absent (%v): skipping the reference-vector test", err)
-	}
-	return dir
-}
+// testdata returns ../shared/testdata/tokenizer beside the module.
+func testdata(t testing.TB) string { t.Helper(); return reftest.Path(t, "testdata", "tokenizer") }
 
 func loadGGUF(t testing.TB, path string) *Tokenizer {
 	t.Helper()

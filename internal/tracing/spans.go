@@ -59,8 +59,7 @@ func newRecord(f *engine.FinishedEvent, detailed bool) *record {
 	r := &record{
 		id: f.ID, group: f.Group, groupSize: max(f.GroupSize, 1), reason: f.Reason,
 		maxTokens: f.MaxTokens, prompt: f.PromptTokens, cached: f.CachedTokens, output: f.GenerationTokens,
-		timing: engine.Timing{Arrival: f.Arrival, Queued: f.Queued, FirstScheduled: f.FirstScheduled,
-			FirstToken: f.FirstToken, LastToken: f.LastToken, Finished: f.Finished, Preemptions: f.Preemptions},
+		timing: f.Timing,
 	}
 	if q := f.Request; q != nil {
 		r.traceParent, r.traceState = q.TraceParent, q.TraceState

@@ -30,8 +30,9 @@ func finished() *engine.FinishedEvent {
 	p.Temperature, p.TopP, p.MaxTokens = 0.7, 0.9, 64
 	return &engine.FinishedEvent{
 		ID: "cmpl-1-0", Group: "cmpl-1", GroupSize: 1, Reason: engine.FinishLength,
-		PromptTokens: 100, CachedTokens: 32, GenerationTokens: 64, MaxTokens: 64, Preemptions: 1,
-		Arrival: ms(0), Queued: ms(2), FirstScheduled: ms(12), FirstToken: ms(30), LastToken: ms(200), Finished: ms(201),
+		PromptTokens: 100, CachedTokens: 32, GenerationTokens: 64, MaxTokens: 64,
+		Timing: engine.Timing{Arrival: ms(0), Queued: ms(2), FirstScheduled: ms(12), FirstToken: ms(30), LastToken: ms(200),
+			Finished: ms(201), Preemptions: 1},
 		Request: &engine.Request{ID: "cmpl-1-0", Params: p,
 			TraceParent: "00-" + parentTrace + "-" + parentSpan + "-01", TraceState: "congo=t61rcWkgMzE"},
 		Phases: []engine.Phase{
@@ -148,7 +149,7 @@ func TestDetailedSpans(t *testing.T) {
 
 func TestAbortedWhileWaitingIsQueuedToTheEnd(t *testing.T) {
 	tr, exp := newTestTracer(t, true)
-	f := &engine.FinishedEvent{ID: "x", Reason: engine.FinishAbort, Arrival: ms(0), Queued: ms(1), Finished: ms(40)}
+	f := &engine.FinishedEvent{ID: "x", Reason: engine.FinishAbort, Timing: engine.Timing{Arrival: ms(0), Queued: ms(1), Finished: ms(40)}}
 	tr.ObserveFinished(f)
 	got := spans(t, tr, exp)
 	if len(got) != 2 || got[0].Name != "queued" || !got[0].EndTime.Equal(ms(40)) {

@@ -23,7 +23,6 @@ type Config struct {
 	NumBlocks int // KV blocks, as the engine's block manager has them
 	BlockSize int
 	Threads   int
-	EOG       []int // end-of-generation tokens masked while min_tokens is unmet
 }
 
 // Executor runs batches on the CPU. Called from the engine goroutine only.
@@ -127,14 +126,9 @@ func (t *sampleTask) Run(worker, lo, hi int) {
 		}
 		s := &t.b.Seqs[i]
 		logits := t.e.runner.Logits[row*V : (row+1)*V]
-		if s.BanStop {
-			for _, id := range t.e.cfg.EOG {
+		for _, id := range s.Banned {
+			if id < V {
 				logits[id] = float32(math.Inf(-1))
-			}
-			for _, id := range s.Params.StopTokenIDs {
-				if id < V {
-					logits[id] = float32(math.Inf(-1))
-				}
 			}
 		}
 		t.samplers[worker].Sample(logits, s.Params, rngOf(s.RNG), s.History, s.NumPrompt, &t.r.Samples[i])

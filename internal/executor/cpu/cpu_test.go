@@ -3,9 +3,6 @@ package cpu
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -13,17 +10,13 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/gguf"
 	"github.com/glassbox-llm/glassbox/internal/model"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 )
 
 func stories(t testing.TB) *model.Weights {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	path := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "shared", "models", "stories260K", "stories260K.gguf")
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("../shared is absent (%v): skipping the stories260K test", err)
-	}
-	f, err := gguf.Open(path)
+	f, err := gguf.Open(reftest.Path(t, "models", "stories260K", "stories260K.gguf"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +30,7 @@ func stories(t testing.TB) *model.Weights {
 
 func runEngine(t *testing.T, w *model.Weights, blocks int) *engine.Engine {
 	t.Helper()
-	x, err := New(w, Config{NumBlocks: blocks, BlockSize: 16, Threads: 2, EOG: []int{2}})
+	x, err := New(w, Config{NumBlocks: blocks, BlockSize: 16, Threads: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

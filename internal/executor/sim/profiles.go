@@ -189,3 +189,13 @@ func LookupModel(name string) (Model, error) {
 	return Model{}, fmt.Errorf("look up model %q: unknown profile (valid: %s)",
 		name, strings.Join(ModelNames(), ", "))
 }
+
+// Defaults are vLLM's scheduling defaults for a GPU (arg_utils.py, for the
+// OpenAI server): 1024 sequences and 8192 batched tokens on GPUs with at
+// least 70 GiB that are not A100s, else 256 and 2048.
+func (h *Hardware) Defaults() (maxNumSeqs, maxNumBatchedTokens int) {
+	if h.MemoryBytes >= 70*(1<<30) && !strings.HasPrefix(strings.ToLower(h.Name), "a100") {
+		return 1024, 8192
+	}
+	return 256, 2048
+}

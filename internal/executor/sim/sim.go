@@ -135,17 +135,13 @@ func (e *Executor) StepCost(b *engine.Batch) Cost { return e.cost.Step(b) }
 // KVCacheBlocks sizes the KV cache as vLLM does: override bytes per GPU
 // when positive, else gpuMemoryUtilization of device memory less weights
 // and the activation reserve; divided into blocks of blockSize tokens.
+// Whether that many blocks can serve is the engine configuration's check.
 func (e *Executor) KVCacheBlocks(gpuMemoryUtilization float64, override int64, blockSize int) (int, error) {
 	bytes, err := KVCacheBytes(e.cost.HW, e.cost.Model, e.cost.TP, gpuMemoryUtilization, override)
 	if err != nil {
 		return 0, err
 	}
-	n := KVBlocks(bytes, e.cost.Model, e.cost.TP, blockSize)
-	if n < 1 {
-		return 0, fmt.Errorf("size kv cache: %d bytes per GPU hold no block of %d tokens: raise --kv-cache-memory-bytes or --gpu-memory-utilization",
-			bytes, blockSize)
-	}
-	return n, nil
+	return KVBlocks(bytes, e.cost.Model, e.cost.TP, blockSize), nil
 }
 
 // Execute runs one step: it prices the batch, samples a token for every
@@ -210,9 +206,9 @@ func (e *Executor) sample(s *engine.SeqBatch, out *sampling.Result) error {
 		h = s.Tokens
 	}
 	cands, logits := e.gen.candidates(h, s.NumPrompt)
-	if s.BanStop {
+	if len(s.Banned) > 0 {
 		for i, id := range cands {
-			if int(id) == e.vocab.EOS() || slices.Contains(p.StopTokenIDs, int(id)) {
+			if slices.Contains(s.Banned, int(id)) {
 				logits[i] = float32(math.Inf(-1))
 			}
 		}

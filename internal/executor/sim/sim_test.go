@@ -87,8 +87,8 @@ func TestInfo(t *testing.T) {
 	if err != nil || blocks < 1 {
 		t.Errorf("KVCacheBlocks = %d, %v", blocks, err)
 	}
-	if _, err := e.KVCacheBlocks(0.9, 1000, 16); err == nil {
-		t.Error("1000 bytes of KV cache accepted")
+	if n, err := e.KVCacheBlocks(0.9, 1000, 16); err != nil || n != 0 {
+		t.Errorf("1000 bytes of KV cache: %d blocks, %v; want 0 (the engine config refuses it)", n, err)
 	}
 }
 
@@ -271,9 +271,9 @@ func TestStepsTakeSimulatedTime(t *testing.T) {
 	}
 }
 
-// TestBanStopMasksEOS: while a sequence is short of min_tokens the engine
-// sets BanStop, and EOS must never be sampled; without it, EOS comes.
-func TestBanStopMasksEOS(t *testing.T) {
+// TestBannedMasksEOS: while a sequence is short of min_tokens the engine
+// bans its EOS, and EOS must never be sampled; without it, EOS comes.
+func TestBannedMasksEOS(t *testing.T) {
 	e := newExec(t, Config{})
 	for _, ban := range []bool{false, true} {
 		eos := 0
@@ -282,10 +282,14 @@ func TestBanStopMasksEOS(t *testing.T) {
 			np := len(hist)
 			p := params(1)
 			rng := sampling.NewRNG(int64(seed))
+			var banned []int
+			if ban {
+				banned = []int{e.Vocab().EOS()}
+			}
 			var r engine.StepResult
 			for range 300 {
 				b := &engine.Batch{Seqs: []engine.SeqBatch{{Tokens: hist[len(hist)-1:], Pos: len(hist) - 1, Sample: true,
-					BanStop: ban, History: hist, NumPrompt: np, Params: &p, RNG: rng}}, NumTokens: 1}
+					Banned: banned, History: hist, NumPrompt: np, Params: &p, RNG: rng}}, NumTokens: 1}
 				if err := e.Execute(b, &r); err != nil {
 					t.Fatal(err)
 				}
@@ -297,10 +301,10 @@ func TestBanStopMasksEOS(t *testing.T) {
 			}
 		}
 		if ban && eos > 0 {
-			t.Errorf("EOS sampled %d times with BanStop set", eos)
+			t.Errorf("EOS sampled %d times while banned", eos)
 		}
 		if !ban && eos == 0 {
-			t.Error("no EOS in 20 completions of 300 tokens without BanStop: the test proves nothing")
+			t.Error("no EOS in 20 completions of 300 tokens unbanned: the test proves nothing")
 		}
 	}
 }

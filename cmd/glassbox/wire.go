@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/hub"
+	"github.com/glassbox-llm/glassbox/internal/replica"
+	"github.com/glassbox-llm/glassbox/internal/server"
+)
+
+// instance is a running server.
+type instance struct {
+	addr        string
+	metricsAddr string // the --metrics-port listener, or ""
+	engine      *engine.Engine
+	done        chan error
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	inst, err := startServe(ctx, args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	return <-inst.done
+}
+
+// startServe builds everything, starts listening and returns; the server
+// runs until ctx is done, then drains and reports on done.
+func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*instance, error) {
+	f, err := parseServeFlags(args, stderr)
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: parseLevel(f.logLevel)}))
+	o, err := newObservability(&f.obs, log)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newReplica(f, o, log)
+	if err != nil {
+		o.close(log)
+		return nil, err
+	}
+	release := func() { r.Close(); o.close(log) } // the engine stops first, then the last spans and profile
+	lns, err := server.Listen(server.ListenConfig{Host: f.host, Port: f.port, MetricsPort: f.obs.metricsPort,
+		CertFile: f.obs.sslCertfile, KeyFile: f.obs.sslKeyfile})
+	if err != nil {
+		release()
+		return nil, err
+	}
+	inst := &instance{addr: lns.API.Addr().String(), engine: r.Engine, done: make(chan error, 1)}
+	if lns.Metrics != nil {
+		inst.metricsAddr = lns.Metrics.Addr().String()
+	}
+	printBanner(stdout, f, r, inst.addr)
+	printObserveBanner(stdout, f, inst.metricsAddr)
+
+	r.Start()
+	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(lns.API) }()
+	var metricsSrv *http.Server
+	if lns.Metrics != nil {
+		metricsSrv = &http.Server{Handler: server.MetricsRoutes(r.MetricsHandler(), o.creds), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+		go func() { _ = metricsSrv.Serve(lns.Metrics) }() // ends with Close below
+	}
+
+	go func() {
+		var err error
+		select {
+		case err = <-served:
+		case <-ctx.Done():
+			st := r.Engine.Stats()
+			log.Info("shutting down: draining in-flight requests", "timeout", f.shutdownTimeout, "running", st.Running, "waiting", st.Waiting)
+			sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
+			if err = srv.Shutdown(sctx); err != nil {
+				log.Warn("drain timed out: aborting what is left", "err", err)
+				err = nil
+			}
+			cancel()
+		}
+		srv.Close()
+		if metricsSrv != nil {
+			metricsSrv.Close()
+		}
+		release() // aborts anything still in flight
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		inst.done <- err
+	}()
+	return inst, nil
+}
+
+// newReplica turns the flags into the replica's configuration.
+func newReplica(f *serveFlags, o *observability, log *slog.Logger) (*replica.Replica, error) {
+	c := replica.Config{
+		Tokenizer: f.tokenizer, MMap: f.mmap, Threads: f.threads,
+		Sim:        sim.Config{Hardware: f.simHardware, Model: f.simModel, TensorParallel: f.tensorParallel, TimeScale: f.simTimeScale},
+		MaxNumSeqs: f.maxNumSeqs, BlockSize: f.blockSize, NoPrefixCaching: !f.enablePrefix || f.noEnablePrefix,
+		GPUMemoryUtilization: f.gpuMemoryUtil, MaxQueuedRequests: f.maxQueued,
+		APIKey: f.apiKey, DisableLogStats: f.disableLogStats, Version: version, Logger: log,
+		Observers: o.observers(), RecordPhases: f.obs.detailed,
+	}
+	var err error
+	if c.MaxNumBatchedTokens, err = parseCount(f.maxNumBatchedTokens, 0); err != nil {
+		return nil, fmt.Errorf("--max-num-batched-tokens: %w", err)
+	}
+	if c.MaxModelLen, err = parseCount(f.maxModelLen, 0); err != nil {
+		return nil, fmt.Errorf("--max-model-len: %w", err)
+	}
+	kv, err := parseCount(f.kvCacheMemoryBytes, 0)
+	if err != nil {
+		return nil, fmt.Errorf("--kv-cache-memory-bytes: %w", err)
+	}
+	c.KVCacheMemoryBytes = int64(kv)
+	if f.servedModelName != "" {
+		c.ServedModelNames = strings.Split(f.servedModelName, ",")
+	} else if f.model != "" {
+		c.ServedModelNames = []string{f.model} // vLLM serves the --model argument by name
+	}
+	if o.profiler != nil {
+		c.Profiler = o.profiler
+	}
+	if f.model != "" {
+		if c.Model, err = resolveModel(f.model, os.Stderr); err != nil {
+			return nil, err
+		}
+	}
+	return replica.New(c)
+}
+
+func printBanner(w io.Writer, f *serveFlags, r *replica.Replica, addr string) {
+	fmt.Fprintf(w, "glassbox %s: serving %q on %s\n", version, r.Names[0], r.Describe)
+	fmt.Fprintf(w, "  %s\n", r.DescribeSizes())
+	scheme := "http"
+	if f.obs.sslCertfile != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(w, "  listening on %s://%s  (OpenAI API under /v1, metrics at /metrics)\n", scheme, addr)
+	fmt.Fprintf(w, "  try: curl %s://%s/v1/completions -H 'Content-Type: application/json' -d '{\"model\":%q,\"prompt\":\"Hello\",\"max_tokens\":32}'\n", scheme, addr, r.Names[0])
+	if f.model == "" {
+		fmt.Fprintf(w, "  other profiles: --sim-hardware %s --sim-model %s --tensor-parallel-size N\n",
+			strings.Join(sim.HardwareNames(), "|"), strings.Join(sim.ModelNames(), "|"))
+		fmt.Fprintln(w, "  a real model on this CPU: --model PATH.gguf (llama, qwen2, qwen3; F32/F16/BF16/Q8_0/Q4_0/Q5_0/Q4_K/Q5_K/Q6_K)")
+	}
+}
+
+// resolveModel turns --model into a local path, downloading an hf://
+// reference into the cache first ($HF_HOME-style: $GLASSBOX_CACHE, else the
+// user cache directory; $HF_ENDPOINT and $HF_TOKEN as the hub clients use).
+func resolveModel(arg string, progress io.Writer) (string, error) {
+	if !strings.HasPrefix(arg, hub.Prefix) {
+		return arg, nil
+	}
+	ref, err := hub.ParseRef(arg)
+	if err != nil {
+		return "", err
+	}
+	dir := os.Getenv("GLASSBOX_CACHE")
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("find a cache directory for %s: %w (set GLASSBOX_CACHE)", arg, err)
+		}
+		dir = filepath.Join(base, "glassbox")
+	}
+	c := hub.Config{BaseURL: os.Getenv("HF_ENDPOINT"), CacheDir: filepath.Join(dir, "hf"), Progress: progress, Token: os.Getenv("HF_TOKEN")}
+	return c.Fetch(context.Background(), ref)
+}

@@ -1,0 +1,84 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// BenchConfig is a llama-bench-style measurement: prompt processing (one
+// forward pass over Prompt tokens) and generation (Gen single-token steps),
+// each repeated Reps times after a warm-up run, as llama-bench's pp and tg
+// tests do, so the two can be compared side by side.
+type BenchConfig struct {
+	Prompt, Gen int // tokens of the pp and tg tests; 0 skips a test
+	Reps        int
+	Threads     int
+}
+
+// BenchResult is one test's throughputs.
+type BenchResult struct {
+	Test    string    `json:"test"` // pp512, tg128
+	Threads int       `json:"threads"`
+	Samples []float64 `json:"samples_ts"` // tokens per second, one per repetition
+	Min     float64   `json:"min_ts"`
+	Median  float64   `json:"median_ts"`
+}
+
+// Bench runs the tests on w with a KV cache just large enough.
+func Bench(w *Weights, cfg BenchConfig) ([]BenchResult, error) {
+	if cfg.Reps < 1 || cfg.Prompt < 0 || cfg.Gen < 0 {
+		return nil, fmt.Errorf("bench: need at least one repetition and non-negative lengths, got %+v", cfg)
+	}
+	const bs = 16
+	blocks := (cfg.Prompt + cfg.Gen + bs) / bs
+	r := NewRunner(w, blocks, bs, cfg.Threads)
+	defer r.Close()
+	table := make([]int, blocks)
+	for i := range table {
+		table[i] = i
+	}
+	tok := func(i int) int { return 1 + i*7919%(w.Vocab-1) }
+	var results []BenchResult
+	measure := func(name string, tokens int, run func() error) error {
+		res := BenchResult{Test: name, Threads: cfg.Threads}
+		if err := run(); err != nil { // warm-up, as llama-bench does
+			return err
+		}
+		for range cfg.Reps {
+			start := time.Now()
+			if err := run(); err != nil {
+				return err
+			}
+			res.Samples = append(res.Samples, float64(tokens)/time.Since(start).Seconds())
+		}
+		s := slices.Sorted(slices.Values(res.Samples))
+		res.Min, res.Median = s[0], s[len(s)/2]
+		results = append(results, res)
+		return nil
+	}
+	if cfg.Prompt > 0 {
+		prompt := make([]int, cfg.Prompt)
+		for i := range prompt {
+			prompt[i] = tok(i)
+		}
+		if err := measure(fmt.Sprintf("pp%d", cfg.Prompt), cfg.Prompt, func() error {
+			return r.Forward([]Seq{{Tokens: prompt, BlockTable: table, LogitsFrom: cfg.Prompt - 1}})
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Gen > 0 {
+		if err := measure(fmt.Sprintf("tg%d", cfg.Gen), cfg.Gen, func() error {
+			for i := range cfg.Gen {
+				if err := r.Forward([]Seq{{Tokens: []int{tok(i)}, Pos: i, BlockTable: table}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}

@@ -1,0 +1,77 @@
+// Package reftest locates what tests compare glassbox against and run it
+// with: the reference data in ../shared beside the module root (real vLLM
+// scrapes, llama.cpp's recorded logits, tokenizer vectors, the stories260K
+// model) and the real programs users have (Prometheus, promtool,
+// Alertmanager, Chromium). Only tests import it.
+//
+// Where one is missing, the test is skipped, saying loudly what and why;
+// under CI=true, where .ci/run provides all of them, it fails instead, so a
+// reference test can never pass by not running.
+package reftest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// Path is the path of parts under ../shared, which must exist.
+func Path(t testing.TB, parts ...string) string {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		missing(t, err.Error())
+	}
+	p := filepath.Join(append([]string{filepath.Dir(root), "shared"}, parts...)...)
+	if _, err := os.Stat(p); err != nil {
+		missing(t, err.Error())
+	}
+	return p
+}
+
+func missing(t testing.TB, why string) {
+	t.Helper()
+	if ci() {
+		t.Fatalf("reference data missing under CI=true (../shared must be beside the checkout): %s", why)
+	}
+	t.Skipf("SKIPPED: this test compares against reference data in ../shared, which this checkout lacks (%s); "+
+		"clone the shared folder beside the module to run it (CI=true makes this a failure)", why)
+}
+
+// Tool is the path of a program the test runs (promtool, chromium, …),
+// found on PATH or as an absolute path.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if ci() {
+			t.Fatalf("%s is not installed, and CI=true requires it (.ci/run installs it): %v", name, err)
+		}
+		t.Skipf("SKIPPED: this test runs %s, which is not installed (%v); .ci/run shows how to install it", name, err)
+	}
+	return p
+}
+
+// ci is the one environment read of the tree outside cmd/: CI=true says
+// that everything a test needs must be there.
+func ci() bool { return os.Getenv("CI") == "true" }
+
+// moduleRoot walks up from the working directory (a test's is its
+// package directory) to the directory holding go.mod.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", os.ErrNotExist
+		}
+		dir = parent
+	}
+}

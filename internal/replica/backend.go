@@ -1,0 +1,86 @@
+package replica
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+
+	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/executor/cpu"
+	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/server"
+)
+
+// backend is what differs between the simulated GPU and a real model: the
+// model's tokenizer and template, its defaults and facts, and how to size
+// the KV cache and start the executor once the engine's sizes are known.
+type backend struct {
+	model    server.Model
+	chat     server.ChatRenderer // nil: ChatML
+	eos      []int
+	name     string // default served model name
+	describe string
+
+	maxModelLen                 int // the model's context
+	defaultSeqs, defaultBatched int
+	cacheDtype                  string
+
+	executorInfo             map[string]string
+	peakFLOPs, peakBandwidth float64
+
+	blocks func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs int) (int, error)
+	start  func(numBlocks, blockSize int) (engine.Executor, error)
+	close  func() // after the engine stops
+}
+
+func simBackend(cfg *Config) (*backend, error) {
+	exec, err := sim.New(cfg.Sim)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.GPUMemoryUtilization == 0 {
+		cfg.GPUMemoryUtilization = 0.92
+	}
+	info := exec.Info()
+	hw := exec.CostModel().HW
+	seqs, batched := hw.Defaults()
+	return &backend{
+		model: exec.Vocab(), eos: []int{exec.Vocab().EOS()}, name: info.Model,
+		describe:    fmt.Sprintf("the simulated executor: %s on %d× %s (bf16)", info.Model, info.TensorParallel, info.Hardware),
+		maxModelLen: info.MaxModelLen, defaultSeqs: seqs, defaultBatched: batched, cacheDtype: "auto",
+		executorInfo: map[string]string{
+			"executor": info.Executor, "hardware": info.Hardware, "model": info.Model,
+			"tensor_parallel_size": strconv.Itoa(info.TensorParallel),
+		},
+		peakFLOPs: info.PeakFLOPs, peakBandwidth: info.MemBandwidth,
+		blocks: func(kvBytes int64, blockSize, _, _ int) (int, error) {
+			return exec.KVCacheBlocks(cfg.GPUMemoryUtilization, kvBytes, blockSize)
+		},
+		start: func(int, int) (engine.Executor, error) { return exec, nil },
+		close: func() {},
+	}, nil
+}
+
+// cpuBackend loads a GGUF model for the CPU executor: read into memory, or
+// with MMap mapped, for the life of the replica.
+func cpuBackend(cfg *Config) (*backend, error) {
+	l, err := cpu.Load(cpu.LoadConfig{Path: cfg.Model, Tokenizer: cfg.Tokenizer, MMap: cfg.MMap, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	threads := cfg.Threads
+	if threads < 1 {
+		threads = runtime.NumCPU()
+	}
+	return &backend{
+		model: l.Vocab, chat: l.Chat, eos: l.EOG, name: cfg.Model, describe: l.Describe(threads),
+		maxModelLen: l.ContextLen, defaultSeqs: cpu.DefaultMaxNumSeqs, defaultBatched: cpu.DefaultMaxNumBatchedTokens,
+		cacheDtype:   "float32",
+		executorInfo: map[string]string{"executor": "cpu", "hardware": "cpu", "model": l.Weights.Arch, "tensor_parallel_size": "1"},
+		blocks: func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs int) (int, error) {
+			return l.KVBlocks(kvBytes, blockSize, maxModelLen, maxNumSeqs), nil
+		},
+		start: func(numBlocks, blockSize int) (engine.Executor, error) { return l.Start(numBlocks, blockSize, threads) },
+		close: l.Close,
+	}, nil
+}

@@ -1,0 +1,208 @@
+// Package replica assembles one glassbox instance from one Config: an
+// executor (a GGUF model on this CPU, or the simulated GPU), the engine,
+// vLLM's metrics and the OpenAI-compatible HTTP API. glassbox serve and the
+// public glassbox package both build through it, so the two cannot drift.
+// It does not listen or read flags or the environment: callers serve its
+// handlers where they like.
+package replica
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/metrics"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
+	"github.com/glassbox-llm/glassbox/internal/server"
+)
+
+// Defaults of the settings every backend shares (vLLM's).
+const (
+	DefaultBlockSize         = 16
+	DefaultMaxQueuedRequests = 10000
+)
+
+// Config is everything one replica is built from, named after vLLM's flags.
+// Zero MaxNumSeqs, MaxNumBatchedTokens and MaxModelLen take the backend's
+// defaults, as vLLM's unset flags do; BlockSize and MaxQueuedRequests must
+// be set (see the defaults above).
+type Config struct {
+	// Model is a local GGUF file to run on this CPU; empty runs Sim.
+	Model     string
+	Tokenizer string // a tokenizer.json to use instead of the GGUF's
+	MMap      bool
+	Threads   int
+	Sim       sim.Config
+
+	MaxNumSeqs           int
+	MaxNumBatchedTokens  int
+	MaxModelLen          int
+	BlockSize            int
+	NoPrefixCaching      bool
+	GPUMemoryUtilization float64 // the simulator's; 0: 0.92
+	KVCacheMemoryBytes   int64
+	MaxQueuedRequests    int
+
+	// ServedModelNames are the names clients use; empty means the sim
+	// model's name or Model's path.
+	ServedModelNames []string
+	APIKey           string
+	DisableLogStats  bool
+	Version          string
+	Logger           *slog.Logger
+
+	// Registerer receives the metrics and Gatherer serves them; both nil
+	// gives the replica its own registry with Go and process collectors.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
+
+	// Observers see the engine's events after the metrics (tracing, the
+	// profiler); RecordPhases records each request's phases for them.
+	Observers    []engine.Observer
+	RecordPhases bool
+	Profiler     server.Profiler // nil: no /start_profile
+}
+
+// Replica is a built instance. Start runs its engine; Close stops it.
+type Replica struct {
+	Engine       *engine.Engine
+	EngineConfig engine.Config
+	Names        []string // served model names, the first the default
+	Describe     string   // what runs it, for a start-up banner
+
+	handler, metrics http.Handler
+	back             *backend
+	stop             context.CancelFunc
+	done             chan struct{}
+}
+
+// New builds a replica; on error everything built so far is released.
+func New(cfg Config) (r *Replica, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	newBackend := simBackend
+	if cfg.Model != "" {
+		newBackend = cpuBackend
+	}
+	b, err := newBackend(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			b.close()
+		}
+	}()
+	ecfg, err := engineConfig(&cfg, b)
+	if err != nil {
+		return nil, err
+	}
+	exec, err := b.start(ecfg.NumBlocks, ecfg.BlockSize)
+	if err != nil {
+		return nil, err
+	}
+	names := cfg.ServedModelNames
+	if len(names) == 0 {
+		names = []string{b.name}
+	}
+	reg, gather := cfg.Registerer, cfg.Gatherer
+	if reg == nil && gather == nil {
+		own := prometheus.NewRegistry()
+		own.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg, gather = own, own
+	}
+	var eng *engine.Engine
+	m, err := metrics.New(metrics.Config{
+		ModelName: names[0], Engine: "0", MaxModelLen: ecfg.MaxModelLen, DisableLogStats: cfg.DisableLogStats,
+		Cache: metricspec.CacheConfig{BlockSize: ecfg.BlockSize, NumGPUBlocks: ecfg.NumBlocks,
+			EnablePrefixCaching: ecfg.EnablePrefixCaching, GPUMemoryUtilization: cfg.GPUMemoryUtilization,
+			CacheDtype: b.cacheDtype, KVCacheMemoryBytes: cfg.KVCacheMemoryBytes, PrefixCachingHashAlgo: "sha256"},
+		SchedulerInfo: map[string]string{
+			"max_num_seqs": strconv.Itoa(ecfg.MaxNumSeqs), "max_num_batched_tokens": strconv.Itoa(ecfg.MaxNumBatchedTokens),
+			"max_model_len": strconv.Itoa(ecfg.MaxModelLen),
+		},
+		ExecutorInfo: b.executorInfo, PeakFLOPs: b.peakFLOPs, PeakBandwidth: b.peakBandwidth,
+		Stats: func() engine.Stats { return eng.Stats() },
+	}, reg)
+	if err != nil {
+		return nil, err
+	}
+	var obs engine.Observer = m
+	if len(cfg.Observers) > 0 {
+		obs = append(engine.Observers{m}, cfg.Observers...)
+	}
+	if eng, err = engine.New(ecfg, exec, obs); err != nil {
+		return nil, err
+	}
+	var mh http.Handler
+	if gather != nil {
+		mh = metrics.Handler(gather)
+	}
+	srv := server.New(server.Config{
+		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger,
+		Metrics: mh, Instrument: m.InstrumentHTTP, Chat: b.chat, Profiler: cfg.Profiler,
+	}, eng, b.model)
+	return &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe,
+		handler: srv.Handler(), metrics: mh, back: b}, nil
+}
+
+// engineConfig turns the sizes into the engine's configuration, with the
+// backend's defaults and its KV cache, checked before any executor memory
+// is allocated.
+func engineConfig(cfg *Config, b *backend) (engine.Config, error) {
+	c := engine.Config{
+		MaxNumSeqs:          cmp.Or(cfg.MaxNumSeqs, b.defaultSeqs),
+		MaxNumBatchedTokens: cmp.Or(cfg.MaxNumBatchedTokens, b.defaultBatched),
+		MaxModelLen:         cmp.Or(cfg.MaxModelLen, b.maxModelLen),
+		BlockSize:           cfg.BlockSize,
+		EnablePrefixCaching: !cfg.NoPrefixCaching,
+		MaxWaiting:          cfg.MaxQueuedRequests,
+		EOS:                 b.eos, Logger: cfg.Logger, RecordPhases: cfg.RecordPhases,
+	}
+	var err error
+	if c.NumBlocks, err = b.blocks(cfg.KVCacheMemoryBytes, c.BlockSize, c.MaxModelLen, c.MaxNumSeqs); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
+}
+
+// Handler is the OpenAI-compatible API (and /metrics, /health, …).
+func (r *Replica) Handler() http.Handler { return r.handler }
+
+// MetricsHandler serves the metrics in vLLM's text format, or is nil when
+// the caller gave a Registerer without a Gatherer.
+func (r *Replica) MetricsHandler() http.Handler { return r.metrics }
+
+// Start runs the engine goroutine until Close.
+func (r *Replica) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.stop, r.done = cancel, make(chan struct{})
+	go func() { r.Engine.Run(ctx); close(r.done) }()
+}
+
+// Close stops the engine, aborting what is in flight, and releases the
+// executor's threads and the model's memory. Call it once, after the HTTP
+// side has drained.
+func (r *Replica) Close() {
+	if r.stop != nil {
+		r.stop()
+		<-r.done
+	}
+	r.back.close()
+}
+
+// DescribeSizes is the start-up banner's line about the engine's sizes.
+func (r *Replica) DescribeSizes() string {
+	c := r.EngineConfig
+	return fmt.Sprintf("KV cache: %d blocks of %d tokens (%d tokens); max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d, prefix caching %v",
+		c.NumBlocks, c.BlockSize, c.NumBlocks*c.BlockSize, c.MaxModelLen, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.EnablePrefixCaching)
+}

@@ -1,0 +1,67 @@
+package server
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+)
+
+// Listeners are the API port and, when asked for, the metrics port, both
+// wrapped in TLS when a certificate is given.
+type Listeners struct{ API, Metrics net.Listener }
+
+// ListenConfig says where to listen. MetricsPort "" means no metrics
+// listener; port "0" picks a free one.
+type ListenConfig struct {
+	Host, Port, MetricsPort string
+	CertFile, KeyFile       string // --ssl-certfile and --ssl-keyfile, both or neither
+}
+
+// Listen opens the listeners; on error nothing is left open.
+func Listen(c ListenConfig) (*Listeners, error) {
+	var tcfg *tls.Config
+	if c.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("load TLS certificate: %w", err)
+		}
+		tcfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	open := func(port string) (net.Listener, error) {
+		ln, err := net.Listen("tcp", net.JoinHostPort(c.Host, port))
+		if err != nil {
+			return nil, fmt.Errorf("listen: %w", err)
+		}
+		if tcfg != nil {
+			ln = tls.NewListener(ln, tcfg)
+		}
+		return ln, nil
+	}
+	api, err := open(c.Port)
+	if err != nil {
+		return nil, err
+	}
+	l := &Listeners{API: api}
+	if c.MetricsPort != "" {
+		if l.Metrics, err = open(c.MetricsPort); err != nil {
+			api.Close()
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// MetricsRoutes are the metrics port's routes: /metrics, behind creds when
+// given (nil: open, for scrapers and routers that send no credentials), and
+// an open /health for probes.
+func MetricsRoutes(metrics http.Handler, creds *Credentials) http.Handler {
+	if creds != nil {
+		metrics = creds.Wrap(metrics)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	mux.Handle("GET /metrics/", metrics)
+	mux.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})
+	return mux
+}
