@@ -35,6 +35,8 @@ type serveFlags struct {
 	kvCacheMemoryBytes  string
 	apiKey              string
 	disableLogStats     bool
+	showHidden          string
+	blockSizeSet        bool // --block-size was given
 	maxQueued           int
 	threads             int
 	mmap                bool
@@ -69,6 +71,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.kvCacheMemoryBytes, "kv-cache-memory-bytes", "", "KV-cache size per GPU, e.g. 8G; overrides --gpu-memory-utilization")
 	fs.StringVar(&f.apiKey, "api-key", "", "require this bearer token on the API (default: $VLLM_API_KEY)")
 	fs.BoolVar(&f.disableLogStats, "disable-log-stats", false, "export no vllm: engine metrics, as vLLM")
+	fs.StringVar(&f.showHidden, "show-hidden-metrics-for-version", "", "also export the metrics vLLM of this version (e.g. 0.10) exported that vLLM 0.30 has dropped, such as vllm:gpu_cache_usage_perc")
+	fs.IntVar(&f.maxQueued, "max-num-queued-reqs", replica.DefaultMaxQueuedRequests, "waiting requests beyond which new ones get 503 (vLLM 0.32's flag; same as --max-queued-requests)")
 	fs.IntVar(&f.maxQueued, "max-queued-requests", replica.DefaultMaxQueuedRequests, "waiting requests beyond which new ones get 503")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -76,6 +80,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	fs.Visit(func(fl *flag.Flag) { f.blockSizeSet = f.blockSizeSet || fl.Name == "block-size" })
 	if fs.NArg() > 0 {
 		// vLLM's 'vllm serve MODEL' form.
 		if f.model != "" || fs.NArg() > 1 {

@@ -109,7 +109,8 @@ func newReplica(f *serveFlags, o *observability, log *slog.Logger) (*replica.Rep
 	c := replica.Config{
 		Tokenizer: f.tokenizer, MMap: f.mmap, Threads: f.threads,
 		Sim:        sim.Config{Hardware: f.simHardware, Model: f.simModel, TensorParallel: f.tensorParallel, TimeScale: f.simTimeScale},
-		MaxNumSeqs: f.maxNumSeqs, BlockSize: f.blockSize, NoPrefixCaching: !f.enablePrefix || f.noEnablePrefix,
+		MaxNumSeqs: f.maxNumSeqs, BlockSize: f.blockSize, UserSpecifiedBlockSize: f.blockSizeSet,
+		NoPrefixCaching: !f.enablePrefix || f.noEnablePrefix, ShowHiddenMetricsForVersion: f.showHidden,
 		GPUMemoryUtilization: f.gpuMemoryUtil, MaxQueuedRequests: f.maxQueued,
 		APIKey: f.apiKey, DisableLogStats: f.disableLogStats, Version: version, Logger: log,
 		Observers: o.observers(), RecordPhases: f.obs.detailed,

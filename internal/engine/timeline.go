@@ -35,6 +35,15 @@ func (t *Timing) InferenceTime() float64 { return interval(t.FirstScheduled, t.L
 // TTFT is from arrival at the server to the first token.
 func (t *Timing) TTFT() float64 { return interval(t.Arrival, t.FirstToken) }
 
+// TPOT is the mean time per output token after the first, for a request
+// that generated n tokens: the decode time over n−1 (0 for one token).
+func (t *Timing) TPOT(n int) float64 {
+	if n < 2 {
+		return 0
+	}
+	return t.DecodeTime() / float64(n-1)
+}
+
 // E2E is from arrival at the server to the end.
 func (t *Timing) E2E() float64 { return interval(t.Arrival, t.Finished) }
 

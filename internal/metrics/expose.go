@@ -2,16 +2,19 @@ package metrics
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
@@ -19,11 +22,13 @@ import (
 // ContentType is what vLLM's /metrics answers with: the classic text format.
 const ContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-// Handler serves g in the text format the way vLLM's prometheus_client
-// writes it, so that the bytes a scraper or a `sum by (le)` panel sees are
-// vLLM's: numbers in Python's float style (le="1.0", "2560.0", "1e+06"),
-// model_name and engine first among labels, and histogram _count before
-// _sum. promhttp cannot do this: client_golang prints le="1".
+// Handler serves g in the text format the way vLLM's single API server
+// writes it with prometheus_client, so that what a scraper, a router or a
+// `sum by (le)` panel reads is vLLM's: families in vLLM's order, labels
+// sorted (le among them), numbers in Python's float style (le="1.0",
+// "2560.0", "1e+06"), histogram _count before _sum, and a _created gauge
+// family after every counter, histogram and summary. promhttp cannot do
+// this: client_golang prints le="1" and no _created.
 func Handler(g prometheus.Gatherer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mfs, err := g.Gather()
@@ -42,15 +47,51 @@ func Handler(g prometheus.Gatherer) http.Handler {
 	})
 }
 
-// WriteText writes families in the Prometheus text format 0.0.4 with
-// Python-style numbers. Only classic (bucketed) histograms are written.
+// WriteText writes families in the Prometheus text format 0.0.4 as vLLM
+// does (see Handler). Only classic (bucketed) histograms are written.
 func WriteText(w io.Writer, mfs []*dto.MetricFamily) error {
 	tw := textWriter{w: w}
-	for _, mf := range mfs {
+	for _, mf := range exposureOrder(mfs) {
 		tw.family(mf)
 	}
 	return tw.err
 }
+
+// exposureOrder is vLLM's registration order: the runtime's own families
+// first (python_* then process_* in vLLM; go_* then process_* here, the
+// process families in Python's order), then metricspec's table, each
+// deprecated family after its replacement, then anything else.
+func exposureOrder(mfs []*dto.MetricFamily) []*dto.MetricFamily {
+	rank := func(mf *dto.MetricFamily) float64 {
+		name := mf.GetName()
+		if i := metricspec.Index(name); i >= 0 {
+			return float64(i)
+		}
+		for _, d := range metricspec.DeprecatedFamilies() {
+			if d.Name == name {
+				return float64(metricspec.Index(d.Of)) + 0.5
+			}
+		}
+		switch {
+		case strings.HasPrefix(name, "go_"):
+			return -3
+		case strings.HasPrefix(name, "process_"):
+			if i := slices.Index(pythonProcessFamilies, name); i >= 0 {
+				return -2 + float64(i)/100
+			}
+			return -1.5
+		}
+		return 1e6
+	}
+	out := slices.Clone(mfs)
+	slices.SortStableFunc(out, func(a, b *dto.MetricFamily) int { return cmp.Compare(rank(a), rank(b)) })
+	return out
+}
+
+// pythonProcessFamilies are prometheus_client's process collector's, in
+// the order it writes them.
+var pythonProcessFamilies = []string{"process_virtual_memory_bytes", "process_resident_memory_bytes",
+	"process_start_time_seconds", "process_cpu_seconds_total", "process_open_fds", "process_max_fds"}
 
 // textWriter keeps the first write error so that the encoding reads
 // straight through.
@@ -80,12 +121,50 @@ func (t *textWriter) family(mf *dto.MetricFamily) {
 	case dto.MetricType_SUMMARY:
 		typ = "summary"
 	}
+	t.header(name, mf, typ)
+	for _, m := range mf.GetMetric() {
+		t.metric(name, mf.GetType(), m)
+	}
+	t.created(name, mf)
+}
+
+func (t *textWriter) header(name string, mf *dto.MetricFamily, typ string) {
 	if mf.Help != nil {
 		t.write(fmt.Appendf(t.line[:0], "# HELP %s %s\n", name, escapeHelp(mf.GetHelp())))
 	}
 	t.write(fmt.Appendf(t.line[:0], "# TYPE %s %s\n", name, typ))
+}
+
+// created writes the _created gauge family prometheus_client adds after a
+// counter (named without _total), histogram or summary: each series' start
+// time in Unix seconds. Series with no creation time (constant metrics from
+// collectors) have none, as in Python.
+func (t *textWriter) created(name string, mf *dto.MetricFamily) {
+	var ts func(*dto.Metric) *timestamppb.Timestamp
+	base := name
+	switch mf.GetType() {
+	case dto.MetricType_COUNTER:
+		ts = func(m *dto.Metric) *timestamppb.Timestamp { return m.GetCounter().GetCreatedTimestamp() }
+		base = strings.TrimSuffix(name, "_total")
+	case dto.MetricType_HISTOGRAM:
+		ts = func(m *dto.Metric) *timestamppb.Timestamp { return m.GetHistogram().GetCreatedTimestamp() }
+	case dto.MetricType_SUMMARY:
+		ts = func(m *dto.Metric) *timestamppb.Timestamp { return m.GetSummary().GetCreatedTimestamp() }
+	default:
+		return
+	}
+	wrote := false
 	for _, m := range mf.GetMetric() {
-		t.metric(name, mf.GetType(), m)
+		c := ts(m)
+		if c == nil {
+			continue
+		}
+		if !wrote {
+			t.header(base+"_created", mf, "gauge")
+			wrote = true
+		}
+		sec := float64(c.GetSeconds()) + float64(c.GetNanos())/1e9
+		t.sample(base+"_created", "", m, "", 0, sec)
 	}
 }
 
@@ -124,25 +203,27 @@ func (t *textWriter) metric(name string, typ dto.MetricType, m *dto.Metric) {
 	}
 }
 
-// sample writes one line; extra, when set, is a last label (le or
-// quantile) whose value is a number.
+// sample writes one line, labels sorted by name as prometheus_client
+// sorts them; extra, when set, is one more label (le or quantile) whose
+// value is a number.
 func (t *textWriter) sample(name, suffix string, m *dto.Metric, extra string, extraVal, v float64) {
 	b := append(t.line[:0], name...)
 	b = append(b, suffix...)
-	t.labels = orderLabels(t.labels[:0], m.GetLabel())
-	if len(t.labels) > 0 || extra != "" {
+	t.labels = append(t.labels[:0], m.GetLabel()...)
+	var extraPair dto.LabelPair
+	if extra != "" {
+		extraPair.Name, extraPair.Value = &extra, new(string)
+		*extraPair.Value = metricspec.PyFloat(extraVal)
+		t.labels = append(t.labels, &extraPair)
+	}
+	slices.SortFunc(t.labels, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
+	if len(t.labels) > 0 {
 		b = append(b, '{')
 		for i, lp := range t.labels {
 			if i > 0 {
 				b = append(b, ',')
 			}
 			b = appendLabel(b, labelName(lp.GetName()), lp.GetValue())
-		}
-		if extra != "" {
-			if len(t.labels) > 0 {
-				b = append(b, ',')
-			}
-			b = appendLabel(b, extra, metricspec.PyFloat(extraVal))
 		}
 		b = append(b, '}')
 	}
@@ -155,24 +236,6 @@ func (t *textWriter) sample(name, suffix string, m *dto.Metric, extra string, ex
 	b = append(b, '\n')
 	t.line = b
 	t.write(b)
-}
-
-// orderLabels puts model_name and engine first, as vLLM registers them;
-// the rest keep the gatherer's (sorted) order.
-func orderLabels(dst, src []*dto.LabelPair) []*dto.LabelPair {
-	for _, want := range [...]string{labelModel, labelEngine} {
-		for _, lp := range src {
-			if lp.GetName() == want {
-				dst = append(dst, lp)
-			}
-		}
-	}
-	for _, lp := range src {
-		if n := lp.GetName(); n != labelModel && n != labelEngine {
-			dst = append(dst, lp)
-		}
-	}
-	return dst
 }
 
 func appendLabel(b []byte, name, value string) []byte {

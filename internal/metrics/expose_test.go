@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 func TestWriteText(t *testing.T) {
@@ -22,8 +23,9 @@ func TestWriteText(t *testing.T) {
 		Type: dto.MetricType_COUNTER.Enum(),
 		Metric: []*dto.Metric{{
 			// Gathered labels arrive sorted; model_name and engine must lead.
-			Label:   []*dto.LabelPair{lp("engine", "0"), lp("finished_reason", "stop"), lp("model_name", `m"1\`)},
-			Counter: &dto.Counter{Value: proto.Float64(3)},
+			Label: []*dto.LabelPair{lp("engine", "0"), lp("finished_reason", "stop"), lp("model_name", `m"1\`)},
+			Counter: &dto.Counter{Value: proto.Float64(3),
+				CreatedTimestamp: &timestamppb.Timestamp{Seconds: 1790824327, Nanos: 221810600}},
 		}},
 	}, {
 		Name: proto.String("vllm:e2e_request_latency_seconds"), Help: proto.String("e2e."),
@@ -48,9 +50,19 @@ func TestWriteText(t *testing.T) {
 		Name: proto.String("up"), Type: dto.MetricType_UNTYPED.Enum(),
 		Metric: []*dto.Metric{{Untyped: &dto.Untyped{Value: proto.Float64(1)}, TimestampMs: proto.Int64(1700000000000)}},
 	}}
-	want := `# HELP vllm:request_success_total Count of\nrequests \\ ok.
+	// The runtime's families first, then vLLM's in its registration order,
+	// then the rest; labels sorted, le among them; _created after a counter
+	// or histogram that has a creation time.
+	want := `# TYPE go_gc_duration_seconds summary
+go_gc_duration_seconds{quantile="0.5"} 0.0001
+go_gc_duration_seconds_count 4.0
+go_gc_duration_seconds_sum 0.5
+# HELP vllm:request_success_total Count of\nrequests \\ ok.
 # TYPE vllm:request_success_total counter
-vllm:request_success_total{model_name="m\"1\\",engine="0",finished_reason="stop"} 3.0
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="m\"1\\"} 3.0
+# HELP vllm:request_success_created Count of\nrequests \\ ok.
+# TYPE vllm:request_success_created gauge
+vllm:request_success_created{engine="0",finished_reason="stop",model_name="m\"1\\"} 1.7908243272218106e+09
 # HELP vllm:e2e_request_latency_seconds e2e.
 # TYPE vllm:e2e_request_latency_seconds histogram
 vllm:e2e_request_latency_seconds_bucket{engine="0",le="1.0"} 1.0
@@ -58,10 +70,6 @@ vllm:e2e_request_latency_seconds_bucket{engine="0",le="1e+06"} 2.0
 vllm:e2e_request_latency_seconds_bucket{engine="0",le="+Inf"} 2.0
 vllm:e2e_request_latency_seconds_count{engine="0"} 2.0
 vllm:e2e_request_latency_seconds_sum{engine="0"} 1.25
-# TYPE go_gc_duration_seconds summary
-go_gc_duration_seconds{quantile="0.5"} 0.0001
-go_gc_duration_seconds_count 4.0
-go_gc_duration_seconds_sum 0.5
 # TYPE up untyped
 up 1.0 1700000000000
 `

@@ -3,6 +3,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,11 +75,11 @@ func (m *Metrics) InstrumentHTTP(handlerName string, h http.Handler) http.Handle
 				status = http.StatusInternalServerError // the handler panicked before answering
 			}
 			d := time.Since(start).Seconds()
-			s.requests.WithLabelValues(r.Method, statusClass(status), handlerName).Inc()
-			s.duration.WithLabelValues(r.Method, handlerName).Observe(d)
+			s.requests.With(prometheus.Labels{"method": r.Method, "status": statusClass(status), "handler": handlerName}).Inc()
+			s.duration.With(prometheus.Labels{"method": r.Method, "handler": handlerName}).Observe(d)
 			s.highRes.Observe(d)
 			reqSize.Observe(float64(max(r.ContentLength, 0)))
-			respSize.Observe(float64(rw.written))
+			respSize.Observe(float64(rw.contentLength()))
 		}()
 		h.ServeHTTP(rw, r)
 		completed = true
@@ -115,6 +116,16 @@ func (w *responseWriter) Write(b []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(b)
 	w.written += int64(n)
 	return n, err
+}
+
+// contentLength is what the instrumentator records: the response's
+// Content-Length, which a buffered response has (the body written) and a
+// stream of server-sent events does not (0).
+func (w *responseWriter) contentLength() int64 {
+	if strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+		return 0
+	}
+	return w.written
 }
 
 // Flush implements http.Flusher, which the SSE writer asserts on; an

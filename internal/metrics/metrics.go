@@ -11,6 +11,7 @@
 package metrics
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -42,6 +43,10 @@ type Config struct {
 
 	// Cache is what vllm:cache_config_info describes.
 	Cache metricspec.CacheConfig
+
+	// Hidden are deprecated vLLM families to export as well, for older
+	// consumers (--show-hidden-metrics-for-version).
+	Hidden []metricspec.Deprecated
 	// SchedulerInfo are the labels of glassbox_scheduler_config_info
 	// (max_num_seqs, max_num_batched_tokens, max_model_len).
 	SchedulerInfo map[string]string
@@ -69,7 +74,8 @@ type Metrics struct {
 	finished finishedSeries
 	groups   map[string]*groupStats // open n>1 parent requests, by Group
 
-	http httpSeries
+	http       httpSeries
+	admissions map[string]prometheus.Counter // by reason
 }
 
 var _ engine.Observer = (*Metrics)(nil)
@@ -91,10 +97,13 @@ func New(cfg Config, reg prometheus.Registerer) (*Metrics, error) {
 	if m.enabled {
 		b.info(metricspec.CacheConfigInfo, cfg.Cache.Labels(), false)
 		b.sleepState()
-		m.step = newStepSeries(b)
+		m.step = newStepSeries(b, cfg.Hidden)
 		m.finished = newFinishedSeries(b, cfg.MaxModelLen)
 		m.groups = make(map[string]*groupStats)
 		b.register(newStatsCollector(cfg))
+		frontend := &builder{reg: reg, labels: prometheus.Labels{labelModel: cfg.ModelName}}
+		m.admissions = frontend.counterVec(metricspec.AdmissionRejections, []string{metricspec.RejectQueueFull, metricspec.RejectShutdown})
+		b.err = cmp.Or(b.err, frontend.err)
 	}
 	if b.err != nil {
 		return nil, fmt.Errorf("new metrics: %w", b.err)
@@ -121,6 +130,14 @@ func (c *Config) validate() error {
 	return nil
 }
 
+// Rejected counts a request refused at admission (an HTTP 503) for reason,
+// one of metricspec's Reject constants.
+func (m *Metrics) Rejected(reason string) {
+	if c, ok := m.admissions[reason]; ok {
+		c.Inc()
+	}
+}
+
 // builder registers families one after another and keeps the first error,
 // so that New reads as a list of definitions.
 type builder struct {
@@ -139,7 +156,11 @@ func (b *builder) register(c prometheus.Collector) {
 }
 
 func (b *builder) counter(name string) prometheus.Counter {
-	c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: metricspec.Must(name).Help, ConstLabels: b.labels})
+	return b.counterOf(metricspec.Must(name))
+}
+
+func (b *builder) counterOf(f metricspec.Family) prometheus.Counter {
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: f.Name, Help: f.Help, ConstLabels: b.labels})
 	b.register(c)
 	return c
 }
@@ -160,7 +181,11 @@ func (b *builder) counterVec(name string, values []string) map[string]prometheus
 // histogram registers a histogram with the family's buckets (sized by
 // maxModelLen for the token-count histograms).
 func (b *builder) histogram(name string, maxModelLen int) prometheus.Observer {
-	f := metricspec.Must(name)
+	return b.histogramOf(metricspec.Must(name), maxModelLen)
+}
+
+func (b *builder) histogramOf(f metricspec.Family, maxModelLen int) prometheus.Observer {
+	name := f.Name
 	h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: name, Help: f.Help, Buckets: f.Buckets(maxModelLen), ConstLabels: b.labels})
 	b.register(h)
 	return h

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -99,35 +100,46 @@ func labelOrders(text string) map[string][][]string {
 
 type familySpec struct {
 	typ    dto.MetricType
-	labels []string // in exposition order, le excluded
-	values []string // values of the last label, one series each; nil: one series
+	labels []string // in exposition order (sorted, as prometheus_client writes them), le excluded
+	label  string   // the variable label, whose values are below
+	values []string // its values, one series each; nil: one series
 }
 
 // expectedFamilies is the contract of reference/vllm-observability.md §1a
-// (and DESIGN.md §3 for glassbox_*), written out independently of the code.
+// and the real vLLM 0.30 scrape (and DESIGN.md §3 for glassbox_*), written
+// out independently of the code.
 func expectedFamilies() map[string]familySpec {
-	me := []string{"model_name", "engine"}
-	with := func(l string) []string { return append(slices.Clone(me), l) }
+	me := []string{"engine", "model_name"}
+	with := func(l string) []string { return slices.Sorted(slices.Values(append(slices.Clone(me), l))) }
 	g, c, h := dto.MetricType_GAUGE, dto.MetricType_COUNTER, dto.MetricType_HISTOGRAM
 	out := map[string]familySpec{
 		"vllm:num_requests_running":           {typ: g, labels: me},
 		"vllm:num_requests_waiting":           {typ: g, labels: me},
-		"vllm:num_requests_waiting_by_reason": {typ: g, labels: with("reason"), values: []string{"capacity", "deferred"}},
+		"vllm:num_requests_waiting_by_reason": {typ: g, labels: with("reason"), label: "reason", values: []string{"capacity", "deferred"}},
 		"vllm:kv_cache_usage_perc":            {typ: g, labels: me},
-		"vllm:engine_sleep_state":             {typ: g, labels: with("sleep_state"), values: []string{"awake", "weights_offloaded", "discard_all"}},
-		"vllm:cache_config_info": {typ: g, labels: []string{"engine", "block_size", "cache_dtype", "enable_prefix_caching",
-			"gpu_memory_utilization", "kv_cache_memory_bytes", "num_cpu_blocks", "num_gpu_blocks", "prefix_caching_hash_algo"}},
-		"vllm:prompt_tokens_by_source_total": {typ: c, labels: with("source"), values: []string{"local_compute", "local_cache_hit", "external_kv_transfer"}},
-		"vllm:request_success_total":         {typ: c, labels: with("finished_reason"), values: []string{"stop", "length", "abort", "error", "repetition"}},
-		"glassbox_scheduler_config_info": {typ: g, labels: []string{"model_name", "engine",
-			"max_model_len", "max_num_batched_tokens", "max_num_seqs"}},
-		"glassbox_executor_info":   {typ: g, labels: []string{"model_name", "engine", "executor", "hardware", "model"}},
-		"glassbox_kv_cache_blocks": {typ: g, labels: with("state"), values: []string{"free", "cached", "used"}},
+		"vllm:engine_sleep_state":             {typ: g, labels: with("sleep_state"), label: "sleep_state", values: []string{"awake", "weights_offloaded", "discard_all"}},
+		"vllm:cache_config_info": {typ: g, labels: []string{"_block_size_resolved", "block_size", "cache_dtype",
+			"enable_mamba_fine_grained_prefix_cache", "enable_prefix_caching", "engine", "gpu_memory_utilization",
+			"is_attention_free", "kv_cache_dtype_skip_layers", "kv_cache_layout", "kv_cache_max_concurrency",
+			"kv_cache_memory_bytes", "kv_cache_size_tokens", "kv_offloading_backend", "kv_offloading_size",
+			"kv_sharing_fast_prefill", "mamba_block_size", "mamba_cache_dtype", "mamba_cache_mode", "mamba_page_size_padded",
+			"mamba_ssm_cache_dtype", "num_cpu_blocks", "num_gpu_blocks", "num_gpu_blocks_override",
+			"prefix_cache_retention_interval", "prefix_caching_hash_algo", "prefix_match_unit", "replayssm_buffer_len",
+			"skip_page_size_padded", "sliding_window", "use_kda_recoverssm", "use_replayssm", "user_specified_block_size",
+			"user_specified_mamba_block_size"}},
+		"vllm:prompt_tokens_by_source_total": {typ: c, labels: with("source"), label: "source", values: []string{"local_compute", "local_cache_hit", "external_kv_transfer"}},
+		"vllm:request_success_total":         {typ: c, labels: with("finished_reason"), label: "finished_reason", values: []string{"stop", "length", "abort", "error", "repetition"}},
+		"vllm:admission_rejections_total":    {typ: c, labels: []string{"model_name", "reason"}, label: "reason", values: []string{"max_num_queued_reqs", "shutdown"}},
+		"glassbox_scheduler_config_info": {typ: g, labels: []string{"engine",
+			"max_model_len", "max_num_batched_tokens", "max_num_seqs", "model_name"}},
+		"glassbox_executor_info":   {typ: g, labels: []string{"engine", "executor", "hardware", "model", "model_name"}},
+		"glassbox_kv_cache_blocks": {typ: g, labels: with("state"), label: "state", values: []string{"free", "cached", "used"}},
 		// The instrumentator's unlabelled histogram exists before any request.
 		"http_request_duration_highr_seconds": {typ: h},
 	}
 	for _, n := range []string{"vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
 		"vllm:external_prefix_cache_queries_total", "vllm:external_prefix_cache_hits_total",
+		"vllm:mm_cache_queries_total", "vllm:mm_cache_hits_total",
 		"vllm:num_preemptions_total", "vllm:prompt_tokens_total", "vllm:prompt_tokens_cached_total",
 		"vllm:generation_tokens_total", "vllm:estimated_flops_per_gpu_total",
 		"vllm:estimated_read_bytes_per_gpu_total", "vllm:estimated_write_bytes_per_gpu_total",
@@ -141,12 +153,25 @@ func expectedFamilies() map[string]familySpec {
 		"vllm:request_prompt_tokens", "vllm:request_generation_tokens",
 		"vllm:request_max_num_generation_tokens", "vllm:request_params_n",
 		"vllm:request_params_max_tokens", "vllm:request_prefill_kv_computed_tokens",
+		"vllm:request_num_preemptions",
 		"vllm:iteration_tokens_total", "glassbox_engine_step_duration_seconds"} {
 		out[n] = familySpec{typ: h, labels: me}
 	}
 	for _, n := range []string{"glassbox_executor_peak_flops_per_second",
 		"glassbox_executor_peak_memory_bandwidth_bytes_per_second"} {
 		out[n] = familySpec{typ: g, labels: me}
+	}
+	// prometheus_client writes a _created gauge family after every counter
+	// and histogram, with the same series.
+	for name, f := range out {
+		switch f.typ {
+		case c:
+			name = strings.TrimSuffix(name, "_total")
+		case h:
+		default:
+			continue
+		}
+		out[name+"_created"] = familySpec{typ: g, labels: f.labels, label: f.label, values: f.values}
 	}
 	return out
 }
@@ -202,9 +227,13 @@ func TestFamiliesAtStartUp(t *testing.T) {
 		for _, m := range mf.GetMetric() {
 			lm := labelMap(m)
 			if spec.values != nil {
-				values = append(values, lm[spec.labels[len(spec.labels)-1]])
+				values = append(values, lm[spec.label])
 			}
-			if v, w := seriesValue(m), wantStartValue(name, lm, cfg); v != w {
+			if v := seriesValue(m); strings.HasSuffix(name, "_created") {
+				if now := float64(time.Now().UnixNano()) / 1e9; v > now || v < now-60 {
+					t.Errorf("%s%v = %v, want the series' creation time (now: %v)", name, lm, v, now)
+				}
+			} else if w := wantStartValue(name, lm, cfg); v != w {
 				t.Errorf("%s%v = %v at start-up, want %v", name, lm, v, w)
 			}
 			if (slices.Contains(spec.labels, "engine") && lm["engine"] != "0") ||
@@ -254,8 +283,10 @@ func TestDisableLogStats(t *testing.T) {
 	want := []string{
 		"glassbox_executor_info", "glassbox_executor_peak_flops_per_second",
 		"glassbox_executor_peak_memory_bandwidth_bytes_per_second", "glassbox_scheduler_config_info",
-		"http_request_duration_highr_seconds", "http_request_duration_seconds",
-		"http_request_size_bytes", "http_requests_total", "http_response_size_bytes",
+		"http_request_duration_highr_seconds", "http_request_duration_highr_seconds_created",
+		"http_request_duration_seconds", "http_request_duration_seconds_created",
+		"http_request_size_bytes", "http_request_size_bytes_created", "http_requests_created", "http_requests_total",
+		"http_response_size_bytes", "http_response_size_bytes_created",
 	}
 	if diff := cmp.Diff(want, slices.Sorted(maps.Keys(fams))); diff != "" {
 		t.Errorf("families with --disable-log-stats (-want +got):\n%s", diff)

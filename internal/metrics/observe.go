@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
@@ -21,11 +19,20 @@ type stepSeries struct {
 	flops, readBytes, writeBytes             prometheus.Counter
 	busySeconds, steps                       prometheus.Counter
 	iterationTokens, ttft, itl, stepDuration prometheus.Observer
+
+	// Deprecated families, nil unless shown: they carry their
+	// replacements' values.
+	gpuPrefixQueries, gpuPrefixHits prometheus.Counter
+	tpot                            prometheus.Observer
 }
 
-func newStepSeries(b *builder) stepSeries {
+func newStepSeries(b *builder, hidden []metricspec.Deprecated) stepSeries {
 	bySource := b.counterVec(metricspec.PromptTokensBySource, []string{"local_compute", "local_cache_hit", "external_kv_transfer"})
-	return stepSeries{
+	// No multi-modal inputs: the cache families exist and stay 0, as
+	// vLLM's do for a text model.
+	b.counter(metricspec.MMCacheQueries)
+	b.counter(metricspec.MMCacheHits)
+	s := stepSeries{
 		prefixQueries:      b.counter(metricspec.PrefixCacheQueries),
 		prefixHits:         b.counter(metricspec.PrefixCacheHits),
 		extPrefixQueries:   b.counter(metricspec.ExternalPrefixCacheQueries),
@@ -46,13 +53,24 @@ func newStepSeries(b *builder) stepSeries {
 		itl:                b.histogram(metricspec.InterTokenLatency, 0),
 		stepDuration:       b.histogram(metricspec.EngineStepDuration, 0),
 	}
+	for _, d := range hidden {
+		switch d.Of {
+		case metricspec.PrefixCacheQueries:
+			s.gpuPrefixQueries = b.counterOf(d.Family)
+		case metricspec.PrefixCacheHits:
+			s.gpuPrefixHits = b.counterOf(d.Family)
+		case metricspec.InterTokenLatency:
+			s.tpot = b.histogramOf(d.Family, 0)
+		}
+	}
+	return s
 }
 
 // finishedSeries are the families fed by FinishedEvent.
 type finishedSeries struct {
 	success                                  map[engine.FinishReason]prometheus.Counter
 	e2e, queue, prefill, decode, inference   prometheus.Observer
-	tpot                                     prometheus.Observer
+	tpot, preemptions                        prometheus.Observer
 	promptLen, genLen, maxTokens, kvComputed prometheus.Observer
 	maxGenLen, paramsN                       prometheus.Observer // per parent request
 }
@@ -65,19 +83,20 @@ func newFinishedSeries(b *builder, maxModelLen int) finishedSeries {
 	}
 	h := func(name string) prometheus.Observer { return b.histogram(name, maxModelLen) }
 	return finishedSeries{
-		success:    success,
-		e2e:        h(metricspec.E2ERequestLatency),
-		queue:      h(metricspec.RequestQueueTime),
-		prefill:    h(metricspec.RequestPrefillTime),
-		decode:     h(metricspec.RequestDecodeTime),
-		inference:  h(metricspec.RequestInferenceTime),
-		tpot:       h(metricspec.RequestTimePerOutputToken),
-		promptLen:  h(metricspec.RequestPromptTokens),
-		genLen:     h(metricspec.RequestGenerationTokens),
-		maxTokens:  h(metricspec.RequestParamsMaxTokens),
-		kvComputed: h(metricspec.RequestPrefillKVComputed),
-		maxGenLen:  h(metricspec.RequestMaxNumGenerationToks),
-		paramsN:    h(metricspec.RequestParamsN),
+		success:     success,
+		e2e:         h(metricspec.E2ERequestLatency),
+		queue:       h(metricspec.RequestQueueTime),
+		prefill:     h(metricspec.RequestPrefillTime),
+		decode:      h(metricspec.RequestDecodeTime),
+		inference:   h(metricspec.RequestInferenceTime),
+		tpot:        h(metricspec.RequestTimePerOutputToken),
+		preemptions: h(metricspec.RequestNumPreemptions),
+		promptLen:   h(metricspec.RequestPromptTokens),
+		genLen:      h(metricspec.RequestGenerationTokens),
+		maxTokens:   h(metricspec.RequestParamsMaxTokens),
+		kvComputed:  h(metricspec.RequestPrefillKVComputed),
+		maxGenLen:   h(metricspec.RequestMaxNumGenerationToks),
+		paramsN:     h(metricspec.RequestParamsN),
 	}
 }
 
@@ -96,6 +115,12 @@ func (m *Metrics) ObserveStep(s *engine.StepEvent) {
 	st := &m.step
 	st.prefixQueries.Add(float64(s.PrefixQueries))
 	st.prefixHits.Add(float64(s.PrefixHits))
+	if st.gpuPrefixQueries != nil {
+		st.gpuPrefixQueries.Add(float64(s.PrefixQueries))
+	}
+	if st.gpuPrefixHits != nil {
+		st.gpuPrefixHits.Add(float64(s.PrefixHits))
+	}
 	st.preemptions.Add(float64(s.Preemptions))
 	st.promptTokens.Add(float64(s.PromptTokens))
 	st.promptCached.Add(float64(s.CachedTokens))
@@ -117,15 +142,19 @@ func (m *Metrics) ObserveStep(s *engine.StepEvent) {
 	}
 	for _, v := range s.ITLs {
 		st.itl.Observe(v)
+		if st.tpot != nil {
+			st.tpot.Observe(v)
+		}
 	}
 	if !s.Start.IsZero() && !s.End.IsZero() {
 		st.stepDuration.Observe(s.End.Sub(s.Start).Seconds())
 	}
 }
 
-// ObserveFinished implements engine.Observer. Histograms whose interval has
-// a missing end (a request aborted in the queue has no first token) are not
-// observed; the request still counts in request_success_total and e2e.
+// ObserveFinished implements engine.Observer. Every per-request histogram
+// is observed once for every finished request, as vLLM's are, so their
+// _counts equal vllm:request_success_total; a phase a request never
+// reached (an abort in the queue has no prefill) counts as 0 seconds.
 func (m *Metrics) ObserveFinished(f *engine.FinishedEvent) {
 	if !m.enabled {
 		return
@@ -136,18 +165,14 @@ func (m *Metrics) ObserveFinished(f *engine.FinishedEvent) {
 		c = fs.success[engine.FinishError] // a reason vLLM does not know is an engine bug: count it as one
 	}
 	c.Inc()
-	observeInterval(fs.e2e, f.Arrival, f.Finished)
-	observeInterval(fs.queue, f.Queued, f.FirstScheduled)
-	observeInterval(fs.prefill, f.FirstScheduled, f.FirstToken)
-	observeInterval(fs.decode, f.FirstToken, f.LastToken)
-	observeInterval(fs.inference, f.FirstScheduled, f.LastToken)
-	if !f.FirstToken.IsZero() && !f.LastToken.IsZero() {
-		tpot := 0.0
-		if f.GenerationTokens > 1 {
-			tpot = f.LastToken.Sub(f.FirstToken).Seconds() / float64(f.GenerationTokens-1)
-		}
-		fs.tpot.Observe(tpot)
-	}
+	t := &f.Timing
+	fs.e2e.Observe(t.E2E())
+	fs.queue.Observe(t.QueueTime())
+	fs.prefill.Observe(t.PrefillTime())
+	fs.decode.Observe(t.DecodeTime())
+	fs.inference.Observe(t.InferenceTime())
+	fs.tpot.Observe(t.TPOT(f.GenerationTokens))
+	fs.preemptions.Observe(float64(t.Preemptions))
 	fs.promptLen.Observe(float64(f.PromptTokens))
 	fs.genLen.Observe(float64(f.GenerationTokens))
 	fs.kvComputed.Observe(float64(max(f.PromptTokens-f.CachedTokens, 0)))
@@ -178,13 +203,4 @@ func (m *Metrics) observeGroup(f *engine.FinishedEvent) {
 	delete(m.groups, f.Group)
 	m.finished.paramsN.Observe(float64(f.GroupSize))
 	m.finished.maxGenLen.Observe(float64(g.maxGen))
-}
-
-// observeInterval observes end−start unless either end is missing. A
-// negative interval (clock steps between engine timestamps) is clamped.
-func observeInterval(h prometheus.Observer, start, end time.Time) {
-	if start.IsZero() || end.IsZero() {
-		return
-	}
-	h.Observe(max(end.Sub(start).Seconds(), 0))
 }

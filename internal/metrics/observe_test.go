@@ -169,6 +169,9 @@ func TestObserveFinished(t *testing.T) {
 			`vllm:request_generation_tokens_bucket{le="20.0"}`:    1,
 		},
 	}, {
+		// Every phase histogram counts every finished request (as vLLM's
+		// do, so each _count equals request_success_total); the phases it
+		// never reached count 0 seconds.
 		name: "aborted in the queue",
 		ev:   engine.FinishedEvent{Reason: engine.FinishAbort, PromptTokens: 50},
 		tl:   [5]int{1, -1, -1, -1, 700},
@@ -176,11 +179,15 @@ func TestObserveFinished(t *testing.T) {
 			`vllm:request_success_total{finished_reason="abort"}`: 1,
 			"vllm:e2e_request_latency_seconds_count":              1,
 			"vllm:e2e_request_latency_seconds_sum":                0.7,
-			"vllm:request_queue_time_seconds_count":               0,
-			"vllm:request_prefill_time_seconds_count":             0,
-			"vllm:request_decode_time_seconds_count":              0,
-			"vllm:request_inference_time_seconds_count":           0,
-			"vllm:request_time_per_output_token_seconds_count":    0,
+			"vllm:request_queue_time_seconds_count":               1,
+			"vllm:request_queue_time_seconds_sum":                 0,
+			"vllm:request_prefill_time_seconds_count":             1,
+			"vllm:request_decode_time_seconds_count":              1,
+			"vllm:request_inference_time_seconds_count":           1,
+			"vllm:request_inference_time_seconds_sum":             0,
+			"vllm:request_time_per_output_token_seconds_count":    1,
+			"vllm:request_num_preemptions_count":                  1,
+			"vllm:request_num_preemptions_sum":                    0,
 			"vllm:request_prompt_tokens_sum":                      50,
 			"vllm:request_generation_tokens_count":                1,
 			"vllm:request_params_max_tokens_count":                0,
@@ -304,4 +311,30 @@ func TestObserveWhileScraping(t *testing.T) {
 		"vllm:generation_tokens_total": 200,
 		"vllm:request_params_n_count":  100,
 	})
+}
+
+// TestHiddenFamiliesCarryTheirReplacements: with deprecated families
+// shown, each reads what its replacement reads.
+func TestHiddenFamiliesCarryTheirReplacements(t *testing.T) {
+	cfg := testConfig()
+	hidden, err := metricspec.HiddenFor("0.10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Hidden = hidden
+	cfg.Stats = func() engine.Stats { return engine.Stats{KVUsage: 0.37} }
+	m, reg := newTestMetrics(t, cfg)
+	m.ObserveStep(&engine.StepEvent{PrefixQueries: 40, PrefixHits: 24, ITLs: []float64{0.02, 0.03}})
+	got := seriesValues(t, reg)
+	for hiddenName, of := range map[string]string{
+		"vllm:gpu_cache_usage_perc":                "vllm:kv_cache_usage_perc",
+		"vllm:gpu_prefix_cache_queries_total":      "vllm:prefix_cache_queries_total",
+		"vllm:gpu_prefix_cache_hits_total":         "vllm:prefix_cache_hits_total",
+		"vllm:time_per_output_token_seconds_count": "vllm:inter_token_latency_seconds_count",
+		"vllm:time_per_output_token_seconds_sum":   "vllm:inter_token_latency_seconds_sum",
+	} {
+		if v, ok := got[hiddenName]; !ok || v != got[of] || v == 0 {
+			t.Errorf("%s = %v (present %v), want %s's %v", hiddenName, v, ok, of, got[of])
+		}
+	}
 }

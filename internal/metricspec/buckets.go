@@ -38,6 +38,11 @@ func IterationTokenBuckets() []float64 {
 	return []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}
 }
 
+// NumPreemptionsBuckets is vLLM's set for vllm:request_num_preemptions.
+func NumPreemptionsBuckets() []float64 {
+	return []float64{1, 2, 3, 4, 5, 10, 20}
+}
+
 // ParamsNBuckets is vLLM's set for vllm:request_params_n.
 func ParamsNBuckets() []float64 {
 	return []float64{1, 2, 5, 10, 20}

@@ -3,12 +3,19 @@ package metricspec
 import "strconv"
 
 // CacheConfig is the KV-cache configuration vllm:cache_config_info
-// carries as labels, as vLLM's CacheConfig.metrics_info() writes them:
-// str() of each field, so booleans are "True"/"False" and unset values
-// "None".
+// carries as labels. vLLM writes str() of every field of its CacheConfig
+// (booleans "True"/"False", unset values "None"), so the series has the
+// same 33 labels (plus engine) whatever the model; the fields below are
+// those glassbox has a value for, the rest take the values vLLM 0.30
+// reports for an attention-only model without offloading.
 type CacheConfig struct {
-	BlockSize             int
-	NumGPUBlocks          int
+	BlockSize int
+	// UserSpecifiedBlockSize is whether --block-size was given.
+	UserSpecifiedBlockSize bool
+	NumGPUBlocks           int
+	// MaxModelLen gives kv_cache_max_concurrency: how many full-length
+	// requests the cache holds (kv_cache_size_tokens / max_model_len).
+	MaxModelLen           int
 	EnablePrefixCaching   bool
 	GPUMemoryUtilization  float64
 	CacheDtype            string // "auto", or the K/V element type
@@ -18,24 +25,56 @@ type CacheConfig struct {
 
 // Label names of vllm:cache_config_info that readers use.
 const (
-	CacheBlockSize    = "block_size"
-	CacheNumGPUBlocks = "num_gpu_blocks"
-	CachePrefix       = "enable_prefix_caching"
-	CacheGPUMemUtil   = "gpu_memory_utilization"
-	CacheKVBytes      = "kv_cache_memory_bytes"
+	CacheBlockSize      = "block_size"
+	CacheNumGPUBlocks   = "num_gpu_blocks"
+	CachePrefix         = "enable_prefix_caching"
+	CacheGPUMemUtil     = "gpu_memory_utilization"
+	CacheKVBytes        = "kv_cache_memory_bytes"
+	CacheSizeTokens     = "kv_cache_size_tokens"
+	CacheMaxConcurrency = "kv_cache_max_concurrency"
 )
 
 // Labels are the info labels (without engine).
 func (c CacheConfig) Labels() map[string]string {
+	tokens := c.NumGPUBlocks * c.BlockSize
+	concurrency := "None"
+	if c.MaxModelLen > 0 {
+		concurrency = PyRepr(float64(tokens) / float64(c.MaxModelLen))
+	}
 	return map[string]string{
-		CacheBlockSize:             strconv.Itoa(c.BlockSize),
-		CacheNumGPUBlocks:          strconv.Itoa(c.NumGPUBlocks),
-		"num_cpu_blocks":           "None",
-		CachePrefix:                PythonBool(c.EnablePrefixCaching),
-		CacheGPUMemUtil:            PyRepr(c.GPUMemoryUtilization),
-		"cache_dtype":              c.CacheDtype,
-		CacheKVBytes:               pyOptionalInt(c.KVCacheMemoryBytes),
-		"prefix_caching_hash_algo": c.PrefixCachingHashAlgo,
+		"_block_size_resolved":                   "True",
+		CacheBlockSize:                           strconv.Itoa(c.BlockSize),
+		"cache_dtype":                            c.CacheDtype,
+		"enable_mamba_fine_grained_prefix_cache": "False",
+		CachePrefix:                              PythonBool(c.EnablePrefixCaching),
+		CacheGPUMemUtil:                          PyRepr(c.GPUMemoryUtilization),
+		"is_attention_free":                      "False",
+		"kv_cache_dtype_skip_layers":             "[]",
+		"kv_cache_layout":                        "None",
+		CacheMaxConcurrency:                      concurrency,
+		CacheKVBytes:                             pyOptionalInt(c.KVCacheMemoryBytes),
+		CacheSizeTokens:                          strconv.Itoa(tokens),
+		"kv_offloading_backend":                  "native",
+		"kv_offloading_size":                     "None",
+		"kv_sharing_fast_prefill":                "False",
+		"mamba_block_size":                       "None",
+		"mamba_cache_dtype":                      "auto",
+		"mamba_cache_mode":                       "none",
+		"mamba_page_size_padded":                 "None",
+		"mamba_ssm_cache_dtype":                  "auto",
+		"num_cpu_blocks":                         "None",
+		CacheNumGPUBlocks:                        strconv.Itoa(c.NumGPUBlocks),
+		"num_gpu_blocks_override":                "None",
+		"prefix_cache_retention_interval":        "0",
+		"prefix_caching_hash_algo":               c.PrefixCachingHashAlgo,
+		"prefix_match_unit":                      "None",
+		"replayssm_buffer_len":                   "16",
+		"skip_page_size_padded":                  "None",
+		"sliding_window":                         "None",
+		"use_kda_recoverssm":                     "False",
+		"use_replayssm":                          "False",
+		"user_specified_block_size":              PythonBool(c.UserSpecifiedBlockSize),
+		"user_specified_mamba_block_size":        "False",
 	}
 }
 

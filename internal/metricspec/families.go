@@ -39,87 +39,111 @@ type Family struct {
 
 func fixed(b func() []float64) func(int) []float64 { return func(int) []float64 { return b() } }
 
-// families is the table every lookup reads.
+// families is the table every lookup reads, in the order vLLM 0.30
+// registers them (its /metrics lists families in that order), then
+// glassbox's own. HELP texts are vLLM's verbatim, typos and trailing
+// spaces included: consumers compare them.
 var families = []Family{
+	{Name: EstimatedFLOPsPerGPU, Kind: Counter,
+		Help: "Estimated number of floating point operations per GPU (for Model Flops Utilization calculations)."},
+	{Name: EstimatedReadBytesPerGPU, Kind: Counter,
+		Help: "Estimated number of bytes read from memory per GPU (for Model Flops Utilization calculations)."},
+	{Name: EstimatedWriteBytesPerGPU, Kind: Counter,
+		Help: "Estimated number of bytes written to memory per GPU (for Model Flops Utilization calculations)."},
 	{Name: NumRequestsRunning, Kind: Gauge, Help: "Number of requests in model execution batches."},
 	{Name: NumRequestsWaiting, Kind: Gauge, Help: "Number of requests waiting to be processed."},
 	{Name: NumRequestsWaitingByReason, Kind: Gauge, Labels: []string{LabelReason},
-		Help: "Number of requests waiting, by reason: capacity (no room to schedule) or deferred (held back by transient constraints)."},
-	{Name: KVCacheUsagePerc, Kind: Gauge, Help: "KV-cache usage. 1 means 100 percent usage."},
-	{Name: KVCacheBlocks, Kind: Gauge, Labels: []string{LabelState},
-		Help: "KV-cache blocks by state: free (empty), cached (free but holding reusable prefix-cache content), used (held by running requests)."},
-
-	{Name: CacheConfigInfo, Kind: Gauge, Help: "Information of the LLMEngine CacheConfig"},
+		Help: "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; " +
+			"'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). " +
+			"Sum of all reasons equals vllm:num_requests_waiting."},
 	{Name: EngineSleepState, Kind: Gauge, Labels: []string{LabelSleepState},
 		Help: "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; " +
 			"weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2."},
-	{Name: SchedulerConfigInfo, Kind: Gauge, Help: "Scheduler configuration of the engine (value 1)."},
-	{Name: ExecutorInfo, Kind: Gauge, Help: "Executor and hardware behind the engine (value 1)."},
-	{Name: ExecutorPeakFLOPs, Kind: Gauge,
-		Help: "Peak dense FLOP/s of one GPU of the executor; divide estimated FLOP rates by it for MFU."},
-	{Name: ExecutorPeakMemBandwidth, Kind: Gauge,
-		Help: "Peak memory bandwidth of one GPU of the executor in bytes/s; divide estimated byte rates by it for MBU."},
-
-	{Name: PromptTokensBySource, Kind: Counter, Labels: []string{LabelSource}, Help: "Number of prompt tokens by source."},
+	{Name: KVCacheUsagePerc, Kind: Gauge, Help: "KV-cache usage. 1 means 100 percent usage."},
 	{Name: PrefixCacheQueries, Kind: Counter, Help: "Prefix cache queries, in terms of number of queried tokens."},
 	{Name: PrefixCacheHits, Kind: Counter, Help: "Prefix cache hits, in terms of number of cached tokens."},
 	{Name: ExternalPrefixCacheQueries, Kind: Counter,
 		Help: "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of queried tokens."},
 	{Name: ExternalPrefixCacheHits, Kind: Counter,
 		Help: "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of cached tokens."},
+	{Name: MMCacheQueries, Kind: Counter, Help: "Multi-modal cache queries, in terms of number of queried items."},
+	{Name: MMCacheHits, Kind: Counter, Help: "Multi-modal cache hits, in terms of number of cached items."},
 	{Name: NumPreemptions, Kind: Counter, Help: "Cumulative number of preemption from the engine."},
 	{Name: PromptTokens, Kind: Counter, Help: "Number of prefill tokens processed."},
+	{Name: PromptTokensBySource, Kind: Counter, Labels: []string{LabelSource}, Help: "Number of prompt tokens by source."},
 	{Name: PromptTokensCached, Kind: Counter, Help: "Number of cached prompt tokens (local + external)."},
 	{Name: GenerationTokens, Kind: Counter, Help: "Number of generation tokens processed."},
-	{Name: EstimatedFLOPsPerGPU, Kind: Counter,
-		Help: "Estimated number of floating point operations per GPU (for Model Flops Utilization calculations)."},
-	{Name: EstimatedReadBytesPerGPU, Kind: Counter,
-		Help: "Estimated number of bytes read from memory per GPU (for Model Bandwidth Utilization calculations)."},
-	{Name: EstimatedWriteBytesPerGPU, Kind: Counter,
-		Help: "Estimated number of bytes written to memory per GPU (for Model Bandwidth Utilization calculations)."},
-	{Name: ExecutorBusySeconds, Kind: Counter, Help: "Time spent inside the executor; its rate is the executor's utilisation."},
-	{Name: EngineSteps, Kind: Counter, Help: "Engine iterations run."},
-	{Name: IterationTokens, Kind: Histogram, Help: "Histogram of number of tokens per engine_step.", Buckets: fixed(IterationTokenBuckets)},
-	{Name: TimeToFirstToken, Kind: Histogram, Help: "Histogram of time to first token in seconds.", Buckets: fixed(TTFTBuckets)},
-	{Name: InterTokenLatency, Kind: Histogram, Help: "Histogram of inter-token latency in seconds.", Buckets: fixed(TokenStepBuckets)},
-	{Name: EngineStepDuration, Kind: Histogram, Buckets: fixed(StepDurationBuckets),
-		Help: "Wall time of one engine iteration: scheduling, execution and output delivery."},
-
 	{Name: RequestSuccess, Kind: Counter, Labels: []string{LabelFinishedReason}, Help: "Count of successfully processed requests."},
-	{Name: E2ERequestLatency, Kind: Histogram, Help: "Histogram of e2e request latency in seconds.", Buckets: fixed(RequestLatencyBuckets)},
-	{Name: RequestQueueTime, Kind: Histogram, Help: "Histogram of time spent in WAITING phase for request.", Buckets: fixed(RequestLatencyBuckets)},
-	{Name: RequestPrefillTime, Kind: Histogram, Help: "Histogram of time spent in PREFILL phase for request.", Buckets: fixed(RequestLatencyBuckets)},
-	{Name: RequestDecodeTime, Kind: Histogram, Help: "Histogram of time spent in DECODE phase for request.", Buckets: fixed(RequestLatencyBuckets)},
-	{Name: RequestInferenceTime, Kind: Histogram, Help: "Histogram of time spent in RUNNING phase for request.", Buckets: fixed(RequestLatencyBuckets)},
-	{Name: RequestTimePerOutputToken, Kind: Histogram, Help: "Histogram of time_per_output_token_seconds per request.", Buckets: fixed(TokenStepBuckets)},
 	{Name: RequestPromptTokens, Kind: Histogram, Help: "Number of prefill tokens processed.", Buckets: OneTwoFiveBuckets},
 	{Name: RequestGenerationTokens, Kind: Histogram, Help: "Number of generation tokens processed.", Buckets: OneTwoFiveBuckets},
-	{Name: RequestParamsMaxTokens, Kind: Histogram, Help: "Histogram of the max_tokens request parameter.", Buckets: OneTwoFiveBuckets},
-	{Name: RequestPrefillKVComputed, Kind: Histogram, Buckets: OneTwoFiveBuckets,
-		Help: "Histogram of new KV tokens computed during prefill (excluding cached tokens)."},
+	{Name: IterationTokens, Kind: Histogram, Help: "Histogram of number of tokens per engine_step.", Buckets: fixed(IterationTokenBuckets)},
 	{Name: RequestMaxNumGenerationToks, Kind: Histogram, Buckets: OneTwoFiveBuckets,
 		Help: "Histogram of maximum number of requested generation tokens."},
 	{Name: RequestParamsN, Kind: Histogram, Help: "Histogram of the n request parameter.", Buckets: fixed(ParamsNBuckets)},
+	{Name: RequestParamsMaxTokens, Kind: Histogram, Help: "Histogram of the max_tokens request parameter.", Buckets: OneTwoFiveBuckets},
+	{Name: TimeToFirstToken, Kind: Histogram, Help: "Histogram of time to first token in seconds.", Buckets: fixed(TTFTBuckets)},
+	{Name: InterTokenLatency, Kind: Histogram, Help: "Histogram of inter-token latency in seconds.", Buckets: fixed(TokenStepBuckets)},
+	{Name: RequestTimePerOutputToken, Kind: Histogram, Help: "Histogram of time_per_output_token_seconds per request.", Buckets: fixed(TokenStepBuckets)},
+	{Name: E2ERequestLatency, Kind: Histogram, Help: "Histogram of e2e request latency in seconds.", Buckets: fixed(RequestLatencyBuckets)},
+	{Name: RequestQueueTime, Kind: Histogram, Help: "Histogram of time spent in WAITING phase for request.", Buckets: fixed(RequestLatencyBuckets)},
+	{Name: RequestInferenceTime, Kind: Histogram, Help: "Histogram of time spent in RUNNING phase for request.", Buckets: fixed(RequestLatencyBuckets)},
+	{Name: RequestPrefillTime, Kind: Histogram, Help: "Histogram of time spent in PREFILL phase for request.", Buckets: fixed(RequestLatencyBuckets)},
+	{Name: RequestDecodeTime, Kind: Histogram, Help: "Histogram of time spent in DECODE phase for request.", Buckets: fixed(RequestLatencyBuckets)},
+	{Name: RequestNumPreemptions, Kind: Histogram, Help: "Histogram of the number of times a request was preempted.",
+		Buckets: fixed(NumPreemptionsBuckets)},
+	{Name: RequestPrefillKVComputed, Kind: Histogram, Buckets: OneTwoFiveBuckets,
+		Help: "Histogram of new KV tokens computed during prefill (excluding cached tokens)."},
+	{Name: CacheConfigInfo, Kind: Gauge, Help: "Information of the LLMEngine CacheConfig"},
+	{Name: AdmissionRejections, Kind: Counter, Labels: []string{LabelReason},
+		Help: "Number of requests rejected at admission (HTTP 503), by reason."},
 
-	{Name: HTTPRequests, Kind: Counter, Labels: []string{"method", "status", "handler"},
+	{Name: HTTPRequests, Kind: Counter, Labels: []string{"handler", "method", "status"},
 		Help: "Total number of requests by method, status and handler."},
-	{Name: HTTPRequestDuration, Kind: Histogram, Labels: []string{"method", "handler"}, Buckets: fixed(HTTPDurationBuckets),
-		Help: "Latency with only few buckets by handler. Made to be only used if aggregation by handler is important."},
-	{Name: HTTPRequestDurationHighR, Kind: Histogram, Buckets: fixed(HTTPHighResBuckets),
-		Help: "Latency with many buckets but no API specific labels. Made for more accurate percentile calculations."},
 	{Name: HTTPRequestSize, Kind: Summary, Labels: []string{"handler"},
-		Help: "Content length of incoming requests by handler. Only value of header is respected. Otherwise ignored."},
+		Help: "Content length of incoming requests by handler. Only value of header is respected. Otherwise ignored. No percentile calculated. "},
 	{Name: HTTPResponseSize, Kind: Summary, Labels: []string{"handler"},
-		Help: "Size of responses by handler: bytes of body written."},
+		Help: "Content length of outgoing responses by handler. Only value of header is respected. Otherwise ignored. No percentile calculated. "},
+	{Name: HTTPRequestDurationHighR, Kind: Histogram, Buckets: fixed(HTTPHighResBuckets),
+		Help: "Latency with many buckets but no API specific labels. Made for more accurate percentile calculations. "},
+	{Name: HTTPRequestDuration, Kind: Histogram, Labels: []string{"handler", "method"}, Buckets: fixed(HTTPDurationBuckets),
+		Help: "Latency with only few buckets by handler. Made to be only used if aggregation by handler is important. "},
+
+	// glassbox's own.
+	{Name: KVCacheBlocks, Kind: Gauge, Labels: []string{LabelState},
+		Help: "KV-cache blocks by state: free (empty), cached (free but holding reusable prefix-cache content), used (held by running requests)."},
+	{Name: SchedulerConfigInfo, Kind: Gauge, Help: "Scheduler configuration of the engine (value 1)."},
+	{Name: ExecutorInfo, Kind: Gauge, Help: "Executor and hardware behind the engine (value 1)."},
+	{Name: ExecutorPeakFLOPs, Kind: Gauge,
+		Help: "Peak dense FLOP/s of one GPU of the executor; divide estimated FLOP rates by it for MFU."},
+	{Name: ExecutorPeakMemBandwidth, Kind: Gauge,
+		Help: "Peak memory bandwidth of one GPU of the executor in bytes/s; divide estimated byte rates by it for MBU."},
+	{Name: ExecutorBusySeconds, Kind: Counter, Help: "Time spent inside the executor; its rate is the executor's utilisation."},
+	{Name: EngineSteps, Kind: Counter, Help: "Engine iterations run."},
+	{Name: EngineStepDuration, Kind: Histogram, Buckets: fixed(StepDurationBuckets),
+		Help: "Wall time of one engine iteration: scheduling, execution and output delivery."},
 }
 
-var byName = func() map[string]*Family {
-	m := make(map[string]*Family, len(families))
+type entry struct {
+	*Family
+	index int
+}
+
+var byName = func() map[string]entry {
+	m := make(map[string]entry, len(families))
 	for i := range families {
-		m[families[i].Name] = &families[i]
+		m[families[i].Name] = entry{&families[i], i}
 	}
 	return m
 }()
+
+// Index is a family's place in the exposition order, or -1.
+func Index(name string) int {
+	f, ok := byName[name]
+	if !ok {
+		return -1
+	}
+	return f.index
+}
 
 // Families lists every family, in the table's order. The slice is a copy;
 // the Family values share their Labels slices: do not modify them.
@@ -131,7 +155,7 @@ func Lookup(name string) (Family, bool) {
 	if !ok {
 		return Family{}, false
 	}
-	return *f, true
+	return *f.Family, true
 }
 
 // Must is Lookup for names the caller spells with this package's

@@ -32,6 +32,8 @@ const (
 	PrefixCacheHits            = "vllm:prefix_cache_hits_total"
 	ExternalPrefixCacheQueries = "vllm:external_prefix_cache_queries_total"
 	ExternalPrefixCacheHits    = "vllm:external_prefix_cache_hits_total"
+	MMCacheQueries             = "vllm:mm_cache_queries_total"
+	MMCacheHits                = "vllm:mm_cache_hits_total"
 	NumPreemptions             = "vllm:num_preemptions_total"
 	PromptTokens               = "vllm:prompt_tokens_total"
 	PromptTokensCached         = "vllm:prompt_tokens_cached_total"
@@ -60,6 +62,10 @@ const (
 	RequestPrefillKVComputed    = "vllm:request_prefill_kv_computed_tokens"
 	RequestMaxNumGenerationToks = "vllm:request_max_num_generation_tokens"
 	RequestParamsN              = "vllm:request_params_n"
+	RequestNumPreemptions       = "vllm:request_num_preemptions"
+
+	// Frontend: requests refused with 503 (vLLM 0.32's admission control).
+	AdmissionRejections = "vllm:admission_rejections_total"
 
 	// HTTP families, named as prometheus-fastapi-instrumentator names them.
 	HTTPRequests             = "http_requests_total"
@@ -67,6 +73,14 @@ const (
 	HTTPRequestDurationHighR = "http_request_duration_highr_seconds"
 	HTTPRequestSize          = "http_request_size_bytes"
 	HTTPResponseSize         = "http_response_size_bytes"
+)
+
+// Reasons a request is refused at admission, the reason label of
+// vllm:admission_rejections_total: the waiting queue is full
+// (--max-num-queued-reqs), or the engine is shutting down.
+const (
+	RejectQueueFull = "max_num_queued_reqs"
+	RejectShutdown  = "shutdown"
 )
 
 // Label names.

@@ -42,22 +42,28 @@ type Config struct {
 	Threads   int
 	Sim       sim.Config
 
-	MaxNumSeqs           int
-	MaxNumBatchedTokens  int
-	MaxModelLen          int
-	BlockSize            int
-	NoPrefixCaching      bool
-	GPUMemoryUtilization float64 // the simulator's; 0: 0.92
-	KVCacheMemoryBytes   int64
-	MaxQueuedRequests    int
+	MaxNumSeqs          int
+	MaxNumBatchedTokens int
+	MaxModelLen         int
+	BlockSize           int
+	// UserSpecifiedBlockSize says BlockSize was asked for rather than
+	// defaulted (cache_config_info reports it).
+	UserSpecifiedBlockSize bool
+	NoPrefixCaching        bool
+	GPUMemoryUtilization   float64 // the simulator's; 0: 0.92
+	KVCacheMemoryBytes     int64
+	MaxQueuedRequests      int
 
 	// ServedModelNames are the names clients use; empty means the sim
 	// model's name or Model's path.
 	ServedModelNames []string
 	APIKey           string
 	DisableLogStats  bool
-	Version          string
-	Logger           *slog.Logger
+	// ShowHiddenMetricsForVersion also exports the families vLLM of that
+	// version exported and 0.30 no longer does (vLLM's flag).
+	ShowHiddenMetricsForVersion string
+	Version                     string
+	Logger                      *slog.Logger
 
 	// Registerer receives the metrics and Gatherer serves them; both nil
 	// gives the replica its own registry with Go and process collectors.
@@ -120,12 +126,20 @@ func New(cfg Config) (r *Replica, err error) {
 		own.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		reg, gather = own, own
 	}
+	var hidden []metricspec.Deprecated
+	if cfg.ShowHiddenMetricsForVersion != "" {
+		if hidden, err = metricspec.HiddenFor(cfg.ShowHiddenMetricsForVersion); err != nil {
+			return nil, fmt.Errorf("show hidden metrics: %w", err)
+		}
+	}
 	var eng *engine.Engine
 	m, err := metrics.New(metrics.Config{
 		ModelName: names[0], Engine: "0", MaxModelLen: ecfg.MaxModelLen, DisableLogStats: cfg.DisableLogStats,
-		Cache: metricspec.CacheConfig{BlockSize: ecfg.BlockSize, NumGPUBlocks: ecfg.NumBlocks,
-			EnablePrefixCaching: ecfg.EnablePrefixCaching, GPUMemoryUtilization: cfg.GPUMemoryUtilization,
-			CacheDtype: b.cacheDtype, KVCacheMemoryBytes: cfg.KVCacheMemoryBytes, PrefixCachingHashAlgo: "sha256"},
+		Cache: metricspec.CacheConfig{BlockSize: ecfg.BlockSize, UserSpecifiedBlockSize: cfg.UserSpecifiedBlockSize,
+			NumGPUBlocks: ecfg.NumBlocks, MaxModelLen: ecfg.MaxModelLen, EnablePrefixCaching: ecfg.EnablePrefixCaching,
+			GPUMemoryUtilization: cfg.GPUMemoryUtilization, CacheDtype: b.cacheDtype,
+			KVCacheMemoryBytes: cfg.KVCacheMemoryBytes, PrefixCachingHashAlgo: "sha256"},
+		Hidden: hidden,
 		SchedulerInfo: map[string]string{
 			"max_num_seqs": strconv.Itoa(ecfg.MaxNumSeqs), "max_num_batched_tokens": strconv.Itoa(ecfg.MaxNumBatchedTokens),
 			"max_model_len": strconv.Itoa(ecfg.MaxModelLen),
@@ -149,7 +163,7 @@ func New(cfg Config) (r *Replica, err error) {
 	}
 	srv := server.New(server.Config{
 		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger,
-		Metrics: mh, Instrument: m.InstrumentHTTP, Chat: b.chat, Profiler: cfg.Profiler,
+		Metrics: mh, Instrument: m.InstrumentHTTP, Rejected: m.Rejected, Chat: b.chat, Profiler: cfg.Profiler,
 	}, eng, b.model)
 	return &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe,
 		handler: srv.Handler(), metrics: mh, back: b}, nil

@@ -15,11 +15,13 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/openai"
 )
 
@@ -76,6 +78,9 @@ type Config struct {
 	// Instrument, when set, wraps each route's handler (named by its path),
 	// for request metrics or tracing.
 	Instrument func(name string, h http.Handler) http.Handler
+	// Rejected, when set, hears of every generation request refused with
+	// 503, with metricspec's reason (vllm:admission_rejections_total).
+	Rejected func(reason string)
 }
 
 // Server serves one engine. Handlers run on net/http's goroutines; each
@@ -135,6 +140,14 @@ func (s *Server) Handler() http.Handler {
 
 // fail writes err as an error response and logs what the server got wrong.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	if s.cfg.Rejected != nil {
+		switch {
+		case errors.Is(err, engine.ErrOverloaded):
+			s.cfg.Rejected(metricspec.RejectQueueFull)
+		case errors.Is(err, engine.ErrClosed) && r.Method == http.MethodPost:
+			s.cfg.Rejected(metricspec.RejectShutdown)
+		}
+	}
 	e := openai.WriteError(w, err)
 	level := slog.LevelDebug
 	if e.Status >= http.StatusInternalServerError {
