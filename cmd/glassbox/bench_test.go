@@ -94,8 +94,16 @@ func TestBenchSweepFindsAKnee(t *testing.T) {
 		t.Fatalf("synchronous pass meets SLOs: %v (TTFT %v ms); throughput pass meets them: %v (TTFT %v ms); want true, false",
 			sync["meets_slos"], sync["mean_ttft_ms"], tp["meets_slos"], tp["mean_ttft_ms"])
 	}
-	knee, ok := j["knee_request_rate"].(float64)
-	if !ok || knee < sync["rate"].(float64) || knee >= tp["rate"].(float64) {
-		t.Errorf("knee %v req/s, want between the synchronous rate %v and the throughput %v", j["knee_request_rate"], sync["rate"], tp["rate"])
+	// The knee is the highest rate of a pass that met the SLOs (a pass's
+	// rate is what it achieved, so on a busy machine the throughput pass
+	// need not beat the synchronous one).
+	best := 0.0
+	for _, p := range passes {
+		if p := p.(map[string]any); p["meets_slos"] == true {
+			best = max(best, p["rate"].(float64))
+		}
+	}
+	if knee, ok := j["knee_request_rate"].(float64); !ok || knee != best || knee < sync["rate"].(float64) {
+		t.Errorf("knee %v req/s, want the highest rate that met the SLOs, %v (synchronous %v)", j["knee_request_rate"], best, sync["rate"])
 	}
 }

@@ -30,11 +30,12 @@ var compatUnavailable = map[string]string{
 }
 
 // TestMonitoringStack runs the shipped monitoring against a real server: a
-// real Prometheus scrapes 'glassbox serve' (simulated H200) under load with
-// the generated rules, and a real Alertmanager routes to a webhook. Every
-// panel query of our dashboards and of vLLM's dashboards must return data;
-// then a workload that overfills the KV cache must make the KV-usage and
-// preemption alerts fire in Prometheus and reach the webhook.
+// real Prometheus scrapes 'glassbox serve' (simulated H200) and its
+// simulated dcgm-exporter under load with the generated rules, and a real
+// Alertmanager routes to a webhook. Every panel query of our dashboards and
+// of vLLM's dashboards must return data, and the DCGM series must agree with
+// the engine's own; then a workload that overfills the KV cache must make
+// the KV-usage and preemption alerts fire in Prometheus and reach the webhook.
 func TestMonitoringStack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus and Alertmanager; skipped with -short")
@@ -44,13 +45,14 @@ func TestMonitoringStack(t *testing.T) {
 	// 256 blocks of 16 tokens (128 KiB of KV per token): a handful of
 	// short requests fit easily, two dozen long ones cannot.
 	base, _ := serveTest(t, "--sim-time-scale", "1", "--max-model-len", "1024",
-		"--kv-cache-memory-bytes", fmt.Sprint(256*16*131072))
+		"--kv-cache-memory-bytes", fmt.Sprint(256*16*131072), "--sim-dcgm-port", "0")
 	target := strings.TrimPrefix(base, "http://")
+	inst, _ := servers.Load(base)
 
 	hook, hookSrv := newWebhook(t)
 	amAddr, promAddr := freeLoopbackAddr(t), freeLoopbackAddr(t)
 	c := dashboards.Default()
-	c.Target, c.AlertmanagerTarget = target, amAddr
+	c.Target, c.AlertmanagerTarget, c.DCGMTarget = target, amAddr, inst.(*instance).dcgmAddr
 	c.CriticalWebhookURL, c.WarningWebhookURL = hookSrv.URL+"/critical", hookSrv.URL+"/warning"
 	c.ScrapeInterval = time.Second
 	c.RateWindow, c.StallWindow, c.For, c.ShortFor = 10*time.Second, 10*time.Second, 3*time.Second, 3*time.Second
@@ -92,6 +94,7 @@ func TestMonitoringStack(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 	}
+	checkDCGMReconciles(t, promURL)
 	stopLoad()
 	okN, failN := wait()
 	t.Logf("phase 1: %d requests answered, %d failed; %d queries checked (%d of vLLM's), %d vLLM queries skipped",
@@ -275,4 +278,41 @@ func grafanaQueries(t *testing.T, file string, raw []byte, vars map[string]strin
 	}
 	walk(doc, "")
 	return out
+}
+
+// checkDCGMReconciles compares, in Prometheus under load, the simulated
+// GPU's DCGM series with the engine's own: engine activity with the
+// executor's busy ratio (within 0.02), tensor-pipe activity with the MFU
+// that vLLM's FLOP counter gives, and a framebuffer that stays at what
+// --gpu-memory-utilization preallocates.
+func checkDCGMReconciles(t *testing.T, promURL string) {
+	t.Helper()
+	value := func(q string) (float64, bool) {
+		s, err := promQuery(promURL, q)
+		if err != nil || len(s) != 1 || math.IsNaN(s[0].Value) {
+			return 0, false
+		}
+		return s[0].Value, true
+	}
+	var last string
+	ok := false
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end) && !ok; time.Sleep(time.Second) {
+		active, a := value(`avg_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0"}[10s])`)
+		busy, b := value(`sum(rate(glassbox_executor_busy_seconds_total[10s]))`)
+		tensor, c := value(`avg_over_time(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{gpu="0"}[10s])`)
+		mfu, d := value(`sum(rate(vllm:estimated_flops_per_gpu_total[10s])) / max(glassbox_executor_peak_flops_per_second)`)
+		last = fmt.Sprintf("engine active %.3f vs busy %.3f; tensor active %.4f vs MFU %.4f", active, busy, tensor, mfu)
+		ok = a && b && c && d && busy > 0.05 && math.Abs(active-busy) <= 0.02 && math.Abs(tensor-mfu) <= 0.02+0.1*mfu
+	}
+	if !ok {
+		t.Errorf("DCGM does not reconcile with the engine within 30 s: %s", last)
+	} else {
+		t.Logf("DCGM reconciles: %s", last)
+	}
+	minFB, a := value(`min_over_time(DCGM_FI_DEV_FB_USED{gpu="0"}[5m])`)
+	maxFB, b := value(`max_over_time(DCGM_FI_DEV_FB_USED{gpu="0"}[5m])`)
+	total, c := value(`DCGM_FI_DEV_FB_USED{gpu="0"} + DCGM_FI_DEV_FB_FREE{gpu="0"} + DCGM_FI_DEV_FB_RESERVED{gpu="0"}`)
+	if !a || !b || !c || minFB != maxFB || math.Abs(minFB/total-0.92) > 0.001 {
+		t.Errorf("framebuffer used %v..%v MiB of %v: want flat at --gpu-memory-utilization 0.92", minFB, maxFB, total)
+	}
 }

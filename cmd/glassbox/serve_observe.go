@@ -30,6 +30,9 @@ type observeFlags struct {
 	profilerDir         string
 	profilerMaxSteps    int
 	profilerMaxDuration time.Duration
+	dcgmPort            string
+	dcgmInterval        time.Duration
+	hostname            string // the DCGM series' Hostname: $NODE_NAME, else the host's name
 }
 
 func (o *observeFlags) register(fs *flag.FlagSet) {
@@ -42,6 +45,8 @@ func (o *observeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.profilerDir, "profiler-dir", "", "enable POST /start_profile and /stop_profile, writing Perfetto traces and CPU profiles here")
 	fs.IntVar(&o.profilerMaxSteps, "profiler-max-steps", 2000, "a profile stops itself after this many engine steps")
 	fs.DurationVar(&o.profilerMaxDuration, "profiler-max-duration", 30*time.Second, "a profile stops itself after this long")
+	fs.StringVar(&o.dcgmPort, "sim-dcgm-port", "", "serve the simulated GPUs' NVIDIA dcgm-exporter metrics on this port (dcgm-exporter's is 9400; 0 picks a free one)")
+	fs.DurationVar(&o.dcgmInterval, "sim-dcgm-interval", time.Second, "the period DCGM's activity, utilisation and power readings average over")
 }
 
 // resolve checks the flags together and reads the standard OTLP protocol
@@ -53,6 +58,12 @@ func (o *observeFlags) resolve(getenv func(string) string) error {
 	}
 	if o.metricsAuthFile != "" && o.metricsPort == "" {
 		return errors.New("--metrics-auth-file protects the --metrics-port listener: give --metrics-port too (the API port's /metrics takes --api-key)")
+	}
+	if o.dcgmPort != "" {
+		// dcgm-exporter's own rule for its Hostname label.
+		if o.hostname = getenv("NODE_NAME"); o.hostname == "" {
+			o.hostname, _ = os.Hostname()
+		}
 	}
 	o.otlpProtocol = getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
 	if o.otlpProtocol == "" {
@@ -141,11 +152,14 @@ func (o *observability) close(log *slog.Logger) {
 	}
 }
 
-func printObserveBanner(w io.Writer, f *serveFlags, metricsAddr string) {
+func printObserveBanner(w io.Writer, f *serveFlags, metricsAddr, dcgmAddr string) {
 	o := &f.obs
 	scheme := "http"
 	if o.sslCertfile != "" {
 		scheme = "https"
+	}
+	if dcgmAddr != "" {
+		fmt.Fprintf(w, "  simulated dcgm-exporter on %s://%s/metrics (Hostname %q)\n", scheme, dcgmAddr, o.hostname)
 	}
 	if metricsAddr != "" {
 		auth := "open"

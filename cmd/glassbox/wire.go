@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 type instance struct {
 	addr        string
 	metricsAddr string // the --metrics-port listener, or ""
+	dcgmAddr    string // the --sim-dcgm-port listener, or ""
 	engine      *engine.Engine
 	done        chan error
 }
@@ -54,7 +56,7 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 	}
 	release := func() { r.Close(); o.close(log) } // the engine stops first, then the last spans and profile
 	lns, err := server.Listen(server.ListenConfig{Host: f.host, Port: f.port, MetricsPort: f.obs.metricsPort,
-		CertFile: f.obs.sslCertfile, KeyFile: f.obs.sslKeyfile})
+		DCGMPort: f.obs.dcgmPort, CertFile: f.obs.sslCertfile, KeyFile: f.obs.sslKeyfile})
 	if err != nil {
 		release()
 		return nil, err
@@ -63,18 +65,28 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 	if lns.Metrics != nil {
 		inst.metricsAddr = lns.Metrics.Addr().String()
 	}
+	if lns.DCGM != nil {
+		inst.dcgmAddr = lns.DCGM.Addr().String()
+	}
 	printBanner(stdout, f, r, inst.addr)
-	printObserveBanner(stdout, f, inst.metricsAddr)
+	printObserveBanner(stdout, f, inst.metricsAddr, inst.dcgmAddr)
 
 	r.Start()
 	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lns.API) }()
-	var metricsSrv *http.Server
+	var side []*http.Server // the metrics and DCGM listeners: closed at once on shutdown
+	serveSide := func(ln net.Listener, h http.Handler) {
+		s := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
+		side = append(side, s)
+		go func() { _ = s.Serve(ln) }() // ends with Close below
+	}
 	if lns.Metrics != nil {
-		metricsSrv = &http.Server{Handler: server.MetricsRoutes(r.MetricsHandler(), o.creds), ReadHeaderTimeout: 10 * time.Second, ErrorLog: errLog}
-		go func() { _ = metricsSrv.Serve(lns.Metrics) }() // ends with Close below
+		serveSide(lns.Metrics, server.MetricsRoutes(r.MetricsHandler(), o.creds))
+	}
+	if lns.DCGM != nil {
+		serveSide(lns.DCGM, server.MetricsRoutes(r.DCGMHandler(), nil))
 	}
 
 	go func() {
@@ -92,8 +104,8 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 			cancel()
 		}
 		srv.Close()
-		if metricsSrv != nil {
-			metricsSrv.Close()
+		for _, s := range side {
+			s.Close()
 		}
 		release() // aborts anything still in flight
 		if errors.Is(err, http.ErrServerClosed) {
@@ -114,6 +126,7 @@ func newReplica(f *serveFlags, o *observability, log *slog.Logger) (*replica.Rep
 		GPUMemoryUtilization: f.gpuMemoryUtil, MaxQueuedRequests: f.maxQueued,
 		APIKey: f.apiKey, DisableLogStats: f.disableLogStats, Version: version, Logger: log,
 		Observers: o.observers(), RecordPhases: f.obs.detailed,
+		DCGM: f.obs.dcgmPort != "", DCGMWindow: f.obs.dcgmInterval, Hostname: f.obs.hostname,
 	}
 	var err error
 	if c.MaxNumBatchedTokens, err = parseCount(f.maxNumBatchedTokens, 0); err != nil {

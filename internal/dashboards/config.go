@@ -4,12 +4,12 @@
 // Prometheus and Alertmanager configurations that `glassbox monitoring
 // export` writes and the repository keeps under monitoring/.
 //
-// Every metric it queries is named through internal/metrics' constants, so
-// a renamed family breaks the build or the drift test instead of leaving an
-// empty panel. It only generates files: from the rest of glassbox it
-// imports internal/metrics alone (for names and bucket bounds), never the
-// engine, scheduler, executors or server directly, and it reads no
-// environment.
+// Every metric it queries is named through internal/metricspec's
+// constants, so a renamed family breaks the build or the drift test instead
+// of leaving an empty panel. It only generates files: from the rest of
+// glassbox it imports internal/metricspec alone (for names and bucket
+// bounds), never the engine, scheduler, executors or server, and it reads
+// no environment.
 package dashboards
 
 import (
@@ -32,6 +32,11 @@ type Config struct {
 	MetricsPath        string        // usually /metrics
 	ScrapeInterval     time.Duration // also the rule evaluation interval
 	AlertmanagerTarget string        // host:port of Alertmanager
+	// DCGMTarget is the host:port of the dcgm-exporter beside the target
+	// (glassbox serve --sim-dcgm-port, or NVIDIA's on :9400), scraped as
+	// job DCGMJob with its instance label rewritten to Target's, so that
+	// GPU and engine series of one replica share an instance. Empty: none.
+	DCGMJob, DCGMTarget string
 
 	// Alertmanager routing: critical and warning alerts go to separate
 	// webhook receivers; the grouping timers are parameters so that a test
@@ -77,6 +82,8 @@ func Default() Config {
 		MetricsPath:        "/metrics",
 		ScrapeInterval:     5 * time.Second,
 		AlertmanagerTarget: "127.0.0.1:9093",
+		DCGMJob:            "dcgm",
+		DCGMTarget:         "127.0.0.1:9400",
 		CriticalWebhookURL: "http://127.0.0.1:5001/critical",
 		WarningWebhookURL:  "http://127.0.0.1:5001/warning",
 		GroupWait:          30 * time.Second,

@@ -16,10 +16,14 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/glassbox-llm/glassbox/internal/dcgm"
+	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/metrics"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
@@ -72,6 +76,26 @@ func exportedSeries(t *testing.T) exported {
 			ex.labels[name] = append(slices.Clone(names), "quantile")
 		default:
 			ex.labels[name] = names
+		}
+	}
+	// The simulated GPU's dcgm-exporter, as serve --sim-dcgm-port serves it.
+	hw, _ := sim.LookupHardware("h100")
+	exp, err := dcgm.New(dcgm.Config{Hardware: hw, GPUs: 2, GPUMemoryUtilization: 0.9, Hostname: "h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := exp.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	dcgmFams, err := parser.TextToMetricFamilies(strings.NewReader(text.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, mf := range dcgmFams {
+		for _, lp := range mf.GetMetric()[0].GetLabel() {
+			ex.labels[name] = append(ex.labels[name], lp.GetName())
 		}
 	}
 	// Prometheus adds these to every scraped series, and writes up itself.
@@ -264,8 +288,9 @@ func TestDiagnosisOverlays(t *testing.T) {
 	files := generated(t, c)
 	qs := panelQueries(t, files[DiagnosisPath])
 	for title, want := range map[string][]string{
-		"Generation throughput vs executor utilisation": {
-			"rate(" + metricspec.GenerationTokens, "rate(" + metricspec.ExecutorBusySeconds,
+		"Generation throughput vs GPU utilisation": {
+			"rate(" + metricspec.GenerationTokens, metricspec.DCGMGREngineActive + `{instance=~"$instance"}) or `,
+			"rate(" + metricspec.ExecutorBusySeconds, metricspec.DCGMTensorActive, metricspec.DCGMDRAMActive,
 			metricspec.EstimatedFLOPsPerGPU, metricspec.ExecutorPeakFLOPs,
 			metricspec.EstimatedReadBytesPerGPU, metricspec.ExecutorPeakMemBandwidth,
 		},

@@ -27,6 +27,8 @@ type backend struct {
 
 	executorInfo             map[string]string
 	peakFLOPs, peakBandwidth float64
+	hardware                 *sim.Hardware // the simulated GPU, nil on the CPU
+	gpus                     int
 
 	blocks func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs int) (int, error)
 	start  func(numBlocks, blockSize int) (engine.Executor, error)
@@ -52,7 +54,7 @@ func simBackend(cfg *Config) (*backend, error) {
 			"executor": info.Executor, "hardware": info.Hardware, "model": info.Model,
 			"tensor_parallel_size": strconv.Itoa(info.TensorParallel),
 		},
-		peakFLOPs: info.PeakFLOPs, peakBandwidth: info.MemBandwidth,
+		peakFLOPs: info.PeakFLOPs, peakBandwidth: info.MemBandwidth, hardware: &hw, gpus: info.TensorParallel,
 		blocks: func(kvBytes int64, blockSize, _, _ int) (int, error) {
 			return exec.KVCacheBlocks(cfg.GPUMemoryUtilization, kvBytes, blockSize)
 		},

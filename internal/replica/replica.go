@@ -9,14 +9,17 @@ package replica
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/glassbox-llm/glassbox/internal/dcgm"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/metrics"
@@ -75,6 +78,13 @@ type Config struct {
 	Observers    []engine.Observer
 	RecordPhases bool
 	Profiler     server.Profiler // nil: no /start_profile
+
+	// DCGM, with the simulator, also builds its dcgm-exporter
+	// (DCGMHandler), averaging over DCGMWindow (0: one second) and
+	// labelled with Hostname.
+	DCGM       bool
+	DCGMWindow time.Duration
+	Hostname   string
 }
 
 // Replica is a built instance. Start runs its engine; Close stops it.
@@ -84,10 +94,10 @@ type Replica struct {
 	Names        []string // served model names, the first the default
 	Describe     string   // what runs it, for a start-up banner
 
-	handler, metrics http.Handler
-	back             *backend
-	stop             context.CancelFunc
-	done             chan struct{}
+	handler, metrics, dcgm http.Handler
+	back                   *backend
+	stop                   context.CancelFunc
+	done                   chan struct{}
 }
 
 // New builds a replica; on error everything built so far is released.
@@ -150,9 +160,21 @@ func New(cfg Config) (r *Replica, err error) {
 	if err != nil {
 		return nil, err
 	}
+	observers := cfg.Observers
+	var exporter *dcgm.Exporter
+	if cfg.DCGM {
+		if b.hardware == nil {
+			return nil, errors.New("a DCGM listener needs the simulated GPU: it has no meaning for --model")
+		}
+		if exporter, err = dcgm.New(dcgm.Config{Hardware: *b.hardware, GPUs: b.gpus, GPUMemoryUtilization: cfg.GPUMemoryUtilization,
+			Hostname: cfg.Hostname, Window: cfg.DCGMWindow}); err != nil {
+			return nil, err
+		}
+		observers = append([]engine.Observer{exporter}, observers...)
+	}
 	var obs engine.Observer = m
-	if len(cfg.Observers) > 0 {
-		obs = append(engine.Observers{m}, cfg.Observers...)
+	if len(observers) > 0 {
+		obs = append(engine.Observers{m}, observers...)
 	}
 	if eng, err = engine.New(ecfg, exec, obs); err != nil {
 		return nil, err
@@ -165,8 +187,12 @@ func New(cfg Config) (r *Replica, err error) {
 		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger,
 		Metrics: mh, Instrument: m.InstrumentHTTP, Rejected: m.Rejected, Chat: b.chat, Profiler: cfg.Profiler,
 	}, eng, b.model)
-	return &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe,
-		handler: srv.Handler(), metrics: mh, back: b}, nil
+	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe,
+		handler: srv.Handler(), metrics: mh, back: b}
+	if exporter != nil {
+		r.dcgm = exporter
+	}
+	return r, nil
 }
 
 // engineConfig turns the sizes into the engine's configuration, with the
@@ -195,6 +221,10 @@ func (r *Replica) Handler() http.Handler { return r.handler }
 // MetricsHandler serves the metrics in vLLM's text format, or is nil when
 // the caller gave a Registerer without a Gatherer.
 func (r *Replica) MetricsHandler() http.Handler { return r.metrics }
+
+// DCGMHandler serves the simulated GPUs' dcgm-exporter series, or is nil
+// without Config.DCGM.
+func (r *Replica) DCGMHandler() http.Handler { return r.dcgm }
 
 // Start runs the engine goroutine until Close.
 func (r *Replica) Start() {

@@ -7,15 +7,16 @@ import (
 	"net/http"
 )
 
-// Listeners are the API port and, when asked for, the metrics port, both
-// wrapped in TLS when a certificate is given.
-type Listeners struct{ API, Metrics net.Listener }
+// Listeners are the API port and, when asked for, the metrics port and the
+// simulated GPU's dcgm-exporter port, all wrapped in TLS when a
+// certificate is given.
+type Listeners struct{ API, Metrics, DCGM net.Listener }
 
-// ListenConfig says where to listen. MetricsPort "" means no metrics
-// listener; port "0" picks a free one.
+// ListenConfig says where to listen. An empty MetricsPort or DCGMPort means
+// no such listener; port "0" picks a free one.
 type ListenConfig struct {
-	Host, Port, MetricsPort string
-	CertFile, KeyFile       string // --ssl-certfile and --ssl-keyfile, both or neither
+	Host, Port, MetricsPort, DCGMPort string
+	CertFile, KeyFile                 string // --ssl-certfile and --ssl-keyfile, both or neither
 }
 
 // Listen opens the listeners; on error nothing is left open.
@@ -45,11 +46,26 @@ func Listen(c ListenConfig) (*Listeners, error) {
 	l := &Listeners{API: api}
 	if c.MetricsPort != "" {
 		if l.Metrics, err = open(c.MetricsPort); err != nil {
-			api.Close()
+			l.Close()
+			return nil, err
+		}
+	}
+	if c.DCGMPort != "" {
+		if l.DCGM, err = open(c.DCGMPort); err != nil {
+			l.Close()
 			return nil, err
 		}
 	}
 	return l, nil
+}
+
+// Close closes every listener.
+func (l *Listeners) Close() {
+	for _, ln := range []net.Listener{l.API, l.Metrics, l.DCGM} {
+		if ln != nil {
+			ln.Close()
+		}
+	}
 }
 
 // MetricsRoutes are the metrics port's routes: /metrics, behind creds when

@@ -21,7 +21,25 @@ type Hardware struct {
 	InterconnectBandwidth float64
 	Interconnect          string
 
-	Calib Calibration
+	Device Device
+	Calib  Calibration
+}
+
+// Device is what NVIDIA's tools report of the GPU (nvidia-smi, DCGM), for
+// the simulated dcgm-exporter: the marketing name, the framebuffer the
+// driver shows, power and clocks. From NVIDIA's datasheets and typical
+// nvidia-smi readings of each part; the sim's KV sizing keeps using
+// MemoryBytes.
+type Device struct {
+	ModelName      string // DCGM's modelName label
+	FramebufferMiB int    // DCGM_FI_DEV_FB_FREE + _USED + _RESERVED
+	ReservedMiB    int    // kept by the driver (DCGM_FI_DEV_FB_RESERVED)
+	IdleWatts      float64
+	TDPWatts       float64 // board power limit
+	SMClockMHz     int     // boost clock under load
+	IdleSMClockMHz int
+	MemClockMHz    int
+	HBM            bool // memory temperature is reported (GDDR parts report 0)
 }
 
 // Calibration holds every fitted coefficient of the cost model for one
@@ -95,13 +113,21 @@ func hardwareProfiles() []Hardware {
 	l40s.MFUPrefill, l40s.MFUDecode = 0.32, 0.08
 	return []Hardware{
 		{Name: "h200", PeakFLOPs: 989e12, MemBandwidth: 4.8e12, MemoryBytes: 141e9,
-			InterconnectBandwidth: 450e9, Interconnect: "nvlink4", Calib: hopperCalibration()},
+			InterconnectBandwidth: 450e9, Interconnect: "nvlink4", Calib: hopperCalibration(),
+			Device: Device{ModelName: "NVIDIA H200", FramebufferMiB: 143771, ReservedMiB: 594, IdleWatts: 76, TDPWatts: 700,
+				SMClockMHz: 1980, IdleSMClockMHz: 345, MemClockMHz: 3201, HBM: true}},
 		{Name: "h100", PeakFLOPs: 989e12, MemBandwidth: 3.35e12, MemoryBytes: 80e9,
-			InterconnectBandwidth: 450e9, Interconnect: "nvlink4", Calib: hopperCalibration()},
+			InterconnectBandwidth: 450e9, Interconnect: "nvlink4", Calib: hopperCalibration(),
+			Device: Device{ModelName: "NVIDIA H100 80GB HBM3", FramebufferMiB: 81559, ReservedMiB: 594, IdleWatts: 70, TDPWatts: 700,
+				SMClockMHz: 1980, IdleSMClockMHz: 345, MemClockMHz: 2619, HBM: true}},
 		{Name: "a100-80g", PeakFLOPs: 312e12, MemBandwidth: 2.039e12, MemoryBytes: 80e9,
-			InterconnectBandwidth: 300e9, Interconnect: "nvlink3", Calib: a100},
+			InterconnectBandwidth: 300e9, Interconnect: "nvlink3", Calib: a100,
+			Device: Device{ModelName: "NVIDIA A100-SXM4-80GB", FramebufferMiB: 81920, ReservedMiB: 532, IdleWatts: 56, TDPWatts: 400,
+				SMClockMHz: 1410, IdleSMClockMHz: 210, MemClockMHz: 1593, HBM: true}},
 		{Name: "l40s", PeakFLOPs: 362e12, MemBandwidth: 0.864e12, MemoryBytes: 48e9,
-			InterconnectBandwidth: 32e9, Interconnect: "pcie4", Calib: l40s},
+			InterconnectBandwidth: 32e9, Interconnect: "pcie4", Calib: l40s,
+			Device: Device{ModelName: "NVIDIA L40S", FramebufferMiB: 46068, ReservedMiB: 473, IdleWatts: 35, TDPWatts: 350,
+				SMClockMHz: 2520, IdleSMClockMHz: 210, MemClockMHz: 9001}},
 	}
 }
 
