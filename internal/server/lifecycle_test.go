@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/openai"
 )
 
@@ -96,7 +99,14 @@ func TestClientDisconnectAbortsEveryChoice(t *testing.T) {
 
 func TestOverloadIs503(t *testing.T) {
 	x := &alphabetExec{hold: make(chan struct{}), holdAfter: 1}
-	env := startEnv(t, x, func(e *engine.Config, _ *Config) { e.MaxWaiting = 2 })
+	var (
+		mu       sync.Mutex
+		rejected []string // vllm:admission_rejections_total's reasons
+	)
+	env := startEnv(t, x, func(e *engine.Config, c *Config) {
+		e.MaxWaiting = 2
+		c.Rejected = func(reason string) { mu.Lock(); rejected = append(rejected, reason); mu.Unlock() }
+	})
 	released := false
 	t.Cleanup(func() {
 		if !released {
@@ -116,6 +126,12 @@ func TestOverloadIs503(t *testing.T) {
 	decodeBody(t, resp, http.StatusServiceUnavailable, &body)
 	if body.Error.Type != openai.TypeServiceUnavailable || body.Error.Code != 503 {
 		t.Errorf("error %+v", body.Error)
+	}
+	decodeBody(t, env.post(t, "/v1/completions", `{"prompt":"a","max_tokens":0}`), http.StatusBadRequest, &body)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(rejected, []string{metricspec.RejectQueueFull}) {
+		t.Errorf("admission rejections %v, want the one 503 as %q", rejected, metricspec.RejectQueueFull)
 	}
 
 	close(x.hold)
