@@ -25,6 +25,7 @@ type serveFlags struct {
 	simModel            string
 	tensorParallel      int
 	simTimeScale        float64
+	simHostOverhead     time.Duration
 	maxNumSeqs          int
 	maxNumBatchedTokens string
 	maxModelLen         string
@@ -61,6 +62,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.simModel, "sim-model", "llama-3.1-8b", "simulated model: "+strings.Join(sim.ModelNames(), ", "))
 	fs.IntVar(&f.tensorParallel, "tensor-parallel-size", 1, "GPUs the simulated model is split over")
 	fs.Float64Var(&f.simTimeScale, "sim-time-scale", 1, "simulated step time multiplier: 1 is real time, 0.1 is ten times faster, 0 never waits")
+	fs.DurationVar(&f.simHostOverhead, "sim-host-overhead", 0, "host time per simulated step during which the GPU idles (a slow CPU, a Python-heavy engine), e.g. 5ms")
 	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "most sequences running at once (default as vLLM: 1024 on H100/H200-class GPUs, else 256)")
 	fs.StringVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", "", "token budget of one step, e.g. 8192 or 8k (default as vLLM: 8192 on H100/H200-class GPUs, else 2048)")
 	fs.StringVar(&f.maxModelLen, "max-model-len", "", "longest prompt plus output, e.g. 32768 or 32k (default: the model's)")

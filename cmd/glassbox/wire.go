@@ -120,7 +120,8 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 func newReplica(f *serveFlags, o *observability, log *slog.Logger) (*replica.Replica, error) {
 	c := replica.Config{
 		Tokenizer: f.tokenizer, MMap: f.mmap, Threads: f.threads,
-		Sim:        sim.Config{Hardware: f.simHardware, Model: f.simModel, TensorParallel: f.tensorParallel, TimeScale: f.simTimeScale},
+		Sim: sim.Config{Hardware: f.simHardware, Model: f.simModel, TensorParallel: f.tensorParallel, TimeScale: f.simTimeScale,
+			HostOverhead: f.simHostOverhead},
 		MaxNumSeqs: f.maxNumSeqs, BlockSize: f.blockSize, UserSpecifiedBlockSize: f.blockSizeSet,
 		NoPrefixCaching: !f.enablePrefix || f.noEnablePrefix, ShowHiddenMetricsForVersion: f.showHidden,
 		GPUMemoryUtilization: f.gpuMemoryUtil, MaxQueuedRequests: f.maxQueued,

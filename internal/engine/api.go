@@ -138,6 +138,11 @@ type StepResult struct {
 	FLOPs      float64
 	ReadBytes  float64
 	WriteBytes float64
+	// HostTime is host work the executor models after the step (output
+	// processing, scheduling the next one) while the accelerator idles:
+	// the engine lets it pass before delivering outputs, outside the busy
+	// time. 0 for executors whose host work is real.
+	HostTime time.Duration
 }
 
 // Observer receives the engine's events, on the engine goroutine: it must
@@ -152,6 +157,7 @@ type StepEvent struct {
 	Start        time.Time
 	ScheduleTime time.Duration // planning the step
 	ExecuteTime  time.Duration // inside Executor.Execute (the busy time)
+	HostTime     time.Duration // the executor's modelled host work after it (StepResult.HostTime)
 	End          time.Time
 
 	NumSeqs          int // sequences in the batch

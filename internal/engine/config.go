@@ -20,6 +20,8 @@ type Config struct {
 	// RecordPhases keeps each request's prefill chunks, decode runs and
 	// preemptions for FinishedEvent.Phases (--collect-detailed-traces).
 	RecordPhases bool
+	// Clock is the engine's time; nil means the wall clock.
+	Clock Clock
 }
 
 // Validate reports the first setting that cannot work.

@@ -18,10 +18,11 @@ import (
 // Engine is the serving loop. Create it with New and start Run in its own
 // goroutine; Submit, Abort and Stats are safe from any goroutine.
 type Engine struct {
-	cfg  Config
-	exec Executor
-	obs  Observer
-	log  *slog.Logger
+	cfg   Config
+	clock Clock
+	exec  Executor
+	obs   Observer
+	log   *slog.Logger
 
 	// Shared with submitters, guarded by mu.
 	mu     sync.Mutex
@@ -84,6 +85,9 @@ func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = WallClock()
+	}
 	if obs == nil {
 		obs = nopObserver{}
 	}
@@ -96,12 +100,12 @@ func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		cfg: cfg, exec: exec, obs: obs, log: cfg.Logger,
+		cfg: cfg, clock: cfg.Clock, exec: exec, obs: obs, log: cfg.Logger,
 		ids:   make(map[string]struct{}),
 		wake:  make(chan struct{}, 1),
 		sched: s, kv: kv,
 		byID: make(map[string]*reqState),
-		seed: uint64(time.Now().UnixNano()),
+		seed: uint64(cfg.Clock.Now().UnixNano()),
 	}
 	e.publish()
 	return e, nil
@@ -175,7 +179,7 @@ func (e *Engine) newState(r *Request) *reqState {
 		rs.stops = append(slices.Clone(rs.eos), r.Params.StopTokenIDs...)
 	}
 	if r.Arrival.IsZero() {
-		r.Arrival = time.Now()
+		r.Arrival = e.clock.Now()
 	}
 	return rs
 }
@@ -227,7 +231,7 @@ func (e *Engine) drain() {
 	inbox, aborts, snaps := e.inbox, e.aborts, e.snaps
 	e.inbox, e.aborts, e.snaps = nil, nil, nil
 	e.mu.Unlock()
-	now := time.Now()
+	now := e.clock.Now()
 	for _, rs := range inbox {
 		rs.queued = now
 		rs.rng = sampling.NewRNG(e.seedFor(rs.req))
@@ -278,7 +282,7 @@ func (e *Engine) shutdown() {
 		}
 	}()
 	e.drain()
-	now := time.Now()
+	now := e.clock.Now()
 	for _, rs := range e.byID {
 		e.finish(rs, FinishAbort, -1, now, nil, nil)
 	}

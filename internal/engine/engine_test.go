@@ -24,6 +24,11 @@ const testEOS = 999
 
 func (x *countExec) Execute(b *Batch, r *StepResult) error {
 	time.Sleep(time.Millisecond + time.Duration(b.NumTokens)*time.Microsecond)
+	return x.sample(b, r)
+}
+
+// sample gives each sampling sequence the token after its last.
+func (x *countExec) sample(b *Batch, r *StepResult) error {
 	for i, s := range b.Seqs {
 		if !s.Sample {
 			continue
@@ -424,6 +429,54 @@ func TestAwaitIdle(t *testing.T) {
 		stop()
 		if err := e.AwaitIdle(context.Background()); !errors.Is(err, ErrClosed) {
 			t.Errorf("after shutdown: %v, want ErrClosed", err)
+		}
+	})
+}
+
+// hostExec takes 3 ms on the accelerator and reports 2 ms of host work.
+type hostExec struct{ countExec }
+
+func (x *hostExec) Execute(b *Batch, r *StepResult) error {
+	time.Sleep(3 * time.Millisecond)
+	if err := x.countExec.sample(b, r); err != nil {
+		return err
+	}
+	r.HostTime = 2 * time.Millisecond
+	return nil
+}
+
+// stepTimes records the step events' times.
+type stepTimes struct {
+	mu                 sync.Mutex
+	execute, host, all []time.Duration
+}
+
+func (s *stepTimes) ObserveStep(ev *StepEvent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.execute, s.host, s.all = append(s.execute, ev.ExecuteTime), append(s.host, ev.HostTime), append(s.all, ev.End.Sub(ev.Start))
+}
+func (s *stepTimes) ObserveFinished(*FinishedEvent) {}
+
+// TestHostTimeIsNotBusyTime: the host work an executor reports passes on
+// the engine's clock after Execute, inside the step but outside its busy
+// (execute) time.
+func TestHostTimeIsNotBusyTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := &stepTimes{}
+		e, stop := start(t, testConfig(), &hostExec{}, obs)
+		defer stop()
+		s, err := e.Submit(&Request{ID: "a", Prompt: prompt(4, 0), Params: params(5)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		collect(s)
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		for i := range obs.execute {
+			if obs.execute[i] != 3*time.Millisecond || obs.host[i] != 2*time.Millisecond || obs.all[i] != 5*time.Millisecond {
+				t.Errorf("step %d: execute %v, host %v, whole %v; want 3ms, 2ms, 5ms", i, obs.execute[i], obs.host[i], obs.all[i])
+			}
 		}
 	})
 }

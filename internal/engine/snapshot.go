@@ -95,7 +95,7 @@ func (e *Engine) answerSnapshots(replies []chan *Snapshot) {
 	if len(replies) == 0 {
 		return
 	}
-	s := e.snapshot(time.Now())
+	s := e.snapshot(e.clock.Now())
 	for _, r := range replies {
 		r <- s // buffered, one slot per caller
 	}

@@ -10,7 +10,7 @@ import (
 
 // step runs one iteration: plan, execute, deliver, observe.
 func (e *Engine) step() {
-	start := time.Now()
+	start := e.clock.Now()
 	e.stepAt = start
 	e.sched.Schedule(&e.plan)
 	p := &e.plan
@@ -27,17 +27,22 @@ func (e *Engine) step() {
 		}
 	}
 	e.buildBatch()
-	scheduled := time.Now()
+	scheduled := e.clock.Now()
 
 	e.result.FLOPs, e.result.ReadBytes, e.result.WriteBytes = 0, 0, 0
+	e.result.HostTime = 0
 	err := e.exec.Execute(&e.batch, &e.result)
-	done := time.Now()
+	executed := e.clock.Now()
+	if e.result.HostTime > 0 {
+		e.clock.Sleep(e.result.HostTime) // the host's share of the step: the GPU idles
+	}
+	done := e.clock.Now()
 	e.steps++
 	e.preempt += uint64(len(p.Preempted))
 
 	ev := &e.ev
 	*ev = StepEvent{
-		Start: start, ScheduleTime: scheduled.Sub(start), ExecuteTime: done.Sub(scheduled),
+		Start: start, ScheduleTime: scheduled.Sub(start), ExecuteTime: executed.Sub(scheduled), HostTime: done.Sub(executed),
 		NumSeqs: len(p.Seqs), NumTokens: p.NumTokens,
 		Preemptions: len(p.Preempted), PrefixQueries: p.PrefixQueries, PrefixHits: p.PrefixHits,
 		TTFTs: ev.TTFTs[:0], ITLs: ev.ITLs[:0], Seqs: ev.Seqs[:0], Preempted: ev.Preempted[:0],
@@ -60,7 +65,7 @@ func (e *Engine) step() {
 			e.advance(sc, &e.result.Samples[i], done)
 		}
 	}
-	ev.End = time.Now()
+	ev.End = e.clock.Now()
 	ev.Running, ev.Waiting, ev.KVUsage = e.sched.NumRunning(), e.sched.NumWaiting(), e.kv.Usage()
 	e.obs.ObserveStep(ev)
 	e.deliver()

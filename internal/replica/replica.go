@@ -85,6 +85,10 @@ type Config struct {
 	DCGM       bool
 	DCGMWindow time.Duration
 	Hostname   string
+
+	// Clock is the engine's and the simulator's time; nil means the wall
+	// clock.
+	Clock engine.Clock
 }
 
 // Replica is a built instance. Start runs its engine; Close stops it.
@@ -105,6 +109,10 @@ func New(cfg Config) (r *Replica, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = engine.WallClock()
+	}
+	cfg.Sim.Clock = cfg.Clock
 	newBackend := simBackend
 	if cfg.Model != "" {
 		newBackend = cpuBackend
@@ -167,7 +175,7 @@ func New(cfg Config) (r *Replica, err error) {
 			return nil, errors.New("a DCGM listener needs the simulated GPU: it has no meaning for --model")
 		}
 		if exporter, err = dcgm.New(dcgm.Config{Hardware: *b.hardware, GPUs: b.gpus, GPUMemoryUtilization: cfg.GPUMemoryUtilization,
-			Hostname: cfg.Hostname, Window: cfg.DCGMWindow}); err != nil {
+			Hostname: cfg.Hostname, Window: cfg.DCGMWindow, Now: cfg.Clock.Now}); err != nil {
 			return nil, err
 		}
 		observers = append([]engine.Observer{exporter}, observers...)
@@ -206,7 +214,7 @@ func engineConfig(cfg *Config, b *backend) (engine.Config, error) {
 		BlockSize:           cfg.BlockSize,
 		EnablePrefixCaching: !cfg.NoPrefixCaching,
 		MaxWaiting:          cfg.MaxQueuedRequests,
-		EOS:                 b.eos, Logger: cfg.Logger, RecordPhases: cfg.RecordPhases,
+		EOS:                 b.eos, Logger: cfg.Logger, RecordPhases: cfg.RecordPhases, Clock: cfg.Clock,
 	}
 	var err error
 	if c.NumBlocks, err = b.blocks(cfg.KVCacheMemoryBytes, c.BlockSize, c.MaxModelLen, c.MaxNumSeqs); err != nil {

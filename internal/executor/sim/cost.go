@@ -26,6 +26,9 @@ type Cost struct {
 	Memory    time.Duration // calibrated bytes / bandwidth
 	AllReduce time.Duration // tensor-parallel communication
 	Overhead  time.Duration // per step, layer, request and output token
+	// Host is the profile's host work after the GPU part (Duration),
+	// with the GPU idle; the engine waits it out after Execute.
+	Host time.Duration
 
 	FLOPs      float64 // per GPU
 	ReadBytes  float64 // per GPU: weights once plus the KV read
@@ -154,6 +157,7 @@ func (cm *CostModel) Step(b *engine.Batch) Cost {
 		time.Duration(c.Seqs)*cal.RequestOverhead +
 		time.Duration(c.Sampled)*cal.OutputTokenOverhead
 	c.Duration = max(c.Compute, c.Memory) + c.AllReduce + c.Overhead
+	c.Host = cal.HostStepOverhead + time.Duration(c.Seqs)*cal.HostSeqOverhead
 	return c
 }
 

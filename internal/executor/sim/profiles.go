@@ -65,6 +65,12 @@ type Calibration struct {
 	RequestOverhead     time.Duration
 	OutputTokenOverhead time.Duration
 
+	// HostStepOverhead and HostSeqOverhead are host work per step and per
+	// scheduled sequence that does not overlap the GPU (scheduling, input
+	// preparation, output processing): the GPU idles through it.
+	HostStepOverhead time.Duration
+	HostSeqOverhead  time.Duration
+
 	// AllReduceLatency is the fixed cost of one all-reduce, which dominates
 	// the tiny all-reduces of decode steps. Not from the anchors: NCCL and
 	// vLLM's custom all-reduce take a few microseconds per call on NVLink.

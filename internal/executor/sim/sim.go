@@ -32,8 +32,13 @@ type Config struct {
 	// (tests, offline runs).
 	TimeScale float64
 
-	// Sleep waits for a duration; nil means time.Sleep. Tests inject it.
-	Sleep func(time.Duration)
+	// HostOverhead is host time per step on top of the profile's, during
+	// which the GPU idles (a slow CPU, an engine heavy on Python): it
+	// lowers the GPU's activity, not its work.
+	HostOverhead time.Duration
+
+	// Clock is the engine's; nil means the wall clock. Steps sleep on it.
+	Clock engine.Clock
 }
 
 // Info describes the simulated deployment, for glassbox_executor_info and
@@ -59,7 +64,8 @@ type Executor struct {
 	gen       *textGen
 	sampler   sampling.Sampler
 	timeScale float64
-	sleep     func(time.Duration)
+	host      time.Duration // Config.HostOverhead
+	clock     engine.Clock
 	deadline  time.Time // when the previous simulated step ends
 
 	// Scratch reused by every step, so that Execute allocates nothing.
@@ -94,12 +100,16 @@ func New(cfg Config) (*Executor, error) {
 		vocab:     v,
 		gen:       newTextGen(v),
 		timeScale: cfg.TimeScale,
-		sleep:     cfg.Sleep,
+		host:      cfg.HostOverhead,
+		clock:     cfg.Clock,
 		local:     make([]int32, v.Size()),
 		fallback:  sampling.NewRNG(0),
 	}
-	if e.sleep == nil {
-		e.sleep = time.Sleep
+	if e.clock == nil {
+		e.clock = engine.WallClock()
+	}
+	if cfg.HostOverhead < 0 {
+		return nil, fmt.Errorf("new sim executor: host overhead must not be negative, got %v", cfg.HostOverhead)
 	}
 	for i := range e.local {
 		e.local[i] = -1
@@ -151,6 +161,7 @@ func (e *Executor) KVCacheBlocks(gpuMemoryUtilization float64, override int64, b
 func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	c := e.cost.Step(b)
 	r.FLOPs, r.ReadBytes, r.WriteBytes = c.FLOPs, c.ReadBytes, c.WriteBytes
+	r.HostTime = time.Duration(float64(c.Host+e.host) * e.timeScale)
 
 	var until time.Time
 	if e.timeScale > 0 {
@@ -158,7 +169,7 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 		// overshoots, or the engine's own work between steps, shortens the
 		// next step instead of adding up; after an idle gap (more than
 		// maxLag since the last deadline) the chain restarts from now.
-		now := time.Now()
+		now := e.clock.Now()
 		start := e.deadline
 		if now.Sub(start) > maxLag {
 			start = now
@@ -182,9 +193,11 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	}
 
 	if e.timeScale > 0 {
-		if d := time.Until(until); d > 0 {
-			e.sleep(d)
+		if d := until.Sub(e.clock.Now()); d > 0 {
+			e.clock.Sleep(d)
 		}
+		// The host's share follows the step; the engine waits it out.
+		e.deadline = e.deadline.Add(r.HostTime)
 	}
 	return nil
 }

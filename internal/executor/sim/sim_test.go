@@ -221,9 +221,15 @@ func TestExecuteRejectsMissingParams(t *testing.T) {
 	}
 }
 
+// sleepClock is the wall clock with a Sleep that reports each wait.
+type sleepClock struct{ sleep func(time.Duration) }
+
+func (sleepClock) Now() time.Time          { return time.Now() }
+func (c sleepClock) Sleep(d time.Duration) { c.sleep(d) }
+
 func TestTimeScaleZeroDoesNotSleep(t *testing.T) {
 	var slept []time.Duration
-	e := newExec(t, Config{Sleep: func(d time.Duration) { slept = append(slept, d) }})
+	e := newExec(t, Config{Clock: sleepClock{func(d time.Duration) { slept = append(slept, d) }}})
 	generate(t, e, "Hi", params(1), sampling.NewRNG(1), 20)
 	if len(slept) != 0 {
 		t.Errorf("slept %v at time scale 0", slept)
@@ -237,7 +243,7 @@ func TestStepsTakeSimulatedTime(t *testing.T) {
 	const overshoot = 300 * time.Microsecond
 	for _, scale := range []float64{1, 0.25} {
 		synctest.Test(t, func(t *testing.T) {
-			e := newExec(t, Config{TimeScale: scale, Sleep: func(d time.Duration) { time.Sleep(d + overshoot) }})
+			e := newExec(t, Config{TimeScale: scale, Clock: sleepClock{func(d time.Duration) { time.Sleep(d + overshoot) }}})
 			p := params(1)
 			var r engine.StepResult
 			var want time.Duration

@@ -1,0 +1,20 @@
+package engine
+
+import "time"
+
+// Clock is where the engine, and the executors it drives, take their time
+// from: the wall clock when serving, a virtual one when simulating, so that
+// the same scheduling, caching and metrics code runs in both.
+type Clock interface {
+	Now() time.Time
+	// Sleep lets d pass: the wall clock waits, a virtual clock moves on.
+	Sleep(d time.Duration)
+}
+
+// WallClock is real time.
+func WallClock() Clock { return wallClock{} }
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time        { return time.Now() }
+func (wallClock) Sleep(d time.Duration) { time.Sleep(d) }
