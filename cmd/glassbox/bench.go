@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // benchFlags are bench's command line, with `vllm bench serve`'s names.
@@ -116,7 +117,7 @@ func (f *benchFlags) toConfig() error {
 	}
 	c.PercentileMetrics = strings.Split(f.percentileMetrics, ",")
 	if f.rampStrategy != "" {
-		c.Ramp = &bench.Ramp{Strategy: f.rampStrategy, Start: f.rampStart, End: f.rampEnd}
+		c.Ramp = &workload.Ramp{Strategy: f.rampStrategy, Start: f.rampStart, End: f.rampEnd}
 	}
 	if !math.IsNaN(f.temperature) {
 		c.Temperature = &f.temperature

@@ -11,6 +11,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // scenario drives 'glassbox serve' (sim, real time) into one bottleneck
@@ -44,8 +45,8 @@ func contradicts(name string) []string {
 // kvBytes is n blocks of 16 tokens of llama-3.1-8b (128 KiB per token).
 func kvBytes(blocks int) string { return fmt.Sprint(blocks * 16 * 131072) }
 
-func random(in, out int) bench.DatasetConfig {
-	return bench.DatasetConfig{Name: "random", RandomInputLen: in, RandomOutputLen: out}
+func random(in, out int) workload.DatasetConfig {
+	return workload.DatasetConfig{Name: "random", RandomInputLen: in, RandomOutputLen: out}
 }
 
 func scenarios() []scenario {
@@ -65,12 +66,12 @@ func scenarios() []scenario {
 		{name: "long prompts, short answers", window: w, want: []string{"prefill-bound"},
 			load: bench.Config{Dataset: random(3000, 4), RequestRate: 2}},
 		{name: "batch widening under a ramp", window: 6 * time.Second, want: []string{"decode-bound"},
-			load: bench.Config{Dataset: random(64, 400), Ramp: &bench.Ramp{Strategy: "linear", Start: 2, End: 60}}},
+			load: bench.Config{Dataset: random(64, 400), Ramp: &workload.Ramp{Strategy: "linear", Start: 2, End: 60}}},
 		{name: "client timeout shorter than the answers", window: w, want: []string{"client-timeouts"},
 			load: bench.Config{Dataset: random(64, 200), RequestRate: 10, RequestTimeout: 500 * time.Millisecond}},
 		{name: "shared prefixes without prefix caching", window: w, want: []string{"prefix-caching"},
 			serve: []string{"--no-enable-prefix-caching"},
-			load: bench.Config{Dataset: bench.DatasetConfig{Name: "prefix-repetition", PrefixLen: 1024, SuffixLen: 64, NumPrefixes: 4, PrefixOutputLen: 16},
+			load: bench.Config{Dataset: workload.DatasetConfig{Name: "prefix-repetition", PrefixLen: 1024, SuffixLen: 64, NumPrefixes: 4, PrefixOutputLen: 16},
 				RequestRate: 4}},
 	}
 }

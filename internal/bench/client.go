@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // Output is what one request measured: vLLM's RequestFuncOutput.
@@ -46,7 +48,7 @@ func newStreamer(cfg *Config) *streamer {
 }
 
 // body is the JSON of one request, as vLLM's request functions build it.
-func (s *streamer) body(sm Sample) []byte {
+func (s *streamer) body(sm workload.Sample) []byte {
 	b := map[string]any{"model": s.model, "stream": true, "stream_options": map[string]any{"include_usage": true}}
 	if s.chat {
 		b["messages"] = []map[string]any{{"role": "user", "content": sm.Prompt}}
@@ -69,7 +71,7 @@ func (s *streamer) body(sm Sample) []byte {
 // the request is written; every data event with a non-empty choices list is
 // a token chunk (even with empty text, as vLLM counts it); the trailing
 // usage event gives the token counts and does not move the end time.
-func (s *streamer) do(ctx context.Context, sm Sample) Output {
+func (s *streamer) do(ctx context.Context, sm workload.Sample) Output {
 	out := Output{PromptLen: sm.PromptLen}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()

@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // Config is one bench invocation. Zero values take the defaults noted, which
@@ -35,18 +37,18 @@ type Config struct {
 	MetricsURL string // default BaseURL+"/metrics"; "-" turns scraping off
 	Label      string // result label; default the backend
 
-	Dataset     DatasetConfig
+	Dataset     workload.DatasetConfig
 	NumPrompts  int           // default 1000 (the dataset size, and the request count unless Duration is set)
 	Duration    time.Duration // when set, send until this much time has passed instead of NumPrompts requests
 	NumWarmups  int           // requests sent and awaited before the measured run, not counted
 	IgnoreEOS   bool          // send ignore_eos (forced on for the random dataset, as vLLM)
 	Temperature *float64      // sent only when set
 
-	RequestRate    float64 // requests per second; 0 or +Inf sends everything at once
-	Burstiness     float64 // gamma shape of inter-arrival gaps; default 1 (Poisson); +Inf is constant spacing
-	MaxConcurrency int     // client-side cap on requests in flight; 0 is none
-	Ramp           *Ramp   // ramps the rate from Start to End over the run instead of RequestRate
-	Seed           int64   // seeds datasets and arrivals; default 0
+	RequestRate    float64        // requests per second; 0 or +Inf sends everything at once
+	Burstiness     float64        // gamma shape of inter-arrival gaps; default 1 (Poisson); +Inf is constant spacing
+	MaxConcurrency int            // client-side cap on requests in flight; 0 is none
+	Ramp           *workload.Ramp // ramps the rate from Start to End over the run instead of RequestRate
+	Seed           int64          // seeds datasets and arrivals; default 0
 
 	PercentileMetrics []string  // default ttft,tpot,itl
 	Percentiles       []float64 // default 99
@@ -62,13 +64,6 @@ type Config struct {
 	HTTPClient *http.Client // default: a pooled client sized to MaxConcurrency
 	Progress   io.Writer    // where the progress line goes; nil for none (cmd passes stderr on a terminal)
 	Now        func() time.Time
-}
-
-// Ramp is vLLM's --ramp-up-strategy: the request rate of request i of N
-// moves from Start to End linearly or exponentially in i/(N-1).
-type Ramp struct {
-	Strategy   string // "linear" or "exponential"
-	Start, End float64
 }
 
 // metricNames are the metrics --percentile-metrics may select.
@@ -114,7 +109,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.RequestRate < 0 || c.Burstiness < 0 || math.IsNaN(c.RequestRate) || math.IsNaN(c.Burstiness) {
 		return c, errors.New("check config: request rate and burstiness must be positive")
 	}
-	if err := c.Ramp.check(c.RequestRate); err != nil {
+	if err := c.Ramp.Check(c.RequestRate); err != nil {
 		return c, err
 	}
 	if c.Duration > 0 && math.IsInf(c.RequestRate, 1) && c.Ramp == nil && c.MaxConcurrency == 0 && !c.Sweep {
@@ -164,23 +159,7 @@ func (c Config) withDefaults() (Config, error) {
 			ForceAttemptHTTP2:   false,
 		}}
 	}
-	return c, c.Dataset.check()
-}
-
-func (r *Ramp) check(rate float64) error {
-	if r == nil {
-		return nil
-	}
-	if !math.IsInf(rate, 1) {
-		return errors.New("check ramp: give either a ramp or --request-rate, not both")
-	}
-	switch {
-	case r.Strategy != "linear" && r.Strategy != "exponential":
-		return fmt.Errorf("check ramp strategy %q: want linear or exponential", r.Strategy)
-	case !(r.Start > 0) || r.End < r.Start || math.IsInf(r.End, 0):
-		return errors.New("check ramp: want 0 < start <= end, both finite")
-	}
-	return nil
+	return c, c.Dataset.Check()
 }
 
 // SLOs are request-level service level objectives in milliseconds, as

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // Result is everything one bench invocation measured.
@@ -26,7 +28,7 @@ type Pass struct {
 	RequestRate    float64 // +Inf for all at once
 	Burstiness     float64
 	MaxConcurrency int
-	Ramp           *Ramp
+	Ramp           *workload.Ramp
 	Start          time.Time
 	Outputs        []Output
 	Metrics        Metrics
@@ -51,7 +53,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	tc := pickCounter(ctx, &cfg)
 	res.TokenizerID = tc.ID()
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15))
-	samples, err := loadSamples(ctx, cfg.Dataset, cfg.NumPrompts, tc, rng)
+	samples, err := workload.LoadSamples(ctx, cfg.Dataset, cfg.NumPrompts, tc, rng)
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +81,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 type runner struct {
 	cfg     *Config
 	st      *streamer
-	tc      counter
-	samples []Sample
+	tc      workload.Tokenizer
+	samples []workload.Sample
 	rng     *rand.Rand
 }
 
@@ -115,7 +117,7 @@ func (r *runner) warmup(ctx context.Context) error {
 // the first request is sent until the last one has finished.
 func (r *runner) pass(ctx context.Context, p Pass) (*Pass, error) {
 	n := len(r.samples)
-	arr := newArrivals(n, r.cfg.Duration, p.RequestRate, p.Burstiness, p.Ramp, r.rng)
+	arr := workload.NewArrivals(n, r.cfg.Duration, p.RequestRate, p.Burstiness, p.Ramp, r.rng)
 	scr := startScraper(ctx, r.cfg)
 	prog := newProgress(r.cfg.Progress, p.Name, n, r.cfg.Duration, r.cfg.Now)
 	sem := newSemaphore(p.MaxConcurrency)

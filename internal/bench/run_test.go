@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 const ms = time.Millisecond
@@ -51,7 +53,7 @@ func runFakeServer(t *testing.T, scripts map[string]script, cfg Config) (*Result
 		prompts = append(prompts, p)
 	}
 	slices.Sort(prompts)
-	cfg.Dataset = DatasetConfig{Name: "custom", Path: writeDataset(t, prompts), CustomOutputLen: 16}
+	cfg.Dataset = workload.DatasetConfig{Name: "custom", Path: writeDataset(t, prompts), CustomOutputLen: 16}
 	cfg.NumPrompts = len(prompts)
 	cfg.BaseURL = "http://fake"
 	var res *Result

@@ -7,14 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-)
 
-// counter counts the tokens of a text, for dataset lengths.
-type counter interface {
-	Count(ctx context.Context, text string) (int, error)
-	// ID names the tokenizer for the result's tokenizer_id.
-	ID() string
-}
+	"github.com/glassbox-llm/glassbox/internal/workload"
+)
 
 // serverCounter asks the server's /tokenize (vLLM's and glassbox's), so
 // lengths are in the served model's own tokens.
@@ -82,7 +77,7 @@ func estimateTokens(text string) int {
 
 // pickCounter uses the server's /tokenize when it answers, else the local
 // estimate.
-func pickCounter(ctx context.Context, cfg *Config) counter {
+func pickCounter(ctx context.Context, cfg *Config) workload.Tokenizer {
 	s := &serverCounter{client: cfg.HTTPClient, url: cfg.BaseURL + "/tokenize", model: cfg.Model, authorization: bearer(cfg.APIKey)}
 	if _, err := s.Count(ctx, "hello"); err != nil {
 		return localCounter{}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // ReplicaConfig is a simulated replica's configuration, read from the
@@ -154,7 +155,7 @@ func replay(ctx context.Context, cfg VerifyConfig, rc ReplicaConfig, load Replay
 	}
 	res, err := bench.Run(rctx, bench.Config{
 		BaseURL: base, MetricsURL: "-", Seed: cfg.Seed,
-		Dataset:           bench.DatasetConfig{Name: "random", RandomInputLen: in, RandomOutputLen: load.OutputTokens},
+		Dataset:           workload.DatasetConfig{Name: "random", RandomInputLen: in, RandomOutputLen: load.OutputTokens},
 		NumPrompts:        min(100, int(math.Ceil(load.RequestRate*send.Seconds()))+1), // cycled: fewer prompts to prepare
 		Duration:          send,
 		RequestRate:       load.RequestRate,
@@ -195,7 +196,7 @@ func censoredMean(outs []bench.Output, timeout time.Duration) float64 {
 func calibrateInput(ctx context.Context, base string, want int, seed int64) (int, error) {
 	probe := min(want, 64) // short enough for any --max-model-len
 	res, err := bench.Run(ctx, bench.Config{BaseURL: base, MetricsURL: "-", Seed: seed, NumPrompts: 4,
-		Dataset: bench.DatasetConfig{Name: "random", RandomInputLen: probe, RandomOutputLen: 1}})
+		Dataset: workload.DatasetConfig{Name: "random", RandomInputLen: probe, RandomOutputLen: 1}})
 	if err != nil {
 		return 0, fmt.Errorf("calibrate prompt length: %w", err)
 	}

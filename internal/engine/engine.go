@@ -225,6 +225,26 @@ func (e *Engine) Run(ctx context.Context) {
 	}
 }
 
+// Advance is the engine loop turned inside out, for a driver that owns the
+// goroutine and the clock (glassbox simulate runs the engine in virtual
+// time this way): it admits what was submitted and, if anything is queued
+// or running, runs one step. It reports whether work remains. Use either
+// Run or Advance on an engine, never both; Stop ends an Advance-driven one.
+func (e *Engine) Advance() (busy bool) {
+	e.drain()
+	if e.sched.NumRunning() == 0 && e.sched.NumWaiting() == 0 {
+		e.publish()
+		e.answerIdle()
+		return false
+	}
+	e.step()
+	return e.sched.NumRunning()+e.sched.NumWaiting() > 0
+}
+
+// Stop shuts an Advance-driven engine down as Run does when its context
+// ends: everything still held is aborted.
+func (e *Engine) Stop() { e.shutdown() }
+
 // drain admits submitted requests to the scheduler and applies aborts.
 func (e *Engine) drain() {
 	e.mu.Lock()

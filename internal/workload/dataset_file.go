@@ -1,4 +1,4 @@
-package bench
+package workload
 
 import (
 	"bufio"
@@ -73,7 +73,7 @@ func parseCustomJSONL(r io.Reader) ([]promptPair, error) {
 // shareGPTSamples shuffles the conversations and keeps those vLLM keeps:
 // prompts of at least 4 and at most 1024 tokens, outputs of at least 4
 // (unless the output length is fixed), and at most 2048 tokens in all.
-func shareGPTSamples(ctx context.Context, d DatasetConfig, n int, tc counter, rng *rand.Rand) ([]Sample, error) {
+func shareGPTSamples(ctx context.Context, d DatasetConfig, n int, tc Tokenizer, rng *rand.Rand) ([]Sample, error) {
 	data, err := os.ReadFile(d.Path)
 	if err != nil {
 		return nil, fmt.Errorf("read sharegpt dataset: %w", err)
@@ -108,7 +108,7 @@ func shareGPTSamples(ctx context.Context, d DatasetConfig, n int, tc counter, rn
 
 // customSamples shuffles the JSONL prompts, as vLLM's custom dataset does,
 // with the fixed output length.
-func customSamples(ctx context.Context, d DatasetConfig, n int, tc counter, rng *rand.Rand) ([]Sample, error) {
+func customSamples(ctx context.Context, d DatasetConfig, n int, tc Tokenizer, rng *rand.Rand) ([]Sample, error) {
 	f, err := os.Open(d.Path)
 	if err != nil {
 		return nil, fmt.Errorf("open custom dataset: %w", err)

@@ -1,21 +1,30 @@
-package bench
+package workload
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
 )
 
+// Ramp is vLLM's --ramp-up-strategy: the request rate of request i of N
+// moves from Start to End linearly or exponentially in i/(N-1).
+type Ramp struct {
+	Strategy   string // "linear" or "exponential"
+	Start, End float64
+}
+
 // maxDurationRequests bounds a --duration run whose rate would otherwise let
 // it send without end.
 const maxDurationRequests = 1_000_000
 
-// arrivals yields when each request is sent, as an offset from the start of
+// Arrivals yields when each request is sent, as an offset from the start of
 // the run. It follows vLLM's get_request: gaps are gamma-distributed with
 // shape = burstiness and scale = 1/(rate·burstiness), so the mean rate is
 // the rate asked for; burstiness 1 is a Poisson process, +Inf constant
 // spacing, an infinite rate sends everything at once.
-type arrivals struct {
+type Arrivals struct {
 	offsets  []time.Duration // precomputed schedule, when the count is known
 	next     int
 	duration time.Duration // when > 0, sample lazily until this offset
@@ -26,10 +35,10 @@ type arrivals struct {
 	rng      *rand.Rand
 }
 
-// newArrivals builds the schedule of n requests, or, when duration > 0, a
+// NewArrivals builds the schedule of n requests, or, when duration > 0, a
 // lazy one that ends at duration.
-func newArrivals(n int, duration time.Duration, rate, burstiness float64, ramp *Ramp, rng *rand.Rand) *arrivals {
-	a := &arrivals{duration: duration, rate: rate, burst: burstiness, ramp: ramp, rng: rng}
+func NewArrivals(n int, duration time.Duration, rate, burstiness float64, ramp *Ramp, rng *rand.Rand) *Arrivals {
+	a := &Arrivals{duration: duration, rate: rate, burst: burstiness, ramp: ramp, rng: rng}
 	if duration > 0 {
 		return a
 	}
@@ -38,7 +47,7 @@ func newArrivals(n int, duration time.Duration, rate, burstiness float64, ramp *
 }
 
 // Next returns the offset of the next request, or false when none is left.
-func (a *arrivals) Next() (time.Duration, bool) {
+func (a *Arrivals) Next() (time.Duration, bool) {
 	if a.duration <= 0 {
 		if a.next >= len(a.offsets) {
 			return 0, false
@@ -140,4 +149,22 @@ func seconds(s float64) time.Duration {
 		return math.MaxInt64
 	}
 	return time.Duration(s * float64(time.Second))
+}
+
+// Check reports a ramp that cannot run; a nil ramp is fine. A ramp replaces
+// the request rate, which must be left infinite.
+func (r *Ramp) Check(rate float64) error {
+	if r == nil {
+		return nil
+	}
+	if !math.IsInf(rate, 1) {
+		return errors.New("check ramp: give either a ramp or --request-rate, not both")
+	}
+	switch {
+	case r.Strategy != "linear" && r.Strategy != "exponential":
+		return fmt.Errorf("check ramp strategy %q: want linear or exponential", r.Strategy)
+	case !(r.Start > 0) || r.End < r.Start || math.IsInf(r.End, 0):
+		return errors.New("check ramp: want 0 < start <= end, both finite")
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package bench
+package workload
 
 import (
 	"context"
@@ -26,7 +26,8 @@ type DatasetConfig struct {
 	PrefixLen, SuffixLen, NumPrefixes, PrefixOutputLen int // prefix-repetition: 256, 256, 10, 128
 }
 
-func (d *DatasetConfig) check() error {
+// Check fills the defaults and checks the rest.
+func (d *DatasetConfig) Check() error {
 	switch d.Name {
 	case "":
 		d.Name = "random"
@@ -63,15 +64,11 @@ func (d *DatasetConfig) check() error {
 	return nil
 }
 
-// Sample is one request of a dataset.
-type Sample struct {
-	Prompt    string
-	PromptLen int // tokens, as the counter counted them
-	OutputLen int // max_tokens sent
-}
-
-// loadSamples builds n samples of the configured dataset.
-func loadSamples(ctx context.Context, d DatasetConfig, n int, tc counter, rng *rand.Rand) ([]Sample, error) {
+// LoadSamples builds n samples of the configured dataset.
+func LoadSamples(ctx context.Context, d DatasetConfig, n int, tc Tokenizer, rng *rand.Rand) ([]Sample, error) {
+	if err := d.Check(); err != nil {
+		return nil, err
+	}
 	switch d.Name {
 	case "sharegpt":
 		return shareGPTSamples(ctx, d, n, tc, rng)
@@ -86,7 +83,7 @@ func loadSamples(ctx context.Context, d DatasetConfig, n int, tc counter, rng *r
 // randomSamples is vLLM's random dataset: input and output lengths drawn
 // uniformly from [⌊L(1−r)⌋, ⌊L(1+r)⌋] (output at least 1), each prompt made
 // of random words fitted to its length, after an optional shared prefix.
-func randomSamples(ctx context.Context, d DatasetConfig, n int, tc counter, rng *rand.Rand) ([]Sample, error) {
+func randomSamples(ctx context.Context, d DatasetConfig, n int, tc Tokenizer, rng *rand.Rand) ([]Sample, error) {
 	inLo, inHi := lengthRange(d.RandomInputLen, d.RandomRangeRatio)
 	outLo, outHi := lengthRange(d.RandomOutputLen, d.RandomRangeRatio)
 	outLo = max(outLo, 1)
@@ -115,7 +112,7 @@ func randomSamples(ctx context.Context, d DatasetConfig, n int, tc counter, rng 
 // prefixRepetitionSamples is vLLM's prefix_repetition dataset: NumPrefixes
 // random prefixes, each request one of them plus a random suffix, shuffled,
 // so a prefix cache can hit on PrefixLen tokens of most prompts.
-func prefixRepetitionSamples(ctx context.Context, d DatasetConfig, n int, tc counter, rng *rand.Rand) ([]Sample, error) {
+func prefixRepetitionSamples(ctx context.Context, d DatasetConfig, n int, tc Tokenizer, rng *rand.Rand) ([]Sample, error) {
 	prefixes := make([]string, d.NumPrefixes)
 	for i := range prefixes {
 		p, _, err := fitText(ctx, tc, "", d.PrefixLen, rng)
@@ -145,7 +142,7 @@ func lengthRange(l int, r float64) (lo, hi int) {
 // fitText appends random words to prefix until the counter says the whole
 // text has target tokens, correcting by the difference a few times (a word is
 // about one token, but tokenizers differ). It returns the text and its count.
-func fitText(ctx context.Context, tc counter, prefix string, target int, rng *rand.Rand) (string, int, error) {
+func fitText(ctx context.Context, tc Tokenizer, prefix string, target int, rng *rand.Rand) (string, int, error) {
 	words := make([]string, 0, target)
 	base := 0
 	if prefix != "" {

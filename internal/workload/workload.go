@@ -1,0 +1,43 @@
+// Package workload is what load glassbox puts on a server, described once
+// and run two ways: sent over HTTP by glassbox bench, or run in virtual time
+// by glassbox simulate. It owns the datasets of vLLM's bench serve (random
+// prompts of exact lengths, ShareGPT, prefix repetition, custom files), the
+// arrival schedules (Poisson or gamma-bursty rates, ramps), the
+// Kubernetes serving working group's inference-perf configurations (stages
+// of constant or Poisson load over shared-prefix, random or ShareGPT data,
+// with multi-turn sessions), and replays of a bench run's requests.
+//
+// It talks to no server itself: a Tokenizer (the server's /tokenize and
+// /detokenize, or a local vocabulary) counts and converts tokens. It must
+// not import the engine side, bench or simulate.
+package workload
+
+import "context"
+
+// Tokenizer counts the served model's tokens in a text.
+type Tokenizer interface {
+	Count(ctx context.Context, text string) (int, error)
+	// ID names the tokenizer for a result's tokenizer_id.
+	ID() string
+}
+
+// IDTokenizer also turns text into token ids and back, which prompts of an
+// exact length need: random ids are decoded, re-encoded and adjusted until
+// the text has the target length, as vLLM's bench serve does.
+type IDTokenizer interface {
+	Tokenizer
+	Encode(ctx context.Context, text string) ([]int, error) // without special tokens
+	Decode(ctx context.Context, ids []int) (string, error)
+	// VocabSize bounds the random ids; SpecialTokens is how many tokens
+	// (a BOS) the server adds to a completion prompt.
+	VocabSize() int
+	SpecialTokens() int
+}
+
+// Sample is one request of a dataset.
+type Sample struct {
+	Prompt    string
+	PromptIDs []int // the prompt's tokens when the dataset made them (special tokens excluded), else nil
+	PromptLen int   // tokens, as the tokenizer counted them (the server adds its specials)
+	OutputLen int   // max_tokens sent
+}
