@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -105,5 +106,30 @@ func TestBenchSweepFindsAKnee(t *testing.T) {
 	}
 	if knee, ok := j["knee_request_rate"].(float64); !ok || knee != best || knee < sync["rate"].(float64) {
 		t.Errorf("knee %v req/s, want the highest rate that met the SLOs, %v (synchronous %v)", j["knee_request_rate"], best, sync["rate"])
+	}
+}
+
+// TestBenchRandomPromptsHaveTheAskedLength: --random-input-len N sends
+// prompts the server counts as exactly N tokens (its BOS included), on
+// the simulator's vocabulary and on a real SentencePiece model.
+func TestBenchRandomPromptsHaveTheAskedLength(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		serve []string
+		len   int
+	}{
+		{"simulator", []string{"--sim-time-scale", "0.05"}, 300},
+		{"stories260K", []string{"--model", storiesPath(t), "--threads", "1"}, 120},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			base, _ := serveTest(t, tt.serve...)
+			j := benchJSON(t, "--base-url", base, "--num-prompts", "12", "--random-input-len", fmt.Sprint(tt.len),
+				"--random-output-len", "2", "--metrics-interval", "50ms")
+			m := waitIdle(t, base)
+			n, sum := m["vllm:request_prompt_tokens_count"], m["vllm:request_prompt_tokens_sum"]
+			if n != 12 || sum != float64(12*tt.len) || j["total_input_tokens"] != float64(12*tt.len) {
+				t.Errorf("%v requests of %v prompt tokens in all (client counted %v), want 12 of exactly %d", n, sum, j["total_input_tokens"], tt.len)
+			}
+		})
 	}
 }

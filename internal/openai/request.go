@@ -65,6 +65,9 @@ type TokenizeRequest struct {
 	Prompt          *string       `json:"prompt"`
 	Messages        []ChatMessage `json:"messages"`
 	ReturnTokenStrs bool          `json:"return_token_strs"`
+	// AddSpecialTokens (vLLM's, default true) adds the model's BOS to a
+	// prompt; chat messages follow the template either way.
+	AddSpecialTokens *bool `json:"add_special_tokens"`
 }
 
 // TokenizeResponse is vLLM's answer to /tokenize.

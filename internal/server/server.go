@@ -191,7 +191,11 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	}
 	var ids []int
 	if req.Prompt != nil {
-		ids = s.model.Encode(*req.Prompt)
+		if req.AddSpecialTokens != nil && !*req.AddSpecialTokens {
+			ids = s.encodeChat(*req.Prompt) // as the template writes: no BOS added
+		} else {
+			ids = s.model.Encode(*req.Prompt)
+		}
 	} else if text, err := s.renderChat(req.Messages); err != nil {
 		s.fail(w, r, err)
 		return

@@ -84,6 +84,9 @@ func LoadSamples(ctx context.Context, d DatasetConfig, n int, tc Tokenizer, rng 
 // uniformly from [⌊L(1−r)⌋, ⌊L(1+r)⌋] (output at least 1), each prompt made
 // of random words fitted to its length, after an optional shared prefix.
 func randomSamples(ctx context.Context, d DatasetConfig, n int, tc Tokenizer, rng *rand.Rand) ([]Sample, error) {
+	if it, ok := tc.(IDTokenizer); ok {
+		return randomIDSamples(ctx, d, n, it, rng)
+	}
 	inLo, inHi := lengthRange(d.RandomInputLen, d.RandomRangeRatio)
 	outLo, outHi := lengthRange(d.RandomOutputLen, d.RandomRangeRatio)
 	outLo = max(outLo, 1)
@@ -108,6 +111,90 @@ func randomSamples(ctx context.Context, d DatasetConfig, n int, tc Tokenizer, rn
 		return Sample{Prompt: text, PromptLen: got, OutputLen: lens[i][1]}, err
 	})
 }
+
+// randomIDSamples is vLLM's RandomDataset with a tokenizer that converts:
+// each prompt is a run of consecutive token ids after an optional shared
+// prefix, decoded and re-encoded until the text has exactly the drawn
+// length, which the server then counts (its BOS included) as
+// --random-input-len.
+func randomIDSamples(ctx context.Context, d DatasetConfig, n int, tk IDTokenizer, rng *rand.Rand) ([]Sample, error) {
+	v := tk.VocabSize()
+	if v < 2 {
+		return nil, fmt.Errorf("random dataset: the tokenizer has %d ids", v)
+	}
+	real := max(d.RandomInputLen-tk.SpecialTokens(), 0)
+	inLo := int(math.Floor(float64(real) * (1 - d.RandomRangeRatio)))
+	inHi := int(math.Ceil(float64(real) * (1 + d.RandomRangeRatio)))
+	outLo := max(int(math.Floor(float64(d.RandomOutputLen)*(1-d.RandomRangeRatio))), 1)
+	outHi := max(int(math.Ceil(float64(d.RandomOutputLen)*(1+d.RandomRangeRatio))), outLo)
+	if d.RandomPrefixLen+inLo < 1 {
+		return nil, errors.New("random dataset: the prompts would be empty")
+	}
+	lo := firstWordID(v)
+	prefix := make([]int, d.RandomPrefixLen)
+	for i := range prefix {
+		prefix[i] = lo + rng.IntN(v-lo)
+	}
+	type plan struct {
+		in, out, offset int
+		seed            uint64
+	}
+	plans := make([]plan, n)
+	for i := range plans {
+		plans[i] = plan{inLo + rng.IntN(inHi-inLo+1), outLo + rng.IntN(outHi-outLo+1), rng.IntN(v - lo), rng.Uint64()}
+	}
+	return buildParallel(ctx, n, func(ctx context.Context, i int) (Sample, error) {
+		p := plans[i]
+		ids := append(make([]int, 0, len(prefix)+p.in), prefix...)
+		for k := range p.in {
+			ids = append(ids, lo+(p.offset+i+k)%(v-lo))
+		}
+		text, got, err := ExactPrompt(ctx, tk, ids, len(ids), rand.New(rand.NewPCG(p.seed, uint64(i))))
+		return Sample{Prompt: text, PromptIDs: got, PromptLen: len(got) + tk.SpecialTokens(), OutputLen: p.out}, err
+	})
+}
+
+// ExactPrompt is vLLM's gen_prompt_decode_to_target_len: decode ids,
+// re-encode the text, then append random ids or cut the excess, until the
+// text encodes to target tokens. vLLM gives up after ten rounds and warns;
+// a cut can merge differently when re-encoded, so this keeps going (with
+// fresh random ids each time) for up to fifty. It returns the text and its
+// tokens (whose count may still differ if it never settled).
+func ExactPrompt(ctx context.Context, tk IDTokenizer, ids []int, target int, rng *rand.Rand) (string, []int, error) {
+	var text string
+	for remain := 50; ; remain-- {
+		var err error
+		if text, err = tk.Decode(ctx, ids); err != nil {
+			return "", nil, err
+		}
+		if ids, err = tk.Encode(ctx, text); err != nil {
+			return "", nil, err
+		}
+		switch {
+		case remain <= 0 || len(ids) == target:
+			return text, ids, nil
+		case len(ids) < target:
+			lo := firstWordID(tk.VocabSize())
+			for len(ids) < target {
+				ids = append(ids, lo+rng.IntN(tk.VocabSize()-lo))
+			}
+		case remain > 40:
+			ids = ids[:target]
+		default:
+			// A cut that re-encodes longer (a split character, a byte the
+			// wire turns into U+FFFD) does so every time: cut as much again
+			// and refill with random ids instead.
+			ids = ids[:max(2*target-len(ids), 0)]
+		}
+	}
+}
+
+// firstWordID skips the ids that are single bytes in common vocabularies
+// (byte-level BPE's first 256, SentencePiece's 3 specials and 256 byte
+// fallbacks, the simulator's first 256): a lone byte past ASCII decodes to
+// invalid UTF-8, which the wire turns into U+FFFD, three tokens instead of
+// one, and a prompt built of them never settles at its length.
+func firstWordID(vocab int) int { return min(259, vocab/2) }
 
 // prefixRepetitionSamples is vLLM's prefix_repetition dataset: NumPrefixes
 // random prefixes, each request one of them plus a random suffix, shuffled,

@@ -114,6 +114,9 @@ func (v *Vocab) add(piece string) int32 {
 // Size is the number of token ids: every id in [0, Size()) is valid.
 func (v *Vocab) Size() int { return len(v.pieces) }
 
+// VocabSize is Size, for the server's check of client token ids.
+func (v *Vocab) VocabSize() int { return len(v.pieces) }
+
 // EOS is the end-of-text token id.
 func (v *Vocab) EOS() int { return tokEOS }
 
