@@ -84,7 +84,7 @@ func (c *Config) Fetch(ctx context.Context, ref Ref) (string, error) {
 	}
 	url := fmt.Sprintf("%s/%s/%s/resolve/main/%s", strings.TrimSuffix(base, "/"), ref.Owner, ref.Repo, ref.File)
 	if err := c.download(ctx, url, dest); err != nil {
-		return "", fmt.Errorf("fetch %s%s/%s/%s: %w\n(to use a file you already have, pass its local path to --model; a partial download resumes next time)",
+		return "", fmt.Errorf("fetch %s%s/%s/%s: %w\n(to use a file you already have, give its local path as the model: --model, Options.Model; a partial download resumes next time)",
 			Prefix, ref.Owner, ref.Repo, ref.File, err)
 	}
 	return dest, nil
