@@ -184,14 +184,12 @@ func resolveModel(arg string, progress io.Writer) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := os.Getenv("GLASSBOX_CACHE")
-	if dir == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("find a cache directory for %s: %w (set GLASSBOX_CACHE)", arg, err)
-		}
-		dir = filepath.Join(base, "glassbox")
+	cache := ""
+	if dir := os.Getenv("GLASSBOX_CACHE"); dir != "" {
+		cache = filepath.Join(dir, "hf")
+	} else if cache, err = hub.DefaultCacheDir(); err != nil {
+		return "", fmt.Errorf("%s: %w (set GLASSBOX_CACHE)", arg, err)
 	}
-	c := hub.Config{BaseURL: os.Getenv("HF_ENDPOINT"), CacheDir: filepath.Join(dir, "hf"), Progress: progress, Token: os.Getenv("HF_TOKEN")}
+	c := hub.Config{BaseURL: os.Getenv("HF_ENDPOINT"), CacheDir: cache, Progress: progress, Token: os.Getenv("HF_TOKEN")}
 	return c.Fetch(context.Background(), ref)
 }

@@ -4,7 +4,8 @@
 // sha256 when it gives one, show progress, and fail with a clear message
 // when the hub cannot be reached.
 //
-// It is used by cmd/ only and must not import the engine or server side.
+// It is used by cmd/ and the public package (which resolve --model and
+// Options.Model) and must not import the engine or server side.
 package hub
 
 import (
@@ -31,6 +32,17 @@ type Config struct {
 	Client   *http.Client // default: no overall timeout (files are large)
 	Progress io.Writer    // nil: quiet
 	Token    string       // sent as a bearer token (gated repositories)
+}
+
+// DefaultCacheDir is where downloads land unless told otherwise: glassbox/hf
+// under the user's cache directory (~/.cache/glassbox/hf on Linux), shared
+// by glassbox serve and the public package.
+func DefaultCacheDir() (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("find a cache directory: %w", err)
+	}
+	return filepath.Join(base, "glassbox", "hf"), nil
 }
 
 // Ref is a parsed hf:// reference.
@@ -72,7 +84,7 @@ func (c *Config) Fetch(ctx context.Context, ref Ref) (string, error) {
 	}
 	url := fmt.Sprintf("%s/%s/%s/resolve/main/%s", strings.TrimSuffix(base, "/"), ref.Owner, ref.Repo, ref.File)
 	if err := c.download(ctx, url, dest); err != nil {
-		return "", fmt.Errorf("fetch %s%s/%s/%s: %w\n(to use a file you already have, pass its local path to --model; a partial download resumes next time)",
+		return "", fmt.Errorf("fetch %s%s/%s/%s: %w\n(to use a file you already have, give its local path as the model: --model, Options.Model; a partial download resumes next time)",
 			Prefix, ref.Owner, ref.Repo, ref.File, err)
 	}
 	return dest, nil

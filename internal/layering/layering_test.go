@@ -92,6 +92,11 @@ func TestDependencyRules(t *testing.T) {
 			if strings.HasPrefix(imp, module+"/cmd/") {
 				t.Errorf("%s imports %s: nothing imports cmd/", p.ImportPath, imp)
 			}
+			// The public package is a façade for programs outside the
+			// module: the inside never builds on it.
+			if imp == module && strings.HasPrefix(p.ImportPath, module+"/internal/") {
+				t.Errorf("%s imports the public package %s: internal/ must not depend on its façade", p.ImportPath, imp)
+			}
 			// replica is the composition root: only the entry points build on it.
 			if imp == module+"/internal/replica" && p.ImportPath != module && !strings.HasPrefix(p.ImportPath, module+"/cmd/") {
 				t.Errorf("%s imports %s: only cmd/ and the public package assemble replicas", p.ImportPath, imp)

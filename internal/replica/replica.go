@@ -22,6 +22,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/dcgm"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/jinja"
 	"github.com/glassbox-llm/glassbox/internal/metrics"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/server"
@@ -97,6 +98,10 @@ type Replica struct {
 	EngineConfig engine.Config
 	Names        []string // served model names, the first the default
 	Describe     string   // what runs it, for a start-up banner
+	// Tokenizer is the served model's tokenizer as the API uses it
+	// (completion prompts get the model's BOS), for callers that submit
+	// to Engine themselves: the public package.
+	Tokenizer server.Model
 
 	handler, metrics, dcgm http.Handler
 	back                   *backend
@@ -195,7 +200,7 @@ func New(cfg Config) (r *Replica, err error) {
 		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger,
 		Metrics: mh, Instrument: m.InstrumentHTTP, Rejected: m.Rejected, Chat: b.chat, Profiler: cfg.Profiler,
 	}, eng, b.model)
-	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe,
+	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Tokenizer: b.model,
 		handler: srv.Handler(), metrics: mh, back: b}
 	if exporter != nil {
 		r.dcgm = exporter
@@ -221,6 +226,15 @@ func engineConfig(cfg *Config, b *backend) (engine.Config, error) {
 		return c, err
 	}
 	return c, c.Validate()
+}
+
+// ChatPrompt renders a conversation as the chat API does (the model's
+// template; ChatML on the simulator, which has none) and tokenizes it.
+func (r *Replica) ChatPrompt(msgs []jinja.Message) (text string, ids []int, err error) {
+	if text, err = server.RenderChat(r.back.chat, msgs); err != nil {
+		return "", nil, err
+	}
+	return text, server.EncodeChat(r.Tokenizer, text), nil
 }
 
 // Handler is the OpenAI-compatible API (and /metrics, /health, …).

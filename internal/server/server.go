@@ -45,12 +45,7 @@ type chatEncoder interface {
 }
 
 // encodeChat tokenizes a rendered chat prompt.
-func (s *Server) encodeChat(text string) []int {
-	if ce, ok := s.model.(chatEncoder); ok {
-		return ce.EncodeChat(text)
-	}
-	return s.model.Encode(text)
-}
+func (s *Server) encodeChat(text string) []int { return EncodeChat(s.model, text) }
 
 // vocabSizer is an optional capability of a Model: when present, token ids
 // from clients are checked against it instead of reaching the executor.

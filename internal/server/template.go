@@ -13,6 +13,29 @@ type ChatRenderer interface {
 	Render(msgs []jinja.Message) (string, error)
 }
 
+// RenderChat renders msgs with c, or with ChatML when c is nil, and opens
+// the assistant's turn: the prompt the chat API generates from.
+func RenderChat(c ChatRenderer, msgs []jinja.Message) (string, error) {
+	if c == nil {
+		return jinja.ChatML(msgs, true), nil
+	}
+	text, err := c.Render(msgs)
+	if err != nil {
+		return "", fmt.Errorf("apply chat template: %w", err)
+	}
+	return text, nil
+}
+
+// EncodeChat tokenizes a rendered chat prompt, which carries its own BOS
+// from the template: without the special tokens a completion prompt gets
+// (vLLM's add_special_tokens=False for chat), when m can tell the two apart.
+func EncodeChat(m Model, text string) []int {
+	if ce, ok := m.(chatEncoder); ok {
+		return ce.EncodeChat(text)
+	}
+	return m.Encode(text)
+}
+
 // renderChat applies the configured template (ChatML without one); a
 // template that cannot render these messages is the client's problem (a
 // role it does not allow, say).
@@ -21,12 +44,9 @@ func (s *Server) renderChat(msgs []openai.ChatMessage) (string, error) {
 	for i, m := range msgs {
 		ms[i] = jinja.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
 	}
-	if s.cfg.Chat == nil {
-		return jinja.ChatML(ms, true), nil
-	}
-	text, err := s.cfg.Chat.Render(ms)
+	text, err := RenderChat(s.cfg.Chat, ms)
 	if err != nil {
-		return "", openai.BadRequest("messages", "%s", fmt.Errorf("apply chat template: %w", err))
+		return "", openai.BadRequest("messages", "%s", err)
 	}
 	return text, nil
 }
