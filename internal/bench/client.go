@@ -26,7 +26,8 @@ type Output struct {
 	TTFT          time.Duration   // to the first chunk with a choices entry
 	ITL           []time.Duration // every gap between consecutive choices chunks
 	Latency       time.Duration   // to the last choices chunk
-	QueueTime     time.Duration   // waited on the client's own --max-concurrency cap before sending
+	QueueTime     time.Duration   // from when it was due to when it was sent: waiting on --max-concurrency, or on the user's previous round
+	Stage         int             // the inference-perf stage it belongs to (0 otherwise)
 }
 
 // streamer sends streamed requests to one endpoint.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/workload"
@@ -83,6 +83,7 @@ type runner struct {
 	st      *streamer
 	tc      workload.Tokenizer
 	samples []workload.Sample
+	plan    *workload.Plan // an inference-perf configuration's, run by every pass
 	rng     *rand.Rand
 }
 
@@ -92,78 +93,33 @@ func (r *runner) warmup(ctx context.Context) error {
 	if r.cfg.NumWarmups == 0 {
 		return nil
 	}
-	sem := newSemaphore(r.cfg.MaxConcurrency)
-	var wg sync.WaitGroup
-	errs := make([]string, r.cfg.NumWarmups)
-	for i := range r.cfg.NumWarmups {
-		wg.Go(func() {
-			if sem.acquire(ctx) != nil {
-				return
-			}
-			defer sem.release()
-			if o := r.st.do(ctx, r.samples[0]); !o.Success {
-				errs[i] = o.Error
-			}
-		})
+	first := r.samples[0]
+	if r.plan != nil {
+		first = r.plan.Prompts[0]
 	}
-	wg.Wait()
-	if errs[0] != "" && ctx.Err() == nil {
-		return fmt.Errorf("warm up: %s", errs[0])
+	arr := workload.NewArrivals(r.cfg.NumWarmups, 0, math.Inf(1), 1, nil, r.rng)
+	outputs := r.drive(ctx, workload.OpenLoop([]workload.Sample{first}, arr, r.cfg.MaxConcurrency, 0), r.cfg.Now(), newProgress(nil, "", 0, 0, r.cfg.Now))
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	return ctx.Err()
+	if !outputs[0].Success {
+		return fmt.Errorf("warm up: %s", outputs[0].Error)
+	}
+	return nil
 }
 
 // pass sends one load and measures it. The duration runs from just before
 // the first request is sent until the last one has finished.
 func (r *runner) pass(ctx context.Context, p Pass) (*Pass, error) {
-	n := len(r.samples)
-	arr := workload.NewArrivals(n, r.cfg.Duration, p.RequestRate, p.Burstiness, p.Ramp, r.rng)
-	scr := startScraper(ctx, r.cfg)
-	prog := newProgress(r.cfg.Progress, p.Name, n, r.cfg.Duration, r.cfg.Now)
-	sem := newSemaphore(p.MaxConcurrency)
-	var (
-		mu      sync.Mutex
-		outputs []Output
-		wg      sync.WaitGroup
-	)
-	p.Start = r.cfg.Now()
-	timer := time.NewTimer(0)
-	<-timer.C
-	for i := 0; ; i++ {
-		off, ok := arr.Next()
-		if !ok {
-			break
-		}
-		if wait := off - r.cfg.Now().Sub(p.Start); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-timer.C:
-			case <-ctx.Done():
-			}
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		mu.Lock()
-		outputs = append(outputs, Output{})
-		mu.Unlock()
-		sm := r.samples[i%n]
-		wg.Go(func() {
-			arrived := r.cfg.Now()
-			if sem.acquire(ctx) != nil {
-				store(&mu, &outputs, i, Output{Error: "canceled while waiting for a concurrency slot"})
-				return
-			}
-			o := r.st.do(ctx, sm)
-			sem.release()
-			if !o.Start.IsZero() {
-				o.QueueTime = o.Start.Sub(arrived)
-			}
-			store(&mu, &outputs, i, o)
-			prog.done(o.Success)
-		})
+	plan := r.plan
+	if plan == nil {
+		arr := workload.NewArrivals(len(r.samples), r.cfg.Duration, p.RequestRate, p.Burstiness, p.Ramp, r.rng)
+		plan = workload.OpenLoop(r.samples, arr, p.MaxConcurrency, r.cfg.Duration)
 	}
-	wg.Wait()
+	scr := startScraper(ctx, r.cfg)
+	prog := newProgress(r.cfg.Progress, p.Name, plan.NumRequests(), r.cfg.Duration, r.cfg.Now)
+	p.Start = r.cfg.Now()
+	outputs := r.drive(ctx, plan, p.Start, prog)
 	dur := r.cfg.Now().Sub(p.Start)
 	prog.finish()
 	p.Server = scr.stop(ctx)
@@ -179,12 +135,62 @@ func (r *runner) pass(ctx context.Context, p Pass) (*Pass, error) {
 	return &p, nil
 }
 
-// store writes output i; the slice may have grown (and moved) meanwhile, so
-// it is read again under the lock.
-func store(mu *sync.Mutex, outputs *[]Output, i int, o Output) {
-	mu.Lock()
-	(*outputs)[i] = o
-	mu.Unlock()
+// drive runs plan's schedule on the wall clock from start: each request
+// goes in its own goroutine when the schedule releases it and reports back
+// here, so that stages, sessions and the concurrency cap see every
+// completion. It returns the outputs in schedule order once all are in
+// (when ctx ends, once those in flight have given up).
+func (r *runner) drive(ctx context.Context, plan *workload.Plan, start time.Time, prog *progress) []Output {
+	type done struct {
+		req workload.Request
+		out Output
+	}
+	var (
+		outputs  []Output
+		inFlight int
+		finished = make(chan done)
+		timer    = time.NewTimer(time.Hour)
+	)
+	defer timer.Stop()
+	sch := plan.Start()
+	record := func(d done) {
+		inFlight--
+		if !d.out.Start.IsZero() {
+			d.out.QueueTime = d.out.Start.Sub(start.Add(d.req.Due))
+		}
+		d.out.Stage = d.req.Stage
+		outputs[d.req.Index] = d.out
+		prog.done(d.out.Success)
+		sch.Finished(d.req, r.cfg.Now().Sub(start), d.out.Success, d.out.GeneratedText, nil, d.out.OutputTokens)
+	}
+	for ctx.Err() == nil {
+		ready, next := sch.Poll(r.cfg.Now().Sub(start))
+		for _, rq := range ready {
+			if rq.Index >= len(outputs) {
+				outputs = append(outputs, make([]Output, rq.Index+1-len(outputs))...)
+			}
+			inFlight++
+			go func() { finished <- done{rq, r.st.do(ctx, rq.Sample)} }()
+		}
+		if sch.Done() {
+			break
+		}
+		var tick <-chan time.Time
+		if next >= 0 {
+			timer.Reset(max(next-r.cfg.Now().Sub(start), 0))
+			tick = timer.C
+		}
+		select {
+		case d := <-finished:
+			record(d)
+		case <-tick:
+		case <-ctx.Done():
+		}
+	}
+	for inFlight > 0 {
+		record(<-finished)
+	}
+	return outputs
 }
 
 // countMissingTokens counts the generated text of successful requests whose
@@ -198,34 +204,6 @@ func (r *runner) countMissingTokens(ctx context.Context, outputs []Output) {
 				o.OutputTokens = estimateTokens(o.GeneratedText)
 			}
 		}
-	}
-}
-
-// semaphore is the client-side --max-concurrency cap; nil means none.
-type semaphore chan struct{}
-
-func newSemaphore(n int) semaphore {
-	if n <= 0 {
-		return nil
-	}
-	return make(semaphore, n)
-}
-
-func (s semaphore) acquire(ctx context.Context) error {
-	if s == nil {
-		return nil
-	}
-	select {
-	case s <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (s semaphore) release() {
-	if s != nil {
-		<-s
 	}
 }
 
