@@ -51,7 +51,7 @@ type Plan struct {
 	// 0: none); Until, when positive, stops sending at that offset (--duration).
 	MaxConcurrency int
 	Until          time.Duration
-	separator []int // the tokens of " ", for composing session prompts from ids
+	separator      []int // the tokens of " ", for composing session prompts from ids
 }
 
 // Stage is one stage's request offsets from its start.
