@@ -66,7 +66,7 @@ func scenarios() []scenario {
 		{name: "long prompts, short answers", window: w, want: []string{"prefill-bound"},
 			load: bench.Config{Dataset: random(3000, 4), RequestRate: 2}},
 		{name: "batch widening under a ramp", window: 6 * time.Second, want: []string{"decode-bound"},
-			load: bench.Config{Dataset: random(64, 400), Ramp: &workload.Ramp{Strategy: "linear", Start: 2, End: 60}}},
+			load: bench.Config{Dataset: random(64, 1500), Ramp: &workload.Ramp{Strategy: "linear", Start: 2, End: 150}}},
 		{name: "client timeout shorter than the answers", window: w, want: []string{"client-timeouts"},
 			load: bench.Config{Dataset: random(64, 200), RequestRate: 10, RequestTimeout: 500 * time.Millisecond}},
 		{name: "shared prefixes without prefix caching", window: w, want: []string{"prefix-caching"},

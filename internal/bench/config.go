@@ -75,6 +75,12 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("check config: a base URL is required")
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	return c.clientDefaults()
+}
+
+// clientDefaults fills and checks what shapes and reports a load, which
+// also applies to a run that no HTTP client sent (Offline).
+func (c Config) clientDefaults() (Config, error) {
 	switch c.Backend {
 	case "", "openai", "vllm":
 		c.Backend = "openai"

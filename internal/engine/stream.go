@@ -47,6 +47,22 @@ func (s *Stream) push(o *Output) {
 	}
 }
 
+// TryNext returns the pending output without waiting, or false when there
+// is none: for a driver that owns the engine loop (Advance) and reads
+// every stream between steps.
+func (s *Stream) TryNext() (Output, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.has {
+		return Output{}, false
+	}
+	o := s.out
+	s.out = Output{}
+	s.has = false
+	s.done = o.Finished
+	return o, true
+}
+
 // Next waits for the next output. It returns false when the final output
 // has already been returned or ctx is done. The caller owns the Output:
 // the engine starts a new one for what comes after.

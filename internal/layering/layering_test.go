@@ -58,6 +58,7 @@ var forbidden = map[string][]string{
 	module + "/internal/profiler": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor"},
 	module + "/internal/bench":    {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
 	module + "/internal/doctor":   {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
+	module + "/internal/workload": {"net/http", module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/bench", module + "/internal/simulate"},
 	// The model side computes; it serves nothing and knows no engine.
 	module + "/internal/gguf":      modelSide,
 	module + "/internal/tensor":    modelSide,
@@ -66,6 +67,9 @@ var forbidden = map[string][]string{
 	module + "/internal/jinja":     modelSide,
 	module + "/internal/hub":       {module + "/internal/engine", module + "/internal/server", module + "/internal/executor", module + "/internal/model"},
 }
+
+// replicaUsers may import replica besides the entry points.
+var replicaUsers = map[string]bool{module + "/internal/simulate": true, module + "/internal/calibrate": true, module + "/internal/plan": true}
 
 var modelSide = []string{"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/engine", module + "/internal/server",
 	module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor"}
@@ -97,9 +101,11 @@ func TestDependencyRules(t *testing.T) {
 			if imp == module && strings.HasPrefix(p.ImportPath, module+"/internal/") {
 				t.Errorf("%s imports the public package %s: internal/ must not depend on its façade", p.ImportPath, imp)
 			}
-			// replica is the composition root: only the entry points build on it.
-			if imp == module+"/internal/replica" && p.ImportPath != module && !strings.HasPrefix(p.ImportPath, module+"/cmd/") {
-				t.Errorf("%s imports %s: only cmd/ and the public package assemble replicas", p.ImportPath, imp)
+			// replica is the composition root: only the entry points build on
+			// it, and simulate, which assembles one in virtual time, with the
+			// tools that describe servers to it.
+			if imp == module+"/internal/replica" && p.ImportPath != module && !strings.HasPrefix(p.ImportPath, module+"/cmd/") && !replicaUsers[p.ImportPath] {
+				t.Errorf("%s imports %s: only cmd/, the public package and simulate's tools assemble replicas", p.ImportPath, imp)
 			}
 		}
 	}

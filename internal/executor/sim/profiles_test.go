@@ -28,7 +28,7 @@ func TestLookupHardware(t *testing.T) {
 }
 
 func TestLookupModel(t *testing.T) {
-	for _, name := range ModelNames() {
+	for _, name := range append(ModelNames(), "meta-llama/Llama-3.1-8B-Instruct", "qwen/qwen3-14b") {
 		if _, err := LookupModel(name); err != nil {
 			t.Errorf("LookupModel(%q): %v", name, err)
 		}
@@ -49,6 +49,7 @@ func TestLookupModel(t *testing.T) {
 // layer shapes, which catches a mistyped config value.
 func TestModelShapes(t *testing.T) {
 	qkvBias := map[string]bool{"qwen2.5-7b": true, "qwen2.5-0.5b": true}
+	qkNorm := map[string]bool{"qwen3-14b": true} // RMSNorm of each head's q and k
 	for _, m := range modelProfiles() {
 		t.Run(m.Name, func(t *testing.T) {
 			if m.Heads*m.HeadDim != m.Hidden {
@@ -62,6 +63,9 @@ func TestModelShapes(t *testing.T) {
 			if qkvBias[m.Name] {
 				attn += h + 2*kv
 			}
+			if qkNorm[m.Name] {
+				attn += 2 * float64(m.HeadDim)
+			}
 			mlp := 3 * h * float64(m.Intermediate)
 			layer := attn + mlp + 2*h // two RMSNorm weights
 			embed := float64(m.Vocab) * h
@@ -72,7 +76,7 @@ func TestModelShapes(t *testing.T) {
 			if rel := math.Abs(m.Params-want) / want; rel > 1e-6 {
 				t.Errorf("params %.0f, architecture implies %.0f (%.4f%% off)", m.Params, want, 100*rel)
 			}
-			if m.BytesPerParam != 2 || m.MaxPosition < 32768 {
+			if m.BytesPerParam != 2 || m.MaxPosition < 4096 {
 				t.Errorf("bytes/param %v, max position %d", m.BytesPerParam, m.MaxPosition)
 			}
 		})
@@ -82,8 +86,8 @@ func TestModelShapes(t *testing.T) {
 func TestHardwareCalibration(t *testing.T) {
 	for _, hw := range hardwareProfiles() {
 		c := hw.Calib
-		if !(c.MFUPrefill > c.MFUDecode && c.MFUDecode > 0 && c.MFUPrefill <= 1) {
-			t.Errorf("%s: MFU prefill %v decode %v", hw.Name, c.MFUPrefill, c.MFUDecode)
+		if !(c.GEMMEfficiency > 0 && c.GEMMEfficiency <= 1) {
+			t.Errorf("%s: GEMM efficiency %v", hw.Name, c.GEMMEfficiency)
 		}
 		if c.KVReadFactor < 1 || c.WeightLoadFactor < 1 {
 			t.Errorf("%s: factors %v, %v below the bandwidth bound", hw.Name, c.KVReadFactor, c.WeightLoadFactor)

@@ -39,6 +39,20 @@ type Config struct {
 
 	// Clock is the engine's; nil means the wall clock. Steps sleep on it.
 	Clock engine.Clock
+
+	// Calib, when set, replaces the hardware profile's coefficients (the
+	// output of glassbox simulate calibrate).
+	Calib *Calibration
+
+	// Observe, when set, sees every step's cost as the step starts (the
+	// calibration reads the terms it fits from it).
+	Observe func(start time.Time, c *Cost)
+
+	// PlainTokens samples every token as an ordinary word chosen by its
+	// position, without the fake language model or the samplers: for runs
+	// in virtual time whose requests ignore EOS, where the tokens' values
+	// matter to nothing but the prefix cache and the cost is the sampling.
+	PlainTokens bool
 }
 
 // Info describes the simulated deployment, for glassbox_executor_info and
@@ -65,6 +79,8 @@ type Executor struct {
 	sampler   sampling.Sampler
 	timeScale float64
 	host      time.Duration // Config.HostOverhead
+	plain     bool
+	observe   func(time.Time, *Cost)
 	clock     engine.Clock
 	deadline  time.Time // when the previous simulated step ends
 
@@ -94,6 +110,9 @@ func New(cfg Config) (*Executor, error) {
 	if math.IsNaN(cfg.TimeScale) || math.IsInf(cfg.TimeScale, 0) || cfg.TimeScale < 0 {
 		return nil, fmt.Errorf("new sim executor: time scale must be a finite number >= 0, got %v", cfg.TimeScale)
 	}
+	if cfg.Calib != nil {
+		hw.Calib = *cfg.Calib
+	}
 	v := NewVocab()
 	e := &Executor{
 		cost:      CostModel{HW: hw, Model: m, TP: tp},
@@ -101,6 +120,8 @@ func New(cfg Config) (*Executor, error) {
 		gen:       newTextGen(v),
 		timeScale: cfg.TimeScale,
 		host:      cfg.HostOverhead,
+		plain:     cfg.PlainTokens,
+		observe:   cfg.Observe,
 		clock:     cfg.Clock,
 		local:     make([]int32, v.Size()),
 		fallback:  sampling.NewRNG(0),
@@ -160,6 +181,10 @@ func (e *Executor) KVCacheBlocks(gpuMemoryUtilization float64, override int64, b
 // rather than added to it.
 func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	c := e.cost.Step(b)
+	if e.observe != nil {
+		seen := c // a copy, so that c itself stays on the stack
+		e.observe(e.clock.Now(), &seen)
+	}
 	r.FLOPs, r.ReadBytes, r.WriteBytes = c.FLOPs, c.ReadBytes, c.WriteBytes
 	r.HostTime = time.Duration(float64(c.Host+e.host) * e.timeScale)
 
@@ -185,6 +210,11 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	for i := range b.Seqs {
 		s := &b.Seqs[i]
 		if !s.Sample {
+			continue
+		}
+		if e.plain {
+			w := &e.vocab.words[uint(s.Pos+len(s.Tokens))*2654435761%uint(len(e.vocab.words))]
+			r.Samples[i] = sampling.Result{Token: int(w.space)}
 			continue
 		}
 		if err := e.sample(s, &r.Samples[i]); err != nil {

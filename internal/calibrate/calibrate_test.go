@@ -1,0 +1,190 @@
+package calibrate
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
+	"github.com/glassbox-llm/glassbox/internal/workload"
+)
+
+func tableRuns(t *testing.T) []Run {
+	t.Helper()
+	f, err := os.Open(reftest.Path(t, "reference", "calibration", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	runs, err := ReadTable(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runs
+}
+
+func TestReadTable(t *testing.T) {
+	runs := tableRuns(t)
+	if len(runs) != 10 {
+		t.Fatalf("%d runs in table A, want 10", len(runs))
+	}
+	by := map[string]*Run{}
+	for i := range runs {
+		by[strings.SplitN(runs[i].Name, "-", 2)[0]] = &runs[i]
+	}
+	for exp, want := range map[string]struct {
+		model          string
+		tp, mbt        int
+		gmu, ttft, e2e float64
+		stages, out    int
+	}{
+		"exp16": {"llama-3.1-8b", 1, 2048, 0.9, 39.8, 2118.6, 2, 248},
+		"exp22": {"llama-3.1-8b", 1, 1024, 0.9, 37.5, 2028.9, 2, 248},
+		"exp25": {"llama-3.1-8b", 1, 2048, 0.95, 36.1, 2109.4, 2, 248},
+		"exp46": {"llama-3.1-8b", 1, 2048, 0.9, 56.3, 22705, 1, 1448},
+		"exp60": {"llama-3.1-70b", 4, 8192, 0.9, 53.7, 4502, 2, 248},
+		"exp13": {"qwen3-14b", 1, 2048, 0.9, 65.4, 3909.1, 2, 248},
+	} {
+		r := by[exp]
+		if r == nil {
+			t.Errorf("no %s", exp)
+			continue
+		}
+		s := r.Server
+		if s.Model != want.model || s.TensorParallel != want.tp || s.MaxNumBatchedTokens != want.mbt || s.GPUMemoryUtilization != want.gmu ||
+			s.MaxNumSeqs != 128 || s.MaxModelLen != 4096 || r.Measured.TTFT != want.ttft || r.Measured.E2E != want.e2e ||
+			len(r.Load.Load.Stages) != want.stages || *r.Load.Data.SharedPrefix.OutputLen != want.out || r.Plan.Compat != workload.Legacy {
+			t.Errorf("%s: %+v, measured %+v", exp, s, r.Measured)
+		}
+	}
+}
+
+// TestReadRuns: a directory of runs in both result formats.
+func TestReadRuns(t *testing.T) {
+	dir := t.TempDir()
+	write := func(run, name, body string) {
+		if err := os.MkdirAll(filepath.Join(dir, run), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, run, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wl := "load: {stages: [{rate: 2, duration: 10}]}\ndata: {type: shared_prefix, shared_prefix: {num_groups: 2, num_prompts_per_group: 2, output_len: 11}}\n"
+	write("a", "workload.yaml", wl)
+	write("a", "server.args", "vllm serve meta-llama/Llama-3.1-8B-Instruct \\\n  --max-num-seqs=64 --tensor-parallel-size 1 --no-enable-prefix-caching\n")
+	write("a", "result.json", `{"mean_ttft_ms": 30, "p99_ttft_ms": 50, "mean_e2el_ms": 900, "mean_tpot_ms": 8.7}`)
+	write("b", "workload.yaml", wl)
+	write("b", "server.args", "--model Qwen/Qwen2.5-7B-Instruct --max-num-batched-tokens 1024")
+	write("b", "result.json", `{"successes": {"latency": {"time_to_first_token": {"mean": 0.04, "p90": 0.05, "p99": 0.06}, "request_latency": {"mean": 1.04}}}}`)
+	write("b", "run.yaml", "hardware: h200\ncompat: e8e0aa99\ndrift: [1, 2]\n")
+	runs, err := ReadRuns(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := runs[0], runs[1]
+	if a.Server.Model != "llama-3.1-8b" || a.Server.MaxNumSeqs != 64 || !a.Server.NoPrefixCaching || a.Server.Hardware != "h100" || a.Measured.TPOT != 8.7 {
+		t.Errorf("run a: %+v %+v", a.Server, a.Measured)
+	}
+	if b.Server.Model != "qwen2.5-7b" || b.Server.MaxNumBatchedTokens != 1024 || b.Server.Hardware != "h200" ||
+		b.Measured.TTFT != 40 || b.Measured.E2E != 1040 || b.Measured.TPOT != 100 || b.Plan.Compat != workload.Legacy {
+		t.Errorf("run b: %+v %+v %+v", b.Server, b.Measured, b.Plan)
+	}
+	write("c", "workload.yaml", wl)
+	write("c", "server.args", "--model gpt-5")
+	write("c", "result.json", `{}`)
+	if _, err := ReadRuns(dir); err == nil || !strings.Contains(err.Error(), "gpt-5") {
+		t.Errorf("an unknown model: %v", err)
+	}
+}
+
+// shortRuns are small runs of three shapes, measured by replaying them
+// with truth.
+func shortRuns(t *testing.T, truth sim.Calibration) []Run {
+	t.Helper()
+	var runs []Run
+	for _, c := range []struct {
+		name, model string
+		tp          int
+		p           preset
+	}{
+		{"8b-general", "llama-3.1-8b", 1, preset{[][2]float64{{8, 40}, {20, 40}}, 9, 5, 100, 447, 248}},
+		{"8b-reasoning", "llama-3.1-8b", 1, preset{[][2]float64{{3, 60}}, 23, 1, 100, 934, 1448}},
+		{"70b-tp4", "llama-3.1-70b", 4, preset{[][2]float64{{4, 40}}, 9, 5, 100, 447, 248}},
+	} {
+		load, err := workload.ParseInferencePerf(strings.NewReader(c.p.config()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := vllmDefaults("h100")
+		srv.Model, srv.TensorParallel = c.model, c.tp
+		runs = append(runs, Run{Name: c.name, Server: srv, Load: load, Plan: workload.PlanOptions{Compat: workload.Legacy}})
+	}
+	preds, err := Evaluate(context.Background(), runs, truth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range runs {
+		runs[i].Measured = preds[i].Predicted
+	}
+	return runs
+}
+
+// TestFitFindsKnownTerms: runs "measured" with known terms are fitted from
+// other starting terms until the replays reproduce the measurements.
+func TestFitFindsKnownTerms(t *testing.T) {
+	hw, _ := sim.LookupHardware("h100")
+	truth := hw.Calib
+	truth.KVReadFactor, truth.StepOverhead, truth.Frontend.Arrival, truth.Frontend.LagSteps = 1.6, 150*time.Microsecond, 30*time.Millisecond, 1
+	runs := shortRuns(t, truth)
+	start := hw.Calib
+	fitted, before, after, err := Fit(context.Background(), runs, start, FitOptions{Iterations: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, sa := Summarize(before), Summarize(after)
+	t.Logf("mean abs error before: TTFT %.1f%%, E2E %.1f%%; after: %.1f%%, %.1f%%", 100*sb.MeanAbs.TTFT, 100*sb.MeanAbs.E2E, 100*sa.MeanAbs.TTFT, 100*sa.MeanAbs.E2E)
+	if sb.MeanAbs.E2E < 0.03 || sb.MeanAbs.TTFT < 0.1 {
+		t.Fatalf("the starting terms are already right (%+v): the test proves nothing", sb.MeanAbs)
+	}
+	if sa.MeanAbs.E2E > 0.02 || sa.MeanAbs.TTFT > 0.05 {
+		var b strings.Builder
+		WriteTerms(&b, start, fitted)
+		t.Errorf("after the fit the replays are %.1f%% (E2E) and %.1f%% (TTFT) off what the known terms gave:\n%s", 100*sa.MeanAbs.E2E, 100*sa.MeanAbs.TTFT, b.String())
+	}
+}
+
+// TestProfileReproducesTableA: the committed H100 profile replays every
+// run of reference table A within the simulator's goals (mean absolute
+// error at most 5 % on mean E2E and TPOT, 12 % on mean TTFT) and no run
+// more than twice that off. docs/simulator.md shows the table this checks.
+func TestProfileReproducesTableA(t *testing.T) {
+	runs := tableRuns(t)
+	hw, _ := sim.LookupHardware("h100")
+	preds, err := Evaluate(context.Background(), runs, hw.Calib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	WriteTable(&b, preds)
+	t.Log("\n" + b.String())
+	s := Summarize(preds)
+	if s.MeanAbs.E2E > 0.05 || s.MeanAbs.TPOT > 0.05 || s.MeanAbs.TTFT > 0.12 {
+		t.Errorf("mean absolute error E2E %.1f%%, TPOT %.1f%%, TTFT %.1f%%: want at most 5%%, 5%%, 12%%",
+			100*s.MeanAbs.E2E, 100*s.MeanAbs.TPOT, 100*s.MeanAbs.TTFT)
+	}
+	for i := range preds {
+		e := preds[i].Errors()
+		if math.Abs(e.E2E) > 0.1 || math.Abs(e.TPOT) > 0.1 || math.Abs(e.TTFT) > 0.3 {
+			t.Errorf("%s: E2E %+.1f%%, TPOT %+.1f%%, TTFT %+.1f%%", preds[i].Run.Name, 100*e.E2E, 100*e.TPOT, 100*e.TTFT)
+		}
+		if preds[i].Failed > 0 {
+			t.Errorf("%s: %d requests failed", preds[i].Run.Name, preds[i].Failed)
+		}
+	}
+}

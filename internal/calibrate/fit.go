@@ -1,0 +1,468 @@
+package calibrate
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/replica"
+	"github.com/glassbox-llm/glassbox/internal/simulate"
+	"github.com/glassbox-llm/glassbox/internal/workload"
+)
+
+// Prediction is one run replayed with one calibration.
+type Prediction struct {
+	Run       *Run
+	Predicted Metrics
+	Requests  int
+	Failed    int
+	Virtual   time.Duration
+	Wall      time.Duration
+
+	lin linear // the replay's sensitivities, for the fit
+}
+
+// Terms are the coefficients a fit moves. The GEMMs' terms (weight-read
+// factor, efficiency) and the elementwise traffic stay as Vidur's kernel
+// timings fix them (sim's TestGEMMsMatchVidur holds the profile to them);
+// the per-layer overhead, which a per-step term cannot be told from within
+// one model, stays BLIS's; so does the frontend's finish, which the
+// per-token term cannot be told from when outputs have one length.
+var Terms = []string{"kv_read_factor", "step_overhead", "request_overhead", "all_reduce_latency", "frontend_arrival", "frontend_per_token", "frontend_lag_steps"}
+
+// vector is a calibration's fitted terms, seconds for times.
+func vector(c sim.Calibration) []float64 {
+	return []float64{c.KVReadFactor, c.StepOverhead.Seconds(), c.RequestOverhead.Seconds(),
+		c.AllReduceLatency.Seconds(), c.Frontend.Arrival.Seconds(), c.Frontend.PerToken.Seconds(), c.Frontend.LagSteps}
+}
+
+func withVector(c sim.Calibration, v []float64) sim.Calibration {
+	d := func(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
+	c.KVReadFactor = v[0]
+	c.StepOverhead, c.RequestOverhead, c.AllReduceLatency = d(v[1]), d(v[2]), d(v[3])
+	c.Frontend.Arrival, c.Frontend.PerToken, c.Frontend.LagSteps = d(v[4]), d(v[5]), v[6]
+	return c
+}
+
+// lowerBounds keep a fit physical: the KV read is no faster than the
+// bandwidth bound allows, and no overhead is negative.
+var lowerBounds = []float64{1, 0, 0, 0, 0, 0, 0}
+
+// basis indexes: the terms that move a step's GPU time.
+const gpuTerms = 4
+
+// linear is a replay's mean TTFT and E2E as affine functions of the
+// terms, around the calibration it ran with: mean = at + grad·(v − v0).
+type linear struct {
+	v0               []float64
+	ttft, e2e        float64 // seconds, as replayed
+	gradTTFT, gradE2 []float64
+}
+
+// Evaluate replays every run with calib.
+func Evaluate(ctx context.Context, runs []Run, calib sim.Calibration) ([]Prediction, error) {
+	out := make([]Prediction, len(runs))
+	for i := range runs {
+		p, err := replay(ctx, &runs[i], calib)
+		if err != nil {
+			return nil, fmt.Errorf("replay %s: %w", runs[i].Name, err)
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
+// step is one engine step of a replay: its span and its fitted terms'
+// basis (what the step's time moves by per unit of each term).
+type step struct {
+	start, end time.Time
+	basis      [gpuTerms]float64
+}
+
+func replay(ctx context.Context, r *Run, calib sim.Calibration) (Prediction, error) {
+	m, err := sim.LookupModel(r.Server.Model)
+	if err != nil {
+		return Prediction{}, err
+	}
+	plan, err := workload.NewPlan(ctx, r.Load, simulate.Tokenizer(), r.Plan)
+	if err != nil {
+		return Prediction{}, err
+	}
+	var steps []step
+	observe := func(start time.Time, c *sim.Cost) {
+		s := step{start: start, end: start.Add(c.Duration + c.Host)}
+		s.basis[0] = c.DecodeKVRead.Seconds()
+		s.basis[1] = 1
+		s.basis[2] = float64(c.Seqs)
+		if c.AllReduce > 0 {
+			s.basis[3] = 2 * float64(m.Layers)
+		}
+		steps = append(steps, s)
+	}
+	res, err := simulate.Run(ctx, simulate.Config{Plan: plan, Replica: replica.Config{
+		Sim: sim.Config{Hardware: r.Server.Hardware, Model: r.Server.Model, TensorParallel: r.Server.TensorParallel,
+			Calib: &calib, Observe: observe},
+		MaxNumSeqs: r.Server.MaxNumSeqs, MaxNumBatchedTokens: r.Server.MaxNumBatchedTokens, MaxModelLen: r.Server.MaxModelLen,
+		BlockSize: replica.DefaultBlockSize, MaxQueuedRequests: replica.DefaultMaxQueuedRequests,
+		GPUMemoryUtilization: r.Server.GPUMemoryUtilization, NoPrefixCaching: r.Server.NoPrefixCaching,
+	}})
+	if err != nil {
+		return Prediction{}, err
+	}
+	p := Prediction{Run: r, Virtual: res.Duration, Wall: res.Wall}
+	var ttft, e2e, tpot []float64
+	fe := res.Frontend
+	cum := make([][gpuTerms]float64, len(steps)+1)
+	ends := make([]time.Time, len(steps))
+	for i, s := range steps {
+		ends[i] = s.end
+		for k := range gpuTerms {
+			cum[i+1][k] = cum[i][k] + s.basis[k]
+		}
+	}
+	// span sums the basis of the engine time from a to e (a step end).
+	span := func(a, e time.Time) [gpuTerms]float64 {
+		i := sort.Search(len(ends), func(j int) bool { return ends[j].After(a) })
+		j := sort.Search(len(ends), func(j int) bool { return ends[j].After(e) }) - 1
+		var out [gpuTerms]float64
+		if i > j || i >= len(steps) {
+			return out
+		}
+		s := steps[i]
+		frac := 1.0
+		if d := s.end.Sub(s.start); a.After(s.start) && d > 0 {
+			frac = float64(s.end.Sub(a)) / float64(d)
+		}
+		for k := range gpuTerms {
+			out[k] = frac*s.basis[k] + cum[j+1][k] - cum[i+1][k]
+		}
+		return out
+	}
+	lin := linear{v0: vector(calib), gradTTFT: make([]float64, len(Terms)), gradE2: make([]float64, len(Terms))}
+	at := func(e time.Time) int { // the step ending at e
+		return sort.Search(len(ends), func(j int) bool { return !ends[j].Before(e) })
+	}
+	for i, o := range res.Outputs {
+		p.Requests++
+		if !o.Success {
+			p.Failed++
+			continue
+		}
+		n := float64(o.OutputTokens)
+		ttft = append(ttft, o.TTFT.Seconds())
+		e2e = append(e2e, o.Latency.Seconds())
+		if o.OutputTokens > 1 {
+			tpot = append(tpot, (o.Latency-o.TTFT).Seconds()/(n-1))
+		}
+		tt := res.Tokens[i]
+		a := o.Start.Add(fe.Arrival)
+		bf, bl := span(a, tt.First), span(a, tt.Last)
+		sf, sl := steps[min(at(tt.First), len(steps)-1)], steps[min(at(tt.Last), len(steps)-1)]
+		for k := range gpuTerms {
+			// The lag moves with the step it follows.
+			lin.gradTTFT[k] += bf[k] + fe.LagSteps*sf.basis[k]
+			lin.gradE2[k] += bl[k] + fe.LagSteps*sl.basis[k]
+		}
+		lin.gradTTFT[4]++ // the arrival delays the first token
+		lin.gradTTFT[5]++ // and the first token pays the per-token time
+		lin.gradTTFT[6] += tt.FirstStep.Seconds()
+		lin.gradE2[4]++
+		lin.gradE2[5] += n
+		lin.gradE2[6] += tt.LastStep.Seconds()
+	}
+	ok := float64(len(ttft))
+	if ok == 0 {
+		return p, fmt.Errorf("every one of %d requests failed", p.Requests)
+	}
+	for k := range lin.gradTTFT {
+		lin.gradTTFT[k] /= ok
+		lin.gradE2[k] /= ok
+	}
+	lin.ttft, lin.e2e = mean(ttft), mean(e2e)
+	p.lin = lin
+	p.Predicted = Metrics{TTFT: 1e3 * lin.ttft, TTFTP90: 1e3 * pct(ttft, 90), TTFTP99: 1e3 * pct(ttft, 99),
+		E2E: 1e3 * lin.e2e, E2EP90: 1e3 * pct(e2e, 90), E2EP99: 1e3 * pct(e2e, 99), TPOT: 1e3 * mean(tpot)}
+	return p, nil
+}
+
+// FitOptions bound a fit.
+type FitOptions struct {
+	Iterations int     // replay-and-refit rounds; default 4
+	Prior      float64 // weight pulling each term toward its starting value; default 0.05
+	Progress   func(round int, preds []Prediction)
+}
+
+// Fit moves start's Terms to minimise the runs' squared relative error of
+// mean TTFT plus that of mean E2E (BLIS's objective; TPOT follows from the
+// two). Each round linearises every run around its latest replay, solves
+// by non-negative least squares above the lower bounds, and replays with
+// the result; a round that does not lower the objective is walked back
+// halfway (twice at most). It returns the fitted calibration and the
+// replays with the starting and the fitted terms.
+func Fit(ctx context.Context, runs []Run, start sim.Calibration, o FitOptions) (sim.Calibration, []Prediction, []Prediction, error) {
+	if o.Iterations == 0 {
+		o.Iterations = 4
+	}
+	if o.Prior == 0 {
+		o.Prior = 0.05
+	}
+	cur := start
+	before, err := Evaluate(ctx, runs, cur)
+	if err != nil {
+		return cur, nil, nil, err
+	}
+	preds, best := before, objective(before)
+	for round := 1; round <= o.Iterations; round++ {
+		from := vector(cur)
+		to := solve(preds, vector(start), o.Prior)
+		var next []Prediction
+		for half := 0; ; half++ {
+			cand := withVector(cur, to)
+			if next, err = Evaluate(ctx, runs, cand); err != nil {
+				return cur, before, nil, err
+			}
+			if j := objective(next); j < best || half == 2 {
+				if j < best {
+					cur, preds, best = cand, next, j
+				}
+				break
+			}
+			for k := range to {
+				to[k] = (to[k] + from[k]) / 2
+			}
+		}
+		if o.Progress != nil {
+			o.Progress(round, preds)
+		}
+	}
+	return cur, before, preds, nil
+}
+
+// objective is the fit's loss over replays, each relative error capped at
+// 1 so that one overloaded replay cannot outweigh the rest.
+func objective(preds []Prediction) float64 {
+	j := 0.0
+	for i := range preds {
+		e := preds[i].Errors()
+		for _, v := range []float64{e.TTFT, e.E2E} {
+			if !math.IsNaN(v) {
+				j += min(v*v, 1)
+			}
+		}
+	}
+	return j
+}
+
+// solve is one linearised least-squares step: rows are each run's mean
+// TTFT and E2E relative to the measured values, plus the prior rows. A
+// replay far off (an overloaded queue, whose latency the linearisation
+// cannot follow) is down-weighted as a Huber loss would, and each term's
+// move is damped (Levenberg–Marquardt), so that the rounds converge.
+func solve(preds []Prediction, prior []float64, weight float64) []float64 {
+	n := len(Terms)
+	var A [][]float64
+	var b []float64
+	cur := preds[0].lin.v0
+	colNorm := make([]float64, n)
+	for _, p := range preds {
+		l := p.lin
+		for _, row := range []struct {
+			at, meas float64
+			grad     []float64
+		}{{l.ttft, p.Run.Measured.TTFT / 1e3, l.gradTTFT}, {l.e2e, p.Run.Measured.E2E / 1e3, l.gradE2}} {
+			if row.meas <= 0 {
+				continue
+			}
+			w := 1 / max(1, math.Abs(row.at/row.meas-1)/huber)
+			// at + grad·(v − v0) ≈ meas, divided by meas.
+			r := make([]float64, n)
+			c := row.at
+			for k := range n {
+				r[k] = w * row.grad[k] / row.meas
+				c -= row.grad[k] * l.v0[k]
+				colNorm[k] += r[k] * r[k]
+			}
+			A = append(A, r)
+			b = append(b, w*(1-c/row.meas))
+		}
+	}
+	for k := range n {
+		scale := prior[k]
+		if scale == 0 {
+			continue
+		}
+		r := make([]float64, n)
+		r[k] = weight / scale
+		A = append(A, r)
+		b = append(b, weight)
+	}
+	for k := range n {
+		r := make([]float64, n)
+		d := damping * math.Sqrt(colNorm[k])
+		r[k] = d
+		A = append(A, r)
+		b = append(b, d*cur[k])
+	}
+	// v = lb + x with x ≥ 0.
+	for i := range A {
+		for k := range n {
+			b[i] -= A[i][k] * lowerBounds[k]
+		}
+	}
+	x := nnls(A, b)
+	v := make([]float64, n)
+	for k := range n {
+		v[k] = lowerBounds[k] + x[k]
+	}
+	return v
+}
+
+// huber is the relative error beyond which a row's weight falls off;
+// damping scales the Levenberg–Marquardt rows.
+const (
+	huber   = 0.25
+	damping = 0.3
+)
+
+// nnls solves min ‖Ax − b‖ subject to x ≥ 0 (Lawson and Hanson's active
+// set method), for the handful of terms a fit has.
+func nnls(A [][]float64, b []float64) []float64 {
+	n := len(A[0])
+	x := make([]float64, n)
+	passive := make([]bool, n)
+	grad := func() []float64 { // Aᵀ(b − Ax)
+		g := make([]float64, n)
+		for i, row := range A {
+			r := b[i]
+			for k := range n {
+				r -= row[k] * x[k]
+			}
+			for k := range n {
+				g[k] += row[k] * r
+			}
+		}
+		return g
+	}
+	for iter := 0; iter < 10*n; iter++ {
+		g := grad()
+		best, at := 1e-12, -1
+		for k := range n {
+			if !passive[k] && g[k] > best {
+				best, at = g[k], k
+			}
+		}
+		if at < 0 {
+			break
+		}
+		passive[at] = true
+		for inner := 0; inner < 10*n; inner++ {
+			z := lsq(A, b, passive)
+			if allPositive(z, passive) {
+				x = z
+				break
+			}
+			alpha := 1.0
+			for k := range n {
+				if passive[k] && z[k] <= 0 {
+					alpha = min(alpha, x[k]/(x[k]-z[k]))
+				}
+			}
+			for k := range n {
+				x[k] += alpha * (z[k] - x[k])
+				if passive[k] && x[k] <= 1e-15 {
+					passive[k], x[k] = false, 0
+				}
+			}
+		}
+	}
+	return x
+}
+
+func allPositive(z []float64, passive []bool) bool {
+	for k, p := range passive {
+		if p && z[k] <= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// lsq solves the unconstrained least squares over the passive columns by
+// the normal equations (the columns are few and scaled alike).
+func lsq(A [][]float64, b []float64, passive []bool) []float64 {
+	var cols []int
+	for k, p := range passive {
+		if p {
+			cols = append(cols, k)
+		}
+	}
+	m := len(cols)
+	M := make([][]float64, m)
+	for i := range M {
+		M[i] = make([]float64, m+1)
+	}
+	for r, row := range A {
+		for i, ci := range cols {
+			for j, cj := range cols {
+				M[i][j] += row[ci] * row[cj]
+			}
+			M[i][m] += row[ci] * b[r]
+		}
+	}
+	// Gaussian elimination with partial pivoting.
+	for c := range m {
+		p := c
+		for r := c + 1; r < m; r++ {
+			if math.Abs(M[r][c]) > math.Abs(M[p][c]) {
+				p = r
+			}
+		}
+		M[c], M[p] = M[p], M[c]
+		if math.Abs(M[c][c]) < 1e-300 {
+			continue
+		}
+		for r := range m {
+			if r != c {
+				f := M[r][c] / M[c][c]
+				for k := c; k <= m; k++ {
+					M[r][k] -= f * M[c][k]
+				}
+			}
+		}
+	}
+	z := make([]float64, len(passive))
+	for i, ci := range cols {
+		if M[i][i] != 0 {
+			z[ci] = M[i][m] / M[i][i]
+		}
+	}
+	return z
+}
+
+func mean(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}
+
+// pct is numpy's linearly interpolated percentile.
+func pct(x []float64, p float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	s := slices.Clone(x)
+	slices.Sort(s)
+	r := p / 100 * float64(len(s)-1)
+	lo := int(math.Floor(r))
+	hi := min(lo+1, len(s)-1)
+	return s[lo] + (r-float64(lo))*(s[hi]-s[lo])
+}

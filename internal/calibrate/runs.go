@@ -1,0 +1,365 @@
+// Package calibrate fits the simulated GPU's coefficients to measured runs
+// of a real vLLM server and reports the simulator's error on them: glassbox
+// simulate calibrate. A run is a server configuration, the load it was
+// given and what its client measured; calibrate replays each in virtual
+// time (internal/simulate), compares, and fits the profile's terms by least
+// squares around the replay (BLIS's observe → replay → calibrate loop).
+package calibrate
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/workload"
+)
+
+// Run is one measured run.
+type Run struct {
+	Name   string
+	Server Server
+	Load   *workload.InferencePerf
+	Plan   workload.PlanOptions
+	// Measured is what the client saw, in milliseconds.
+	Measured Metrics
+}
+
+// Server is the vLLM configuration a run measured, as the simulator takes it.
+type Server struct {
+	Hardware             string // a sim hardware profile
+	Model                string // a sim model profile
+	TensorParallel       int
+	MaxNumSeqs           int
+	MaxNumBatchedTokens  int
+	MaxModelLen          int
+	GPUMemoryUtilization float64
+	NoPrefixCaching      bool
+}
+
+// Metrics are a run's client-side latencies in milliseconds; zero is not
+// measured. TPOT is (E2E − TTFT)/(output tokens − 1), as the reference
+// table defines it.
+type Metrics struct {
+	TTFT, TTFTP90, TTFTP99 float64
+	E2E, E2EP90, E2EP99    float64
+	TPOT                   float64
+}
+
+// vllmDefaults are the campaign's, and vLLM's for what the campaign leaves.
+func vllmDefaults(hw string) Server {
+	return Server{Hardware: hw, TensorParallel: 1, MaxNumSeqs: 128, MaxNumBatchedTokens: 2048, MaxModelLen: 4096, GPUMemoryUtilization: 0.9}
+}
+
+// ReadRuns reads a directory of runs, one per subdirectory holding:
+//
+//   - workload.yaml: the inference-perf configuration the run used;
+//   - server.args: the vllm serve command line (--model, --tensor-parallel-size,
+//     --max-num-seqs, --max-num-batched-tokens, --max-model-len,
+//     --gpu-memory-utilization, --no-enable-prefix-caching);
+//   - result.json: what the client measured, either a vllm/glassbox bench
+//     result (mean_ttft_ms, p90_ttft_ms, mean_e2el_ms, …) or inference-perf's
+//     summary_lifecycle_metrics.json;
+//   - run.yaml (optional): hardware (a sim profile, default h100), compat
+//     (the inference-perf version: current or e8e0aa99) and drift (the
+//     tokens re-tokenisation added to each question, [lo, hi]).
+func ReadRuns(dir string) ([]Run, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read runs: %w", err)
+	}
+	var runs []Run
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		r, err := readRun(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read run %s: %w", e.Name(), err)
+		}
+		r.Name = e.Name()
+		runs = append(runs, r)
+	}
+	if len(runs) == 0 {
+		return nil, fmt.Errorf("read runs: no run directories in %s", dir)
+	}
+	return runs, nil
+}
+
+func readRun(dir string) (Run, error) {
+	var meta struct {
+		Hardware string `yaml:"hardware"`
+		Compat   string `yaml:"compat"`
+		Drift    [2]int `yaml:"drift"`
+		Seed     int64  `yaml:"seed"`
+	}
+	meta.Hardware = "h100"
+	if b, err := os.ReadFile(filepath.Join(dir, "run.yaml")); err == nil {
+		dec := yaml.NewDecoder(strings.NewReader(string(b)))
+		dec.KnownFields(true)
+		if err := dec.Decode(&meta); err != nil && !errors.Is(err, io.EOF) {
+			return Run{}, fmt.Errorf("run.yaml: %w", err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return Run{}, err
+	}
+	r := Run{Plan: workload.PlanOptions{Compat: workload.Compat(meta.Compat), Seed: meta.Seed, Drift: meta.Drift}}
+	f, err := os.Open(filepath.Join(dir, "workload.yaml"))
+	if err != nil {
+		return r, err
+	}
+	defer f.Close()
+	if r.Load, err = workload.ParseInferencePerf(f); err != nil {
+		return r, err
+	}
+	args, err := os.ReadFile(filepath.Join(dir, "server.args"))
+	if err != nil {
+		return r, err
+	}
+	if r.Server, err = ParseServeArgs(string(args), meta.Hardware); err != nil {
+		return r, err
+	}
+	res, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err != nil {
+		return r, err
+	}
+	if r.Measured, err = parseResult(res, outputLen(r.Load)); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// outputLen is the fixed output length of a shared_prefix load, 0 when
+// the lengths vary.
+func outputLen(c *workload.InferencePerf) int {
+	if sp := c.Data.SharedPrefix; sp != nil && sp.OutputLen != nil {
+		return *sp.OutputLen
+	}
+	return 0
+}
+
+// ParseServeArgs reads the scheduling flags of a vllm serve command line
+// (the words "vllm serve" and a positional model are allowed).
+func ParseServeArgs(line, hardware string) (Server, error) {
+	s := vllmDefaults(hardware)
+	words := strings.Fields(strings.ReplaceAll(line, "\\\n", " "))
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if w == "vllm" || w == "serve" {
+			continue
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(w, "-"), "=")
+		if !strings.HasPrefix(w, "-") {
+			if s.Model == "" {
+				name, val, hasVal = "model", w, true
+			} else {
+				return s, fmt.Errorf("server.args: unexpected %q", w)
+			}
+		}
+		boolFlag := name == "no-enable-prefix-caching" || name == "enable-prefix-caching" || name == "enable-chunked-prefill"
+		if !hasVal && !boolFlag {
+			if i+1 >= len(words) {
+				return s, fmt.Errorf("server.args: --%s needs a value", name)
+			}
+			i++
+			val = words[i]
+		}
+		var err error
+		switch name {
+		case "model":
+			m, lerr := sim.LookupModel(val)
+			if lerr != nil {
+				return s, fmt.Errorf("server.args: %w", lerr)
+			}
+			s.Model = m.Name
+		case "tensor-parallel-size", "tp":
+			s.TensorParallel, err = strconv.Atoi(val)
+		case "max-num-seqs":
+			s.MaxNumSeqs, err = strconv.Atoi(val)
+		case "max-num-batched-tokens":
+			s.MaxNumBatchedTokens, err = strconv.Atoi(val)
+		case "max-model-len":
+			s.MaxModelLen, err = strconv.Atoi(val)
+		case "gpu-memory-utilization":
+			s.GPUMemoryUtilization, err = strconv.ParseFloat(val, 64)
+		case "no-enable-prefix-caching":
+			s.NoPrefixCaching = true
+		}
+		if err != nil {
+			return s, fmt.Errorf("server.args: --%s %q: %w", name, val, err)
+		}
+	}
+	if s.Model == "" {
+		return s, errors.New("server.args: no --model")
+	}
+	return s, nil
+}
+
+// parseResult reads a bench result or inference-perf's lifecycle summary.
+func parseResult(b []byte, outLen int) (Metrics, error) {
+	var bench struct {
+		MeanTTFT *float64 `json:"mean_ttft_ms"`
+		P90TTFT  float64  `json:"p90_ttft_ms"`
+		P99TTFT  float64  `json:"p99_ttft_ms"`
+		MeanE2E  *float64 `json:"mean_e2el_ms"`
+		P90E2E   float64  `json:"p90_e2el_ms"`
+		P99E2E   float64  `json:"p99_e2el_ms"`
+		MeanTPOT float64  `json:"mean_tpot_ms"`
+	}
+	if err := json.Unmarshal(b, &bench); err != nil {
+		return Metrics{}, fmt.Errorf("result.json: %w", err)
+	}
+	if bench.MeanTTFT != nil && bench.MeanE2E != nil {
+		return Metrics{TTFT: *bench.MeanTTFT, TTFTP90: bench.P90TTFT, TTFTP99: bench.P99TTFT,
+			E2E: *bench.MeanE2E, E2EP90: bench.P90E2E, E2EP99: bench.P99E2E, TPOT: bench.MeanTPOT}, nil
+	}
+	type summary struct {
+		Mean *float64 `json:"mean"`
+		P90  float64  `json:"p90"`
+		P99  float64  `json:"p99"`
+	}
+	var ip struct {
+		Successes struct {
+			Latency struct {
+				TTFT    summary `json:"time_to_first_token"`
+				Request summary `json:"request_latency"`
+			} `json:"latency"`
+		} `json:"successes"`
+	}
+	if err := json.Unmarshal(b, &ip); err != nil {
+		return Metrics{}, fmt.Errorf("result.json: %w", err)
+	}
+	l := ip.Successes.Latency
+	if l.TTFT.Mean == nil || l.Request.Mean == nil {
+		return Metrics{}, errors.New("result.json: neither a bench result (mean_ttft_ms, mean_e2el_ms) nor inference-perf's lifecycle summary (successes.latency)")
+	}
+	m := Metrics{TTFT: 1e3 * *l.TTFT.Mean, TTFTP90: 1e3 * l.TTFT.P90, TTFTP99: 1e3 * l.TTFT.P99,
+		E2E: 1e3 * *l.Request.Mean, E2EP90: 1e3 * l.Request.P90, E2EP99: 1e3 * l.Request.P99}
+	if outLen > 1 {
+		// inference-perf's own TPOT of these versions counts SSE lines, not
+		// tokens: derive it as the reference does.
+		m.TPOT = (m.E2E - m.TTFT) / float64(outLen-1)
+	}
+	return m, nil
+}
+
+// preset is one of the BLIS campaign's inference-perf workloads
+// (inference-sim/tektonc-data-collection workloads.yaml): stages, groups ×
+// prompts per group, system prompt, question and output lengths.
+type preset struct {
+	stages                [][2]float64
+	groups, perGroup      int
+	system, question, out int
+}
+
+var presets = map[string]preset{
+	"general":        {[][2]float64{{8, 600}, {20, 600}}, 9, 5, 100, 447, 248},
+	"codegen":        {[][2]float64{{5, 600}, {10, 600}}, 11, 4, 100, 466, 247},
+	"roleplay":       {[][2]float64{{6, 1200}}, 10, 5, 150, 600, 251},
+	"reasoning":      {[][2]float64{{4, 1200}}, 23, 1, 100, 934, 1448},
+	"general-lite":   {[][2]float64{{2.5, 600}, {6, 600}}, 9, 5, 100, 447, 248},
+	"reasoning-lite": {[][2]float64{{1, 1200}}, 23, 1, 100, 934, 1448},
+}
+
+// Config is the preset's inference-perf file as the campaign wrote it.
+func (p preset) config() string {
+	var b strings.Builder
+	b.WriteString("load:\n  type: constant\n  stages:\n")
+	for _, s := range p.stages {
+		fmt.Fprintf(&b, "  - {rate: %g, duration: %g}\n", s[0], s[1])
+	}
+	fmt.Fprintf(&b, "api: {type: completion, streaming: true}\nserver: {type: vllm, ignore_eos: true}\n"+
+		"data:\n  type: shared_prefix\n  shared_prefix:\n    num_unique_system_prompts: %d\n    num_users_per_system_prompt: %d\n"+
+		"    system_prompt_len: %d\n    question_len: %d\n    output_len: %d\n    enable_multi_turn_chat: true\n",
+		p.groups, p.perGroup, p.system, p.question, p.out)
+	return b.String()
+}
+
+// tableModels maps the reference table's model names to sim profiles.
+var tableModels = map[string]string{
+	"Llama-3.1-8B": "llama-3.1-8b", "Llama-3.1-70B": "llama-3.1-70b", "Qwen2.5-7B": "qwen2.5-7b",
+	"Qwen3-14B": "qwen3-14b", "Llama-2-70B": "llama-2-70b", "Llama-2-7B": "llama-2-7b", "CodeLlama-34B": "codellama-34b",
+}
+
+var (
+	tableRow  = regexp.MustCompile(`^\|\s*(\d+)\s*\|\s*([^|]+?)\s*\|\s*(\d+)\s*\|\s*([^|]+?)\s*\|\s*([^|]+?)\s*\|\s*([^|]+?)\s*\|\s*([\d.]+)\s*\|$`)
+	flagInRow = regexp.MustCompile("`--([a-z-]+)[ =]([0-9.]+)`")
+	triple    = regexp.MustCompile(`^([\d.]+)\s*/\s*([\d.]+)\s*/\s*([\d.]+)`)
+)
+
+// ReadTable reads table A of the reference calibration data
+// (reference/calibration/README.md §A: vLLM 0.15.1 on H100, measured by
+// the BLIS campaign): one run per row, its workload the campaign preset it
+// names, run as inference-perf e8e0aa99 ran it (see workload.Legacy), with
+// the 26–48 tokens re-tokenisation added to each question.
+func ReadTable(r io.Reader) ([]Run, error) {
+	sc := bufio.NewScanner(r)
+	inA := false
+	var runs []Run
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "## ") {
+			inA = strings.HasPrefix(line, "## A.")
+			continue
+		}
+		m := tableRow.FindStringSubmatch(line)
+		if !inA || m == nil {
+			continue
+		}
+		model, ok := tableModels[m[2]]
+		if !ok {
+			return nil, fmt.Errorf("read table: exp %s: no sim profile for model %q", m[1], m[2])
+		}
+		name := strings.Fields(strings.Trim(strings.SplitN(m[4], ":", 2)[0], "`, "))[0]
+		name = strings.TrimRight(name, ",;")
+		p, ok := presets[name]
+		if !ok {
+			return nil, fmt.Errorf("read table: exp %s: unknown workload %q", m[1], name)
+		}
+		srv := vllmDefaults("h100")
+		srv.Model = model
+		srv.TensorParallel, _ = strconv.Atoi(m[3])
+		for _, f := range flagInRow.FindAllStringSubmatch(m[4], -1) {
+			switch f[1] {
+			case "max-num-batched-tokens":
+				srv.MaxNumBatchedTokens, _ = strconv.Atoi(f[2])
+			case "gpu-memory-utilization":
+				srv.GPUMemoryUtilization, _ = strconv.ParseFloat(f[2], 64)
+			default:
+				return nil, fmt.Errorf("read table: exp %s: flag --%s is not simulated", m[1], f[1])
+			}
+		}
+		ttft, e2e := triple.FindStringSubmatch(m[5]), triple.FindStringSubmatch(m[6])
+		if ttft == nil || e2e == nil {
+			return nil, fmt.Errorf("read table: exp %s: latencies %q, %q", m[1], m[5], m[6])
+		}
+		num := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
+		load, err := workload.ParseInferencePerf(strings.NewReader(p.config()))
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, Run{
+			Name: "exp" + m[1] + "-" + model + "-tp" + m[3] + "-" + name, Server: srv, Load: load,
+			Plan:     workload.PlanOptions{Compat: workload.Legacy, Drift: [2]int{26, 48}},
+			Measured: Metrics{TTFT: num(ttft[1]), TTFTP90: num(ttft[2]), TTFTP99: num(ttft[3]), E2E: num(e2e[1]), E2EP90: num(e2e[2]), E2EP99: num(e2e[3]), TPOT: num(m[7])},
+		})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(runs) == 0 {
+		return nil, errors.New("read table: no rows of table A")
+	}
+	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Name < runs[j].Name })
+	return runs, nil
+}

@@ -1,0 +1,250 @@
+package simulate
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/promtext"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
+	"github.com/glassbox-llm/glassbox/internal/replica"
+	"github.com/glassbox-llm/glassbox/internal/workload"
+)
+
+func server() replica.Config {
+	return replica.Config{Sim: sim.Config{Hardware: "h100", Model: "llama-3.1-8b"}, MaxNumSeqs: 128, MaxNumBatchedTokens: 2048,
+		MaxModelLen: 4096, BlockSize: 16, MaxQueuedRequests: 10000, GPUMemoryUtilization: 0.9}
+}
+
+func ids(n, from int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = 300 + (from+i)%1000
+	}
+	return out
+}
+
+// onePlan sends the samples at the offsets, one stage.
+func onePlan(offsets []time.Duration, samples ...workload.Sample) *workload.Plan {
+	return &workload.Plan{Prompts: samples, Stages: []workload.Stage{{Offsets: offsets, Duration: offsets[len(offsets)-1]}}}
+}
+
+// TestOneRequestTimeline: a request alone on the GPU is answered after the
+// frontend's arrival, its prefill step and its decode steps, each token
+// reaching the client the frontend's lag and per-token time later: the
+// latencies a client sees are the cost model's steps plus the frontend.
+func TestOneRequestTimeline(t *testing.T) {
+	s := workload.Sample{PromptIDs: ids(100, 0), PromptLen: 100, OutputLen: 10}
+	res, err := Run(context.Background(), Config{Replica: server(), Plan: onePlan([]time.Duration{time.Second}, s)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := res.Outputs[0]
+	if !o.Success || o.OutputTokens != 10 || len(o.ITL) != 9 || o.PromptLen != 100 {
+		t.Fatalf("output %+v", o)
+	}
+	hw, _ := sim.LookupHardware("h100")
+	m, _ := sim.LookupModel("llama-3.1-8b")
+	cm := sim.CostModel{HW: hw, Model: m, TP: 1}
+	prefill := cm.Step(&engine.Batch{Seqs: []engine.SeqBatch{{Tokens: s.PromptIDs, NumPrompt: 100, Sample: true}}})
+	fe := hw.Calib.Frontend
+	step := prefill.Duration + prefill.Host
+	want := fe.Arrival + step + time.Duration(fe.LagSteps*float64(step)) + fe.PerToken
+	if d := o.TTFT - want; d.Abs() > time.Microsecond {
+		t.Errorf("TTFT %v, want arrival %v + prefill %v × (1 + lag %.2f) + per-token %v = %v", o.TTFT, fe.Arrival, step, fe.LagSteps, fe.PerToken, want)
+	}
+	decode := cm.Step(&engine.Batch{Seqs: []engine.SeqBatch{{Tokens: []int{1}, Pos: 105, NumPrompt: 100, Sample: true}}})
+	for i, g := range o.ITL[1:] {
+		if rel := math.Abs(float64(g-decode.Duration-fe.PerToken)) / float64(decode.Duration); rel > 0.001 {
+			t.Errorf("gap %d: %v, want a decode step %v + %v", i+2, g, decode.Duration, fe.PerToken)
+		}
+	}
+	var sum time.Duration
+	for _, g := range o.ITL {
+		sum += g
+	}
+	if o.Latency != o.TTFT+sum+fe.Finish {
+		t.Errorf("latency %v, want TTFT + gaps + finish = %v", o.Latency, o.TTFT+sum+fe.Finish)
+	}
+	if !o.Start.Equal(Epoch.Add(time.Second)) || res.Duration != time.Second+o.Latency {
+		t.Errorf("sent at %v, run %v", o.Start, res.Duration)
+	}
+}
+
+// TestSessionsWaitForTheirAnswer: a user's next round is sent only when
+// its answer is in, carrying the conversation (so it is prefix-cached);
+// the server's counters agree with the client's.
+func TestSessionsWaitForTheirAnswer(t *testing.T) {
+	p := onePlan([]time.Duration{0, 0, 0, 0}, workload.Sample{PromptIDs: ids(50, 0), PromptLen: 50, OutputLen: 20},
+		workload.Sample{PromptIDs: ids(60, 7), PromptLen: 60, OutputLen: 5})
+	p.Sessions = true
+	res, err := Run(context.Background(), Config{Replica: server(), Plan: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u := range 2 {
+		first, second := res.Outputs[u], res.Outputs[u+2]
+		if !first.Success || !second.Success {
+			t.Fatalf("user %d: %+v, %+v", u, first, second)
+		}
+		if second.Start.Before(first.Start.Add(first.Latency)) {
+			t.Errorf("user %d's second round went at %v, before its first was answered at %v", u, second.Start, first.Start.Add(first.Latency))
+		}
+		if want := first.PromptLen + first.OutputTokens + p.Prompts[u].PromptLen; second.PromptLen != want {
+			t.Errorf("user %d's second prompt has %d tokens, want the first %d + its answer %d + the question %d",
+				u, second.PromptLen, first.PromptLen, first.OutputTokens, p.Prompts[u].PromptLen)
+		}
+		if second.QueueTime <= 0 {
+			t.Errorf("user %d's second round waited %v on the client", u, second.QueueTime)
+		}
+	}
+	sc := gather(t, res)
+	if got, _ := sc.Sum("vllm:request_success_total", nil); got != 4 {
+		t.Errorf("server counted %v successes, want 4", got)
+	}
+	if got, _ := sc.Sum("vllm:prefix_cache_hits_total", nil); got < 2*48 {
+		t.Errorf("prefix cache hits %v: the second rounds should reuse the first rounds' prompts", got)
+	}
+}
+
+func gather(t *testing.T, res *Result) *promtext.Scrape {
+	t.Helper()
+	var buf bytes.Buffer
+	mfs, err := res.Gatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := expfmt.NewEncoder(&buf, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc, err := promtext.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// TestTooLongPromptFails: a request the server would reject with 400 fails
+// at once, and the run goes on.
+func TestTooLongPromptFails(t *testing.T) {
+	res, err := Run(context.Background(), Config{Replica: server(), Plan: onePlan([]time.Duration{0, time.Second},
+		workload.Sample{PromptIDs: ids(4000, 0), PromptLen: 4000, OutputLen: 200},
+		workload.Sample{PromptIDs: ids(10, 0), PromptLen: 10, OutputLen: 2})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := res.Outputs[0]; o.Success || !strings.Contains(o.Error, "exceed") {
+		t.Errorf("too long a prompt: %+v", o)
+	}
+	if !res.Outputs[1].Success {
+		t.Errorf("the next request: %+v", res.Outputs[1])
+	}
+}
+
+// TestSeriesLoadsIntoPrometheus: the run's /metrics over virtual time is
+// OpenMetrics that promtool turns into TSDB blocks, with the counters'
+// last points equal to the run's totals.
+func TestSeriesLoadsIntoPrometheus(t *testing.T) {
+	promtool := reftest.Tool(t, "promtool")
+	var offs []time.Duration
+	for i := range 40 {
+		offs = append(offs, time.Duration(i)*250*time.Millisecond)
+	}
+	p := onePlan(offs, workload.Sample{PromptIDs: ids(200, 0), PromptLen: 200, OutputLen: 50})
+	series := NewSeries(time.Second)
+	res, err := Run(context.Background(), Config{Replica: server(), Plan: p, Series: series})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "metrics.om")
+	var buf bytes.Buffer
+	if err := series.WriteOpenMetrics(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", file, filepath.Join(dir, "data")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool create-blocks-from openmetrics: %v\n%s", err, out)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "data", "wal"), 0o755); err != nil { // dump opens the DB, which wants one
+		t.Fatal(err)
+	}
+	dump, err := exec.Command(promtool, "tsdb", "dump", "--match", `vllm:request_success_total`, filepath.Join(dir, "data")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool tsdb dump: %v\n%s", err, dump)
+	}
+	// Lines read {labels} value timestamp: the last reading counts all 40.
+	found := false
+	for _, l := range strings.Split(string(dump), "\n") {
+		f := strings.Fields(l)
+		if strings.Contains(l, `finished_reason="length"`) && len(f) >= 3 && f[len(f)-2] == "40" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no point of 40 finished requests in the blocks:\n%s", dump)
+	}
+	if n := series.Samples(); n < 100 {
+		t.Errorf("%d points recorded over a %v run", n, res.Duration)
+	}
+}
+
+// BenchmarkSimulateExp16 is the speed of virtual time: reference table A's
+// exp 16 workload (16,800 requests over 20 minutes, as inference-perf
+// e8e0aa99 ran it) on a simulated H100.
+func BenchmarkSimulateExp16(b *testing.B) {
+	c, err := workload.ParseInferencePerf(strings.NewReader(exp16))
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan, err := workload.NewPlan(context.Background(), c, Tokenizer(), workload.PlanOptions{Compat: workload.Legacy, Drift: [2]int{26, 48}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var virt, wall time.Duration
+	for b.Loop() {
+		res, err := Run(context.Background(), Config{Replica: server(), Plan: plan})
+		if err != nil {
+			b.Fatal(err)
+		}
+		virt += res.Duration
+		wall += res.Wall
+	}
+	b.ReportMetric(float64(plan.NumRequests()*b.N)/wall.Seconds(), "requests/s")
+	b.ReportMetric(virt.Seconds()/wall.Seconds(), "x-real-time")
+}
+
+const exp16 = `
+load:
+  type: constant
+  stages:
+  - {rate: 8.0, duration: 600}
+  - {rate: 20.0, duration: 600}
+api: {type: completion, streaming: true}
+server: {type: vllm, ignore_eos: true}
+data:
+  type: shared_prefix
+  shared_prefix:
+    num_unique_system_prompts: 9
+    num_users_per_system_prompt: 5
+    system_prompt_len: 100
+    question_len: 447
+    output_len: 248
+    enable_multi_turn_chat: true
+`
