@@ -15,6 +15,10 @@ Writes Grafana dashboards, Prometheus rules (with promtool unit tests), a
 Prometheus scrape config and an Alertmanager config under DIR.
 The repository's monitoring/ directory is 'glassbox monitoring export monitoring'.
 
+With --chart, DIR is a Helm chart (deploy/helm/glassbox) and only the files
+its templates embed are written, under DIR/files: the same rules and
+dashboards ('glassbox monitoring export --chart deploy/helm/glassbox').
+
 Flags:
 `
 
@@ -50,6 +54,10 @@ func runMonitoring(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&c.QueueTimeRatio, "queue-time-ratio", c.QueueTimeRatio, "alert above this share of request time spent queued")
 	fs.Float64Var(&c.AbortRatio, "abort-ratio", c.AbortRatio, "alert above this share of requests aborted")
 	fs.Float64Var(&c.ErrorRatio, "error-ratio", c.ErrorRatio, "alert above this share of 5xx responses")
+	fs.Float64Var(&c.ImbalanceRatio, "imbalance-ratio", c.ImbalanceRatio, "alert when a replica's queue exceeds this multiple of its fleet's mean")
+	fs.Float64Var(&c.ImbalanceMinWaiting, "imbalance-min-waiting", c.ImbalanceMinWaiting, "... and this many requests")
+	fleet := fs.String("fleet", "", "scrape many replicas through file_sd instead of --target: target[=dcgm-target],... (writes prometheus/targets/*.json)")
+	chart := fs.Bool("chart", false, "DIR is the Helm chart: write only the rules and dashboards its templates embed, under DIR/files")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -65,8 +73,16 @@ func runMonitoring(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("monitoring export: one directory expected, got %q", append([]string{dir}, fs.Args()...))
 	}
-	files, err := dashboards.Export(dir, c)
+	c.Fleet = dashboards.ParseFleet(*fleet)
+	generate := dashboards.Files
+	if *chart {
+		generate = dashboards.ChartFiles
+	}
+	files, err := generate(c)
 	if err != nil {
+		return err
+	}
+	if err := dashboards.Write(dir, files); err != nil {
 		return err
 	}
 	for _, f := range files {

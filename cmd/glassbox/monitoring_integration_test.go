@@ -191,7 +191,7 @@ func ourQueries(t *testing.T, vars map[string]string) []panelQuery {
 	}
 	var out []panelQuery
 	for _, f := range files {
-		if f.Path == dashboards.OverviewPath || f.Path == dashboards.DiagnosisPath {
+		if slices.Contains(dashboards.DashboardPaths(), f.Path) {
 			out = append(out, grafanaQueries(t, f.Path, f.Data, vars)...)
 		}
 	}

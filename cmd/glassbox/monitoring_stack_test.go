@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -155,12 +156,13 @@ func promQuery(promURL, q string) ([]promSample, error) {
 
 // webhook records the alerts Alertmanager delivers, by receiver path.
 type webhook struct {
-	mu     sync.Mutex
-	firing map[string]map[string]bool // path → alertname → seen firing
+	mu        sync.Mutex
+	firing    map[string]map[string]bool     // path → alertname → seen firing
+	instances map[string]map[string][]string // path → alertname → instances seen firing
 }
 
 func newWebhook(t *testing.T) (*webhook, *httptest.Server) {
-	w := &webhook{firing: map[string]map[string]bool{}}
+	w := &webhook{firing: map[string]map[string]bool{}, instances: map[string]map[string][]string{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		var msg struct {
 			Alerts []struct {
@@ -175,11 +177,15 @@ func newWebhook(t *testing.T) (*webhook, *httptest.Server) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		if w.firing[r.URL.Path] == nil {
-			w.firing[r.URL.Path] = map[string]bool{}
+			w.firing[r.URL.Path], w.instances[r.URL.Path] = map[string]bool{}, map[string][]string{}
 		}
 		for _, a := range msg.Alerts {
 			if a.Status == "firing" {
-				w.firing[r.URL.Path][a.Labels["alertname"]] = true
+				name := a.Labels["alertname"]
+				w.firing[r.URL.Path][name] = true
+				if inst := a.Labels["instance"]; !slices.Contains(w.instances[r.URL.Path][name], inst) {
+					w.instances[r.URL.Path][name] = append(w.instances[r.URL.Path][name], inst)
+				}
 			}
 		}
 	}))
@@ -191,6 +197,13 @@ func (w *webhook) got(path, alert string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.firing[path][alert]
+}
+
+// firingInstances lists the instances an alert has reached path for.
+func (w *webhook) firingInstances(path, alert string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.instances[path][alert])
 }
 
 // loadLoop runs workers goroutines, each sending up to perWorker

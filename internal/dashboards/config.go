@@ -37,6 +37,12 @@ type Config struct {
 	// job DCGMJob with its instance label rewritten to Target's, so that
 	// GPU and engine series of one replica share an instance. Empty: none.
 	DCGMJob, DCGMTarget string
+	// Fleet, when set, replaces Target and DCGMTarget with replicas found
+	// through file-based service discovery: prometheus.yml reads
+	// targets/glassbox.json and targets/dcgm.json beside it, which the
+	// export writes from this list and which can be edited (Prometheus
+	// rereads them) as replicas come and go.
+	Fleet []FleetTarget
 
 	// Alertmanager routing: critical and warning alerts go to separate
 	// webhook receivers; the grouping timers are parameters so that a test
@@ -71,45 +77,60 @@ type Config struct {
 	QueueTimeRatio float64 // share of end-to-end time spent queued
 	AbortRatio     float64 // share of finished requests aborted (client timeouts, disconnects)
 	ErrorRatio     float64 // share of HTTP responses that are 5xx
+	// A replica whose queue, averaged over RateWindow, is more than
+	// ImbalanceRatio times its fleet's mean and more than
+	// ImbalanceMinWaiting requests is the one the router overloads.
+	ImbalanceRatio      float64
+	ImbalanceMinWaiting float64
+}
+
+// FleetTarget is one replica of a fleet: the host:port Prometheus scrapes
+// for the engine (its --metrics-port, or --port) and, if it has one, its
+// dcgm-exporter's host:port, whose series are labelled with Target as
+// their instance.
+type FleetTarget struct {
+	Target, DCGM string
 }
 
 // Default is the configuration the repository's monitoring/ files are
 // generated from: glassbox on 127.0.0.1:8000 scraped every 5 s.
 func Default() Config {
 	return Config{
-		Job:                "glassbox",
-		Target:             "127.0.0.1:8000",
-		MetricsPath:        "/metrics",
-		ScrapeInterval:     5 * time.Second,
-		AlertmanagerTarget: "127.0.0.1:9093",
-		DCGMJob:            "dcgm",
-		DCGMTarget:         "127.0.0.1:9400",
-		CriticalWebhookURL: "http://127.0.0.1:5001/critical",
-		WarningWebhookURL:  "http://127.0.0.1:5001/warning",
-		GroupWait:          30 * time.Second,
-		GroupInterval:      5 * time.Minute,
-		RepeatInterval:     4 * time.Hour,
-		RunbookURL:         "https://github.com/glassbox-llm/glassbox/blob/main/docs/runbooks.md",
-		RateWindow:         5 * time.Minute,
-		For:                5 * time.Minute,
-		ShortFor:           time.Minute,
-		StallWindow:        5 * time.Minute,
-		PreemptionRate:     0.5,
-		KVCacheUsage:       0.9,
-		E2EP95Seconds:      10,
-		TTFTSLOSeconds:     0.5,
-		ITLSLOSeconds:      0.1,
-		E2ESLOSeconds:      10,
-		QueueTimeRatio:     0.5,
-		AbortRatio:         0.1,
-		ErrorRatio:         0.05,
+		Job:                 "glassbox",
+		Target:              "127.0.0.1:8000",
+		MetricsPath:         "/metrics",
+		ScrapeInterval:      5 * time.Second,
+		AlertmanagerTarget:  "127.0.0.1:9093",
+		DCGMJob:             "dcgm",
+		DCGMTarget:          "127.0.0.1:9400",
+		CriticalWebhookURL:  "http://127.0.0.1:5001/critical",
+		WarningWebhookURL:   "http://127.0.0.1:5001/warning",
+		GroupWait:           30 * time.Second,
+		GroupInterval:       5 * time.Minute,
+		RepeatInterval:      4 * time.Hour,
+		RunbookURL:          "https://github.com/glassbox-llm/glassbox/blob/main/docs/runbooks.md",
+		RateWindow:          5 * time.Minute,
+		For:                 5 * time.Minute,
+		ShortFor:            time.Minute,
+		StallWindow:         5 * time.Minute,
+		PreemptionRate:      0.5,
+		KVCacheUsage:        0.9,
+		E2EP95Seconds:       10,
+		TTFTSLOSeconds:      0.5,
+		ITLSLOSeconds:       0.1,
+		E2ESLOSeconds:       10,
+		QueueTimeRatio:      0.5,
+		AbortRatio:          0.1,
+		ErrorRatio:          0.05,
+		ImbalanceRatio:      1.5,
+		ImbalanceMinWaiting: 2,
 	}
 }
 
 // Validate reports the first parameter that would generate a broken file.
 func (c *Config) Validate() error {
 	switch {
-	case c.Job == "" || c.Target == "" || c.MetricsPath == "" || c.AlertmanagerTarget == "":
+	case c.Job == "" || c.Target == "" && len(c.Fleet) == 0 || c.MetricsPath == "" || c.AlertmanagerTarget == "":
 		return errors.New("job, target, metrics path and alertmanager target must not be empty")
 	case c.CriticalWebhookURL == "" || c.WarningWebhookURL == "" || c.RunbookURL == "":
 		return errors.New("webhook and runbook URLs must not be empty")
@@ -141,6 +162,16 @@ func (c *Config) Validate() error {
 		if !(v > 0 && v < 1) {
 			return fmt.Errorf("%s threshold must be in (0, 1), got %v", name, v)
 		}
+	}
+	if !(c.ImbalanceRatio > 1) || !(c.ImbalanceMinWaiting >= 0) {
+		return fmt.Errorf("imbalance ratio %v must be above 1 and its minimum queue %v not negative", c.ImbalanceRatio, c.ImbalanceMinWaiting)
+	}
+	seen := map[string]bool{}
+	for _, f := range c.Fleet {
+		if f.Target == "" || seen[f.Target] || f.DCGM != "" && seen[f.DCGM] {
+			return fmt.Errorf("fleet target %+v: every replica needs a target, and no address may repeat", f)
+		}
+		seen[f.Target], seen[f.DCGM] = true, f.DCGM != ""
 	}
 	for _, slo := range []struct {
 		name    string

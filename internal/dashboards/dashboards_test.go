@@ -184,7 +184,7 @@ func TestQueriesSelectExportedMetrics(t *testing.T) {
 	ex := exportedSeries(t)
 	files := generated(t, Default())
 	queries := map[string]string{} // where → expr
-	for _, path := range []string{OverviewPath, DiagnosisPath} {
+	for _, path := range DashboardPaths() {
 		for title, exprs := range panelQueries(t, files[path]) {
 			for i, e := range exprs {
 				queries[path+": "+title+" #"+string(rune('A'+i))] = e
@@ -249,7 +249,7 @@ func TestQueriesSelectExportedMetrics(t *testing.T) {
 func TestDashboardsRoundTrip(t *testing.T) {
 	plugins.RegisterDefaultPlugins()
 	files := generated(t, Default())
-	for _, path := range []string{OverviewPath, DiagnosisPath} {
+	for _, path := range DashboardPaths() {
 		var db dashboard.Dashboard
 		if err := json.Unmarshal(files[path], &db); err != nil {
 			t.Fatalf("%s: %v", path, err)
@@ -318,7 +318,7 @@ func TestPanelsLinkEveryRunbook(t *testing.T) {
 	files := generated(t, c)
 	link := regexp.MustCompile(regexp.QuoteMeta(c.RunbookURL) + `#(\w+)`)
 	linked := map[string]bool{}
-	for _, path := range []string{OverviewPath, DiagnosisPath} {
+	for _, path := range DashboardPaths() {
 		for _, m := range link.FindAllStringSubmatch(string(files[path]), -1) {
 			linked[m[1]] = true
 		}

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 )
@@ -20,11 +22,18 @@ type File struct {
 const (
 	OverviewPath     = "dashboards/glassbox-overview.json"
 	DiagnosisPath    = "dashboards/glassbox-diagnosis.json"
+	FleetPath        = "dashboards/glassbox-fleet.json"
 	RulesPath        = "prometheus/rules.yml"
 	PrometheusPath   = "prometheus/prometheus.yml"
 	AlertmanagerPath = "alertmanager/alertmanager.yml"
 	RuleTestsPath    = "tests/rules_test.yml"
+	// With Config.Fleet: the file_sd targets files prometheus.yml reads.
+	FleetTargetsPath = "prometheus/" + fleetTargetsFile
+	FleetDCGMPath    = "prometheus/" + fleetDCGMFile
 )
+
+// DashboardPaths lists the generated Grafana dashboards.
+func DashboardPaths() []string { return []string{OverviewPath, DiagnosisPath, FleetPath} }
 
 // Files generates every file of the monitoring directory from c.
 func Files(c Config) ([]File, error) {
@@ -35,7 +44,7 @@ func Files(c Config) ([]File, error) {
 	for _, d := range []struct {
 		path  string
 		build func(Config) (dashboard.Dashboard, error)
-	}{{OverviewPath, Overview}, {DiagnosisPath, Diagnosis}} {
+	}{{OverviewPath, Overview}, {DiagnosisPath, Diagnosis}, {FleetPath, Fleet}} {
 		db, err := d.build(c)
 		if err != nil {
 			return nil, fmt.Errorf("build dashboard %s: %w", d.path, err)
@@ -61,6 +70,40 @@ func Files(c Config) ([]File, error) {
 		}
 		out = append(out, File{g.path, data})
 	}
+	if len(c.Fleet) > 0 {
+		engines, dcgm, err := FleetTargetsJSON(c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, File{FleetTargetsPath, engines})
+		if dcgm != nil {
+			out = append(out, File{FleetDCGMPath, dcgm})
+		}
+	}
+	return out, nil
+}
+
+// ChartDir is where the Helm chart's generated files live, relative to the
+// chart: its templates read them with .Files.Get.
+const ChartDir = "files"
+
+// ChartFiles generates the files the Helm chart (deploy/helm/glassbox)
+// embeds: the same rules and dashboards as Files, under files/ with the
+// monitoring directory's layout (files/prometheus/rules.yml,
+// files/dashboards/*.json). The chart's PrometheusRule carries those rules
+// and its ConfigMaps those dashboards, so the chart and monitoring/ cannot
+// drift apart.
+func ChartFiles(c Config) ([]File, error) {
+	files, err := Files(c)
+	if err != nil {
+		return nil, err
+	}
+	var out []File
+	for _, f := range files {
+		if f.Path == RulesPath || strings.HasPrefix(f.Path, "dashboards/") {
+			out = append(out, File{path.Join(ChartDir, f.Path), f.Data})
+		}
+	}
 	return out, nil
 }
 
@@ -71,14 +114,20 @@ func Export(dir string, c Config) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
+	return files, Write(dir, files)
+}
+
+// Write writes files under dir, creating directories as needed and
+// replacing files of the same name.
+func Write(dir string, files []File) error {
 	for _, f := range files {
 		p := filepath.Join(dir, filepath.FromSlash(f.Path))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return nil, fmt.Errorf("export monitoring files: %w", err)
+			return fmt.Errorf("export monitoring files: %w", err)
 		}
 		if err := os.WriteFile(p, f.Data, 0o644); err != nil {
-			return nil, fmt.Errorf("export monitoring files: %w", err)
+			return fmt.Errorf("export monitoring files: %w", err)
 		}
 	}
-	return files, nil
+	return nil
 }

@@ -45,7 +45,9 @@ func testSized() Config {
 // test-sized one.
 func TestGeneratedFilesPassPromtoolAndAmtool(t *testing.T) {
 	promtool, amtool := tool(t, "promtool"), tool(t, "amtool")
-	for name, c := range map[string]Config{"default": Default(), "test-sized": testSized()} {
+	fleet := testSized()
+	fleet.Fleet = []FleetTarget{{"127.0.0.1:8001", "127.0.0.1:9400"}, {"127.0.0.1:8011", "127.0.0.1:9410"}, {"127.0.0.1:8021", ""}}
+	for name, c := range map[string]Config{"default": Default(), "test-sized": testSized(), "fleet": fleet} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			if _, err := Export(dir, c); err != nil {
@@ -82,6 +84,7 @@ func TestRuleTestsCatchBrokenRules(t *testing.T) {
 	broken.QueueTimeRatio = 0.9
 	broken.AbortRatio = 0.6
 	broken.ErrorRatio = 0.6
+	broken.ImbalanceRatio = 3
 	broken.ShortFor = time.Hour // engine stalled, target down
 	rules, err := RulesYAML(broken)
 	if err != nil {

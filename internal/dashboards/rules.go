@@ -101,6 +101,17 @@ func alerts(c *Config) []alertSpec {
 				e.counter(metricspec.RequestQueueTime+"_sum", 10*e.pick(hot, (1+c.QueueTimeRatio)/2, c.QueueTimeRatio/2))...)
 		},
 	}, {
+		name: "GlassboxLoadImbalance", severity: severityWarning, forDur: c.For, labels: model,
+		expr:    c.imbalanceExpr(),
+		summary: fmt.Sprintf("%s queues more than %g× its fleet's mean", on, c.ImbalanceRatio),
+		desc: fmt.Sprintf("Averaged over %s, requests waiting on this replica have exceeded %g times the mean of the replicas serving the model, and %g requests, for %s: "+
+			"the router sends it more than its share (affinity, a stale endpoint list, a Service without a picker), or it is slower than its peers.", w, c.ImbalanceRatio, c.ImbalanceMinWaiting, f),
+		series: func(e *testEnv, hot bool) []inputSeries {
+			// Two replicas: the hot one queues, the cold one does not, so
+			// the mean is half the hot queue.
+			return e.gauge(metricspec.NumRequestsWaiting, e.pick(hot, 2*c.ImbalanceMinWaiting+4, 0))
+		},
+	}, {
 		name: "GlassboxHighAbortRate", severity: severityWarning, forDur: c.For, labels: model,
 		expr: fmt.Sprintf("%s / %s > %g",
 			c.sumRate(metricspec.RequestSuccess, `finished_reason="abort"`), c.sumRate(metricspec.RequestSuccess), c.AbortRatio),
@@ -137,6 +148,17 @@ func alerts(c *Config) []alertSpec {
 		desc:    fmt.Sprintf("The scrape of {{ $labels.instance }} (job %s) has failed for %s: the server is down, unreachable, or /metrics is refused (auth).", c.Job, promDuration(c.ShortFor)),
 		series:  func(e *testEnv, hot bool) []inputSeries { return e.up(e.pick(hot, 0, 1)) },
 	}}
+}
+
+// imbalanceExpr selects the replicas whose mean queue is ImbalanceRatio
+// times the mean over all replicas of the same job and model, and more than
+// ImbalanceMinWaiting requests. A lone replica is its own mean and never
+// fires.
+func (c *Config) imbalanceExpr() string {
+	waiting := fmt.Sprintf("avg_over_time(%s%s[%s])", metricspec.NumRequestsWaiting, c.selector(), promDuration(c.RateWindow))
+	each := fmt.Sprintf("max by (%s) (%s)", byModel, waiting)
+	return fmt.Sprintf("%s > on (job, model_name) group_left () (%g * avg by (job, model_name) (%s)) and %s > %g",
+		each, c.ImbalanceRatio, waiting, each, c.ImbalanceMinWaiting)
 }
 
 // recordingRule is one record: name = expr, with the promtool test input

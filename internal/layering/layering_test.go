@@ -111,6 +111,24 @@ func TestDependencyRules(t *testing.T) {
 	}
 }
 
+// testOnly are the modules that only tests may import: the Helm chart's
+// test (deploy/helm) validates against Kubernetes, Helm, Prometheus
+// Operator, Gateway API and Inference Extension types, whose modules are in
+// go.mod for that alone and must never reach the glassbox binary.
+var testOnly = []string{"helm.sh/", "k8s.io/", "sigs.k8s.io/", "github.com/prometheus-operator/"}
+
+func TestKubernetesModulesStayInTests(t *testing.T) {
+	for _, p := range listPackages(t) {
+		for _, d := range p.Deps {
+			for _, prefix := range testOnly {
+				if strings.HasPrefix(d, prefix) {
+					t.Errorf("%s depends on %s: %s* modules are for the chart's tests only", p.ImportPath, d, prefix)
+				}
+			}
+		}
+	}
+}
+
 // TestConfigurationFlowsFromMain: no package outside cmd/ reads the
 // environment or registers itself in init(); configuration comes down from
 // main as Config structs (STYLE.md §3). reftest, which only tests import,
