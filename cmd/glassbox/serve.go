@@ -10,41 +10,22 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
-	"github.com/glassbox-llm/glassbox/internal/replica"
 )
 
 // serveFlags are serve's command line, with vLLM's names where vLLM has the
 // same knob.
 type serveFlags struct {
-	host, port          string
-	model               string
-	servedModelName     string
-	simHardware         string
-	simModel            string
-	tensorParallel      int
-	simTimeScale        float64
-	simHostOverhead     time.Duration
-	maxNumSeqs          int
-	maxNumBatchedTokens string
-	maxModelLen         string
-	blockSize           int
-	enablePrefix        bool
-	noEnablePrefix      bool
-	gpuMemoryUtil       float64
-	kvCacheMemoryBytes  string
-	apiKey              string
-	disableLogStats     bool
-	showHidden          string
-	blockSizeSet        bool // --block-size was given
-	maxQueued           int
-	threads             int
-	mmap                bool
-	tokenizer           string
-	shutdownTimeout     time.Duration
-	logLevel            string
-	obs                 observeFlags
+	engineFlags
+	host, port      string
+	model           string
+	simTimeScale    float64
+	apiKey          string
+	threads         int
+	mmap            bool
+	tokenizer       string
+	shutdownTimeout time.Duration
+	logLevel        string
+	obs             observeFlags
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
@@ -57,32 +38,16 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "compute threads of the CPU executor")
 	fs.StringVar(&f.tokenizer, "tokenizer", "", "with --model: a tokenizer.json (or a directory holding it and tokenizer_config.json) to use instead of the GGUF's")
 	fs.BoolVar(&f.mmap, "mmap", false, "map the GGUF file instead of reading it into (huge-page) memory: starts faster and shares the page cache, decodes slower")
-	fs.StringVar(&f.servedModelName, "served-model-name", "", "model name(s) clients use, comma-separated (default: the model)")
-	fs.StringVar(&f.simHardware, "sim-hardware", "h200", "simulated GPU: "+strings.Join(sim.HardwareNames(), ", "))
-	fs.StringVar(&f.simModel, "sim-model", "llama-3.1-8b", "simulated model: "+strings.Join(sim.ModelNames(), ", "))
-	fs.IntVar(&f.tensorParallel, "tensor-parallel-size", 1, "GPUs the simulated model is split over")
+	f.engineFlags.register(fs)
 	fs.Float64Var(&f.simTimeScale, "sim-time-scale", 1, "simulated step time multiplier: 1 is real time, 0.1 is ten times faster, 0 never waits")
-	fs.DurationVar(&f.simHostOverhead, "sim-host-overhead", 0, "host time per simulated step during which the GPU idles (a slow CPU, a Python-heavy engine), e.g. 5ms")
-	fs.IntVar(&f.maxNumSeqs, "max-num-seqs", 0, "most sequences running at once (default as vLLM: 1024 on H100/H200-class GPUs, else 256)")
-	fs.StringVar(&f.maxNumBatchedTokens, "max-num-batched-tokens", "", "token budget of one step, e.g. 8192 or 8k (default as vLLM: 8192 on H100/H200-class GPUs, else 2048)")
-	fs.StringVar(&f.maxModelLen, "max-model-len", "", "longest prompt plus output, e.g. 32768 or 32k (default: the model's)")
-	fs.IntVar(&f.blockSize, "block-size", replica.DefaultBlockSize, "tokens per KV-cache block")
-	fs.BoolVar(&f.enablePrefix, "enable-prefix-caching", true, "reuse KV blocks of shared prompt prefixes")
-	fs.BoolVar(&f.noEnablePrefix, "no-enable-prefix-caching", false, "turn automatic prefix caching off")
-	fs.Float64Var(&f.gpuMemoryUtil, "gpu-memory-utilization", 0.92, "fraction of GPU memory for weights, activations and the KV cache")
-	fs.StringVar(&f.kvCacheMemoryBytes, "kv-cache-memory-bytes", "", "KV-cache size per GPU, e.g. 8G; overrides --gpu-memory-utilization")
 	fs.StringVar(&f.apiKey, "api-key", "", "require this bearer token on the API (default: $VLLM_API_KEY)")
-	fs.BoolVar(&f.disableLogStats, "disable-log-stats", false, "export no vllm: engine metrics, as vLLM")
-	fs.StringVar(&f.showHidden, "show-hidden-metrics-for-version", "", "also export the metrics vLLM of this version (e.g. 0.10) exported that vLLM 0.30 has dropped, such as vllm:gpu_cache_usage_perc")
-	fs.IntVar(&f.maxQueued, "max-num-queued-reqs", replica.DefaultMaxQueuedRequests, "waiting requests beyond which new ones get 503 (vLLM 0.32's flag; same as --max-queued-requests)")
-	fs.IntVar(&f.maxQueued, "max-queued-requests", replica.DefaultMaxQueuedRequests, "waiting requests beyond which new ones get 503")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.obs.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	fs.Visit(func(fl *flag.Flag) { f.blockSizeSet = f.blockSizeSet || fl.Name == "block-size" })
+	f.engineFlags.visited(fs)
 	if fs.NArg() > 0 {
 		// vLLM's 'vllm serve MODEL' form.
 		if f.model != "" || fs.NArg() > 1 {

@@ -118,32 +118,16 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 
 // newReplica turns the flags into the replica's configuration.
 func newReplica(f *serveFlags, o *observability, log *slog.Logger) (*replica.Replica, error) {
-	c := replica.Config{
-		Tokenizer: f.tokenizer, MMap: f.mmap, Threads: f.threads,
-		Sim: sim.Config{Hardware: f.simHardware, Model: f.simModel, TensorParallel: f.tensorParallel, TimeScale: f.simTimeScale,
-			HostOverhead: f.simHostOverhead},
-		MaxNumSeqs: f.maxNumSeqs, BlockSize: f.blockSize, UserSpecifiedBlockSize: f.blockSizeSet,
-		NoPrefixCaching: !f.enablePrefix || f.noEnablePrefix, ShowHiddenMetricsForVersion: f.showHidden,
-		GPUMemoryUtilization: f.gpuMemoryUtil, MaxQueuedRequests: f.maxQueued,
-		APIKey: f.apiKey, DisableLogStats: f.disableLogStats, Version: version, Logger: log,
-		Observers: o.observers(), RecordPhases: f.obs.detailed,
-		DCGM: f.obs.dcgmPort != "", DCGMWindow: f.obs.dcgmInterval, Hostname: f.obs.hostname,
-	}
-	var err error
-	if c.MaxNumBatchedTokens, err = parseCount(f.maxNumBatchedTokens, 0); err != nil {
-		return nil, fmt.Errorf("--max-num-batched-tokens: %w", err)
-	}
-	if c.MaxModelLen, err = parseCount(f.maxModelLen, 0); err != nil {
-		return nil, fmt.Errorf("--max-model-len: %w", err)
-	}
-	kv, err := parseCount(f.kvCacheMemoryBytes, 0)
+	c, err := f.replicaConfig()
 	if err != nil {
-		return nil, fmt.Errorf("--kv-cache-memory-bytes: %w", err)
+		return nil, err
 	}
-	c.KVCacheMemoryBytes = int64(kv)
-	if f.servedModelName != "" {
-		c.ServedModelNames = strings.Split(f.servedModelName, ",")
-	} else if f.model != "" {
+	c.Tokenizer, c.MMap, c.Threads = f.tokenizer, f.mmap, f.threads
+	c.Sim.TimeScale = f.simTimeScale
+	c.APIKey, c.Version, c.Logger = f.apiKey, version, log
+	c.Observers, c.RecordPhases = o.observers(), f.obs.detailed
+	c.DCGM, c.DCGMWindow, c.Hostname = f.obs.dcgmPort != "", f.obs.dcgmInterval, f.obs.hostname
+	if len(c.ServedModelNames) == 0 && f.model != "" {
 		c.ServedModelNames = []string{f.model} // vLLM serves the --model argument by name
 	}
 	if o.profiler != nil {

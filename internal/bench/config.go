@@ -37,6 +37,12 @@ type Config struct {
 	MetricsURL string // default BaseURL+"/metrics"; "-" turns scraping off
 	Label      string // result label; default the backend
 
+	// Workload, when set, is an inference-perf configuration run instead
+	// of Dataset and the rate fields (its stages, data and sessions), as
+	// inference-perf of version Compat runs it.
+	Workload *workload.InferencePerf
+	Compat   workload.Compat
+
 	Dataset     workload.DatasetConfig
 	NumPrompts  int           // default 1000 (the dataset size, and the request count unless Duration is set)
 	Duration    time.Duration // when set, send until this much time has passed instead of NumPrompts requests
@@ -117,6 +123,9 @@ func (c Config) clientDefaults() (Config, error) {
 	}
 	if err := c.Ramp.Check(c.RequestRate); err != nil {
 		return c, err
+	}
+	if c.Workload != nil && (c.Sweep || c.Ramp != nil || c.Duration > 0) {
+		return c, errors.New("check config: an inference-perf --config sets its own stages: no --sweep, ramp or --duration with it")
 	}
 	if c.Duration > 0 && math.IsInf(c.RequestRate, 1) && c.Ramp == nil && c.MaxConcurrency == 0 && !c.Sweep {
 		return c, errors.New("check config: --duration needs a finite --request-rate or a --max-concurrency, or it would send without end")

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // Offline makes a result of outputs that no HTTP client measured (glassbox
@@ -9,7 +11,7 @@ import (
 // would), with bench's metrics, JSON and summary. cfg names the load (its
 // rates, percentiles and SLOs); p carries the pass's shape, start and
 // outputs; dur is the run's length from the first send to the last answer.
-func Offline(cfg Config, modelID, tokenizerID string, p Pass, dur time.Duration) (*Result, error) {
+func Offline(cfg Config, modelID, tokenizerID string, p Pass, dur time.Duration, plan *workload.Plan) (*Result, error) {
 	cfg, err := cfg.clientDefaults()
 	if err != nil {
 		return nil, err
@@ -17,6 +19,6 @@ func Offline(cfg Config, modelID, tokenizerID string, p Pass, dur time.Duration)
 	if p.Name == "" {
 		p.Name = "main"
 	}
-	p.Metrics = calculate(p.Outputs, dur, cfg.Percentiles, cfg.Goodput, p.MaxConcurrency)
+	p.measure(&cfg, dur, plan)
 	return &Result{Config: cfg, Date: cfg.Now(), ModelID: modelID, TokenizerID: tokenizerID, Passes: []*Pass{&p}}, nil
 }

@@ -107,8 +107,33 @@ func (r *Result) passFields(p *Pass, detailed bool) object {
 			o = append(o, field{"p" + percentileWord(pc.P) + "_" + name + "_ms", pc.Value})
 		}
 	}
+	if len(p.Stages) > 0 {
+		var stages []object
+		for _, st := range p.Stages {
+			stages = append(stages, r.stageObject(st))
+		}
+		o = append(o, field{"stages", stages})
+	}
 	if p.Server != nil {
 		o = append(o, field{"server", serverObject(p.Server)})
+	}
+	return o
+}
+
+// stageObject is one stage's metrics under vLLM's keys.
+func (r *Result) stageObject(st StageMetrics) object {
+	m := st.Metrics
+	o := object{{"stage", st.Stage}, {"request_rate", st.Rate}, {"duration", m.Duration.Seconds()}, {"completed", m.Completed},
+		{"failed", m.Failed}, {"request_throughput", m.RequestThroughput}, {"output_throughput", m.OutputThroughput}}
+	for _, name := range []string{"ttft", "tpot", "itl", "e2el"} {
+		d, ok := m.Dists[name]
+		if !ok {
+			continue
+		}
+		o = append(o, field{"mean_" + name + "_ms", d.Mean}, field{"median_" + name + "_ms", d.Median})
+		for _, pc := range d.Percentiles {
+			o = append(o, field{"p" + percentileWord(pc.P) + "_" + name + "_ms", pc.Value})
+		}
 	}
 	return o
 }

@@ -32,11 +32,15 @@ type Pass struct {
 	Start          time.Time
 	Outputs        []Output
 	Metrics        Metrics
-	Server         *ServerView // nil when scraping is off or the server has no /metrics
+	Stages         []StageMetrics // an inference-perf load's stages, when it has more than one
+	Server         *ServerView    // nil when scraping is off or the server has no /metrics
 }
 
 // Run runs the benchmark cfg describes.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Workload != nil && cfg.Workload.API.Type == "chat" && cfg.Backend == "" {
+		cfg.Backend = "openai-chat"
+	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -53,11 +57,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	tc := pickCounter(ctx, &cfg)
 	res.TokenizerID = tc.ID()
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15))
-	samples, err := workload.LoadSamples(ctx, cfg.Dataset, cfg.NumPrompts, tc, rng)
-	if err != nil {
+	r := &runner{cfg: &cfg, tc: tc, rng: rng}
+	if cfg.Workload != nil {
+		if r.plan, err = workload.NewPlan(ctx, cfg.Workload, tc, workload.PlanOptions{Compat: cfg.Compat, Seed: cfg.Seed}); err != nil {
+			return nil, err
+		}
+		cfg.IgnoreEOS, cfg.NumPrompts, cfg.RequestRate = r.plan.IgnoreEOS, r.plan.NumRequests(), r.plan.Rate()
+		res.Config = cfg
+	} else if r.samples, err = workload.LoadSamples(ctx, cfg.Dataset, cfg.NumPrompts, tc, rng); err != nil {
 		return nil, err
 	}
-	r := &runner{cfg: &cfg, st: newStreamer(&cfg), tc: tc, samples: samples, rng: rng}
+	r.st = newStreamer(&cfg)
 	if err := r.warmup(ctx); err != nil {
 		return nil, err
 	}
@@ -93,9 +103,11 @@ func (r *runner) warmup(ctx context.Context) error {
 	if r.cfg.NumWarmups == 0 {
 		return nil
 	}
-	first := r.samples[0]
+	var first workload.Sample
 	if r.plan != nil {
 		first = r.plan.Prompts[0]
+	} else {
+		first = r.samples[0]
 	}
 	arr := workload.NewArrivals(r.cfg.NumWarmups, 0, math.Inf(1), 1, nil, r.rng)
 	outputs := r.drive(ctx, workload.OpenLoop([]workload.Sample{first}, arr, r.cfg.MaxConcurrency, 0), r.cfg.Now(), newProgress(nil, "", 0, 0, r.cfg.Now))
@@ -128,7 +140,7 @@ func (r *runner) pass(ctx context.Context, p Pass) (*Pass, error) {
 	}
 	r.countMissingTokens(ctx, outputs)
 	p.Outputs = outputs
-	p.Metrics = calculate(outputs, dur, r.cfg.Percentiles, r.cfg.Goodput, p.MaxConcurrency)
+	p.measure(r.cfg, dur, plan)
 	if p.Metrics.Completed == 0 && len(outputs) > 0 {
 		return &p, fmt.Errorf("run %s pass: every request failed, the first with: %s", p.Name, outputs[0].Error)
 	}

@@ -75,10 +75,24 @@ func (r *Result) writePass(w io.Writer, p *Pass) {
 			line(fmt.Sprintf("P%s %s (ms):", percentileWord(pc.P), t[1]), pc.Value)
 		}
 	}
+	if len(p.Stages) > 0 {
+		writeStages(w, p)
+	}
 	if p.Server != nil {
 		writeServer(w, p, line)
 	}
 	fmt.Fprintln(w, strings.Repeat("=", 50))
+}
+
+// writeStages prints one line per inference-perf stage.
+func writeStages(w io.Writer, p *Pass) {
+	fmt.Fprintln(w, center("Stages", "-", 50))
+	fmt.Fprintf(w, "%-5s %7s %7s %9s %9s %9s %9s\n", "stage", "req/s", "done", "TTFT ms", "TPOT ms", "E2EL ms", "achieved")
+	for _, st := range p.Stages {
+		m := st.Metrics
+		mean := func(name string) float64 { return m.Dists[name].Mean }
+		fmt.Fprintf(w, "%-5d %7.2f %7d %9.1f %9.2f %9.0f %9.2f\n", st.Stage, st.Rate, m.Completed, mean("ttft"), mean("tpot"), mean("e2el"), m.RequestThroughput)
+	}
 }
 
 // writeServer prints the server's view with the client's numbers beside

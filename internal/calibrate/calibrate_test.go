@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/reftest"
 	"github.com/glassbox-llm/glassbox/internal/workload"
@@ -187,4 +189,39 @@ func TestProfileReproducesTableA(t *testing.T) {
 			t.Errorf("%s: %d requests failed", preds[i].Run.Name, preds[i].Failed)
 		}
 	}
+}
+
+func TestProfileRoundTrip(t *testing.T) {
+	hw, _ := sim.LookupHardware("h100")
+	var b strings.Builder
+	if err := WriteProfile(&b, "h100", "test", hw.Calib); err != nil {
+		t.Fatal(err)
+	}
+	name, got, err := ReadProfile(strings.NewReader(b.String()))
+	if err != nil || name != "h100" {
+		t.Fatalf("%q, %v", name, err)
+	}
+	if diff := cmp.Diff(hw.Calib, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	for _, bad := range []string{"hardware: h100\n", strings.Replace(b.String(), "kv_read_factor: 1.19", "kv_read_factor: 0.5", 1),
+		strings.Replace(b.String(), "hardware: h100", "hardware: tpu", 1), b.String() + "bogus: 1\n", "[1, 2"} {
+		if _, _, err := ReadProfile(strings.NewReader(bad)); err == nil {
+			t.Errorf("accepted:\n%s", bad)
+		}
+	}
+}
+
+func FuzzReadProfile(f *testing.F) {
+	hw, _ := sim.LookupHardware("h100")
+	var b strings.Builder
+	_ = WriteProfile(&b, "h100", "", hw.Calib)
+	f.Add(b.String())
+	f.Add("hardware: [")
+	f.Fuzz(func(t *testing.T, s string) {
+		_, c, err := ReadProfile(strings.NewReader(s))
+		if err == nil && (c.GEMMEfficiency <= 0 || c.KVReadFactor < 1 || c.StepOverhead < 0) {
+			t.Fatalf("accepted %+v", c)
+		}
+	})
 }

@@ -61,6 +61,18 @@ type Stage struct {
 	Offsets  []time.Duration
 }
 
+// Rate is the plan's offered request rate over its stages' durations.
+func (p *Plan) Rate() float64 {
+	var d time.Duration
+	for _, s := range p.Stages {
+		d += s.Duration
+	}
+	if d <= 0 {
+		return 0
+	}
+	return float64(p.NumRequests()) / d.Seconds()
+}
+
 // NumRequests is how many requests the plan sends.
 func (p *Plan) NumRequests() int {
 	n := 0

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/calibrate"
+	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/replica"
+)
+
+// engineFlags are the server's scheduling, cache and simulated-GPU flags,
+// vLLM's names: serve and simulate take the same ones, so a simulated
+// configuration is the command line that serves it.
+type engineFlags struct {
+	servedModelName     string
+	simHardware         string
+	simModel            string
+	simCalibration      string
+	tensorParallel      int
+	simHostOverhead     time.Duration
+	maxNumSeqs          int
+	maxNumBatchedTokens string
+	maxModelLen         string
+	blockSize           int
+	blockSizeSet        bool // --block-size was given
+	enablePrefix        bool
+	noEnablePrefix      bool
+	gpuMemoryUtil       float64
+	kvCacheMemoryBytes  string
+	disableLogStats     bool
+	showHidden          string
+	maxQueued           int
+}
+
+func (e *engineFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&e.servedModelName, "served-model-name", "", "model name(s) clients use, comma-separated (default: the model)")
+	fs.StringVar(&e.simHardware, "sim-hardware", "h200", "simulated GPU: "+strings.Join(sim.HardwareNames(), ", "))
+	fs.StringVar(&e.simModel, "sim-model", "llama-3.1-8b", "simulated model: "+strings.Join(sim.ModelNames(), ", ")+" (or its Hugging Face name)")
+	fs.StringVar(&e.simCalibration, "sim-calibration", "", "a profile file from 'glassbox simulate calibrate' to use instead of the built-in coefficients")
+	fs.IntVar(&e.tensorParallel, "tensor-parallel-size", 1, "GPUs the simulated model is split over")
+	fs.DurationVar(&e.simHostOverhead, "sim-host-overhead", 0, "host time per simulated step during which the GPU idles (a slow CPU, a Python-heavy engine), e.g. 5ms")
+	fs.IntVar(&e.maxNumSeqs, "max-num-seqs", 0, "most sequences running at once (default as vLLM: 1024 on H100/H200-class GPUs, else 256)")
+	fs.StringVar(&e.maxNumBatchedTokens, "max-num-batched-tokens", "", "token budget of one step, e.g. 8192 or 8k (default as vLLM: 8192 on H100/H200-class GPUs, else 2048)")
+	fs.StringVar(&e.maxModelLen, "max-model-len", "", "longest prompt plus output, e.g. 32768 or 32k (default: the model's)")
+	fs.IntVar(&e.blockSize, "block-size", replica.DefaultBlockSize, "tokens per KV-cache block")
+	fs.BoolVar(&e.enablePrefix, "enable-prefix-caching", true, "reuse KV blocks of shared prompt prefixes")
+	fs.BoolVar(&e.noEnablePrefix, "no-enable-prefix-caching", false, "turn automatic prefix caching off")
+	fs.Float64Var(&e.gpuMemoryUtil, "gpu-memory-utilization", 0.92, "fraction of GPU memory for weights, activations and the KV cache")
+	fs.StringVar(&e.kvCacheMemoryBytes, "kv-cache-memory-bytes", "", "KV-cache size per GPU, e.g. 8G; overrides --gpu-memory-utilization")
+	fs.BoolVar(&e.disableLogStats, "disable-log-stats", false, "export no vllm: engine metrics, as vLLM")
+	fs.StringVar(&e.showHidden, "show-hidden-metrics-for-version", "", "also export the metrics vLLM of this version (e.g. 0.10) exported that vLLM 0.30 has dropped, such as vllm:gpu_cache_usage_perc")
+	fs.IntVar(&e.maxQueued, "max-num-queued-reqs", replica.DefaultMaxQueuedRequests, "waiting requests beyond which new ones get 503 (vLLM 0.32's flag; same as --max-queued-requests)")
+	fs.IntVar(&e.maxQueued, "max-queued-requests", replica.DefaultMaxQueuedRequests, "waiting requests beyond which new ones get 503")
+}
+
+// visited records what the parsed command line set explicitly.
+func (e *engineFlags) visited(fs *flag.FlagSet) {
+	fs.Visit(func(fl *flag.Flag) { e.blockSizeSet = e.blockSizeSet || fl.Name == "block-size" })
+}
+
+// replicaConfig is the replica these flags describe.
+func (e *engineFlags) replicaConfig() (replica.Config, error) {
+	c := replica.Config{
+		Sim:        sim.Config{Hardware: e.simHardware, Model: e.simModel, TensorParallel: e.tensorParallel, HostOverhead: e.simHostOverhead},
+		MaxNumSeqs: e.maxNumSeqs, BlockSize: e.blockSize, UserSpecifiedBlockSize: e.blockSizeSet,
+		NoPrefixCaching: !e.enablePrefix || e.noEnablePrefix, ShowHiddenMetricsForVersion: e.showHidden,
+		GPUMemoryUtilization: e.gpuMemoryUtil, MaxQueuedRequests: e.maxQueued, DisableLogStats: e.disableLogStats,
+	}
+	var err error
+	if c.MaxNumBatchedTokens, err = parseCount(e.maxNumBatchedTokens, 0); err != nil {
+		return c, fmt.Errorf("--max-num-batched-tokens: %w", err)
+	}
+	if c.MaxModelLen, err = parseCount(e.maxModelLen, 0); err != nil {
+		return c, fmt.Errorf("--max-model-len: %w", err)
+	}
+	kv, err := parseCount(e.kvCacheMemoryBytes, 0)
+	if err != nil {
+		return c, fmt.Errorf("--kv-cache-memory-bytes: %w", err)
+	}
+	c.KVCacheMemoryBytes = int64(kv)
+	if e.servedModelName != "" {
+		c.ServedModelNames = strings.Split(e.servedModelName, ",")
+	}
+	if e.simCalibration != "" {
+		hw, cal, err := calibrate.ReadProfileFile(e.simCalibration)
+		if err != nil {
+			return c, err
+		}
+		if !strings.EqualFold(hw, e.simHardware) {
+			return c, fmt.Errorf("--sim-calibration %s was fitted for %s, not --sim-hardware %s", e.simCalibration, hw, e.simHardware)
+		}
+		c.Sim.Calib = &cal
+	}
+	return c, nil
+}

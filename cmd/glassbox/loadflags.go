@@ -1,0 +1,139 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/glassbox-llm/glassbox/internal/bench"
+	"github.com/glassbox-llm/glassbox/internal/workload"
+)
+
+// loadFlags describe a load and what to report of it, with vllm bench
+// serve's names: bench sends it over HTTP, simulate runs it in virtual
+// time, from the same flags.
+type loadFlags struct {
+	cfg                             bench.Config // the load-shaping and reporting fields
+	requestRate                     string
+	burstiness                      string
+	goodput                         string
+	percentileMetrics, percentiles  string
+	rampStrategy                    string
+	rampStart, rampEnd              float64
+	inputLen, outputLen             int
+	saveResult, saveDetailed        bool
+	resultDir, resultFile, htmlFile string
+	config                          string // an inference-perf configuration
+	compat                          string
+	workload                        *workload.InferencePerf
+}
+
+func (f *loadFlags) register(fs *flag.FlagSet) {
+	c, d := &f.cfg, &f.cfg.Dataset
+	fs.StringVar(&c.Label, "label", "", "result label (default the backend)")
+	fs.StringVar(&f.config, "config", "", "an inference-perf configuration (YAML: load stages, api, data) to run instead of the dataset and rate flags")
+	fs.StringVar(&f.compat, "inference-perf-compat", string(workload.Current), "run --config as inference-perf current does, or as e8e0aa99 (October 2025) did: it ignored shared_prefix's long names and multi-turn sessions")
+	fs.StringVar(&d.Name, "dataset-name", "random", "random, sharegpt, prefix-repetition or custom")
+	fs.StringVar(&d.Path, "dataset-path", "", "ShareGPT JSON or custom JSONL file")
+	fs.IntVar(&f.inputLen, "input-len", 0, "sets --random-input-len")
+	fs.IntVar(&f.outputLen, "output-len", 0, "sets every dataset's output length")
+	fs.IntVar(&d.RandomInputLen, "random-input-len", 1024, "random: prompt tokens")
+	fs.IntVar(&d.RandomOutputLen, "random-output-len", 128, "random: output tokens")
+	fs.Float64Var(&d.RandomRangeRatio, "random-range-ratio", 0, "random: lengths drawn from [L(1-r), L(1+r)]")
+	fs.IntVar(&d.RandomPrefixLen, "random-prefix-len", 0, "random: tokens of a prefix shared by every prompt")
+	fs.IntVar(&d.SharegptOutputLen, "sharegpt-output-len", 0, "sharegpt: fixed output length (default the dataset's)")
+	fs.IntVar(&d.CustomOutputLen, "custom-output-len", 256, "custom: output tokens")
+	fs.IntVar(&d.PrefixLen, "prefix-repetition-prefix-len", 256, "prefix-repetition: prefix tokens")
+	fs.IntVar(&d.SuffixLen, "prefix-repetition-suffix-len", 256, "prefix-repetition: suffix tokens")
+	fs.IntVar(&d.NumPrefixes, "prefix-repetition-num-prefixes", 10, "prefix-repetition: distinct prefixes")
+	fs.IntVar(&d.PrefixOutputLen, "prefix-repetition-output-len", 128, "prefix-repetition: output tokens")
+	fs.IntVar(&c.NumPrompts, "num-prompts", 1000, "prompts to send (and the dataset size with --duration)")
+	fs.DurationVar(&c.Duration, "duration", 0, "send for this long instead of --num-prompts requests, e.g. 60s")
+	fs.BoolVar(&c.IgnoreEOS, "ignore-eos", false, "send ignore_eos (always on for the random dataset)")
+	fs.StringVar(&f.requestRate, "request-rate", "inf", "requests per second; inf sends all at once")
+	fs.StringVar(&f.burstiness, "burstiness", "1", "gamma shape of arrival gaps: 1 is Poisson, <1 burstier, inf constant")
+	fs.IntVar(&c.MaxConcurrency, "max-concurrency", 0, "most requests in flight (0: no cap)")
+	fs.StringVar(&f.rampStrategy, "ramp-up-strategy", "", "linear or exponential ramp of the rate over the run")
+	fs.Float64Var(&f.rampStart, "ramp-up-start-rps", 0, "ramp: starting rate")
+	fs.Float64Var(&f.rampEnd, "ramp-up-end-rps", 0, "ramp: final rate")
+	fs.Int64Var(&c.Seed, "seed", 0, "seed of datasets and arrivals")
+	fs.StringVar(&f.percentileMetrics, "percentile-metrics", "ttft,tpot,itl", "metrics to report: ttft,tpot,itl,e2el,client_queue_time,e2el_including_client_queue")
+	fs.StringVar(&f.percentiles, "metric-percentiles", "99", "percentiles to report, e.g. 50,90,99")
+	fs.StringVar(&f.goodput, "goodput", "", `SLOs in ms for goodput, e.g. "ttft:200 tpot:50 e2el:2000"`)
+	fs.BoolVar(&f.saveResult, "save-result", false, "write the JSON result")
+	fs.BoolVar(&f.saveDetailed, "save-detailed", false, "include per-request arrays in the JSON result")
+	fs.StringVar(&f.resultDir, "result-dir", "", "directory of the JSON result")
+	fs.StringVar(&f.resultFile, "result-filename", "", "JSON result file name (default as vLLM's)")
+	fs.StringVar(&f.htmlFile, "html-report", "", "write a self-contained HTML report here")
+}
+
+// resolve turns the string-valued flags into the config and reads --config.
+func (f *loadFlags) resolve() error {
+	c := &f.cfg
+	var err error
+	if c.RequestRate, err = strconv.ParseFloat(f.requestRate, 64); err != nil {
+		return fmt.Errorf("parse --request-rate: %w", err)
+	}
+	if c.Burstiness, err = strconv.ParseFloat(f.burstiness, 64); err != nil {
+		return fmt.Errorf("parse --burstiness: %w", err)
+	}
+	if c.Goodput, err = bench.ParseGoodput(f.goodput); err != nil {
+		return err
+	}
+	if c.Percentiles, err = bench.ParsePercentiles(f.percentiles); err != nil {
+		return err
+	}
+	c.PercentileMetrics = strings.Split(f.percentileMetrics, ",")
+	if f.rampStrategy != "" {
+		c.Ramp = &workload.Ramp{Strategy: f.rampStrategy, Start: f.rampStart, End: f.rampEnd}
+	}
+	if f.inputLen > 0 {
+		c.Dataset.RandomInputLen = f.inputLen
+	}
+	if o := f.outputLen; o > 0 {
+		c.Dataset.RandomOutputLen, c.Dataset.SharegptOutputLen, c.Dataset.CustomOutputLen, c.Dataset.PrefixOutputLen = o, o, o, o
+	}
+	switch workload.Compat(f.compat) {
+	case workload.Current, workload.Legacy:
+	default:
+		return fmt.Errorf("--inference-perf-compat %q: want %s or %s", f.compat, workload.Current, workload.Legacy)
+	}
+	if f.config != "" {
+		fh, err := os.Open(f.config)
+		if err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
+		defer fh.Close()
+		if f.workload, err = workload.ParseInferencePerf(fh); err != nil {
+			return fmt.Errorf("--config %s: %w", f.config, err)
+		}
+		c.Workload, c.Compat = f.workload, workload.Compat(f.compat)
+	}
+	return nil
+}
+
+// write saves the JSON result and the HTML report when asked.
+func (f *loadFlags) write(res *bench.Result, stdout io.Writer) error {
+	if f.saveResult || f.resultFile != "" {
+		name, err := res.Save(f.resultDir, f.resultFile, f.saveDetailed)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "Result written to", name)
+	}
+	if f.htmlFile != "" {
+		out, err := os.Create(f.htmlFile)
+		if err != nil {
+			return fmt.Errorf("create report: %w", err)
+		}
+		if err := errors.Join(res.WriteHTML(out), out.Close()); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+		fmt.Fprintln(stdout, "Report written to", f.htmlFile)
+	}
+	return nil
+}

@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/bench"
+	"github.com/glassbox-llm/glassbox/internal/calibrate"
+	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/simulate"
+	"github.com/glassbox-llm/glassbox/internal/workload"
+)
+
+// simulateFlags are simulate's command line: serve's engine flags and
+// bench's load flags, so that a simulated run is the pair of commands that
+// would run it for real.
+type simulateFlags struct {
+	engineFlags
+	loadFlags
+	replay          string
+	metricsOut      string
+	metricsInterval time.Duration
+}
+
+func parseSimulateFlags(args []string, stderr io.Writer) (*simulateFlags, error) {
+	f := &simulateFlags{}
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f.engineFlags.register(fs)
+	f.loadFlags.register(fs)
+	fs.StringVar(&f.replay, "replay", "", "replay a 'glassbox bench --save-detailed' result's requests (send times and token counts) instead of a generated load")
+	fs.StringVar(&f.metricsOut, "metrics-out", "", "write the run's /metrics over virtual time here, as OpenMetrics for 'promtool tsdb create-blocks-from openmetrics'")
+	fs.DurationVar(&f.metricsInterval, "metrics-interval", 15*time.Second, "virtual time between two readings of --metrics-out")
+	if err := fs.Parse(joinGoodput(args)); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("simulate: unexpected argument %q", fs.Arg(0))
+	}
+	f.engineFlags.visited(fs)
+	if f.metricsInterval <= 0 {
+		return nil, errors.New("--metrics-interval must be positive")
+	}
+	return f, f.loadFlags.resolve()
+}
+
+// runSimulate runs 'glassbox simulate'.
+func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "calibrate" {
+		return runCalibrate(ctx, args[1:], stdout, stderr)
+	}
+	f, err := parseSimulateFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	rc, err := f.replicaConfig()
+	if err != nil {
+		return err
+	}
+	rc.Version = version
+	plan, err := f.plan(ctx)
+	if err != nil {
+		return err
+	}
+	cfg := simulate.Config{Replica: rc, Plan: plan}
+	if f.metricsOut != "" {
+		cfg.Series = simulate.NewSeries(f.metricsInterval)
+	}
+	res, err := simulate.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	load := f.cfg
+	if load.Label == "" {
+		load.Label = "glassbox-simulate"
+	}
+	name := rc.Sim.Model
+	if len(rc.ServedModelNames) > 0 {
+		name = rc.ServedModelNames[0]
+	}
+	if f.workload != nil {
+		load.RequestRate, load.NumPrompts = plan.Rate(), plan.NumRequests()
+	}
+	out, err := bench.Offline(load, name, "glassbox-sim", bench.Pass{Name: "main", RequestRate: load.RequestRate, Burstiness: load.Burstiness,
+		MaxConcurrency: load.MaxConcurrency, Ramp: load.Ramp, Start: res.Start, Outputs: res.Outputs}, res.Duration, plan)
+	if err != nil {
+		return err
+	}
+	out.WriteSummary(stdout)
+	fmt.Fprintf(stdout, "Simulated %s of %s on %d× %s in %s (%.0f× real time, %d engine steps)\n", res.Duration.Round(time.Millisecond),
+		rc.Sim.Model, max(rc.Sim.TensorParallel, 1), rc.Sim.Hardware, res.Wall.Round(time.Millisecond), res.Speedup(), res.Steps)
+	if err := f.write(out, stdout); err != nil {
+		return err
+	}
+	if cfg.Series != nil {
+		fh, err := os.Create(f.metricsOut)
+		if err != nil {
+			return fmt.Errorf("--metrics-out: %w", err)
+		}
+		if err := errors.Join(cfg.Series.WriteOpenMetrics(fh), fh.Close()); err != nil {
+			return fmt.Errorf("--metrics-out: %w", err)
+		}
+		fmt.Fprintf(stdout, "Metrics over virtual time written to %s (%d points; load them with: promtool tsdb create-blocks-from openmetrics %s DATA-DIR)\n",
+			f.metricsOut, cfg.Series.Samples(), f.metricsOut)
+	}
+	return nil
+}
+
+// plan is the load the flags describe: a replay, an inference-perf
+// configuration, or bench's dataset and arrival flags.
+func (f *simulateFlags) plan(ctx context.Context) (*workload.Plan, error) {
+	tk := simulate.Tokenizer()
+	c := &f.cfg
+	switch {
+	case f.replay != "":
+		fh, err := os.Open(f.replay)
+		if err != nil {
+			return nil, fmt.Errorf("--replay: %w", err)
+		}
+		defer fh.Close()
+		return workload.ReplayPlan(ctx, fh, tk, c.Seed)
+	case f.workload != nil:
+		return workload.NewPlan(ctx, f.workload, tk, workload.PlanOptions{Compat: c.Compat, Seed: c.Seed})
+	}
+	if err := c.Dataset.Check(); err != nil {
+		return nil, err
+	}
+	if err := c.Ramp.Check(c.RequestRate); err != nil {
+		return nil, err
+	}
+	if c.NumPrompts < 1 {
+		return nil, errors.New("--num-prompts must be at least 1")
+	}
+	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x9e3779b97f4a7c15))
+	samples, err := workload.LoadSamples(ctx, c.Dataset, c.NumPrompts, tk, rng)
+	if err != nil {
+		return nil, err
+	}
+	rate, burst := c.RequestRate, c.Burstiness
+	if rate == 0 {
+		rate = inf
+	}
+	if burst == 0 {
+		burst = 1
+	}
+	if c.Duration > 0 && rate == inf && c.Ramp == nil && c.MaxConcurrency == 0 {
+		return nil, errors.New("--duration needs a finite --request-rate or a --max-concurrency, or it would send without end")
+	}
+	arr := workload.NewArrivals(len(samples), c.Duration, rate, burst, c.Ramp, rng)
+	return workload.OpenLoop(samples, arr, c.MaxConcurrency, c.Duration), nil
+}
+
+var inf = math.Inf(1)
+
+// runCalibrate runs 'glassbox simulate calibrate'.
+func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("simulate calibrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	runsDir := fs.String("runs", "", "a directory of measured runs (see docs/simulator.md: workload.yaml, server.args, result.json and run.yaml in each)")
+	reference := fs.String("reference", "", "reference/calibration/README.md: take its table A (vLLM 0.15.1 on H100) as the runs")
+	hardware := fs.String("sim-hardware", "h100", "the profile to start from")
+	from := fs.String("sim-calibration", "", "start from this profile file instead")
+	iterations := fs.Int("iterations", 4, "replay-and-fit rounds; 0 only replays and prints the errors")
+	output := fs.String("output", "", "write the fitted profile here (load it with --sim-calibration)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 || (*runsDir == "") == (*reference == "") {
+		return errors.New("simulate calibrate: give --runs DIR or --reference README.md")
+	}
+	var runs []calibrate.Run
+	var err error
+	if *runsDir != "" {
+		runs, err = calibrate.ReadRuns(*runsDir)
+	} else {
+		var fh *os.File
+		if fh, err = os.Open(*reference); err == nil {
+			runs, err = calibrate.ReadTable(fh)
+			fh.Close()
+		}
+	}
+	if err != nil {
+		return err
+	}
+	hw, err := sim.LookupHardware(*hardware)
+	if err != nil {
+		return err
+	}
+	start := hw.Calib
+	if *from != "" {
+		name, c, err := calibrate.ReadProfileFile(*from)
+		if err != nil {
+			return err
+		}
+		hw.Name, start = name, c
+	}
+	for i := range runs {
+		runs[i].Server.Hardware = hw.Name
+	}
+	if *iterations == 0 {
+		preds, err := calibrate.Evaluate(ctx, runs, start)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "The %s profile replaying %d measured runs:\n\n", hw.Name, len(runs))
+		calibrate.WriteTable(stdout, preds)
+		fmt.Fprintln(stdout)
+		calibrate.WriteSpeed(stdout, preds)
+		return nil
+	}
+	fitted, before, after, err := calibrate.Fit(ctx, runs, start, calibrate.FitOptions{Iterations: *iterations,
+		Progress: func(round int, p []calibrate.Prediction) {
+			s := calibrate.Summarize(p)
+			fmt.Fprintf(stderr, "round %d: mean absolute error TTFT %.1f%%, E2E %.1f%%, TPOT %.1f%%\n", round, 100*s.MeanAbs.TTFT, 100*s.MeanAbs.E2E, 100*s.MeanAbs.TPOT)
+		}})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Before (the %s profile as it was):\n\n", hw.Name)
+	calibrate.WriteTable(stdout, before)
+	fmt.Fprintf(stdout, "\nAfter %d rounds of fitting:\n\n", *iterations)
+	calibrate.WriteTable(stdout, after)
+	fmt.Fprintln(stdout, "\nFitted terms (the rest of the profile is kept):")
+	calibrate.WriteTerms(stdout, start, fitted)
+	calibrate.WriteSpeed(stdout, after)
+	if *output != "" {
+		fh, err := os.Create(*output)
+		if err != nil {
+			return err
+		}
+		note := fmt.Sprintf("fitted by glassbox %s simulate calibrate on %d runs", version, len(runs))
+		if err := errors.Join(calibrate.WriteProfile(fh, hw.Name, note, fitted), fh.Close()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Profile written to %s (use it with --sim-hardware %s --sim-calibration %s)\n", *output, hw.Name, *output)
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+package calibrate
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+)
+
+// profileFile is a calibration as a file: every coefficient, times in
+// microseconds, so that a fit can be reviewed, kept and loaded
+// (--sim-calibration).
+type profileFile struct {
+	Hardware string `yaml:"hardware"`
+	Note     string `yaml:"note,omitempty"`
+
+	GEMMEfficiency   float64 `yaml:"gemm_efficiency"`
+	WeightLoadFactor float64 `yaml:"weight_load_factor"`
+	KVReadFactor     float64 `yaml:"kv_read_factor"`
+	ActivationPasses float64 `yaml:"activation_passes"`
+
+	StepOverheadUS     float64 `yaml:"step_overhead_us"`
+	LayerOverheadUS    float64 `yaml:"layer_overhead_us"`
+	RequestOverheadUS  float64 `yaml:"request_overhead_us"`
+	HostStepOverheadUS float64 `yaml:"host_step_overhead_us"`
+	HostSeqOverheadUS  float64 `yaml:"host_seq_overhead_us"`
+	AllReduceLatencyUS float64 `yaml:"all_reduce_latency_us"`
+	ActivationReserve  float64 `yaml:"activation_reserve_bytes"`
+
+	FrontendArrivalUS  float64 `yaml:"frontend_arrival_us"`
+	FrontendPerTokenUS float64 `yaml:"frontend_per_token_us"`
+	FrontendFinishUS   float64 `yaml:"frontend_finish_us"`
+	FrontendLagSteps   float64 `yaml:"frontend_lag_steps"`
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+func fromUS(v float64) time.Duration {
+	return time.Duration(v * float64(time.Microsecond))
+}
+
+// WriteProfile writes c, fitted for hardware, as a profile file.
+func WriteProfile(w io.Writer, hardware, note string, c sim.Calibration) error {
+	f := profileFile{Hardware: hardware, Note: note,
+		GEMMEfficiency: c.GEMMEfficiency, WeightLoadFactor: c.WeightLoadFactor, KVReadFactor: c.KVReadFactor, ActivationPasses: c.ActivationPasses,
+		StepOverheadUS: us(c.StepOverhead), LayerOverheadUS: us(c.LayerOverhead), RequestOverheadUS: us(c.RequestOverhead),
+		HostStepOverheadUS: us(c.HostStepOverhead), HostSeqOverheadUS: us(c.HostSeqOverhead), AllReduceLatencyUS: us(c.AllReduceLatency),
+		ActivationReserve: c.ActivationReserveBytes,
+		FrontendArrivalUS: us(c.Frontend.Arrival), FrontendPerTokenUS: us(c.Frontend.PerToken), FrontendFinishUS: us(c.Frontend.Finish),
+		FrontendLagSteps: c.Frontend.LagSteps}
+	b, err := yaml.Marshal(f)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// ReadProfile reads a profile file: the hardware it was fitted for and its
+// coefficients. Every field must be there and be sane.
+func ReadProfile(r io.Reader) (string, sim.Calibration, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return "", sim.Calibration{}, err
+	}
+	var raw map[string]any
+	if err := yaml.Unmarshal(b, &raw); err != nil {
+		return "", sim.Calibration{}, fmt.Errorf("read profile: %w", err)
+	}
+	var f profileFile
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return "", sim.Calibration{}, fmt.Errorf("read profile: %w", err)
+	}
+	for _, k := range []string{"hardware", "gemm_efficiency", "weight_load_factor", "kv_read_factor", "activation_passes", "step_overhead_us",
+		"layer_overhead_us", "request_overhead_us", "all_reduce_latency_us", "frontend_arrival_us", "frontend_per_token_us", "frontend_finish_us"} {
+		if _, ok := raw[k]; !ok {
+			return "", sim.Calibration{}, fmt.Errorf("read profile: %s is missing", k)
+		}
+	}
+	if _, err := sim.LookupHardware(f.Hardware); err != nil {
+		return "", sim.Calibration{}, fmt.Errorf("read profile: %w", err)
+	}
+	switch {
+	case !(f.GEMMEfficiency > 0 && f.GEMMEfficiency <= 1):
+		return "", sim.Calibration{}, fmt.Errorf("read profile: gemm_efficiency %v is not in (0, 1]", f.GEMMEfficiency)
+	case !(f.WeightLoadFactor >= 1 && f.KVReadFactor >= 1):
+		return "", sim.Calibration{}, fmt.Errorf("read profile: weight_load_factor %v and kv_read_factor %v must be at least 1", f.WeightLoadFactor, f.KVReadFactor)
+	}
+	for _, v := range []float64{f.ActivationPasses, f.StepOverheadUS, f.LayerOverheadUS, f.RequestOverheadUS, f.HostStepOverheadUS, f.HostSeqOverheadUS,
+		f.AllReduceLatencyUS, f.ActivationReserve, f.FrontendArrivalUS, f.FrontendPerTokenUS, f.FrontendFinishUS, f.FrontendLagSteps} {
+		if !(v >= 0) || v > 1e12 {
+			return "", sim.Calibration{}, fmt.Errorf("read profile: a term is negative or out of range (%v)", v)
+		}
+	}
+	c := sim.Calibration{GEMMEfficiency: f.GEMMEfficiency, WeightLoadFactor: f.WeightLoadFactor, KVReadFactor: f.KVReadFactor, ActivationPasses: f.ActivationPasses,
+		StepOverhead: fromUS(f.StepOverheadUS), LayerOverhead: fromUS(f.LayerOverheadUS), RequestOverhead: fromUS(f.RequestOverheadUS),
+		HostStepOverhead: fromUS(f.HostStepOverheadUS), HostSeqOverhead: fromUS(f.HostSeqOverheadUS), AllReduceLatency: fromUS(f.AllReduceLatencyUS),
+		ActivationReserveBytes: f.ActivationReserve,
+		Frontend:               sim.Frontend{Arrival: fromUS(f.FrontendArrivalUS), PerToken: fromUS(f.FrontendPerTokenUS), Finish: fromUS(f.FrontendFinishUS), LagSteps: f.FrontendLagSteps}}
+	return f.Hardware, c, nil
+}
+
+// ReadProfileFile reads a profile file from disk.
+func ReadProfileFile(path string) (string, sim.Calibration, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return "", sim.Calibration{}, err
+	}
+	defer fh.Close()
+	return ReadProfile(fh)
+}
