@@ -6,12 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/simulate"
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // Exit statuses of 'glassbox doctor' (docs/doctor.md).
@@ -33,13 +38,12 @@ func (e *exitError) ExitCode() int { return e.code }
 
 // doctorFlags are doctor's command line.
 type doctorFlags struct {
-	cfg          doctor.Config
-	end          string
-	benchResult  string
-	json         bool
-	verify       bool
-	verifyBudget time.Duration
-	verifyScale  float64
+	cfg         doctor.Config
+	end         string
+	benchResult string
+	json        bool
+	verify      bool
+	verifySend  time.Duration
 }
 
 func parseDoctorFlags(args []string, stderr io.Writer) (*doctorFlags, error) {
@@ -55,9 +59,8 @@ func parseDoctorFlags(args []string, stderr io.Writer) (*doctorFlags, error) {
 	fs.StringVar(&f.end, "end", "", "with --prometheus-url: window end, RFC 3339 (default now)")
 	fs.StringVar(&f.benchResult, "bench-result", "", "a glassbox bench (or vllm bench serve) result JSON: the client's view")
 	fs.BoolVar(&f.json, "json", false, "write the report as JSON")
-	fs.BoolVar(&f.verify, "verify", false, "replay the observed load on simulated replicas with the current and the recommended flags")
-	fs.DurationVar(&f.verifyBudget, "verify-budget", 60*time.Second, "with --verify: time for both replays together")
-	fs.Float64Var(&f.verifyScale, "verify-sim-time-scale", 1, "with --verify: the replicas' --sim-time-scale (use the target's)")
+	fs.BoolVar(&f.verify, "verify", false, "replay the observed load on simulated replicas, in virtual time, with the current and the recommended flags")
+	fs.DurationVar(&f.verifySend, "verify-duration", 2*time.Minute, "with --verify: virtual time each replay sends the observed load for")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -82,7 +85,7 @@ func parseDoctorFlags(args []string, stderr io.Writer) (*doctorFlags, error) {
 		}
 	}
 	if f.verify {
-		f.cfg.Verify = &doctor.VerifyConfig{Start: startReplica(f.verifyScale), Budget: f.verifyBudget}
+		f.cfg.Verify = &doctor.VerifyConfig{Replay: replayVirtual, Send: f.verifySend}
 	}
 	return f, nil
 }
@@ -114,28 +117,44 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return nil
 }
 
-// startReplica starts a simulated replica through serve's own start-up
-// path, sizing --kv-cache-memory-bytes to the requested block count.
-func startReplica(scale float64) doctor.StartReplica {
-	return func(ctx context.Context, rc doctor.ReplicaConfig) (string, []string, func() error, error) {
-		flags, err := replicaFlags(rc, scale)
-		if err != nil {
-			return "", nil, nil, err
-		}
-		sctx, cancel := context.WithCancel(ctx)
-		args := append([]string{"--host", "127.0.0.1", "--port", "0", "--log-level", "error", "--shutdown-timeout", "2s"}, flags...)
-		inst, err := startServe(sctx, args, io.Discard, io.Discard)
-		if err != nil {
-			cancel()
-			return "", nil, nil, fmt.Errorf("start replica: %w", err)
-		}
-		stop := func() error { cancel(); return <-inst.done }
-		return "http://" + inst.addr, flags, stop, nil
+// replayVirtual runs the load on a simulated replica in virtual time,
+// configured by the serve flags of rc (parsed as serve parses them).
+func replayVirtual(ctx context.Context, rc doctor.ReplicaConfig, load doctor.ReplayLoad) ([]string, []bench.Output, time.Duration, error) {
+	flags, err := replicaFlags(rc)
+	if err != nil {
+		return nil, nil, 0, err
 	}
+	var ef engineFlags
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	ef.register(fs)
+	if err := fs.Parse(flags); err != nil {
+		return flags, nil, 0, err
+	}
+	ef.visited(fs)
+	cfg, err := ef.replicaConfig()
+	if err != nil {
+		return flags, nil, 0, err
+	}
+	send := time.Duration(load.SendSeconds * float64(time.Second))
+	n := min(200, int(math.Ceil(load.RequestRate*send.Seconds()))+1) // cycled: fewer prompts to prepare
+	rng := rand.New(rand.NewPCG(uint64(rc.NumBlocks), 7))
+	samples, err := workload.LoadSamples(ctx, workload.DatasetConfig{Name: "random", RandomInputLen: load.InputTokens, RandomOutputLen: load.OutputTokens},
+		n, simulate.Tokenizer(), rng)
+	if err != nil {
+		return flags, nil, 0, err
+	}
+	arr := workload.NewArrivals(n, send, load.RequestRate, 1, nil, rng)
+	res, err := simulate.Run(ctx, simulate.Config{Replica: cfg, Plan: workload.OpenLoop(samples, arr, 0, send)})
+	if err != nil {
+		return flags, nil, 0, err
+	}
+	return flags, res.Outputs, res.Duration, nil
 }
 
-// replicaFlags are the serve flags of a replica configuration.
-func replicaFlags(rc doctor.ReplicaConfig, scale float64) ([]string, error) {
+// replicaFlags are the serve flags of a replica configuration, sizing
+// --kv-cache-memory-bytes to its block count.
+func replicaFlags(rc doctor.ReplicaConfig) ([]string, error) {
 	m, err := sim.LookupModel(rc.Model)
 	if err != nil {
 		return nil, fmt.Errorf("replica flags: %w", err)
@@ -145,7 +164,7 @@ func replicaFlags(rc doctor.ReplicaConfig, scale float64) ([]string, error) {
 	flags := []string{"--sim-hardware", rc.Hardware, "--sim-model", rc.Model, "--tensor-parallel-size", itoa(rc.TensorParallel),
 		"--max-num-seqs", itoa(rc.MaxNumSeqs), "--max-num-batched-tokens", itoa(rc.MaxNumBatchedTokens),
 		"--max-model-len", itoa(rc.MaxModelLen), "--block-size", itoa(rc.BlockSize),
-		"--kv-cache-memory-bytes", strconv.FormatInt(kv, 10), "--sim-time-scale", strconv.FormatFloat(scale, 'g', -1, 64)}
+		"--kv-cache-memory-bytes", strconv.FormatInt(kv, 10)}
 	if !rc.PrefixCaching {
 		flags = append(flags, "--no-enable-prefix-caching")
 	}

@@ -196,7 +196,7 @@ func TestDoctorVerifiesKVRecommendation(t *testing.T) {
 		t.Skip("replays load on two replicas; skipped with -short")
 	}
 	sc := scenarios()[1]
-	rep, _ := diagnoseUnderLoad(t, sc, &doctor.VerifyConfig{Start: startReplica(1), Budget: 30 * time.Second, Seed: 1})
+	rep, _ := diagnoseUnderLoad(t, sc, &doctor.VerifyConfig{Replay: replayVirtual, Seed: 1})
 	checkScenario(t, sc, rep)
 	v := rep.Verification
 	if v == nil || v.Skipped != "" {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
-	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // ReplicaConfig is a simulated replica's configuration, read from the
@@ -25,16 +24,19 @@ type ReplicaConfig struct {
 	PrefixCaching       bool
 }
 
-// StartReplica starts a simulated replica and returns its base URL, the
-// serve flags it used, and a stop function. cmd/glassbox provides it
-// (serve's own start-up path), since the doctor may not reach the engine.
-type StartReplica func(ctx context.Context, rc ReplicaConfig) (base string, flags []string, stop func() error, err error)
+// Replay runs load against a simulated replica configured as rc and
+// returns the serve flags that configure it, what its clients saw, and how
+// long the run took. cmd/glassbox provides it (glassbox simulate's engine,
+// in virtual time), since the doctor may not reach the engine.
+type Replay func(ctx context.Context, rc ReplicaConfig, load ReplayLoad) (flags []string, outputs []bench.Output, dur time.Duration, err error)
 
-// VerifyConfig bounds the replay.
+// VerifyConfig says how to replay.
 type VerifyConfig struct {
-	Start  StartReplica
-	Budget time.Duration // for both replays together; default 60s
-	Seed   int64
+	Replay Replay
+	// Send is how long the replay sends the observed load, in virtual
+	// time; default two minutes.
+	Send time.Duration
+	Seed int64
 }
 
 // Verification is the outcome of replaying the observed load.
@@ -65,7 +67,7 @@ type ReplayRun struct {
 	MeanTTFTms        float64 `json:"mean_ttft_ms"`
 	MeanITLms         float64 `json:"mean_itl_ms"`
 	MeanE2ELms        float64 `json:"mean_e2el_ms"` // over completed requests
-	// CensoredE2ELms counts every failed request at the request timeout (a
+	// CensoredE2ELms counts every failed request at the run's length (a
 	// lower bound of its latency), so that a configuration does not look
 	// faster by completing only its quickest requests.
 	CensoredE2ELms float64 `json:"censored_mean_e2el_ms"`
@@ -92,10 +94,10 @@ func verify(ctx context.Context, cfg VerifyConfig, s *signals, findings []Findin
 		v.Skipped = "no finding recommends a flag change that one replica can test"
 		return v
 	}
-	if cfg.Budget <= 0 {
-		cfg.Budget = 60 * time.Second
+	if cfg.Send <= 0 {
+		cfg.Send = 2 * time.Minute
 	}
-	v.Load = estimateLoad(s, cfg.Budget)
+	v.Load = estimateLoad(s, cfg.Send)
 	if v.Load.RequestRate <= 0 || v.Load.InputTokens <= 0 || v.Load.OutputTokens <= 0 {
 		v.Skipped = "the window finished no requests, so there is no load to replay"
 		return v
@@ -120,11 +122,8 @@ func currentReplica(s *signals) (ReplicaConfig, error) {
 		BlockSize: c.blockSize, NumBlocks: c.numBlocks, PrefixCaching: *c.prefixCaching}, nil
 }
 
-// estimateLoad takes the arrival rate and mean lengths from the counters;
-// each replica gets half the budget: a fifth of the budget sending, as much
-// for the last requests to finish, and a tenth for start-up, calibration
-// and bench's prompt preparation.
-func estimateLoad(s *signals, budget time.Duration) ReplayLoad {
+// estimateLoad takes the arrival rate and mean lengths from the counters.
+func estimateLoad(s *signals, send time.Duration) ReplayLoad {
 	rate := s.arrivalRate
 	if !(rate > 0) && s.seconds > 0 {
 		rate = s.finished / s.seconds
@@ -133,35 +132,18 @@ func estimateLoad(s *signals, budget time.Duration) ReplayLoad {
 	if lim := s.cfg.maxModelLen; lim > 0 && in+out > lim {
 		in = max(1, lim-out) // a mean over a window can exceed what one request may hold
 	}
-	return ReplayLoad{RequestRate: zeroNaN(rate), InputTokens: in, OutputTokens: out, SendSeconds: (budget / 5).Seconds()}
+	return ReplayLoad{RequestRate: zeroNaN(rate), InputTokens: in, OutputTokens: out, SendSeconds: send.Seconds()}
 }
 
 func replay(ctx context.Context, cfg VerifyConfig, rc ReplicaConfig, load ReplayLoad) *ReplayRun {
 	run := &ReplayRun{}
-	rctx, cancel := context.WithTimeout(ctx, cfg.Budget/2)
-	defer cancel()
-	base, flags, stop, err := cfg.Start(rctx, rc)
-	if err != nil {
-		run.Error = err.Error()
-		return run
-	}
-	defer stop()
+	flags, outs, dur, err := cfg.Replay(ctx, rc, load)
 	run.Flags = flags
-	send := time.Duration(load.SendSeconds * float64(time.Second))
-	in, err := calibrateInput(rctx, base, load.InputTokens, cfg.Seed)
 	if err != nil {
 		run.Error = err.Error()
 		return run
 	}
-	res, err := bench.Run(rctx, bench.Config{
-		BaseURL: base, MetricsURL: "-", Seed: cfg.Seed,
-		Dataset:           workload.DatasetConfig{Name: "random", RandomInputLen: in, RandomOutputLen: load.OutputTokens},
-		NumPrompts:        min(100, int(math.Ceil(load.RequestRate*send.Seconds()))+1), // cycled: fewer prompts to prepare
-		Duration:          send,
-		RequestRate:       load.RequestRate,
-		RequestTimeout:    max(time.Second, send),
-		PercentileMetrics: []string{"ttft", "itl", "e2el"},
-	})
+	res, err := bench.Offline(bench.Config{PercentileMetrics: []string{"ttft", "itl", "e2el"}}, rc.Model, "", bench.Pass{Outputs: outs}, dur, nil)
 	if err != nil {
 		run.Error = err.Error()
 		return run
@@ -170,11 +152,14 @@ func replay(ctx context.Context, cfg VerifyConfig, rc ReplicaConfig, load Replay
 	run.Completed, run.Failed = m.Completed, m.Failed
 	run.OutputThroughput, run.RequestThroughput = m.OutputThroughput, m.RequestThroughput
 	run.MeanTTFTms, run.MeanITLms, run.MeanE2ELms = m.Dists["ttft"].Mean, m.Dists["itl"].Mean, m.Dists["e2el"].Mean
-	run.CensoredE2ELms = censoredMean(res.Passes[0].Outputs, res.Config.RequestTimeout)
+	run.CensoredE2ELms = censoredMean(outs, dur)
 	return run
 }
 
-func censoredMean(outs []bench.Output, timeout time.Duration) float64 {
+// censoredMean is the mean end-to-end latency with every failed request
+// counted at limit (a lower bound of its latency), so that a configuration
+// does not look faster by completing only its quickest requests.
+func censoredMean(outs []bench.Output, limit time.Duration) float64 {
 	if len(outs) == 0 {
 		return 0
 	}
@@ -183,29 +168,10 @@ func censoredMean(outs []bench.Output, timeout time.Duration) float64 {
 		if o.Success {
 			sum += o.Latency
 		} else {
-			sum += timeout
+			sum += limit
 		}
 	}
 	return float64(sum.Milliseconds()) / float64(len(outs))
-}
-
-// calibrateInput finds the random-dataset input length whose prompts the
-// replica counts as want tokens: bench fits random prompts to a length by
-// its own measure, which a server's tokenizer may count differently, so
-// one short pass measures the ratio.
-func calibrateInput(ctx context.Context, base string, want int, seed int64) (int, error) {
-	probe := min(want, 64) // short enough for any --max-model-len
-	res, err := bench.Run(ctx, bench.Config{BaseURL: base, MetricsURL: "-", Seed: seed, NumPrompts: 4,
-		Dataset: workload.DatasetConfig{Name: "random", RandomInputLen: probe, RandomOutputLen: 1}})
-	if err != nil {
-		return 0, fmt.Errorf("calibrate prompt length: %w", err)
-	}
-	m := res.Passes[0].Metrics
-	if m.TotalInput <= 0 || m.Completed == 0 {
-		return want, nil
-	}
-	got := float64(m.TotalInput) / float64(m.Completed)
-	return max(1, int(math.Round(float64(want)*float64(probe)/got))), nil
 }
 
 // judge: better throughput (≥ 5 %) or latency (≥ 10 % lower censored
@@ -223,7 +189,7 @@ func (v *Verification) judge() {
 	if v.Improved {
 		word = "improved"
 	}
-	v.Verdict = fmt.Sprintf("the recommendation %s the replay: output throughput %.0f → %.0f tokens/s (%.2f×), mean end-to-end latency (failures at the timeout) %.0f → %.0f ms (%.2f× faster)",
+	v.Verdict = fmt.Sprintf("the recommendation %s the replay: output throughput %.0f → %.0f tokens/s (%.2f×), mean end-to-end latency (failures at the replay's length) %.0f → %.0f ms (%.2f× faster)",
 		word, c.OutputThroughput, r.OutputThroughput, tput, c.CensoredE2ELms, r.CensoredE2ELms, lat)
 }
 
@@ -233,7 +199,7 @@ func (v *Verification) writeText(b *strings.Builder) {
 		fmt.Fprintf(b, "skipped: %s\n", v.Skipped)
 		return
 	}
-	fmt.Fprintf(b, "replayed %.2f requests/s of %d prompt + %d output tokens for %.0fs on two simulated replicas (applying %s)\n",
+	fmt.Fprintf(b, "replayed %.2f requests/s of %d prompt + %d output tokens for %.0fs of virtual time on two simulated replicas (applying %s)\n",
 		v.Load.RequestRate, v.Load.InputTokens, v.Load.OutputTokens, v.Load.SendSeconds, join(v.Findings))
 	for _, x := range []struct {
 		name string
