@@ -19,9 +19,9 @@ type engineFlags struct {
 	simHardware         string
 	simModel            string
 	simCalibration      string
-	tensorParallel      int
+	tensorParallel      string // a count; plan takes a list
 	simHostOverhead     time.Duration
-	maxNumSeqs          int
+	maxNumSeqs          string // a count; plan takes a list
 	maxNumBatchedTokens string
 	maxModelLen         string
 	blockSize           int
@@ -40,9 +40,9 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.simHardware, "sim-hardware", "h200", "simulated GPU: "+strings.Join(sim.HardwareNames(), ", "))
 	fs.StringVar(&e.simModel, "sim-model", "llama-3.1-8b", "simulated model: "+strings.Join(sim.ModelNames(), ", ")+" (or its Hugging Face name)")
 	fs.StringVar(&e.simCalibration, "sim-calibration", "", "a profile file from 'glassbox simulate calibrate' to use instead of the built-in coefficients")
-	fs.IntVar(&e.tensorParallel, "tensor-parallel-size", 1, "GPUs the simulated model is split over")
+	fs.StringVar(&e.tensorParallel, "tensor-parallel-size", "1", "GPUs the simulated model is split over")
 	fs.DurationVar(&e.simHostOverhead, "sim-host-overhead", 0, "host time per simulated step during which the GPU idles (a slow CPU, a Python-heavy engine), e.g. 5ms")
-	fs.IntVar(&e.maxNumSeqs, "max-num-seqs", 0, "most sequences running at once (default as vLLM: 1024 on H100/H200-class GPUs, else 256)")
+	fs.StringVar(&e.maxNumSeqs, "max-num-seqs", "", "most sequences running at once (default as vLLM: 1024 on H100/H200-class GPUs, else 256)")
 	fs.StringVar(&e.maxNumBatchedTokens, "max-num-batched-tokens", "", "token budget of one step, e.g. 8192 or 8k (default as vLLM: 8192 on H100/H200-class GPUs, else 2048)")
 	fs.StringVar(&e.maxModelLen, "max-model-len", "", "longest prompt plus output, e.g. 32768 or 32k (default: the model's)")
 	fs.IntVar(&e.blockSize, "block-size", replica.DefaultBlockSize, "tokens per KV-cache block")
@@ -64,12 +64,18 @@ func (e *engineFlags) visited(fs *flag.FlagSet) {
 // replicaConfig is the replica these flags describe.
 func (e *engineFlags) replicaConfig() (replica.Config, error) {
 	c := replica.Config{
-		Sim:        sim.Config{Hardware: e.simHardware, Model: e.simModel, TensorParallel: e.tensorParallel, HostOverhead: e.simHostOverhead},
-		MaxNumSeqs: e.maxNumSeqs, BlockSize: e.blockSize, UserSpecifiedBlockSize: e.blockSizeSet,
+		Sim:       sim.Config{Hardware: e.simHardware, Model: e.simModel, HostOverhead: e.simHostOverhead},
+		BlockSize: e.blockSize, UserSpecifiedBlockSize: e.blockSizeSet,
 		NoPrefixCaching: !e.enablePrefix || e.noEnablePrefix, ShowHiddenMetricsForVersion: e.showHidden,
 		GPUMemoryUtilization: e.gpuMemoryUtil, MaxQueuedRequests: e.maxQueued, DisableLogStats: e.disableLogStats,
 	}
 	var err error
+	if c.Sim.TensorParallel, err = parseCount(e.tensorParallel, 1); err != nil {
+		return c, fmt.Errorf("--tensor-parallel-size: %w", err)
+	}
+	if c.MaxNumSeqs, err = parseCount(e.maxNumSeqs, 0); err != nil {
+		return c, fmt.Errorf("--max-num-seqs: %w", err)
+	}
 	if c.MaxNumBatchedTokens, err = parseCount(e.maxNumBatchedTokens, 0); err != nil {
 		return c, fmt.Errorf("--max-num-batched-tokens: %w", err)
 	}

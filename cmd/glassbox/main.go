@@ -24,6 +24,7 @@ Usage:
   glassbox bench [flags]     load-test any OpenAI-compatible server, as vllm bench serve
   glassbox simulate [flags]  run a load against the simulated GPU in virtual time (serve's and bench's flags)
   glassbox simulate calibrate --runs DIR   fit the simulator to measured vLLM runs, with its error before and after
+  glassbox plan [flags]      capacity planning: the highest rate each configuration sustains within SLOs, replicas and cost
   glassbox model inspect F   print a GGUF model's architecture, weights, tokenizer and KV cost
   glassbox model random      write a random-weight GGUF model of a real shape (-o FILE)
   glassbox model bench F     llama-bench's pp/tg tests on a GGUF model
@@ -61,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBench(ctx, args[1:], stdout, stderr)
 	case "simulate":
 		return runSimulate(ctx, args[1:], stdout, stderr)
+	case "plan":
+		return runPlan(ctx, args[1:], stdout, stderr)
 	case "model":
 		return runModel(ctx, args[1:], stdout, stderr)
 	case "monitoring":

@@ -151,3 +151,26 @@ func TestCalibrateCommand(t *testing.T) {
 		t.Error("an h100 profile was accepted for an a100")
 	}
 }
+
+// TestPlanCommand: plan over a small grid prints every configuration, the
+// best, and the serve command lines of both servers.
+func TestPlanCommand(t *testing.T) {
+	var out strings.Builder
+	err := run(context.Background(), []string{"plan", "--slo", "ttft:p99<=400ms,tpot:p99<=20ms", "--sim-hardware", "h100", "--tensor-parallel-size", "1",
+		"--max-num-seqs", "16,32", "--random-input-len", "200", "--random-output-len", "30", "--num-prompts", "20", "--trial-duration", "10s",
+		"--price", "h100=2.5/h", "--target-rate", "30"}, &out, io.Discard)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"max-num-seqs", "ttft p99 ms", "h100      1   16", "h100      1   32", "Best: h100 × 1",
+		"glassbox serve --sim-hardware h100", "vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plan output lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, bad := range [][]string{{"plan"}, {"plan", "--slo", "ttft:p99<=1s", "--price", "h100"}, {"plan", "--slo", "ttft:p99<=1s", "--max-num-seqs", "8,x"}} {
+		if err := run(context.Background(), bad, io.Discard, io.Discard); err == nil {
+			t.Errorf("%v succeeded", bad)
+		}
+	}
+}

@@ -24,7 +24,7 @@ type scrapeSource struct {
 // collect takes the readings; a failed scrape is counted as missed, not
 // fatal, since a target that drops out mid-window is itself a finding.
 func (s *scrapeSource) collect(ctx context.Context) (*Window, error) {
-	w := &Window{Source: "metrics", Target: s.url, Info: map[string]map[string]string{}, Present: map[string]bool{}}
+	w := NewWindow("metrics", s.url)
 	n := max(1, int(s.duration/s.interval)) + 1
 	start := s.now()
 	timer := time.NewTimer(0)
@@ -57,6 +57,15 @@ func (s *scrapeSource) scrape(ctx context.Context, w *Window) (*Snapshot, error)
 	}
 	return reduce(sc, s.now(), w), nil
 }
+
+// NewWindow starts a window of readings taken in process (glassbox
+// simulate's of its replica, say); Add each one in time order.
+func NewWindow(source, target string) *Window {
+	return &Window{Source: source, Target: target, Info: map[string]map[string]string{}, Present: map[string]bool{}}
+}
+
+// Add records a reading of the target at t.
+func (w *Window) Add(t time.Time, sc *promtext.Scrape) { w.Snapshots = append(w.Snapshots, *reduce(sc, t, w)) }
 
 // miss records a failed reading.
 func (w *Window) miss(why string) {

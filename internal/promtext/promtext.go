@@ -43,6 +43,16 @@ func Parse(r io.Reader) (*Scrape, error) {
 	return &Scrape{fams: fams}, nil
 }
 
+// FromFamilies is a scrape of families gathered in process (a Prometheus
+// registry's Gather), read as if they had been exposed and parsed.
+func FromFamilies(mfs []*dto.MetricFamily) *Scrape {
+	s := &Scrape{fams: make(map[string]*dto.MetricFamily, len(mfs))}
+	for _, mf := range mfs {
+		s.fams[mf.GetName()] = mf
+	}
+	return s
+}
+
 // Fetch scrapes url with client (an Authorization header, when the target
 // needs one, comes from the client's transport or header).
 func Fetch(ctx context.Context, client *http.Client, url string, header http.Header) (*Scrape, error) {

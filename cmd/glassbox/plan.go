@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/plan"
+	"github.com/glassbox-llm/glassbox/internal/simulate"
+	"github.com/glassbox-llm/glassbox/internal/workload"
+)
+
+// runPlan runs 'glassbox plan': serve's engine flags (with lists for
+// --sim-hardware, --tensor-parallel-size and --max-num-seqs) and bench's
+// load flags, searched in virtual time.
+func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var ef engineFlags
+	var lf loadFlags
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	ef.register(fs)
+	lf.register(fs)
+	slo := fs.String("slo", "", "the SLOs every configuration must meet, e.g. ttft:p99<=500ms,tpot:p99<=50ms")
+	prices := fs.String("price", "", "dollars per GPU-hour, e.g. h100=2.5/h,h200=3.6/h (without one a configuration has no cost)")
+	target := fs.Float64("target-rate", 0, "requests per second the fleet must serve: replicas and the fleet's cost")
+	trial := fs.Duration("trial-duration", 2*time.Minute, "virtual time each trial of the search sends its load for")
+	maxRate := fs.Float64("max-rate", 2000, "the search's ceiling, requests per second")
+	if err := fs.Parse(joinGoodput(args)); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("plan: unexpected argument %q", fs.Arg(0))
+	}
+	ef.visited(fs)
+	if err := lf.resolve(); err != nil {
+		return err
+	}
+	cfg := plan.Config{TargetRate: *target, Duration: *trial, MaxRate: *maxRate}
+	var err error
+	if cfg.SLOs, err = plan.ParseSLOs(*slo); err != nil {
+		return fmt.Errorf("--slo: %w", err)
+	}
+	if cfg.Prices, err = parsePrices(*prices); err != nil {
+		return err
+	}
+	cfg.Hardware = strings.Split(ef.simHardware, ",")
+	if cfg.TP, err = countList(ef.tensorParallel, 1); err != nil {
+		return fmt.Errorf("--tensor-parallel-size: %w", err)
+	}
+	if cfg.MaxNumSeqs, err = countList(ef.maxNumSeqs, 256); err != nil {
+		return fmt.Errorf("--max-num-seqs: %w", err)
+	}
+	ef.simHardware, ef.tensorParallel, ef.maxNumSeqs = cfg.Hardware[0], strconv.Itoa(cfg.TP[0]), strconv.Itoa(cfg.MaxNumSeqs[0])
+	if cfg.Base, err = ef.replicaConfig(); err != nil {
+		return err
+	}
+	if cfg.Load, err = planLoad(&lf); err != nil {
+		return err
+	}
+	if isTerminal(stderr) && os.Getenv("CI") != "true" {
+		start := time.Now()
+		cfg.Progress = func(done, total int) {
+			const width = 30
+			n := done * width / total
+			fmt.Fprintf(stderr, "\rplan [%s%s] %d/%d configurations, %s", strings.Repeat("#", n), strings.Repeat(" ", width-n), done, total,
+				time.Since(start).Round(100*time.Millisecond))
+			if done == total {
+				fmt.Fprintln(stderr)
+			}
+		}
+	}
+	res, err := plan.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Highest rate per replica within %s, searched in %s of virtual time per trial:\n\n", *slo, trial.String())
+	res.WriteTable(stdout, &cfg)
+	return nil
+}
+
+// planLoad turns the load flags into the planner's load at any rate: an
+// inference-perf configuration's data at one stage of that rate, or
+// bench's dataset as a Poisson load.
+func planLoad(lf *loadFlags) (plan.Load, error) {
+	tk := simulate.Tokenizer()
+	c := lf.cfg
+	if w := lf.workload; w != nil {
+		return func(ctx context.Context, rate float64, d time.Duration) (*workload.Plan, error) {
+			one := *w
+			one.Load.Stages = []workload.IPStage{{Rate: rate, Duration: d.Seconds()}}
+			return workload.NewPlan(ctx, &one, tk, workload.PlanOptions{Compat: c.Compat, Seed: c.Seed})
+		}, nil
+	}
+	if err := c.Dataset.Check(); err != nil {
+		return nil, err
+	}
+	var (
+		once    sync.Once
+		samples []workload.Sample
+		err     error
+	)
+	burst := c.Burstiness
+	if burst == 0 || math.IsNaN(burst) {
+		burst = 1
+	}
+	return func(ctx context.Context, rate float64, d time.Duration) (*workload.Plan, error) {
+		once.Do(func() {
+			samples, err = workload.LoadSamples(ctx, c.Dataset, max(c.NumPrompts, 1), tk, rand.New(rand.NewPCG(uint64(c.Seed), 1)))
+		})
+		if err != nil {
+			return nil, err
+		}
+		arr := workload.NewArrivals(len(samples), d, rate, burst, nil, rand.New(rand.NewPCG(uint64(c.Seed), 2)))
+		return workload.OpenLoop(samples, arr, c.MaxConcurrency, d), nil
+	}, nil
+}
+
+// parsePrices reads "h100=2.5/h,h200=3.6".
+func parsePrices(s string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		name, v, ok := strings.Cut(part, "=")
+		v = strings.TrimSuffix(v, "/h")
+		p, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil || !(p > 0) || math.IsInf(p, 0) {
+			return nil, fmt.Errorf("--price %q: want HARDWARE=DOLLARS/h, e.g. h100=2.5/h", part)
+		}
+		out[strings.ToLower(name)] = p
+	}
+	return out, nil
+}
+
+// countList reads "1,2,4"; empty gives def.
+func countList(s string, def int) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return []int{def}, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := parseCount(f, 0)
+		if err != nil || n < 1 {
+			return nil, errors.New("want positive counts separated by commas, e.g. 64,128,256")
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,101 @@
+package plan
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/replica"
+	"github.com/glassbox-llm/glassbox/internal/simulate"
+	"github.com/glassbox-llm/glassbox/internal/workload"
+)
+
+func randomLoad(t *testing.T, in, out int) Load {
+	samples, err := workload.LoadSamples(context.Background(), workload.DatasetConfig{Name: "random", RandomInputLen: in, RandomOutputLen: out},
+		50, simulate.Tokenizer(), rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(_ context.Context, rate float64, d time.Duration) (*workload.Plan, error) {
+		return workload.OpenLoop(samples, workload.NewArrivals(0, d, rate, 1, nil, rand.New(rand.NewPCG(2, 2))), 0, d), nil
+	}
+}
+
+func smallGrid(t *testing.T) Config {
+	return Config{
+		Base: replica.Config{Sim: sim.Config{Model: "llama-3.1-8b"}, MaxModelLen: 4096, BlockSize: 16, MaxQueuedRequests: 10000,
+			GPUMemoryUtilization: 0.9, MaxNumBatchedTokens: 2048},
+		Hardware: []string{"h100", "a100-80g"}, TP: []int{1}, MaxNumSeqs: []int{8, 64},
+		Load: randomLoad(t, 300, 100), SLOs: []SLO{{Metric: "tpot", Percentile: 90, Limit: 15 * time.Millisecond}, {Metric: "ttft", Percentile: 90, Limit: 300 * time.Millisecond}},
+		Prices: map[string]float64{"h100": 2.5, "a100-80g": 1.6}, TargetRate: 40, Duration: 30 * time.Second, Precision: 0.05,
+	}
+}
+
+// TestPlanSmallGrid: the planner's maximum rate meets the SLOs and a rate
+// 10% above it does not, a wider batch sustains more, fleets and costs
+// follow from the rates, and the table names the best configuration and
+// its command lines.
+func TestPlanSmallGrid(t *testing.T) {
+	cfg := smallGrid(t)
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	res.WriteTable(&b, &cfg)
+	t.Log("\n" + b.String())
+	if len(res.Rows) != 4 || res.Best < 0 {
+		t.Fatalf("%d rows, best %d", len(res.Rows), res.Best)
+	}
+	by := map[string]*Row{}
+	for i := range res.Rows {
+		r := &res.Rows[i]
+		by[r.Hardware+"/"+string(rune('0'+r.MaxNumSeqs/8))] = r
+		if r.Err != "" || !(r.MaxRate > 0) || r.Limit == "" {
+			t.Fatalf("%+v", r)
+		}
+		rc := cfg.Base
+		rc.Sim.Hardware, rc.Sim.TensorParallel, rc.MaxNumSeqs = r.Hardware, r.TP, r.MaxNumSeqs
+		if at, err := runTrial(context.Background(), &cfg, rc, r.MaxRate); err != nil || !at.meets {
+			t.Errorf("%s seqs %d: its max rate %.3g misses the SLOs: %v %v", r.Hardware, r.MaxNumSeqs, r.MaxRate, err, at.missed)
+		}
+		if over, err := runTrial(context.Background(), &cfg, rc, 1.1*r.MaxRate); err != nil || over.meets {
+			t.Errorf("%s seqs %d: 10%% above its max rate %.3g still meets the SLOs", r.Hardware, r.MaxNumSeqs, r.MaxRate)
+		}
+		if want := int(math.Ceil(cfg.TargetRate / r.MaxRate)); r.Replicas != want || r.GPUs != want || math.Abs(r.DollarsPerHour-float64(want)*cfg.Prices[r.Hardware]) > 1e-9 {
+			t.Errorf("%s seqs %d: %d replicas, %d GPUs, $%.2f/h for %.3g req/s each", r.Hardware, r.MaxNumSeqs, r.Replicas, r.GPUs, r.DollarsPerHour, r.MaxRate)
+		}
+	}
+	for _, hw := range []string{"h100", "a100-80g"} {
+		if narrow, wide := by[hw+"/1"], by[hw+"/8"]; !(wide.MaxRate > narrow.MaxRate) {
+			t.Errorf("%s: max-num-seqs 64 sustains %.3g req/s, 8 sustains %.3g", hw, wide.MaxRate, narrow.MaxRate)
+		}
+	}
+	best := &res.Rows[res.Best]
+	for i := range res.Rows {
+		if r := &res.Rows[i]; r.DollarsPerHour < best.DollarsPerHour {
+			t.Errorf("the best fleet costs $%.2f/h, %s seqs %d $%.2f/h", best.DollarsPerHour, r.Hardware, r.MaxNumSeqs, r.DollarsPerHour)
+		}
+	}
+	for _, want := range []string{"Best: " + best.Hardware, "glassbox serve --sim-hardware " + best.Hardware, "vllm serve meta-llama/Llama-3.1-8B-Instruct", "$/M out tok"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+}
+
+func TestParseSLOs(t *testing.T) {
+	got, err := ParseSLOs("ttft:p99<=500ms, tpot:p90<=50ms")
+	if err != nil || len(got) != 2 || got[0].Limit != 500*time.Millisecond || got[1].Percentile != 90 || got[1].Metric != "tpot" {
+		t.Errorf("%+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "ttft<=5ms", "ttft:p99<=", "foo:p99<=5ms", "ttft:p0<=5ms", "ttft:p99<=-5ms", "ttft:99<=5ms"} {
+		if _, err := ParseSLOs(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
