@@ -65,7 +65,9 @@ func NewWindow(source, target string) *Window {
 }
 
 // Add records a reading of the target at t.
-func (w *Window) Add(t time.Time, sc *promtext.Scrape) { w.Snapshots = append(w.Snapshots, *reduce(sc, t, w)) }
+func (w *Window) Add(t time.Time, sc *promtext.Scrape) {
+	w.Snapshots = append(w.Snapshots, *reduce(sc, t, w))
+}
 
 // miss records a failed reading.
 func (w *Window) miss(why string) {
