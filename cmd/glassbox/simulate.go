@@ -165,6 +165,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.SetOutput(stderr)
 	runsDir := fs.String("runs", "", "a directory of measured runs (see docs/simulator.md: workload.yaml, server.args, result.json and run.yaml in each)")
 	reference := fs.String("reference", "", "reference/calibration/README.md: take its table A (vLLM 0.15.1 on H100) as the runs")
+	table := fs.String("table", "a", "with --reference: a (the request-level runs), or stages (the first round's stage-level runs, which a fit of A never sees)")
 	hardware := fs.String("sim-hardware", "h100", "the profile to start from")
 	from := fs.String("sim-calibration", "", "start from this profile file instead")
 	iterations := fs.Int("iterations", 4, "replay-and-fit rounds; 0 only replays and prints the errors")
@@ -182,7 +183,14 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	} else {
 		var fh *os.File
 		if fh, err = os.Open(*reference); err == nil {
-			runs, err = calibrate.ReadTable(fh)
+			switch *table {
+			case "a":
+				runs, err = calibrate.ReadTable(fh)
+			case "stages":
+				runs, err = calibrate.ReadStageTable(fh)
+			default:
+				err = fmt.Errorf("--table %q: want a or stages", *table)
+			}
 			fh.Close()
 		}
 	}

@@ -29,31 +29,42 @@ type Prediction struct {
 // Terms are the coefficients a fit moves. The GEMMs' terms (weight-read
 // factor, efficiency) and the elementwise traffic stay as Vidur's kernel
 // timings fix them (sim's TestGEMMsMatchVidur holds the profile to them);
-// the per-layer overhead, which a per-step term cannot be told from within
-// one model, stays BLIS's; so does the frontend's finish, which the
-// per-token term cannot be told from when outputs have one length.
-var Terms = []string{"kv_read_factor", "step_overhead", "request_overhead", "all_reduce_latency", "frontend_arrival", "frontend_per_token", "frontend_lag_steps"}
+// the frontend's finish stays BLIS's, since the per-token term cannot be
+// told from it when outputs have one length. The per-layer and per-step
+// overheads are told apart by models of different depths.
+var Terms = []string{"kv_read_factor", "step_overhead", "request_overhead", "all_reduce_latency", "layer_overhead",
+	"frontend_arrival", "frontend_per_token", "frontend_lag_steps"}
+
+// The terms' indexes: the first gpuTerms move a step's GPU time.
+const (
+	termKV = iota
+	termStep
+	termSeq
+	termAllReduce
+	termLayer
+	gpuTerms
+	termArrival = iota - 1
+	termPerToken
+	termLag
+)
 
 // vector is a calibration's fitted terms, seconds for times.
 func vector(c sim.Calibration) []float64 {
-	return []float64{c.KVReadFactor, c.StepOverhead.Seconds(), c.RequestOverhead.Seconds(),
-		c.AllReduceLatency.Seconds(), c.Frontend.Arrival.Seconds(), c.Frontend.PerToken.Seconds(), c.Frontend.LagSteps}
+	return []float64{c.KVReadFactor, c.StepOverhead.Seconds(), c.RequestOverhead.Seconds(), c.AllReduceLatency.Seconds(),
+		c.LayerOverhead.Seconds(), c.Frontend.Arrival.Seconds(), c.Frontend.PerToken.Seconds(), c.Frontend.LagSteps}
 }
 
 func withVector(c sim.Calibration, v []float64) sim.Calibration {
 	d := func(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
-	c.KVReadFactor = v[0]
-	c.StepOverhead, c.RequestOverhead, c.AllReduceLatency = d(v[1]), d(v[2]), d(v[3])
-	c.Frontend.Arrival, c.Frontend.PerToken, c.Frontend.LagSteps = d(v[4]), d(v[5]), v[6]
+	c.KVReadFactor = v[termKV]
+	c.StepOverhead, c.RequestOverhead, c.AllReduceLatency, c.LayerOverhead = d(v[termStep]), d(v[termSeq]), d(v[termAllReduce]), d(v[termLayer])
+	c.Frontend.Arrival, c.Frontend.PerToken, c.Frontend.LagSteps = d(v[termArrival]), d(v[termPerToken]), v[termLag]
 	return c
 }
 
 // lowerBounds keep a fit physical: the KV read is no faster than the
 // bandwidth bound allows, and no overhead is negative.
-var lowerBounds = []float64{1, 0, 0, 0, 0, 0, 0}
-
-// basis indexes: the terms that move a step's GPU time.
-const gpuTerms = 4
+var lowerBounds = []float64{1, 0, 0, 0, 0, 0, 0, 0}
 
 // linear is a replay's mean TTFT and E2E as affine functions of the
 // terms, around the calibration it ran with: mean = at + grad·(v − v0).
@@ -95,12 +106,13 @@ func replay(ctx context.Context, r *Run, calib sim.Calibration) (Prediction, err
 	var steps []step
 	observe := func(start time.Time, c *sim.Cost) {
 		s := step{start: start, end: start.Add(c.Duration + c.Host)}
-		s.basis[0] = c.DecodeKVRead.Seconds()
-		s.basis[1] = 1
-		s.basis[2] = float64(c.Seqs)
+		s.basis[termKV] = c.DecodeKVRead.Seconds()
+		s.basis[termStep] = 1
+		s.basis[termSeq] = float64(c.Seqs)
 		if c.AllReduce > 0 {
-			s.basis[3] = 2 * float64(m.Layers)
+			s.basis[termAllReduce] = 2 * float64(m.Layers)
 		}
+		s.basis[termLayer] = float64(m.Layers)
 		steps = append(steps, s)
 	}
 	res, err := simulate.Run(ctx, simulate.Config{Plan: plan, Replica: replica.Config{
@@ -167,12 +179,12 @@ func replay(ctx context.Context, r *Run, calib sim.Calibration) (Prediction, err
 			lin.gradTTFT[k] += bf[k] + fe.LagSteps*sf.basis[k]
 			lin.gradE2[k] += bl[k] + fe.LagSteps*sl.basis[k]
 		}
-		lin.gradTTFT[4]++ // the arrival delays the first token
-		lin.gradTTFT[5]++ // and the first token pays the per-token time
-		lin.gradTTFT[6] += tt.FirstStep.Seconds()
-		lin.gradE2[4]++
-		lin.gradE2[5] += n
-		lin.gradE2[6] += tt.LastStep.Seconds()
+		lin.gradTTFT[termArrival]++ // the arrival delays the first token
+		lin.gradTTFT[termPerToken]++ // and the first token pays the per-token time
+		lin.gradTTFT[termLag] += tt.FirstStep.Seconds()
+		lin.gradE2[termArrival]++
+		lin.gradE2[termPerToken] += n
+		lin.gradE2[termLag] += tt.LastStep.Seconds()
 	}
 	ok := float64(len(ttft))
 	if ok == 0 {

@@ -292,6 +292,7 @@ var tableModels = map[string]string{
 }
 
 var (
+	stageRow  = regexp.MustCompile(`^\|\s*(\S+) TP(\d+) (\S+)\s*\|\s*([\d.]+)\s*\|\s*(\d+)\s*\|\s*([\d.]+)\s*/\s*([\d.]+)\s*\|\s*([\d.]+)\s*/\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|`)
 	tableRow  = regexp.MustCompile(`^\|\s*(\d+)\s*\|\s*([^|]+?)\s*\|\s*(\d+)\s*\|\s*([^|]+?)\s*\|\s*([^|]+?)\s*\|\s*([^|]+?)\s*\|\s*([\d.]+)\s*\|$`)
 	flagInRow = regexp.MustCompile("`--([a-z-]+)[ =]([0-9.]+)`")
 	triple    = regexp.MustCompile(`^([\d.]+)\s*/\s*([\d.]+)\s*/\s*([\d.]+)`)
@@ -361,5 +362,54 @@ func ReadTable(r io.Reader) ([]Run, error) {
 		return nil, errors.New("read table: no rows of table A")
 	}
 	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Name < runs[j].Name })
+	return runs, nil
+}
+
+// ReadStageTable reads the stage-level table after table A (the same
+// campaign's first round: one row per stage of a run), as runs of that
+// stage alone: the check on runs a fit of table A never saw. That round
+// had CPU KV offload on, which the simulator does not model.
+func ReadStageTable(r io.Reader) ([]Run, error) {
+	sc := bufio.NewScanner(r)
+	inA := false
+	var runs []Run
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "## ") {
+			inA = strings.HasPrefix(line, "## A.")
+			continue
+		}
+		m := stageRow.FindStringSubmatch(line)
+		if !inA || m == nil {
+			continue
+		}
+		model, ok := tableModels[m[1]]
+		if !ok {
+			return nil, fmt.Errorf("read stage table: no sim profile for model %q", m[1])
+		}
+		p, ok := presets[m[3]]
+		if !ok {
+			return nil, fmt.Errorf("read stage table: unknown workload %q", m[3])
+		}
+		num := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
+		rate, n := num(m[4]), num(m[5])
+		p.stages = [][2]float64{{rate, n / rate}}
+		load, err := workload.ParseInferencePerf(strings.NewReader(p.config()))
+		if err != nil {
+			return nil, err
+		}
+		srv := vllmDefaults("h100")
+		srv.Model = model
+		srv.TensorParallel, _ = strconv.Atoi(m[2])
+		runs = append(runs, Run{Name: fmt.Sprintf("%s-tp%s-%s-%g", model, m[2], m[3], rate), Server: srv, Load: load,
+			Plan:     workload.PlanOptions{Compat: workload.Legacy, Drift: [2]int{26, 48}},
+			Measured: Metrics{TTFT: num(m[6]), TTFTP99: num(m[7]), E2E: num(m[8]), E2EP99: num(m[9]), TPOT: num(m[10])}})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(runs) == 0 {
+		return nil, errors.New("read stage table: no stage rows")
+	}
 	return runs, nil
 }
