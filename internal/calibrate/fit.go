@@ -179,7 +179,7 @@ func replay(ctx context.Context, r *Run, calib sim.Calibration) (Prediction, err
 			lin.gradTTFT[k] += bf[k] + fe.LagSteps*sf.basis[k]
 			lin.gradE2[k] += bl[k] + fe.LagSteps*sl.basis[k]
 		}
-		lin.gradTTFT[termArrival]++ // the arrival delays the first token
+		lin.gradTTFT[termArrival]++  // the arrival delays the first token
 		lin.gradTTFT[termPerToken]++ // and the first token pays the per-token time
 		lin.gradTTFT[termLag] += tt.FirstStep.Seconds()
 		lin.gradE2[termArrival]++
