@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -92,25 +95,81 @@ func runLoad(ctx context.Context, base string, cfg bench.Config, window time.Dur
 	return wg.Wait
 }
 
+// clothes are the three ways a scenario's target is read: glassbox's own
+// series; vLLM's alone with dcgm-exporter beside them; vLLM's alone.
+var clothes = []string{"glassbox", "vllm+dcgm", "vllm"}
+
 // diagnoseUnderLoad starts serve, puts the load on it and runs the doctor
 // over the window while the load runs.
 func diagnoseUnderLoad(t *testing.T, sc scenario, verify *doctor.VerifyConfig) (*doctor.Report, string) {
 	t.Helper()
-	base, _ := serveTest(t, append([]string{"--sim-time-scale", "1"}, sc.serve...)...)
+	reps, base := diagnoseInClothes(t, sc, verify, clothes[:1])
+	return reps[0], base
+}
+
+// diagnoseInClothes runs one doctor per view of the same target over the
+// same window, at once: the glassbox view reads /metrics; the vLLM views
+// read it through a proxy that strips what vLLM does not export (as serve
+// --disable-glassbox-metrics does), one of them with the simulated GPU's
+// dcgm-exporter too.
+func diagnoseInClothes(t *testing.T, sc scenario, verify *doctor.VerifyConfig, views []string) ([]*doctor.Report, string) {
+	t.Helper()
+	base, _ := serveTest(t, append([]string{"--sim-time-scale", "1", "--sim-dcgm-port", "0"}, sc.serve...)...)
+	inst, _ := servers.Load(base)
+	dcgmURL := "http://" + inst.(*instance).dcgmAddr + "/metrics"
+	vllmView := stripGlassbox(t, base+"/metrics")
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := runLoad(ctx, base, sc.load, sc.window)
 	waitForLoad(t, base)
-	rep, err := doctor.Run(context.Background(), doctor.Config{MetricsURL: base + "/metrics", Duration: sc.window,
-		Interval: 250 * time.Millisecond, Verify: verify})
+	reps := make([]*doctor.Report, len(views))
+	errs := make([]error, len(views))
+	var wg sync.WaitGroup
+	for i, v := range views {
+		cfg := doctor.Config{MetricsURL: base + "/metrics", Duration: sc.window, Interval: 250 * time.Millisecond, Verify: verify}
+		switch v {
+		case "vllm+dcgm":
+			cfg.MetricsURL, cfg.DCGMURL, cfg.Verify = vllmView, dcgmURL, nil
+		case "vllm":
+			cfg.MetricsURL, cfg.Verify = vllmView, nil
+		}
+		wg.Go(func() { reps[i], errs[i] = doctor.Run(context.Background(), cfg) })
+	}
+	wg.Wait()
 	cancel()
 	wait()
-	if err != nil {
-		t.Fatal(err)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("%s view: %v", views[i], err)
+		}
+		var text strings.Builder
+		_ = reps[i].WriteText(&text)
+		t.Logf("%s, read as %s:\n%s", sc.name, views[i], text.String())
 	}
-	var text strings.Builder
-	_ = rep.WriteText(&text)
-	t.Logf("%s:\n%s", sc.name, text.String())
-	return rep, base
+	return reps, base
+}
+
+// stripGlassbox serves url's exposition without the glassbox_* and go_*
+// families: what the same engine would show as a vLLM server.
+func stripGlassbox(t *testing.T, url string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		resp, err := http.Get(url)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		for _, line := range strings.SplitAfter(string(b), "\n") {
+			name := strings.TrimPrefix(strings.TrimPrefix(line, "# HELP "), "# TYPE ")
+			if !strings.HasPrefix(name, "glassbox_") && !strings.HasPrefix(name, "go_") {
+				io.WriteString(w, line)
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/metrics"
 }
 
 // waitForLoad waits until the server has a request in flight: bench
@@ -146,14 +205,21 @@ func checkScenario(t *testing.T, sc scenario, rep *doctor.Report) {
 	}
 }
 
+// TestDoctorScenarios runs every scenario in both clothes: the doctor must
+// name the same bottleneck from glassbox's own series, from vLLM's with
+// DCGM, and from vLLM's alone.
 func TestDoctorScenarios(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives glassbox serve under load for about a minute; skipped with -short")
 	}
 	for _, sc := range scenarios() {
 		t.Run(sc.name, func(t *testing.T) {
-			rep, _ := diagnoseUnderLoad(t, sc, nil)
-			checkScenario(t, sc, rep)
+			reps, _ := diagnoseInClothes(t, sc, nil, clothes)
+			for i, rep := range reps {
+				view := sc
+				view.name = sc.name + " (" + clothes[i] + ")"
+				checkScenario(t, view, rep)
+			}
 		})
 	}
 }

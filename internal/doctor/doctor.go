@@ -20,21 +20,30 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
 // Config is one doctor invocation: exactly one of MetricsURL and
 // PrometheusURL.
 type Config struct {
-	MetricsURL string        // sample this /metrics directly
-	Duration   time.Duration // for MetricsURL: how long; default 60s
-	Interval   time.Duration // between readings (the Prometheus step); default 5s
+	MetricsURL  string        // sample this /metrics directly
+	DCGMURL     string        // with MetricsURL: also sample this dcgm-exporter, the target's GPUs
+	MetricsFile string        // or read one saved scrape: a snapshot, not a window
+	Duration    time.Duration // for MetricsURL: how long; default 60s
+	Interval    time.Duration // between readings (the Prometheus step); default 5s
 
 	PrometheusURL string        // read from this Prometheus instead
 	Selector      string        // label matchers of the target, e.g. {instance="10.0.0.5:8000"}
 	Since         time.Duration // window length ending at End; default 30m
 	End           time.Time     // default now
+
+	// Hints say what a vLLM target's series do not: its GPU, for MFU and
+	// bandwidth utilisation, and its scheduler limits.
+	Hints Hints
 
 	Client *ClientView   // a bench result: the client's view; nil for none
 	Verify *VerifyConfig // replay the load against simulated replicas; nil for no
@@ -44,10 +53,24 @@ type Config struct {
 }
 
 func (c Config) withDefaults() (Config, error) {
-	if (c.MetricsURL == "") == (c.PrometheusURL == "") {
-		return c, errors.New("check config: give exactly one of a metrics URL and a Prometheus URL")
+	given := 0
+	for _, u := range []string{c.MetricsURL, c.PrometheusURL, c.MetricsFile} {
+		if u != "" {
+			given++
+		}
 	}
-	for _, u := range []string{c.MetricsURL, c.PrometheusURL} {
+	if given != 1 {
+		return c, errors.New("check config: give exactly one of a metrics URL, a Prometheus URL and a metrics file")
+	}
+	if c.DCGMURL != "" && c.MetricsURL == "" {
+		return c, errors.New("check config: a DCGM URL goes with a metrics URL (through Prometheus, DCGM's series join by instance)")
+	}
+	if c.Hints.GPU != "" {
+		if _, err := profiles.LookupHardware(c.Hints.GPU); err != nil {
+			return c, fmt.Errorf("check config: --gpu: %w", err)
+		}
+	}
+	for _, u := range []string{c.MetricsURL, c.PrometheusURL, c.DCGMURL} {
 		if u == "" {
 			continue
 		}
@@ -92,8 +115,11 @@ func Collect(ctx context.Context, cfg Config) (*Window, error) {
 		return nil, err
 	}
 	var w *Window
+	if cfg.MetricsFile != "" {
+		return readFile(cfg.MetricsFile, cfg.Now(), cfg.Hints)
+	}
 	if cfg.MetricsURL != "" {
-		src := &scrapeSource{url: cfg.MetricsURL, duration: cfg.Duration, interval: cfg.Interval, client: cfg.HTTPClient, now: cfg.Now}
+		src := &scrapeSource{url: cfg.MetricsURL, dcgmURL: cfg.DCGMURL, duration: cfg.Duration, interval: cfg.Interval, client: cfg.HTTPClient, now: cfg.Now}
 		if w, err = src.collect(ctx); err != nil {
 			return nil, err
 		}
@@ -115,6 +141,24 @@ func Collect(ctx context.Context, cfg Config) (*Window, error) {
 		return nil, fmt.Errorf("read %s: %d of %d readings succeeded, need 2: %s",
 			w.Target, len(w.Snapshots), len(w.Snapshots)+w.Missed, strings.Join(w.Problems, "; "))
 	}
+	w.Hints = cfg.Hints
+	return w, nil
+}
+
+// readFile is the window of one saved scrape.
+func readFile(path string, now time.Time, hints Hints) (*Window, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read metrics file: %w", err)
+	}
+	defer f.Close()
+	w := NewWindow("file", path)
+	w.Hints = hints
+	snap, err := parseExposition(f, now, w)
+	if err != nil {
+		return nil, fmt.Errorf("read metrics file %s: %w", path, err)
+	}
+	w.Snapshots = append(w.Snapshots, *snap)
 	return w, nil
 }
 

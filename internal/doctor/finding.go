@@ -38,6 +38,11 @@ type Finding struct {
 	Evidence  []Evidence `json:"evidence"`
 	Inference string     `json:"inference"`
 	Changes   []Change   `json:"recommended_changes"`
+	// Sources are where the evidence came from (vllm, glassbox, dcgm,
+	// flag, gpu-profile, inferred, inferred-plateau, vllm-estimate), and
+	// Confidence how far they carry the conclusion: high, medium or low.
+	Sources    []string `json:"sources"`
+	Confidence string   `json:"confidence"`
 
 	// apply makes the recommended flags on a replica's configuration, for
 	// Verify; nil when no flag of a single replica is recommended.
@@ -140,6 +145,12 @@ func (p promql) quantile(q float64, family string) string {
 func (p promql) ratio(a, b string) string { return a + " / " + b }
 
 func (p promql) info(family string) string { return p.s(family) }
+
+// avgNoJob is a DCGM gauge's mean over the window and the target's GPUs,
+// joined by instance rather than job.
+func (p promql) avgNoJob(name string) string {
+	return fmt.Sprintf("avg_over_time(avg(%s)[%s:%s])", sel(name, withoutJob(p.matchers)), p.window, p.step)
+}
 
 // join lists names for a sentence.
 func join(xs []string) string { return strings.Join(xs, ", ") }

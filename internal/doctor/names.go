@@ -7,6 +7,11 @@ const (
 	mUp             = "up" // Prometheus' own scrape health
 	keyAborts       = metricspec.RequestSuccess + `{finished_reason="abort"}`
 	kvAggregatorMax = "max" // KV usage is a fraction: the fullest engine, not a sum
+	aggAvg          = "avg" // DCGM activities: the mean over the target's GPUs
+
+	keyWaitingCapacity = metricspec.NumRequestsWaitingByReason + `{reason="capacity"}`
+	// infoDCGM holds the GPUs' modelName and count, from the DCGM series.
+	infoDCGM = "dcgm"
 )
 
 // seriesSpec is one series the doctor reads: a family, summed (or maxed)
@@ -16,7 +21,10 @@ type seriesSpec struct {
 	family string
 	label  string // restricting label name, or ""
 	value  string // its value
-	agg    string // "sum" or "max"
+	agg    string // "sum", "max" or "avg"
+	// dcgm marks dcgm-exporter's series: another job, joined to the target
+	// by its instance (Prometheus), or scraped from --dcgm-url.
+	dcgm bool
 }
 
 // scalarSeries are the counters and gauges of a window.
@@ -27,6 +35,11 @@ func scalarSeries() []seriesSpec {
 		sum(metricspec.PrefixCacheQueries), sum(metricspec.PrefixCacheHits), sum(metricspec.NumPreemptions), sum(metricspec.PromptTokens), sum(metricspec.PromptTokensCached),
 		sum(metricspec.GenerationTokens), sum(metricspec.EstimatedFLOPsPerGPU), sum(metricspec.ExecutorBusySeconds), sum(metricspec.EngineSteps), sum(metricspec.RequestSuccess), {key: metricspec.ExecutorPeakFLOPs, family: metricspec.ExecutorPeakFLOPs, agg: "max"},
 		{key: keyAborts, family: metricspec.RequestSuccess, label: metricspec.LabelFinishedReason, value: "abort", agg: "sum"},
+		sum(metricspec.EstimatedReadBytesPerGPU),
+		{key: keyWaitingCapacity, family: metricspec.NumRequestsWaitingByReason, label: metricspec.LabelReason, value: "capacity", agg: "sum"},
+	}
+	for _, f := range dcgmActivities {
+		out = append(out, seriesSpec{key: f, family: f, agg: aggAvg, dcgm: true})
 	}
 	for _, h := range histogramFamilies() {
 		out = append(out, sum(h+"_sum"), sum(h+"_count"))
@@ -37,11 +50,14 @@ func scalarSeries() []seriesSpec {
 // histogramFamilies are the histograms whose sums and counts a window
 // holds; quantileFamilies those whose buckets it also holds.
 func histogramFamilies() []string {
-	return []string{metricspec.TimeToFirstToken, metricspec.InterTokenLatency, metricspec.E2ERequestLatency, metricspec.RequestQueueTime, metricspec.RequestPrefillTime, metricspec.RequestDecodeTime, metricspec.RequestInferenceTime, metricspec.RequestGenerationTokens}
+	return []string{metricspec.TimeToFirstToken, metricspec.InterTokenLatency, metricspec.E2ERequestLatency, metricspec.RequestQueueTime, metricspec.RequestPrefillTime, metricspec.RequestDecodeTime, metricspec.RequestInferenceTime, metricspec.RequestGenerationTokens, metricspec.IterationTokens}
 }
 
+// dcgmActivities are dcgm-exporter's profiling gauges the doctor reads.
+var dcgmActivities = []string{metricspec.DCGMGREngineActive, metricspec.DCGMSMActive, metricspec.DCGMTensorActive, metricspec.DCGMDRAMActive}
+
 func quantileFamilies() []string {
-	return []string{metricspec.TimeToFirstToken, metricspec.InterTokenLatency, metricspec.E2ERequestLatency, metricspec.RequestQueueTime}
+	return []string{metricspec.TimeToFirstToken, metricspec.InterTokenLatency, metricspec.E2ERequestLatency, metricspec.RequestQueueTime, metricspec.IterationTokens}
 }
 
 // infoFamilies are the info gauges whose labels describe the target's

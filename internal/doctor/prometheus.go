@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // promSource reads the same series from Prometheus with range queries over
@@ -72,7 +74,11 @@ func (p *promSource) collect(ctx context.Context) (*Window, error) {
 		return s
 	}
 	for _, spec := range scalarSeries() {
-		m, err := p.queryRange(ctx, seriesQuery(spec, p.selector), start)
+		matchers := p.selector
+		if spec.dcgm {
+			matchers = withoutJob(p.selector)
+		}
+		m, err := p.queryRange(ctx, seriesQuery(spec, matchers), start)
 		if err != nil {
 			return nil, err
 		}
@@ -113,6 +119,23 @@ func (p *promSource) collect(ctx context.Context) (*Window, error) {
 	return w, nil
 }
 
+// withoutJob drops a job matcher: dcgm-exporter is scraped by a job of
+// its own, and joins the target by the instance (or pod) its relabelling
+// gives it.
+func withoutJob(matchers string) string {
+	var keep []string
+	for _, m := range strings.Split(matchers, ",") {
+		name := strings.TrimSpace(m)
+		if i := strings.IndexAny(name, "=!~"); i >= 0 {
+			name = strings.TrimSpace(name[:i])
+		}
+		if name != "job" && strings.TrimSpace(m) != "" {
+			keep = append(keep, strings.TrimSpace(m))
+		}
+	}
+	return strings.Join(keep, ", ")
+}
+
 // familyOf strips a histogram part suffix.
 func familyOf(name string) string {
 	for _, suffix := range []string{"_sum", "_count"} {
@@ -141,6 +164,18 @@ func (p *promSource) readInfo(ctx context.Context, w *Window, start time.Time) e
 			}
 		}
 		w.Info[f] = labels
+	}
+	m, err := p.queryRange(ctx, "count by (modelName) ("+sel(metricspec.DCGMGREngineActive, withoutJob(p.selector))+")", start)
+	if err != nil {
+		return err
+	}
+	if len(m) > 0 {
+		last := m[len(m)-1]
+		gpus := 0.0
+		if n := len(last.Values); n > 0 {
+			gpus = last.Values[n-1].v
+		}
+		w.Info[infoDCGM] = map[string]string{"modelName": last.Metric["modelName"], "gpus": strconv.Itoa(int(gpus))}
 	}
 	return nil
 }

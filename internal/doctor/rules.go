@@ -9,27 +9,29 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
-// rule is one row of the rule table (docs/doctor.md).
+// rule is one row of the rule table (docs/doctor.md): its check, and the
+// signals whose sources it rests on (utilisation, the token budget, the
+// sequence cap, the GPU's peaks).
 type rule struct {
-	name     string
-	glassbox bool // needs glassbox's utilisation and scheduler series
-	check    func(s *signals, p promql) *Finding
+	name                     string
+	busy, budget, seqs, peak bool
+	check                    func(s *signals, p promql) *Finding
 }
 
 // rules is the rule table, in report order before sorting by severity.
 func rules() []rule {
 	return []rule{
-		{"metrics-stale", false, metricsStale},
-		{"kv-capacity-bound", true, kvCapacityBound},
-		{"compute-bound", true, computeBound},
-		{"concurrency-cap", true, concurrencyCap},
-		{"under-loaded", true, underLoaded},
-		{"preemption-storm", false, preemptionStorm},
-		{"prefill-bound", false, prefillBound},
-		{"decode-bound", false, decodeBound},
-		{"queueing-dominates", false, queueingDominates},
-		{"client-timeouts", false, clientTimeouts},
-		{"prefix-caching", false, prefixCaching},
+		{name: "metrics-stale", check: metricsStale},
+		{name: "kv-capacity-bound", busy: true, budget: true, seqs: true, check: kvCapacityBound},
+		{name: "compute-bound", busy: true, budget: true, seqs: true, peak: true, check: computeBound},
+		{name: "concurrency-cap", budget: true, seqs: true, check: concurrencyCap},
+		{name: "under-loaded", busy: true, check: underLoaded},
+		{name: "preemption-storm", check: preemptionStorm},
+		{name: "prefill-bound", check: prefillBound},
+		{name: "decode-bound", check: decodeBound},
+		{name: "queueing-dominates", check: queueingDominates},
+		{name: "client-timeouts", check: clientTimeouts},
+		{name: "prefix-caching", check: prefixCaching},
 	}
 }
 
@@ -46,14 +48,15 @@ func Diagnose(w *Window, client *ClientView) *Report {
 	}
 	if !s.glassbox {
 		rep.Engine = "vllm"
-		rep.Findings = append(rep.Findings, utilisationUnavailable(p))
+	}
+	if len(w.Snapshots) == 1 {
+		rep.Findings = append(rep.Findings, singleReading(s, p))
+		return rep
 	}
 	for _, r := range rules() {
-		if r.glassbox && !s.glassbox {
-			continue
-		}
 		if f := r.check(s, p); f != nil {
 			f.Name = r.name
+			f.Sources, f.Confidence = s.provenance(r.busy, r.budget, r.seqs, r.peak)
 			rep.Findings = append(rep.Findings, *f)
 		}
 	}
@@ -77,12 +80,39 @@ func medianStep(w *Window) time.Duration {
 // Shared evidence.
 
 func (s *signals) evBusy(p promql) Evidence {
+	switch s.busySrc {
+	case srcDCGM:
+		return ev("GPU graphics-engine activity (DCGM, mean over the GPUs)", s.busy, "ratio", p.avgNoJob(metricspec.DCGMGREngineActive))
+	case srcEstimate:
+		return ev("estimated utilisation: engine steps per second × mean inter-token latency (vLLM alone)", s.busy, "ratio",
+			p.rate(metricspec.IterationTokens+"_count")+" * "+p.ratio(p.inc(metricspec.InterTokenLatency+"_sum"), p.inc(metricspec.InterTokenLatency+"_count")))
+	}
 	return ev("executor utilisation (busy seconds per second)", s.busy, "ratio", p.rate(metricspec.ExecutorBusySeconds))
 }
 
 func (s *signals) evFill(p promql) Evidence {
-	return ev("computed tokens per step, of max_num_batched_tokens", s.stepFill, "ratio",
-		"("+p.inc(metricspec.PromptTokens)+" - "+p.inc(metricspec.PromptTokensCached)+" + "+p.inc(metricspec.GenerationTokens)+") / "+p.inc(metricspec.EngineSteps)+" / max_num_batched_tokens")
+	return ev(fmt.Sprintf("computed tokens per step, of max_num_batched_tokens %d (%s)", s.cfg.maxBatchedTokens, s.budgetSrc), s.stepFill, "ratio",
+		fmt.Sprintf("%s / %d", p.ratio(p.inc(metricspec.IterationTokens+"_sum"), p.inc(metricspec.IterationTokens+"_count")), s.cfg.maxBatchedTokens))
+}
+
+// evDCGM is DCGM's other activities, when it is there.
+func (s *signals) evDCGM(p promql) []Evidence {
+	if math.IsNaN(s.dcgmSM) {
+		return nil
+	}
+	return []Evidence{ev("SM activity (DCGM)", s.dcgmSM, "ratio", p.avgNoJob(metricspec.DCGMSMActive)),
+		ev("tensor-pipe activity (DCGM)", s.dcgmTensor, "ratio", p.avgNoJob(metricspec.DCGMTensorActive)),
+		ev("DRAM activity (DCGM)", s.dcgmDRAM, "ratio", p.avgNoJob(metricspec.DCGMDRAMActive))}
+}
+
+// evPeaks is MFU and memory-bandwidth utilisation from vLLM's estimate
+// counters, when the GPU's peaks are known.
+func (s *signals) evPeaks(p promql) []Evidence {
+	if s.peakSrc == srcNone {
+		return nil
+	}
+	return []Evidence{ev(fmt.Sprintf("MFU: vLLM's estimated FLOP/s over the %s's peak", s.gpu), s.mfu, "ratio", p.rate(metricspec.EstimatedFLOPsPerGPU)),
+		ev(fmt.Sprintf("memory-bandwidth utilisation: vLLM's estimated read bytes/s over the %s's bandwidth", s.gpu), s.mbu, "ratio", p.rate(metricspec.EstimatedReadBytesPerGPU))}
 }
 
 func (s *signals) evKV(p promql) Evidence {
@@ -106,7 +136,10 @@ func (s *signals) evRunning(p promql) Evidence {
 }
 
 func (s *signals) evMaxSeqs(p promql) Evidence {
-	return ev("max_num_seqs", float64(s.cfg.maxNumSeqs), "", p.info(metricspec.SchedulerConfigInfo))
+	if s.seqsSrc == srcNone {
+		return ev("max_num_seqs (unknown: give --max-num-seqs)", math.NaN(), "", "")
+	}
+	return ev(fmt.Sprintf("max_num_seqs (%s)", s.seqsSrc), float64(s.cfg.maxNumSeqs), "", p.info(metricspec.SchedulerConfigInfo))
 }
 
 func (s *signals) evGen(p promql) Evidence {

@@ -3,6 +3,7 @@ package doctor
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
@@ -20,17 +21,68 @@ func kvCapacityBound(s *signals, p promql) *Finding {
 	}
 	f := s.kvFactor()
 	changes, apply := s.kvChanges(f)
+	changes = append(changes, s.kvRemedies()...)
+	evs := []Evidence{s.evKV(p), s.evKVHigh(p), ev("peak KV-cache usage", s.kvs.max, "ratio", fmt.Sprintf("max_over_time(max(%s)[%s:%s])", p.s(metricspec.KVCacheUsagePerc), p.window, p.step)),
+		ev("preemptions per second", s.preemptRate, "/s", p.rate(metricspec.NumPreemptions)),
+		s.evWaiting(p), s.evWaitingMean(p), s.evRunning(p), s.evMaxSeqs(p), s.evBusy(p), s.evFill(p)}
+	if s.w.Has(keyWaitingCapacity) {
+		evs = append(evs, ev("mean requests waiting for capacity (vLLM's reason label)", summarise(s.w.Gauge(keyWaitingCapacity)).mean, "",
+			fmt.Sprintf("avg_over_time(sum(%s)[%s:%s])", p.s(metricspec.NumRequestsWaitingByReason, `reason="capacity"`), p.window, p.step)))
+	}
+	if c := s.kvMaxConcurrency(); c > 0 {
+		evs = append(evs, ev("kv_cache_max_concurrency: full-length requests the KV cache holds", c, "", p.info(metricspec.CacheConfigInfo)))
+	}
+	evs = append(evs, s.evDCGM(p)...)
+	compute := fmt.Sprintf("the steps used only %.1f%% of the token budget", 100*s.stepFill)
+	if !math.IsNaN(s.busy) {
+		compute += fmt.Sprintf(" and the GPU was busy %.0f%% of the time (%s)", 100*s.busy, s.busySrc)
+	}
 	return &Finding{Severity: Warning, Title: "KV-capacity bound: requests wait for KV blocks while compute has room",
-		Evidence: []Evidence{s.evKV(p), s.evKVHigh(p), ev("peak KV-cache usage", s.kvs.max, "ratio", fmt.Sprintf("max_over_time(max(%s)[%s:%s])", p.s(metricspec.KVCacheUsagePerc), p.window, p.step)),
-			ev("preemptions per second", s.preemptRate, "/s", p.rate(metricspec.NumPreemptions)),
-			s.evWaiting(p), s.evWaitingMean(p), s.evRunning(p), s.evBusy(p), s.evFill(p)},
-		Inference: fmt.Sprintf("The KV cache ran full (at the 0.9 watermark, or out of blocks and preempting) while requests waited, and the steps used only %.1f%% of the token budget: "+
-			"the engine could compute more sequences at once but has no blocks to hold them.", 100*s.stepFill),
+		Evidence: evs,
+		Inference: fmt.Sprintf("The KV cache ran full (at the 0.9 watermark, or out of blocks and preempting) while requests waited, and %s: "+
+			"the engine could compute more sequences at once but has no blocks to hold them.", compute) + s.conflict(),
 		Changes: changes, apply: apply}
 }
 
+// kvMaxConcurrency is vLLM's kv_cache_max_concurrency label, or 0.
+func (s *signals) kvMaxConcurrency() float64 {
+	v, _ := strconv.ParseFloat(s.w.Info[metricspec.CacheConfigInfo][metricspec.CacheMaxConcurrency], 64)
+	return v
+}
+
+// kvRemedies are the usual KV remedies besides more memory, each with
+// whether it helps here and why.
+func (s *signals) kvRemedies() []Change {
+	var out []Change
+	if s.cfg.prefixCaching == nil || *s.cfg.prefixCaching {
+		why := "prefix caching is on"
+		if !math.IsNaN(s.hitRate) {
+			why = fmt.Sprintf("prefix caching is on and serves %.0f%% of prompt tokens: ", 100*s.hitRate)
+			if s.hitRate < hitShared {
+				why += "the prompts share no prefixes, so caching cannot free blocks here"
+			} else {
+				why += "shared prefixes already share their blocks"
+			}
+		}
+		out = append(out, Change{Why: why})
+	}
+	if bs := s.cfg.blockSize; bs > 16 {
+		out = append(out, Change{Flag: "--block-size", Value: "16",
+			Why: fmt.Sprintf("blocks of %d tokens waste up to %d tokens at each sequence's tail; 16 wastes at most 15", bs, bs-1)})
+	} else if bs > 0 {
+		ctx := zeroNaN(s.meanPrompt) + zeroNaN(s.meanGen)/2
+		if ctx > 0 {
+			out = append(out, Change{Why: fmt.Sprintf("a smaller --block-size would not help: blocks of %d tokens waste about %.0f%% of a %.0f-token context", bs, 100*float64(bs)/2/ctx, ctx)})
+		}
+	}
+	if n := s.cfg.maxNumSeqs; n > 0 && s.run.mean < 0.9*float64(n) {
+		out = append(out, Change{Why: fmt.Sprintf("raising --max-num-seqs (%d, %s) would not help: %.0f run on average, held there by the KV cache, not the cap; lowering it trades throughput for fewer preemptions", n, s.seqsSrc, s.run.mean)})
+	}
+	return out
+}
+
 func computeBound(s *signals, p promql) *Finding {
-	if s.busy < busyHigh || s.stepFill < fillLow || !s.queued() || s.kvLimited() || s.pinned() {
+	if !(s.busy >= busyHigh) || !(s.stepFill >= fillLow) || !s.queued() || s.kvLimited() || s.pinned() {
 		return nil
 	}
 	done := s.finished / s.seconds
@@ -46,13 +98,16 @@ func computeBound(s *signals, p promql) *Finding {
 			Why: "steps are full: larger steps amortise the weight reads (better TTFT, worse inter-token latency)"})
 		apply = func(rc *ReplicaConfig) { rc.MaxNumBatchedTokens = max(rc.MaxNumBatchedTokens, n) }
 	}
+	evs := append([]Evidence{s.evBusy(p), s.evFill(p)}, s.evPeaks(p)...)
+	evs = append(evs, s.evDCGM(p)...)
+	evs = append(evs, s.evWaiting(p), s.evWaitingMean(p), s.evKV(p), s.evRunning(p), s.evMaxSeqs(p),
+		ev("request arrival rate (finished + change in flight)", s.arrivalRate, "requests/s",
+			fmt.Sprintf("(%s + delta((sum(%s) + sum(%s))[%s:%s])) / %g", p.inc(metricspec.RequestSuccess), p.s(metricspec.NumRequestsRunning), p.s(metricspec.NumRequestsWaiting), p.window, p.step, math.Round(s.seconds))),
+		ev("request completion rate", done, "requests/s", p.rate(metricspec.RequestSuccess)))
 	return &Finding{Severity: Warning, Title: "compute bound: the executor is busy all the time and requests still wait",
-		Evidence: []Evidence{s.evBusy(p), s.evFill(p), s.evWaiting(p), s.evWaitingMean(p), s.evKV(p), s.evRunning(p), s.evMaxSeqs(p),
-			ev("request arrival rate (finished + change in flight)", s.arrivalRate, "requests/s",
-				fmt.Sprintf("(%s + delta((sum(%s) + sum(%s))[%s:%s])) / %g", p.inc(metricspec.RequestSuccess), p.s(metricspec.NumRequestsRunning), p.s(metricspec.NumRequestsWaiting), p.window, p.step, math.Round(s.seconds))),
-			ev("request completion rate", done, "requests/s", p.rate(metricspec.RequestSuccess))},
-		Inference: fmt.Sprintf("The executor was busy %.0f%% of the time with KV blocks and sequence slots to spare, yet requests waited: "+
-			"the work offered exceeds what one replica computes.", 100*s.busy),
+		Evidence: evs,
+		Inference: fmt.Sprintf("The executor was busy %.0f%% of the time (%s) with KV blocks and sequence slots to spare, yet requests waited: "+
+			"the work offered exceeds what one replica computes.", 100*s.busy, s.busySrc) + s.conflict(),
 		Changes: changes, apply: apply}
 }
 
@@ -91,8 +146,8 @@ func underLoaded(s *signals, p promql) *Finding {
 		inf += fmt.Sprintf(" The client completed %d requests at %.2f/s without failures: it, not the server, set the pace.", c.Completed, c.RequestThroughput)
 	}
 	return &Finding{Severity: Info, Title: "under-loaded or client-bound: nothing waits and the executor is mostly idle",
-		Evidence: []Evidence{s.evBusy(p), s.evWaiting(p),
-			s.evRunning(p), s.evGen(p)},
+		Evidence: append([]Evidence{s.evBusy(p), s.evWaiting(p),
+			s.evRunning(p), s.evGen(p)}, s.evDCGM(p)...),
 		Inference: inf,
 		Changes:   []Change{{Why: "none needed; to use the capacity, send more load (or raise the client's concurrency), or run fewer replicas"}}}
 }

@@ -54,11 +54,19 @@ func metricsStale(s *signals, p promql) *Finding {
 			"and if counters stopped with requests running, take a goroutine dump (kill -QUIT) and restart (runbook GlassboxEngineStalled)"}}}
 }
 
-// utilisationUnavailable says why the utilisation rules were skipped.
-func utilisationUnavailable(p promql) Finding {
-	return Finding{Name: "utilisation-unavailable", Severity: Info,
-		Title:     "no glassbox_* series: the utilisation rules were skipped",
-		Evidence:  []Evidence{ev("glassbox executor series present", 0, "", "count("+p.s(metricspec.ExecutorBusySeconds)+")")},
-		Inference: "The target exports vLLM's metrics only (a vLLM server), so executor utilisation and the scheduler's limits are unknown: KV-capacity bound, compute bound, concurrency cap and under-loaded cannot be told apart and are not reported.",
-		Changes:   []Change{{Why: "for those rules, run glassbox, or read GPU utilisation from DCGM beside this report"}}}
+// singleReading is the report of a window of one reading: gauges say
+// what the target is doing now; counters and histograms need two readings
+// to say anything about rates, latencies or trends.
+func singleReading(s *signals, p promql) Finding {
+	evs := []Evidence{ev("requests running", s.run.mean, "", p.s(metricspec.NumRequestsRunning)),
+		ev("requests waiting", s.wait.mean, "", p.s(metricspec.NumRequestsWaiting)),
+		ev("KV-cache usage", s.kvs.mean, "ratio", p.s(metricspec.KVCacheUsagePerc))}
+	if c := s.kvMaxConcurrency(); c > 0 {
+		evs = append(evs, ev("kv_cache_max_concurrency", c, "", p.info(metricspec.CacheConfigInfo)))
+	}
+	return Finding{Name: "single-reading", Severity: Info, Sources: []string{string(srcVLLM)}, Confidence: "low",
+		Title:     "one reading: a snapshot of the gauges, nothing about rates, latencies or trends",
+		Evidence:  evs,
+		Inference: "Counters (tokens, finished requests, preemptions) and histograms (latencies) need two readings to give a rate or a distribution over a window, so no bottleneck can be named from one scrape. The gauges above are the target's state at that instant.",
+		Changes:   []Change{{Why: "sample the live target over a window (--metrics-url with --duration), or read its history from Prometheus (--prometheus-url)"}}}
 }

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -90,10 +91,67 @@ func ruleCases() []ruleCase {
 		{"generating nothing with requests running", "metrics-stale", true, func(l *load) { l.gen, l.steps, l.running = 0, 0, constant(3) }},
 		{"healthy counters", "metrics-stale", false, func(l *load) {}},
 
-		{"a vLLM target", "utilisation-unavailable", true, func(l *load) { l.vllm = true }},
-		{"a glassbox target", "utilisation-unavailable", false, func(l *load) {}},
-		{"vLLM target skips capacity rules", "kv-capacity-bound", false, func(l *load) { kvBound(l); l.vllm = true }},
+		// In vLLM's clothes: no glassbox_* series, DCGM or vLLM's own
+		// series standing in.
+		{"vLLM + DCGM: kv full, queue, small steps", "kv-capacity-bound", true, func(l *load) { kvBound(l); l.vllm, l.dcgm = true, 0.6 }},
+		{"vLLM alone: kv full, queue, small steps", "kv-capacity-bound", true, func(l *load) { kvBound(l); l.vllm = true }},
+		{"vLLM + DCGM: busy, queue, kv room", "compute-bound", true, func(l *load) { computeBound(l); l.vllm, l.dcgm = true, 0.99 }},
+		{"vLLM + DCGM: queue but idle GPU", "compute-bound", false, func(l *load) { computeBound(l); l.vllm, l.dcgm = true, 0.3 }},
+		{"vLLM alone: pinned at an inferred cap", "concurrency-cap", true, func(l *load) { capped(l); l.vllm = true }},
+		{"vLLM alone: a plateau held by a full KV cache is no cap", "concurrency-cap", false, func(l *load) {
+			capped(l)
+			l.vllm, l.kv, l.preempt = true, constant(0.95), 0.3
+		}},
+		{"vLLM + DCGM: idle GPU, nothing waits", "under-loaded", true, func(l *load) { l.vllm, l.dcgm = true, 0.2 }},
+		{"vLLM + DCGM: busy GPU", "under-loaded", false, func(l *load) { l.vllm, l.dcgm = true, 0.95 }},
 	}
+}
+
+// TestEvidenceSources: a finding names where its evidence came from and
+// how sure it is, and says so when two readings disagree.
+func TestEvidenceSources(t *testing.T) {
+	kv := func(l *load) { l.kv, l.waiting, l.running, l.busy = constant(0.95), constant(6), constant(8), 0.99 }
+	for _, tc := range []struct {
+		name    string
+		modify  func(l *load)
+		sources []string
+		conf    string
+	}{
+		{"glassbox", kv, []string{"vllm", "glassbox"}, "high"},
+		{"vLLM + DCGM, limits inferred", func(l *load) { kv(l); l.vllm, l.dcgm = true, 0.5 }, []string{"vllm", "dcgm", "inferred"}, "medium"},
+		{"vLLM alone", func(l *load) { kv(l); l.vllm = true }, []string{"vllm", "vllm-estimate", "inferred"}, "low"},
+	} {
+		l := healthy()
+		tc.modify(&l)
+		f := find(t, Diagnose(l.window(), nil), "kv-capacity-bound")
+		if !slices.Equal(f.Sources, tc.sources) || f.Confidence != tc.conf {
+			t.Errorf("%s: sources %v, confidence %s; want %v, %s", tc.name, f.Sources, f.Confidence, tc.sources, tc.conf)
+		}
+	}
+	// DCGM says busy, vLLM's steps × their latency (20 steps/s × 6 ms)
+	// says 12%: the doctor says they disagree.
+	l := healthy()
+	kv(&l)
+	l.vllm, l.dcgm, l.steps = true, 0.97, 20
+	if f := find(t, Diagnose(l.window(), nil), "kv-capacity-bound"); !strings.Contains(f.Inference, "readings conflict") {
+		t.Errorf("DCGM at 97%% against vLLM's 12%% estimate is not called a conflict: %s", f.Inference)
+	}
+	// The GPU's peaks from DCGM's modelName give MFU.
+	l = healthy()
+	l.busy, l.waiting, l.running, l.steps, l.prompt, l.gen = 0.99, constant(5), constant(20), 20, 150000, 100
+	l.vllm, l.dcgm, l.gpuName = true, 0.99, "NVIDIA H100 80GB HBM3"
+	f := find(t, Diagnose(l.window(), nil), "compute-bound")
+	if !slices.Contains(f.Sources, "gpu-profile") || !strings.Contains(evidenceText(f), "MFU") {
+		t.Errorf("compute-bound on an H100 by DCGM: sources %v, evidence %s", f.Sources, evidenceText(f))
+	}
+}
+
+func evidenceText(f Finding) string {
+	var b strings.Builder
+	for _, e := range f.Evidence {
+		b.WriteString(e.What + "; ")
+	}
+	return b.String()
 }
 
 func TestRules(t *testing.T) {
@@ -117,7 +175,7 @@ func TestRules(t *testing.T) {
 		c[btoi(tc.fires)] = true
 		covered[tc.rule] = c
 	}
-	for _, r := range append(rules(), rule{name: "utilisation-unavailable"}) {
+	for _, r := range rules() {
 		if c := covered[r.name]; !c[0] || !c[1] {
 			t.Errorf("rule %s lacks a positive or a negative synthetic test: %v", r.name, c)
 		}

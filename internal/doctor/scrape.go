@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 )
 
@@ -15,6 +17,7 @@ import (
 // Duration.
 type scrapeSource struct {
 	url      string
+	dcgmURL  string // dcgm-exporter beside the target, or ""
 	duration time.Duration
 	interval time.Duration
 	client   *http.Client
@@ -55,8 +58,24 @@ func (s *scrapeSource) scrape(ctx context.Context, w *Window) (*Snapshot, error)
 	if err != nil {
 		return nil, err
 	}
-	return reduce(sc, s.now(), w), nil
+	snap := reduce(sc, s.now(), w)
+	if s.dcgmURL != "" {
+		// A failed DCGM scrape loses the GPU's view, not the reading.
+		if d, err := promtext.Fetch(ctx, s.client, s.dcgmURL, nil); err != nil {
+			w.problem("dcgm-exporter: " + err.Error())
+		} else {
+			for k, v := range reduce(d, snap.T, w).Values {
+				if isDCGM(k) {
+					snap.Values[k] = v
+				}
+			}
+		}
+	}
+	return snap, nil
 }
+
+// isDCGM reports whether a Values key is one of dcgm-exporter's series.
+func isDCGM(key string) bool { return slices.Contains(dcgmActivities, key) }
 
 // NewWindow starts a window of readings taken in process (glassbox
 // simulate's of its replica, say); Add each one in time order.
@@ -72,6 +91,11 @@ func (w *Window) Add(t time.Time, sc *promtext.Scrape) {
 // miss records a failed reading.
 func (w *Window) miss(why string) {
 	w.Missed++
+	w.problem(why)
+}
+
+// problem records why part of a reading failed, once.
+func (w *Window) problem(why string) {
 	if !slices.Contains(w.Problems, why) {
 		w.Problems = append(w.Problems, why)
 	}
@@ -99,12 +123,22 @@ func reduce(sc *promtext.Scrape, now time.Time, w *Window) *Snapshot {
 			want = promtext.Labels{spec.label: spec.value}
 		}
 		get := sc.Sum
-		if spec.agg == kvAggregatorMax {
+		switch spec.agg {
+		case kvAggregatorMax:
 			get = sc.Max
+		case aggAvg:
+			get = func(name string, want promtext.Labels) (float64, bool) {
+				v, ok := sc.Sum(name, want)
+				n := len(sc.Series(name))
+				return v / float64(max(n, 1)), ok && n > 0
+			}
 		}
 		if v, ok := get(spec.family, want); ok {
 			snap.Values[spec.key] = v
 		}
+	}
+	if gpus := sc.Series(metricspec.DCGMGREngineActive); len(gpus) > 0 {
+		w.Info[infoDCGM] = map[string]string{"modelName": gpus[0].Labels["modelName"], "gpus": strconv.Itoa(len(gpus))}
 	}
 	for _, h := range quantileFamilies() {
 		if b := sc.Buckets(h, nil); b != nil {

@@ -21,10 +21,17 @@ type signals struct {
 	waitingShare         float64 // share of readings with a request waiting
 	kvHighShare          float64 // share of readings at or above the 0.9 watermark
 
-	busy      float64 // executor utilisation: busy seconds per second
+	busy      float64 // executor utilisation: busy seconds per second (or its stand-in, busySrc)
+	busySrc   source
 	stepFill  float64 // computed tokens per step / max_num_batched_tokens
 	tokPerStp float64
-	mfu       float64
+	budgetSrc source // where max_num_batched_tokens came from
+	seqsSrc   source // where max_num_seqs came from
+	mfu, mbu  float64
+	peakSrc   source // where the GPU's peak FLOP/s and bandwidth came from
+	gpu       string // the hardware profile behind them, when known
+
+	dcgmSM, dcgmTensor, dcgmDRAM float64 // DCGM's means over the window, NaN without DCGM
 
 	genRate, promptRate, preemptRate float64
 	finished, aborts                 float64
@@ -77,7 +84,7 @@ func readConfig(w *Window) targetConfig {
 
 // derive computes the signals of a window.
 func derive(w *Window) *signals {
-	s := &signals{w: w, seconds: w.Duration().Seconds(), cfg: readConfig(w)}
+	s := &signals{w: w, seconds: w.Duration().Seconds(), cfg: readConfig(w), busySrc: srcNone, budgetSrc: srcNone, seqsSrc: srcNone, peakSrc: srcNone}
 	s.glassbox = w.Has(metricspec.ExecutorBusySeconds)
 	s.running, s.waiting, s.kv = w.Gauge(metricspec.NumRequestsRunning), w.Gauge(metricspec.NumRequestsWaiting), w.Gauge(metricspec.KVCacheUsagePerc)
 	s.run, s.wait, s.kvs = summarise(s.running), summarise(s.waiting), summarise(s.kv)
@@ -96,7 +103,6 @@ func derive(w *Window) *signals {
 		}
 		return math.NaN()
 	}
-	s.busy = per(metricspec.ExecutorBusySeconds)
 	s.genRate, s.promptRate, s.preemptRate = per(metricspec.GenerationTokens), per(metricspec.PromptTokens), per(metricspec.NumPreemptions)
 	s.finished, s.aborts = w.Increase(metricspec.RequestSuccess), w.Increase(keyAborts)
 	s.abortShare = ratio(s.aborts, s.finished)
@@ -111,12 +117,9 @@ func derive(w *Window) *signals {
 	// running at the window's edges do not skew them.
 	s.meanPrompt = ratio(prompt, w.Increase(metricspec.TimeToFirstToken+"_count"))
 	s.meanGen = ratio(w.Increase(metricspec.RequestGenerationTokens+"_sum"), w.Increase(metricspec.RequestGenerationTokens+"_count"))
-	s.tokPerStp = ratio(prompt-cached+gen, w.Increase(metricspec.EngineSteps))
-	s.stepFill = ratio(s.tokPerStp, float64(s.cfg.maxBatchedTokens))
-	if peaks := w.Gauge(metricspec.ExecutorPeakFLOPs); len(peaks) > 0 {
-		s.mfu = ratio(per(metricspec.EstimatedFLOPsPerGPU), peaks[len(peaks)-1].V)
-	} else {
-		s.mfu = math.NaN()
+	s.tokPerStp = ratio(w.Increase(metricspec.IterationTokens+"_sum"), w.Increase(metricspec.IterationTokens+"_count"))
+	if math.IsNaN(s.tokPerStp) {
+		s.tokPerStp = ratio(prompt-cached+gen, w.Increase(metricspec.EngineSteps))
 	}
 	// A preempted request recomputes what it had: on average its prompt
 	// and half its output.
@@ -130,6 +133,9 @@ func derive(w *Window) *signals {
 	s.ttftP50, s.ttftP90 = w.Quantile(0.5, metricspec.TimeToFirstToken), w.Quantile(0.9, metricspec.TimeToFirstToken)
 	s.itlP50, s.itlP90 = w.Quantile(0.5, metricspec.InterTokenLatency), w.Quantile(0.9, metricspec.InterTokenLatency)
 	s.e2eP99 = w.Quantile(0.99, metricspec.E2ERequestLatency)
+	s.resolveHardware(per)
+	s.resolveBusy(per)
+	s.resolveLimits()
 	return s
 }
 

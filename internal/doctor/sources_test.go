@@ -38,6 +38,9 @@ func exposition(s Snapshot, info map[string]map[string]string) string {
 		v := s.Values[k]
 		switch {
 		case hist[k] || k == keyAborts:
+		case strings.Contains(k, "{"): // one labelled series of a gauge family
+			name, labels, _ := strings.Cut(strings.TrimSuffix(k, "}"), "{")
+			fmt.Fprintf(&b, "# TYPE %s gauge\n%s{model_name=\"m\",%s} %g\n", name, name, labels, v)
 		case k == metricspec.RequestSuccess:
 			fmt.Fprintf(&b, "# TYPE %s counter\n%s{finished_reason=\"abort\"} %g\n%s{finished_reason=\"stop\"} %g\n", k, k, s.Values[keyAborts], k, v-s.Values[keyAborts])
 		case strings.HasSuffix(k, "_total"):

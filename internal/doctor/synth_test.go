@@ -22,7 +22,9 @@ type load struct {
 	genRate                          func(i int) float64 // overrides gen when set
 	maxSeqs, maxBatched, blocks      int
 	prefix                           bool
-	vllm                             bool // no glassbox_* series
+	vllm                             bool    // no glassbox_* series
+	dcgm                             float64 // DCGM's graphics-engine activity beside the target; 0 for no DCGM
+	gpuName                          string  // DCGM's modelName
 }
 
 // healthy is a lightly loaded glassbox target.
@@ -86,6 +88,9 @@ func (l load) window() *Window {
 			observe(metricspec.RequestGenerationTokens, l.success, gen/max(l.success, 1))
 			observe(metricspec.TimeToFirstToken, l.success, l.ttft(i))
 			observe(metricspec.InterTokenLatency, gen, l.itl(i))
+			if l.steps > 0 {
+				observe(metricspec.IterationTokens, l.steps, (l.prompt-l.cached+gen)/l.steps)
+			}
 		}
 		s := Snapshot{T: t0.Add(time.Duration(i) * time.Second), Values: map[string]float64{}, Buckets: map[string]map[float64]float64{}}
 		s.Values[metricspec.NumRequestsRunning], s.Values[metricspec.NumRequestsWaiting], s.Values[metricspec.KVCacheUsagePerc] = l.running(i), l.waiting(i), l.kv(i)
@@ -97,6 +102,14 @@ func (l load) window() *Window {
 		if l.vllm {
 			delete(s.Values, metricspec.ExecutorBusySeconds)
 			delete(s.Values, metricspec.EngineSteps)
+		}
+		for _, f := range dcgmActivities {
+			delete(s.Values, f)
+		}
+		if l.dcgm > 0 {
+			s.Values[metricspec.DCGMGREngineActive], s.Values[metricspec.DCGMSMActive] = l.dcgm, 0.8*l.dcgm
+			s.Values[metricspec.DCGMTensorActive], s.Values[metricspec.DCGMDRAMActive] = 0.1*l.dcgm, 0.5*l.dcgm
+			w.Info[infoDCGM] = map[string]string{"modelName": l.gpuName, "gpus": "1"}
 		}
 		for f, b := range buckets {
 			s.Buckets[f] = map[float64]float64{}

@@ -28,6 +28,17 @@ type Window struct {
 
 	Info    map[string]map[string]string // info family → its labels
 	Present map[string]bool              // families seen in at least one reading
+
+	// Hints are what the user says of a target its series do not (a vLLM
+	// server exports neither its GPU nor its scheduler limits).
+	Hints Hints
+}
+
+// Hints describe the target beyond its series; zero is unknown.
+type Hints struct {
+	GPU                 string // a hardware profile name (--gpu), for peak FLOP/s and bandwidth
+	MaxNumSeqs          int
+	MaxNumBatchedTokens int
 }
 
 // Point is one value of a series at a time.

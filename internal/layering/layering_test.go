@@ -65,7 +65,9 @@ var forbidden = map[string][]string{
 	module + "/internal/model":     modelSide,
 	module + "/internal/tokenizer": modelSide,
 	module + "/internal/jinja":     modelSide,
-	module + "/internal/hub":       {module + "/internal/engine", module + "/internal/server", module + "/internal/executor", module + "/internal/model"},
+	// The profile table is data: everything reads it, it reads nothing.
+	module + "/internal/profiles": {module + "/internal/", "net/http", "github.com/prometheus/"},
+	module + "/internal/hub":      {module + "/internal/engine", module + "/internal/server", module + "/internal/executor", module + "/internal/model"},
 }
 
 // replicaUsers may import replica besides the entry points.

@@ -286,3 +286,18 @@ func labelName(n string) string {
 	}
 	return model.EscapeName(n, model.UnderscoreEscaping)
 }
+
+// VLLMOnly is g without glassbox's own families (glassbox_*) and the Go
+// runtime's (go_*): what a vLLM server exports (--disable-glassbox-metrics).
+func VLLMOnly(g prometheus.Gatherer) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := g.Gather()
+		out := mfs[:0]
+		for _, mf := range mfs {
+			if n := mf.GetName(); !strings.HasPrefix(n, "glassbox_") && !strings.HasPrefix(n, "go_") {
+				out = append(out, mf)
+			}
+		}
+		return out, err
+	})
+}

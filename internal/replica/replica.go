@@ -63,6 +63,9 @@ type Config struct {
 	ServedModelNames []string
 	APIKey           string
 	DisableLogStats  bool
+	// DisableGlassboxMetrics exports exactly what vLLM exports: no
+	// glassbox_* or Go runtime families on /metrics.
+	DisableGlassboxMetrics bool
 	// ShowHiddenMetricsForVersion also exports the families vLLM of that
 	// version exported and 0.30 no longer does (vLLM's flag).
 	ShowHiddenMetricsForVersion string
@@ -194,6 +197,9 @@ func New(cfg Config) (r *Replica, err error) {
 	}
 	var mh http.Handler
 	if gather != nil {
+		if cfg.DisableGlassboxMetrics {
+			gather = metrics.VLLMOnly(gather)
+		}
 		mh = metrics.Handler(gather)
 	}
 	srv := server.New(server.Config{

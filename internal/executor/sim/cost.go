@@ -50,48 +50,6 @@ type Cost struct {
 // GEMMs' time.
 func (c *Cost) MemoryBound() bool { return c.memoryBound }
 
-// KVHeadsPerGPU is how many KV heads each GPU stores: vLLM splits them
-// across TP ranks and replicates them when there are fewer heads than ranks.
-func (m *Model) KVHeadsPerGPU(tp int) int { return max(1, m.KVHeads/max(1, tp)) }
-
-// KVBytesPerToken is the KV cache one token takes on each GPU: K and V, for
-// every layer and local KV head, in the model's dtype.
-func (m *Model) KVBytesPerToken(tp int) int64 {
-	return int64(2 * m.Layers * m.KVHeadsPerGPU(tp) * m.HeadDim * int(m.BytesPerParam))
-}
-
-// CheckTP reports whether the model can be split tp ways, with vLLM's rules:
-// attention heads divide evenly, and KV heads either divide evenly or are
-// replicated a whole number of times.
-func (m *Model) CheckTP(tp int) error {
-	switch {
-	case tp < 1:
-		return fmt.Errorf("check tensor parallel size: must be at least 1, got %d", tp)
-	case m.Heads%tp != 0:
-		return fmt.Errorf("check tensor parallel size: %s has %d attention heads, not divisible by --tensor-parallel-size %d",
-			m.Name, m.Heads, tp)
-	case m.KVHeads%tp != 0 && tp%m.KVHeads != 0:
-		return fmt.Errorf("check tensor parallel size: %s has %d KV heads, which cannot be split or replicated over %d GPUs",
-			m.Name, m.KVHeads, tp)
-	}
-	return nil
-}
-
-// matmulParams is the parameters that multiply every token: all but the
-// input embedding, which is a row lookup, and the LM head, which only runs
-// for sampled positions (vLLM computes logits at those alone).
-func (m *Model) matmulParams() float64 {
-	p := m.Params - m.headParams()
-	if !m.TiedEmbedding {
-		p -= m.headParams()
-	}
-	return p
-}
-
-// headParams is the LM head's (vocabulary × hidden), read once per step
-// that samples; a tied head is the embedding itself.
-func (m *Model) headParams() float64 { return float64(m.Vocab) * float64(m.Hidden) }
-
 // Step prices a batch as the sum of its kernel families, which run one
 // after another:
 //   - the GEMMs (projections, MLP, and the LM head when a sequence samples)
@@ -146,11 +104,11 @@ func (cm *CostModel) Step(b *engine.Batch) Cost {
 		return Cost{}
 	}
 
-	params := m.matmulParams() * float64(tokens)
-	weights := m.matmulParams()
+	params := m.MatmulParams() * float64(tokens)
+	weights := m.MatmulParams()
 	if c.Sampled > 0 {
-		params += m.headParams() * float64(c.Sampled)
-		weights += m.headParams()
+		params += m.HeadParams() * float64(c.Sampled)
+		weights += m.HeadParams()
 	}
 	weights *= m.BytesPerParam / tp
 	gemmFLOPs := 2 * params / tp

@@ -79,7 +79,7 @@ func TestPrefillIsComputeBound(t *testing.T) {
 	if c.MemoryBound() {
 		t.Fatal("an 8k prefill's GEMMs are bound by the weight read")
 	}
-	arith := 2 * cm.Model.matmulParams() * 8192 / (cm.HW.PeakFLOPs * cm.HW.Calib.GEMMEfficiency)
+	arith := 2 * cm.Model.MatmulParams() * 8192 / (cm.HW.PeakFLOPs * cm.HW.Calib.GEMMEfficiency)
 	if got := c.GEMM.Seconds(); got < arith || got > 1.05*arith {
 		t.Errorf("GEMMs %v, want the arithmetic %v plus a weight read", c.GEMM, seconds(arith))
 	}

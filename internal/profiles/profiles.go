@@ -1,0 +1,364 @@
+// Package profiles is the data table of the GPUs and models glassbox knows:
+// datasheet peaks, what NVIDIA's tools report of each GPU, the cost model's
+// fitted coefficients, and transformer shapes. The simulator prices steps
+// with it, the doctor reads a vLLM target's peak FLOP/s and bandwidth from
+// it, and the planner searches it. It imports nothing of glassbox's.
+package profiles
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Hardware is one GPU model as the cost model sees it: datasheet peaks plus
+// the calibration that turns peaks into achieved speed.
+type Hardware struct {
+	Name string
+
+	PeakFLOPs    float64 // dense BF16 FLOP/s per GPU (not the "with sparsity" figure)
+	MemBandwidth float64 // HBM (or GDDR) bytes/s per GPU
+	MemoryBytes  float64 // device memory per GPU, in datasheet (decimal) bytes
+
+	// InterconnectBandwidth is the one-direction bytes/s a GPU can push to
+	// its ring neighbour during an all-reduce (NVLink total / 2, or PCIe
+	// one-way). Interconnect names the link, for humans.
+	InterconnectBandwidth float64
+	Interconnect          string
+
+	Device Device
+	Calib  Calibration
+}
+
+// Device is what NVIDIA's tools report of the GPU (nvidia-smi, DCGM), for
+// the simulated dcgm-exporter: the marketing name, the framebuffer the
+// driver shows, power and clocks. From NVIDIA's datasheets and typical
+// nvidia-smi readings of each part; the sim's KV sizing keeps using
+// MemoryBytes.
+type Device struct {
+	ModelName      string // DCGM's modelName label
+	FramebufferMiB int    // DCGM_FI_DEV_FB_FREE + _USED + _RESERVED
+	ReservedMiB    int    // kept by the driver (DCGM_FI_DEV_FB_RESERVED)
+	IdleWatts      float64
+	TDPWatts       float64 // board power limit
+	SMClockMHz     int     // boost clock under load
+	IdleSMClockMHz int
+	MemClockMHz    int
+	HBM            bool // memory temperature is reported (GDDR parts report 0)
+}
+
+// Calibration holds every fitted coefficient of the cost model for one
+// hardware profile, so that `glassbox simulate calibrate` can replace the
+// whole table from measurements. Where a value comes from is said beside it:
+// Vidur's kernel profiles (reference/calibration/README.md §B), BLIS's
+// trained-physics fit (§D), or a fit of glassbox's own to §A.
+type Calibration struct {
+	// GEMMEfficiency is the fraction of PeakFLOPs the GEMMs' arithmetic
+	// runs at once the weights are read, and WeightLoadFactor how much
+	// slower than the bandwidth bound their weight read is: fitted to
+	// Vidur's per-layer timings (H100 Llama-2-7B: 0.795 and 1.33; A100
+	// Llama-3-8B: 0.75 and 1.36; median error 4 % and 3 % over 1–8192
+	// tokens). The achieved MFU then rises with the step's tokens, as
+	// measured, where one MFU constant could not fit 256 tokens and 2048.
+	GEMMEfficiency   float64
+	WeightLoadFactor float64
+	// KVReadFactor is the decode attention's KV read against the bandwidth
+	// bound (BLIS's β: 1.9).
+	KVReadFactor float64
+	// ActivationPasses is the elementwise kernels' traffic (norms, RoPE,
+	// the activation function, residual adds) per token and layer, in
+	// hidden-size bf16 vectors: 38 on Vidur's H100, 43 on its A100.
+	ActivationPasses float64
+
+	// Fixed launch and CPU overheads per step, per layer and per sequence
+	// in the batch (BLIS's trained-physics β7, β5 and β6 to start with).
+	StepOverhead    time.Duration
+	LayerOverhead   time.Duration
+	RequestOverhead time.Duration
+
+	// HostStepOverhead and HostSeqOverhead are host work per step and per
+	// scheduled sequence that does not overlap the GPU (scheduling, input
+	// preparation, output processing): the GPU idles through it.
+	HostStepOverhead time.Duration
+	HostSeqOverhead  time.Duration
+
+	// AllReduceLatency is the fixed cost of one all-reduce, which dominates
+	// the tiny all-reduces of decode steps. Not from the anchors: NCCL and
+	// vLLM's custom all-reduce take a few microseconds per call on NVLink.
+	AllReduceLatency time.Duration
+
+	// ActivationReserveBytes is memory per GPU kept back from the KV cache
+	// for activations, CUDA graphs and the non-torch allocations that vLLM's
+	// memory profiling subtracts (typically 1–3 GiB for 7–70B models).
+	ActivationReserveBytes float64
+
+	// Frontend is vLLM's API server around the engine, which no GPU step
+	// pays for; glassbox simulate adds it to what clients see.
+	Frontend Frontend
+}
+
+// Frontend is the serving frontend's share of a request's latency as a
+// client measures it (BLIS's α terms, applied as BLIS applies them).
+type Frontend struct {
+	// Arrival is from the client's send to the request's queueing in the
+	// engine: HTTP, parsing, tokenisation (α0). It delays scheduling.
+	Arrival time.Duration
+	// PerToken is each streamed token's detokenisation and SSE write (α2):
+	// added to the first token's time and to every inter-token gap, it
+	// never holds a GPU step up.
+	PerToken time.Duration
+	// Finish is the response's end after its last token (α1).
+	Finish time.Duration
+	// LagSteps is how many engine steps behind the engine the API
+	// server's output path runs: each token reaches the client that many
+	// of its step's durations after it was sampled (vLLM's engine core and
+	// API server are separate processes; outputs cross between them and
+	// are detokenised while the next steps run). Fitted, not measured.
+	LagSteps float64
+}
+
+// frontend is vLLM 0.15.1's API server as fitted to the H100 runs of
+// reference/calibration/README.md §A (glassbox simulate calibrate): 18 ms
+// from the send to the engine's queue, 35 µs per streamed token, outputs
+// 0.56 of a step behind the engine, BLIS's 0.78 ms at the end. It is the
+// server's CPU side, so every profile takes it; only H100 validated it.
+func frontend() Frontend {
+	return Frontend{Arrival: 17990 * time.Microsecond, PerToken: 34660 * time.Nanosecond, Finish: 777 * time.Microsecond, LagSteps: 0.5626}
+}
+
+// hopperCalibration is the H100 table: the GEMM terms from Vidur's H100
+// kernel timings, the rest fitted to §A (mean absolute error 2.5 % E2E,
+// 2.6 % TPOT, 7.9 % TTFT on its ten runs; docs/simulator.md). H200 has the
+// same Hopper SMs, so it takes the same coefficients until measured.
+func hopperCalibration() Calibration {
+	c := baseCalibration()
+	c.GEMMEfficiency, c.WeightLoadFactor, c.ActivationPasses = 0.795, 1.33, 38
+	c.KVReadFactor = 1.19
+	c.StepOverhead, c.RequestOverhead, c.AllReduceLatency = 41650*time.Nanosecond, 2315*time.Nanosecond, 1121*time.Nanosecond
+	return c
+}
+
+// baseCalibration holds the coefficients of GPUs without a fit of their
+// own: BLIS's trained-physics values (fitted across GPUs) for the step
+// terms.
+func baseCalibration() Calibration {
+	return Calibration{
+		GEMMEfficiency:         0.75,
+		WeightLoadFactor:       1.33,
+		KVReadFactor:           1.9,
+		ActivationPasses:       40,
+		StepOverhead:           126 * time.Microsecond,
+		LayerOverhead:          32 * time.Microsecond,
+		RequestOverhead:        4 * time.Microsecond,
+		AllReduceLatency:       5 * time.Microsecond,
+		ActivationReserveBytes: 2 << 30,
+		Frontend:               frontend(),
+	}
+}
+
+// hardwareProfiles returns the known GPUs. Sources: NVIDIA datasheets
+// (H200: 989 TFLOPS dense BF16 = half of the 1,979 "with sparsity",
+// 141 GB HBM3e at 4.8 TB/s, NVLink 900 GB/s; H100 SXM: 989 TFLOPS, 80 GB
+// HBM3 at 3.35 TB/s, NVLink 900 GB/s; A100 80GB SXM4: 312 TFLOPS, 2,039
+// GB/s, NVLink 600 GB/s; L40S: 362.05 TFLOPS dense, 48 GB GDDR6 at 864 GB/s,
+// PCIe Gen4 x16 64 GB/s both ways), as quoted in serving-anchors.md §2.3,
+// §2.5. Memory is the datasheet's decimal GB, a little below what the driver
+// reports, so KV capacity errs low.
+func hardwareProfiles() []Hardware {
+	a100 := baseCalibration()
+	a100.GEMMEfficiency, a100.WeightLoadFactor, a100.ActivationPasses = 0.75, 1.36, 43
+	// No kernel profile of the L40S is at hand: its GEMMs are assumed to
+	// reach a lower share of its peak (unvalidated).
+	l40s := baseCalibration()
+	l40s.GEMMEfficiency = 0.6
+	return []Hardware{
+		{Name: "h200", PeakFLOPs: 989e12, MemBandwidth: 4.8e12, MemoryBytes: 141e9,
+			InterconnectBandwidth: 450e9, Interconnect: "nvlink4", Calib: hopperCalibration(),
+			Device: Device{ModelName: "NVIDIA H200", FramebufferMiB: 143771, ReservedMiB: 594, IdleWatts: 76, TDPWatts: 700,
+				SMClockMHz: 1980, IdleSMClockMHz: 345, MemClockMHz: 3201, HBM: true}},
+		{Name: "h100", PeakFLOPs: 989e12, MemBandwidth: 3.35e12, MemoryBytes: 80e9,
+			InterconnectBandwidth: 450e9, Interconnect: "nvlink4", Calib: hopperCalibration(),
+			Device: Device{ModelName: "NVIDIA H100 80GB HBM3", FramebufferMiB: 81559, ReservedMiB: 594, IdleWatts: 70, TDPWatts: 700,
+				SMClockMHz: 1980, IdleSMClockMHz: 345, MemClockMHz: 2619, HBM: true}},
+		{Name: "a100-80g", PeakFLOPs: 312e12, MemBandwidth: 2.039e12, MemoryBytes: 80e9,
+			InterconnectBandwidth: 300e9, Interconnect: "nvlink3", Calib: a100,
+			Device: Device{ModelName: "NVIDIA A100-SXM4-80GB", FramebufferMiB: 81920, ReservedMiB: 532, IdleWatts: 56, TDPWatts: 400,
+				SMClockMHz: 1410, IdleSMClockMHz: 210, MemClockMHz: 1593, HBM: true}},
+		{Name: "l40s", PeakFLOPs: 362e12, MemBandwidth: 0.864e12, MemoryBytes: 48e9,
+			InterconnectBandwidth: 32e9, Interconnect: "pcie4", Calib: l40s,
+			Device: Device{ModelName: "NVIDIA L40S", FramebufferMiB: 46068, ReservedMiB: 473, IdleWatts: 35, TDPWatts: 350,
+				SMClockMHz: 2520, IdleSMClockMHz: 210, MemClockMHz: 9001}},
+	}
+}
+
+// Model is a transformer's shape as the cost model sees it.
+type Model struct {
+	Name string
+	HF   []string // the Hugging Face repositories of this shape, which LookupModel also accepts
+
+	Layers        int // num_hidden_layers
+	Hidden        int // hidden_size
+	Heads         int // num_attention_heads
+	KVHeads       int // num_key_value_heads
+	HeadDim       int // hidden_size / num_attention_heads unless set
+	Intermediate  int // intermediate_size
+	Vocab         int // vocab_size
+	MaxPosition   int // max_position_embeddings
+	TiedEmbedding bool
+
+	Params        float64 // total parameters, from the model card
+	BytesPerParam float64 // 2 for bf16
+}
+
+// WeightBytes is the whole model's weight size.
+func (m *Model) WeightBytes() float64 { return m.Params * m.BytesPerParam }
+
+// modelProfiles returns the known models, with values from each model's
+// Hugging Face config.json and parameter counts from its safetensors index
+// (the architecture test re-derives each count from the shape).
+func modelProfiles() []Model {
+	return []Model{
+		{Name: "llama-3.1-8b", HF: []string{"meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B", "meta-llama/Meta-Llama-3.1-8B-Instruct"},
+			Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128,
+			Intermediate: 14336, Vocab: 128256, MaxPosition: 131072,
+			Params: 8_030_261_248, BytesPerParam: 2},
+		{Name: "llama-3.1-70b", HF: []string{"meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B", "meta-llama/Meta-Llama-3.1-70B-Instruct"},
+			Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128,
+			Intermediate: 28672, Vocab: 128256, MaxPosition: 131072,
+			Params: 70_553_706_496, BytesPerParam: 2},
+		{Name: "llama-2-7b", HF: []string{"meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-7b-chat-hf"},
+			Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 32, HeadDim: 128,
+			Intermediate: 11008, Vocab: 32000, MaxPosition: 4096,
+			Params: 6_738_415_616, BytesPerParam: 2},
+		{Name: "llama-2-70b", HF: []string{"meta-llama/Llama-2-70b-hf", "meta-llama/Llama-2-70b-chat-hf"},
+			Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128,
+			Intermediate: 28672, Vocab: 32000, MaxPosition: 4096,
+			Params: 68_976_648_192, BytesPerParam: 2},
+		{Name: "codellama-34b", HF: []string{"codellama/CodeLlama-34b-hf", "codellama/CodeLlama-34b-Instruct-hf"},
+			Layers: 48, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128,
+			Intermediate: 22016, Vocab: 32000, MaxPosition: 16384,
+			Params: 33_743_970_304, BytesPerParam: 2},
+		{Name: "qwen2.5-7b", HF: []string{"Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B"},
+			Layers: 28, Hidden: 3584, Heads: 28, KVHeads: 4, HeadDim: 128,
+			Intermediate: 18944, Vocab: 152064, MaxPosition: 32768,
+			Params: 7_615_616_512, BytesPerParam: 2},
+		{Name: "qwen2.5-0.5b", HF: []string{"Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-0.5B"},
+			Layers: 24, Hidden: 896, Heads: 14, KVHeads: 2, HeadDim: 64,
+			Intermediate: 4864, Vocab: 151936, MaxPosition: 32768, TiedEmbedding: true,
+			Params: 494_032_768, BytesPerParam: 2},
+		{Name: "qwen3-14b", HF: []string{"Qwen/Qwen3-14B"},
+			Layers: 40, Hidden: 5120, Heads: 40, KVHeads: 8, HeadDim: 128,
+			Intermediate: 17408, Vocab: 151936, MaxPosition: 40960,
+			Params: 14_768_307_200, BytesPerParam: 2},
+	}
+}
+
+// HardwareByDeviceName is the profile whose GPU NVIDIA's tools name so
+// (DCGM's modelName label, nvidia-smi's name), matched case-insensitively.
+func HardwareByDeviceName(name string) (Hardware, bool) {
+	for _, h := range hardwareProfiles() {
+		if strings.EqualFold(h.Device.ModelName, strings.TrimSpace(name)) {
+			return h, true
+		}
+	}
+	return Hardware{}, false
+}
+
+// HardwareNames lists the valid hardware profile names.
+func HardwareNames() []string {
+	var names []string
+	for _, h := range hardwareProfiles() {
+		names = append(names, h.Name)
+	}
+	return names
+}
+
+// ModelNames lists the valid model profile names.
+func ModelNames() []string {
+	var names []string
+	for _, m := range modelProfiles() {
+		names = append(names, m.Name)
+	}
+	return names
+}
+
+// LookupHardware returns the named hardware profile. Names are matched
+// case-insensitively.
+func LookupHardware(name string) (Hardware, error) {
+	for _, h := range hardwareProfiles() {
+		if strings.EqualFold(h.Name, name) {
+			return h, nil
+		}
+	}
+	return Hardware{}, fmt.Errorf("look up hardware %q: unknown profile (valid: %s)",
+		name, strings.Join(HardwareNames(), ", "))
+}
+
+// LookupModel returns the named model profile, by its name or a Hugging
+// Face repository of its shape, matched case-insensitively.
+func LookupModel(name string) (Model, error) {
+	for _, m := range modelProfiles() {
+		if strings.EqualFold(m.Name, name) {
+			return m, nil
+		}
+		for _, hf := range m.HF {
+			if strings.EqualFold(hf, name) {
+				return m, nil
+			}
+		}
+	}
+	return Model{}, fmt.Errorf("look up model %q: unknown profile (valid: %s)",
+		name, strings.Join(ModelNames(), ", "))
+}
+
+// Defaults are vLLM's scheduling defaults for a GPU (arg_utils.py, for the
+// OpenAI server): 1024 sequences and 8192 batched tokens on GPUs with at
+// least 70 GiB that are not A100s, else 256 and 2048.
+func (h *Hardware) Defaults() (maxNumSeqs, maxNumBatchedTokens int) {
+	if h.MemoryBytes >= 70*(1<<30) && !strings.HasPrefix(strings.ToLower(h.Name), "a100") {
+		return 1024, 8192
+	}
+	return 256, 2048
+}
+
+// KVHeadsPerGPU is how many KV heads each GPU stores: vLLM splits them
+// across TP ranks and replicates them when there are fewer heads than ranks.
+func (m *Model) KVHeadsPerGPU(tp int) int { return max(1, m.KVHeads/max(1, tp)) }
+
+// KVBytesPerToken is the KV cache one token takes on each GPU: K and V, for
+// every layer and local KV head, in the model's dtype.
+func (m *Model) KVBytesPerToken(tp int) int64 {
+	return int64(2 * m.Layers * m.KVHeadsPerGPU(tp) * m.HeadDim * int(m.BytesPerParam))
+}
+
+// CheckTP reports whether the model can be split tp ways, with vLLM's rules:
+// attention heads divide evenly, and KV heads either divide evenly or are
+// replicated a whole number of times.
+func (m *Model) CheckTP(tp int) error {
+	switch {
+	case tp < 1:
+		return fmt.Errorf("check tensor parallel size: must be at least 1, got %d", tp)
+	case m.Heads%tp != 0:
+		return fmt.Errorf("check tensor parallel size: %s has %d attention heads, not divisible by --tensor-parallel-size %d",
+			m.Name, m.Heads, tp)
+	case m.KVHeads%tp != 0 && tp%m.KVHeads != 0:
+		return fmt.Errorf("check tensor parallel size: %s has %d KV heads, which cannot be split or replicated over %d GPUs",
+			m.Name, m.KVHeads, tp)
+	}
+	return nil
+}
+
+// MatmulParams is the parameters that multiply every token: all but the
+// input embedding, which is a row lookup, and the LM head, which only runs
+// for sampled positions (vLLM computes logits at those alone).
+func (m *Model) MatmulParams() float64 {
+	p := m.Params - m.HeadParams()
+	if !m.TiedEmbedding {
+		p -= m.HeadParams()
+	}
+	return p
+}
+
+// HeadParams is the LM head's (vocabulary × hidden), read once per step
+// that samples; a tied head is the embedding itself.
+func (m *Model) HeadParams() float64 { return float64(m.Vocab) * float64(m.Hidden) }
