@@ -8,31 +8,6 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/tensor"
 )
 
-// KVCache holds every layer's K and V in physical blocks of BlockSize
-// tokens; a sequence reaches its tokens through its block table, as
-// PagedAttention does.
-type KVCache struct {
-	BlockSize, NumBlocks int
-	kvDim                int
-	k, v                 [][]float32 // per layer: NumBlocks·BlockSize·kvDim
-}
-
-// NewKVCache allocates numBlocks blocks for c.
-func NewKVCache(c Config, numBlocks, blockSize int) *KVCache {
-	kv := &KVCache{BlockSize: blockSize, NumBlocks: numBlocks, kvDim: c.KVDim()}
-	n := numBlocks * blockSize * kv.kvDim
-	for range c.Layers {
-		kv.k = append(kv.k, make([]float32, n))
-		kv.v = append(kv.v, make([]float32, n))
-	}
-	return kv
-}
-
-// slot is where position pos of a sequence lives.
-func (kv *KVCache) slot(table []int, pos int) int {
-	return (table[pos/kv.BlockSize]*kv.BlockSize + pos%kv.BlockSize) * kv.kvDim
-}
-
 // Seq is one sequence's share of a forward pass: Tokens at positions
 // Pos, Pos+1, …, with K/V reached through BlockTable. Logits are produced
 // for Tokens[LogitsFrom:] (len(Tokens)-1 for the next token only, or
@@ -66,13 +41,27 @@ type Runner struct {
 	swiglu                      swigluTask
 }
 
-// NewRunner prepares a runner over w with a cache of numBlocks blocks and
-// threads compute threads (the caller of Forward is one of them).
+// RunnerConfig sizes a runner: its KV cache (NumBlocks blocks of
+// BlockSize tokens, elements of KVDtype; the zero value is fp16) and its
+// compute threads (the caller of Forward is one of them).
+type RunnerConfig struct {
+	NumBlocks, BlockSize int
+	Threads              int
+	KVDtype              KVDtype
+}
+
+// NewRunner prepares a runner over w with a cache of numBlocks blocks in
+// the default type (fp16) and threads compute threads.
 func NewRunner(w *Weights, numBlocks, blockSize, threads int) *Runner {
-	threads = max(1, threads)
-	r := &Runner{W: w, KV: NewKVCache(w.Config, numBlocks, blockSize), Threads: threads, pool: tensor.NewPool(threads)}
+	return NewRunnerWith(w, RunnerConfig{NumBlocks: numBlocks, BlockSize: blockSize, Threads: threads})
+}
+
+// NewRunnerWith prepares a runner over w as c says.
+func NewRunnerWith(w *Weights, c RunnerConfig) *Runner {
+	threads := max(1, c.Threads)
+	r := &Runner{W: w, KV: NewKVCacheOf(w.Config, c.NumBlocks, c.BlockSize, c.KVDtype), Threads: threads, pool: tensor.NewPool(threads)}
 	r.attn.r = r
-	r.attn.scores = make([][]float32, threads)
+	r.attn.workers = make([]attnWorker, threads)
 	runtime.AddCleanup(r, func(p *tensor.Pool) { p.Close() }, r.pool)
 	return r
 }
@@ -118,6 +107,7 @@ func (r *Runner) Forward(seqs []Seq) error {
 			t++
 		}
 	}
+	r.planAttention(seqs)
 	for l := range r.W.Layers {
 		r.layer(&r.W.Layers[l], l, seqs, n)
 	}
@@ -164,12 +154,9 @@ func (r *Runner) layer(L *Layer, l int, seqs []Seq, n int) {
 		}
 		r.rope(q, r.pos[t])
 		r.rope(k, r.pos[t])
-		s := &seqs[r.owner[t]]
-		off := r.KV.slot(s.BlockTable, r.pos[t])
-		copy(r.KV.k[l][off:off+kvd], k)
-		copy(r.KV.v[l][off:off+kvd], v)
+		r.KV.write(l, seqs[r.owner[t]].BlockTable, r.pos[t], k, v)
 	}
-	r.attention(l, seqs, n)
+	r.attention(l, seqs)
 	L.O.MulBatch(r.att, n, r.o, r.pool, &r.mm)
 	add(r.x[:n*H], r.o[:n*H])
 
@@ -184,81 +171,11 @@ func (r *Runner) layer(L *Layer, l int, seqs []Seq, n int) {
 	add(r.x[:n*H], r.o[:n*H])
 }
 
-// attention computes, for every token and head, softmax(q·Kᵀ/√d)·V over the
-// token's sequence up to its own position, reading K/V through the block
-// table. The pool splits the work by (token, head).
-func (r *Runner) attention(l int, seqs []Seq, n int) {
-	c := &r.W.Config
-	longest := 0
-	for _, p := range r.pos[:n] {
-		longest = max(longest, p+1)
-	}
-	perJob := 2 * longest * c.HeadDim
-	r.attn.l, r.attn.seqs = l, seqs
-	r.pool.Run(&r.attn, n*c.Heads, max(1, (1<<16)/perJob))
-	r.attn.seqs = nil
-}
-
 // swigluTask computes g = silu(g)·u over a range, on the pool: exp over
 // the whole FFN width is worth sharing.
 type swigluTask struct{ g, u []float32 }
 
 func (t *swigluTask) Run(_, lo, hi int) { tensor.SiLUMul(t.g[lo:hi], t.u[lo:hi]) }
-
-// attnTask is attention's work for the pool; scores is per worker.
-type attnTask struct {
-	r      *Runner
-	l      int
-	seqs   []Seq
-	scores [][]float32
-}
-
-func (a *attnTask) Run(worker, lo, hi int) {
-	heads := a.r.W.Config.Heads
-	for j := lo; j < hi; j++ {
-		a.scores[worker] = a.r.attendOne(a.l, a.seqs, j/heads, j%heads, a.scores[worker])
-	}
-}
-
-func (r *Runner) attendOne(l int, seqs []Seq, t, head int, scores []float32) []float32 {
-	c := &r.W.Config
-	d, qd := c.HeadDim, c.Heads*c.HeadDim
-	kvHead := head / (c.Heads / c.KVHeads)
-	q := r.q[t*qd+head*d : t*qd+(head+1)*d]
-	table := seqs[r.owner[t]].BlockTable
-	p := r.pos[t]
-	scores = resize(scores, p+1)
-	scale := float32(1 / math.Sqrt(float64(d)))
-	K, V := r.KV.k[l], r.KV.v[l]
-	bs, kvd := r.KV.BlockSize, r.KV.kvDim
-	// Block by block: the keys (values) of one block lie kvDim apart.
-	for j := 0; j <= p; j += bs {
-		off := table[j/bs]*bs*kvd + kvHead*d
-		tensor.Dots(scores[j:min(j+bs, p+1)], q, K[off:], kvd)
-	}
-	maxv := float32(math.Inf(-1))
-	for j, s := range scores {
-		s *= scale
-		scores[j] = s
-		maxv = max(maxv, s)
-	}
-	tensor.ExpShift(scores, maxv, 1)
-	var sum float64
-	for _, e := range scores {
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for j := range scores {
-		scores[j] *= inv
-	}
-	out := r.att[t*qd+head*d : t*qd+(head+1)*d]
-	clear(out)
-	for j := 0; j <= p; j += bs {
-		off := table[j/bs]*bs*kvd + kvHead*d
-		tensor.AddWeighted(out, scores[j:min(j+bs, p+1)], V[off:], kvd)
-	}
-	return scores
-}
 
 // rope rotates every head of x (q or k, heads of HeadDim) for position pos,
 // computing angles iteratively in float32 as ggml does.

@@ -194,30 +194,6 @@ func dotF16Asm(k isa, w []uint16, x []float32) (float32, int) {
 	return dotF16AVX2(&w[0], &x[0], n), n
 }
 
-//go:noescape
-func dotsF32AVX2(q, k *float32, kstride, n, d int, out *float32)
-
-//go:noescape
-func axpyRowsAVX2(w, v *float32, vstride, n, d int, out *float32)
-
-// dotsAsm and axpyAsm run Dots and AddWeighted (bounds checked by them)
-// when the head size suits the kernels.
-func dotsAsm(k isa, out, q, keys []float32, stride int) bool {
-	if k == isaGeneric || len(q)%16 != 0 {
-		return false
-	}
-	dotsF32AVX2(&q[0], &keys[0], stride*4, len(out), len(q), &out[0])
-	return true
-}
-
-func axpyAsm(k isa, out, w, v []float32, stride int) bool {
-	if k == isaGeneric || len(out)%32 != 0 {
-		return false
-	}
-	axpyRowsAVX2(&w[0], &v[0], stride*4, len(w), len(out), &out[0])
-	return true
-}
-
 type kTileFunc = func(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
 
 // kTileRows runs a VNNI K-quant kernel over the tiles of q.KTile: four
@@ -371,4 +347,20 @@ func kxAsm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q []int8, d []
 		q6kx8VNNI(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
 	}
 	return true
+}
+
+//go:noescape
+func flashF16AVX2(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int)
+
+//go:noescape
+func flashF32AVX2(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int)
+
+// flashAsm runs one Flash step in assembly (strides in bytes; bounds
+// checked by the caller). The AVX2 kernel serves the AVX-512 machines too.
+func flashAsm(f *Flash, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int, f16 bool) {
+	if f16 {
+		flashF16AVX2(&f.Q[0], &f.o[0], &f.m[0], &f.l[0], &f.Lim[0], f.Rows, f.D, k, kstride, v, vstride, nk)
+	} else {
+		flashF32AVX2(&f.Q[0], &f.o[0], &f.m[0], &f.l[0], &f.Lim[0], f.Rows, f.D, k, kstride, v, vstride, nk)
+	}
 }

@@ -2,7 +2,11 @@
 
 package tensor
 
-import "github.com/glassbox-llm/glassbox/internal/gguf"
+import (
+	"unsafe"
+
+	"github.com/glassbox-llm/glassbox/internal/gguf"
+)
 
 func detect() isa { return isaGeneric }
 
@@ -14,10 +18,6 @@ func dotF32Asm(isa, []float32, []float32) (float32, int) { return 0, 0 }
 
 func dotF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
 
-func dotsAsm(isa, []float32, []float32, []float32, int) bool { return false }
-
-func axpyAsm(isa, []float32, []float32, []float32, int) bool { return false }
-
 func x8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool {
 	return false
 }
@@ -28,4 +28,8 @@ func siluMulAsm(isa, []float32, []float32) int { return 0 }
 
 func kxAsm(isa, gguf.TensorType, []byte, int, int, int, []int8, []float32, []int16, []float32) bool {
 	return false
+}
+
+func flashAsm(*Flash, unsafe.Pointer, int, unsafe.Pointer, int, int, bool) {
+	panic("BUG: tensor: no flash assembly in this build")
 }
