@@ -310,6 +310,14 @@ func main() {
 		q6kTile(&w, tokens)
 	}
 	flashKernels(&w)
+	for _, tokens := range []int{4, 2, 1} {
+		qx8AVX2(&w, tokens)
+	}
+	data(&w, "dup01", [4]uint64{0x0504050401000100, 0x0d0c0d0c09080908, 0x0504050401000100, 0x0d0c0d0c09080908})
+	for _, tokens := range []int{4, 1} {
+		q4kx8AVX2(&w, tokens)
+		q6kx8AVX2(&w, tokens)
+	}
 	out := strings.ReplaceAll(w.String(), "\n\n\n", "\n\n")
 	path := "kernels_amd64.s"
 	if len(os.Args) > 1 {
@@ -1311,4 +1319,257 @@ func flashKernel(w *bytes.Buffer, f16 bool) {
 		}
 	}
 	fmt.Fprintf(w, "%sdone:\n\tVZEROUPPER\n\tRET\n\n", name)
+}
+
+// qx8AVX2 emits q80x8AVX2T<T>(w *byte, groups, nb int, a *byte, astride
+// int, out *float32, ostride int), the AVX2 kernel over Q8_0 repacked
+// eight rows at a time with the quants kept signed (no VNNI: x8.go). For
+// T tokens (a: token t's block b at a + b·astride + 40t, the X8 layout)
+// each group of rows runs its blocks: per four quants k, |w| once for the
+// tile, then per token VPSIGNB moves w's signs onto the broadcast
+// activations and VPMADDUBSW, VPMADDWD give the eight rows' sums (|w| ≤
+// 128 and |a| ≤ 127 keep the pairs below 2^15). The float steps per block
+// and token are dotX8's. The tile's sums wait on the stack.
+//
+// Registers: Y4–Y7 the tokens' integer sums, Y8 the weights, Y9 |w|, Y10
+// and Y11 temporaries, Y12 the rows' scales, Y15 ones16.
+func qx8AVX2(w *bytes.Buffer, T int) {
+	name := fmt.Sprintf("q80x8AVX2T%d", T)
+	fmt.Fprintf(w, "// func %s(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $%d-56\n", name, 32*T)
+	fmt.Fprintf(w, "\tMOVQ w+0(FP), SI\n\tMOVQ groups+8(FP), R11\n\tMOVQ astride+32(FP), R10\n\tMOVQ out+40(FP), R9\n\tMOVQ ostride+48(FP), R8\n\tVMOVDQU ones16<>(SB), Y15\n%sgroup:\n\tVXORPS Y10, Y10, Y10\n", name)
+	for t := range T {
+		fmt.Fprintf(w, "\tVMOVUPS Y10, %d(SP)\n", 32*t)
+	}
+	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n\tVCVTPH2PS (SI), Y12\n", name)
+	for t := range T {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
+	}
+	for k := range 8 {
+		fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n\tVPABSB Y8, Y9\n", 16+32*k)
+		for t := range T {
+			fmt.Fprintf(w, "\tVPBROADCASTD %d(BX), Y10\n\tVPSIGNB Y8, Y10, Y10\n\tVPMADDUBSW Y10, Y9, Y10\n\tVPMADDWD Y15, Y10, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", x8ActBytes*t+4*k, 4+t)
+		}
+	}
+	for t := range T {
+		fmt.Fprintf(w, "\tVCVTDQ2PS Y%[1]d, Y%[1]d\n\tVBROADCASTSS %[2]d(BX), Y10\n\tVMULPS Y12, Y10, Y10\n\tVMULPS Y10, Y%[1]d, Y%[1]d\n\tVADDPS %[3]d(SP), Y%[1]d, Y%[1]d\n\tVMOVUPS Y%[1]d, %[3]d(SP)\n", 4+t, x8ActBytes*t+36, 32*t)
+	}
+	fmt.Fprintf(w, "\tADDQ $%d, SI\n\tADDQ R10, BX\n\tDECQ R13\n\tJNZ %sblock\n\tMOVQ R9, AX\n", 8*34, name)
+	for t := range T {
+		fmt.Fprintf(w, "\tVMOVUPS %d(SP), Y10\n\tVMOVUPS Y10, (AX)\n", 32*t)
+		if t < T-1 {
+			w.WriteString("\tADDQ R8, AX\n")
+		}
+	}
+	fmt.Fprintf(w, "\tADDQ $32, R9\n\tDECQ R11\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
+}
+
+// kxAVX2Addr gives the KTile addresses of token t of a T-token tile: its
+// quants (plus off), its scale, its block sums (plus off), from BX.
+func kxAVX2Addr(T, t int) (q func(off int) string, d string, bs func(off int) string) {
+	q = func(off int) string { return fmt.Sprintf("%d(BX)", 256*t+off) }
+	d = fmt.Sprintf("%d(BX)", 256*T+4*t)
+	bs = func(off int) string { return fmt.Sprintf("%d(BX)", 260*T+32*t+off) }
+	return q, d, bs
+}
+
+// kxAVX2Floats ends a super-block for each token of the tile: Y0+t holds
+// the integer Σ sc·Σ q·a, Y4+t the minimums' Σ m·bsum (Q4_K; minus: true)
+// or nothing; Y8 the rows' d, Y9 their dmin; the running sums wait on the
+// stack at acc. The float steps are dotQ4K's and dotQ6K's.
+func kxAVX2Floats(w *bytes.Buffer, T, acc int, mins bool) {
+	for t := range T {
+		_, d, _ := kxAVX2Addr(T, t)
+		fmt.Fprintf(w, "\tVBROADCASTSS %[2]s, Y10\n\tVMULPS Y10, Y8, Y11\n\tVCVTDQ2PS Y%[1]d, Y%[1]d\n\tVMULPS Y11, Y%[1]d, Y%[1]d\n\tVADDPS %[3]d(SP), Y%[1]d, Y%[1]d\n", t, d, acc+32*t)
+		if mins {
+			fmt.Fprintf(w, "\tVMULPS Y10, Y9, Y11\n\tVCVTDQ2PS Y%[1]d, Y%[1]d\n\tVMULPS Y11, Y%[1]d, Y%[1]d\n\tVSUBPS Y%[1]d, Y%[2]d, Y%[2]d\n", 4+t, t)
+		}
+		fmt.Fprintf(w, "\tVMOVUPS Y%d, %d(SP)\n", t, acc+32*t)
+	}
+}
+
+// kxAVX2Frame opens a K-quant AVX2 kernel: arguments, constants, the group
+// loop with the tile's running sums cleared (on the stack at acc).
+func kxAVX2Frame(w *bytes.Buffer, name string, T, frame, acc int) {
+	fmt.Fprintf(w, "// func %s(w *byte, groups, nb int, a *byte, out *float32, ostride int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $%d-48\n", name, frame)
+	fmt.Fprintf(w, "\tMOVQ w+0(FP), SI\n\tMOVQ groups+8(FP), R11\n\tMOVQ out+32(FP), R9\n\tMOVQ ostride+40(FP), R8\n%sgroup:\n\tVXORPS Y10, Y10, Y10\n", name)
+	for t := range T {
+		fmt.Fprintf(w, "\tVMOVUPS Y10, %d(SP)\n", acc+32*t)
+	}
+	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n", name)
+}
+
+// kxAVX2Close advances to the next super-block and group and stores the
+// tile's results.
+func kxAVX2Close(w *bytes.Buffer, name string, T, blockBytes, acc int) {
+	fmt.Fprintf(w, "\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ R13\n\tJNZ %sblock\n\tMOVQ R9, AX\n", 8*blockBytes, kTileBytes*T, name)
+	for t := range T {
+		fmt.Fprintf(w, "\tVMOVUPS %d(SP), Y10\n\tVMOVUPS Y10, (AX)\n", acc+32*t)
+		if t < T-1 {
+			w.WriteString("\tADDQ R8, AX\n")
+		}
+	}
+	fmt.Fprintf(w, "\tADDQ $32, R9\n\tDECQ R11\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
+}
+
+// q4kx8AVX2 emits q4kx8AVX2T<T>: Q4_K repacked eight rows at a time (x8.go)
+// against a tile of T tokens' Q8_K activations in the KTile layout, on
+// AVX2: per sub-block, the eight k's VPMADDUBSW sums (nibble ≤ 15, |a| ≤
+// 127: at most 8·3810 < 2^15) stay in int16, then one VPMADDWD by the
+// rows' scales (both words of each row's dword) makes them int32; the
+// minimums likewise from the block sums. Integer sums are exact and the
+// float steps are dotQ4K's, so the bits are the row kernels'.
+//
+// Registers: Y0–Y3 per token Σ sc·Σ q·a, Y4–Y7 per token int16 sums (then
+// Σ m·bsum), Y8 weights, Y9 scales, Y10–Y11 temporaries.
+func q4kx8AVX2(w *bytes.Buffer, T int) {
+	name := fmt.Sprintf("q4kx8AVX2T%d", T)
+	const sc, acc = 0, 128 // stack: sc0–3, sc4–7, m0–3, m4–7; the running sums
+	kxAVX2Frame(w, name, T, acc+32*T, acc)
+	// The rows' scales and minimums, four bytes to a row's dword.
+	w.WriteString(`	VMOVDQU 32(SI), Y8
+	VMOVDQU 64(SI), Y9
+	VMOVDQU 96(SI), Y10
+	VPAND c3f<>(SB), Y8, Y11
+	VMOVDQU Y11, 0(SP)
+	VPAND c3f<>(SB), Y9, Y11
+	VMOVDQU Y11, 64(SP)
+	VPSRLD $6, Y8, Y8
+	VPAND c03<>(SB), Y8, Y8
+	VPSLLD $4, Y8, Y8
+	VPAND nib<>(SB), Y10, Y11
+	VPOR Y8, Y11, Y11
+	VMOVDQU Y11, 32(SP)
+	VPSRLD $6, Y9, Y9
+	VPAND c03<>(SB), Y9, Y9
+	VPSLLD $4, Y9, Y9
+	VPSRLD $4, Y10, Y10
+	VPAND nib<>(SB), Y10, Y10
+	VPOR Y9, Y10, Y10
+	VMOVDQU Y10, 96(SP)
+`)
+	for t := range T {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", t)
+	}
+	// scaleOf leaves in Y9 the rows' 6-bit value j of the four-byte
+	// vectors at base (both words of each dword).
+	scaleOf := func(base, j int) {
+		fmt.Fprintf(w, "\tVMOVDQU %d(SP), Y9\n", base+32*(j/4))
+		if s := 8 * (j % 4); s > 0 {
+			fmt.Fprintf(w, "\tVPSRLD $%d, Y9, Y9\n", s)
+		}
+		w.WriteString("\tVPAND cff<>(SB), Y9, Y9\n\tVPSHUFB dup01<>(SB), Y9, Y9\n")
+	}
+	for j := range 8 {
+		p, hi := j/2, j%2
+		for t := range T {
+			fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
+		}
+		for k := range 8 {
+			fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n", 128+256*p+32*k)
+			if hi == 1 {
+				w.WriteString("\tVPSRLW $4, Y8, Y8\n")
+			}
+			w.WriteString("\tVPAND nib<>(SB), Y8, Y8\n")
+			for t := range T {
+				q, _, _ := kxAVX2Addr(T, t)
+				fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDUBSW Y10, Y8, Y10\n\tVPADDW Y10, Y%[2]d, Y%[2]d\n", q(64*p+32*hi+4*k), 4+t)
+			}
+		}
+		scaleOf(sc, j)
+		for t := range T {
+			fmt.Fprintf(w, "\tVPMADDWD Y9, Y%d, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", 4+t, t)
+		}
+	}
+	// Minimums: Σ_j m_j·(bsum_2j + bsum_2j+1).
+	for t := range T {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
+	}
+	for j := range 8 {
+		scaleOf(sc+64, j)
+		for t := range T {
+			_, _, bs := kxAVX2Addr(T, t)
+			fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDWD Y10, Y9, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", bs(4*j), 4+t)
+		}
+	}
+	w.WriteString("\tVCVTPH2PS (SI), Y8\n\tVCVTPH2PS 16(SI), Y9\n")
+	kxAVX2Floats(w, T, acc, true)
+	kxAVX2Close(w, name, T, 144, acc)
+}
+
+// q6kx8AVX2 emits q6kx8AVX2T<T>, q4kx8AVX2's counterpart for Q6_K
+// repacked eight rows at a time: the 6-bit quants (≤ 63) of two k's at a
+// time stay in int16 (2·2·63·127 < 2^15) before one VPMADDWD by the
+// rows' int8 scale of their 16-quant group; the −32 offset comes from the
+// block sums against pairs of group scales. The bits are dotQ6K's.
+//
+// Registers: Y0–Y3 per token Σ sc·Σ q·a, Y4–Y7 per token int16 sums (then
+// Σ sc·bsum), Y8 quants, Y9 scales, Y10–Y11 temporaries, Y12 nib, Y13 m30.
+func q6kx8AVX2(w *bytes.Buffer, T int) {
+	name := fmt.Sprintf("q6kx8AVX2T%d", T)
+	const acc = 0
+	kxAVX2Frame(w, name, T, acc+32*T, acc)
+	w.WriteString("\tVMOVDQU nib<>(SB), Y12\n\tVMOVDQU m30<>(SB), Y13\n")
+	for t := range T {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", t)
+	}
+	for n := range 2 {
+		for m := range 4 {
+			for kh := range 2 {
+				g := 8*n + 2*m + kh
+				for kp := range 2 {
+					for t := range T {
+						fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
+					}
+					for k := 4*kh + 2*kp; k < 4*kh+2*kp+2; k++ {
+						base := 144 + 96*(8*n+k)
+						ql := base
+						if m%2 == 1 {
+							ql += 32
+						}
+						fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n", ql)
+						if m >= 2 {
+							w.WriteString("\tVPSRLW $4, Y8, Y8\n")
+						}
+						fmt.Fprintf(w, "\tVPAND Y12, Y8, Y8\n\tVMOVDQU %d(SI), Y11\n", base+64)
+						switch m {
+						case 0:
+							w.WriteString("\tVPSLLW $4, Y11, Y11\n")
+						case 1:
+							w.WriteString("\tVPSLLW $2, Y11, Y11\n")
+						case 3:
+							w.WriteString("\tVPSRLW $2, Y11, Y11\n")
+						}
+						w.WriteString("\tVPAND Y13, Y11, Y11\n\tVPOR Y11, Y8, Y8\n")
+						for t := range T {
+							q, _, _ := kxAVX2Addr(T, t)
+							fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDUBSW Y10, Y8, Y10\n\tVPADDW Y10, Y%[2]d, Y%[2]d\n", q(128*n+32*m+4*k), 4+t)
+						}
+					}
+					fmt.Fprintf(w, "\tVPMOVSXBD %d(SI), Y9\n\tVPSHUFB dup01<>(SB), Y9, Y9\n", 16+8*g)
+					for t := range T {
+						fmt.Fprintf(w, "\tVPMADDWD Y9, Y%d, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", 4+t, t)
+					}
+				}
+			}
+		}
+	}
+	// The offset: Σ_g sc_g·bsum_g, two groups per VPMADDWD.
+	for t := range T {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
+	}
+	for i := range 8 {
+		fmt.Fprintf(w, "\tVMOVQ %d(SI), X9\n\tVMOVQ %d(SI), X10\n\tVPUNPCKLBW X10, X9, X9\n\tVPMOVSXBW X9, Y9\n", 16+16*i, 24+16*i)
+		for t := range T {
+			_, _, bs := kxAVX2Addr(T, t)
+			fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDWD Y10, Y9, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", bs(4*i), 4+t)
+		}
+	}
+	for t := range T {
+		fmt.Fprintf(w, "\tVPSLLD $5, Y%[1]d, Y%[1]d\n\tVPSUBD Y%[1]d, Y%[2]d, Y%[2]d\n", 4+t, t)
+	}
+	w.WriteString("\tVCVTPH2PS (SI), Y8\n")
+	kxAVX2Floats(w, T, acc, false)
+	kxAVX2Close(w, name, T, 210, acc)
 }

@@ -266,15 +266,46 @@ var x8Kernels = map[gguf.TensorType][5]x8Func{
 	gguf.Q5_0: {q50x8T16, q50x8T8, q50x8T4, q50x8T2, q50x8T1},
 }
 
+//go:noescape
+func q80x8AVX2T4(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q80x8AVX2T2(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q80x8AVX2T1(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
 // x8Asm runs the repacked Q8_0-family kernels over groups of eight rows
 // (w) for each token tile of q.X8, writing out[t·ostride + r].
 func x8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, out []float32, ostride int) bool {
-	if k != isaVNNI || groups == 0 {
-		return k == isaVNNI
+	if !repacks(k, t) || groups == 0 {
+		return repacks(k, t)
 	}
 	_ = w[groups*nb*8*t.BlockBytes()-1]
 	_ = out[(n-1)*ostride+8*groups-1]
 	_ = q.X8[n*nb*x8ActBytes-1]
+	if k == isaAVX2 {
+		// Tiles of four tokens at most (registers), within each layout tile.
+		for t0 := 0; t0 < n; {
+			_, T := x8Tile(t0, n)
+			a, as := q.X8[t0*nb*x8ActBytes:], T*x8ActBytes
+			for s := 0; s < T; {
+				switch {
+				case T-s >= 4:
+					q80x8AVX2T4(&w[0], groups, nb, &a[s*x8ActBytes], as, &out[(t0+s)*ostride], ostride*4)
+					s += 4
+				case T-s >= 2:
+					q80x8AVX2T2(&w[0], groups, nb, &a[s*x8ActBytes], as, &out[(t0+s)*ostride], ostride*4)
+					s += 2
+				default:
+					q80x8AVX2T1(&w[0], groups, nb, &a[s*x8ActBytes], as, &out[(t0+s)*ostride], ostride*4)
+					s++
+				}
+			}
+			t0 += T
+		}
+		return true
+	}
 	fs := x8Kernels[t]
 	for t0 := 0; t0 < n; {
 		_, T := x8Tile(t0, n)
@@ -363,4 +394,50 @@ func flashAsm(f *Flash, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride
 	} else {
 		flashF32AVX2(&f.Q[0], &f.o[0], &f.m[0], &f.l[0], &f.Lim[0], f.Rows, f.D, k, kstride, v, vstride, nk)
 	}
+}
+
+//go:noescape
+func q4kx8AVX2T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q4kx8AVX2T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q6kx8AVX2T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q6kx8AVX2T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+// kx8Asm runs the AVX2 kernels of K-quants repacked eight rows at a time
+// (w: groups of them) over the token tiles of q.KTile (four tokens, the
+// rest one by one), writing out[t·ostride + r].
+func kx8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, out []float32, ostride int) bool {
+	if k != isaAVX2 || (t != gguf.Q4_K && t != gguf.Q6_K) {
+		return false
+	}
+	if groups == 0 {
+		return true
+	}
+	_ = w[groups*nb*8*t.BlockBytes()-1]
+	_ = out[(n-1)*ostride+8*groups-1]
+	_ = q.KTile[n*nb*kTileBytes-1]
+	for tok := 0; tok < n; {
+		a, o := &q.KTile[tok*nb*kTileBytes], &out[tok*ostride]
+		switch {
+		case n-tok >= 4 && t == gguf.Q4_K:
+			q4kx8AVX2T4(&w[0], groups, nb, a, o, ostride*4)
+		case n-tok >= 4:
+			q6kx8AVX2T4(&w[0], groups, nb, a, o, ostride*4)
+		case t == gguf.Q4_K:
+			q4kx8AVX2T1(&w[0], groups, nb, a, o, ostride*4)
+		default:
+			q6kx8AVX2T1(&w[0], groups, nb, a, o, ostride*4)
+		}
+		if n-tok >= 4 {
+			tok += 4
+		} else {
+			tok++
+		}
+	}
+	return true
 }

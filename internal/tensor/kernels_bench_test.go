@@ -44,8 +44,8 @@ func BenchmarkMulBatch(b *testing.B) {
 			// The repacked layout (x8) where this CPU runs it.
 			if x8 := *m; x8.Repack(slices.Clone(m.Data)) {
 				for _, n := range size.tokens {
-					b.Run(fmt.Sprintf("%s/%sx8/n%d/%s", size.name, typ, n, isaVNNI), func(b *testing.B) {
-						benchMul(b, &x8, n, isaVNNI, size.thr)
+					b.Run(fmt.Sprintf("%s/%sx8/n%d/%s", size.name, typ, n, detect()), func(b *testing.B) {
+						benchMul(b, &x8, n, detect(), size.thr)
 					})
 				}
 			}

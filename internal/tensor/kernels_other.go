@@ -33,3 +33,5 @@ func kxAsm(isa, gguf.TensorType, []byte, int, int, int, []int8, []float32, []int
 func flashAsm(*Flash, unsafe.Pointer, int, unsafe.Pointer, int, int, bool) {
 	panic("BUG: tensor: no flash assembly in this build")
 }
+
+func kx8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool { return false }

@@ -19,6 +19,7 @@ type Matrix struct {
 	u16        []uint16  // Data viewed as uint16 (F16, BF16)
 	isa        isa       // kernel set, the best the CPU has
 	group      int       // rows per group when Data is repacked (Repack), else 0
+	pack       isa       // the kernel set the repacked layout is for
 }
 
 // NewMatrix checks that data holds rows×cols elements of t.
@@ -105,6 +106,18 @@ func vnniOffset(k isa, t gguf.TensorType) int32 {
 	return 0
 }
 
+// kTiled reports whether m's K-quant kernels read the KTile layout: the
+// VNNI row tiles, and the AVX2 kernels of repacked matrices.
+func (m *Matrix) kTiled() bool {
+	if m.Type == gguf.Q5_K {
+		return false
+	}
+	if m.group == 0 {
+		return m.isa == isaVNNI
+	}
+	return m.isa == isaAVX2 && m.pack == isaAVX2
+}
+
 // mulTask is MulBatch's share of work for the pool: a range of rows.
 type mulTask struct {
 	m   *Matrix
@@ -152,14 +165,14 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 	case gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0:
 		switch off := vnniOffset(m.isa, m.Type); {
 		case m.group != 0:
-			s.quantize(x, 32, layoutX8, x8Offset(m.Type), n, p)
+			s.quantize(x, 32, layoutX8, x8Offset(m.Type, m.pack), n, p)
 		case off != 0:
 			s.quantize(x, 32, layoutVNNI, off, 0, p)
 		default:
 			s.quantize(x, 32, layoutPlain, 0, 0, p)
 		}
 	case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
-		if m.isa == isaVNNI && m.Type != gguf.Q5_K && m.group == 0 {
+		if m.kTiled() {
 			s.quantize(x, 256, layoutKTile, 0, n, p)
 		} else {
 			s.quantize(x, 256, layoutPlain, 0, 0, p)
