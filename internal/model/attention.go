@@ -94,7 +94,11 @@ func (r *Runner) attendItem(l int, seqs []Seq, it attnItem, w *attnWorker) {
 				f.Lim[tk*G+g] = lim
 			}
 		}
-		r.KV.step(w, l, table, it.kvHead, j0, min(tensor.FlashKeys, last+1-j0))
+		next := j0 + tensor.FlashKeys
+		if next > last {
+			next = -1
+		}
+		r.KV.step(w, l, table, it.kvHead, j0, min(tensor.FlashKeys, last+1-j0), next)
 	}
 	for tk := range it.n {
 		t := it.t0 + tk

@@ -117,18 +117,24 @@ func (kv *KVCache) write(l int, table []int, pos int, k, v []float32) {
 }
 
 // step runs one Flash step of KV head h over the keys [j0, j0+nk) of a
-// sequence (nk ≤ 16, j0 a multiple of 16). Blocks whose size is a
-// multiple of 16 are read in place; other sizes are gathered into w's
-// float32 tile first.
-func (kv *KVCache) step(w *attnWorker, l int, table []int, h, j0, nk int) {
+// sequence (nk ≤ 16, j0 a multiple of 16), prefetching the tile at next
+// (none when next < 0). Blocks whose size is a multiple of 16 are read in
+// place; other sizes are gathered into w's float32 tile first.
+func (kv *KVCache) step(w *attnWorker, l int, table []int, h, j0, nk, next int) {
 	B, d := kv.BlockSize, kv.headDim
 	f := &w.f
 	if B%tensor.FlashKeys == 0 {
 		base, s0 := kv.base(table, j0, h)
+		nbase, ns0 := base, s0
+		if next >= 0 {
+			nbase, ns0 = kv.base(table, next, h)
+		}
 		if kv.Dtype == KVF32 {
-			f.StepF32(kv.k32[l][base+s0:], B, kv.v32[l][base+s0*d:], d, nk)
+			K, V := kv.k32[l], kv.v32[l]
+			f.StepF32(K[base+s0:], B, V[base+s0*d:], d, nk, K[nbase+ns0:], V[nbase+ns0*d:])
 		} else {
-			f.StepF16(kv.k16[l][base+s0:], B, kv.v16[l][base+s0*d:], d, nk)
+			K, V := kv.k16[l], kv.v16[l]
+			f.StepF16(K[base+s0:], B, V[base+s0*d:], d, nk, K[nbase+ns0:], V[nbase+ns0*d:])
 		}
 		return
 	}
@@ -142,7 +148,7 @@ func (kv *KVCache) step(w *attnWorker, l int, table []int, h, j0, nk int) {
 			w.vt[j*d+c] = kv.at(l, true, base+s*d+c)
 		}
 	}
-	f.StepF32(w.kt, tensor.FlashKeys, w.vt, d, nk)
+	f.StepF32(w.kt, tensor.FlashKeys, w.vt, d, nk, nil, nil)
 }
 
 func (kv *KVCache) at(l int, value bool, i int) float32 {

@@ -59,21 +59,24 @@ func (f *Flash) Reset(rows, d int) {
 // StepF32 takes a tile of keys and values in float32: key j's dimension c
 // at k[c·kstride+j] (j < 16: the tile is stored transposed), its values
 // at v[j·vstride : j·vstride+D]. Only the first nk ≤ 16 values are read
-// (the largest Lim); k must hold all 16 keys of every dimension.
-func (f *Flash) StepF32(k []float32, kstride int, v []float32, vstride, nk int) {
+// (the largest Lim); k must hold all 16 keys of every dimension. nextK
+// and nextV, the next tile alike (or nil), are prefetched meanwhile.
+func (f *Flash) StepF32(k []float32, kstride int, v []float32, vstride, nk int, nextK, nextV []float32) {
 	f.check(len(k), kstride, len(v), vstride, nk)
 	if f.asm() {
-		flashAsm(f, unsafe.Pointer(&k[0]), 4*kstride, unsafe.Pointer(&v[0]), 4*vstride, nk, false)
+		pk, pv := prefetchAddr(k, nextK), prefetchAddr(v, nextV)
+		flashAsm(f, unsafe.Pointer(&k[0]), 4*kstride, unsafe.Pointer(&v[0]), 4*vstride, nk, pk, pv, false)
 		return
 	}
 	f.stepGo(k, kstride, v, vstride, nk)
 }
 
 // StepF16 is StepF32 for keys and values stored in fp16.
-func (f *Flash) StepF16(k []uint16, kstride int, v []uint16, vstride, nk int) {
+func (f *Flash) StepF16(k []uint16, kstride int, v []uint16, vstride, nk int, nextK, nextV []uint16) {
 	f.check(len(k), kstride, len(v), vstride, nk)
 	if f.asm() {
-		flashAsm(f, unsafe.Pointer(&k[0]), 2*kstride, unsafe.Pointer(&v[0]), 2*vstride, nk, true)
+		pk, pv := prefetchAddr(k, nextK), prefetchAddr(v, nextV)
+		flashAsm(f, unsafe.Pointer(&k[0]), 2*kstride, unsafe.Pointer(&v[0]), 2*vstride, nk, pk, pv, true)
 		return
 	}
 	d := f.D
@@ -90,6 +93,15 @@ func (f *Flash) StepF16(k []uint16, kstride int, v []uint16, vstride, nk int) {
 		}
 	}
 	f.stepGo(f.kt, FlashKeys, f.vt, d, nk)
+}
+
+// prefetchAddr is where to prefetch: next, or cur when there is none
+// (prefetching what is being read costs next to nothing).
+func prefetchAddr[E any](cur, next []E) unsafe.Pointer {
+	if len(next) == 0 {
+		next = cur
+	}
+	return unsafe.Pointer(&next[0])
 }
 
 func (f *Flash) check(nkeys, kstride, nvals, vstride, nk int) {

@@ -74,9 +74,9 @@ func testFlash(t *testing.T, r *rand.Rand, f16 bool, d, rows int) {
 		}
 		ko := j0/kstride*d*kstride + j0%kstride
 		if f16 {
-			f.StepF16(kh[ko:], kstride, vh[j0*vstride:], vstride, nk)
+			f.StepF16(kh[ko:], kstride, vh[j0*vstride:], vstride, nk, nil, nil)
 		} else {
-			f.StepF32(kf[ko:], kstride, vf[j0*vstride:], vstride, nk)
+			f.StepF32(kf[ko:], kstride, vf[j0*vstride:], vstride, nk, nil, nil)
 		}
 	}
 	got := make([]float32, d)

@@ -1174,7 +1174,7 @@ NAMEblock:
 
 // flashKernels emits flashF16AVX2 and flashF32AVX2(q, o, m, l *float32,
 // lim *int32, rows, d int, k unsafe.Pointer, kstride int, v
-// unsafe.Pointer, vstride, nk int): one step of tiled attention with an
+// unsafe.Pointer, vstride, nk int, pk, pv unsafe.Pointer): one step of tiled attention with an
 // online softmax (flash.go) for rows query rows (d floats each, d a
 // multiple of 16) against a tile of 16 keys: k holds the tile transposed
 // (dimension c's 16 keys at k + c·kstride bytes), v the values (key j's d
@@ -1182,6 +1182,10 @@ NAMEblock:
 // first lim[r] keys; only the first nk values are read. Rows go four at a
 // time (then 3, 2 or 1) with the same instructions per row whatever the
 // tile, so that a row's result does not depend on the rows around it.
+// While each row tile's scores are computed, the next tile (pk, pv: its
+// keys and values, laid out alike) is prefetched, a line of each per
+// dimension: a KV-cache block spans a page or two, and the hardware
+// prefetchers stop at pages.
 //
 // Registers: Y0–Y7 the scores (then probabilities, then outputs) of the
 // row tile, two per row; Y8–Y15 keys, values and temporaries. SI, DI the
@@ -1226,7 +1230,7 @@ const (
 	flashDelta  = 256
 	flashAlpha  = 272
 	flashFrame  = 288
-	flashArgLen = 96
+	flashArgLen = 112
 )
 
 func flashKernel(w *bytes.Buffer, f16 bool) {
@@ -1234,7 +1238,7 @@ func flashKernel(w *bytes.Buffer, f16 bool) {
 	if f16 {
 		name, load, half, vstep = "flashF16AVX2", "VCVTPH2PS", 16, 32
 	}
-	fmt.Fprintf(w, "// func %s(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int)\n", name)
+	fmt.Fprintf(w, "// func %s(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int, pk, pv unsafe.Pointer)\n", name)
 	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $%d-%d\n", name, flashFrame, flashArgLen)
 	fmt.Fprintf(w, `	MOVQ q+0(FP), SI
 	MOVQ o+8(FP), DI
@@ -1266,8 +1270,9 @@ func flashKernel(w *bytes.Buffer, f16 bool) {
 		for i := range 2 * mr {
 			fmt.Fprintf(w, "\tVXORPS Y%[1]d, Y%[1]d, Y%[1]d\n", i)
 		}
-		fmt.Fprintf(w, "\tMOVQ k+56(FP), AX\n\tMOVQ kstride+64(FP), R14\n\tMOVQ SI, BX\n\tMOVQ d+48(FP), CX\n%sqk:\n", lbl)
+		fmt.Fprintf(w, "\tMOVQ k+56(FP), AX\n\tMOVQ kstride+64(FP), R14\n\tMOVQ SI, BX\n\tMOVQ d+48(FP), CX\n\tMOVQ pk+96(FP), R9\n\tMOVQ pv+104(FP), R10\n%sqk:\n", lbl)
 		fmt.Fprintf(w, "\t%[1]s (AX), Y8\n\t%[1]s %[2]d(AX), Y9\n", load, half)
+		fmt.Fprintf(w, "\tPREFETCHT0 (R9)\n\tPREFETCHT0 (R10)\n\tADDQ R14, R9\n\tADDQ $%d, R10\n", 2*half)
 		for r := range mr {
 			fmt.Fprintf(w, "\tVBROADCASTSS %s, Y10\n\tVFMADD231PS Y8, Y10, Y%d\n\tVFMADD231PS Y9, Y10, Y%d\n", rowAddr("BX", 0, r), 2*r, 2*r+1)
 		}

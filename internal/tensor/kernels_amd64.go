@@ -381,18 +381,19 @@ func kxAsm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q []int8, d []
 }
 
 //go:noescape
-func flashF16AVX2(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int)
+func flashF16AVX2(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int, pk, pv unsafe.Pointer)
 
 //go:noescape
-func flashF32AVX2(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int)
+func flashF32AVX2(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int, pk, pv unsafe.Pointer)
 
 // flashAsm runs one Flash step in assembly (strides in bytes; bounds
-// checked by the caller). The AVX2 kernel serves the AVX-512 machines too.
-func flashAsm(f *Flash, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int, f16 bool) {
+// checked by the caller), prefetching the tile at pk, pv. The AVX2 kernel
+// serves the AVX-512 machines too.
+func flashAsm(f *Flash, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int, pk, pv unsafe.Pointer, f16 bool) {
 	if f16 {
-		flashF16AVX2(&f.Q[0], &f.o[0], &f.m[0], &f.l[0], &f.Lim[0], f.Rows, f.D, k, kstride, v, vstride, nk)
+		flashF16AVX2(&f.Q[0], &f.o[0], &f.m[0], &f.l[0], &f.Lim[0], f.Rows, f.D, k, kstride, v, vstride, nk, pk, pv)
 	} else {
-		flashF32AVX2(&f.Q[0], &f.o[0], &f.m[0], &f.l[0], &f.Lim[0], f.Rows, f.D, k, kstride, v, vstride, nk)
+		flashF32AVX2(&f.Q[0], &f.o[0], &f.m[0], &f.l[0], &f.Lim[0], f.Rows, f.D, k, kstride, v, vstride, nk, pk, pv)
 	}
 }
 

@@ -6475,8 +6475,8 @@ DATA fexp127<>+16(SB)/8, $0x0000007f0000007f
 DATA fexp127<>+24(SB)/8, $0x0000007f0000007f
 GLOBL fexp127<>(SB), RODATA|NOPTR, $32
 
-// func flashF16AVX2(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int)
-TEXT ·flashF16AVX2(SB), NOSPLIT, $288-96
+// func flashF16AVX2(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int, pk, pv unsafe.Pointer)
+TEXT ·flashF16AVX2(SB), NOSPLIT, $288-112
 	MOVQ q+0(FP), SI
 	MOVQ o+8(FP), DI
 	MOVQ d+48(FP), R12
@@ -6508,9 +6508,15 @@ flashF16AVX2r4:
 	MOVQ kstride+64(FP), R14
 	MOVQ SI, BX
 	MOVQ d+48(FP), CX
+	MOVQ pk+96(FP), R9
+	MOVQ pv+104(FP), R10
 flashF16AVX2r4qk:
 	VCVTPH2PS (AX), Y8
 	VCVTPH2PS 16(AX), Y9
+	PREFETCHT0 (R9)
+	PREFETCHT0 (R10)
+	ADDQ R14, R9
+	ADDQ $32, R10
 	VBROADCASTSS 0(BX), Y10
 	VFMADD231PS Y8, Y10, Y0
 	VFMADD231PS Y9, Y10, Y1
@@ -6907,9 +6913,15 @@ flashF16AVX2r3:
 	MOVQ kstride+64(FP), R14
 	MOVQ SI, BX
 	MOVQ d+48(FP), CX
+	MOVQ pk+96(FP), R9
+	MOVQ pv+104(FP), R10
 flashF16AVX2r3qk:
 	VCVTPH2PS (AX), Y8
 	VCVTPH2PS 16(AX), Y9
+	PREFETCHT0 (R9)
+	PREFETCHT0 (R10)
+	ADDQ R14, R9
+	ADDQ $32, R10
 	VBROADCASTSS 0(BX), Y10
 	VFMADD231PS Y8, Y10, Y0
 	VFMADD231PS Y9, Y10, Y1
@@ -7218,9 +7230,15 @@ flashF16AVX2r2:
 	MOVQ kstride+64(FP), R14
 	MOVQ SI, BX
 	MOVQ d+48(FP), CX
+	MOVQ pk+96(FP), R9
+	MOVQ pv+104(FP), R10
 flashF16AVX2r2qk:
 	VCVTPH2PS (AX), Y8
 	VCVTPH2PS 16(AX), Y9
+	PREFETCHT0 (R9)
+	PREFETCHT0 (R10)
+	ADDQ R14, R9
+	ADDQ $32, R10
 	VBROADCASTSS 0(BX), Y10
 	VFMADD231PS Y8, Y10, Y0
 	VFMADD231PS Y9, Y10, Y1
@@ -7444,9 +7462,15 @@ flashF16AVX2r1:
 	MOVQ kstride+64(FP), R14
 	MOVQ SI, BX
 	MOVQ d+48(FP), CX
+	MOVQ pk+96(FP), R9
+	MOVQ pv+104(FP), R10
 flashF16AVX2r1qk:
 	VCVTPH2PS (AX), Y8
 	VCVTPH2PS 16(AX), Y9
+	PREFETCHT0 (R9)
+	PREFETCHT0 (R10)
+	ADDQ R14, R9
+	ADDQ $32, R10
 	VBROADCASTSS 0(BX), Y10
 	VFMADD231PS Y8, Y10, Y0
 	VFMADD231PS Y9, Y10, Y1
@@ -7584,8 +7608,8 @@ flashF16AVX2done:
 	VZEROUPPER
 	RET
 
-// func flashF32AVX2(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int)
-TEXT ·flashF32AVX2(SB), NOSPLIT, $288-96
+// func flashF32AVX2(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int, pk, pv unsafe.Pointer)
+TEXT ·flashF32AVX2(SB), NOSPLIT, $288-112
 	MOVQ q+0(FP), SI
 	MOVQ o+8(FP), DI
 	MOVQ d+48(FP), R12
@@ -7617,9 +7641,15 @@ flashF32AVX2r4:
 	MOVQ kstride+64(FP), R14
 	MOVQ SI, BX
 	MOVQ d+48(FP), CX
+	MOVQ pk+96(FP), R9
+	MOVQ pv+104(FP), R10
 flashF32AVX2r4qk:
 	VMOVUPS (AX), Y8
 	VMOVUPS 32(AX), Y9
+	PREFETCHT0 (R9)
+	PREFETCHT0 (R10)
+	ADDQ R14, R9
+	ADDQ $64, R10
 	VBROADCASTSS 0(BX), Y10
 	VFMADD231PS Y8, Y10, Y0
 	VFMADD231PS Y9, Y10, Y1
@@ -8016,9 +8046,15 @@ flashF32AVX2r3:
 	MOVQ kstride+64(FP), R14
 	MOVQ SI, BX
 	MOVQ d+48(FP), CX
+	MOVQ pk+96(FP), R9
+	MOVQ pv+104(FP), R10
 flashF32AVX2r3qk:
 	VMOVUPS (AX), Y8
 	VMOVUPS 32(AX), Y9
+	PREFETCHT0 (R9)
+	PREFETCHT0 (R10)
+	ADDQ R14, R9
+	ADDQ $64, R10
 	VBROADCASTSS 0(BX), Y10
 	VFMADD231PS Y8, Y10, Y0
 	VFMADD231PS Y9, Y10, Y1
@@ -8327,9 +8363,15 @@ flashF32AVX2r2:
 	MOVQ kstride+64(FP), R14
 	MOVQ SI, BX
 	MOVQ d+48(FP), CX
+	MOVQ pk+96(FP), R9
+	MOVQ pv+104(FP), R10
 flashF32AVX2r2qk:
 	VMOVUPS (AX), Y8
 	VMOVUPS 32(AX), Y9
+	PREFETCHT0 (R9)
+	PREFETCHT0 (R10)
+	ADDQ R14, R9
+	ADDQ $64, R10
 	VBROADCASTSS 0(BX), Y10
 	VFMADD231PS Y8, Y10, Y0
 	VFMADD231PS Y9, Y10, Y1
@@ -8553,9 +8595,15 @@ flashF32AVX2r1:
 	MOVQ kstride+64(FP), R14
 	MOVQ SI, BX
 	MOVQ d+48(FP), CX
+	MOVQ pk+96(FP), R9
+	MOVQ pv+104(FP), R10
 flashF32AVX2r1qk:
 	VMOVUPS (AX), Y8
 	VMOVUPS 32(AX), Y9
+	PREFETCHT0 (R9)
+	PREFETCHT0 (R10)
+	ADDQ R14, R9
+	ADDQ $64, R10
 	VBROADCASTSS 0(BX), Y10
 	VFMADD231PS Y8, Y10, Y0
 	VFMADD231PS Y9, Y10, Y1

@@ -30,7 +30,7 @@ func kxAsm(isa, gguf.TensorType, []byte, int, int, int, []int8, []float32, []int
 	return false
 }
 
-func flashAsm(*Flash, unsafe.Pointer, int, unsafe.Pointer, int, int, bool) {
+func flashAsm(*Flash, unsafe.Pointer, int, unsafe.Pointer, int, int, unsafe.Pointer, unsafe.Pointer, bool) {
 	panic("BUG: tensor: no flash assembly in this build")
 }
 
