@@ -116,22 +116,20 @@ func (f *Flash) asm() bool { return f.isa != isaGeneric && f.D%16 == 0 && f.Rows
 // are not in the same order).
 func (f *Flash) stepGo(k []float32, kstride int, v []float32, vstride, nk int) {
 	d := f.D
-	var s [FlashKeys]float32
 	for r := range f.Rows {
-		q := f.Q[r*d : (r+1)*d]
-		lim := int(f.Lim[r])
+		var s [FlashKeys]float32
+		for c, qc := range f.Q[r*d : (r+1)*d] {
+			kc := (*[FlashKeys]float32)(k[c*kstride : c*kstride+FlashKeys])
+			for j := range s {
+				s[j] += qc * kc[j]
+			}
+		}
 		mx := float32(math.Inf(-1))
-		for j := range FlashKeys {
-			s[j] = float32(math.Inf(-1))
-			if j >= lim {
-				continue
+		for j := range s {
+			if j >= int(f.Lim[r]) {
+				s[j] = float32(math.Inf(-1))
 			}
-			var acc float32
-			for c, qc := range q {
-				acc += qc * k[c*kstride+j]
-			}
-			s[j] = acc
-			mx = max(mx, acc)
+			mx = max(mx, s[j])
 		}
 		mNew := max(f.m[r], mx)
 		alpha := Expf(f.m[r] - mNew)
@@ -146,12 +144,13 @@ func (f *Flash) stepGo(k []float32, kstride int, v []float32, vstride, nk int) {
 		for c := range o {
 			o[c] *= alpha
 		}
-		for j := range nk {
-			if p := s[j]; p != 0 {
-				vv := v[j*vstride : j*vstride+d]
-				for c := range o {
-					o[c] += p * vv[c]
-				}
+		for j, p := range s[:nk] {
+			if p == 0 {
+				continue
+			}
+			vv := v[j*vstride : j*vstride+d]
+			for c := range o {
+				o[c] += p * vv[c]
 			}
 		}
 	}

@@ -316,6 +316,7 @@ func main() {
 	data(&w, "dup01", [4]uint64{0x0504050401000100, 0x0d0c0d0c09080908, 0x0504050401000100, 0x0d0c0d0c09080908})
 	for _, tokens := range []int{4, 1} {
 		q4kx8AVX2(&w, tokens)
+		q5kx8AVX2(&w, tokens)
 		q6kx8AVX2(&w, tokens)
 	}
 	out := strings.ReplaceAll(w.String(), "\n\n\n", "\n\n")
@@ -1577,4 +1578,89 @@ func q6kx8AVX2(w *bytes.Buffer, T int) {
 	w.WriteString("\tVCVTPH2PS (SI), Y8\n")
 	kxAVX2Floats(w, T, acc, false)
 	kxAVX2Close(w, name, T, 210, acc)
+}
+
+// q5kx8AVX2 emits q5kx8AVX2T<T>, q4kx8AVX2's counterpart for Q5_K
+// repacked eight rows at a time (x8.go): each quant gets its fifth bit
+// from the rows' qh dwords (bit j of byte l for sub-block j), and, the
+// quants reaching 31, the int16 sums take four k's (4·7874 < 2^15) before
+// each VPMADDWD by the rows' scales. The bits are dotQ5K's.
+func q5kx8AVX2(w *bytes.Buffer, T int) {
+	name := fmt.Sprintf("q5kx8AVX2T%d", T)
+	const sc, acc = 0, 128
+	kxAVX2Frame(w, name, T, acc+32*T, acc)
+	w.WriteString(`	VMOVDQU 32(SI), Y8
+	VMOVDQU 64(SI), Y9
+	VMOVDQU 96(SI), Y10
+	VPAND c3f<>(SB), Y8, Y11
+	VMOVDQU Y11, 0(SP)
+	VPAND c3f<>(SB), Y9, Y11
+	VMOVDQU Y11, 64(SP)
+	VPSRLD $6, Y8, Y8
+	VPAND c03<>(SB), Y8, Y8
+	VPSLLD $4, Y8, Y8
+	VPAND nib<>(SB), Y10, Y11
+	VPOR Y8, Y11, Y11
+	VMOVDQU Y11, 32(SP)
+	VPSRLD $6, Y9, Y9
+	VPAND c03<>(SB), Y9, Y9
+	VPSLLD $4, Y9, Y9
+	VPSRLD $4, Y10, Y10
+	VPAND nib<>(SB), Y10, Y10
+	VPOR Y9, Y10, Y10
+	VMOVDQU Y10, 96(SP)
+`)
+	for t := range T {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", t)
+	}
+	scaleOf := func(base, j int) {
+		fmt.Fprintf(w, "\tVMOVDQU %d(SP), Y9\n", base+32*(j/4))
+		if s := 8 * (j % 4); s > 0 {
+			fmt.Fprintf(w, "\tVPSRLD $%d, Y9, Y9\n", s)
+		}
+		w.WriteString("\tVPAND cff<>(SB), Y9, Y9\n\tVPSHUFB dup01<>(SB), Y9, Y9\n")
+	}
+	for j := range 8 {
+		p, hi := j/2, j%2
+		scaleOf(sc, j)
+		for kh := range 2 {
+			for t := range T {
+				fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
+			}
+			for k := 4 * kh; k < 4*kh+4; k++ {
+				fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n", 384+256*p+32*k)
+				if hi == 1 {
+					w.WriteString("\tVPSRLW $4, Y8, Y8\n")
+				}
+				fmt.Fprintf(w, "\tVPAND nib<>(SB), Y8, Y8\n\tVMOVDQU %d(SI), Y11\n", 128+32*k)
+				switch {
+				case j < 4:
+					fmt.Fprintf(w, "\tVPSLLW $%d, Y11, Y11\n", 4-j)
+				case j > 4:
+					fmt.Fprintf(w, "\tVPSRLW $%d, Y11, Y11\n", j-4)
+				}
+				w.WriteString("\tVPAND bit10<>(SB), Y11, Y11\n\tVPOR Y11, Y8, Y8\n")
+				for t := range T {
+					q, _, _ := kxAVX2Addr(T, t)
+					fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDUBSW Y10, Y8, Y10\n\tVPADDW Y10, Y%[2]d, Y%[2]d\n", q(64*p+32*hi+4*k), 4+t)
+				}
+			}
+			for t := range T {
+				fmt.Fprintf(w, "\tVPMADDWD Y9, Y%d, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", 4+t, t)
+			}
+		}
+	}
+	for t := range T {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
+	}
+	for j := range 8 {
+		scaleOf(sc+64, j)
+		for t := range T {
+			_, _, bs := kxAVX2Addr(T, t)
+			fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDWD Y10, Y9, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", bs(4*j), 4+t)
+		}
+	}
+	w.WriteString("\tVCVTPH2PS (SI), Y8\n\tVCVTPH2PS 16(SI), Y9\n")
+	kxAVX2Floats(w, T, acc, true)
+	kxAVX2Close(w, name, T, 176, acc)
 }

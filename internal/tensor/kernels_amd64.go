@@ -404,6 +404,12 @@ func q4kx8AVX2T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 func q4kx8AVX2T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 
 //go:noescape
+func q5kx8AVX2T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q5kx8AVX2T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
 func q6kx8AVX2T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 
 //go:noescape
@@ -413,7 +419,7 @@ func q6kx8AVX2T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 // (w: groups of them) over the token tiles of q.KTile (four tokens, the
 // rest one by one), writing out[t·ostride + r].
 func kx8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, out []float32, ostride int) bool {
-	if k != isaAVX2 || (t != gguf.Q4_K && t != gguf.Q6_K) {
+	if k != isaAVX2 || (t != gguf.Q4_K && t != gguf.Q5_K && t != gguf.Q6_K) {
 		return false
 	}
 	if groups == 0 {
@@ -424,13 +430,18 @@ func kx8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, ou
 	_ = q.KTile[n*nb*kTileBytes-1]
 	for tok := 0; tok < n; {
 		a, o := &q.KTile[tok*nb*kTileBytes], &out[tok*ostride]
+		four := n-tok >= 4
 		switch {
-		case n-tok >= 4 && t == gguf.Q4_K:
+		case four && t == gguf.Q4_K:
 			q4kx8AVX2T4(&w[0], groups, nb, a, o, ostride*4)
-		case n-tok >= 4:
+		case four && t == gguf.Q5_K:
+			q5kx8AVX2T4(&w[0], groups, nb, a, o, ostride*4)
+		case four:
 			q6kx8AVX2T4(&w[0], groups, nb, a, o, ostride*4)
 		case t == gguf.Q4_K:
 			q4kx8AVX2T1(&w[0], groups, nb, a, o, ostride*4)
+		case t == gguf.Q5_K:
+			q5kx8AVX2T1(&w[0], groups, nb, a, o, ostride*4)
 		default:
 			q6kx8AVX2T1(&w[0], groups, nb, a, o, ostride*4)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
@@ -177,5 +178,18 @@ func TestFloatKernels(t *testing.T) {
 func TestISAString(t *testing.T) {
 	if got := fmt.Sprint(isaGeneric, isaAVX2, isaVNNI); got != "generic avx2 avx512vnni" {
 		t.Errorf("%q", got)
+	}
+}
+
+func TestKernelInfo(t *testing.T) {
+	k := KernelInfo()
+	if k.ISA != detect().String() {
+		t.Errorf("ISA %q, detected %v", k.ISA, detect())
+	}
+	if (k.Layout == "repacked") != (len(k.Repacked) > 0) || k.String() == "" {
+		t.Errorf("%+v", k)
+	}
+	if detect() >= isaAVX2 && !strings.Contains(k.String(), "Q8_0") {
+		t.Errorf("%v: Q8_0 is repacked on AVX2 and up", k)
 	}
 }

@@ -109,13 +109,10 @@ func vnniOffset(k isa, t gguf.TensorType) int32 {
 // kTiled reports whether m's K-quant kernels read the KTile layout: the
 // VNNI row tiles, and the AVX2 kernels of repacked matrices.
 func (m *Matrix) kTiled() bool {
-	if m.Type == gguf.Q5_K {
-		return false
-	}
 	if m.group == 0 {
-		return m.isa == isaVNNI
+		return m.isa == isaVNNI && m.Type != gguf.Q5_K
 	}
-	return m.isa == isaAVX2 && m.pack == isaAVX2
+	return m.packedISA() == isaAVX2
 }
 
 // mulTask is MulBatch's share of work for the pool: a range of rows.

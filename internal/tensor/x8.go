@@ -24,6 +24,7 @@ import (
 //	Q5_0  0: scales          2R: qh dwords   6R: nibble bytes as Q4_0
 //	Q4_K  0: d   2R: dmin   4R: scale bytes 0–3, 4–7, 8–11
 //	      16R: packed nibble bytes 32p+4k…, p = 0…3, k = 0…7
+//	Q5_K  as Q4_K, with 16R: qh dwords 0…7   48R: the nibble bytes
 //	Q6_K  0: d   2R: the 16 int8 scales, one byte per row   18R: for
 //	      each step s = (half n, k) in the order the kernel reads them
 //	      (strictly forward: an interleaved order halved the speed from
@@ -71,6 +72,9 @@ func (m *Matrix) Repack(dst []byte) bool {
 		R = 16
 	}
 	m.pack = m.isa
+	if m.Type == gguf.Q5_K {
+		m.pack = isaAVX2 // the only Q5_K kernels, on AVX-512 machines too
+	}
 	rb, bb := m.rowBytes, m.Type.BlockBytes()
 	buf := make([]byte, R*rb)
 	for g := range m.Rows / R {
@@ -106,7 +110,7 @@ func repacks(k isa, t gguf.TensorType) bool {
 	switch t {
 	case gguf.Q8_0:
 		return k >= isaAVX2
-	case gguf.Q4_K, gguf.Q6_K:
+	case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
 		return k >= isaAVX2
 	case gguf.Q4_0, gguf.Q5_0:
 		return k == isaVNNI
@@ -155,6 +159,20 @@ func packOffsets(t gguf.TensorType, r, R int, f func(o, b, n int)) {
 				f(16*R+32*R*p+4*R*k+4*r, 16+32*p+4*k, 4)
 			}
 		}
+	case gguf.Q5_K:
+		f(2*r, 0, 2)
+		f(2*R+2*r, 2, 2)
+		for i := range 3 {
+			f(4*R+4*R*i+4*r, 4+4*i, 4)
+		}
+		for i := range 8 {
+			f(16*R+4*R*i+4*r, 16+4*i, 4)
+		}
+		for p := range 4 {
+			for k := range 8 {
+				f(48*R+32*R*p+4*R*k+4*r, 48+32*p+4*k, 4)
+			}
+		}
 	case gguf.Q6_K:
 		f(2*r, 208, 2)
 		for g := range 16 {
@@ -189,17 +207,18 @@ func (m *Matrix) rowRepacked(r int, dst []float32) {
 func (m *Matrix) mulRowsRepacked(lo, hi int, n int, out []float32, q *Q8) {
 	rb, R, be := m.rowBytes, m.group, m.Type.BlockElems()
 	nb := m.Cols / be
-	if be == 32 && m.isa == m.pack && x8Asm(m.isa, m.Type, m.Data[lo*rb:hi*rb], (hi-lo)/8, nb, q, n, out[lo:], m.Rows) {
+	k := m.packedISA()
+	if be == 32 && x8Asm(k, m.Type, m.Data[lo*rb:hi*rb], (hi-lo)/8, nb, q, n, out[lo:], m.Rows) {
 		return
 	}
-	if be == 256 && m.isa == m.pack && kx8Asm(m.isa, m.Type, m.Data[lo*rb:hi*rb], (hi-lo)/8, nb, q, n, out[lo:], m.Rows) {
+	if be == 256 && kx8Asm(k, m.Type, m.Data[lo*rb:hi*rb], (hi-lo)/8, nb, q, n, out[lo:], m.Rows) {
 		return
 	}
 	tok := func(t int) ([]int8, []float32) { return q.Q[t*m.Cols : (t+1)*m.Cols], q.D[t*nb : (t+1)*nb] }
 	bsums := func(t int) []int16 { return q.BSums[t*nb*16 : (t+1)*nb*16] }
 	if n == 1 && be == 256 { // one token streams all the rows in one call
 		qs, d := tok(0)
-		if m.isa == m.pack && kxAsm(m.isa, m.Type, m.Data[lo*rb:hi*rb], R, (hi-lo)/R, nb, qs, d, bsums(0), out[lo:hi]) {
+		if kxAsm(k, m.Type, m.Data[lo*rb:hi*rb], R, (hi-lo)/R, nb, qs, d, bsums(0), out[lo:hi]) {
 			return
 		}
 	}
@@ -211,12 +230,22 @@ func (m *Matrix) mulRowsRepacked(lo, hi int, n int, out []float32, q *Q8) {
 			switch {
 			case be == 32:
 				m.dotX8(g, qs, d, tmp[:R])
-			case m.isa != m.pack || !kxAsm(m.isa, m.Type, m.Data[g*R*rb:(g+1)*R*rb], R, 1, nb, qs, d, bsums(t), tmp[:R]):
+			case !kxAsm(k, m.Type, m.Data[g*R*rb:(g+1)*R*rb], R, 1, nb, qs, d, bsums(t), tmp[:R]):
 				m.dotKx(g, qs, d, bsums(t), tmp[:R])
 			}
 			copy(out[t*m.Rows+R*g:], tmp[:R])
 		}
 	}
+}
+
+// packedISA is the kernel set that runs on m's repacked layout: the one
+// it was made for, when m's kernel set includes it (tests lower m.isa to
+// check the others against pure Go), else pure Go.
+func (m *Matrix) packedISA() isa {
+	if m.isa >= m.pack {
+		return m.pack
+	}
+	return isaGeneric
 }
 
 // dotX8 is the pure-Go kernel of the repacked Q8_0 family: the rows of
@@ -252,9 +281,12 @@ func (m *Matrix) dotKx(g int, q []int8, d []float32, bsums []int16, out []float3
 		for b := range d {
 			m.unpackBlock(len(out)*g+lane, b, row[b*bb:(b+1)*bb])
 		}
-		if m.Type == gguf.Q6_K {
+		switch m.Type {
+		case gguf.Q6_K:
 			out[lane] = dotQ6K(row, q, d, bsums)
-		} else {
+		case gguf.Q5_K:
+			out[lane] = dotQ5K(row, q, d, bsums)
+		default:
 			out[lane] = dotQ4K(row, q, d, bsums)
 		}
 	}
