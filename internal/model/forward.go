@@ -34,7 +34,9 @@ type Runner struct {
 
 	x, h, q, k, v, att, o, g, u []float32
 	pos                         []int
-	owner                       []int // token → index in seqs
+	owner                       []int     // token → index in seqs
+	ropeCS                      []float32 // cos, sin of ropePos's angles
+	ropePos                     int
 	mm                          tensor.Scratch
 	pool                        *tensor.Pool
 	attn                        attnTask
@@ -137,7 +139,9 @@ func (r *Runner) layer(L *Layer, l int, seqs []Seq, n int) {
 		rmsNorm(r.h[t*H:(t+1)*H], r.x[t*H:(t+1)*H], L.AttnNorm, c.NormEps)
 	}
 	L.Q.MulBatch(r.h, n, r.q, r.pool, &r.mm)
+	r.mm.SameInput()
 	L.K.MulBatch(r.h, n, r.k, r.pool, &r.mm)
+	r.mm.SameInput()
 	L.V.MulBatch(r.h, n, r.v, r.pool, &r.mm)
 	for t := range n {
 		q, k, v := r.q[t*qd:(t+1)*qd], r.k[t*kvd:(t+1)*kvd], r.v[t*kvd:(t+1)*kvd]
@@ -164,6 +168,7 @@ func (r *Runner) layer(L *Layer, l int, seqs []Seq, n int) {
 		rmsNorm(r.h[t*H:(t+1)*H], r.x[t*H:(t+1)*H], L.FFNNorm, c.NormEps)
 	}
 	L.Gate.MulBatch(r.h, n, r.g, r.pool, &r.mm)
+	r.mm.SameInput()
 	L.Up.MulBatch(r.h, n, r.u, r.pool, &r.mm)
 	r.swiglu.g, r.swiglu.u = r.g[:n*c.FFN], r.u[:n*c.FFN]
 	r.pool.Run(&r.swiglu, n*c.FFN, 2048)
@@ -178,16 +183,25 @@ type swigluTask struct{ g, u []float32 }
 func (t *swigluTask) Run(_, lo, hi int) { tensor.SiLUMul(t.g[lo:hi], t.u[lo:hi]) }
 
 // rope rotates every head of x (q or k, heads of HeadDim) for position pos,
-// computing angles iteratively in float32 as ggml does.
+// computing angles iteratively in float32 as ggml does; the cos/sin of a
+// position are computed once and kept for the next call (K after Q).
 func (r *Runner) rope(x []float32, pos int) {
 	c := &r.W.Config
 	nd := c.RopeDims
-	thetaScale := float32(math.Pow(float64(c.RopeBase), -2/float64(nd)))
-	for h := 0; h < len(x); h += c.HeadDim {
-		head := x[h : h+c.HeadDim]
+	if len(r.ropeCS) != nd || r.ropePos != pos {
+		r.ropeCS = resize(r.ropeCS, nd)
+		thetaScale := float32(math.Pow(float64(c.RopeBase), -2/float64(nd)))
 		theta := float32(pos)
 		for i := 0; i < nd/2; i++ {
-			cos, sin := float32(math.Cos(float64(theta))), float32(math.Sin(float64(theta)))
+			r.ropeCS[2*i], r.ropeCS[2*i+1] = float32(math.Cos(float64(theta))), float32(math.Sin(float64(theta)))
+			theta *= thetaScale
+		}
+		r.ropePos = pos
+	}
+	for h := 0; h < len(x); h += c.HeadDim {
+		head := x[h : h+c.HeadDim]
+		for i := 0; i < nd/2; i++ {
+			cos, sin := r.ropeCS[2*i], r.ropeCS[2*i+1]
 			a, b := 2*i, 2*i+1
 			if c.RopeMode == RopeNeoX {
 				a, b = i, i+nd/2
@@ -195,7 +209,6 @@ func (r *Runner) rope(x []float32, pos int) {
 			x0, x1 := head[a], head[b]
 			head[a] = x0*cos - x1*sin
 			head[b] = x0*sin + x1*cos
-			theta *= thetaScale
 		}
 	}
 }

@@ -22,7 +22,7 @@ func BenchmarkMulBatch(b *testing.B) {
 		name            string
 		rows, cols, thr int
 		tokens          []int
-	}{{"l2", 896, 1024, 1, []int{1, 4, 16, 32}}, {"mem", 0, 1024, 2, []int{1, 8, 32}}} {
+	}{{"l2", 896, 1024, 1, []int{1, 4, 16, 32}}, {"mem", 0, 1024, 2, []int{1, 8, 32}}, {"prefill", 896, 1024, 2, []int{512}}} {
 		for _, typ := range types {
 			rows := size.rows
 			rb, _ := typ.RowBytes(int64(size.cols))

@@ -193,3 +193,47 @@ func TestKernelInfo(t *testing.T) {
 		t.Errorf("%v: Q8_0 is repacked on AVX2 and up", k)
 	}
 }
+
+// TestSameInput: a matmul told that its input is the previous one's gives
+// what it gives alone, whether it reuses the quantised activations (same
+// layout) or not (another type came between, or another layout).
+func TestSameInput(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	const rows, cols, n = 16, 512, 3
+	mk := func(typ gguf.TensorType) *Matrix {
+		var data []byte
+		if typ == gguf.F32 {
+			data, _ = Quantize(typ, randFloats(r, rows*cols), nil)
+		} else {
+			data = randomBlocks(typ, rows, cols, r, 0)
+		}
+		m, err := NewMatrix(typ, rows, cols, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	x1, x2 := randFloats(r, n*cols), randFloats(r, n*cols)
+	p := NewPool(2)
+	defer p.Close()
+	alone := func(m *Matrix, x []float32) []float32 {
+		var s Scratch
+		out := make([]float32, n*rows)
+		m.MulBatch(x, n, out, p, &s)
+		return out
+	}
+	for _, c := range []struct{ first, second gguf.TensorType }{{gguf.Q8_0, gguf.Q8_0}, {gguf.Q4_K, gguf.Q6_K}, {gguf.Q8_0, gguf.Q4_K}, {gguf.Q4_0, gguf.Q8_0}} {
+		a, b := mk(c.first), mk(c.second)
+		var s Scratch
+		out := make([]float32, n*rows)
+		mk(gguf.F32).MulBatch(x2, n, out, p, &s) // leaves nothing to reuse
+		s.SameInput()
+		a.MulBatch(x2, n, out, p, &s)
+		a.MulBatch(x1, n, out, p, &s)
+		s.SameInput()
+		b.MulBatch(x1, n, out, p, &s)
+		if i := firstDiff(out, alone(b, x1)); i >= 0 {
+			t.Errorf("%s after %s: out[%d] differs from the matmul alone", c.second, c.first, i)
+		}
+	}
+}
