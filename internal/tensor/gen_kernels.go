@@ -310,6 +310,7 @@ func main() {
 		q6kTile(&w, tokens)
 	}
 	flashKernels(&w)
+	quantKernels(&w)
 	for _, tokens := range []int{4, 2, 1} {
 		qx8AVX2(&w, tokens)
 	}
@@ -1663,4 +1664,74 @@ func q5kx8AVX2(w *bytes.Buffer, T int) {
 	w.WriteString("\tVCVTPH2PS (SI), Y8\n\tVCVTPH2PS 16(SI), Y9\n")
 	kxAVX2Floats(w, T, acc, true)
 	kxAVX2Close(w, name, T, 176, acc)
+}
+
+// quantKernels emits quantQ8_0AVX2(x *float32, nb int, q *int8, d
+// *float32): Q8_0 activation blocks as quantQ8_0Blocks makes them, with
+// the same float operations (amax/127 rounded through fp16, 127/amax, the
+// products rounded half to even), so the same bits.
+func quantKernels(w *bytes.Buffer) {
+	data(w, "qabs", rep(0x7fffffff7fffffff))
+	dataF32(w, "q127", 127)
+	dataF32(w, "fexpinf", float32(math.Inf(1)))
+	data(w, "qperm", [4]uint64{4 << 32, 5<<32 | 1, 6<<32 | 2, 7<<32 | 3})
+	w.WriteString(`// func quantQ8_0AVX2(x *float32, nb int, q *int8, d *float32)
+// (127/amax is taken as 0 where it is not finite: amax 0, or so small that
+// the fp16 scale is 0 anyway.)
+TEXT ·quantQ8_0AVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), DX
+	VMOVUPS qabs<>(SB), Y15
+	VMOVUPS q127<>(SB), Y14
+	VMOVDQU qperm<>(SB), Y13
+	VBROADCASTSS fexpinf<>(SB), Y12
+quantq80:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VANDPS Y15, Y0, Y4
+	VANDPS Y15, Y1, Y5
+	VANDPS Y15, Y2, Y6
+	VANDPS Y15, Y3, Y7
+	VMAXPS Y5, Y4, Y4
+	VMAXPS Y7, Y6, Y6
+	VMAXPS Y6, Y4, Y4
+	VPERM2F128 $1, Y4, Y4, Y5
+	VMAXPS Y5, Y4, Y4
+	VPERMILPS $0x4E, Y4, Y5
+	VMAXPS Y5, Y4, Y4
+	VPERMILPS $0xB1, Y4, Y5
+	VMAXPS Y5, Y4, Y4
+	VDIVSS X14, X4, X5
+	VCVTPS2PH $0, X5, X5
+	VCVTPH2PS X5, X5
+	VMOVSS X5, (DX)
+	VDIVPS Y4, Y14, Y5
+	VCMPPS $1, Y12, Y5, Y6
+	VANDPS Y6, Y5, Y5
+	VMULPS Y5, Y0, Y0
+	VMULPS Y5, Y1, Y1
+	VMULPS Y5, Y2, Y2
+	VMULPS Y5, Y3, Y3
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VCVTPS2DQ Y2, Y2
+	VCVTPS2DQ Y3, Y3
+	VPACKSSDW Y1, Y0, Y0
+	VPACKSSDW Y3, Y2, Y2
+	VPACKSSWB Y2, Y0, Y0
+	VPERMD Y0, Y13, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $128, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ quantq80
+	VZEROUPPER
+	RET
+
+`)
 }

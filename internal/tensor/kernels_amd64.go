@@ -453,3 +453,18 @@ func kx8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, ou
 	}
 	return true
 }
+
+//go:noescape
+func quantQ8_0AVX2(x *float32, nb int, q *int8, d *float32)
+
+// quantQ8_0Asm quantises whole Q8_0 blocks of x into q and d (their
+// lengths checked by the caller) and reports whether it did.
+func quantQ8_0Asm(k isa, x []float32, q []int8, d []float32) bool {
+	if k == isaGeneric || len(d) == 0 {
+		return false
+	}
+	_ = x[len(d)*32-1]
+	_ = q[len(d)*32-1]
+	quantQ8_0AVX2(&x[0], len(d), &q[0], &d[0])
+	return true
+}

@@ -8741,6 +8741,88 @@ flashF32AVX2done:
 	VZEROUPPER
 	RET
 
+DATA qabs<>+0(SB)/8, $0x7fffffff7fffffff
+DATA qabs<>+8(SB)/8, $0x7fffffff7fffffff
+DATA qabs<>+16(SB)/8, $0x7fffffff7fffffff
+DATA qabs<>+24(SB)/8, $0x7fffffff7fffffff
+GLOBL qabs<>(SB), RODATA|NOPTR, $32
+
+DATA q127<>+0(SB)/8, $0x42fe000042fe0000
+DATA q127<>+8(SB)/8, $0x42fe000042fe0000
+DATA q127<>+16(SB)/8, $0x42fe000042fe0000
+DATA q127<>+24(SB)/8, $0x42fe000042fe0000
+GLOBL q127<>(SB), RODATA|NOPTR, $32
+
+DATA fexpinf<>+0(SB)/8, $0x7f8000007f800000
+DATA fexpinf<>+8(SB)/8, $0x7f8000007f800000
+DATA fexpinf<>+16(SB)/8, $0x7f8000007f800000
+DATA fexpinf<>+24(SB)/8, $0x7f8000007f800000
+GLOBL fexpinf<>(SB), RODATA|NOPTR, $32
+
+DATA qperm<>+0(SB)/8, $0x0000000400000000
+DATA qperm<>+8(SB)/8, $0x0000000500000001
+DATA qperm<>+16(SB)/8, $0x0000000600000002
+DATA qperm<>+24(SB)/8, $0x0000000700000003
+GLOBL qperm<>(SB), RODATA|NOPTR, $32
+
+// func quantQ8_0AVX2(x *float32, nb int, q *int8, d *float32)
+// (127/amax is taken as 0 where it is not finite: amax 0, or so small that
+// the fp16 scale is 0 anyway.)
+TEXT ·quantQ8_0AVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), DX
+	VMOVUPS qabs<>(SB), Y15
+	VMOVUPS q127<>(SB), Y14
+	VMOVDQU qperm<>(SB), Y13
+	VBROADCASTSS fexpinf<>(SB), Y12
+quantq80:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VANDPS Y15, Y0, Y4
+	VANDPS Y15, Y1, Y5
+	VANDPS Y15, Y2, Y6
+	VANDPS Y15, Y3, Y7
+	VMAXPS Y5, Y4, Y4
+	VMAXPS Y7, Y6, Y6
+	VMAXPS Y6, Y4, Y4
+	VPERM2F128 $1, Y4, Y4, Y5
+	VMAXPS Y5, Y4, Y4
+	VPERMILPS $0x4E, Y4, Y5
+	VMAXPS Y5, Y4, Y4
+	VPERMILPS $0xB1, Y4, Y5
+	VMAXPS Y5, Y4, Y4
+	VDIVSS X14, X4, X5
+	VCVTPS2PH $0, X5, X5
+	VCVTPH2PS X5, X5
+	VMOVSS X5, (DX)
+	VDIVPS Y4, Y14, Y5
+	VCMPPS $1, Y12, Y5, Y6
+	VANDPS Y6, Y5, Y5
+	VMULPS Y5, Y0, Y0
+	VMULPS Y5, Y1, Y1
+	VMULPS Y5, Y2, Y2
+	VMULPS Y5, Y3, Y3
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VCVTPS2DQ Y2, Y2
+	VCVTPS2DQ Y3, Y3
+	VPACKSSDW Y1, Y0, Y0
+	VPACKSSDW Y3, Y2, Y2
+	VPACKSSWB Y2, Y0, Y0
+	VPERMD Y0, Y13, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $128, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ quantq80
+	VZEROUPPER
+	RET
+
 // func q80x8AVX2T4(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
 TEXT ·q80x8AVX2T4(SB), NOSPLIT, $128-56
 	MOVQ w+0(FP), SI

@@ -35,3 +35,5 @@ func flashAsm(*Flash, unsafe.Pointer, int, unsafe.Pointer, int, int, unsafe.Poin
 }
 
 func kx8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool { return false }
+
+func quantQ8_0Asm(isa, []float32, []int8, []float32) bool { return false }

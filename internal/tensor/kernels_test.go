@@ -237,3 +237,40 @@ func TestSameInput(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizeQ8_0Levels: the assembly quantiser gives the pure-Go bits:
+// random blocks, outliers, an all-zero block, ties (x·127/amax = k+½),
+// subnormals and huge values.
+func TestQuantizeQ8_0Levels(t *testing.T) {
+	defer func() { hostISA = detect() }()
+	r := rand.New(rand.NewPCG(4, 4))
+	x := randFloats(r, 32*64)
+	clear(x[32:64])
+	for i := range 32 { // ties: amax 127 makes x·127/amax = x
+		x[64+i] = float32(i) - 15.5
+	}
+	x[64] = 127
+	for i := range 32 {
+		x[96+i] = float32(r.NormFloat64()) * 1e-41
+		x[128+i] = float32(r.NormFloat64()) * 1e30
+	}
+	x[200] *= 1e3
+	var want Q8
+	for _, k := range levels() {
+		hostISA = k
+		var q Q8
+		QuantizeQ8_0(x, &q)
+		if k == isaGeneric {
+			want = q
+			continue
+		}
+		for i := range q.Q {
+			if q.Q[i] != want.Q[i] {
+				t.Fatalf("%s: q[%d] = %d, generic %d (x %v)", k, i, q.Q[i], want.Q[i], x[i])
+			}
+		}
+		if i := firstDiff(q.D, want.D); i >= 0 {
+			t.Fatalf("%s: d[%d] = %v, generic %v", k, i, q.D[i], want.D[i])
+		}
+	}
+}
