@@ -311,8 +311,10 @@ func main() {
 	}
 	flashKernels(&w)
 	quantKernels(&w)
-	for _, tokens := range []int{4, 2, 1} {
-		qx8AVX2(&w, tokens)
+	for _, f := range formats {
+		for _, tokens := range []int{4, 2, 1} {
+			qx8AVX2(&w, f, tokens)
+		}
 	}
 	data(&w, "dup01", [4]uint64{0x0504050401000100, 0x0d0c0d0c09080908, 0x0504050401000100, 0x0d0c0d0c09080908})
 	for _, tokens := range []int{4, 1} {
@@ -1328,20 +1330,29 @@ func flashKernel(w *bytes.Buffer, f16 bool) {
 	fmt.Fprintf(w, "%sdone:\n\tVZEROUPPER\n\tRET\n\n", name)
 }
 
-// qx8AVX2 emits q80x8AVX2T<T>(w *byte, groups, nb int, a *byte, astride
-// int, out *float32, ostride int), the AVX2 kernel over Q8_0 repacked
-// eight rows at a time with the quants kept signed (no VNNI: x8.go). For
-// T tokens (a: token t's block b at a + b·astride + 40t, the X8 layout)
-// each group of rows runs its blocks: per four quants k, |w| once for the
-// tile, then per token VPSIGNB moves w's signs onto the broadcast
-// activations and VPMADDUBSW, VPMADDWD give the eight rows' sums (|w| ≤
-// 128 and |a| ≤ 127 keep the pairs below 2^15). The float steps per block
-// and token are dotX8's. The tile's sums wait on the stack.
+// qx8AVX2 emits <f>x8AVX2T<T>(w *byte, groups, nb int, a *byte, astride
+// int, out *float32, ostride int), the AVX2 kernels over the Q8_0 family
+// repacked eight rows at a time (x8.go). For T tokens (a: token t's block
+// b at a + b·astride + 40t, the X8 layout) each group of rows runs its
+// blocks:
 //
-// Registers: Y4–Y7 the tokens' integer sums, Y8 the weights, Y9 |w|, Y10
-// and Y11 temporaries, Y12 the rows' scales, Y15 ones16.
-func qx8AVX2(w *bytes.Buffer, T int) {
-	name := fmt.Sprintf("q80x8AVX2T%d", T)
+//   - Q8_0 keeps its quants signed: per four quants k, |w| once for the
+//     tile, then per token VPSIGNB moves w's signs onto the broadcast
+//     activations and VPMADDUBSW, VPMADDWD give the eight rows' sums (|w| ≤
+//     128 and |a| ≤ 127 keep the pairs below 2^15).
+//   - Q4_0 and Q5_0 multiply their unsigned quants (nibble, or nibble and
+//     fifth bit: ≤ 15, ≤ 31) by the signed activations, the VPMADDUBSW
+//     pairs summed in int16 over eight k's (Q4_0) or four (Q5_0), then
+//     widened by VPMADDWD; the activations' −off·Σa makes the sums signed.
+//
+// The float steps per block and token are dotX8's. The tile's sums wait
+// on the stack.
+//
+// Registers: Y0–Y3 int16 sums (Q4_0, Q5_0), Y4–Y7 the tokens' integer
+// sums, Y8 the weights, Y9 |w| or the fifth bits, Y10 and Y11
+// temporaries, Y12 the rows' scales, Y15 ones16.
+func qx8AVX2(w *bytes.Buffer, f format, T int) {
+	name := fmt.Sprintf("%sx8AVX2T%d", f.name, T)
 	fmt.Fprintf(w, "// func %s(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)\n", name)
 	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $%d-56\n", name, 32*T)
 	fmt.Fprintf(w, "\tMOVQ w+0(FP), SI\n\tMOVQ groups+8(FP), R11\n\tMOVQ astride+32(FP), R10\n\tMOVQ out+40(FP), R9\n\tMOVQ ostride+48(FP), R8\n\tVMOVDQU ones16<>(SB), Y15\n%sgroup:\n\tVXORPS Y10, Y10, Y10\n", name)
@@ -1352,16 +1363,52 @@ func qx8AVX2(w *bytes.Buffer, T int) {
 	for t := range T {
 		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
 	}
-	for k := range 8 {
-		fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n\tVPABSB Y8, Y9\n", 16+32*k)
+	act := func(t, k int) string { return fmt.Sprintf("%d(BX)", x8ActBytes*t+4*k) }
+	switch f.name {
+	case "q80":
+		for k := range 8 {
+			fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n\tVPABSB Y8, Y9\n", 16+32*k)
+			for t := range T {
+				fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPSIGNB Y8, Y10, Y10\n\tVPMADDUBSW Y10, Y9, Y10\n\tVPMADDWD Y15, Y10, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", act(t, k), 4+t)
+			}
+		}
+	default:
+		quants, phase := 16, 8 // where the nibbles start; k's per int16 phase
+		if f.name == "q50" {
+			quants, phase = 48, 4
+		}
+		for k := range 8 {
+			if k%phase == 0 {
+				for t := range T {
+					fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", t)
+				}
+			}
+			g, hi := k%4, k/4
+			fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n", quants+32*g)
+			if hi == 1 {
+				w.WriteString("\tVPSRLW $4, Y8, Y8\n")
+			}
+			w.WriteString("\tVPAND nib<>(SB), Y8, Y8\n")
+			if f.name == "q50" {
+				fmt.Fprintf(w, "\tVMOVDQU 16(SI), Y9\n\tVPSRLD $%d, Y9, Y9\n\tVPAND c0f<>(SB), Y9, Y9\n\tVPMULLD q5spread<>(SB), Y9, Y9\n\tVPAND bit10<>(SB), Y9, Y9\n\tVPOR Y9, Y8, Y8\n", 16*hi+4*g)
+			}
+			for t := range T {
+				fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDUBSW Y10, Y8, Y10\n\tVPADDW Y10, Y%[2]d, Y%[2]d\n", act(t, k), t)
+			}
+			if k%phase == phase-1 {
+				for t := range T {
+					fmt.Fprintf(w, "\tVPMADDWD Y15, Y%d, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", t, 4+t)
+				}
+			}
+		}
 		for t := range T {
-			fmt.Fprintf(w, "\tVPBROADCASTD %d(BX), Y10\n\tVPSIGNB Y8, Y10, Y10\n\tVPMADDUBSW Y10, Y9, Y10\n\tVPMADDWD Y15, Y10, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", x8ActBytes*t+4*k, 4+t)
+			fmt.Fprintf(w, "\tVPBROADCASTD %d(BX), Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", x8ActBytes*t+32, 4+t)
 		}
 	}
 	for t := range T {
 		fmt.Fprintf(w, "\tVCVTDQ2PS Y%[1]d, Y%[1]d\n\tVBROADCASTSS %[2]d(BX), Y10\n\tVMULPS Y12, Y10, Y10\n\tVMULPS Y10, Y%[1]d, Y%[1]d\n\tVADDPS %[3]d(SP), Y%[1]d, Y%[1]d\n\tVMOVUPS Y%[1]d, %[3]d(SP)\n", 4+t, x8ActBytes*t+36, 32*t)
 	}
-	fmt.Fprintf(w, "\tADDQ $%d, SI\n\tADDQ R10, BX\n\tDECQ R13\n\tJNZ %sblock\n\tMOVQ R9, AX\n", 8*34, name)
+	fmt.Fprintf(w, "\tADDQ $%d, SI\n\tADDQ R10, BX\n\tDECQ R13\n\tJNZ %sblock\n\tMOVQ R9, AX\n", 8*f.bytes, name)
 	for t := range T {
 		fmt.Fprintf(w, "\tVMOVUPS %d(SP), Y10\n\tVMOVUPS Y10, (AX)\n", 32*t)
 		if t < T-1 {

@@ -14,14 +14,15 @@ import (
 //go:generate go run gen_kernels.go
 
 // detect picks the best kernel set this CPU runs: AVX-512 VNNI (on ymm
-// registers, with BW and VL) or AVX2 with FMA and F16C, else pure Go.
+// registers, with BW and VL) or AVX2 with FMA and F16C, else pure Go; at
+// most maxISA (the noavx512 build tag caps it at AVX2).
 func detect() isa {
 	x := &cpu.X86
 	if !x.HasAVX2 || !x.HasFMA || !x.HasF16C {
 		return isaGeneric
 	}
 	if x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512VNNI {
-		return isaVNNI
+		return min(isaVNNI, maxISA)
 	}
 	return isaAVX2
 }
@@ -275,6 +276,34 @@ func q80x8AVX2T2(w *byte, groups, nb int, a *byte, astride int, out *float32, os
 //go:noescape
 func q80x8AVX2T1(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
 
+//go:noescape
+func q40x8AVX2T4(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q40x8AVX2T2(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q40x8AVX2T1(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q50x8AVX2T4(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q50x8AVX2T2(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q50x8AVX2T1(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+type x8AVX2Func = func(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+// x8AVX2Kernels are the AVX2 repacked kernels per format, for tiles of 4,
+// 2 and 1 tokens.
+var x8AVX2Kernels = map[gguf.TensorType][3]x8AVX2Func{
+	gguf.Q8_0: {q80x8AVX2T4, q80x8AVX2T2, q80x8AVX2T1},
+	gguf.Q4_0: {q40x8AVX2T4, q40x8AVX2T2, q40x8AVX2T1},
+	gguf.Q5_0: {q50x8AVX2T4, q50x8AVX2T2, q50x8AVX2T1},
+}
+
 // x8Asm runs the repacked Q8_0-family kernels over groups of eight rows
 // (w) for each token tile of q.X8, writing out[t·ostride + r].
 func x8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, out []float32, ostride int) bool {
@@ -286,21 +315,20 @@ func x8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, out
 	_ = q.X8[n*nb*x8ActBytes-1]
 	if k == isaAVX2 {
 		// Tiles of four tokens at most (registers), within each layout tile.
+		fs := x8AVX2Kernels[t]
 		for t0 := 0; t0 < n; {
 			_, T := x8Tile(t0, n)
 			a, as := q.X8[t0*nb*x8ActBytes:], T*x8ActBytes
 			for s := 0; s < T; {
+				i, step := 2, 1
 				switch {
 				case T-s >= 4:
-					q80x8AVX2T4(&w[0], groups, nb, &a[s*x8ActBytes], as, &out[(t0+s)*ostride], ostride*4)
-					s += 4
+					i, step = 0, 4
 				case T-s >= 2:
-					q80x8AVX2T2(&w[0], groups, nb, &a[s*x8ActBytes], as, &out[(t0+s)*ostride], ostride*4)
-					s += 2
-				default:
-					q80x8AVX2T1(&w[0], groups, nb, &a[s*x8ActBytes], as, &out[(t0+s)*ostride], ostride*4)
-					s++
+					i, step = 1, 2
 				}
+				fs[i](&w[0], groups, nb, &a[s*x8ActBytes], as, &out[(t0+s)*ostride], ostride*4)
+				s += step
 			}
 			t0 += T
 		}

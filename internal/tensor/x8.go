@@ -108,12 +108,8 @@ func (m *Matrix) unpackBlock(r, b int, blk []byte) {
 // repacks reports whether kernel set k has repacked kernels for t.
 func repacks(k isa, t gguf.TensorType) bool {
 	switch t {
-	case gguf.Q8_0:
+	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
 		return k >= isaAVX2
-	case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
-		return k >= isaAVX2
-	case gguf.Q4_0, gguf.Q5_0:
-		return k == isaVNNI
 	}
 	return false
 }
