@@ -10,8 +10,14 @@
 # TinyLlama-1.1B-shaped Q4_K_M), then runs, back to back:
 #   - llama-bench -p 512 -n 128 -r 3 against `glassbox model bench` (same
 #     test definitions), min and median of the repetitions;
+#   - long context on the Qwen model: llama-bench -p 4000 -pg 4000,128
+#     (decode at depth is 128 tokens over the difference of the two runs'
+#     median times; c392e50 has no -d) against `glassbox model bench -p
+#     4000` and `-n 128 -d 4000`;
 #   - 1, 2, 4 and 32 concurrent streaming requests (128 tokens each) with
 #     `glassbox bench` against `llama-server -np N` and `glassbox serve`.
+# It prints the CPU's model and ISA first: AVX2-only and AVX-512 VNNI
+# machines give very different answers. Both sides use fp16 K/V.
 # Machines with 2 cores are noisy: run it on an otherwise idle machine, and
 # run it more than once.
 set -euo pipefail
@@ -29,6 +35,10 @@ declare -A MODELS=([qwen2.5-0.5b-q8_0]="--shape qwen2.5-0.5b --type q8_0" [tinyl
 for name in "${!MODELS[@]}"; do
   [ -f "$WORK/$name.gguf" ] || $GB model random ${MODELS[$name]} -o "$WORK/$name.gguf"
 done
+
+grep -m1 'model name' /proc/cpuinfo || true
+isa=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|f16c|avx512f|avx512_vnni|avx512vnni)$' | sort | tr '\n' ' ')
+echo "ISA: ${isa:-unknown}; $THREADS threads (glassbox serve's banner names the kernels it picked)"
 
 rows=()
 ratio() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f'{a/b:.2f}x' if b else 'n/a')" "$1" "$2"; }
@@ -59,6 +69,27 @@ PY
     rows+=("$name $test|$lmin / $lmed|$gmin / $gmed|$(ratio "$gmed" "$lmed")")
   done
 done
+
+# Long context on the Qwen model.
+m="$WORK/qwen2.5-0.5b-q8_0.gguf"
+"$LLAMA_BENCH" -m "$m" -p 4000 -n 0 -pg 4000,128 -t "$THREADS" -r "$REPS" -o json > "$WORK/llama-bench-depth.json"
+$GB model bench -p 4000 -n 0 -t "$THREADS" -r "$REPS" -json "$m" > "$WORK/glassbox-bench-pp4000.json"
+$GB model bench -p 0 -n 128 -d 4000 -t "$THREADS" -r "$REPS" -json "$m" > "$WORK/glassbox-bench-d4000.json"
+read -r lpp lpmed ltg < <(python3 - "$WORK/llama-bench-depth.json" <<'PY'
+import json, sys, statistics
+runs = json.load(open(sys.argv[1]))
+pp = next(r for r in runs if r["n_prompt"] == 4000 and r["n_gen"] == 0)
+pg = next(r for r in runs if r["n_prompt"] == 4000 and r["n_gen"] == 128)
+s = sorted(pp["samples_ts"])
+tpp = statistics.median(pp["samples_ns"]) / 1e9
+tpg = statistics.median(pg["samples_ns"]) / 1e9
+print(f"{s[0]:.1f} {s[len(s)//2]:.1f} {128 / (tpg - tpp):.1f}")
+PY
+)
+read -r gpp gpmed < <(python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; print(f'{r[\"min_ts\"]:.1f} {r[\"median_ts\"]:.1f}')" "$WORK/glassbox-bench-pp4000.json")
+read -r gtg gtmed < <(python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; print(f'{r[\"min_ts\"]:.1f} {r[\"median_ts\"]:.1f}')" "$WORK/glassbox-bench-d4000.json")
+rows+=("qwen2.5-0.5b-q8_0 prefill of 4000 tokens|$lpp / $lpmed|$gpp / $gpmed|$(ratio "$gpmed" "$lpmed")")
+rows+=("qwen2.5-0.5b-q8_0 decode at depth 4000|$ltg (derived)|$gtg / $gtmed|$(ratio "$gtmed" "$ltg")")
 
 # Continuous batching: aggregate output tokens/s through each server, for
 # short prompts (the random models' byte-level vocabulary makes random-id

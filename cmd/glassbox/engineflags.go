@@ -30,6 +30,7 @@ type engineFlags struct {
 	noEnablePrefix      bool
 	gpuMemoryUtil       float64
 	kvCacheMemoryBytes  string
+	kvCacheDtype        string
 	disableLogStats     bool
 	disableGlassbox     bool
 	showHidden          string
@@ -51,6 +52,7 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&e.noEnablePrefix, "no-enable-prefix-caching", false, "turn automatic prefix caching off")
 	fs.Float64Var(&e.gpuMemoryUtil, "gpu-memory-utilization", 0.92, "fraction of GPU memory for weights, activations and the KV cache")
 	fs.StringVar(&e.kvCacheMemoryBytes, "kv-cache-memory-bytes", "", "KV-cache size per GPU, e.g. 8G; overrides --gpu-memory-utilization")
+	fs.StringVar(&e.kvCacheDtype, "kv-cache-dtype", "auto", "KV cache element type: auto (fp16 on the CPU), fp16 or fp32 (the CPU's); the simulator takes auto")
 	fs.BoolVar(&e.disableLogStats, "disable-log-stats", false, "export no vllm: engine metrics, as vLLM")
 	fs.BoolVar(&e.disableGlassbox, "disable-glassbox-metrics", false, "export exactly what vLLM exports: no glassbox_* (or Go runtime) series")
 	fs.StringVar(&e.showHidden, "show-hidden-metrics-for-version", "", "also export the metrics vLLM of this version (e.g. 0.10) exported that vLLM 0.30 has dropped, such as vllm:gpu_cache_usage_perc")
@@ -70,7 +72,7 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 		BlockSize: e.blockSize, UserSpecifiedBlockSize: e.blockSizeSet,
 		NoPrefixCaching: !e.enablePrefix || e.noEnablePrefix, ShowHiddenMetricsForVersion: e.showHidden,
 		GPUMemoryUtilization: e.gpuMemoryUtil, MaxQueuedRequests: e.maxQueued, DisableLogStats: e.disableLogStats,
-		DisableGlassboxMetrics: e.disableGlassbox,
+		DisableGlassboxMetrics: e.disableGlassbox, KVCacheDtype: e.kvCacheDtype,
 	}
 	var err error
 	if c.Sim.TensorParallel, err = parseCount(e.tensorParallel, 1); err != nil {

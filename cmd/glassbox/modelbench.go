@@ -21,6 +21,7 @@ func runModelBench(args []string, stdout, stderr io.Writer) error {
 	var cfg model.BenchConfig
 	fs.IntVar(&cfg.Prompt, "p", 512, "prompt tokens (pp test; 0 skips it)")
 	fs.IntVar(&cfg.Gen, "n", 128, "generated tokens (tg test; 0 skips it)")
+	fs.IntVar(&cfg.Depth, "d", 0, "run both tests after a context of this many tokens (llama-bench's -d)")
 	fs.IntVar(&cfg.Reps, "r", 3, "repetitions")
 	fs.IntVar(&cfg.Threads, "t", runtime.NumCPU(), "threads")
 	asJSON := fs.Bool("json", false, "print JSON")

@@ -122,6 +122,14 @@ func TestModelBench(t *testing.T) {
 	if len(res) != 2 || res[0].Test != "pp16" || res[1].Test != "tg4" || len(res[1].Samples) != 2 || res[1].Min <= 0 || res[1].Median < res[1].Min {
 		t.Errorf("results %+v", res)
 	}
+	out.Reset()
+	if err := run(context.Background(), []string{"model", "bench", "-p", "8", "-n", "4", "-d", "200", "-r", "1", "-t", "1", "-json", storiesPath(t)}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	res = nil
+	if err := json.Unmarshal([]byte(out.String()), &res); err != nil || len(res) != 2 || res[0].Test != "pp8 @ d200" || res[1].Test != "tg4 @ d200" {
+		t.Errorf("at depth: %v %+v", err, res)
+	}
 }
 
 // TestServeRejectsBadSizes: both backends refuse unusable sizes with the
@@ -139,6 +147,8 @@ func TestServeRejectsBadSizes(t *testing.T) {
 		{[]string{"--model", stories, "--kv-cache-memory-bytes", "1k"}, "--kv-cache-memory-bytes"},
 		{[]string{"--model", stories, "--block-size", "0"}, "block-size"},
 		{[]string{"--model", filepath.Join(t.TempDir(), "missing.gguf")}, "missing.gguf"},
+		{[]string{"--model", stories, "--kv-cache-dtype", "fp8"}, "--kv-cache-dtype"},
+		{[]string{"--kv-cache-dtype", "fp32"}, "--kv-cache-dtype"},
 	} {
 		_, err := startServe(context.Background(), append([]string{"--host", "127.0.0.1", "--port", "0"}, c.args...), io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

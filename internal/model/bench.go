@@ -12,8 +12,12 @@ import (
 // tests do, so the two can be compared side by side.
 type BenchConfig struct {
 	Prompt, Gen int // tokens of the pp and tg tests; 0 skips a test
-	Reps        int
-	Threads     int
+	// Depth runs both tests after a context of this many tokens (llama-bench's
+	// -d): the KV cache is filled with made-up keys and values, which cost
+	// attention the same as real ones.
+	Depth   int
+	Reps    int
+	Threads int
 }
 
 // BenchResult is one test's throughputs.
@@ -27,16 +31,24 @@ type BenchResult struct {
 
 // Bench runs the tests on w with a KV cache just large enough.
 func Bench(w *Weights, cfg BenchConfig) ([]BenchResult, error) {
-	if cfg.Reps < 1 || cfg.Prompt < 0 || cfg.Gen < 0 {
+	if cfg.Reps < 1 || cfg.Prompt < 0 || cfg.Gen < 0 || cfg.Depth < 0 {
 		return nil, fmt.Errorf("bench: need at least one repetition and non-negative lengths, got %+v", cfg)
 	}
 	const bs = 16
-	blocks := (cfg.Prompt + cfg.Gen + bs) / bs
+	d := cfg.Depth
+	blocks := (d + cfg.Prompt + cfg.Gen + bs) / bs
 	r := NewRunner(w, blocks, bs, cfg.Threads)
 	defer r.Close()
 	table := make([]int, blocks)
 	for i := range table {
 		table[i] = i
+	}
+	if d > 0 {
+		r.KV.Fill(table, d, 1)
+	}
+	suffix := ""
+	if d > 0 {
+		suffix = fmt.Sprintf(" @ d%d", d) // llama-bench's name for a test at depth
 	}
 	tok := func(i int) int { return 1 + i*7919%(w.Vocab-1) }
 	var results []BenchResult
@@ -62,16 +74,16 @@ func Bench(w *Weights, cfg BenchConfig) ([]BenchResult, error) {
 		for i := range prompt {
 			prompt[i] = tok(i)
 		}
-		if err := measure(fmt.Sprintf("pp%d", cfg.Prompt), cfg.Prompt, func() error {
-			return r.Forward([]Seq{{Tokens: prompt, BlockTable: table, LogitsFrom: cfg.Prompt - 1}})
+		if err := measure(fmt.Sprintf("pp%d", cfg.Prompt)+suffix, cfg.Prompt, func() error {
+			return r.Forward([]Seq{{Tokens: prompt, Pos: d, BlockTable: table, LogitsFrom: cfg.Prompt - 1}})
 		}); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.Gen > 0 {
-		if err := measure(fmt.Sprintf("tg%d", cfg.Gen), cfg.Gen, func() error {
+		if err := measure(fmt.Sprintf("tg%d", cfg.Gen)+suffix, cfg.Gen, func() error {
 			for i := range cfg.Gen {
-				if err := r.Forward([]Seq{{Tokens: []int{tok(i)}, Pos: i, BlockTable: table}}); err != nil {
+				if err := r.Forward([]Seq{{Tokens: []int{tok(i)}, Pos: d + i, BlockTable: table}}); err != nil {
 					return err
 				}
 			}

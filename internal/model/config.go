@@ -113,6 +113,12 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 // KVDim is the width of one token's K (or V) in one layer.
 func (c *Config) KVDim() int { return c.KVHeads * c.HeadDim }
 
-// KVBytesPerToken is the cache cost of one token over all layers (float32
-// K and V).
-func (c *Config) KVBytesPerToken() int64 { return int64(c.Layers) * 2 * int64(c.KVDim()) * 4 }
+// KVBytesPerToken is the cache cost of one token over all layers, K and
+// V, in the default cache type (what NewRunner allocates).
+func (c *Config) KVBytesPerToken() int64 { return c.KVBytesPerTokenOf(DefaultKVDtype) }
+
+// KVBytesPerTokenOf is KVBytesPerToken for a cache of dt: a cache sized
+// in bytes holds twice the tokens in fp16 as in fp32.
+func (c *Config) KVBytesPerTokenOf(dt KVDtype) int64 {
+	return int64(c.Layers) * 2 * int64(c.KVDim()) * int64(dt.Bytes())
+}

@@ -8,31 +8,6 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/tensor"
 )
 
-// KVCache holds every layer's K and V in physical blocks of BlockSize
-// tokens; a sequence reaches its tokens through its block table, as
-// PagedAttention does.
-type KVCache struct {
-	BlockSize, NumBlocks int
-	kvDim                int
-	k, v                 [][]float32 // per layer: NumBlocks·BlockSize·kvDim
-}
-
-// NewKVCache allocates numBlocks blocks for c.
-func NewKVCache(c Config, numBlocks, blockSize int) *KVCache {
-	kv := &KVCache{BlockSize: blockSize, NumBlocks: numBlocks, kvDim: c.KVDim()}
-	n := numBlocks * blockSize * kv.kvDim
-	for range c.Layers {
-		kv.k = append(kv.k, make([]float32, n))
-		kv.v = append(kv.v, make([]float32, n))
-	}
-	return kv
-}
-
-// slot is where position pos of a sequence lives.
-func (kv *KVCache) slot(table []int, pos int) int {
-	return (table[pos/kv.BlockSize]*kv.BlockSize + pos%kv.BlockSize) * kv.kvDim
-}
-
 // Seq is one sequence's share of a forward pass: Tokens at positions
 // Pos, Pos+1, …, with K/V reached through BlockTable. Logits are produced
 // for Tokens[LogitsFrom:] (len(Tokens)-1 for the next token only, or
@@ -59,20 +34,36 @@ type Runner struct {
 
 	x, h, q, k, v, att, o, g, u []float32
 	pos                         []int
-	owner                       []int // token → index in seqs
+	owner                       []int     // token → index in seqs
+	ropeCS                      []float32 // cos, sin of ropePos's angles
+	ropePos                     int
 	mm                          tensor.Scratch
 	pool                        *tensor.Pool
 	attn                        attnTask
 	swiglu                      swigluTask
 }
 
-// NewRunner prepares a runner over w with a cache of numBlocks blocks and
-// threads compute threads (the caller of Forward is one of them).
+// RunnerConfig sizes a runner: its KV cache (NumBlocks blocks of
+// BlockSize tokens, elements of KVDtype; the zero value is fp16) and its
+// compute threads (the caller of Forward is one of them).
+type RunnerConfig struct {
+	NumBlocks, BlockSize int
+	Threads              int
+	KVDtype              KVDtype
+}
+
+// NewRunner prepares a runner over w with a cache of numBlocks blocks in
+// the default type (fp16) and threads compute threads.
 func NewRunner(w *Weights, numBlocks, blockSize, threads int) *Runner {
-	threads = max(1, threads)
-	r := &Runner{W: w, KV: NewKVCache(w.Config, numBlocks, blockSize), Threads: threads, pool: tensor.NewPool(threads)}
+	return NewRunnerWith(w, RunnerConfig{NumBlocks: numBlocks, BlockSize: blockSize, Threads: threads})
+}
+
+// NewRunnerWith prepares a runner over w as c says.
+func NewRunnerWith(w *Weights, c RunnerConfig) *Runner {
+	threads := max(1, c.Threads)
+	r := &Runner{W: w, KV: NewKVCacheOf(w.Config, c.NumBlocks, c.BlockSize, c.KVDtype), Threads: threads, pool: tensor.NewPool(threads)}
 	r.attn.r = r
-	r.attn.scores = make([][]float32, threads)
+	r.attn.workers = make([]attnWorker, threads)
 	runtime.AddCleanup(r, func(p *tensor.Pool) { p.Close() }, r.pool)
 	return r
 }
@@ -118,6 +109,7 @@ func (r *Runner) Forward(seqs []Seq) error {
 			t++
 		}
 	}
+	r.planAttention(seqs)
 	for l := range r.W.Layers {
 		r.layer(&r.W.Layers[l], l, seqs, n)
 	}
@@ -147,7 +139,9 @@ func (r *Runner) layer(L *Layer, l int, seqs []Seq, n int) {
 		rmsNorm(r.h[t*H:(t+1)*H], r.x[t*H:(t+1)*H], L.AttnNorm, c.NormEps)
 	}
 	L.Q.MulBatch(r.h, n, r.q, r.pool, &r.mm)
+	r.mm.SameInput()
 	L.K.MulBatch(r.h, n, r.k, r.pool, &r.mm)
+	r.mm.SameInput()
 	L.V.MulBatch(r.h, n, r.v, r.pool, &r.mm)
 	for t := range n {
 		q, k, v := r.q[t*qd:(t+1)*qd], r.k[t*kvd:(t+1)*kvd], r.v[t*kvd:(t+1)*kvd]
@@ -164,12 +158,9 @@ func (r *Runner) layer(L *Layer, l int, seqs []Seq, n int) {
 		}
 		r.rope(q, r.pos[t])
 		r.rope(k, r.pos[t])
-		s := &seqs[r.owner[t]]
-		off := r.KV.slot(s.BlockTable, r.pos[t])
-		copy(r.KV.k[l][off:off+kvd], k)
-		copy(r.KV.v[l][off:off+kvd], v)
+		r.KV.write(l, seqs[r.owner[t]].BlockTable, r.pos[t], k, v)
 	}
-	r.attention(l, seqs, n)
+	r.attention(l, seqs)
 	L.O.MulBatch(r.att, n, r.o, r.pool, &r.mm)
 	add(r.x[:n*H], r.o[:n*H])
 
@@ -177,26 +168,12 @@ func (r *Runner) layer(L *Layer, l int, seqs []Seq, n int) {
 		rmsNorm(r.h[t*H:(t+1)*H], r.x[t*H:(t+1)*H], L.FFNNorm, c.NormEps)
 	}
 	L.Gate.MulBatch(r.h, n, r.g, r.pool, &r.mm)
+	r.mm.SameInput()
 	L.Up.MulBatch(r.h, n, r.u, r.pool, &r.mm)
 	r.swiglu.g, r.swiglu.u = r.g[:n*c.FFN], r.u[:n*c.FFN]
 	r.pool.Run(&r.swiglu, n*c.FFN, 2048)
 	L.Down.MulBatch(r.g, n, r.o, r.pool, &r.mm)
 	add(r.x[:n*H], r.o[:n*H])
-}
-
-// attention computes, for every token and head, softmax(q·Kᵀ/√d)·V over the
-// token's sequence up to its own position, reading K/V through the block
-// table. The pool splits the work by (token, head).
-func (r *Runner) attention(l int, seqs []Seq, n int) {
-	c := &r.W.Config
-	longest := 0
-	for _, p := range r.pos[:n] {
-		longest = max(longest, p+1)
-	}
-	perJob := 2 * longest * c.HeadDim
-	r.attn.l, r.attn.seqs = l, seqs
-	r.pool.Run(&r.attn, n*c.Heads, max(1, (1<<16)/perJob))
-	r.attn.seqs = nil
 }
 
 // swigluTask computes g = silu(g)·u over a range, on the pool: exp over
@@ -205,72 +182,26 @@ type swigluTask struct{ g, u []float32 }
 
 func (t *swigluTask) Run(_, lo, hi int) { tensor.SiLUMul(t.g[lo:hi], t.u[lo:hi]) }
 
-// attnTask is attention's work for the pool; scores is per worker.
-type attnTask struct {
-	r      *Runner
-	l      int
-	seqs   []Seq
-	scores [][]float32
-}
-
-func (a *attnTask) Run(worker, lo, hi int) {
-	heads := a.r.W.Config.Heads
-	for j := lo; j < hi; j++ {
-		a.scores[worker] = a.r.attendOne(a.l, a.seqs, j/heads, j%heads, a.scores[worker])
-	}
-}
-
-func (r *Runner) attendOne(l int, seqs []Seq, t, head int, scores []float32) []float32 {
-	c := &r.W.Config
-	d, qd := c.HeadDim, c.Heads*c.HeadDim
-	kvHead := head / (c.Heads / c.KVHeads)
-	q := r.q[t*qd+head*d : t*qd+(head+1)*d]
-	table := seqs[r.owner[t]].BlockTable
-	p := r.pos[t]
-	scores = resize(scores, p+1)
-	scale := float32(1 / math.Sqrt(float64(d)))
-	K, V := r.KV.k[l], r.KV.v[l]
-	bs, kvd := r.KV.BlockSize, r.KV.kvDim
-	// Block by block: the keys (values) of one block lie kvDim apart.
-	for j := 0; j <= p; j += bs {
-		off := table[j/bs]*bs*kvd + kvHead*d
-		tensor.Dots(scores[j:min(j+bs, p+1)], q, K[off:], kvd)
-	}
-	maxv := float32(math.Inf(-1))
-	for j, s := range scores {
-		s *= scale
-		scores[j] = s
-		maxv = max(maxv, s)
-	}
-	tensor.ExpShift(scores, maxv, 1)
-	var sum float64
-	for _, e := range scores {
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for j := range scores {
-		scores[j] *= inv
-	}
-	out := r.att[t*qd+head*d : t*qd+(head+1)*d]
-	clear(out)
-	for j := 0; j <= p; j += bs {
-		off := table[j/bs]*bs*kvd + kvHead*d
-		tensor.AddWeighted(out, scores[j:min(j+bs, p+1)], V[off:], kvd)
-	}
-	return scores
-}
-
 // rope rotates every head of x (q or k, heads of HeadDim) for position pos,
-// computing angles iteratively in float32 as ggml does.
+// computing angles iteratively in float32 as ggml does; the cos/sin of a
+// position are computed once and kept for the next call (K after Q).
 func (r *Runner) rope(x []float32, pos int) {
 	c := &r.W.Config
 	nd := c.RopeDims
-	thetaScale := float32(math.Pow(float64(c.RopeBase), -2/float64(nd)))
-	for h := 0; h < len(x); h += c.HeadDim {
-		head := x[h : h+c.HeadDim]
+	if len(r.ropeCS) != nd || r.ropePos != pos {
+		r.ropeCS = resize(r.ropeCS, nd)
+		thetaScale := float32(math.Pow(float64(c.RopeBase), -2/float64(nd)))
 		theta := float32(pos)
 		for i := 0; i < nd/2; i++ {
-			cos, sin := float32(math.Cos(float64(theta))), float32(math.Sin(float64(theta)))
+			r.ropeCS[2*i], r.ropeCS[2*i+1] = float32(math.Cos(float64(theta))), float32(math.Sin(float64(theta)))
+			theta *= thetaScale
+		}
+		r.ropePos = pos
+	}
+	for h := 0; h < len(x); h += c.HeadDim {
+		head := x[h : h+c.HeadDim]
+		for i := 0; i < nd/2; i++ {
+			cos, sin := r.ropeCS[2*i], r.ropeCS[2*i+1]
 			a, b := 2*i, 2*i+1
 			if c.RopeMode == RopeNeoX {
 				a, b = i, i+nd/2
@@ -278,7 +209,6 @@ func (r *Runner) rope(x []float32, pos int) {
 			x0, x1 := head[a], head[b]
 			head[a] = x0*cos - x1*sin
 			head[b] = x0*sin + x1*cos
-			theta *= thetaScale
 		}
 	}
 }

@@ -17,7 +17,12 @@ import (
 func sharedDir(t testing.TB) string { t.Helper(); return reftest.Path(t) }
 
 type refFile struct {
-	NVocab    int `json:"n_vocab"`
+	NVocab int `json:"n_vocab"`
+	Checks struct {
+		// KVF16Diff is how far llama.cpp's own logits moved when its
+		// cache went from F32 (the references) to F16.
+		KVF16Diff float64 `json:"kv_f16_vs_f32_max_abs_diff"`
+	} `json:"checks"`
 	Sequences []struct {
 		Tokens     []int         `json:"tokens"`
 		Top10      [][][]float64 `json:"top10"`
@@ -29,8 +34,21 @@ type refFile struct {
 	} `json:"sequences"`
 }
 
-// tolerances are the README's recommended max |logit difference|.
-func tolerance(name string) float64 {
+// tolerance is the README's recommended max |logit difference| for an
+// F32 KV cache; with fp16 K/V it adds, as the README advises for F32 and
+// F16 weights (the quantised tolerances cover it), the scale of what fp16
+// K/V do: twice what llama.cpp's own logits moved when its cache went to
+// F16, since two engines round K/V (and llama.cpp also q and the
+// probabilities) in their own ways.
+func tolerance(name string, dt KVDtype, kvF16Diff float64) float64 {
+	tol := baseTolerance(name)
+	if dt == KVF16 && tol < 1e-2 {
+		tol += 2 * kvF16Diff
+	}
+	return tol
+}
+
+func baseTolerance(name string) float64 {
 	switch {
 	case strings.HasPrefix(name, "stories260K"):
 		return 1e-4
@@ -46,8 +64,9 @@ func tolerance(name string) float64 {
 
 // load reads path as serve does by default: into memory, where the
 // loader repacks the matrices it has faster kernels for; with mmap it maps
-// the file instead (no repacking), as serve --mmap.
-func load(t *testing.T, path string, mmap bool) (*Runner, func()) {
+// the file instead (no repacking), as serve --mmap. The runner's cache
+// holds dt.
+func load(t *testing.T, path string, mmap bool, dt KVDtype) (*Runner, func()) {
 	t.Helper()
 	open := gguf.ReadInMemory
 	if mmap {
@@ -61,7 +80,7 @@ func load(t *testing.T, path string, mmap bool) (*Runner, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewRunner(w, 64, 16, 2), func() { f.Close() }
+	return NewRunnerWith(w, RunnerConfig{NumBlocks: 64, BlockSize: 16, Threads: 2, KVDtype: dt}), func() { f.Close() }
 }
 
 func identity(n int) []int {
@@ -73,7 +92,8 @@ func identity(n int) []int {
 }
 
 // TestMatchesLlamaCpp compares every prompt position's top-10 logits, the
-// full last-position vector, and teacher-forced greedy steps with llama.cpp.
+// full last-position vector, and teacher-forced greedy steps with llama.cpp,
+// with the cache in fp16 and in fp32.
 func TestMatchesLlamaCpp(t *testing.T) {
 	dir := sharedDir(t)
 	files, _ := filepath.Glob(filepath.Join(dir, "testdata", "reference", "*.json"))
@@ -84,14 +104,16 @@ func TestMatchesLlamaCpp(t *testing.T) {
 			gpath = filepath.Join(dir, "models", "stories260K", "stories260K.gguf")
 		}
 		for _, mmap := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/mmap=%v", name, mmap), func(t *testing.T) { checkReference(t, name, jpath, gpath, mmap) })
+			for _, dt := range []KVDtype{KVF16, KVF32} {
+				t.Run(fmt.Sprintf("%s/mmap=%v/kv=%s", name, mmap, dt), func(t *testing.T) { checkReference(t, name, jpath, gpath, mmap, dt) })
+			}
 		}
 	}
 }
 
 // checkReference compares one reference file's logits with the model's,
-// loaded into memory or mapped.
-func checkReference(t *testing.T, name, jpath, gpath string, mmap bool) {
+// loaded into memory or mapped, with a cache of dt.
+func checkReference(t *testing.T, name, jpath, gpath string, mmap bool, dt KVDtype) {
 	raw, err := os.ReadFile(jpath)
 	if err != nil {
 		t.Fatal(err)
@@ -100,9 +122,9 @@ func checkReference(t *testing.T, name, jpath, gpath string, mmap bool) {
 	if err := json.Unmarshal(raw, &ref); err != nil {
 		t.Fatal(err)
 	}
-	r, done := load(t, gpath, mmap)
+	r, done := load(t, gpath, mmap, dt)
 	defer done()
-	tol := tolerance(name)
+	tol := tolerance(name, dt, ref.Checks.KVF16Diff)
 	V := r.W.Vocab
 	for si, seq := range ref.Sequences {
 		table := identity(64)
@@ -138,10 +160,16 @@ func checkReference(t *testing.T, name, jpath, gpath string, mmap bool) {
 }
 
 // TestStoriesGreedy: the real model's greedy story matches llama.cpp token
-// for token.
+// for token, with either cache type.
 func TestStoriesGreedy(t *testing.T) {
+	for _, dt := range []KVDtype{KVF16, KVF32} {
+		t.Run(dt.String(), func(t *testing.T) { testStoriesGreedy(t, dt) })
+	}
+}
+
+func testStoriesGreedy(t *testing.T, dt KVDtype) {
 	dir := sharedDir(t)
-	r, done := load(t, filepath.Join(dir, "models", "stories260K", "stories260K.gguf"), false)
+	r, done := load(t, filepath.Join(dir, "models", "stories260K", "stories260K.gguf"), false, dt)
 	defer done()
 	want := []int{432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337}
 	tokens := []int{1, 403, 407, 261, 378}
@@ -173,7 +201,7 @@ func TestStoriesGreedy(t *testing.T) {
 // block tables, give the same logits as each alone.
 func TestBatchEqualsAlone(t *testing.T) {
 	dir := sharedDir(t)
-	r, done := load(t, filepath.Join(dir, "testdata", "reference", "tiny-qwen2.Q8_0.gguf"), false)
+	r, done := load(t, filepath.Join(dir, "testdata", "reference", "tiny-qwen2.Q8_0.gguf"), false, DefaultKVDtype)
 	defer done()
 	a := []int{5, 17, 300, 2, 99, 100, 101, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18}
 	b := []int{42, 43, 44}

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -8,7 +9,9 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/cpu"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/model"
 	"github.com/glassbox-llm/glassbox/internal/server"
+	"github.com/glassbox-llm/glassbox/internal/tensor"
 )
 
 // backend is what differs between the simulated GPU and a real model: the
@@ -36,6 +39,9 @@ type backend struct {
 }
 
 func simBackend(cfg *Config) (*backend, error) {
+	if d := cfg.KVCacheDtype; d != "" && d != "auto" {
+		return nil, fmt.Errorf("--kv-cache-dtype %s: the simulated GPU keeps KV in the model's dtype (auto)", d)
+	}
 	exec, err := sim.New(cfg.Sim)
 	if err != nil {
 		return nil, err
@@ -66,7 +72,11 @@ func simBackend(cfg *Config) (*backend, error) {
 // cpuBackend loads a GGUF model for the CPU executor: read into memory, or
 // with MMap mapped, for the life of the replica.
 func cpuBackend(cfg *Config) (*backend, error) {
-	l, err := cpu.Load(cpu.LoadConfig{Path: cfg.Model, Tokenizer: cfg.Tokenizer, MMap: cfg.MMap, Logger: cfg.Logger})
+	dtype, err := model.ParseKVDtype(cfg.KVCacheDtype)
+	if err != nil {
+		return nil, fmt.Errorf("--kv-cache-dtype: %w", err)
+	}
+	l, err := cpu.Load(cpu.LoadConfig{Path: cfg.Model, Tokenizer: cfg.Tokenizer, MMap: cfg.MMap, KVDtype: dtype, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -77,8 +87,9 @@ func cpuBackend(cfg *Config) (*backend, error) {
 	return &backend{
 		model: l.Vocab, chat: l.Chat, eos: l.EOG, name: cfg.Model, describe: l.Describe(threads),
 		maxModelLen: l.ContextLen, defaultSeqs: cpu.DefaultMaxNumSeqs, defaultBatched: cpu.DefaultMaxNumBatchedTokens,
-		cacheDtype:   "float32",
-		executorInfo: map[string]string{"executor": "cpu", "hardware": "cpu", "model": l.Weights.Arch, "tensor_parallel_size": "1"},
+		cacheDtype: cmp.Or(cfg.KVCacheDtype, "auto"),
+		executorInfo: map[string]string{"executor": "cpu", "hardware": "cpu", "model": l.Weights.Arch, "tensor_parallel_size": "1",
+			"kernels": tensor.KernelInfo().String(), "kv_cache_dtype": dtype.String()},
 		blocks: func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs int) (int, error) {
 			return l.KVBlocks(kvBytes, blockSize, maxModelLen, maxNumSeqs), nil
 		},

@@ -56,6 +56,7 @@ type Config struct {
 	NoPrefixCaching        bool
 	GPUMemoryUtilization   float64 // the simulator's; 0: 0.92
 	KVCacheMemoryBytes     int64
+	KVCacheDtype           string // --kv-cache-dtype: auto (fp16 on the CPU, the model's on the simulator), fp16 or fp32
 	MaxQueuedRequests      int
 
 	// ServedModelNames are the names clients use; empty means the sim

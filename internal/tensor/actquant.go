@@ -116,20 +116,23 @@ func (q *Q8) quantize(x []float32, lo, hi int) {
 }
 
 func quantQ8_0Blocks(x []float32, q *Q8, lo, hi int) {
+	asm := quantQ8_0Asm(hostISA, x[lo*32:hi*32], q.Q[lo*32:hi*32], q.D[lo:hi])
 	for b := lo; b < hi; b++ {
-		xs := x[b*32 : b*32+32]
-		var amax float32
-		for _, v := range xs {
-			amax = max(amax, float32(math.Abs(float64(v))))
-		}
-		q.D[b] = RoundF16(amax / 127)
-		var id float32
-		if amax != 0 {
-			id = 127 / amax
-		}
 		qs := q.Q[b*32 : b*32+32]
-		for j, v := range xs {
-			qs[j] = int8(math.RoundToEven(float64(v * id)))
+		if !asm {
+			xs := x[b*32 : b*32+32]
+			var amax float32
+			for _, v := range xs {
+				amax = max(amax, float32(math.Abs(float64(v))))
+			}
+			q.D[b] = RoundF16(amax / 127)
+			id := 127 / amax
+			if !(id < float32(math.Inf(1))) { // amax 0, or tiny: the scale is 0
+				id = 0
+			}
+			for j, v := range xs {
+				qs[j] = int8(math.RoundToEven(float64(v * id)))
+			}
 		}
 		if q.layout == layoutX8 {
 			q.writeX8(b, qs, q.D[b])

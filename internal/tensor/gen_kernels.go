@@ -8,7 +8,7 @@
 // functions in step. The families: row kernels and 4-token tiles over
 // weights in their GGUF layout (rows1, rows4, q4kTile, q6kTile), kernels
 // over repacked weights whose SIMD lanes are rows (q80x8, q4kxR, q6kxR),
-// float dot products, attention's strided dots, and exp.
+// float dot products, tiled attention (flash), and exp.
 //
 // In the row kernels register use is fixed: Y10–Y15 hold constants, Y0
 // and Y5–Y7 the per-token accumulators, Y1 the decoded signed weights, Y3
@@ -309,6 +309,19 @@ func main() {
 		q4kTile(&w, tokens)
 		q6kTile(&w, tokens)
 	}
+	flashKernels(&w)
+	quantKernels(&w)
+	for _, f := range formats {
+		for _, tokens := range []int{4, 2, 1} {
+			qx8AVX2(&w, f, tokens)
+		}
+	}
+	data(&w, "dup01", [4]uint64{0x0504050401000100, 0x0d0c0d0c09080908, 0x0504050401000100, 0x0d0c0d0c09080908})
+	for _, tokens := range []int{4, 1} {
+		q4kx8AVX2(&w, tokens)
+		q5kx8AVX2(&w, tokens)
+		q6kx8AVX2(&w, tokens)
+	}
 	out := strings.ReplaceAll(w.String(), "\n\n\n", "\n\n")
 	path := "kernels_amd64.s"
 	if len(os.Args) > 1 {
@@ -390,85 +403,6 @@ f16loop:
 	VPSHUFD $0xB1, X0, X4
 	VADDSS X4, X0, X0
 	VMOVSS X0, ret+24(FP)
-	VZEROUPPER
-	RET
-
-// func dotsF32AVX2(q, k *float32, kstride, n, d int, out *float32)
-// out[i] = q·k[i·kstride bytes …] over d floats (d a positive multiple of
-// 16), for i < n: attention's scores against a block of keys.
-TEXT ·dotsF32AVX2(SB), NOSPLIT, $0-48
-	MOVQ q+0(FP), SI
-	MOVQ k+8(FP), DI
-	MOVQ kstride+16(FP), R10
-	MOVQ n+24(FP), R11
-	MOVQ d+32(FP), R12
-	MOVQ out+40(FP), R9
-	SHRQ $4, R12
-dotsrow:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	MOVQ SI, AX
-	MOVQ DI, BX
-	MOVQ R12, CX
-dotsloop:
-	VMOVUPS (AX), Y2
-	VMOVUPS 32(AX), Y3
-	VFMADD231PS (BX), Y2, Y0
-	VFMADD231PS 32(BX), Y3, Y1
-	ADDQ $64, AX
-	ADDQ $64, BX
-	DECQ CX
-	JNZ dotsloop
-	VADDPS Y1, Y0, Y0
-	VEXTRACTF128 $1, Y0, X4
-	VADDPS X4, X0, X0
-	VPSHUFD $0x4E, X0, X4
-	VADDPS X4, X0, X0
-	VPSHUFD $0xB1, X0, X4
-	VADDSS X4, X0, X0
-	VMOVSS X0, (R9)
-	ADDQ $4, R9
-	ADDQ R10, DI
-	DECQ R11
-	JNZ dotsrow
-	VZEROUPPER
-	RET
-
-// func axpyRowsAVX2(w, v *float32, vstride, n, d int, out *float32)
-// out[0:d] += Σ_{i<n} w[i]·v[i·vstride bytes …] (d a positive multiple of
-// 32, n ≥ 1): attention's weighted sum of a block of values.
-TEXT ·axpyRowsAVX2(SB), NOSPLIT, $0-48
-	MOVQ v+8(FP), DI
-	MOVQ vstride+16(FP), R10
-	MOVQ d+32(FP), R12
-	MOVQ out+40(FP), R9
-	SHRQ $5, R12
-axpychunk:
-	VMOVUPS (R9), Y0
-	VMOVUPS 32(R9), Y1
-	VMOVUPS 64(R9), Y2
-	VMOVUPS 96(R9), Y3
-	MOVQ w+0(FP), SI
-	MOVQ DI, BX
-	MOVQ n+24(FP), CX
-axpyrow:
-	VBROADCASTSS (SI), Y4
-	VFMADD231PS (BX), Y4, Y0
-	VFMADD231PS 32(BX), Y4, Y1
-	VFMADD231PS 64(BX), Y4, Y2
-	VFMADD231PS 96(BX), Y4, Y3
-	ADDQ $4, SI
-	ADDQ R10, BX
-	DECQ CX
-	JNZ axpyrow
-	VMOVUPS Y0, (R9)
-	VMOVUPS Y1, 32(R9)
-	VMOVUPS Y2, 64(R9)
-	VMOVUPS Y3, 96(R9)
-	ADDQ $128, R9
-	ADDQ $128, DI
-	DECQ R12
-	JNZ axpychunk
 	VZEROUPPER
 	RET
 
@@ -1240,4 +1174,611 @@ NAMEblock:
 	RET
 
 `, 210*R, 4*R)
+}
+
+// flashKernels emits flashF16AVX2 and flashF32AVX2(q, o, m, l *float32,
+// lim *int32, rows, d int, k unsafe.Pointer, kstride int, v
+// unsafe.Pointer, vstride, nk int, pk, pv unsafe.Pointer): one step of tiled attention with an
+// online softmax (flash.go) for rows query rows (d floats each, d a
+// multiple of 16) against a tile of 16 keys: k holds the tile transposed
+// (dimension c's 16 keys at k + c·kstride bytes), v the values (key j's d
+// values at v + j·vstride bytes), in fp16 or float32. Row r sees the
+// first lim[r] keys; only the first nk values are read. Rows go four at a
+// time (then 3, 2 or 1) with the same instructions per row whatever the
+// tile, so that a row's result does not depend on the rows around it.
+// While each row tile's scores are computed, the next tile (pk, pv: its
+// keys and values, laid out alike) is prefetched, a line of each per
+// dimension: a KV-cache block spans a page or two, and the hardware
+// prefetchers stop at pages.
+//
+// Registers: Y0–Y7 the scores (then probabilities, then outputs) of the
+// row tile, two per row; Y8–Y15 keys, values and temporaries. SI, DI the
+// tile's q and o rows (R12 bytes apart, R13 = 3·R12), R11 the first row.
+func flashKernels(w *bytes.Buffer) {
+	dataF32(w, "fneginf", float32(math.Inf(-1)))
+	data(w, "fiota0", [4]uint64{1 << 32, 3<<32 | 2, 5<<32 | 4, 7<<32 | 6})
+	data(w, "fiota8", [4]uint64{9<<32 | 8, 11<<32 | 10, 13<<32 | 12, 15<<32 | 14})
+	for i, c := range []float32{-87, 88, 1.44269504088896341, 0.693359375, -2.12194440e-4, 1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1, 1} {
+		dataF32(w, fmt.Sprintf("fexp%d", i), c)
+	}
+	data(w, "fexp127", rep(0x0000007f0000007f))
+	for _, f16 := range []bool{true, false} {
+		flashKernel(w, f16)
+	}
+}
+
+func dataF32(w *bytes.Buffer, name string, v float32) {
+	b := uint64(math.Float32bits(v))
+	data(w, name, rep(b<<32|b))
+}
+
+// flashExp replaces x by e^x (Cephes' expf as in expf.go, with FMAs; 0
+// below -87, so 0 for -∞) using the temporaries t.
+func flashExp(w *bytes.Buffer, x string, t [4]string) {
+	fmt.Fprintf(w, "\tVCMPPS $0x1d, fexp0<>(SB), %[1]s, %[2]s\n\tVMINPS fexp1<>(SB), %[1]s, %[1]s\n", x, t[0])
+	fmt.Fprintf(w, "\tVMULPS fexp2<>(SB), %[1]s, %[2]s\n\tVROUNDPS $0, %[2]s, %[2]s\n", x, t[1])
+	fmt.Fprintf(w, "\tVFNMADD231PS fexp3<>(SB), %[2]s, %[1]s\n\tVFNMADD231PS fexp4<>(SB), %[2]s, %[1]s\n", x, t[1])
+	fmt.Fprintf(w, "\tVMULPS %[1]s, %[1]s, %[2]s\n\tVMOVUPS fexp5<>(SB), %[3]s\n", x, t[2], t[3])
+	for i := 6; i <= 10; i++ {
+		fmt.Fprintf(w, "\tVFMADD213PS fexp%d<>(SB), %s, %s\n", i, x, t[3])
+	}
+	fmt.Fprintf(w, "\tVFMADD213PS %[1]s, %[2]s, %[3]s\n\tVADDPS fexp11<>(SB), %[3]s, %[3]s\n", x, t[2], t[3])
+	fmt.Fprintf(w, "\tVCVTPS2DQ %[1]s, %[1]s\n\tVPADDD fexp127<>(SB), %[1]s, %[1]s\n\tVPSLLD $23, %[1]s, %[1]s\n", t[1])
+	fmt.Fprintf(w, "\tVMULPS %[1]s, %[2]s, %[3]s\n\tVANDPS %[4]s, %[3]s, %[3]s\n", t[1], t[3], x, t[0])
+}
+
+// Stack frame of the flash kernels: the row tile's probabilities (4 rows
+// of 16), m_old − m_new per row, then e^that.
+const (
+	flashP      = 0
+	flashDelta  = 256
+	flashAlpha  = 272
+	flashFrame  = 288
+	flashArgLen = 112
+)
+
+func flashKernel(w *bytes.Buffer, f16 bool) {
+	name, load, half, vstep := "flashF32AVX2", "VMOVUPS", 32, 64
+	if f16 {
+		name, load, half, vstep = "flashF16AVX2", "VCVTPH2PS", 16, 32
+	}
+	fmt.Fprintf(w, "// func %s(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int, pk, pv unsafe.Pointer)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $%d-%d\n", name, flashFrame, flashArgLen)
+	fmt.Fprintf(w, `	MOVQ q+0(FP), SI
+	MOVQ o+8(FP), DI
+	MOVQ d+48(FP), R12
+	SHLQ $2, R12
+	LEAQ (R12)(R12*2), R13
+	XORQ R11, R11
+%[1]stile:
+	MOVQ rows+40(FP), AX
+	SUBQ R11, AX
+	CMPQ AX, $4
+	JGE %[1]sr4
+	CMPQ AX, $3
+	JEQ %[1]sr3
+	CMPQ AX, $2
+	JEQ %[1]sr2
+	CMPQ AX, $1
+	JEQ %[1]sr1
+	JMP %[1]sdone
+`, name)
+	rowAddr := func(base string, off, r int) string {
+		idx := []string{"", "(R12*1)", "(R12*2)", "(R13*1)"}[r]
+		return fmt.Sprintf("%d(%s)%s", off, base, idx)
+	}
+	for _, mr := range []int{4, 3, 2, 1} {
+		lbl := fmt.Sprintf("%sr%d", name, mr)
+		fmt.Fprintf(w, "%s:\n", lbl)
+		// Scores: S[r][j] = Σ_c q[r][c]·k[c][j].
+		for i := range 2 * mr {
+			fmt.Fprintf(w, "\tVXORPS Y%[1]d, Y%[1]d, Y%[1]d\n", i)
+		}
+		fmt.Fprintf(w, "\tMOVQ k+56(FP), AX\n\tMOVQ kstride+64(FP), R14\n\tMOVQ SI, BX\n\tMOVQ d+48(FP), CX\n\tMOVQ pk+96(FP), R9\n\tMOVQ pv+104(FP), R10\n%sqk:\n", lbl)
+		fmt.Fprintf(w, "\t%[1]s (AX), Y8\n\t%[1]s %[2]d(AX), Y9\n", load, half)
+		fmt.Fprintf(w, "\tPREFETCHT0 (R9)\n\tPREFETCHT0 (R10)\n\tADDQ R14, R9\n\tADDQ $%d, R10\n", 2*half)
+		for r := range mr {
+			fmt.Fprintf(w, "\tVBROADCASTSS %s, Y10\n\tVFMADD231PS Y8, Y10, Y%d\n\tVFMADD231PS Y9, Y10, Y%d\n", rowAddr("BX", 0, r), 2*r, 2*r+1)
+		}
+		fmt.Fprintf(w, "\tADDQ R14, AX\n\tADDQ $4, BX\n\tDECQ CX\n\tJNZ %sqk\n", lbl)
+		// Mask keys a row may not see, new running maxima, shift.
+		w.WriteString("\tMOVQ lim+32(FP), AX\n\tMOVQ m+16(FP), BX\n\tVBROADCASTSS fneginf<>(SB), Y12\n")
+		for r := range mr {
+			fmt.Fprintf(w, "\tVPBROADCASTD %d(AX)(R11*4), Y10\n", 4*r)
+			for h := range 2 {
+				fmt.Fprintf(w, "\tVPCMPGTD fiota%d<>(SB), Y10, Y11\n\tVBLENDVPS Y11, Y%[2]d, Y12, Y%[2]d\n", 8*h, 2*r+h)
+			}
+			fmt.Fprintf(w, "\tVMAXPS Y%d, Y%d, Y8\n", 2*r+1, 2*r)
+			w.WriteString("\tVPERM2F128 $1, Y8, Y8, Y9\n\tVMAXPS Y9, Y8, Y8\n\tVPERMILPS $0x4E, Y8, Y9\n\tVMAXPS Y9, Y8, Y8\n\tVPERMILPS $0xB1, Y8, Y9\n\tVMAXPS Y9, Y8, Y8\n")
+			fmt.Fprintf(w, "\tVBROADCASTSS %[1]d(BX)(R11*4), Y9\n\tVMAXPS Y9, Y8, Y8\n\tVSUBSS X8, X9, X9\n\tVMOVSS X9, %[2]d(SP)\n\tVMOVSS X8, %[1]d(BX)(R11*4)\n", 4*r, flashDelta+4*r)
+			fmt.Fprintf(w, "\tVSUBPS Y8, Y%[1]d, Y%[1]d\n\tVSUBPS Y8, Y%[2]d, Y%[2]d\n", 2*r, 2*r+1)
+		}
+		// Probabilities, the rescaling factors, running sums.
+		tmp := [4]string{"Y8", "Y9", "Y10", "Y11"}
+		for i := range 2 * mr {
+			flashExp(w, fmt.Sprintf("Y%d", i), tmp)
+		}
+		fmt.Fprintf(w, "\tVMOVUPS %d(SP), X12\n", flashDelta)
+		flashExp(w, "Y12", tmp)
+		fmt.Fprintf(w, "\tVMOVUPS X12, %d(SP)\n\tMOVQ l+24(FP), BX\n", flashAlpha)
+		for r := range mr {
+			fmt.Fprintf(w, "\tVMOVUPS Y%d, %d(SP)\n\tVMOVUPS Y%d, %d(SP)\n", 2*r, flashP+64*r, 2*r+1, flashP+64*r+32)
+			fmt.Fprintf(w, "\tVADDPS Y%d, Y%d, Y8\n", 2*r+1, 2*r)
+			w.WriteString("\tVEXTRACTF128 $1, Y8, X9\n\tVADDPS X9, X8, X8\n\tVPSHUFD $0x4E, X8, X9\n\tVADDPS X9, X8, X8\n\tVPSHUFD $0xB1, X8, X9\n\tVADDSS X9, X8, X8\n")
+			fmt.Fprintf(w, "\tVMOVSS %[1]d(BX)(R11*4), X9\n\tVMULSS %[2]d(SP), X9, X9\n\tVADDSS X8, X9, X9\n\tVMOVSS X9, %[1]d(BX)(R11*4)\n", 4*r, flashAlpha+4*r)
+		}
+		// Outputs, 16 floats of each row at a time: o = o·α + Σ_j p_j·v_j.
+		fmt.Fprintf(w, "\tMOVQ v+72(FP), AX\n\tMOVQ vstride+80(FP), R8\n\tMOVQ DI, BX\n\tMOVQ d+48(FP), CX\n\tSHRQ $4, CX\n%spv:\n", lbl)
+		for r := range mr {
+			fmt.Fprintf(w, "\tVBROADCASTSS %d(SP), Y10\n\tVMULPS %s, Y10, Y%d\n\tVMULPS %s, Y10, Y%d\n", flashAlpha+4*r, rowAddr("BX", 0, r), 2*r, rowAddr("BX", 32, r), 2*r+1)
+		}
+		fmt.Fprintf(w, "\tMOVQ AX, DX\n\tXORQ R14, R14\n%spvj:\n\t%[2]s (DX), Y8\n\t%[2]s %[3]d(DX), Y9\n", lbl, load, half)
+		for r := range mr {
+			fmt.Fprintf(w, "\tVBROADCASTSS %d(SP)(R14*4), Y10\n\tVFMADD231PS Y8, Y10, Y%d\n\tVFMADD231PS Y9, Y10, Y%d\n", flashP+64*r, 2*r, 2*r+1)
+		}
+		fmt.Fprintf(w, "\tADDQ R8, DX\n\tINCQ R14\n\tCMPQ R14, nk+88(FP)\n\tJLT %spvj\n", lbl)
+		for r := range mr {
+			fmt.Fprintf(w, "\tVMOVUPS Y%d, %s\n\tVMOVUPS Y%d, %s\n", 2*r, rowAddr("BX", 0, r), 2*r+1, rowAddr("BX", 32, r))
+		}
+		fmt.Fprintf(w, "\tADDQ $%d, AX\n\tADDQ $64, BX\n\tDECQ CX\n\tJNZ %spv\n", vstep, lbl)
+		if mr == 4 {
+			fmt.Fprintf(w, "\tADDQ $4, R11\n\tLEAQ (SI)(R12*4), SI\n\tLEAQ (DI)(R12*4), DI\n\tJMP %stile\n", name)
+		} else {
+			fmt.Fprintf(w, "\tJMP %sdone\n", name)
+		}
+	}
+	fmt.Fprintf(w, "%sdone:\n\tVZEROUPPER\n\tRET\n\n", name)
+}
+
+// qx8AVX2 emits <f>x8AVX2T<T>(w *byte, groups, nb int, a *byte, astride
+// int, out *float32, ostride int), the AVX2 kernels over the Q8_0 family
+// repacked eight rows at a time (x8.go). For T tokens (a: token t's block
+// b at a + b·astride + 40t, the X8 layout) each group of rows runs its
+// blocks:
+//
+//   - Q8_0 keeps its quants signed: per four quants k, |w| once for the
+//     tile, then per token VPSIGNB moves w's signs onto the broadcast
+//     activations and VPMADDUBSW, VPMADDWD give the eight rows' sums (|w| ≤
+//     128 and |a| ≤ 127 keep the pairs below 2^15).
+//   - Q4_0 and Q5_0 multiply their unsigned quants (nibble, or nibble and
+//     fifth bit: ≤ 15, ≤ 31) by the signed activations, the VPMADDUBSW
+//     pairs summed in int16 over eight k's (Q4_0) or four (Q5_0), then
+//     widened by VPMADDWD; the activations' −off·Σa makes the sums signed.
+//
+// The float steps per block and token are dotX8's. The tile's sums wait
+// on the stack.
+//
+// Registers: Y0–Y3 int16 sums (Q4_0, Q5_0), Y4–Y7 the tokens' integer
+// sums, Y8 the weights, Y9 |w| or the fifth bits, Y10 and Y11
+// temporaries, Y12 the rows' scales, Y15 ones16.
+func qx8AVX2(w *bytes.Buffer, f format, T int) {
+	name := fmt.Sprintf("%sx8AVX2T%d", f.name, T)
+	fmt.Fprintf(w, "// func %s(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $%d-56\n", name, 32*T)
+	fmt.Fprintf(w, "\tMOVQ w+0(FP), SI\n\tMOVQ groups+8(FP), R11\n\tMOVQ astride+32(FP), R10\n\tMOVQ out+40(FP), R9\n\tMOVQ ostride+48(FP), R8\n\tVMOVDQU ones16<>(SB), Y15\n%sgroup:\n\tVXORPS Y10, Y10, Y10\n", name)
+	for t := range T {
+		fmt.Fprintf(w, "\tVMOVUPS Y10, %d(SP)\n", 32*t)
+	}
+	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n\tVCVTPH2PS (SI), Y12\n", name)
+	for t := range T {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
+	}
+	act := func(t, k int) string { return fmt.Sprintf("%d(BX)", x8ActBytes*t+4*k) }
+	switch f.name {
+	case "q80":
+		for k := range 8 {
+			fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n\tVPABSB Y8, Y9\n", 16+32*k)
+			for t := range T {
+				fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPSIGNB Y8, Y10, Y10\n\tVPMADDUBSW Y10, Y9, Y10\n\tVPMADDWD Y15, Y10, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", act(t, k), 4+t)
+			}
+		}
+	default:
+		quants, phase := 16, 8 // where the nibbles start; k's per int16 phase
+		if f.name == "q50" {
+			quants, phase = 48, 4
+		}
+		for k := range 8 {
+			if k%phase == 0 {
+				for t := range T {
+					fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", t)
+				}
+			}
+			g, hi := k%4, k/4
+			fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n", quants+32*g)
+			if hi == 1 {
+				w.WriteString("\tVPSRLW $4, Y8, Y8\n")
+			}
+			w.WriteString("\tVPAND nib<>(SB), Y8, Y8\n")
+			if f.name == "q50" {
+				fmt.Fprintf(w, "\tVMOVDQU 16(SI), Y9\n\tVPSRLD $%d, Y9, Y9\n\tVPAND c0f<>(SB), Y9, Y9\n\tVPMULLD q5spread<>(SB), Y9, Y9\n\tVPAND bit10<>(SB), Y9, Y9\n\tVPOR Y9, Y8, Y8\n", 16*hi+4*g)
+			}
+			for t := range T {
+				fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDUBSW Y10, Y8, Y10\n\tVPADDW Y10, Y%[2]d, Y%[2]d\n", act(t, k), t)
+			}
+			if k%phase == phase-1 {
+				for t := range T {
+					fmt.Fprintf(w, "\tVPMADDWD Y15, Y%d, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", t, 4+t)
+				}
+			}
+		}
+		for t := range T {
+			fmt.Fprintf(w, "\tVPBROADCASTD %d(BX), Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", x8ActBytes*t+32, 4+t)
+		}
+	}
+	for t := range T {
+		fmt.Fprintf(w, "\tVCVTDQ2PS Y%[1]d, Y%[1]d\n\tVBROADCASTSS %[2]d(BX), Y10\n\tVMULPS Y12, Y10, Y10\n\tVMULPS Y10, Y%[1]d, Y%[1]d\n\tVADDPS %[3]d(SP), Y%[1]d, Y%[1]d\n\tVMOVUPS Y%[1]d, %[3]d(SP)\n", 4+t, x8ActBytes*t+36, 32*t)
+	}
+	fmt.Fprintf(w, "\tADDQ $%d, SI\n\tADDQ R10, BX\n\tDECQ R13\n\tJNZ %sblock\n\tMOVQ R9, AX\n", 8*f.bytes, name)
+	for t := range T {
+		fmt.Fprintf(w, "\tVMOVUPS %d(SP), Y10\n\tVMOVUPS Y10, (AX)\n", 32*t)
+		if t < T-1 {
+			w.WriteString("\tADDQ R8, AX\n")
+		}
+	}
+	fmt.Fprintf(w, "\tADDQ $32, R9\n\tDECQ R11\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
+}
+
+// kxAVX2Addr gives the KTile addresses of token t of a T-token tile: its
+// quants (plus off), its scale, its block sums (plus off), from BX.
+func kxAVX2Addr(T, t int) (q func(off int) string, d string, bs func(off int) string) {
+	q = func(off int) string { return fmt.Sprintf("%d(BX)", 256*t+off) }
+	d = fmt.Sprintf("%d(BX)", 256*T+4*t)
+	bs = func(off int) string { return fmt.Sprintf("%d(BX)", 260*T+32*t+off) }
+	return q, d, bs
+}
+
+// kxAVX2Floats ends a super-block for each token of the tile: Y0+t holds
+// the integer Σ sc·Σ q·a, Y4+t the minimums' Σ m·bsum (Q4_K; minus: true)
+// or nothing; Y8 the rows' d, Y9 their dmin; the running sums wait on the
+// stack at acc. The float steps are dotQ4K's and dotQ6K's.
+func kxAVX2Floats(w *bytes.Buffer, T, acc int, mins bool) {
+	for t := range T {
+		_, d, _ := kxAVX2Addr(T, t)
+		fmt.Fprintf(w, "\tVBROADCASTSS %[2]s, Y10\n\tVMULPS Y10, Y8, Y11\n\tVCVTDQ2PS Y%[1]d, Y%[1]d\n\tVMULPS Y11, Y%[1]d, Y%[1]d\n\tVADDPS %[3]d(SP), Y%[1]d, Y%[1]d\n", t, d, acc+32*t)
+		if mins {
+			fmt.Fprintf(w, "\tVMULPS Y10, Y9, Y11\n\tVCVTDQ2PS Y%[1]d, Y%[1]d\n\tVMULPS Y11, Y%[1]d, Y%[1]d\n\tVSUBPS Y%[1]d, Y%[2]d, Y%[2]d\n", 4+t, t)
+		}
+		fmt.Fprintf(w, "\tVMOVUPS Y%d, %d(SP)\n", t, acc+32*t)
+	}
+}
+
+// kxAVX2Frame opens a K-quant AVX2 kernel: arguments, constants, the group
+// loop with the tile's running sums cleared (on the stack at acc).
+func kxAVX2Frame(w *bytes.Buffer, name string, T, frame, acc int) {
+	fmt.Fprintf(w, "// func %s(w *byte, groups, nb int, a *byte, out *float32, ostride int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $%d-48\n", name, frame)
+	fmt.Fprintf(w, "\tMOVQ w+0(FP), SI\n\tMOVQ groups+8(FP), R11\n\tMOVQ out+32(FP), R9\n\tMOVQ ostride+40(FP), R8\n%sgroup:\n\tVXORPS Y10, Y10, Y10\n", name)
+	for t := range T {
+		fmt.Fprintf(w, "\tVMOVUPS Y10, %d(SP)\n", acc+32*t)
+	}
+	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n", name)
+}
+
+// kxAVX2Close advances to the next super-block and group and stores the
+// tile's results.
+func kxAVX2Close(w *bytes.Buffer, name string, T, blockBytes, acc int) {
+	fmt.Fprintf(w, "\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ R13\n\tJNZ %sblock\n\tMOVQ R9, AX\n", 8*blockBytes, kTileBytes*T, name)
+	for t := range T {
+		fmt.Fprintf(w, "\tVMOVUPS %d(SP), Y10\n\tVMOVUPS Y10, (AX)\n", acc+32*t)
+		if t < T-1 {
+			w.WriteString("\tADDQ R8, AX\n")
+		}
+	}
+	fmt.Fprintf(w, "\tADDQ $32, R9\n\tDECQ R11\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
+}
+
+// q4kx8AVX2 emits q4kx8AVX2T<T>: Q4_K repacked eight rows at a time (x8.go)
+// against a tile of T tokens' Q8_K activations in the KTile layout, on
+// AVX2: per sub-block, the eight k's VPMADDUBSW sums (nibble ≤ 15, |a| ≤
+// 127: at most 8·3810 < 2^15) stay in int16, then one VPMADDWD by the
+// rows' scales (both words of each row's dword) makes them int32; the
+// minimums likewise from the block sums. Integer sums are exact and the
+// float steps are dotQ4K's, so the bits are the row kernels'.
+//
+// Registers: Y0–Y3 per token Σ sc·Σ q·a, Y4–Y7 per token int16 sums (then
+// Σ m·bsum), Y8 weights, Y9 scales, Y10–Y11 temporaries.
+func q4kx8AVX2(w *bytes.Buffer, T int) {
+	name := fmt.Sprintf("q4kx8AVX2T%d", T)
+	const sc, acc = 0, 128 // stack: sc0–3, sc4–7, m0–3, m4–7; the running sums
+	kxAVX2Frame(w, name, T, acc+32*T, acc)
+	// The rows' scales and minimums, four bytes to a row's dword.
+	w.WriteString(`	VMOVDQU 32(SI), Y8
+	VMOVDQU 64(SI), Y9
+	VMOVDQU 96(SI), Y10
+	VPAND c3f<>(SB), Y8, Y11
+	VMOVDQU Y11, 0(SP)
+	VPAND c3f<>(SB), Y9, Y11
+	VMOVDQU Y11, 64(SP)
+	VPSRLD $6, Y8, Y8
+	VPAND c03<>(SB), Y8, Y8
+	VPSLLD $4, Y8, Y8
+	VPAND nib<>(SB), Y10, Y11
+	VPOR Y8, Y11, Y11
+	VMOVDQU Y11, 32(SP)
+	VPSRLD $6, Y9, Y9
+	VPAND c03<>(SB), Y9, Y9
+	VPSLLD $4, Y9, Y9
+	VPSRLD $4, Y10, Y10
+	VPAND nib<>(SB), Y10, Y10
+	VPOR Y9, Y10, Y10
+	VMOVDQU Y10, 96(SP)
+`)
+	for t := range T {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", t)
+	}
+	// scaleOf leaves in Y9 the rows' 6-bit value j of the four-byte
+	// vectors at base (both words of each dword).
+	scaleOf := func(base, j int) {
+		fmt.Fprintf(w, "\tVMOVDQU %d(SP), Y9\n", base+32*(j/4))
+		if s := 8 * (j % 4); s > 0 {
+			fmt.Fprintf(w, "\tVPSRLD $%d, Y9, Y9\n", s)
+		}
+		w.WriteString("\tVPAND cff<>(SB), Y9, Y9\n\tVPSHUFB dup01<>(SB), Y9, Y9\n")
+	}
+	for j := range 8 {
+		p, hi := j/2, j%2
+		for t := range T {
+			fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
+		}
+		for k := range 8 {
+			fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n", 128+256*p+32*k)
+			if hi == 1 {
+				w.WriteString("\tVPSRLW $4, Y8, Y8\n")
+			}
+			w.WriteString("\tVPAND nib<>(SB), Y8, Y8\n")
+			for t := range T {
+				q, _, _ := kxAVX2Addr(T, t)
+				fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDUBSW Y10, Y8, Y10\n\tVPADDW Y10, Y%[2]d, Y%[2]d\n", q(64*p+32*hi+4*k), 4+t)
+			}
+		}
+		scaleOf(sc, j)
+		for t := range T {
+			fmt.Fprintf(w, "\tVPMADDWD Y9, Y%d, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", 4+t, t)
+		}
+	}
+	// Minimums: Σ_j m_j·(bsum_2j + bsum_2j+1).
+	for t := range T {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
+	}
+	for j := range 8 {
+		scaleOf(sc+64, j)
+		for t := range T {
+			_, _, bs := kxAVX2Addr(T, t)
+			fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDWD Y10, Y9, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", bs(4*j), 4+t)
+		}
+	}
+	w.WriteString("\tVCVTPH2PS (SI), Y8\n\tVCVTPH2PS 16(SI), Y9\n")
+	kxAVX2Floats(w, T, acc, true)
+	kxAVX2Close(w, name, T, 144, acc)
+}
+
+// q6kx8AVX2 emits q6kx8AVX2T<T>, q4kx8AVX2's counterpart for Q6_K
+// repacked eight rows at a time: the 6-bit quants (≤ 63) of two k's at a
+// time stay in int16 (2·2·63·127 < 2^15) before one VPMADDWD by the
+// rows' int8 scale of their 16-quant group; the −32 offset comes from the
+// block sums against pairs of group scales. The bits are dotQ6K's.
+//
+// Registers: Y0–Y3 per token Σ sc·Σ q·a, Y4–Y7 per token int16 sums (then
+// Σ sc·bsum), Y8 quants, Y9 scales, Y10–Y11 temporaries, Y12 nib, Y13 m30.
+func q6kx8AVX2(w *bytes.Buffer, T int) {
+	name := fmt.Sprintf("q6kx8AVX2T%d", T)
+	const acc = 0
+	kxAVX2Frame(w, name, T, acc+32*T, acc)
+	w.WriteString("\tVMOVDQU nib<>(SB), Y12\n\tVMOVDQU m30<>(SB), Y13\n")
+	for t := range T {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", t)
+	}
+	for n := range 2 {
+		for m := range 4 {
+			for kh := range 2 {
+				g := 8*n + 2*m + kh
+				for kp := range 2 {
+					for t := range T {
+						fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
+					}
+					for k := 4*kh + 2*kp; k < 4*kh+2*kp+2; k++ {
+						base := 144 + 96*(8*n+k)
+						ql := base
+						if m%2 == 1 {
+							ql += 32
+						}
+						fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n", ql)
+						if m >= 2 {
+							w.WriteString("\tVPSRLW $4, Y8, Y8\n")
+						}
+						fmt.Fprintf(w, "\tVPAND Y12, Y8, Y8\n\tVMOVDQU %d(SI), Y11\n", base+64)
+						switch m {
+						case 0:
+							w.WriteString("\tVPSLLW $4, Y11, Y11\n")
+						case 1:
+							w.WriteString("\tVPSLLW $2, Y11, Y11\n")
+						case 3:
+							w.WriteString("\tVPSRLW $2, Y11, Y11\n")
+						}
+						w.WriteString("\tVPAND Y13, Y11, Y11\n\tVPOR Y11, Y8, Y8\n")
+						for t := range T {
+							q, _, _ := kxAVX2Addr(T, t)
+							fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDUBSW Y10, Y8, Y10\n\tVPADDW Y10, Y%[2]d, Y%[2]d\n", q(128*n+32*m+4*k), 4+t)
+						}
+					}
+					fmt.Fprintf(w, "\tVPMOVSXBD %d(SI), Y9\n\tVPSHUFB dup01<>(SB), Y9, Y9\n", 16+8*g)
+					for t := range T {
+						fmt.Fprintf(w, "\tVPMADDWD Y9, Y%d, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", 4+t, t)
+					}
+				}
+			}
+		}
+	}
+	// The offset: Σ_g sc_g·bsum_g, two groups per VPMADDWD.
+	for t := range T {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
+	}
+	for i := range 8 {
+		fmt.Fprintf(w, "\tVMOVQ %d(SI), X9\n\tVMOVQ %d(SI), X10\n\tVPUNPCKLBW X10, X9, X9\n\tVPMOVSXBW X9, Y9\n", 16+16*i, 24+16*i)
+		for t := range T {
+			_, _, bs := kxAVX2Addr(T, t)
+			fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDWD Y10, Y9, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", bs(4*i), 4+t)
+		}
+	}
+	for t := range T {
+		fmt.Fprintf(w, "\tVPSLLD $5, Y%[1]d, Y%[1]d\n\tVPSUBD Y%[1]d, Y%[2]d, Y%[2]d\n", 4+t, t)
+	}
+	w.WriteString("\tVCVTPH2PS (SI), Y8\n")
+	kxAVX2Floats(w, T, acc, false)
+	kxAVX2Close(w, name, T, 210, acc)
+}
+
+// q5kx8AVX2 emits q5kx8AVX2T<T>, q4kx8AVX2's counterpart for Q5_K
+// repacked eight rows at a time (x8.go): each quant gets its fifth bit
+// from the rows' qh dwords (bit j of byte l for sub-block j), and, the
+// quants reaching 31, the int16 sums take four k's (4·7874 < 2^15) before
+// each VPMADDWD by the rows' scales. The bits are dotQ5K's.
+func q5kx8AVX2(w *bytes.Buffer, T int) {
+	name := fmt.Sprintf("q5kx8AVX2T%d", T)
+	const sc, acc = 0, 128
+	kxAVX2Frame(w, name, T, acc+32*T, acc)
+	w.WriteString(`	VMOVDQU 32(SI), Y8
+	VMOVDQU 64(SI), Y9
+	VMOVDQU 96(SI), Y10
+	VPAND c3f<>(SB), Y8, Y11
+	VMOVDQU Y11, 0(SP)
+	VPAND c3f<>(SB), Y9, Y11
+	VMOVDQU Y11, 64(SP)
+	VPSRLD $6, Y8, Y8
+	VPAND c03<>(SB), Y8, Y8
+	VPSLLD $4, Y8, Y8
+	VPAND nib<>(SB), Y10, Y11
+	VPOR Y8, Y11, Y11
+	VMOVDQU Y11, 32(SP)
+	VPSRLD $6, Y9, Y9
+	VPAND c03<>(SB), Y9, Y9
+	VPSLLD $4, Y9, Y9
+	VPSRLD $4, Y10, Y10
+	VPAND nib<>(SB), Y10, Y10
+	VPOR Y9, Y10, Y10
+	VMOVDQU Y10, 96(SP)
+`)
+	for t := range T {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", t)
+	}
+	scaleOf := func(base, j int) {
+		fmt.Fprintf(w, "\tVMOVDQU %d(SP), Y9\n", base+32*(j/4))
+		if s := 8 * (j % 4); s > 0 {
+			fmt.Fprintf(w, "\tVPSRLD $%d, Y9, Y9\n", s)
+		}
+		w.WriteString("\tVPAND cff<>(SB), Y9, Y9\n\tVPSHUFB dup01<>(SB), Y9, Y9\n")
+	}
+	for j := range 8 {
+		p, hi := j/2, j%2
+		scaleOf(sc, j)
+		for kh := range 2 {
+			for t := range T {
+				fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
+			}
+			for k := 4 * kh; k < 4*kh+4; k++ {
+				fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n", 384+256*p+32*k)
+				if hi == 1 {
+					w.WriteString("\tVPSRLW $4, Y8, Y8\n")
+				}
+				fmt.Fprintf(w, "\tVPAND nib<>(SB), Y8, Y8\n\tVMOVDQU %d(SI), Y11\n", 128+32*k)
+				switch {
+				case j < 4:
+					fmt.Fprintf(w, "\tVPSLLW $%d, Y11, Y11\n", 4-j)
+				case j > 4:
+					fmt.Fprintf(w, "\tVPSRLW $%d, Y11, Y11\n", j-4)
+				}
+				w.WriteString("\tVPAND bit10<>(SB), Y11, Y11\n\tVPOR Y11, Y8, Y8\n")
+				for t := range T {
+					q, _, _ := kxAVX2Addr(T, t)
+					fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDUBSW Y10, Y8, Y10\n\tVPADDW Y10, Y%[2]d, Y%[2]d\n", q(64*p+32*hi+4*k), 4+t)
+				}
+			}
+			for t := range T {
+				fmt.Fprintf(w, "\tVPMADDWD Y9, Y%d, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", 4+t, t)
+			}
+		}
+	}
+	for t := range T {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
+	}
+	for j := range 8 {
+		scaleOf(sc+64, j)
+		for t := range T {
+			_, _, bs := kxAVX2Addr(T, t)
+			fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDWD Y10, Y9, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", bs(4*j), 4+t)
+		}
+	}
+	w.WriteString("\tVCVTPH2PS (SI), Y8\n\tVCVTPH2PS 16(SI), Y9\n")
+	kxAVX2Floats(w, T, acc, true)
+	kxAVX2Close(w, name, T, 176, acc)
+}
+
+// quantKernels emits quantQ8_0AVX2(x *float32, nb int, q *int8, d
+// *float32): Q8_0 activation blocks as quantQ8_0Blocks makes them, with
+// the same float operations (amax/127 rounded through fp16, 127/amax, the
+// products rounded half to even), so the same bits.
+func quantKernels(w *bytes.Buffer) {
+	data(w, "qabs", rep(0x7fffffff7fffffff))
+	dataF32(w, "q127", 127)
+	dataF32(w, "fexpinf", float32(math.Inf(1)))
+	data(w, "qperm", [4]uint64{4 << 32, 5<<32 | 1, 6<<32 | 2, 7<<32 | 3})
+	w.WriteString(`// func quantQ8_0AVX2(x *float32, nb int, q *int8, d *float32)
+// (127/amax is taken as 0 where it is not finite: amax 0, or so small that
+// the fp16 scale is 0 anyway.)
+TEXT ·quantQ8_0AVX2(SB), NOSPLIT, $0-32
+	MOVQ x+0(FP), SI
+	MOVQ nb+8(FP), CX
+	MOVQ q+16(FP), DI
+	MOVQ d+24(FP), DX
+	VMOVUPS qabs<>(SB), Y15
+	VMOVUPS q127<>(SB), Y14
+	VMOVDQU qperm<>(SB), Y13
+	VBROADCASTSS fexpinf<>(SB), Y12
+quantq80:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VANDPS Y15, Y0, Y4
+	VANDPS Y15, Y1, Y5
+	VANDPS Y15, Y2, Y6
+	VANDPS Y15, Y3, Y7
+	VMAXPS Y5, Y4, Y4
+	VMAXPS Y7, Y6, Y6
+	VMAXPS Y6, Y4, Y4
+	VPERM2F128 $1, Y4, Y4, Y5
+	VMAXPS Y5, Y4, Y4
+	VPERMILPS $0x4E, Y4, Y5
+	VMAXPS Y5, Y4, Y4
+	VPERMILPS $0xB1, Y4, Y5
+	VMAXPS Y5, Y4, Y4
+	VDIVSS X14, X4, X5
+	VCVTPS2PH $0, X5, X5
+	VCVTPH2PS X5, X5
+	VMOVSS X5, (DX)
+	VDIVPS Y4, Y14, Y5
+	VCMPPS $1, Y12, Y5, Y6
+	VANDPS Y6, Y5, Y5
+	VMULPS Y5, Y0, Y0
+	VMULPS Y5, Y1, Y1
+	VMULPS Y5, Y2, Y2
+	VMULPS Y5, Y3, Y3
+	VCVTPS2DQ Y0, Y0
+	VCVTPS2DQ Y1, Y1
+	VCVTPS2DQ Y2, Y2
+	VCVTPS2DQ Y3, Y3
+	VPACKSSDW Y1, Y0, Y0
+	VPACKSSDW Y3, Y2, Y2
+	VPACKSSWB Y2, Y0, Y0
+	VPERMD Y0, Y13, Y0
+	VMOVDQU Y0, (DI)
+	ADDQ $128, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ quantq80
+	VZEROUPPER
+	RET
+
+`)
 }

@@ -14,14 +14,15 @@ import (
 //go:generate go run gen_kernels.go
 
 // detect picks the best kernel set this CPU runs: AVX-512 VNNI (on ymm
-// registers, with BW and VL) or AVX2 with FMA and F16C, else pure Go.
+// registers, with BW and VL) or AVX2 with FMA and F16C, else pure Go; at
+// most maxISA (the noavx512 build tag caps it at AVX2).
 func detect() isa {
 	x := &cpu.X86
 	if !x.HasAVX2 || !x.HasFMA || !x.HasF16C {
 		return isaGeneric
 	}
 	if x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512VNNI {
-		return isaVNNI
+		return min(isaVNNI, maxISA)
 	}
 	return isaAVX2
 }
@@ -194,30 +195,6 @@ func dotF16Asm(k isa, w []uint16, x []float32) (float32, int) {
 	return dotF16AVX2(&w[0], &x[0], n), n
 }
 
-//go:noescape
-func dotsF32AVX2(q, k *float32, kstride, n, d int, out *float32)
-
-//go:noescape
-func axpyRowsAVX2(w, v *float32, vstride, n, d int, out *float32)
-
-// dotsAsm and axpyAsm run Dots and AddWeighted (bounds checked by them)
-// when the head size suits the kernels.
-func dotsAsm(k isa, out, q, keys []float32, stride int) bool {
-	if k == isaGeneric || len(q)%16 != 0 {
-		return false
-	}
-	dotsF32AVX2(&q[0], &keys[0], stride*4, len(out), len(q), &out[0])
-	return true
-}
-
-func axpyAsm(k isa, out, w, v []float32, stride int) bool {
-	if k == isaGeneric || len(out)%32 != 0 {
-		return false
-	}
-	axpyRowsAVX2(&w[0], &v[0], stride*4, len(w), len(out), &out[0])
-	return true
-}
-
 type kTileFunc = func(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
 
 // kTileRows runs a VNNI K-quant kernel over the tiles of q.KTile: four
@@ -290,15 +267,73 @@ var x8Kernels = map[gguf.TensorType][5]x8Func{
 	gguf.Q5_0: {q50x8T16, q50x8T8, q50x8T4, q50x8T2, q50x8T1},
 }
 
+//go:noescape
+func q80x8AVX2T4(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q80x8AVX2T2(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q80x8AVX2T1(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q40x8AVX2T4(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q40x8AVX2T2(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q40x8AVX2T1(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q50x8AVX2T4(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q50x8AVX2T2(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q50x8AVX2T1(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+type x8AVX2Func = func(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+// x8AVX2Kernels are the AVX2 repacked kernels per format, for tiles of 4,
+// 2 and 1 tokens.
+var x8AVX2Kernels = map[gguf.TensorType][3]x8AVX2Func{
+	gguf.Q8_0: {q80x8AVX2T4, q80x8AVX2T2, q80x8AVX2T1},
+	gguf.Q4_0: {q40x8AVX2T4, q40x8AVX2T2, q40x8AVX2T1},
+	gguf.Q5_0: {q50x8AVX2T4, q50x8AVX2T2, q50x8AVX2T1},
+}
+
 // x8Asm runs the repacked Q8_0-family kernels over groups of eight rows
 // (w) for each token tile of q.X8, writing out[t·ostride + r].
 func x8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, out []float32, ostride int) bool {
-	if k != isaVNNI || groups == 0 {
-		return k == isaVNNI
+	if !repacks(k, t) || groups == 0 {
+		return repacks(k, t)
 	}
 	_ = w[groups*nb*8*t.BlockBytes()-1]
 	_ = out[(n-1)*ostride+8*groups-1]
 	_ = q.X8[n*nb*x8ActBytes-1]
+	if k == isaAVX2 {
+		// Tiles of four tokens at most (registers), within each layout tile.
+		fs := x8AVX2Kernels[t]
+		for t0 := 0; t0 < n; {
+			_, T := x8Tile(t0, n)
+			a, as := q.X8[t0*nb*x8ActBytes:], T*x8ActBytes
+			for s := 0; s < T; {
+				i, step := 2, 1
+				switch {
+				case T-s >= 4:
+					i, step = 0, 4
+				case T-s >= 2:
+					i, step = 1, 2
+				}
+				fs[i](&w[0], groups, nb, &a[s*x8ActBytes], as, &out[(t0+s)*ostride], ostride*4)
+				s += step
+			}
+			t0 += T
+		}
+		return true
+	}
 	fs := x8Kernels[t]
 	for t0 := 0; t0 < n; {
 		_, T := x8Tile(t0, n)
@@ -370,5 +405,94 @@ func kxAsm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q []int8, d []
 	default:
 		q6kx8VNNI(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
 	}
+	return true
+}
+
+//go:noescape
+func flashF16AVX2(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int, pk, pv unsafe.Pointer)
+
+//go:noescape
+func flashF32AVX2(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int, pk, pv unsafe.Pointer)
+
+// flashAsm runs one Flash step in assembly (strides in bytes; bounds
+// checked by the caller), prefetching the tile at pk, pv. The AVX2 kernel
+// serves the AVX-512 machines too.
+func flashAsm(f *Flash, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int, pk, pv unsafe.Pointer, f16 bool) {
+	if f16 {
+		flashF16AVX2(&f.Q[0], &f.o[0], &f.m[0], &f.l[0], &f.Lim[0], f.Rows, f.D, k, kstride, v, vstride, nk, pk, pv)
+	} else {
+		flashF32AVX2(&f.Q[0], &f.o[0], &f.m[0], &f.l[0], &f.Lim[0], f.Rows, f.D, k, kstride, v, vstride, nk, pk, pv)
+	}
+}
+
+//go:noescape
+func q4kx8AVX2T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q4kx8AVX2T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q5kx8AVX2T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q5kx8AVX2T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q6kx8AVX2T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q6kx8AVX2T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+// kx8Asm runs the AVX2 kernels of K-quants repacked eight rows at a time
+// (w: groups of them) over the token tiles of q.KTile (four tokens, the
+// rest one by one), writing out[t·ostride + r].
+func kx8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, out []float32, ostride int) bool {
+	if k != isaAVX2 || (t != gguf.Q4_K && t != gguf.Q5_K && t != gguf.Q6_K) {
+		return false
+	}
+	if groups == 0 {
+		return true
+	}
+	_ = w[groups*nb*8*t.BlockBytes()-1]
+	_ = out[(n-1)*ostride+8*groups-1]
+	_ = q.KTile[n*nb*kTileBytes-1]
+	for tok := 0; tok < n; {
+		a, o := &q.KTile[tok*nb*kTileBytes], &out[tok*ostride]
+		four := n-tok >= 4
+		switch {
+		case four && t == gguf.Q4_K:
+			q4kx8AVX2T4(&w[0], groups, nb, a, o, ostride*4)
+		case four && t == gguf.Q5_K:
+			q5kx8AVX2T4(&w[0], groups, nb, a, o, ostride*4)
+		case four:
+			q6kx8AVX2T4(&w[0], groups, nb, a, o, ostride*4)
+		case t == gguf.Q4_K:
+			q4kx8AVX2T1(&w[0], groups, nb, a, o, ostride*4)
+		case t == gguf.Q5_K:
+			q5kx8AVX2T1(&w[0], groups, nb, a, o, ostride*4)
+		default:
+			q6kx8AVX2T1(&w[0], groups, nb, a, o, ostride*4)
+		}
+		if n-tok >= 4 {
+			tok += 4
+		} else {
+			tok++
+		}
+	}
+	return true
+}
+
+//go:noescape
+func quantQ8_0AVX2(x *float32, nb int, q *int8, d *float32)
+
+// quantQ8_0Asm quantises whole Q8_0 blocks of x into q and d (their
+// lengths checked by the caller) and reports whether it did.
+func quantQ8_0Asm(k isa, x []float32, q []int8, d []float32) bool {
+	if k == isaGeneric || len(d) == 0 {
+		return false
+	}
+	_ = x[len(d)*32-1]
+	_ = q[len(d)*32-1]
+	quantQ8_0AVX2(&x[0], len(d), &q[0], &d[0])
 	return true
 }

@@ -22,7 +22,7 @@ func BenchmarkMulBatch(b *testing.B) {
 		name            string
 		rows, cols, thr int
 		tokens          []int
-	}{{"l2", 896, 1024, 1, []int{1, 4, 16, 32}}, {"mem", 0, 1024, 2, []int{1, 8, 32}}} {
+	}{{"l2", 896, 1024, 1, []int{1, 4, 16, 32}}, {"mem", 0, 1024, 2, []int{1, 8, 32}}, {"prefill", 896, 1024, 2, []int{512}}} {
 		for _, typ := range types {
 			rows := size.rows
 			rb, _ := typ.RowBytes(int64(size.cols))
@@ -44,8 +44,8 @@ func BenchmarkMulBatch(b *testing.B) {
 			// The repacked layout (x8) where this CPU runs it.
 			if x8 := *m; x8.Repack(slices.Clone(m.Data)) {
 				for _, n := range size.tokens {
-					b.Run(fmt.Sprintf("%s/%sx8/n%d/%s", size.name, typ, n, isaVNNI), func(b *testing.B) {
-						benchMul(b, &x8, n, isaVNNI, size.thr)
+					b.Run(fmt.Sprintf("%s/%sx8/n%d/%s", size.name, typ, n, detect()), func(b *testing.B) {
+						benchMul(b, &x8, n, detect(), size.thr)
 					})
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
@@ -177,5 +178,99 @@ func TestFloatKernels(t *testing.T) {
 func TestISAString(t *testing.T) {
 	if got := fmt.Sprint(isaGeneric, isaAVX2, isaVNNI); got != "generic avx2 avx512vnni" {
 		t.Errorf("%q", got)
+	}
+}
+
+func TestKernelInfo(t *testing.T) {
+	k := KernelInfo()
+	if k.ISA != detect().String() {
+		t.Errorf("ISA %q, detected %v", k.ISA, detect())
+	}
+	if (k.Layout == "repacked") != (len(k.Repacked) > 0) || k.String() == "" {
+		t.Errorf("%+v", k)
+	}
+	if detect() >= isaAVX2 && !strings.Contains(k.String(), "Q8_0") {
+		t.Errorf("%v: Q8_0 is repacked on AVX2 and up", k)
+	}
+}
+
+// TestSameInput: a matmul told that its input is the previous one's gives
+// what it gives alone, whether it reuses the quantised activations (same
+// layout) or not (another type came between, or another layout).
+func TestSameInput(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	const rows, cols, n = 16, 512, 3
+	mk := func(typ gguf.TensorType) *Matrix {
+		var data []byte
+		if typ == gguf.F32 {
+			data, _ = Quantize(typ, randFloats(r, rows*cols), nil)
+		} else {
+			data = randomBlocks(typ, rows, cols, r, 0)
+		}
+		m, err := NewMatrix(typ, rows, cols, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	x1, x2 := randFloats(r, n*cols), randFloats(r, n*cols)
+	p := NewPool(2)
+	defer p.Close()
+	alone := func(m *Matrix, x []float32) []float32 {
+		var s Scratch
+		out := make([]float32, n*rows)
+		m.MulBatch(x, n, out, p, &s)
+		return out
+	}
+	for _, c := range []struct{ first, second gguf.TensorType }{{gguf.Q8_0, gguf.Q8_0}, {gguf.Q4_K, gguf.Q6_K}, {gguf.Q8_0, gguf.Q4_K}, {gguf.Q4_0, gguf.Q8_0}} {
+		a, b := mk(c.first), mk(c.second)
+		var s Scratch
+		out := make([]float32, n*rows)
+		mk(gguf.F32).MulBatch(x2, n, out, p, &s) // leaves nothing to reuse
+		s.SameInput()
+		a.MulBatch(x2, n, out, p, &s)
+		a.MulBatch(x1, n, out, p, &s)
+		s.SameInput()
+		b.MulBatch(x1, n, out, p, &s)
+		if i := firstDiff(out, alone(b, x1)); i >= 0 {
+			t.Errorf("%s after %s: out[%d] differs from the matmul alone", c.second, c.first, i)
+		}
+	}
+}
+
+// TestQuantizeQ8_0Levels: the assembly quantiser gives the pure-Go bits:
+// random blocks, outliers, an all-zero block, ties (x·127/amax = k+½),
+// subnormals and huge values.
+func TestQuantizeQ8_0Levels(t *testing.T) {
+	defer func() { hostISA = detect() }()
+	r := rand.New(rand.NewPCG(4, 4))
+	x := randFloats(r, 32*64)
+	clear(x[32:64])
+	for i := range 32 { // ties: amax 127 makes x·127/amax = x
+		x[64+i] = float32(i) - 15.5
+	}
+	x[64] = 127
+	for i := range 32 {
+		x[96+i] = float32(r.NormFloat64()) * 1e-41
+		x[128+i] = float32(r.NormFloat64()) * 1e30
+	}
+	x[200] *= 1e3
+	var want Q8
+	for _, k := range levels() {
+		hostISA = k
+		var q Q8
+		QuantizeQ8_0(x, &q)
+		if k == isaGeneric {
+			want = q
+			continue
+		}
+		for i := range q.Q {
+			if q.Q[i] != want.Q[i] {
+				t.Fatalf("%s: q[%d] = %d, generic %d (x %v)", k, i, q.Q[i], want.Q[i], x[i])
+			}
+		}
+		if i := firstDiff(q.D, want.D); i >= 0 {
+			t.Fatalf("%s: d[%d] = %v, generic %v", k, i, q.D[i], want.D[i])
+		}
 	}
 }

@@ -7,20 +7,24 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/gguf"
 )
 
-// Weights can be repacked R rows at a time for the VNNI kernels whose SIMD
-// lanes are rows: one VPDPBUSD against a token's four quants (broadcast)
-// advances R rows at once, with no horizontal sums, and each weight load
-// serves every token of a tile. The layout takes exactly the bytes of the
-// original rows, so it replaces them in place. R is 8 for the Q8_0 family
-// and 16 for the K-quants where the row count allows (512-bit registers).
+// Weights can be repacked R rows at a time for the kernels whose SIMD
+// lanes are rows: one VPDPBUSD (AVX-512 VNNI; on AVX2 VPMADDUBSW and
+// VPMADDWD) against a token's four quants (broadcast) advances R rows at
+// once, with no horizontal sums, and each weight load serves every token
+// of a tile. The layout takes exactly the bytes of the original rows, so
+// it replaces them in place. R is 8 for the Q8_0 family and, on VNNI, 16
+// for the K-quants where the row count allows (512-bit registers). The
+// layout is made for one kernel set (Matrix.pack): Q8_0's quants are
+// stored +128 for VNNI and signed for AVX2.
 // Per group of R rows and block (offsets in bytes; "the rows'" means R
 // consecutive 4-byte or 2-byte pieces, one per row):
 //
-//	Q8_0  0: scales (fp16)   2R: quants 4k…4k+3, k = 0…7, stored +128
+//	Q8_0  0: scales (fp16)   2R: quants 4k…4k+3, k = 0…7 (+128 for VNNI)
 //	Q4_0  0: scales          2R: nibble bytes 4g…4g+3, g = 0…3
 //	Q5_0  0: scales          2R: qh dwords   6R: nibble bytes as Q4_0
 //	Q4_K  0: d   2R: dmin   4R: scale bytes 0–3, 4–7, 8–11
 //	      16R: packed nibble bytes 32p+4k…, p = 0…3, k = 0…7
+//	Q5_K  as Q4_K, with 16R: qh dwords 0…7   48R: the nibble bytes
 //	Q6_K  0: d   2R: the 16 int8 scales, one byte per row   18R: for
 //	      each step s = (half n, k) in the order the kernel reads them
 //	      (strictly forward: an interleaved order halved the speed from
@@ -60,18 +64,16 @@ func x8Tile(tok, n int) (int, int) {
 // when the caller owns those bytes), if this CPU runs the kernels for it
 // and Rows is a multiple of 8. It reports whether it did.
 func (m *Matrix) Repack(dst []byte) bool {
-	if m.Rows%8 != 0 || m.isa != isaVNNI || m.group != 0 || len(dst) != len(m.Data) {
+	if m.Rows%8 != 0 || !repacks(m.isa, m.Type) || m.group != 0 || len(dst) != len(m.Data) {
 		return false
 	}
 	R := 8
-	switch m.Type {
-	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0:
-	case gguf.Q4_K, gguf.Q6_K:
-		if m.Rows%16 == 0 {
-			R = 16
-		}
-	default:
-		return false
+	if (m.Type == gguf.Q4_K || m.Type == gguf.Q6_K) && m.isa == isaVNNI && m.Rows%16 == 0 {
+		R = 16
+	}
+	m.pack = m.isa
+	if m.Type == gguf.Q5_K {
+		m.pack = isaAVX2 // the only Q5_K kernels, on AVX-512 machines too
 	}
 	rb, bb := m.rowBytes, m.Type.BlockBytes()
 	buf := make([]byte, R*rb)
@@ -84,7 +86,7 @@ func (m *Matrix) Repack(dst []byte) bool {
 				blk := buf[r*rb+b*bb : r*rb+(b+1)*bb]
 				packOffsets(m.Type, r, R, func(oo, bo, n int) {
 					copy(o[oo:oo+n], blk[bo:bo+n])
-					flipQ8(m.Type, bo, o[oo:oo+n])
+					m.flipQ8(bo, o[oo:oo+n])
 				})
 			}
 		}
@@ -99,14 +101,23 @@ func (m *Matrix) unpackBlock(r, b int, blk []byte) {
 	o := m.Data[r/R*R*m.rowBytes+b*R*bb:][:R*bb]
 	packOffsets(m.Type, r%R, R, func(oo, bo, n int) {
 		copy(blk[bo:bo+n], o[oo:oo+n])
-		flipQ8(m.Type, bo, blk[bo:bo+n])
+		m.flipQ8(bo, blk[bo:bo+n])
 	})
 }
 
+// repacks reports whether kernel set k has repacked kernels for t.
+func repacks(k isa, t gguf.TensorType) bool {
+	switch t {
+	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
+		return k >= isaAVX2
+	}
+	return false
+}
+
 // flipQ8 moves Q8_0 quants (not the scale at offset 0) between signed and
-// +128.
-func flipQ8(t gguf.TensorType, bo int, b []byte) {
-	if t == gguf.Q8_0 && bo >= 2 {
+// +128 (the VNNI layout).
+func (m *Matrix) flipQ8(bo int, b []byte) {
+	if m.Type == gguf.Q8_0 && m.pack == isaVNNI && bo >= 2 {
 		for i := range b {
 			b[i] ^= 0x80
 		}
@@ -144,6 +155,20 @@ func packOffsets(t gguf.TensorType, r, R int, f func(o, b, n int)) {
 				f(16*R+32*R*p+4*R*k+4*r, 16+32*p+4*k, 4)
 			}
 		}
+	case gguf.Q5_K:
+		f(2*r, 0, 2)
+		f(2*R+2*r, 2, 2)
+		for i := range 3 {
+			f(4*R+4*R*i+4*r, 4+4*i, 4)
+		}
+		for i := range 8 {
+			f(16*R+4*R*i+4*r, 16+4*i, 4)
+		}
+		for p := range 4 {
+			for k := range 8 {
+				f(48*R+32*R*p+4*R*k+4*r, 48+32*p+4*k, 4)
+			}
+		}
 	case gguf.Q6_K:
 		f(2*r, 208, 2)
 		for g := range 16 {
@@ -178,14 +203,18 @@ func (m *Matrix) rowRepacked(r int, dst []float32) {
 func (m *Matrix) mulRowsRepacked(lo, hi int, n int, out []float32, q *Q8) {
 	rb, R, be := m.rowBytes, m.group, m.Type.BlockElems()
 	nb := m.Cols / be
-	if be == 32 && x8Asm(m.isa, m.Type, m.Data[lo*rb:hi*rb], (hi-lo)/8, nb, q, n, out[lo:], m.Rows) {
+	k := m.packedISA()
+	if be == 32 && x8Asm(k, m.Type, m.Data[lo*rb:hi*rb], (hi-lo)/8, nb, q, n, out[lo:], m.Rows) {
+		return
+	}
+	if be == 256 && kx8Asm(k, m.Type, m.Data[lo*rb:hi*rb], (hi-lo)/8, nb, q, n, out[lo:], m.Rows) {
 		return
 	}
 	tok := func(t int) ([]int8, []float32) { return q.Q[t*m.Cols : (t+1)*m.Cols], q.D[t*nb : (t+1)*nb] }
 	bsums := func(t int) []int16 { return q.BSums[t*nb*16 : (t+1)*nb*16] }
 	if n == 1 && be == 256 { // one token streams all the rows in one call
 		qs, d := tok(0)
-		if kxAsm(m.isa, m.Type, m.Data[lo*rb:hi*rb], R, (hi-lo)/R, nb, qs, d, bsums(0), out[lo:hi]) {
+		if kxAsm(k, m.Type, m.Data[lo*rb:hi*rb], R, (hi-lo)/R, nb, qs, d, bsums(0), out[lo:hi]) {
 			return
 		}
 	}
@@ -197,12 +226,22 @@ func (m *Matrix) mulRowsRepacked(lo, hi int, n int, out []float32, q *Q8) {
 			switch {
 			case be == 32:
 				m.dotX8(g, qs, d, tmp[:R])
-			case !kxAsm(m.isa, m.Type, m.Data[g*R*rb:(g+1)*R*rb], R, 1, nb, qs, d, bsums(t), tmp[:R]):
+			case !kxAsm(k, m.Type, m.Data[g*R*rb:(g+1)*R*rb], R, 1, nb, qs, d, bsums(t), tmp[:R]):
 				m.dotKx(g, qs, d, bsums(t), tmp[:R])
 			}
 			copy(out[t*m.Rows+R*g:], tmp[:R])
 		}
 	}
+}
+
+// packedISA is the kernel set that runs on m's repacked layout: the one
+// it was made for, when m's kernel set includes it (tests lower m.isa to
+// check the others against pure Go), else pure Go.
+func (m *Matrix) packedISA() isa {
+	if m.isa >= m.pack {
+		return m.pack
+	}
+	return isaGeneric
 }
 
 // dotX8 is the pure-Go kernel of the repacked Q8_0 family: the rows of
@@ -238,9 +277,12 @@ func (m *Matrix) dotKx(g int, q []int8, d []float32, bsums []int16, out []float3
 		for b := range d {
 			m.unpackBlock(len(out)*g+lane, b, row[b*bb:(b+1)*bb])
 		}
-		if m.Type == gguf.Q6_K {
+		switch m.Type {
+		case gguf.Q6_K:
 			out[lane] = dotQ6K(row, q, d, bsums)
-		} else {
+		case gguf.Q5_K:
+			out[lane] = dotQ5K(row, q, d, bsums)
+		default:
 			out[lane] = dotQ4K(row, q, d, bsums)
 		}
 	}
@@ -261,13 +303,16 @@ func (q *Q8) writeX8(b int, qs []int8, d float32) {
 	binary.LittleEndian.PutUint32(o[36:], math.Float32bits(d))
 }
 
-// x8Offset is what the repacked kernels add to t's signed quants.
-func x8Offset(t gguf.TensorType) int32 {
-	switch t {
-	case gguf.Q4_0:
+// x8Offset is what the repacked kernels for k add to t's signed quants
+// (the AVX2 Q8_0 kernel multiplies them signed).
+func x8Offset(t gguf.TensorType, k isa) int32 {
+	switch {
+	case t == gguf.Q4_0:
 		return 8
-	case gguf.Q5_0:
+	case t == gguf.Q5_0:
 		return 16
+	case k == isaVNNI:
+		return 128
 	}
-	return 128
+	return 0
 }

@@ -10,30 +10,37 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/gguf"
 )
 
-// TestRepackX8 checks the repacked Q8_0 layout: rows dequantise as before;
-// the assembly matches the pure-Go x8 kernel bit for bit for every tile
-// split of 1..37 tokens; each token's result does not depend on the batch
-// around it; and results agree with the unpacked kernels to float
-// rounding.
+// TestRepackX8 checks the repacked layouts, made for each kernel set this
+// CPU has (an AVX-512 machine checks the AVX2 layout and kernels too):
+// rows dequantise as before; the assembly matches the pure-Go x8 kernel
+// bit for bit for every tile split of 1..37 tokens; each token's result
+// does not depend on the batch around it; and results agree with the
+// unpacked kernels to float rounding.
 func TestRepackX8(t *testing.T) {
-	if detect() != isaVNNI {
-		t.Skip("this CPU has no AVX-512 VNNI: matrices are not repacked")
+	if detect() == isaGeneric {
+		t.Skip("no assembly kernels here: matrices are not repacked")
 	}
-	for _, typ := range []gguf.TensorType{gguf.Q8_0, gguf.Q4_0, gguf.Q5_0, gguf.Q4_K, gguf.Q6_K} {
-		for mode := range 3 {
-			for _, rows := range []int{24, 48} { // Q4_K: groups of 8, of 16
-				t.Run(fmt.Sprintf("%s/mode%d/rows%d", typ, mode, rows), func(t *testing.T) { testRepack(t, typ, mode, rows) })
+	for _, pack := range levels()[1:] {
+		for _, typ := range []gguf.TensorType{gguf.Q8_0, gguf.Q4_0, gguf.Q5_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
+			if !repacks(pack, typ) || typ == gguf.Q5_K && pack != isaAVX2 {
+				continue
+			}
+			for mode := range 3 {
+				for _, rows := range []int{24, 48} { // Q4_K: groups of 8, of 16
+					t.Run(fmt.Sprintf("%s/%s/mode%d/rows%d", pack, typ, mode, rows), func(t *testing.T) { testRepack(t, pack, typ, mode, rows) })
+				}
 			}
 		}
 	}
 }
 
-func testRepack(t *testing.T, typ gguf.TensorType, mode, rows int) {
+func testRepack(t *testing.T, pack isa, typ gguf.TensorType, mode, rows int) {
 	r := rand.New(rand.NewPCG(5, uint64(mode)))
 	const cols = 512
 	data := randomBlocks(typ, rows, cols, r, mode)
 	plain, _ := NewMatrix(typ, rows, cols, data)
 	m, _ := NewMatrix(typ, rows, cols, slices.Clone(data))
+	m.isa = pack
 	if !m.Repack(m.Data) {
 		t.Fatalf("Repack refused a %d-row %s matrix", rows, typ)
 	}
@@ -76,7 +83,7 @@ func testRepack(t *testing.T, typ gguf.TensorType, mode, rows int) {
 		plain.MulBatch(x, n, ref, p, &s)
 		p.Close()
 		for i := range ref {
-			if (typ == gguf.Q4_K || typ == gguf.Q6_K) && math.Float32bits(ref[i]) != math.Float32bits(want[i]) {
+			if typ.BlockElems() == 256 && math.Float32bits(ref[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("n %d: out[%d] = %v, unpacked %v (K-quants keep the row kernels' bits)", n, i, want[i], ref[i])
 			}
 			if d := math.Abs(float64(ref[i] - want[i])); d > 1e-4*(1+math.Abs(float64(ref[i]))) {

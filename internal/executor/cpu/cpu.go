@@ -23,6 +23,7 @@ type Config struct {
 	NumBlocks int // KV blocks, as the engine's block manager has them
 	BlockSize int
 	Threads   int
+	KVDtype   model.KVDtype // the cache's element type (zero: fp16)
 }
 
 // Executor runs batches on the CPU. Called from the engine goroutine only.
@@ -44,7 +45,7 @@ func New(w *model.Weights, cfg Config) (*Executor, error) {
 	layer := float64(c.Hidden)*float64(c.Heads*c.HeadDim)*2 + float64(c.Hidden)*float64(c.KVDim())*2 + 3*float64(c.Hidden)*float64(c.FFN)
 	return &Executor{
 		cfg:     cfg,
-		runner:  model.NewRunner(w, cfg.NumBlocks, cfg.BlockSize, cfg.Threads),
+		runner:  model.NewRunnerWith(w, model.RunnerConfig{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, Threads: cfg.Threads, KVDtype: cfg.KVDtype}),
 		params:  layer * float64(c.Layers),
 		weights: float64(weightBytes(w)),
 	}, nil
@@ -100,7 +101,7 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	// Estimates in the spirit of vLLM's MFU counters: matmuls plus
 	// attention; weights read once per step, and every token reads the K/V
 	// of its whole context (ctx sums those context lengths).
-	kvBytes := float64(w.KVBytesPerToken())
+	kvBytes := float64(w.KVBytesPerTokenOf(e.cfg.KVDtype))
 	r.FLOPs = 2*e.params*float64(b.NumTokens) + 4*float64(w.Layers*w.Heads*w.HeadDim)*ctx
 	r.ReadBytes = e.weights + kvBytes*ctx
 	r.WriteBytes = kvBytes * float64(b.NumTokens)

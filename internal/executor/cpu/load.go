@@ -9,6 +9,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/gguf"
 	"github.com/glassbox-llm/glassbox/internal/jinja"
 	"github.com/glassbox-llm/glassbox/internal/model"
+	"github.com/glassbox-llm/glassbox/internal/tensor"
 	"github.com/glassbox-llm/glassbox/internal/tokenizer"
 )
 
@@ -29,8 +30,10 @@ type LoadConfig struct {
 	// MMap maps the file instead of reading it into (huge-page) memory;
 	// a file larger than three quarters of available memory is mapped
 	// anyway, with a warning.
-	MMap   bool
-	Logger *slog.Logger
+	MMap bool
+	// KVDtype is the KV cache's element type (zero: fp16).
+	KVDtype model.KVDtype
+	Logger  *slog.Logger
 }
 
 // Loaded is a model ready to serve: its weights, what the server needs of
@@ -45,8 +48,9 @@ type Loaded struct {
 	ContextLen int
 	Name       string // general.name, or the file's base name
 
-	file *gguf.File
-	exec *Executor
+	kvDtype model.KVDtype
+	file    *gguf.File
+	exec    *Executor
 }
 
 // Close releases the compute threads and the model's memory or mapping;
@@ -85,7 +89,7 @@ func Load(cfg LoadConfig) (l *Loaded, err error) {
 		return nil, fmt.Errorf("load %s: the tokenizer has %d tokens but the model only %d embeddings", cfg.Path, tok.VocabSize(), w.Vocab)
 	}
 	name, _ := gf.String("general.name")
-	return &Loaded{Weights: w, Vocab: &Vocab{tok}, Chat: newChat(tok, log), EOG: tok.EOG(), ContextLen: w.ContextLen,
+	return &Loaded{Weights: w, kvDtype: cfg.KVDtype, Vocab: &Vocab{tok}, Chat: newChat(tok, log), EOG: tok.EOG(), ContextLen: w.ContextLen,
 		Name: cmpOr(name, filepath.Base(cfg.Path)), file: gf}, nil
 }
 
@@ -93,7 +97,7 @@ func Load(cfg LoadConfig) (l *Loaded, err error) {
 // kvBytes of them, or when kvBytes is 0 the default sizing (DefaultKVBytes
 // for maxNumSeqs sequences of maxModelLen tokens).
 func (l *Loaded) KVBlocks(kvBytes int64, blockSize, maxModelLen, maxNumSeqs int) int {
-	perToken := l.Weights.KVBytesPerToken()
+	perToken := l.Weights.KVBytesPerTokenOf(l.kvDtype)
 	if kvBytes == 0 {
 		kvBytes = DefaultKVBytes(perToken, maxModelLen, maxNumSeqs, memAvailable())
 	}
@@ -103,7 +107,7 @@ func (l *Loaded) KVBlocks(kvBytes int64, blockSize, maxModelLen, maxNumSeqs int)
 // Start makes the executor, with its KV cache of numBlocks blocks; the
 // engine's configuration must have been validated. Close stops it.
 func (l *Loaded) Start(numBlocks, blockSize, threads int) (*Executor, error) {
-	exec, err := New(l.Weights, Config{NumBlocks: numBlocks, BlockSize: blockSize, Threads: threads})
+	exec, err := New(l.Weights, Config{NumBlocks: numBlocks, BlockSize: blockSize, Threads: threads, KVDtype: l.kvDtype})
 	if err != nil {
 		return nil, err
 	}
@@ -114,8 +118,8 @@ func (l *Loaded) Start(numBlocks, blockSize, threads int) (*Executor, error) {
 // Describe is one line for the start-up banner.
 func (l *Loaded) Describe(threads int) string {
 	w := l.Weights
-	return fmt.Sprintf("this CPU (%d threads): %s (%s, %d layers, %s weights, %s tokenizer)",
-		threads, l.Name, w.Arch, w.Config.Layers, w.Layers[0].Q.Type, l.Vocab.t.Kind())
+	return fmt.Sprintf("this CPU (%d threads, %s kernels): %s (%s, %d layers, %s weights, %s tokenizer, %s KV cache)",
+		threads, tensor.KernelInfo(), l.Name, w.Arch, w.Config.Layers, w.Layers[0].Q.Type, l.Vocab.t.Kind(), l.kvDtype)
 }
 
 // openModel reads the file into memory, or maps it when asked or when a
