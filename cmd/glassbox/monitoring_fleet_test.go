@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/dashboards"
+	"github.com/glassbox-llm/glassbox/internal/doctor"
 )
 
 // localFleet is a fleet without Kubernetes: glassbox replicas in this
@@ -155,11 +156,47 @@ func TestLocalFleet(t *testing.T) {
 
 	checkFleetDashboard(t, f, hot)
 	checkImbalanceAlert(t, f, hot)
-	// The doctor's fleet view belongs here, while the load still runs:
-	// 'glassbox doctor --prometheus-url f.PromURL --selector f.Selector'
-	// over f.Instances(), expecting per-instance findings that single out
-	// hot (KV-capacity bound, queueing) and a fleet summary naming the
-	// imbalance.
+	checkDoctorFleet(t, f, hot)
+}
+
+// checkDoctorFleet runs the doctor over the fleet while the load runs: one
+// report per replica, the hot one first and KV-capacity bound, the cold
+// ones without a bottleneck, and a fleet finding naming the imbalance.
+func checkDoctorFleet(t *testing.T, f *localFleet, hot string) {
+	t.Helper()
+	// The window must not start before Prometheus found every replica.
+	waitFor(t, "8 s of scrapes of every replica", 30*time.Second, func() bool {
+		s, err := promQuery(f.PromURL, "min(count_over_time(vllm:num_requests_running"+f.Selector+"[8s]))")
+		return err == nil && len(s) == 1 && s[0].Value >= 7
+	})
+	var out strings.Builder
+	err := run(context.Background(), []string{"doctor", "--prometheus-url", f.PromURL, "--selector", f.Selector, "--since", "6s", "--interval", "1s", "--json"}, &out, io.Discard)
+	if code := exitCode(err); code != doctorExitWarning && code != doctorExitCritical {
+		t.Fatalf("doctor over the fleet: exit %d (%v)\n%s", code, err, out.String())
+	}
+	var rep doctor.Report
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Fleet == nil || len(rep.Fleet.Instances) != len(f.Replicas) {
+		t.Fatalf("doctor over the fleet: no per-instance reports for %d replicas:\n%s", len(f.Replicas), out.String())
+	}
+	first := rep.Fleet.Instances[0]
+	if first.Instance != hot || !slices.Contains(first.Report.Names(), "kv-capacity-bound") {
+		t.Errorf("the worst instance is %s with %v; want %s, KV-capacity bound", first.Instance, first.Report.Names(), hot)
+	}
+	// A cold replica may miss a scrape on two busy cores (metrics-stale);
+	// it must not look like a bottleneck.
+	for _, in := range rep.Fleet.Instances[1:] {
+		for _, name := range in.Report.Names() {
+			if slices.Contains([]string{"kv-capacity-bound", "compute-bound", "concurrency-cap", "queueing-dominates", "preemption-storm"}, name) {
+				t.Errorf("cold replica %s has findings %v", in.Instance, in.Report.Names())
+			}
+		}
+	}
+	if !slices.Contains(rep.Names(), "load-imbalance") || !strings.Contains(rep.Findings[0].Title, hot) {
+		t.Errorf("the fleet's findings %v do not name the imbalance at %s", rep.Names(), hot)
+	}
 }
 
 // perReplicaQueries are the Fleet dashboard's targets drawn one series per

@@ -39,7 +39,7 @@ type Config struct {
 	PrometheusURL string        // read from this Prometheus instead
 	Selector      string        // label matchers of the target, e.g. {instance="10.0.0.5:8000"}
 	Since         time.Duration // window length ending at End; default 30m
-	End           time.Time     // default now
+	End           time.Time     // default one interval before now
 
 	// Hints say what a vLLM target's series do not: its GPU, for MFU and
 	// bandwidth utilisation, and its scheduler limits.
@@ -100,7 +100,8 @@ func (c Config) withDefaults() (Config, error) {
 		c.Now = time.Now
 	}
 	if c.End.IsZero() {
-		c.End = c.Now()
+		// A step before now: the last scrape of every target is then in.
+		c.End = c.Now().Add(-c.Interval)
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}
@@ -165,6 +166,26 @@ func readFile(path string, now time.Time, hints Hints) (*Window, error) {
 // Run collects the window, diagnoses it and, when asked, verifies the
 // recommendation.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.PrometheusURL != "" && cfg.Verify == nil {
+		c, err := cfg.withDefaults()
+		if err != nil {
+			return nil, err
+		}
+		matchers, err := parseSelector(c.Selector)
+		if err != nil {
+			return nil, err
+		}
+		src := &promSource{base: strings.TrimRight(c.PrometheusURL, "/"), selector: matchers, since: c.Since, step: c.Interval,
+			end: c.End.Truncate(time.Millisecond), client: c.HTTPClient}
+		insts, err := src.instances(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(insts) > 1 {
+			c.End = src.end // every instance over the same window
+			return runFleet(ctx, c, "{"+matchers+"}", insts)
+		}
+	}
 	w, err := Collect(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -189,11 +210,17 @@ type Report struct {
 	Findings     []Finding     `json:"findings"`
 	Client       *ClientView   `json:"client,omitempty"`
 	Verification *Verification `json:"verification,omitempty"`
+	// Fleet holds every instance's report when the selector matched
+	// several (Findings then holds the fleet's own).
+	Fleet *Fleet `json:"fleet,omitempty"`
 }
 
 // Worst is the highest severity among the findings (Info with none).
 func (r *Report) Worst() Severity {
 	worst := Info
+	if r.Fleet != nil {
+		worst = r.Fleet.worst()
+	}
 	for _, f := range r.Findings {
 		worst = max(worst, f.Severity)
 	}

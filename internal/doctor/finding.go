@@ -30,6 +30,17 @@ func (s Severity) String() string {
 // MarshalText writes the name, so JSON carries "warning", not 1.
 func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads a name MarshalText wrote, so a JSON report reads back.
+func (s *Severity) UnmarshalText(b []byte) error {
+	for _, v := range []Severity{Info, Warning, Critical} {
+		if v.String() == string(b) {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("severity %q: want info, warning or critical", b)
+}
+
 // Finding is one diagnosis.
 type Finding struct {
 	Name      string     `json:"name"`

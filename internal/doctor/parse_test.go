@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 func TestParseBenchResult(t *testing.T) {
@@ -176,5 +178,35 @@ func TestReportOutputs(t *testing.T) {
 	}
 	if back.Worst != "warning" || back.ExitCode != 1 || len(back.Findings) == 0 || back.Findings[0].Severity != "warning" {
 		t.Errorf("json: %+v", back)
+	}
+}
+
+// TestRealCapturesAreSnapshots: every real vLLM scrape in ../shared/compat
+// reads through the parser and the window code, and one reading gives the
+// single-reading report with the gauges it has, not an error.
+func TestRealCapturesAreSnapshots(t *testing.T) {
+	for _, name := range []string{"vllm-0.30-metrics.txt", "vllm-0.7-lora-metrics.txt"} {
+		path := reftest.Path(t, "compat", name)
+		rep, err := Run(context.Background(), Config{MetricsFile: path})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if rep.Engine != "vllm" || len(rep.Findings) != 1 || rep.Findings[0].Name != "single-reading" || rep.Readings != 1 {
+			t.Errorf("%s: engine %s, %d readings, findings %v", name, rep.Engine, rep.Readings, rep.Names())
+			continue
+		}
+		known := 0
+		for _, e := range rep.Findings[0].Evidence {
+			if e.Value != nil {
+				known++
+			}
+		}
+		if known < 3 {
+			t.Errorf("%s: the snapshot knows %d of running, waiting and KV usage", name, known)
+		}
+		var b strings.Builder
+		if err := rep.WriteText(&b); err != nil || !strings.Contains(b.String(), "one reading") {
+			t.Errorf("%s: %v\n%s", name, err, b.String())
+		}
 	}
 }

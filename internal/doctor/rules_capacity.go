@@ -34,7 +34,10 @@ func kvCapacityBound(s *signals, p promql) *Finding {
 	}
 	evs = append(evs, s.evDCGM(p)...)
 	compute := fmt.Sprintf("the steps used only %.1f%% of the token budget", 100*s.stepFill)
-	if !math.IsNaN(s.busy) {
+	switch {
+	case s.busySrc == srcEstimate:
+		compute += fmt.Sprintf(" (vLLM's steps × their latency put the engine loop busy %.0f%% of the time; that counts host time too, so the GPU's share is lower)", 100*s.busy)
+	case !math.IsNaN(s.busy):
 		compute += fmt.Sprintf(" and the GPU was busy %.0f%% of the time (%s)", 100*s.busy, s.busySrc)
 	}
 	return &Finding{Severity: Warning, Title: "KV-capacity bound: requests wait for KV blocks while compute has room",
@@ -72,11 +75,14 @@ func (s *signals) kvRemedies() []Change {
 	} else if bs > 0 {
 		ctx := zeroNaN(s.meanPrompt) + zeroNaN(s.meanGen)/2
 		if ctx > 0 {
-			out = append(out, Change{Why: fmt.Sprintf("a smaller --block-size would not help: blocks of %d tokens waste about %.0f%% of a %.0f-token context", bs, 100*float64(bs)/2/ctx, ctx)})
+			out = append(out, Change{Why: fmt.Sprintf("a smaller --block-size would not help: blocks of %d tokens waste about %.1f%% of a %.0f-token context", bs, 100*float64(bs)/2/ctx, ctx)})
 		}
 	}
-	if n := s.cfg.maxNumSeqs; n > 0 && s.run.mean < 0.9*float64(n) {
+	switch n := s.cfg.maxNumSeqs; {
+	case n > 0 && s.run.mean < 0.9*float64(n):
 		out = append(out, Change{Why: fmt.Sprintf("raising --max-num-seqs (%d, %s) would not help: %.0f run on average, held there by the KV cache, not the cap; lowering it trades throughput for fewer preemptions", n, s.seqsSrc, s.run.mean)})
+	case n == 0:
+		out = append(out, Change{Why: fmt.Sprintf("raising --max-num-seqs would not help: %.0f run on average, held there by the KV cache; lowering it below that trades throughput for fewer preemptions", s.run.mean)})
 	}
 	return out
 }

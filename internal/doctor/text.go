@@ -13,7 +13,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "glassbox doctor: %s target %s via %s %s\n", r.Engine, r.Selector, r.Source, r.Target)
 	fmt.Fprintf(&b, "window: %s → %s (%s), %d readings, %d missed\n",
 		r.Start.Format("15:04:05"), r.End.Format("15:04:05"), r.End.Sub(r.Start).Round(1e8), r.Readings, r.Missed)
-	if len(r.Findings) == 0 {
+	if len(r.Findings) == 0 && r.Fleet == nil {
 		b.WriteString("\nno findings: nothing in the window points at a bottleneck\n")
 	}
 	for i, f := range r.Findings {
@@ -38,6 +38,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if v := r.Verification; v != nil {
 		v.writeText(&b)
+	}
+	if r.Fleet != nil {
+		r.Fleet.writeText(&b)
 	}
 	fmt.Fprintf(&b, "\nworst: %s (exit status %d)\n", r.Worst(), r.ExitCode())
 	_, err := io.WriteString(w, b.String())

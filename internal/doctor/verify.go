@@ -111,7 +111,15 @@ func verify(ctx context.Context, cfg VerifyConfig, s *signals, findings []Findin
 // currentReplica reads the target's configuration from its info series.
 func currentReplica(s *signals) (ReplicaConfig, error) {
 	c := s.cfg
-	if exec := s.w.Info[metricspec.ExecutorInfo]["executor"]; exec != "sim" {
+	switch exec := s.w.Info[metricspec.ExecutorInfo]["executor"]; exec {
+	case "sim":
+	case "":
+		gpu := "hardware it does not name"
+		if s.gpu != "" {
+			gpu = "a " + s.gpu
+		}
+		return ReplicaConfig{}, fmt.Errorf("verify replays on glassbox's simulated GPU, which it can configure only from glassbox's own series; this vLLM target runs on %s, and a replay would be as faithful as that profile at best: glassbox simulate --sim-hardware with the target's vllm serve flags runs the experiment instead", gpu)
+	default:
 		return ReplicaConfig{}, fmt.Errorf("verify replays on the simulated executor; the target's executor is %q", exec)
 	}
 	if c.maxNumSeqs == 0 || c.numBlocks == 0 || c.blockSize == 0 || c.maxBatchedTokens == 0 || c.prefixCaching == nil {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"runtime"
 	"slices"
 	"strconv"
@@ -298,7 +299,7 @@ func runTrial(ctx context.Context, cfg *Config, rc replica.Config, rate float64)
 	w := doctor.NewWindow("simulate", "virtual replica")
 	var obsErr error
 	res, err := simulate.Run(ctx, simulate.Config{Replica: rc, Plan: p, ObserveInterval: 5 * time.Second,
-		Observe: func(at time.Time, g prometheus.Gatherer) {
+		Observe: func(at time.Time, g prometheus.Gatherer, _ http.Handler) {
 			mfs, err := g.Gather()
 			if err != nil && obsErr == nil {
 				obsErr = err

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -45,8 +46,9 @@ type Config struct {
 	// virtual time (see Series).
 	Series *Series
 	// Observe, when set, sees the replica's registry at every interval of
-	// virtual time (the doctor builds its windows this way).
-	Observe         func(at time.Time, g prometheus.Gatherer)
+	// virtual time, and its dcgm-exporter when Replica.DCGM is set (nil
+	// otherwise): the doctor builds its windows this way.
+	Observe         func(at time.Time, g prometheus.Gatherer, dcgm http.Handler)
 	ObserveInterval time.Duration
 }
 
@@ -104,7 +106,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer rep.Close()
 	d := &driver{
 		cfg: &cfg, clk: clk, start: start, eng: rep.Engine, fe: calib.Frontend, steps: steps,
-		sch: cfg.Plan.Start(), live: make(map[string]*flight), gather: rc.Gatherer, vocab: rep.Tokenizer,
+		sch: cfg.Plan.Start(), live: make(map[string]*flight), gather: rc.Gatherer, dcgm: rep.DCGMHandler(), vocab: rep.Tokenizer,
 	}
 	if err := d.run(ctx); err != nil {
 		rep.Engine.Stop()
@@ -194,6 +196,7 @@ type driver struct {
 	steps   *stepSeqs
 	sch     *workload.Schedule
 	gather  prometheus.Gatherer
+	dcgm    http.Handler
 	vocab   interface{ Encode(string) []int }
 	pending events
 	live    map[string]*flight // submitted to the engine and not finished
@@ -383,7 +386,7 @@ func (d *driver) record(t time.Time) {
 	}
 	if d.cfg.Observe != nil && d.cfg.ObserveInterval > 0 {
 		for !d.nextObs.After(t) {
-			d.cfg.Observe(d.nextObs, d.gather)
+			d.cfg.Observe(d.nextObs, d.gather, d.dcgm)
 			d.nextObs = d.nextObs.Add(d.cfg.ObserveInterval)
 		}
 	}
@@ -394,6 +397,6 @@ func (d *driver) finishSeries() {
 		s.take(d.gather, d.last) // the final state, so the last requests count
 	}
 	if d.cfg.Observe != nil && d.cfg.ObserveInterval > 0 {
-		d.cfg.Observe(d.last, d.gather)
+		d.cfg.Observe(d.last, d.gather, d.dcgm)
 	}
 }

@@ -1,0 +1,168 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
+)
+
+// Fleet is the doctor's answer for a selector matching many instances:
+// one report per instance, worst first, and what only the fleet shows.
+type Fleet struct {
+	Instances []Instance `json:"instances"`
+	// Findings are the fleet's own: load imbalance between replicas of
+	// one model.
+	Findings []Finding `json:"findings"`
+}
+
+// Instance is one replica's report and the numbers the summary ranks by.
+type Instance struct {
+	Instance  string  `json:"instance"`
+	ModelName string  `json:"model_name"`
+	Running   float64 `json:"mean_running"`
+	Waiting   float64 `json:"mean_waiting"`
+	KVUsage   float64 `json:"mean_kv_usage"`
+	Report    *Report `json:"report"`
+}
+
+// instances lists the instances (and their model_name) the selector
+// matches, from the running gauge over the window.
+func (p *promSource) instances(ctx context.Context) ([][2]string, error) {
+	m, err := p.queryRange(ctx, "count by (instance, model_name) ("+sel(metricspec.NumRequestsRunning, p.selector)+")", p.end.Add(-p.since))
+	if err != nil {
+		return nil, err
+	}
+	seen := map[[2]string]bool{}
+	var out [][2]string
+	for _, s := range m {
+		k := [2]string{s.Metric["instance"], s.Metric["model_name"]}
+		if k[0] != "" && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	return out, nil
+}
+
+// runFleet diagnoses every instance and the fleet.
+func runFleet(ctx context.Context, cfg Config, base string, insts [][2]string) (*Report, error) {
+	fl := &Fleet{}
+	for _, in := range insts {
+		one := cfg
+		one.Selector = "{" + strings.Join(nonEmpty(strings.Trim(base, "{}"), fmt.Sprintf("instance=%q", in[0])), ", ") + "}"
+		w, err := Collect(ctx, one)
+		if err != nil {
+			return nil, fmt.Errorf("instance %s: %w", in[0], err)
+		}
+		rep := Diagnose(w, nil)
+		s := derive(w)
+		fl.Instances = append(fl.Instances, Instance{Instance: in[0], ModelName: in[1], Running: s.run.mean, Waiting: s.wait.mean, KVUsage: s.kvs.mean, Report: rep})
+	}
+	sort.SliceStable(fl.Instances, func(i, j int) bool {
+		a, b := fl.Instances[i], fl.Instances[j]
+		if a.Report.Worst() != b.Report.Worst() {
+			return a.Report.Worst() > b.Report.Worst()
+		}
+		return a.Waiting > b.Waiting
+	})
+	fl.Findings = imbalance(fl.Instances)
+	top := &Report{Source: "prometheus", Target: cfg.PrometheusURL, Selector: base, Engine: fl.Instances[0].Report.Engine,
+		Findings: append([]Finding{}, fl.Findings...), Fleet: fl}
+	top.Start, top.End = fl.Instances[0].Report.Start, fl.Instances[0].Report.End
+	for _, in := range fl.Instances {
+		top.Readings += in.Report.Readings
+		top.Missed += in.Report.Missed
+	}
+	return top, nil
+}
+
+func nonEmpty(xs ...string) []string {
+	var out []string
+	for _, x := range xs {
+		if strings.TrimSpace(x) != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// imbalance finds, per model_name, a replica that queues while another of
+// the same model sits idle: a router that does not balance by load.
+func imbalance(insts []Instance) []Finding {
+	by := map[string][]Instance{}
+	var models []string
+	for _, in := range insts {
+		if _, ok := by[in.ModelName]; !ok {
+			models = append(models, in.ModelName)
+		}
+		by[in.ModelName] = append(by[in.ModelName], in)
+	}
+	sort.Strings(models)
+	var out []Finding
+	for _, m := range models {
+		group := by[m]
+		if len(group) < 2 {
+			continue
+		}
+		hot, cold := group[0], group[0]
+		sum := 0.0
+		for _, in := range group {
+			sum += in.Waiting
+			if in.Waiting > hot.Waiting {
+				hot = in
+			}
+			if in.Waiting < cold.Waiting || in.Waiting == cold.Waiting && in.KVUsage < cold.KVUsage {
+				cold = in
+			}
+		}
+		others := (sum - hot.Waiting) / float64(len(group)-1)
+		if !(hot.Waiting >= 1 && hot.Waiting > imbalanceFactor*others && cold.Waiting < 0.5) {
+			continue
+		}
+		out = append(out, Finding{Name: "load-imbalance", Severity: Warning, Sources: []string{string(srcVLLM)}, Confidence: "high",
+			Title: fmt.Sprintf("load imbalance: %s queues while %s of the same model has room", hot.Instance, cold.Instance),
+			Evidence: []Evidence{ev("mean requests waiting on "+hot.Instance, hot.Waiting, "", ""), ev("mean requests waiting on the other replicas", others, "", ""),
+				ev("mean KV-cache usage on "+hot.Instance, hot.KVUsage, "ratio", ""), ev("mean KV-cache usage on "+cold.Instance, cold.KVUsage, "ratio", ""),
+				ev("replicas of "+m, float64(len(group)), "", "")},
+			Inference: fmt.Sprintf("Replicas of %s are not equally loaded: %s had %.1f requests waiting on average, the others %.1f, and %s none. The fleet has capacity the router is not using: it sends work by something other than load (round robin, session affinity, a stale view).",
+				m, hot.Instance, hot.Waiting, others, cold.Instance),
+			Changes: []Change{{Why: "route by load: the endpoint picker's queue and KV-cache scorers read vllm:num_requests_waiting and vllm:kv_cache_usage_perc"},
+				{Why: "or, if affinity is intended (prefix-aware routing), give the hot prefixes more replicas"}}})
+	}
+	return out
+}
+
+// imbalanceFactor is how many times the fleet's mean queue one replica's
+// must be, with another replica idle, to call the load imbalanced.
+const imbalanceFactor = 3
+
+// Worst over the fleet.
+func (f *Fleet) worst() Severity {
+	w := Info
+	for _, in := range f.Instances {
+		w = max(w, in.Report.Worst())
+	}
+	for _, x := range f.Findings {
+		w = max(w, x.Severity)
+	}
+	return w
+}
+
+func (f *Fleet) writeText(b *strings.Builder) {
+	fmt.Fprintf(b, "\nfleet: %d instances, worst first\n", len(f.Instances))
+	fmt.Fprintf(b, "  %-24s %-20s %-9s %8s %8s %6s  %s\n", "instance", "model_name", "worst", "running", "waiting", "KV", "findings")
+	for _, in := range f.Instances {
+		fmt.Fprintf(b, "  %-24s %-20s %-9s %8.1f %8.1f %6.2f  %s\n", in.Instance, in.ModelName, in.Report.Worst(), in.Running, in.Waiting,
+			zeroNaN(in.KVUsage), strings.Join(in.Report.Names(), ", "))
+	}
+	for _, in := range f.Instances {
+		var sub strings.Builder
+		_ = in.Report.WriteText(&sub)
+		fmt.Fprintf(b, "\n--- %s ---\n%s", in.Instance, sub.String())
+	}
+}
+
