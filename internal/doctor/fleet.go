@@ -165,4 +165,3 @@ func (f *Fleet) writeText(b *strings.Builder) {
 		fmt.Fprintf(b, "\n--- %s ---\n%s", in.Instance, sub.String())
 	}
 }
-
