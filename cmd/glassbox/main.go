@@ -29,6 +29,7 @@ Usage:
   glassbox model random      write a random-weight GGUF model of a real shape (-o FILE)
   glassbox model bench F     llama-bench's pp/tg tests on a GGUF model
   glassbox monitoring export DIR   write Grafana dashboards, Prometheus rules and configs
+  glassbox dashboard [flags] the live diagnosis page (serve's /dashboard) for any vLLM-compatible target or fleet
   glassbox doctor [flags]    name the bottleneck from a server's metrics, with evidence (exit 0/1/2: worst is info/warning/critical)
   glassbox version           print the version
 
@@ -70,6 +71,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runMonitoring(args[1:], stdout, stderr)
 	case "doctor":
 		return runDoctor(ctx, args[1:], stdout, stderr)
+	case "dashboard":
+		return runDashboard(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "glassbox", version)
 		return nil

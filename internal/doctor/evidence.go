@@ -208,3 +208,23 @@ func median(ps []Point) float64 {
 	slices.Sort(v)
 	return v[len(v)/2]
 }
+
+// Peaks are the target's GPU peak FLOP/s and bandwidth as the doctor finds
+// them (glassbox's gauges, --gpu, or DCGM's modelName), and where from; NaN
+// and "" when unknown.
+func (w *Window) Peaks() (flops, bandwidth float64, src string) {
+	s := &signals{w: w, cfg: readConfig(w), peakSrc: srcNone}
+	s.resolveHardware(func(string) float64 { return math.NaN() })
+	if s.peakSrc == srcNone {
+		return math.NaN(), math.NaN(), ""
+	}
+	if g := w.Gauge(metricspec.ExecutorPeakFLOPs); s.peakSrc == srcGlassbox && len(g) > 0 {
+		b := math.NaN()
+		if bs := w.Gauge(metricspec.ExecutorPeakMemBandwidth); len(bs) > 0 {
+			b = bs[len(bs)-1].V
+		}
+		return g[len(g)-1].V, b, string(s.peakSrc)
+	}
+	hw, _ := s.hardwareHint()
+	return hw.PeakFLOPs, hw.MemBandwidth, string(s.peakSrc) + ":" + hw.Name
+}

@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +25,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/jinja"
+	"github.com/glassbox-llm/glassbox/internal/live"
 	"github.com/glassbox-llm/glassbox/internal/metrics"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/server"
@@ -108,6 +111,7 @@ type Replica struct {
 	Tokenizer server.Model
 
 	handler, metrics, dcgm http.Handler
+	page                   *live.Page
 	back                   *backend
 	stop                   context.CancelFunc
 	done                   chan struct{}
@@ -203,16 +207,62 @@ func New(cfg Config) (r *Replica, err error) {
 		}
 		mh = metrics.Handler(gather)
 	}
-	srv := server.New(server.Config{
-		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger,
-		Metrics: mh, Instrument: m.InstrumentHTTP, Rejected: m.Rejected, Chat: b.chat, Profiler: cfg.Profiler,
-	}, eng, b.model)
-	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Tokenizer: b.model,
-		handler: srv.Handler(), metrics: mh, back: b}
+	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Tokenizer: b.model, metrics: mh, back: b}
 	if exporter != nil {
 		r.dcgm = exporter
 	}
+	var dash http.Handler
+	if mh != nil {
+		if r.page, err = live.New(live.Config{Targets: []live.Target{r.liveTarget(names[0], cfg.APIKey)}, Now: cfg.Clock.Now}); err != nil {
+			return nil, err
+		}
+		dash = r.page.Handler("/dashboard")
+	}
+	srv := server.New(server.Config{
+		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger,
+		Metrics: mh, Instrument: m.InstrumentHTTP, Rejected: m.Rejected, Chat: b.chat, Profiler: cfg.Profiler, Dashboard: dash,
+	}, eng, b.model)
+	r.handler = srv.Handler()
 	return r, nil
+}
+
+// liveTarget reads the replica for its live page in process: /metrics
+// (with the simulated GPU's dcgm-exporter appended) and /debug/engine.
+func (r *Replica) liveTarget(name, apiKey string) live.Target {
+	get := func(h http.Handler, path string) ([]byte, error) {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		if apiKey != "" {
+			req.Header.Set("Authorization", "Bearer "+apiKey)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			return nil, fmt.Errorf("GET %s: %d %s", path, rec.Code, strings.TrimSpace(rec.Body.String()))
+		}
+		return rec.Body.Bytes(), nil
+	}
+	return live.Target{Name: name,
+		Read: func(context.Context) ([]byte, error) {
+			b, err := get(r.metrics, "/metrics")
+			if err != nil || r.dcgm == nil {
+				return b, err
+			}
+			d, err := get(r.dcgm, "/metrics")
+			if err != nil {
+				return b, nil
+			}
+			return append(append(b, '\n'), d...), nil
+		},
+		Engine: func(context.Context) ([]byte, error) { return get(r.handler, "/debug/engine") }}
+}
+
+// DashboardHandler is the live page (with its data behind Credentials on
+// the metrics port), or nil without metrics.
+func (r *Replica) DashboardHandler() http.Handler {
+	if r.page == nil {
+		return nil
+	}
+	return r.page.Handler("/dashboard")
 }
 
 // engineConfig turns the sizes into the engine's configuration, with the
@@ -259,7 +309,14 @@ func (r *Replica) DCGMHandler() http.Handler { return r.dcgm }
 func (r *Replica) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stop, r.done = cancel, make(chan struct{})
-	go func() { r.Engine.Run(ctx); close(r.done) }()
+	pageDone := make(chan struct{})
+	go func() {
+		if r.page != nil {
+			r.page.Run(ctx)
+		}
+		close(pageDone)
+	}()
+	go func() { r.Engine.Run(ctx); <-pageDone; close(r.done) }()
 }
 
 // Close stops the engine, aborting what is in flight, and releases the

@@ -71,13 +71,22 @@ func (l *Listeners) Close() {
 // MetricsRoutes are the metrics port's routes: /metrics, behind creds when
 // given (nil: open, for scrapers and routers that send no credentials), and
 // an open /health for probes.
-func MetricsRoutes(metrics http.Handler, creds *Credentials) http.Handler {
+func MetricsRoutes(metrics, dashboard http.Handler, creds *Credentials) http.Handler {
 	if creds != nil {
 		metrics = creds.Wrap(metrics)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
 	mux.Handle("GET /metrics/", metrics)
+	if dashboard != nil {
+		mux.Handle("GET /dashboard", dashboard)
+		mux.Handle("GET /dashboard/", dashboard)
+		api := dashboard
+		if creds != nil {
+			api = creds.Wrap(dashboard)
+		}
+		mux.Handle("GET /dashboard/api/", api)
+	}
 	mux.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})
 	return mux
 }

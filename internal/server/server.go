@@ -61,6 +61,9 @@ type Config struct {
 	// profiler. (vLLM guards only /v1.)
 	APIKey  string
 	Version string
+	// Dashboard serves the live page under /dashboard (its data under
+	// /dashboard/api/, guarded by APIKey); nil for none.
+	Dashboard http.Handler
 	// Chat renders a conversation into the prompt that ends where the
 	// assistant speaks: the model's chat template. Nil means ChatML.
 	Chat   ChatRenderer
@@ -129,6 +132,13 @@ func (s *Server) Handler() http.Handler {
 	if s.cfg.Profiler != nil {
 		route("POST /start_profile", "/start_profile", s.handleStartProfile, false)
 		route("POST /stop_profile", "/stop_profile", s.handleStopProfile, false)
+	}
+	if d := s.cfg.Dashboard; d != nil {
+		// The page and its assets hold no data; what it draws comes from
+		// /dashboard/api/, behind the key like the rest.
+		route("GET /dashboard", "/dashboard", d.ServeHTTP, true)
+		route("GET /dashboard/", "/dashboard", d.ServeHTTP, true)
+		route("GET /dashboard/api/", "/dashboard/api", d.ServeHTTP, false)
 	}
 	return mux
 }
