@@ -298,25 +298,36 @@ var (
 	triple    = regexp.MustCompile(`^([\d.]+)\s*/\s*([\d.]+)\s*/\s*([\d.]+)`)
 )
 
-// ReadTable reads table A of the reference calibration data
-// (reference/calibration/README.md §A: vLLM 0.15.1 on H100, measured by
-// the BLIS campaign): one run per row, its workload the campaign preset it
-// names, run as inference-perf e8e0aa99 ran it (see workload.Legacy), with
-// the 26–48 tokens re-tokenisation added to each question.
-func ReadTable(r io.Reader) ([]Run, error) {
+// sectionARows are the submatches of row in the lines of section A.
+func sectionARows(r io.Reader, row *regexp.Regexp) ([][]string, error) {
 	sc := bufio.NewScanner(r)
 	inA := false
-	var runs []Run
+	var out [][]string
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if strings.HasPrefix(line, "## ") {
 			inA = strings.HasPrefix(line, "## A.")
 			continue
 		}
-		m := tableRow.FindStringSubmatch(line)
-		if !inA || m == nil {
-			continue
+		if m := row.FindStringSubmatch(line); inA && m != nil {
+			out = append(out, m)
 		}
+	}
+	return out, sc.Err()
+}
+
+// ReadTable reads table A of the reference calibration data
+// (reference/calibration/README.md §A: vLLM 0.15.1 on H100, measured by
+// the BLIS campaign): one run per row, its workload the campaign preset it
+// names, run as inference-perf e8e0aa99 ran it (see workload.Legacy), with
+// the 26–48 tokens re-tokenisation added to each question.
+func ReadTable(r io.Reader) ([]Run, error) {
+	rows, err := sectionARows(r, tableRow)
+	if err != nil {
+		return nil, err
+	}
+	var runs []Run
+	for _, m := range rows {
 		model, ok := tableModels[m[2]]
 		if !ok {
 			return nil, fmt.Errorf("read table: exp %s: no sim profile for model %q", m[1], m[2])
@@ -355,9 +366,6 @@ func ReadTable(r io.Reader) ([]Run, error) {
 			Measured: Metrics{TTFT: num(ttft[1]), TTFTP90: num(ttft[2]), TTFTP99: num(ttft[3]), E2E: num(e2e[1]), E2EP90: num(e2e[2]), E2EP99: num(e2e[3]), TPOT: num(m[7])},
 		})
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
 	if len(runs) == 0 {
 		return nil, errors.New("read table: no rows of table A")
 	}
@@ -370,19 +378,12 @@ func ReadTable(r io.Reader) ([]Run, error) {
 // stage alone: the check on runs a fit of table A never saw. That round
 // had CPU KV offload on, which the simulator does not model.
 func ReadStageTable(r io.Reader) ([]Run, error) {
-	sc := bufio.NewScanner(r)
-	inA := false
+	rows, err := sectionARows(r, stageRow)
+	if err != nil {
+		return nil, err
+	}
 	var runs []Run
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "## ") {
-			inA = strings.HasPrefix(line, "## A.")
-			continue
-		}
-		m := stageRow.FindStringSubmatch(line)
-		if !inA || m == nil {
-			continue
-		}
+	for _, m := range rows {
 		model, ok := tableModels[m[1]]
 		if !ok {
 			return nil, fmt.Errorf("read stage table: no sim profile for model %q", m[1])
@@ -404,9 +405,6 @@ func ReadStageTable(r io.Reader) ([]Run, error) {
 		runs = append(runs, Run{Name: fmt.Sprintf("%s-tp%s-%s-%g", model, m[2], m[3], rate), Server: srv, Load: load,
 			Plan:     workload.PlanOptions{Compat: workload.Legacy, Drift: [2]int{26, 48}},
 			Measured: Metrics{TTFT: num(m[6]), TTFTP99: num(m[7]), E2E: num(m[8]), E2EP99: num(m[9]), TPOT: num(m[10])}})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
 	}
 	if len(runs) == 0 {
 		return nil, errors.New("read stage table: no stage rows")
