@@ -125,7 +125,7 @@ func diagnoseInClothes(t *testing.T, sc scenario, verify *doctor.VerifyConfig, v
 	errs := make([]error, len(views))
 	var wg sync.WaitGroup
 	for i, v := range views {
-		cfg := doctor.Config{MetricsURL: base + "/metrics", Duration: sc.window, Interval: 250 * time.Millisecond, Verify: verify}
+		cfg := doctor.Config{MetricsURL: base + "/metrics", Duration: sc.window, Interval: max(250*time.Millisecond, sc.window/12), Verify: verify}
 		switch v {
 		case "vllm+dcgm":
 			cfg.MetricsURL, cfg.DCGMURL, cfg.Verify = vllmView, dcgmURL, nil
