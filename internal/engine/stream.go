@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -35,7 +36,11 @@ func (s *Stream) push(o *Output) {
 	p := &s.out
 	p.Tokens = append(p.Tokens, o.Tokens...)
 	p.Logprobs = append(p.Logprobs, o.Logprobs...)
-	p.Text += o.Text
+	if s.has {
+		p.Text += o.Text
+	} else {
+		p.Text = o.Text
+	}
 	p.Finished, p.FinishReason, p.StopToken, p.Err = o.Finished, o.FinishReason, o.StopToken, o.Err
 	p.PromptTokens, p.CachedTokens, p.Timing = o.PromptTokens, o.CachedTokens, o.Timing
 	s.has = true
@@ -56,11 +61,22 @@ func (s *Stream) TryNext() (Output, bool) {
 	if !s.has {
 		return Output{}, false
 	}
-	o := s.out
-	s.out = Output{}
+	o := s.take()
 	s.has = false
 	s.done = o.Finished
 	return o, true
+}
+
+// take hands the pending output over, its slices copied for the caller to
+// own, and keeps the pending buffers for the engine to fill again: the
+// copy is made on the reader's goroutine, so the engine's loop does not
+// allocate per stream and step. The caller holds mu.
+func (s *Stream) take() Output {
+	o := s.out
+	o.Tokens = slices.Clone(s.out.Tokens)
+	o.Logprobs = slices.Clone(s.out.Logprobs)
+	s.out = Output{Tokens: s.out.Tokens[:0], Logprobs: s.out.Logprobs[:0]}
+	return o
 }
 
 // Next waits for the next output. It returns false when the final output
@@ -70,8 +86,7 @@ func (s *Stream) Next(ctx context.Context) (Output, bool) {
 	for {
 		s.mu.Lock()
 		if s.has {
-			o := s.out
-			s.out = Output{}
+			o := s.take()
 			s.has = false
 			s.done = o.Finished
 			s.mu.Unlock()
