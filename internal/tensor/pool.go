@@ -38,6 +38,8 @@ type Pool struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	spinLimit int
+
+	afterPublish func() // test seam: runs between publishing and waking
 }
 
 type poolWorker struct {
@@ -88,6 +90,9 @@ func (p *Pool) Run(t Task, total, chunk int) {
 	p.next.Store(0)
 	p.pending.Store(int32(len(p.workers)))
 	p.epoch.Add(1) // publishes the fields above to the workers
+	if p.afterPublish != nil {
+		p.afterPublish()
+	}
 	for _, w := range p.workers {
 		if w.state.CompareAndSwap(workerParked, workerRunning) {
 			w.wake <- struct{}{}
@@ -131,7 +136,12 @@ func (p *Pool) loop(id int, w *poolWorker) {
 
 // await returns once the epoch moves past seen (true) or the pool closes
 // (false). It spins first, then parks; the state word makes sure a wake-up
-// sent between the last check and the park is not lost.
+// sent between the last check and the park is not lost. A wake-up can also
+// come late: the submitter's CAS may land after this worker has already
+// seen the epoch, served it and parked again. Such a token carries no new
+// epoch, so the worker parks again instead of serving an operation twice
+// (which would read the fields while the next Run writes them and count
+// itself out of pending twice).
 func (p *Pool) await(w *poolWorker, seen uint64) bool {
 	for i := 0; i < p.spinLimit; i++ {
 		if p.epoch.Load() != seen {
@@ -141,12 +151,16 @@ func (p *Pool) await(w *poolWorker, seen uint64) bool {
 			runtime.Gosched()
 		}
 	}
-	w.state.Store(workerParked)
-	if p.epoch.Load() != seen && w.state.CompareAndSwap(workerParked, workerRunning) {
-		return !p.closed.Load()
+	for {
+		w.state.Store(workerParked)
+		if p.epoch.Load() != seen && w.state.CompareAndSwap(workerParked, workerRunning) {
+			return !p.closed.Load()
+		}
+		<-w.wake // the submitter moved us to running and sent exactly one token
+		if p.epoch.Load() != seen {
+			return !p.closed.Load()
+		}
 	}
-	<-w.wake // the submitter moved us to running and sent exactly one token
-	return !p.closed.Load()
 }
 
 // Close stops the workers and waits for them. Run after Close runs on the

@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
 )
@@ -92,6 +93,60 @@ func TestPoolParkAndWake(t *testing.T) {
 				t.Fatalf("item %d ran %d times", i, c.hits[i].Load())
 			}
 		}
+	}
+}
+
+// TestPoolLateWakeUp makes the submitter's wake-up land late: the worker
+// sees the new operation before the submitter wakes it, serves it alone,
+// and parks again; only then does the submitter's CAS find it parked and
+// send a token. That token carries no new operation. Before the fix the
+// worker served the operation a second time, reading the pool's fields
+// while the next Run wrote them (a data race under -race) and counting
+// itself out of pending twice, so a later Run could return before its
+// items were done, or never.
+func TestPoolLateWakeUp(t *testing.T) {
+	p := newPool(2, 20000)
+	defer p.Close()
+	w := p.workers[0]
+	c := &countTask{hits: make([]atomic.Int32, 2), workers: make([]atomic.Int32, 2)}
+	check := func() {
+		t.Helper()
+		for i := range c.hits {
+			if h := c.hits[i].Swap(0); h != 1 {
+				t.Fatalf("item %d ran %d times when Run returned", i, h)
+			}
+		}
+	}
+	late := 0
+	p.afterPublish = func() {
+		// A worker still spinning serves the operation alone; then wait
+		// for it to park, so that the wake-up below comes late.
+		for p.pending.Load() != 0 {
+			if w.state.Load() == workerParked {
+				return // it parked before seeing the operation: a normal wake-up
+			}
+			runtime.Gosched()
+		}
+		for w.state.Load() != workerParked {
+			runtime.Gosched()
+		}
+		late++
+	}
+	for range 200 {
+		before := late
+		p.Run(c, 2, 1) // the worker spins for a while after this
+		check()
+		if late != before {
+			for w.state.Load() != workerParked { // it took the late token
+				runtime.Gosched()
+			}
+			if n := p.pending.Load(); n != 0 {
+				t.Fatalf("after a late wake-up the pool counts %d workers still in an operation that has ended", n)
+			}
+		}
+	}
+	if late == 0 {
+		t.Fatal("no wake-up came late: the test did not arrange what it tests")
 	}
 }
 
