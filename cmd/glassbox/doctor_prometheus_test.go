@@ -35,6 +35,14 @@ func TestDoctorSameAnswerFromPrometheus(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			wait := runLoad(ctx, base, sc.load, sc.window)
 			waitForLoad(t, base)
+			// Prometheus's value at the window's start is its last scrape
+			// before it: let that scrape see the load too, or the first of
+			// its readings can predate the load that the direct one sees.
+			loaded := time.Now()
+			waitFor(t, "a Prometheus scrape of the loaded server", 10*time.Second, func() bool {
+				s, err := promQuery(promURL, fmt.Sprintf(`timestamp(up{instance=%q})`, target))
+				return err == nil && len(s) == 1 && s[0].Value > float64(loaded.UnixMilli())/1000
+			})
 			direct, err := doctor.Run(context.Background(), doctor.Config{MetricsURL: base + "/metrics", Duration: sc.window, Interval: time.Second})
 			cancel()
 			wait()
