@@ -15,7 +15,10 @@
 #     median times; c392e50 has no -d) against `glassbox model bench -p
 #     4000` and `-n 128 -d 4000`;
 #   - 1, 2, 4 and 32 concurrent streaming requests (128 tokens each) with
-#     `glassbox bench` against `llama-server -np N` and `glassbox serve`.
+#     `glassbox bench` against `llama-server -np N` and `glassbox serve`;
+#   - decode's achieved memory traffic (weights and K/V read per token ×
+#     tokens/s) against the machine's read ceiling, which `model bench
+#     -read-bandwidth` measures beside the test (a STREAM-like sum).
 # It prints the CPU's model and ISA first: AVX2-only and AVX-512 VNNI
 # machines give very different answers. Both sides use fp16 K/V.
 # Machines with 2 cores are noisy: run it on an otherwise idle machine, and
@@ -41,6 +44,15 @@ isa=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|f16c|a
 echo "ISA: ${isa:-unknown}; $THREADS threads (glassbox serve's banner names the kernels it picked)"
 
 rows=()
+# bandwidth: decode's achieved weight + K/V read rate against the memory
+# read ceiling model bench measured beside it (a STREAM-like sum).
+bandwidth() {
+  python3 - "$1" <<'PY'
+import json, sys
+r = next(r for r in json.load(open(sys.argv[1])) if r.get("gb_s"))
+print(f'{r["gb_s"]:.1f} GB/s of {r["read_ceiling_gb_s"]:.1f} read ceiling ({100 * r["gb_s"] / r["read_ceiling_gb_s"]:.0f}%)')
+PY
+}
 ratio() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f'{a/b:.2f}x' if b else 'n/a')" "$1" "$2"; }
 
 for name in qwen2.5-0.5b-q8_0 tinyllama-1.1b-q4_k_m; do
@@ -48,7 +60,7 @@ for name in qwen2.5-0.5b-q8_0 tinyllama-1.1b-q4_k_m; do
   # REUSE=1 keeps the single-stream results of an earlier run in WORK.
   if [ -z "${REUSE:-}" ] || [ ! -s "$WORK/glassbox-bench-$name.json" ]; then
     "$LLAMA_BENCH" -m "$m" -p 512 -n 128 -t "$THREADS" -r "$REPS" -o json > "$WORK/llama-bench-$name.json"
-    $GB model bench -p 512 -n 128 -t "$THREADS" -r "$REPS" -json "$m" > "$WORK/glassbox-bench-$name.json"
+    $GB model bench -p 512 -n 128 -t "$THREADS" -r "$REPS" -read-bandwidth -json "$m" > "$WORK/glassbox-bench-$name.json"
   fi
   for test in pp512 tg128; do
     read -r lmin lmed < <(python3 - "$WORK/llama-bench-$name.json" "$test" <<'PY'
@@ -68,13 +80,14 @@ PY
 )
     rows+=("$name $test|$lmin / $lmed|$gmin / $gmed|$(ratio "$gmed" "$lmed")")
   done
+  rows+=("$name tg128: glassbox's memory traffic|-|$(bandwidth "$WORK/glassbox-bench-$name.json")|-")
 done
 
 # Long context on the Qwen model.
 m="$WORK/qwen2.5-0.5b-q8_0.gguf"
 "$LLAMA_BENCH" -m "$m" -p 4000 -n 0 -pg 4000,128 -t "$THREADS" -r "$REPS" -o json > "$WORK/llama-bench-depth.json"
 $GB model bench -p 4000 -n 0 -t "$THREADS" -r "$REPS" -json "$m" > "$WORK/glassbox-bench-pp4000.json"
-$GB model bench -p 0 -n 128 -d 4000 -t "$THREADS" -r "$REPS" -json "$m" > "$WORK/glassbox-bench-d4000.json"
+$GB model bench -p 0 -n 128 -d 4000 -t "$THREADS" -r "$REPS" -read-bandwidth -json "$m" > "$WORK/glassbox-bench-d4000.json"
 read -r lpp lpmed ltg < <(python3 - "$WORK/llama-bench-depth.json" <<'PY'
 import json, sys, statistics
 runs = json.load(open(sys.argv[1]))
@@ -90,6 +103,7 @@ read -r gpp gpmed < <(python3 -c "import json,sys; r=json.load(open(sys.argv[1])
 read -r gtg gtmed < <(python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]; print(f'{r[\"min_ts\"]:.1f} {r[\"median_ts\"]:.1f}')" "$WORK/glassbox-bench-d4000.json")
 rows+=("qwen2.5-0.5b-q8_0 prefill of 4000 tokens|$lpp / $lpmed|$gpp / $gpmed|$(ratio "$gpmed" "$lpmed")")
 rows+=("qwen2.5-0.5b-q8_0 decode at depth 4000|$ltg (derived)|$gtg / $gtmed|$(ratio "$gtmed" "$ltg")")
+rows+=("qwen2.5-0.5b-q8_0 decode at depth 4000: glassbox's memory traffic|-|$(bandwidth "$WORK/glassbox-bench-d4000.json")|-")
 
 # Continuous batching: aggregate output tokens/s through each server, for
 # short prompts (the random models' byte-level vocabulary makes random-id

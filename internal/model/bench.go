@@ -27,6 +27,14 @@ type BenchResult struct {
 	Samples []float64 `json:"samples_ts"` // tokens per second, one per repetition
 	Min     float64   `json:"min_ts"`
 	Median  float64   `json:"median_ts"`
+	// BytesPerToken is what a tg step reads from memory, the weights and
+	// the cached K/V of the context (mean over the test), and GBps the
+	// rate that makes at the median: decode's achieved bandwidth.
+	BytesPerToken int64   `json:"bytes_per_token,omitempty"`
+	GBps          float64 `json:"gb_s,omitempty"`
+	// ReadCeilingGBps is the memory read rate measured beside the test
+	// (tensor.ReadBandwidth), when it was.
+	ReadCeilingGBps float64 `json:"read_ceiling_gb_s,omitempty"`
 }
 
 // Bench runs the tests on w with a KV cache just large enough.
@@ -91,6 +99,10 @@ func Bench(w *Weights, cfg BenchConfig) ([]BenchResult, error) {
 		}); err != nil {
 			return nil, err
 		}
+		res := &results[len(results)-1]
+		meanContext := int64(d) + int64(cfg.Gen+1)/2 // positions attended, averaged over the test
+		res.BytesPerToken = w.StreamedBytes() + meanContext*w.KVBytesPerToken()
+		res.GBps = res.Median * float64(res.BytesPerToken) / 1e9
 	}
 	return results, nil
 }

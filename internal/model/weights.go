@@ -73,6 +73,20 @@ func Load(f *gguf.File) (*Weights, error) {
 	return w, nil
 }
 
+// StreamedBytes is what one decode step reads of the weights: every
+// matrix a token is multiplied by, the output head included; of the
+// embedding table it reads one row, and norms and biases are noise beside
+// the matrices.
+func (w *Weights) StreamedBytes() int64 {
+	n := int64(len(w.Output.Data))
+	for _, l := range w.Layers {
+		for _, m := range []*tensor.Matrix{l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down} {
+			n += int64(len(m.Data))
+		}
+	}
+	return n
+}
+
 // repack rearranges, in the file's own memory, the matrices the CPU has
 // faster kernels for in another layout (tensor.Matrix.Repack). The
 // embedding table may be one of them: Row reads either layout.
