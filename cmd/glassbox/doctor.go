@@ -143,7 +143,7 @@ func replayVirtual(ctx context.Context, rc doctor.ReplicaConfig, load doctor.Rep
 	}
 	send := time.Duration(load.SendSeconds * float64(time.Second))
 	n := min(200, int(math.Ceil(load.RequestRate*send.Seconds()))+1) // cycled: fewer prompts to prepare
-	rng := rand.New(rand.NewPCG(uint64(rc.NumBlocks), 7))
+	rng := rand.New(rand.NewPCG(load.Seed, 7))                       // the same draw for both configurations
 	samples, err := workload.LoadSamples(ctx, workload.DatasetConfig{Name: "random", RandomInputLen: load.InputTokens, RandomOutputLen: load.OutputTokens},
 		n, simulate.Tokenizer(), rng)
 	if err != nil {

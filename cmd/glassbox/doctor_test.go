@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/workload"
@@ -298,5 +300,42 @@ func TestDoctorCommandLine(t *testing.T) {
 		if code := exitCode(run(context.Background(), args, &out, &errOut)); code != doctorExitUsage {
 			t.Errorf("%v: exit %d, want %d", args, code, doctorExitUsage)
 		}
+	}
+}
+
+// TestReplayVirtualSameLoadForBoth: --verify's two replays differ in their
+// flags only. The recommended replica has more KV blocks; it must still be
+// sent the same prompts at the same moments as the current one (the draw
+// once followed the block count, mixing sampling noise into the verdict).
+func TestReplayVirtualSameLoadForBoth(t *testing.T) {
+	cur := doctor.ReplicaConfig{Hardware: "h100", Model: "llama-3.1-8b", TensorParallel: 1, MaxNumSeqs: 64,
+		MaxNumBatchedTokens: 2048, MaxModelLen: 4096, BlockSize: 16, NumBlocks: 4000, PrefixCaching: true}
+	rec := cur
+	rec.NumBlocks = 8000
+	load := doctor.ReplayLoad{RequestRate: 4, InputTokens: 300, OutputTokens: 40, SendSeconds: 10, Seed: 3}
+	sent := func(rc doctor.ReplicaConfig) []string {
+		_, outs, _, err := replayVirtual(context.Background(), rc, load)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var first time.Time
+		var s []string
+		for _, o := range outs {
+			if first.IsZero() || o.Start.Before(first) {
+				first = o.Start
+			}
+		}
+		for _, o := range outs {
+			s = append(s, fmt.Sprintf("%d tokens at %v", o.PromptLen, o.Start.Sub(first)))
+		}
+		slices.Sort(s)
+		return s
+	}
+	a, b := sent(cur), sent(rec)
+	if len(a) == 0 {
+		t.Fatal("the replay sent nothing")
+	}
+	if d := cmp.Diff(a, b); d != "" {
+		t.Errorf("the two replays were sent different loads (-current +recommended):\n%s", d)
 	}
 }

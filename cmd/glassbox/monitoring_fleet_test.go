@@ -197,6 +197,12 @@ func checkDoctorFleet(t *testing.T, f *localFleet, hot string) {
 	if !slices.Contains(rep.Names(), "load-imbalance") || !strings.Contains(rep.Findings[0].Title, hot) {
 		t.Errorf("the fleet's findings %v do not name the imbalance at %s", rep.Names(), hot)
 	}
+	// --verify replays one replica: over a fleet it must say so, not
+	// replay the fleet's sum as if it were one.
+	err = run(context.Background(), []string{"doctor", "--prometheus-url", f.PromURL, "--selector", f.Selector, "--since", "6s", "--interval", "1s", "--verify"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "matches 3 instances") {
+		t.Errorf("doctor --verify over the fleet: %v, want an error naming the 3 instances", err)
+	}
 }
 
 // perReplicaQueries are the Fleet dashboard's targets drawn one series per

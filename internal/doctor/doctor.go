@@ -166,7 +166,7 @@ func readFile(path string, now time.Time, hints Hints) (*Window, error) {
 // Run collects the window, diagnoses it and, when asked, verifies the
 // recommendation.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	if cfg.PrometheusURL != "" && cfg.Verify == nil {
+	if cfg.PrometheusURL != "" {
 		c, err := cfg.withDefaults()
 		if err != nil {
 			return nil, err
@@ -182,8 +182,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, err
 		}
 		if len(insts) > 1 {
+			if cfg.Verify != nil {
+				return nil, fmt.Errorf("--verify replays one replica, and %s matches %d instances: add instance=\"…\" to the selector", c.Selector, len(insts))
+			}
 			c.End = src.end // every instance over the same window
-			return runFleet(ctx, c, "{"+matchers+"}", insts)
+			return runFleet(ctx, c, matchers, insts)
 		}
 	}
 	w, err := Collect(ctx, cfg)

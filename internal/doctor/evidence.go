@@ -43,13 +43,7 @@ func (s *signals) resolveHardware(per func(string) float64) {
 		peakF, peakB, s.peakSrc, s.gpu = hw.PeakFLOPs, hw.MemBandwidth, srcGPU, hw.Name
 	}
 	s.mfu = per(metricspec.EstimatedFLOPsPerGPU) / peakF
-	s.mbu = per(metricspec.EstimatedReadBytesPerGPU) / peakB
-	if !w.Has(metricspec.EstimatedFLOPsPerGPU) {
-		s.mfu = math.NaN()
-	}
-	if !w.Has(metricspec.EstimatedReadBytesPerGPU) {
-		s.mbu = math.NaN()
-	}
+	s.mbu = per(metricspec.EstimatedReadBytesPerGPU) / peakB // per is NaN without the counter
 }
 
 // hardwareHint is the profile of --gpu, or of DCGM's modelName.

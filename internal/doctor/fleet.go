@@ -3,6 +3,8 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,32 +30,34 @@ type Instance struct {
 	Report    *Report `json:"report"`
 }
 
-// instances lists the instances (and their model_name) the selector
-// matches, from the running gauge over the window.
+// instances lists the instances the selector matches, from the running
+// gauge over the window, each with the model names it served (one, unless
+// it was restarted with another model within the window).
 func (p *promSource) instances(ctx context.Context) ([][2]string, error) {
 	m, err := p.queryRange(ctx, "count by (instance, model_name) ("+sel(metricspec.NumRequestsRunning, p.selector)+")", p.end.Add(-p.since))
 	if err != nil {
 		return nil, err
 	}
-	seen := map[[2]string]bool{}
-	var out [][2]string
+	models := map[string][]string{}
 	for _, s := range m {
-		k := [2]string{s.Metric["instance"], s.Metric["model_name"]}
-		if k[0] != "" && !seen[k] {
-			seen[k] = true
-			out = append(out, k)
+		if in := s.Metric["instance"]; in != "" && !slices.Contains(models[in], s.Metric["model_name"]) {
+			models[in] = append(models[in], s.Metric["model_name"])
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i][0] < out[j][0] })
+	var out [][2]string
+	for _, in := range slices.Sorted(maps.Keys(models)) {
+		slices.Sort(models[in])
+		out = append(out, [2]string{in, strings.Join(models[in], ",")})
+	}
 	return out, nil
 }
 
 // runFleet diagnoses every instance and the fleet.
-func runFleet(ctx context.Context, cfg Config, base string, insts [][2]string) (*Report, error) {
+func runFleet(ctx context.Context, cfg Config, matchers string, insts [][2]string) (*Report, error) {
 	fl := &Fleet{}
 	for _, in := range insts {
 		one := cfg
-		one.Selector = "{" + strings.Join(nonEmpty(strings.Trim(base, "{}"), fmt.Sprintf("instance=%q", in[0])), ", ") + "}"
+		one.Selector = "{" + strings.Join(nonEmpty(matchers, fmt.Sprintf("instance=%q", in[0])), ", ") + "}"
 		w, err := Collect(ctx, one)
 		if err != nil {
 			return nil, fmt.Errorf("instance %s: %w", in[0], err)
@@ -70,7 +74,7 @@ func runFleet(ctx context.Context, cfg Config, base string, insts [][2]string) (
 		return a.Waiting > b.Waiting
 	})
 	fl.Findings = imbalance(fl.Instances)
-	top := &Report{Source: "prometheus", Target: cfg.PrometheusURL, Selector: base, Engine: fl.Instances[0].Report.Engine,
+	top := &Report{Source: "prometheus", Target: cfg.PrometheusURL, Selector: "{" + matchers + "}", Engine: fl.Instances[0].Report.Engine,
 		Findings: append([]Finding{}, fl.Findings...), Fleet: fl}
 	top.Start, top.End = fl.Instances[0].Report.Start, fl.Instances[0].Report.End
 	for _, in := range fl.Instances {

@@ -170,12 +170,7 @@ func (p *promSource) readInfo(ctx context.Context, w *Window, start time.Time) e
 		return err
 	}
 	if len(m) > 0 {
-		last := m[len(m)-1]
-		gpus := 0.0
-		if n := len(last.Values); n > 0 {
-			gpus = last.Values[n-1].v
-		}
-		w.Info[infoDCGM] = map[string]string{"modelName": last.Metric["modelName"], "gpus": strconv.Itoa(int(gpus))}
+		w.Info[infoDCGM] = map[string]string{"modelName": m[len(m)-1].Metric["modelName"]}
 	}
 	return nil
 }

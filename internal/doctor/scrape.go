@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
@@ -138,7 +137,7 @@ func reduce(sc *promtext.Scrape, now time.Time, w *Window) *Snapshot {
 		}
 	}
 	if gpus := sc.Series(metricspec.DCGMGREngineActive); len(gpus) > 0 {
-		w.Info[infoDCGM] = map[string]string{"modelName": gpus[0].Labels["modelName"], "gpus": strconv.Itoa(len(gpus))}
+		w.Info[infoDCGM] = map[string]string{"modelName": gpus[0].Labels["modelName"]}
 	}
 	for _, h := range quantileFamilies() {
 		if b := sc.Buckets(h, nil); b != nil {

@@ -109,7 +109,7 @@ func (l load) window() *Window {
 		if l.dcgm > 0 {
 			s.Values[metricspec.DCGMGREngineActive], s.Values[metricspec.DCGMSMActive] = l.dcgm, 0.8*l.dcgm
 			s.Values[metricspec.DCGMTensorActive], s.Values[metricspec.DCGMDRAMActive] = 0.1*l.dcgm, 0.5*l.dcgm
-			w.Info[infoDCGM] = map[string]string{"modelName": l.gpuName, "gpus": "1"}
+			w.Info[infoDCGM] = map[string]string{"modelName": l.gpuName}
 		}
 		for f, b := range buckets {
 			s.Buckets[f] = map[float64]float64{}

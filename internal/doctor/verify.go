@@ -36,7 +36,9 @@ type VerifyConfig struct {
 	// Send is how long the replay sends the observed load, in virtual
 	// time; default two minutes.
 	Send time.Duration
-	Seed int64
+	// Seed draws the replayed prompts and arrivals; both replicas get the
+	// same draw, so the comparison is of the flags alone.
+	Seed uint64
 }
 
 // Verification is the outcome of replaying the observed load.
@@ -56,6 +58,7 @@ type ReplayLoad struct {
 	InputTokens  int     `json:"input_tokens"`
 	OutputTokens int     `json:"output_tokens"`
 	SendSeconds  float64 `json:"send_seconds"`
+	Seed         uint64  `json:"seed"` // of the prompts and arrivals, the same for both replays
 }
 
 // ReplayRun is one replica's replay.
@@ -98,6 +101,7 @@ func verify(ctx context.Context, cfg VerifyConfig, s *signals, findings []Findin
 		cfg.Send = 2 * time.Minute
 	}
 	v.Load = estimateLoad(s, cfg.Send)
+	v.Load.Seed = cfg.Seed
 	if v.Load.RequestRate <= 0 || v.Load.InputTokens <= 0 || v.Load.OutputTokens <= 0 {
 		v.Skipped = "the window finished no requests, so there is no load to replay"
 		return v

@@ -6,9 +6,6 @@ import (
 	"strings"
 )
 
-// VLLMVersion is the vLLM release whose /metrics glassbox reproduces.
-const VLLMVersion = "0.30"
-
 // Deprecated is a family vLLM once exported and has since hidden or
 // removed. glassbox exports it, with its replacement's value, for
 // consumers written against an older vLLM (--show-hidden-metrics-for-version).
