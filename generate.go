@@ -158,7 +158,7 @@ func (l *LLM) check(req *request, ids []int) error {
 	switch {
 	case len(ids) == 0:
 		return errors.New("the prompt is empty")
-	case len(ids)+req.params.MaxTokens > l.maxModelLen:
+	case req.params.MaxTokens > l.maxModelLen-len(ids): // not len+MaxTokens, which a huge MaxTokens wraps
 		return fmt.Errorf("%d prompt tokens plus SamplingParams.MaxTokens=%d exceed the context of %d tokens (Options.MaxModelLen): %w",
 			len(ids), req.params.MaxTokens, l.maxModelLen, ErrPromptTooLong)
 	}

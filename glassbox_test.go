@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -239,7 +240,8 @@ func TestInvalidCallsSubmitNothing(t *testing.T) {
 		{"top_p", []string{"x"}, SamplingParams{TopP: 1.5}, "SamplingParams.TopP: top_p must be in (0, 1], got 1.5", nil},
 		{"temperature", []string{"x"}, SamplingParams{Temperature: -1}, "SamplingParams.Temperature", nil},
 		{"top_k", []string{"x"}, SamplingParams{TopK: -2}, "SamplingParams.TopK", nil},
-		{"n", []string{"x"}, SamplingParams{N: -1}, "SamplingParams.N must be at least 1", nil},
+		{"n", []string{"x"}, SamplingParams{N: -1}, "SamplingParams.N must be between 1 and 128", nil},
+		{"huge n", []string{"x"}, SamplingParams{N: math.MaxInt}, "SamplingParams.N must be between 1 and 128", nil},
 		{"max_tokens", []string{"x"}, SamplingParams{MaxTokens: -1}, "SamplingParams.MaxTokens", nil},
 		{"min_tokens", []string{"x"}, SamplingParams{MaxTokens: 4, MinTokens: 5}, "SamplingParams.MinTokens", nil},
 		{"repetition_penalty", []string{"x"}, SamplingParams{RepetitionPenalty: 3}, "SamplingParams.RepetitionPenalty", nil},
@@ -247,6 +249,7 @@ func TestInvalidCallsSubmitNothing(t *testing.T) {
 		{"empty prompt", []string{"x", ""}, SamplingParams{}, "generate: prompt 1: the prompt is empty", nil},
 		{"too long", []string{"x", long}, SamplingParams{}, "generate: prompt 1: ", ErrPromptTooLong},
 		{"no room for max_tokens", []string{"x"}, SamplingParams{MaxTokens: 64}, "SamplingParams.MaxTokens=64 exceed the context of 64 tokens", ErrPromptTooLong},
+		{"max_tokens that wraps", []string{"x"}, SamplingParams{MaxTokens: math.MaxInt}, "exceed the context of 64 tokens", ErrPromptTooLong},
 	} {
 		_, err := l.Generate(t.Context(), tc.prompts, tc.params)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || tc.is != nil && !errors.Is(err, tc.is) {

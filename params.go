@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/glassbox-llm/glassbox/internal/openai"
+
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 )
 
@@ -56,8 +58,8 @@ type request struct {
 // glassbox serve applies (sampling.Params.Validate); the context is
 // checked per prompt, once it is tokenized.
 func (p *SamplingParams) validate() (request, error) {
-	if p.N < 0 {
-		return request{}, fmt.Errorf("SamplingParams.N must be at least 1, got %d", p.N)
+	if p.N < 0 || p.N > openai.MaxN {
+		return request{}, fmt.Errorf("SamplingParams.N must be between 1 and %d (0 means 1), got %d", openai.MaxN, p.N)
 	}
 	sp := sampling.Params{
 		Temperature: p.Temperature, TopP: p.TopP, TopK: p.TopK, MinP: p.MinP,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -100,8 +101,20 @@ func TestModelRandomInspectAndServe(t *testing.T) {
 	if code != 200 || r.Usage.CompletionTokens != 8 || r.Usage.PromptTokens != len("user\nHello there"+"\n"+"assistant\n")+3 {
 		t.Errorf("status %d, usage %+v", code, r.Usage)
 	}
-	// --mmap maps the file (no repacking) and serves the same way.
-	base, _ = serveTest(t, "--model", path, "--served-model-name", "tiny", "--mmap")
+	// --mmap maps the file (no repacking) and serves the same way; an
+	// alias of the cache type is reported by its one name.
+	base, _ = serveTest(t, "--model", path, "--served-model-name", "tiny", "--mmap", "--kv-cache-dtype", "half")
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exposition, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`cache_dtype="fp16"`, `kv_cache_dtype="fp16"`} {
+		if !strings.Contains(string(exposition), want) {
+			t.Errorf("--kv-cache-dtype half: /metrics lacks %s", want)
+		}
+	}
 	code = post(t, base+"/v1/completions", map[string]any{"model": "tiny", "prompt": "Hello", "max_tokens": 8, "ignore_eos": true}, &r)
 	if code != 200 || r.Usage.CompletionTokens != 8 {
 		t.Errorf("--mmap: status %d, usage %+v", code, r.Usage)

@@ -157,7 +157,7 @@ func (e *Engine) check(r *Request) error {
 	if r.Params.MaxTokens < 1 {
 		return &sampling.ParamError{Param: "max_tokens", Msg: fmt.Sprintf("max_tokens must be at least 1, got %d", r.Params.MaxTokens)}
 	}
-	if len(r.Prompt)+r.Params.MaxTokens > e.cfg.MaxModelLen {
+	if r.Params.MaxTokens > e.cfg.MaxModelLen-len(r.Prompt) { // len+MaxTokens would wrap for a huge MaxTokens
 		return fmt.Errorf("submit %q: %d prompt tokens plus %d output tokens exceed %d: %w",
 			r.ID, len(r.Prompt), r.Params.MaxTokens, e.cfg.MaxModelLen, ErrPromptTooLong)
 	}

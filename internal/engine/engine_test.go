@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -207,6 +208,9 @@ func TestSubmitErrors(t *testing.T) {
 		}
 		if _, err := e.Submit(&Request{ID: "0", Prompt: prompt(3, 0), Params: params(2)}); err == nil {
 			t.Error("duplicate id accepted")
+		}
+		if _, err := e.Submit(&Request{ID: "wraps", Prompt: prompt(10, 0), Params: params(math.MaxInt)}); !errors.Is(err, ErrPromptTooLong) {
+			t.Errorf("max_tokens that wraps len+max_tokens: %v, want ErrPromptTooLong", err)
 		}
 		if _, err := e.Submit(&Request{ID: "long", Prompt: prompt(250, 0), Params: params(10)}); !errors.Is(err, ErrPromptTooLong) {
 			t.Errorf("long prompt: %v, want ErrPromptTooLong", err)

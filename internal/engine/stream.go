@@ -36,11 +36,7 @@ func (s *Stream) push(o *Output) {
 	p := &s.out
 	p.Tokens = append(p.Tokens, o.Tokens...)
 	p.Logprobs = append(p.Logprobs, o.Logprobs...)
-	if s.has {
-		p.Text += o.Text
-	} else {
-		p.Text = o.Text
-	}
+	p.Text += o.Text // take left it empty
 	p.Finished, p.FinishReason, p.StopToken, p.Err = o.Finished, o.FinishReason, o.StopToken, o.Err
 	p.PromptTokens, p.CachedTokens, p.Timing = o.PromptTokens, o.CachedTokens, o.Timing
 	s.has = true
@@ -61,21 +57,19 @@ func (s *Stream) TryNext() (Output, bool) {
 	if !s.has {
 		return Output{}, false
 	}
-	o := s.take()
-	s.has = false
-	s.done = o.Finished
-	return o, true
+	return s.take(), true
 }
 
 // take hands the pending output over, its slices copied for the caller to
 // own, and keeps the pending buffers for the engine to fill again: the
 // copy is made on the reader's goroutine, so the engine's loop does not
-// allocate per stream and step. The caller holds mu.
+// allocate per stream and step. The caller holds mu and has seen s.has.
 func (s *Stream) take() Output {
 	o := s.out
 	o.Tokens = slices.Clone(s.out.Tokens)
 	o.Logprobs = slices.Clone(s.out.Logprobs)
 	s.out = Output{Tokens: s.out.Tokens[:0], Logprobs: s.out.Logprobs[:0]}
+	s.has, s.done = false, o.Finished
 	return o
 }
 
@@ -87,8 +81,6 @@ func (s *Stream) Next(ctx context.Context) (Output, bool) {
 		s.mu.Lock()
 		if s.has {
 			o := s.take()
-			s.has = false
-			s.done = o.Finished
 			s.mu.Unlock()
 			return o, true
 		}

@@ -64,11 +64,6 @@ type KVCache struct {
 	k32, v32             [][]float32 // per layer (fp32)
 }
 
-// NewKVCache allocates numBlocks blocks for c in the default type.
-func NewKVCache(c Config, numBlocks, blockSize int) *KVCache {
-	return NewKVCacheOf(c, numBlocks, blockSize, DefaultKVDtype)
-}
-
 // NewKVCacheOf allocates numBlocks blocks for c with elements of dt.
 func NewKVCacheOf(c Config, numBlocks, blockSize int, dt KVDtype) *KVCache {
 	kv := &KVCache{BlockSize: blockSize, NumBlocks: numBlocks, Dtype: dt, heads: c.KVHeads, headDim: c.HeadDim}

@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"cmp"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -69,6 +68,16 @@ func simBackend(cfg *Config) (*backend, error) {
 	}, nil
 }
 
+// cacheDtypeLabel is cache_config_info's cache_dtype: "auto" as vLLM
+// writes its default, else the type's one name whichever alias chose it,
+// as glassbox_executor_info names it.
+func cacheDtypeLabel(flag string, dt model.KVDtype) string {
+	if flag == "" || flag == "auto" {
+		return "auto"
+	}
+	return dt.String()
+}
+
 // cpuBackend loads a GGUF model for the CPU executor: read into memory, or
 // with MMap mapped, for the life of the replica.
 func cpuBackend(cfg *Config) (*backend, error) {
@@ -87,7 +96,7 @@ func cpuBackend(cfg *Config) (*backend, error) {
 	return &backend{
 		model: l.Vocab, chat: l.Chat, eos: l.EOG, name: cfg.Model, describe: l.Describe(threads),
 		maxModelLen: l.ContextLen, defaultSeqs: cpu.DefaultMaxNumSeqs, defaultBatched: cpu.DefaultMaxNumBatchedTokens,
-		cacheDtype: cmp.Or(cfg.KVCacheDtype, "auto"),
+		cacheDtype: cacheDtypeLabel(cfg.KVCacheDtype, dtype),
 		executorInfo: map[string]string{"executor": "cpu", "hardware": "cpu", "model": l.Weights.Arch, "tensor_parallel_size": "1",
 			"kernels": tensor.KernelInfo().String(), "kv_cache_dtype": dtype.String()},
 		blocks: func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs int) (int, error) {
