@@ -52,7 +52,9 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if cfg.Prices, err = parsePrices(*prices); err != nil {
 		return err
 	}
-	cfg.Hardware = strings.Split(ef.simHardware, ",")
+	for _, hw := range strings.Split(ef.simHardware, ",") {
+		cfg.Hardware = append(cfg.Hardware, strings.ToLower(strings.TrimSpace(hw))) // as --price names them
+	}
 	if cfg.TP, err = countList(ef.tensorParallel, 1); err != nil {
 		return fmt.Errorf("--tensor-parallel-size: %w", err)
 	}

@@ -224,7 +224,13 @@ func TestProfileRoundTrip(t *testing.T) {
 	if diff := cmp.Diff(hw.Calib, got); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
-	for _, bad := range []string{"hardware: h100\n", strings.Replace(b.String(), "kv_read_factor: 1.19", "kv_read_factor: 0.5", 1),
+	var noReserve []string // every term is required, the activation reserve too
+	for _, line := range strings.Split(b.String(), "\n") {
+		if !strings.HasPrefix(line, "activation_reserve_bytes:") {
+			noReserve = append(noReserve, line)
+		}
+	}
+	for _, bad := range []string{"hardware: h100\n", strings.Join(noReserve, "\n"), strings.Replace(b.String(), "kv_read_factor: 1.19", "kv_read_factor: 0.5", 1),
 		strings.Replace(b.String(), "hardware: h100", "hardware: tpu", 1), b.String() + "bogus: 1\n", "[1, 2"} {
 		if _, _, err := ReadProfile(strings.NewReader(bad)); err == nil {
 			t.Errorf("accepted:\n%s", bad)
@@ -276,5 +282,31 @@ func TestHeldOutStages(t *testing.T) {
 	t.Log("\n" + b.String())
 	if s := Summarize(preds); s.MedianAbs.E2E > 0.15*slack || s.MedianAbs.TPOT > 0.15*slack || s.MedianAbs.TTFT > 0.5*slack {
 		t.Errorf("held-out median absolute error E2E %.1f%%, TPOT %.1f%%, TTFT %.1f%%", 100*s.MedianAbs.E2E, 100*s.MedianAbs.TPOT, 100*s.MedianAbs.TTFT)
+	}
+}
+
+// TestParseServeArgs: switches vLLM takes without a value do not swallow
+// the next flag or the model; flags glassbox does not read are passed over.
+func TestParseServeArgs(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want Server
+	}{
+		{"vllm serve meta-llama/Llama-3.1-8B-Instruct --enforce-eager --no-enable-prefix-caching --max-num-seqs 64",
+			Server{Hardware: "h100", Model: "llama-3.1-8b", TensorParallel: 1, MaxNumSeqs: 64, MaxNumBatchedTokens: 2048, MaxModelLen: 4096, GPUMemoryUtilization: 0.9, NoPrefixCaching: true}},
+		{"vllm serve --trust-remote-code --model meta-llama/Llama-3.1-8B-Instruct --some-new-switch --max-model-len=8192 --seed 3",
+			Server{Hardware: "h100", Model: "llama-3.1-8b", TensorParallel: 1, MaxNumSeqs: 128, MaxNumBatchedTokens: 2048, MaxModelLen: 8192, GPUMemoryUtilization: 0.9}},
+	} {
+		got, err := ParseServeArgs(tc.line, "h100")
+		if err != nil {
+			t.Errorf("%s: %v", tc.line, err)
+			continue
+		}
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.line, d)
+		}
+	}
+	if _, err := ParseServeArgs("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs", "h100"); err == nil || !strings.Contains(err.Error(), "needs a value") {
+		t.Errorf("a value flag at the end: %v", err)
 	}
 }

@@ -231,17 +231,15 @@ func Fit(ctx context.Context, runs []Run, start sim.Calibration, o FitOptions) (
 	for round := 1; round <= o.Iterations; round++ {
 		from := vector(cur)
 		to := solve(preds, vector(start), o.Prior)
-		var next []Prediction
-		for half := 0; ; half++ {
+		improved := false
+		for half := 0; half < 3 && !improved; half++ {
 			cand := withVector(cur, to)
-			if next, err = Evaluate(ctx, runs, cand); err != nil {
+			next, err := Evaluate(ctx, runs, cand)
+			if err != nil {
 				return cur, before, nil, err
 			}
-			if j := objective(next); j < best || half == 2 {
-				if j < best {
-					cur, preds, best = cand, next, j
-				}
-				break
+			if j := objective(next); j < best {
+				cur, preds, best, improved = cand, next, j, true
 			}
 			for k := range to {
 				to[k] = (to[k] + from[k]) / 2
@@ -249,6 +247,9 @@ func Fit(ctx context.Context, runs []Run, start sim.Calibration, o FitOptions) (
 		}
 		if o.Progress != nil {
 			o.Progress(round, preds)
+		}
+		if !improved {
+			break // the next round would solve the same system from the same point
 		}
 	}
 	return cur, before, preds, nil

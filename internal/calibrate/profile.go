@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -77,9 +79,12 @@ func ReadProfile(r io.Reader) (string, sim.Calibration, error) {
 	if err := dec.Decode(&f); err != nil {
 		return "", sim.Calibration{}, fmt.Errorf("read profile: %w", err)
 	}
-	for _, k := range []string{"hardware", "gemm_efficiency", "weight_load_factor", "kv_read_factor", "activation_passes", "step_overhead_us",
-		"layer_overhead_us", "request_overhead_us", "all_reduce_latency_us", "frontend_arrival_us", "frontend_per_token_us", "frontend_finish_us"} {
-		if _, ok := raw[k]; !ok {
+	// Every field the file format has, read off its tags: a missing term
+	// would silently be 0 (a KV cache without its activation reserve, say).
+	ft := reflect.TypeFor[profileFile]()
+	for i := range ft.NumField() {
+		k, opts, _ := strings.Cut(ft.Field(i).Tag.Get("yaml"), ",")
+		if _, ok := raw[k]; !ok && opts != "omitempty" {
 			return "", sim.Calibration{}, fmt.Errorf("read profile: %s is missing", k)
 		}
 	}

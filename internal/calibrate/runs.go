@@ -148,6 +148,16 @@ func outputLen(c *workload.InferencePerf) int {
 	return 0
 }
 
+// serveValueFlags are the flags ParseServeArgs reads, which take a value.
+var serveValueFlags = map[string]bool{"model": true, "tensor-parallel-size": true, "tp": true, "max-num-seqs": true,
+	"max-num-batched-tokens": true, "max-model-len": true, "gpu-memory-utilization": true}
+
+// vllmBoolFlags are vllm serve's common switches, which take no value, so
+// the word after one is not read as its value.
+var vllmBoolFlags = map[string]bool{"enable-prefix-caching": true, "no-enable-prefix-caching": true,
+	"enable-chunked-prefill": true, "no-enable-chunked-prefill": true, "enforce-eager": true, "trust-remote-code": true,
+	"disable-log-requests": true, "disable-log-stats": true, "disable-custom-all-reduce": true, "enable-log-requests": true}
+
 // ParseServeArgs reads the scheduling flags of a vllm serve command line
 // (the words "vllm serve" and a positional model are allowed).
 func ParseServeArgs(line, hardware string) (Server, error) {
@@ -166,13 +176,15 @@ func ParseServeArgs(line, hardware string) (Server, error) {
 				return s, fmt.Errorf("server.args: unexpected %q", w)
 			}
 		}
-		boolFlag := name == "no-enable-prefix-caching" || name == "enable-prefix-caching" || name == "enable-chunked-prefill"
-		if !hasVal && !boolFlag {
-			if i+1 >= len(words) {
+		if !hasVal && !vllmBoolFlags[name] {
+			next := i+1 < len(words) && !strings.HasPrefix(words[i+1], "-")
+			switch {
+			case next:
+				i++
+				val = words[i]
+			case serveValueFlags[name]:
 				return s, fmt.Errorf("server.args: --%s needs a value", name)
-			}
-			i++
-			val = words[i]
+			} // else a switch this reader does not know, followed by another flag
 		}
 		var err error
 		switch name {
@@ -332,8 +344,11 @@ func ReadTable(r io.Reader) ([]Run, error) {
 		if !ok {
 			return nil, fmt.Errorf("read table: exp %s: no sim profile for model %q", m[1], m[2])
 		}
-		name := strings.Fields(strings.Trim(strings.SplitN(m[4], ":", 2)[0], "`, "))[0]
-		name = strings.TrimRight(name, ",;")
+		words := strings.Fields(strings.Trim(strings.SplitN(m[4], ":", 2)[0], "`, "))
+		if len(words) == 0 {
+			return nil, fmt.Errorf("read table: exp %s: no workload named in %q", m[1], m[4])
+		}
+		name := strings.TrimRight(words[0], ",;")
 		p, ok := presets[name]
 		if !ok {
 			return nil, fmt.Errorf("read table: exp %s: unknown workload %q", m[1], name)

@@ -202,8 +202,8 @@ type trial struct {
 	meets  bool
 	values []float64 // each SLO's, ms
 	missed []string
-	tokens float64 // output tokens per second
-	report *doctor.Report
+	tokens float64        // output tokens per second
+	window *doctor.Window // the replica's metrics over the run, for the doctor
 }
 
 // search brackets the highest rate meeting the SLOs: doubling up from one
@@ -277,14 +277,18 @@ func search(ctx context.Context, cfg *Config, r *Row) {
 			push = t
 		}
 	}
-	if push.report != nil && len(push.report.Findings) > 0 {
-		f := push.report.Findings[0]
+	if len(push.window.Snapshots) < 2 {
+		return
+	}
+	// Only this trial is diagnosed: the search reads the clients' latencies.
+	if rep := doctor.Diagnose(push.window, nil); len(rep.Findings) > 0 {
+		f := rep.Findings[0]
 		r.Limit += fmt.Sprintf("; at %.3g req/s the doctor finds %s: %s", push.rate, f.Name, f.Title)
 	}
 }
 
-// runTrial simulates one rate and judges it; the doctor reads the replica's
-// metrics over the run.
+// runTrial simulates one rate and judges it, keeping the replica's metrics
+// over the run for the doctor.
 func runTrial(ctx context.Context, cfg *Config, rc replica.Config, rate float64) (*trial, error) {
 	// At high rates a shorter trial holds as many requests: at most
 	// maxTrialRequests, for at least a fifth of the duration asked.
@@ -322,7 +326,7 @@ func runTrial(ctx context.Context, cfg *Config, rc replica.Config, rate float64)
 		return nil, err
 	}
 	m := out.Passes[0].Metrics
-	t := &trial{rate: rate, meets: m.Failed == 0 && m.Completed > 0, tokens: m.OutputThroughput}
+	t := &trial{rate: rate, meets: m.Failed == 0 && m.Completed > 0, tokens: m.OutputThroughput, window: w}
 	if m.Failed > 0 {
 		t.missed = append(t.missed, fmt.Sprintf("%d of %d requests failed", m.Failed, m.Failed+m.Completed))
 	}
@@ -338,9 +342,6 @@ func runTrial(ctx context.Context, cfg *Config, rc replica.Config, rate float64)
 			t.meets = false
 			t.missed = append(t.missed, fmt.Sprintf("%s p%s %.0f ms > %s", s.Metric, strconv.FormatFloat(s.Percentile, 'f', -1, 64), v, s.Limit))
 		}
-	}
-	if len(w.Snapshots) >= 2 {
-		t.report = doctor.Diagnose(w, nil)
 	}
 	return t, nil
 }

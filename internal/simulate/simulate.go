@@ -154,14 +154,13 @@ func (s *stepSeqs) ObserveFinished(*engine.FinishedEvent) {}
 
 // flight is one request from its send to its answer.
 type flight struct {
-	req      workload.Request
-	stream   *engine.Stream
-	out      bench.Output
-	sent     time.Time // the client's send
-	engLast  time.Time // the client-visible time of the previous token, before the per-token time
-	tokens   TokenTimes
-	ids      []int // the answer, for a session's next round
-	finished bool
+	req     workload.Request
+	stream  *engine.Stream
+	out     bench.Output
+	sent    time.Time // the client's send
+	engLast time.Time // the client-visible time of the previous token, before the per-token time
+	tokens  TokenTimes
+	ids     []int // the answer, for a session's next round
 }
 
 // event is something due at a virtual time: a request reaching the engine
@@ -293,7 +292,6 @@ func (d *driver) submit(f *flight, at time.Time) {
 	if err != nil {
 		// The API answers at once: 400 for a prompt too long, 503 when full.
 		f.out.Error = err.Error()
-		f.finished = true
 		heap.Push(&d.pending, event{at: at, f: f, answer: true})
 		return
 	}
@@ -339,7 +337,6 @@ func (d *driver) collect(began time.Time) {
 		}
 		if o.Finished {
 			delete(d.live, id)
-			f.finished = true
 			f.out.PromptLen = o.PromptTokens
 			switch {
 			case o.Err != nil:

@@ -266,5 +266,8 @@ func (d *IPDistribution) check() error {
 	if *d.Min > *d.Max || *d.StdDev < 0 || *d.Min < 0 {
 		return fmt.Errorf("want 0 <= min <= max and std_dev >= 0, got min %d, max %d, std_dev %v", *d.Min, *d.Max, *d.StdDev)
 	}
+	if d.TotalCount != nil && *d.TotalCount < 1 {
+		return fmt.Errorf("total_count must be at least 1, got %d", *d.TotalCount)
+	}
 	return nil
 }

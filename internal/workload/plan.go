@@ -91,6 +91,9 @@ func NewPlan(ctx context.Context, c *InferencePerf, tk Tokenizer, o PlanOptions)
 	if o.Compat != Current && o.Compat != Legacy {
 		return nil, fmt.Errorf("plan workload: compatibility %q: want %s or %s", o.Compat, Current, Legacy)
 	}
+	if d := o.Drift; d != [2]int{} && (d[0] < 0 || d[1] < d[0]) {
+		return nil, fmt.Errorf("plan workload: drift %v: want [min, max] with 0 <= min <= max", d)
+	}
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0x1f5ef5e))
 	p := &Plan{Interval: 2 * time.Second, Chat: c.API.Type == "chat", IgnoreEOS: c.Server.IgnoreEOS == nil || *c.Server.IgnoreEOS}
 	if c.Load.Interval != nil {

@@ -69,6 +69,7 @@ func TestParseInferencePerfRejects(t *testing.T) {
 		"chat multi-turn":   {"load: {stages: [{rate: 1, duration: 1}]}\napi: {type: chat}\ndata: {type: shared_prefix, shared_prefix: {enable_multi_turn_chat: true}}", "completion"},
 		"sharegpt download": {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: shareGPT}", "local file"},
 		"bad distribution":  {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: {min: 9, max: 3}, output_distribution: {}}", "min"},
+		"negative count":    {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: {total_count: -5}, output_distribution: {}}", "total_count"},
 	} {
 		_, err := ParseInferencePerf(strings.NewReader(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -133,6 +134,9 @@ func TestSharedPrefixPlans(t *testing.T) {
 	cur, err := NewPlan(ctx, c, tk, PlanOptions{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := NewPlan(ctx, c, tk, PlanOptions{Compat: Legacy, Drift: [2]int{48, 26}}); err == nil || !strings.Contains(err.Error(), "drift") {
+		t.Errorf("a reversed drift: %v, want an error naming it", err)
 	}
 	if len(cur.Prompts) != 45 || !cur.Sessions || cur.NumRequests() != 4800+12000 || cur.Interval != 2*time.Second {
 		t.Errorf("current: %d prompts, sessions %v, %d requests, interval %v; want 45, true, 16800, 2s",
