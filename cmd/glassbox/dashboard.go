@@ -51,6 +51,9 @@ func runDashboard(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	var targets []live.Target
 	if *metricsURLs != "" {
 		urls, dcgms := strings.Split(*metricsURLs, ","), strings.Split(*dcgmURLs, ",")
+		if *dcgmURLs != "" && len(dcgms) != len(urls) {
+			return fmt.Errorf("dashboard: %d --dcgm-url entries for %d --metrics-url entries: give one per target (an empty entry for a target without one)", len(dcgms), len(urls))
+		}
 		for i, u := range urls {
 			d := ""
 			if i < len(dcgms) {

@@ -349,3 +349,21 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestDashboardRejectsBadFlags: the command says what is wrong with its
+// targets before it listens.
+func TestDashboardRejectsBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"dashboard"}, "give --metrics-url"},
+		{[]string{"dashboard", "--metrics-url", "http://a:1/metrics,http://b:1/metrics", "--dcgm-url", "http://a:9400/metrics"}, "1 --dcgm-url entries for 2"},
+		{[]string{"dashboard", "--metrics-url", "not a url"}, "--metrics-url"},
+	} {
+		err := run(context.Background(), tc.args, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error with %q", tc.args, err, tc.want)
+		}
+	}
+}

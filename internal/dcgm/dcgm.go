@@ -75,8 +75,9 @@ func New(cfg Config) (*Exporter, error) {
 		return nil, fmt.Errorf("new dcgm exporter: %d GPUs", cfg.GPUs)
 	case d.TDPWatts <= 0 || d.FramebufferMiB <= 0:
 		return nil, fmt.Errorf("new dcgm exporter: hardware %s has no device profile", cfg.Hardware.Name)
-	case cfg.Window < 0 || cfg.Window > maxWindow:
-		return nil, fmt.Errorf("new dcgm exporter: window %v is not within (0, %v]", cfg.Window, maxWindow)
+	case cfg.Window != 0 && (cfg.Window < bucketWidth || cfg.Window > maxWindow):
+		// Readings are kept in buckets: a shorter window could cover none.
+		return nil, fmt.Errorf("new dcgm exporter: window %v is not within [%v, %v]", cfg.Window, bucketWidth, maxWindow)
 	}
 	if cfg.Window == 0 {
 		cfg.Window = time.Second

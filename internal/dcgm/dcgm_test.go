@@ -148,9 +148,11 @@ func TestExpositionIsDCGMExporters(t *testing.T) {
 func TestNewRejects(t *testing.T) {
 	hw := h100(t)
 	for name, cfg := range map[string]Config{
-		"no GPU":         {Hardware: hw},
-		"no device":      {Hardware: sim.Hardware{Name: "x"}, GPUs: 1},
-		"window too big": {Hardware: hw, GPUs: 1, Window: 2 * time.Minute},
+		"no GPU":           {Hardware: hw},
+		"no device":        {Hardware: sim.Hardware{Name: "x"}, GPUs: 1},
+		"window too big":   {Hardware: hw, GPUs: 1, Window: 2 * time.Minute},
+		"window too short": {Hardware: hw, GPUs: 1, Window: 50 * time.Millisecond},
+		"negative window":  {Hardware: hw, GPUs: 1, Window: -time.Second},
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("%s: accepted", name)

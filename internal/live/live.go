@@ -13,6 +13,7 @@ package live
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -25,6 +26,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/doctor"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 )
 
@@ -202,12 +204,19 @@ type Instance struct {
 }
 
 func (p *Page) serveState(w http.ResponseWriter, r *http.Request) {
-	since, _ := strconv.ParseFloat(r.URL.Query().Get("since"), 64)
+	since := 0.0 // everything kept
+	if v := r.URL.Query().Get("since"); v != "" {
+		var err error
+		if since, err = strconv.ParseFloat(v, 64); err != nil {
+			writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("since must be a Unix time in seconds, got %q", v))
+			return
+		}
+	}
 	p.mu.Lock()
 	st := State{Interval: p.cfg.Interval.Seconds(), Now: float64(p.cfg.Now().UnixMilli()) / 1000}
 	for _, in := range p.inst {
 		engine := "vllm"
-		if in.window.Has("glassbox_executor_busy_seconds_total") {
+		if in.window.Has(metricspec.ExecutorBusySeconds) {
 			engine = "glassbox"
 		}
 		st.Items = append(st.Items, Instance{Name: in.target.Name, Engine: engine, Readings: len(in.window.Snapshots), Problem: in.problem,
@@ -218,18 +227,31 @@ func (p *Page) serveState(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Page) serveEngine(w http.ResponseWriter, r *http.Request) {
-	i, _ := strconv.Atoi(r.URL.Query().Get("instance"))
+	q := cmp.Or(r.URL.Query().Get("instance"), "0")
+	i, err := strconv.Atoi(q)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("instance must be an index into the page's targets, got %q", q))
+		return
+	}
 	if i < 0 || i >= len(p.inst) || p.inst[i].target.Engine == nil {
-		http.Error(w, `{"error":{"message":"this target has no engine state (glassbox only)","type":"NotFoundError","code":404}}`, http.StatusNotFound)
+		writeError(w, http.StatusNotFound, "NotFoundError", "this target has no engine state (glassbox only)")
 		return
 	}
 	body, err := p.inst[i].target.Engine(r.Context())
 	if err != nil {
-		http.Error(w, fmt.Sprintf(`{"error":{"message":%q,"type":"BadGateway","code":502}}`, err.Error()), http.StatusBadGateway)
+		writeError(w, http.StatusBadGateway, "BadGatewayError", err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(body)
+}
+
+// writeError answers with OpenAI's error body, as the API's routes do (the
+// page may not import the server's wire package, which knows the engine).
+func writeError(w http.ResponseWriter, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": status}})
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -3,6 +3,7 @@ package live
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"net/http/httptest"
 	"os"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
@@ -123,4 +125,45 @@ func benchState(b *testing.B, incremental bool) {
 		size = rec.Body.Len()
 	}
 	b.ReportMetric(float64(size), "bytes/refresh")
+}
+
+// TestQuantileAcrossAReset: a server restarted between two readings has
+// smaller bucket counts than before; the interval's quantile counts the
+// restart from zero (as the doctor and Prometheus do) instead of drawing
+// negative counts.
+func TestQuantileAcrossAReset(t *testing.T) {
+	const f = "vllm:time_to_first_token_seconds"
+	a := doctor.Snapshot{Buckets: map[string]map[float64]float64{f: {0.1: 50, 1: 90, math.Inf(1): 100}}}
+	b := doctor.Snapshot{Buckets: map[string]map[float64]float64{f: {0.1: 0, 1: 4, math.Inf(1): 4}}}
+	if got := quantile(a, b, f, 0.5); !(got > 0.1 && got <= 1) {
+		t.Errorf("p50 across a reset = %v, want within the (0.1, 1] bucket that holds the new observations", got)
+	}
+	if got := quantile(b, b, f, 0.5); !math.IsNaN(got) {
+		t.Errorf("p50 with nothing observed = %v, want NaN", got)
+	}
+}
+
+// TestBadQueriesGetErrorBodies: malformed parameters are a 400 with
+// OpenAI's error body, not a silent default; a vLLM target has no engine
+// state (404).
+func TestBadQueriesGetErrorBodies(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	p, _ := newPage(t, &now, time.Hour)
+	for path, want := range map[string]int{
+		"/dashboard/api/state?since=yesterday": 400, "/dashboard/api/engine?instance=abc": 400,
+		"/dashboard/api/engine?instance=0": 404, "/dashboard/api/engine?instance=7": 404,
+	} {
+		rec := httptest.NewRecorder()
+		p.Handler("/dashboard").ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		var body struct {
+			Error struct {
+				Message string `json:"message"`
+				Code    int    `json:"code"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != want || body.Error.Code != want || body.Error.Message == "" ||
+			rec.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("%s: %d %q %s, want %d with an error body", path, rec.Code, rec.Header().Get("Content-Type"), rec.Body.String(), want)
+		}
+	}
 }

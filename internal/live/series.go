@@ -7,7 +7,6 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
-	"github.com/glassbox-llm/glassbox/internal/promtext"
 )
 
 // num is a JSON number that writes NaN and ±Inf as null.
@@ -142,18 +141,8 @@ func derive(w *doctor.Window, since float64) *Series {
 }
 
 // quantile is PromQL's histogram_quantile over the bucket increases from
-// a to b; NaN when nothing was observed.
+// a to b (a reset counted as a restart from zero, as the doctor counts
+// it); NaN when nothing was observed.
 func quantile(a, b doctor.Snapshot, family string, p float64) float64 {
-	x, y := a.Buckets[family], b.Buckets[family]
-	if y == nil {
-		return math.NaN()
-	}
-	d := make(map[float64]float64, len(y))
-	for le, c := range y {
-		d[le] = c - x[le]
-	}
-	if d[math.Inf(1)] <= 0 {
-		return math.NaN()
-	}
-	return promtext.Quantile(p, d)
+	return (&doctor.Window{Snapshots: []doctor.Snapshot{a, b}}).Quantile(p, family)
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -62,31 +63,50 @@ func WriteText(w io.Writer, mfs []*dto.MetricFamily) error {
 // process families in Python's order), then metricspec's table, each
 // deprecated family after its replacement, then anything else.
 func exposureOrder(mfs []*dto.MetricFamily) []*dto.MetricFamily {
-	rank := func(mf *dto.MetricFamily) float64 {
-		name := mf.GetName()
-		if i := metricspec.Index(name); i >= 0 {
-			return float64(i)
-		}
-		for _, d := range metricspec.DeprecatedFamilies() {
-			if d.Name == name {
-				return float64(metricspec.Index(d.Of)) + 0.5
-			}
-		}
-		switch {
-		case strings.HasPrefix(name, "go_"):
-			return -3
-		case strings.HasPrefix(name, "process_"):
-			if i := slices.Index(pythonProcessFamilies, name); i >= 0 {
-				return -2 + float64(i)/100
-			}
-			return -1.5
-		}
-		return 1e6
+	type ranked struct {
+		rank float64
+		mf   *dto.MetricFamily
 	}
-	out := slices.Clone(mfs)
-	slices.SortStableFunc(out, func(a, b *dto.MetricFamily) int { return cmp.Compare(rank(a), rank(b)) })
+	rs := make([]ranked, len(mfs))
+	for i, mf := range mfs {
+		rs[i] = ranked{exposureRank(mf.GetName()), mf}
+	}
+	slices.SortStableFunc(rs, func(a, b ranked) int { return cmp.Compare(a.rank, b.rank) })
+	out := make([]*dto.MetricFamily, len(rs))
+	for i, r := range rs {
+		out[i] = r.mf
+	}
 	return out
 }
+
+// exposureRank places one family in exposureOrder.
+func exposureRank(name string) float64 {
+	if i := metricspec.Index(name); i >= 0 {
+		return float64(i)
+	}
+	if of, ok := deprecatedOf()[name]; ok {
+		return float64(metricspec.Index(of)) + 0.5
+	}
+	switch {
+	case strings.HasPrefix(name, "go_"):
+		return -3
+	case strings.HasPrefix(name, "process_"):
+		if i := slices.Index(pythonProcessFamilies, name); i >= 0 {
+			return -2 + float64(i)/100
+		}
+		return -1.5
+	}
+	return 1e6
+}
+
+// deprecatedOf maps each deprecated family to its replacement.
+var deprecatedOf = sync.OnceValue(func() map[string]string {
+	m := map[string]string{}
+	for _, d := range metricspec.DeprecatedFamilies() {
+		m[d.Name] = d.Of
+	}
+	return m
+})
 
 // pythonProcessFamilies are prometheus_client's process collector's, in
 // the order it writes them.
