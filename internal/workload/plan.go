@@ -229,40 +229,31 @@ func sharedPrefixPrompts(ctx context.Context, s *IPSharedPrefix, tk Tokenizer, o
 		}
 		return ids
 	}
-	var out []Sample
-	for range groups {
-		sysIDs := randomIDs(*s.SystemPromptLen)
-		sysText, err := it.Decode(ctx, sysIDs)
-		if err != nil {
+	var sep []int
+	if o.Compat == Legacy {
+		var err error
+		if sep, err = it.Encode(ctx, " "); err != nil {
 			return nil, err
 		}
-		if o.Compat == Current && len(sysIDs) > 0 {
-			if sysText, sysIDs, err = ExactPrompt(ctx, it, sysIDs, len(sysIDs), rng); err != nil {
-				return nil, err
-			}
+	}
+	var out []Sample
+	for range groups {
+		sysText, sysIDs, err := promptText(ctx, it, randomIDs(*s.SystemPromptLen), o.Compat == Current, rng)
+		if err != nil {
+			return nil, err
 		}
 		for range per {
 			q := *s.QuestionLen
 			if o.Compat == Legacy && o.Drift[1] > 0 {
 				q += o.Drift[0] + rng.IntN(o.Drift[1]-o.Drift[0]+1)
 			}
-			qIDs := randomIDs(q)
-			qText, err := it.Decode(ctx, qIDs)
+			qText, qIDs, err := promptText(ctx, it, randomIDs(q), o.Compat == Current, rng)
 			if err != nil {
 				return nil, err
-			}
-			if o.Compat == Current {
-				if qText, qIDs, err = ExactPrompt(ctx, it, qIDs, len(qIDs), rng); err != nil {
-					return nil, err
-				}
 			}
 			sm := Sample{OutputLen: *s.OutputLen}
 			if o.Compat == Legacy {
 				// sys_text + " " + q_text, as e8e0aa99 joined them.
-				sep, err := it.Encode(ctx, " ")
-				if err != nil {
-					return nil, err
-				}
 				sm.Prompt = sysText + " " + qText
 				sm.PromptIDs = append(append(append([]int(nil), sysIDs...), sep...), qIDs...)
 			} else {
@@ -275,6 +266,17 @@ func sharedPrefixPrompts(ctx context.Context, s *IPSharedPrefix, tk Tokenizer, o
 	}
 	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	return out, nil
+}
+
+// promptText is the text of random ids: in Current mode re-tokenised to
+// exactly their number (ExactPrompt, which decodes them first), else
+// decoded as they are, as e8e0aa99 did.
+func promptText(ctx context.Context, it IDTokenizer, ids []int, exact bool, rng *rand.Rand) (string, []int, error) {
+	if exact && len(ids) > 0 {
+		return ExactPrompt(ctx, it, ids, len(ids), rng)
+	}
+	text, err := it.Decode(ctx, ids)
+	return text, ids, err
 }
 
 // randomPrompts is inference-perf's random data: lengths from the
@@ -296,14 +298,9 @@ func randomPrompts(ctx context.Context, d *IPData, n int, tk Tokenizer, o PlanOp
 		for k := range ids {
 			ids[k] = lo + rng.IntN(v-lo)
 		}
-		text, err := it.Decode(ctx, ids)
+		text, ids, err := promptText(ctx, it, ids, o.Compat == Current, rng)
 		if err != nil {
 			return nil, err
-		}
-		if o.Compat == Current {
-			if text, ids, err = ExactPrompt(ctx, it, ids, len(ids), rng); err != nil {
-				return nil, err
-			}
 		}
 		out[i] = Sample{Prompt: text, PromptIDs: ids, PromptLen: len(ids) + it.SpecialTokens(), OutputLen: max(outLen, 1)}
 	}
