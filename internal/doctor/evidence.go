@@ -27,23 +27,32 @@ const (
 	srcPlateau  source = "inferred-plateau" // the running gauge's plateau
 )
 
-// resolveHardware finds the GPU's peaks: glassbox's gauges, else the
-// profile --gpu names, else the one DCGM's modelName matches; then MFU
-// and memory-bandwidth utilisation from vLLM's estimate counters.
+// resolveHardware finds the GPU's peaks, then MFU and memory-bandwidth
+// utilisation from vLLM's estimate counters.
 func (s *signals) resolveHardware(per func(string) float64) {
-	w := s.w
-	peakF, peakB := math.NaN(), math.NaN()
-	if g := w.Gauge(metricspec.ExecutorPeakFLOPs); len(g) > 0 && g[len(g)-1].V > 0 {
-		peakF, s.peakSrc = g[len(g)-1].V, srcGlassbox
-		if b := w.Gauge(metricspec.ExecutorPeakMemBandwidth); len(b) > 0 {
-			peakB = b[len(b)-1].V
-		}
-		s.gpu = s.cfg.hardware
-	} else if hw, ok := s.hardwareHint(); ok {
-		peakF, peakB, s.peakSrc, s.gpu = hw.PeakFLOPs, hw.MemBandwidth, srcGPU, hw.Name
-	}
+	peakF, peakB := s.peaks()
 	s.mfu = per(metricspec.EstimatedFLOPsPerGPU) / peakF
 	s.mbu = per(metricspec.EstimatedReadBytesPerGPU) / peakB // per is NaN without the counter
+}
+
+// peaks are the GPU's peak FLOP/s and bandwidth (NaN when unknown) from
+// glassbox's gauges, else the profile --gpu names, else the one DCGM's
+// modelName matches; it sets peakSrc and gpu to say which.
+func (s *signals) peaks() (flops, bandwidth float64) {
+	w := s.w
+	if g := w.Gauge(metricspec.ExecutorPeakFLOPs); len(g) > 0 && g[len(g)-1].V > 0 {
+		bandwidth = math.NaN()
+		if b := w.Gauge(metricspec.ExecutorPeakMemBandwidth); len(b) > 0 {
+			bandwidth = b[len(b)-1].V
+		}
+		s.peakSrc, s.gpu = srcGlassbox, s.cfg.hardware
+		return g[len(g)-1].V, bandwidth
+	}
+	if hw, ok := s.hardwareHint(); ok {
+		s.peakSrc, s.gpu = srcGPU, hw.Name
+		return hw.PeakFLOPs, hw.MemBandwidth
+	}
+	return math.NaN(), math.NaN()
 }
 
 // hardwareHint is the profile of --gpu, or of DCGM's modelName.
@@ -208,17 +217,12 @@ func median(ps []Point) float64 {
 // and "" when unknown.
 func (w *Window) Peaks() (flops, bandwidth float64, src string) {
 	s := &signals{w: w, cfg: readConfig(w), peakSrc: srcNone}
-	s.resolveHardware(func(string) float64 { return math.NaN() })
-	if s.peakSrc == srcNone {
-		return math.NaN(), math.NaN(), ""
+	flops, bandwidth = s.peaks()
+	switch s.peakSrc {
+	case srcNone:
+		return flops, bandwidth, ""
+	case srcGPU:
+		return flops, bandwidth, string(s.peakSrc) + ":" + s.gpu
 	}
-	if g := w.Gauge(metricspec.ExecutorPeakFLOPs); s.peakSrc == srcGlassbox && len(g) > 0 {
-		b := math.NaN()
-		if bs := w.Gauge(metricspec.ExecutorPeakMemBandwidth); len(bs) > 0 {
-			b = bs[len(bs)-1].V
-		}
-		return g[len(g)-1].V, b, string(s.peakSrc)
-	}
-	hw, _ := s.hardwareHint()
-	return hw.PeakFLOPs, hw.MemBandwidth, string(s.peakSrc) + ":" + hw.Name
+	return flops, bandwidth, string(s.peakSrc)
 }
