@@ -102,18 +102,15 @@ func planLoad(lf *loadFlags) (plan.Load, error) {
 			return workload.NewPlan(ctx, &one, tk, workload.PlanOptions{Compat: c.Compat, Seed: c.Seed})
 		}, nil
 	}
-	if err := c.Dataset.Check(); err != nil {
+	c, err := c.ClientDefaults() // bench's checks and defaults (burstiness 1)
+	if err != nil {
 		return nil, err
 	}
 	var (
 		once    sync.Once
 		samples []workload.Sample
-		err     error
 	)
 	burst := c.Burstiness
-	if burst == 0 || math.IsNaN(burst) {
-		burst = 1
-	}
 	return func(ctx context.Context, rate float64, d time.Duration) (*workload.Plan, error) {
 		once.Do(func() {
 			samples, err = workload.LoadSamples(ctx, c.Dataset, max(c.NumPrompts, 1), tk, rand.New(rand.NewPCG(uint64(c.Seed), 1)))

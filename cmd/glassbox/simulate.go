@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"os"
 	"time"
@@ -129,35 +128,18 @@ func (f *simulateFlags) plan(ctx context.Context) (*workload.Plan, error) {
 	case f.workload != nil:
 		return workload.NewPlan(ctx, f.workload, tk, workload.PlanOptions{Compat: c.Compat, Seed: c.Seed})
 	}
-	if err := c.Dataset.Check(); err != nil {
-		return nil, err
-	}
-	if err := c.Ramp.Check(c.RequestRate); err != nil {
-		return nil, err
-	}
-	if c.NumPrompts < 1 {
-		return nil, errors.New("--num-prompts must be at least 1")
-	}
-	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x9e3779b97f4a7c15))
-	samples, err := workload.LoadSamples(ctx, c.Dataset, c.NumPrompts, tk, rng)
+	lc, err := c.ClientDefaults() // bench's checks, before the run rather than after it
 	if err != nil {
 		return nil, err
 	}
-	rate, burst := c.RequestRate, c.Burstiness
-	if rate == 0 {
-		rate = inf
+	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x9e3779b97f4a7c15))
+	samples, err := workload.LoadSamples(ctx, c.Dataset, lc.NumPrompts, tk, rng)
+	if err != nil {
+		return nil, err
 	}
-	if burst == 0 {
-		burst = 1
-	}
-	if c.Duration > 0 && rate == inf && c.Ramp == nil && c.MaxConcurrency == 0 {
-		return nil, errors.New("--duration needs a finite --request-rate or a --max-concurrency, or it would send without end")
-	}
-	arr := workload.NewArrivals(len(samples), c.Duration, rate, burst, c.Ramp, rng)
+	arr := workload.NewArrivals(len(samples), c.Duration, lc.RequestRate, lc.Burstiness, c.Ramp, rng)
 	return workload.OpenLoop(samples, arr, c.MaxConcurrency, c.Duration), nil
 }
-
-var inf = math.Inf(1)
 
 // runCalibrate runs 'glassbox simulate calibrate'.
 func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {

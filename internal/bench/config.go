@@ -81,12 +81,13 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("check config: a base URL is required")
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
-	return c.clientDefaults()
+	return c.ClientDefaults()
 }
 
-// clientDefaults fills and checks what shapes and reports a load, which
-// also applies to a run that no HTTP client sent (Offline).
-func (c Config) clientDefaults() (Config, error) {
+// ClientDefaults fills and checks what shapes and reports a load, which
+// also applies to a run that no HTTP client sent (Offline, simulate, plan):
+// the rate is +Inf when unset, the burstiness 1, and so on.
+func (c Config) ClientDefaults() (Config, error) {
 	switch c.Backend {
 	case "", "openai", "vllm":
 		c.Backend = "openai"

@@ -12,7 +12,7 @@ import (
 // rates, percentiles and SLOs); p carries the pass's shape, start and
 // outputs; dur is the run's length from the first send to the last answer.
 func Offline(cfg Config, modelID, tokenizerID string, p Pass, dur time.Duration, plan *workload.Plan) (*Result, error) {
-	cfg, err := cfg.clientDefaults()
+	cfg, err := cfg.ClientDefaults()
 	if err != nil {
 		return nil, err
 	}
