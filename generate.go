@@ -167,7 +167,8 @@ func (l *LLM) check(req *request, ids []int) error {
 
 // run submits every completion of every prompt, then collects them in
 // order. When the engine's queue is full it collects the oldest first, to
-// make room.
+// make room, or, with none of its own outstanding, waits for the engine
+// to admit other callers' requests.
 func (l *LLM) run(ctx context.Context, req request, prompts []input) ([]Output, error) {
 	ctx, cancel := l.callContext(ctx)
 	defer cancel()
@@ -191,18 +192,29 @@ func (l *LLM) run(ctx context.Context, req request, prompts []input) ([]Output, 
 		return err
 	}
 	for c := range len(j.streams) {
-		for {
+		for wait := time.Millisecond; ; {
 			err := j.submit(c)
 			if err == nil {
 				break
 			}
-			if !errors.Is(err, engine.ErrOverloaded) || next == c {
+			if !errors.Is(err, engine.ErrOverloaded) {
 				j.abort()
 				return nil, err
 			}
-			if err := collect(); err != nil {
+			if next < c { // make room by taking this call's oldest
+				if err := collect(); err != nil {
+					j.abort()
+					return nil, err
+				}
+				continue
+			}
+			// Other callers fill the queue: wait for the engine to admit theirs.
+			select {
+			case <-ctx.Done():
 				j.abort()
-				return nil, err
+				return nil, context.Cause(ctx)
+			case <-time.After(wait):
+				wait = min(2*wait, 50*time.Millisecond)
 			}
 		}
 	}

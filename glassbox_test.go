@@ -427,3 +427,28 @@ func gather(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	}
 	return m
 }
+
+// TestGenerateWaitsForOtherCallers: Generate waits for room in a full
+// queue even when the requests filling it are other callers' (it has none
+// of its own to collect first); only Stream reports ErrOverloaded.
+func TestGenerateWaitsForOtherCallers(t *testing.T) {
+	l := open(t, Options{Sim: &SimOptions{TimeScale: 0.05}, maxQueued: 2})
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			prompts := []string{fmt.Sprintf("caller %d, one", i), fmt.Sprintf("caller %d, two", i), fmt.Sprintf("caller %d, three", i)}
+			outs, err := l.Generate(t.Context(), prompts, SamplingParams{MaxTokens: 8})
+			if err == nil && len(outs) != 3 {
+				err = fmt.Errorf("%d outputs", len(outs))
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("caller %d: %v", i, err)
+		}
+	}
+}
