@@ -65,7 +65,7 @@ func runDashboard(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			}
 			engine := p.Scheme + "://" + p.Host + "/debug/engine"
 			t := live.FetchTarget(p.Host, strings.TrimSpace(u), d, engine, client, header)
-			t.Engine = glassboxOnly(t.Engine, client, header, engine)
+			t.Engine = glassboxOnly(ctx, t.Engine, client, header, engine)
 			targets = append(targets, t)
 		}
 	} else {
@@ -94,8 +94,8 @@ func runDashboard(ctx context.Context, args []string, stdout, stderr io.Writer) 
 
 // glassboxOnly keeps the engine view for targets that have one: a vLLM
 // server answers /debug/engine with 404.
-func glassboxOnly(get func(context.Context) ([]byte, error), client *http.Client, header http.Header, url string) func(context.Context) ([]byte, error) {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+func glassboxOnly(ctx context.Context, get func(context.Context) ([]byte, error), client *http.Client, header http.Header, url string) func(context.Context) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil
 	}
