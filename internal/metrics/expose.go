@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
@@ -305,6 +306,28 @@ func labelName(n string) string {
 		return n
 	}
 	return model.EscapeName(n, model.UnderscoreEscaping)
+}
+
+// WithHidden is g with each deprecated family of hidden added beside its
+// replacement, under its old name and HELP and with the replacement's
+// samples (--show-hidden-metrics-for-version): a copy made when scraped,
+// so the engine's loop records nothing twice.
+func WithHidden(g prometheus.Gatherer, hidden []metricspec.Deprecated) prometheus.Gatherer {
+	if len(hidden) == 0 {
+		return g
+	}
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		mfs, err := g.Gather()
+		for _, d := range hidden {
+			for _, mf := range mfs {
+				if mf.GetName() == d.Of {
+					mfs = append(mfs, &dto.MetricFamily{Name: proto.String(d.Name), Help: proto.String(d.Help), Type: mf.Type, Unit: mf.Unit, Metric: mf.Metric})
+					break
+				}
+			}
+		}
+		return mfs, err
+	})
 }
 
 // VLLMOnly is g without glassbox's own families (glassbox_*) and the Go

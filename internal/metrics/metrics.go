@@ -44,9 +44,6 @@ type Config struct {
 	// Cache is what vllm:cache_config_info describes.
 	Cache metricspec.CacheConfig
 
-	// Hidden are deprecated vLLM families to export as well, for older
-	// consumers (--show-hidden-metrics-for-version).
-	Hidden []metricspec.Deprecated
 	// SchedulerInfo are the labels of glassbox_scheduler_config_info
 	// (max_num_seqs, max_num_batched_tokens, max_model_len).
 	SchedulerInfo map[string]string
@@ -97,7 +94,7 @@ func New(cfg Config, reg prometheus.Registerer) (*Metrics, error) {
 	if m.enabled {
 		b.info(metricspec.CacheConfigInfo, cfg.Cache.Labels(), false)
 		b.sleepState()
-		m.step = newStepSeries(b, cfg.Hidden)
+		m.step = newStepSeries(b)
 		m.finished = newFinishedSeries(b, cfg.MaxModelLen)
 		m.groups = make(map[string]*groupStats)
 		b.register(newStatsCollector(cfg))

@@ -19,14 +19,9 @@ type stepSeries struct {
 	flops, readBytes, writeBytes             prometheus.Counter
 	busySeconds, steps                       prometheus.Counter
 	iterationTokens, ttft, itl, stepDuration prometheus.Observer
-
-	// Deprecated families, nil unless shown: they carry their
-	// replacements' values.
-	gpuPrefixQueries, gpuPrefixHits prometheus.Counter
-	tpot                            prometheus.Observer
 }
 
-func newStepSeries(b *builder, hidden []metricspec.Deprecated) stepSeries {
+func newStepSeries(b *builder) stepSeries {
 	bySource := b.counterVec(metricspec.PromptTokensBySource, []string{"local_compute", "local_cache_hit", "external_kv_transfer"})
 	// No multi-modal inputs: the cache families exist and stay 0, as
 	// vLLM's do for a text model.
@@ -52,16 +47,6 @@ func newStepSeries(b *builder, hidden []metricspec.Deprecated) stepSeries {
 		ttft:               b.histogram(metricspec.TimeToFirstToken, 0),
 		itl:                b.histogram(metricspec.InterTokenLatency, 0),
 		stepDuration:       b.histogram(metricspec.EngineStepDuration, 0),
-	}
-	for _, d := range hidden {
-		switch d.Of {
-		case metricspec.PrefixCacheQueries:
-			s.gpuPrefixQueries = b.counterOf(d.Family)
-		case metricspec.PrefixCacheHits:
-			s.gpuPrefixHits = b.counterOf(d.Family)
-		case metricspec.InterTokenLatency:
-			s.tpot = b.histogramOf(d.Family, 0)
-		}
 	}
 	return s
 }
@@ -115,12 +100,6 @@ func (m *Metrics) ObserveStep(s *engine.StepEvent) {
 	st := &m.step
 	st.prefixQueries.Add(float64(s.PrefixQueries))
 	st.prefixHits.Add(float64(s.PrefixHits))
-	if st.gpuPrefixQueries != nil {
-		st.gpuPrefixQueries.Add(float64(s.PrefixQueries))
-	}
-	if st.gpuPrefixHits != nil {
-		st.gpuPrefixHits.Add(float64(s.PrefixHits))
-	}
 	st.preemptions.Add(float64(s.Preemptions))
 	st.promptTokens.Add(float64(s.PromptTokens))
 	st.promptCached.Add(float64(s.CachedTokens))
@@ -142,9 +121,6 @@ func (m *Metrics) ObserveStep(s *engine.StepEvent) {
 	}
 	for _, v := range s.ITLs {
 		st.itl.Observe(v)
-		if st.tpot != nil {
-			st.tpot.Observe(v)
-		}
 	}
 	if !s.Start.IsZero() && !s.End.IsZero() {
 		st.stepDuration.Observe(s.End.Sub(s.Start).Seconds())

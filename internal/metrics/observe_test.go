@@ -321,11 +321,10 @@ func TestHiddenFamiliesCarryTheirReplacements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Hidden = hidden
 	cfg.Stats = func() engine.Stats { return engine.Stats{KVUsage: 0.37} }
 	m, reg := newTestMetrics(t, cfg)
 	m.ObserveStep(&engine.StepEvent{PrefixQueries: 40, PrefixHits: 24, ITLs: []float64{0.02, 0.03}})
-	got := seriesValues(t, reg)
+	got := seriesValues(t, WithHidden(reg, hidden))
 	for hiddenName, of := range map[string]string{
 		"vllm:gpu_cache_usage_perc":                "vllm:kv_cache_usage_perc",
 		"vllm:gpu_prefix_cache_queries_total":      "vllm:prefix_cache_queries_total",

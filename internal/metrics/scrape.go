@@ -16,15 +16,14 @@ type statsCollector struct {
 	labels []string // model_name, engine values
 
 	running, waiting, waitingByReason, kvUsage, kvBlocks *prometheus.Desc
-	gpuCacheUsage                                        *prometheus.Desc // deprecated; nil unless shown
 }
 
 func newStatsCollector(cfg Config) *statsCollector {
 	vl := []string{labelModel, labelEngine}
-	descOf := func(f metricspec.Family) *prometheus.Desc {
+	desc := func(name string) *prometheus.Desc {
+		f := metricspec.Must(name)
 		return prometheus.NewDesc(f.Name, f.Help, append(vl, f.Labels...), nil)
 	}
-	desc := func(name string) *prometheus.Desc { return descOf(metricspec.Must(name)) }
 	c := &statsCollector{
 		stats:           cfg.Stats,
 		labels:          []string{cfg.ModelName, cfg.Engine},
@@ -34,20 +33,13 @@ func newStatsCollector(cfg Config) *statsCollector {
 		kvUsage:         desc(metricspec.KVCacheUsagePerc),
 		kvBlocks:        desc(metricspec.KVCacheBlocks),
 	}
-	for _, d := range cfg.Hidden {
-		if d.Of == metricspec.KVCacheUsagePerc {
-			c.gpuCacheUsage = descOf(d.Family)
-		}
-	}
 	return c
 }
 
 // Describe implements prometheus.Collector.
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range [...]*prometheus.Desc{c.running, c.waiting, c.waitingByReason, c.kvUsage, c.kvBlocks, c.gpuCacheUsage} {
-		if d != nil {
-			ch <- d
-		}
+	for _, d := range [...]*prometheus.Desc{c.running, c.waiting, c.waitingByReason, c.kvUsage, c.kvBlocks} {
+		ch <- d
 	}
 }
 
@@ -67,9 +59,6 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.waitingByReason, float64(s.Waiting), "capacity")
 	gauge(c.waitingByReason, 0, "deferred")
 	gauge(c.kvUsage, s.KVUsage)
-	if c.gpuCacheUsage != nil {
-		gauge(c.gpuCacheUsage, s.KVUsage)
-	}
 	gauge(c.kvBlocks, float64(max(s.KVFree-s.KVCached, 0)), "free")
 	gauge(c.kvBlocks, float64(max(s.KVCached, 0)), "cached")
 	gauge(c.kvBlocks, float64(max(s.KVBlocks-s.KVFree, 0)), "used")

@@ -111,6 +111,7 @@ type Replica struct {
 	Tokenizer server.Model
 
 	handler, metrics, dcgm http.Handler
+	gather                 prometheus.Gatherer // what metrics serves: hidden families added, glassbox's dropped as configured
 	page                   *live.Page
 	back                   *backend
 	stop                   context.CancelFunc
@@ -170,7 +171,6 @@ func New(cfg Config) (r *Replica, err error) {
 			NumGPUBlocks: ecfg.NumBlocks, MaxModelLen: ecfg.MaxModelLen, EnablePrefixCaching: ecfg.EnablePrefixCaching,
 			GPUMemoryUtilization: cfg.GPUMemoryUtilization, CacheDtype: b.cacheDtype,
 			KVCacheMemoryBytes: cfg.KVCacheMemoryBytes, PrefixCachingHashAlgo: "sha256"},
-		Hidden: hidden,
 		SchedulerInfo: map[string]string{
 			"max_num_seqs": strconv.Itoa(ecfg.MaxNumSeqs), "max_num_batched_tokens": strconv.Itoa(ecfg.MaxNumBatchedTokens),
 			"max_model_len": strconv.Itoa(ecfg.MaxModelLen),
@@ -202,12 +202,13 @@ func New(cfg Config) (r *Replica, err error) {
 	}
 	var mh http.Handler
 	if gather != nil {
+		gather = metrics.WithHidden(gather, hidden)
 		if cfg.DisableGlassboxMetrics {
 			gather = metrics.VLLMOnly(gather)
 		}
 		mh = metrics.Handler(gather)
 	}
-	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Tokenizer: b.model, metrics: mh, back: b}
+	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Tokenizer: b.model, metrics: mh, gather: gather, back: b}
 	if exporter != nil {
 		r.dcgm = exporter
 	}
@@ -329,6 +330,11 @@ func (r *Replica) Close() {
 	}
 	r.back.close()
 }
+
+// Gatherer is what /metrics serves, after --show-hidden-metrics-for-version
+// and --disable-glassbox-metrics; nil when the caller's Registerer is not
+// a Gatherer.
+func (r *Replica) Gatherer() prometheus.Gatherer { return r.gather }
 
 // DescribeSizes is the start-up banner's line about the engine's sizes.
 func (r *Replica) DescribeSizes() string {

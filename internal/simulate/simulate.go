@@ -106,7 +106,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer rep.Close()
 	d := &driver{
 		cfg: &cfg, clk: clk, start: start, eng: rep.Engine, fe: calib.Frontend, steps: steps,
-		sch: cfg.Plan.Start(), live: make(map[string]*flight), gather: rc.Gatherer, dcgm: rep.DCGMHandler(), vocab: rep.Tokenizer,
+		sch: cfg.Plan.Start(), live: make(map[string]*flight), gather: rep.Gatherer(), dcgm: rep.DCGMHandler(), vocab: rep.Tokenizer,
 	}
 	if err := d.run(ctx); err != nil {
 		rep.Engine.Stop()

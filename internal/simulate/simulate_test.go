@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
@@ -248,3 +250,31 @@ data:
     output_len: 248
     enable_multi_turn_chat: true
 `
+
+// TestObserveSeesWhatMetricsServes: the run's readings are the replica's
+// /metrics as configured, the families older vLLM releases had included
+// and glassbox's own left out, not the raw registry.
+func TestObserveSeesWhatMetricsServes(t *testing.T) {
+	rc := server()
+	rc.ShowHiddenMetricsForVersion, rc.DisableGlassboxMetrics = "0.10", true
+	var names map[string]bool
+	_, err := Run(context.Background(), Config{Replica: rc, ObserveInterval: time.Second,
+		Plan: onePlan([]time.Duration{0, time.Second}, workload.Sample{PromptIDs: ids(50, 0), PromptLen: 50, OutputLen: 5}),
+		Observe: func(_ time.Time, g prometheus.Gatherer, _ http.Handler) {
+			mfs, err := g.Gather()
+			if err != nil {
+				t.Error(err)
+			}
+			names = map[string]bool{}
+			for _, mf := range mfs {
+				names[mf.GetName()] = true
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !names["vllm:gpu_cache_usage_perc"] || !names["vllm:time_per_output_token_seconds"] || names["glassbox_executor_busy_seconds_total"] {
+		t.Errorf("observed families: hidden ones %v %v, glassbox's %v; want the hidden ones and not glassbox's",
+			names["vllm:gpu_cache_usage_perc"], names["vllm:time_per_output_token_seconds"], names["glassbox_executor_busy_seconds_total"])
+	}
+}
