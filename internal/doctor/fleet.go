@@ -12,12 +12,10 @@ import (
 )
 
 // Fleet is the doctor's answer for a selector matching many instances:
-// one report per instance, worst first, and what only the fleet shows.
+// one report per instance, worst first. What only the fleet shows (load
+// imbalance between replicas of one model) is the Report's own Findings.
 type Fleet struct {
 	Instances []Instance `json:"instances"`
-	// Findings are the fleet's own: load imbalance between replicas of
-	// one model.
-	Findings []Finding `json:"findings"`
 }
 
 // Instance is one replica's report and the numbers the summary ranks by.
@@ -73,9 +71,8 @@ func runFleet(ctx context.Context, cfg Config, matchers string, insts [][2]strin
 		}
 		return a.Waiting > b.Waiting
 	})
-	fl.Findings = imbalance(fl.Instances)
 	top := &Report{Source: "prometheus", Target: cfg.PrometheusURL, Selector: "{" + matchers + "}", Engine: fl.Instances[0].Report.Engine,
-		Findings: append([]Finding{}, fl.Findings...), Fleet: fl}
+		Findings: imbalance(fl.Instances), Fleet: fl}
 	top.Start, top.End = fl.Instances[0].Report.Start, fl.Instances[0].Report.End
 	for _, in := range fl.Instances {
 		top.Readings += in.Report.Readings
@@ -149,9 +146,6 @@ func (f *Fleet) worst() Severity {
 	w := Info
 	for _, in := range f.Instances {
 		w = max(w, in.Report.Worst())
-	}
-	for _, x := range f.Findings {
-		w = max(w, x.Severity)
 	}
 	return w
 }
