@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -10,14 +9,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/live"
-	"github.com/glassbox-llm/glassbox/internal/metricspec"
-	"github.com/glassbox-llm/glassbox/internal/promtext"
 )
 
 // runDashboard runs 'glassbox dashboard': the live page of serve's
@@ -70,7 +66,7 @@ func runDashboard(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 	} else {
 		var err error
-		if targets, err = federatedTargets(ctx, *promURL, *selector, client); err != nil {
+		if targets, err = live.FederatedTargets(ctx, *promURL, *selector, client); err != nil {
 			return err
 		}
 	}
@@ -109,66 +105,4 @@ func glassboxOnly(ctx context.Context, get func(context.Context) ([]byte, error)
 		return nil
 	}
 	return get
-}
-
-// federatedTargets are the instances the selector matches in Prometheus,
-// each read through /federate: the latest sample of its series (and of
-// its dcgm-exporter's, joined by instance) in the text format, which the
-// page samples like a direct scrape.
-func federatedTargets(ctx context.Context, promURL, selector string, client *http.Client) ([]live.Target, error) {
-	matchers := strings.TrimSpace(strings.Trim(strings.TrimSpace(selector), "{}"))
-	fed := func(ctx context.Context, ms ...string) ([]byte, error) {
-		q := url.Values{}
-		for _, m := range ms {
-			q.Add("match[]", m)
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(promURL, "/")+"/federate?"+q.Encode(), nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("prometheus federate: %s", resp.Status)
-		}
-		return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	}
-	body, err := fed(ctx, "{__name__=\""+metricspec.NumRequestsRunning+"\""+prefixComma(matchers)+"}")
-	if err != nil {
-		return nil, err
-	}
-	sc, err := promtext.Parse(bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	var insts []string
-	for _, s := range sc.Series(metricspec.NumRequestsRunning) {
-		if in := s.Labels["instance"]; in != "" && !seen[in] {
-			seen[in] = true
-			insts = append(insts, in)
-		}
-	}
-	sort.Strings(insts)
-	if len(insts) == 0 {
-		return nil, fmt.Errorf("prometheus has no %s series matching %q", metricspec.NumRequestsRunning, selector)
-	}
-	var out []live.Target
-	for _, in := range insts {
-		inst := fmt.Sprintf("instance=%q", in)
-		vllm := "{__name__=~\"vllm:.+|glassbox_.+\"" + prefixComma(matchers) + ", " + inst + "}"
-		dcgm := "{__name__=~\"DCGM_FI_.+\", " + inst + "}"
-		out = append(out, live.Target{Name: in, Read: func(ctx context.Context) ([]byte, error) { return fed(ctx, vllm, dcgm) }})
-	}
-	return out, nil
-}
-
-func prefixComma(m string) string {
-	if m == "" {
-		return ""
-	}
-	return ", " + m
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -16,6 +18,9 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/dashboards"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
+	"github.com/glassbox-llm/glassbox/internal/live"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
+	"github.com/glassbox-llm/glassbox/internal/promtext"
 )
 
 // localFleet is a fleet without Kubernetes: glassbox replicas in this
@@ -157,6 +162,7 @@ func TestLocalFleet(t *testing.T) {
 	checkFleetDashboard(t, f, hot)
 	checkImbalanceAlert(t, f, hot)
 	checkDoctorFleet(t, f, hot)
+	checkDashboardFederation(t, f)
 }
 
 // checkDoctorFleet runs the doctor over the fleet while the load runs: one
@@ -202,6 +208,37 @@ func checkDoctorFleet(t *testing.T, f *localFleet, hot string) {
 	err = run(context.Background(), []string{"doctor", "--prometheus-url", f.PromURL, "--selector", f.Selector, "--since", "6s", "--interval", "1s", "--verify"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "matches 3 instances") {
 		t.Errorf("doctor --verify over the fleet: %v, want an error naming the 3 instances", err)
+	}
+}
+
+// checkDashboardFederation: glassbox dashboard --prometheus-url finds
+// every replica through the real Prometheus and reads each one's series
+// (and only its own) through /federate.
+func checkDashboardFederation(t *testing.T, f *localFleet) {
+	t.Helper()
+	targets, err := live.FederatedTargets(context.Background(), f.PromURL, f.Selector, http.DefaultClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(targets) != len(f.Replicas) {
+		t.Fatalf("federation found %d targets for %d replicas", len(targets), len(f.Replicas))
+	}
+	for _, tg := range targets {
+		body, err := tg.Read(context.Background())
+		if err != nil {
+			t.Fatalf("%s: %v", tg.Name, err)
+		}
+		sc, err := promtext.Parse(bytes.NewReader(body))
+		if err != nil {
+			t.Fatalf("%s: %v", tg.Name, err)
+		}
+		running := sc.Series(metricspec.NumRequestsRunning)
+		if len(running) != 1 || running[0].Labels["instance"] != tg.Name || len(sc.Series(metricspec.KVCacheUsagePerc)) != 1 {
+			t.Errorf("%s: federated %d running series (%v), want this instance's one with its KV usage", tg.Name, len(running), running)
+		}
+	}
+	if _, err := live.FederatedTargets(context.Background(), f.PromURL, `{job="glassbox"}[5m]`, http.DefaultClient); err == nil {
+		t.Error("a range selector was accepted")
 	}
 }
 

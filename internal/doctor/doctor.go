@@ -128,7 +128,7 @@ func Collect(ctx context.Context, cfg Config) (*Window, error) {
 			w.Selector = fmt.Sprintf("{instance=%q}", u.Host)
 		}
 	} else {
-		matchers, err := parseSelector(cfg.Selector)
+		matchers, err := ParseSelector(cfg.Selector)
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +171,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		matchers, err := parseSelector(c.Selector)
+		matchers, err := ParseSelector(c.Selector)
 		if err != nil {
 			return nil, err
 		}

@@ -118,7 +118,7 @@ type promql struct {
 }
 
 func newPromQL(w *Window, step time.Duration) promql {
-	m, _ := parseSelector(w.Selector)
+	m, _ := ParseSelector(w.Selector)
 	return promql{matchers: m, window: promDur(w.Duration()), step: promDur(step)}
 }
 

@@ -30,7 +30,9 @@ type promSource struct {
 
 // parseSelector turns '{instance="x"}' (braces optional) into its inner
 // matchers, checking that it is a plausible label selector.
-func parseSelector(s string) (string, error) {
+// ParseSelector reads a series selector's label matchers, without the
+// braces; it refuses anything but matchers (a range, a function).
+func ParseSelector(s string) (string, error) {
 	s = strings.TrimSpace(s)
 	s = strings.TrimPrefix(s, "{")
 	s = strings.TrimSuffix(s, "}")

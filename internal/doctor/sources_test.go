@@ -246,7 +246,7 @@ func TestConfigChecks(t *testing.T) {
 			t.Errorf("%+v: no error", c)
 		}
 	}
-	if _, err := parseSelector(`{a="b"}[5m]`); err == nil {
+	if _, err := ParseSelector(`{a="b"}[5m]`); err == nil {
 		t.Error("a range selector was accepted as a label selector")
 	}
 }

@@ -21,7 +21,10 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -263,25 +266,7 @@ func writeJSON(w http.ResponseWriter, v any) {
 // FetchTarget is a target read over HTTP: metricsURL, and dcgmURL beside
 // it when given; engineURL (a glassbox /debug/engine) when given.
 func FetchTarget(name, metricsURL, dcgmURL, engineURL string, client *http.Client, header http.Header) Target {
-	get := func(ctx context.Context, url string) ([]byte, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range header {
-			req.Header[k] = v
-		}
-		req.Header.Set("Accept", promtext.Accept)
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
-		}
-		return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	}
+	get := func(ctx context.Context, url string) ([]byte, error) { return fetch(ctx, client, url, header) }
 	t := Target{Name: name, Read: func(ctx context.Context) ([]byte, error) {
 		b, err := get(ctx, metricsURL)
 		if err != nil || dcgmURL == "" {
@@ -297,4 +282,73 @@ func FetchTarget(name, metricsURL, dcgmURL, engineURL string, client *http.Clien
 		t.Engine = func(ctx context.Context) ([]byte, error) { return get(ctx, engineURL) }
 	}
 	return t
+}
+
+// fetch GETs url (as a scrape: Prometheus's Accept header) and returns the
+// body, at most 64 MiB; a status other than 200 is an error.
+func fetch(ctx context.Context, client *http.Client, url string, header http.Header) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Accept", promtext.Accept)
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+}
+
+// FederatedTargets are the instances selector matches in Prometheus, each
+// read through /federate: the latest sample of its vLLM and glassbox
+// series (and of its dcgm-exporter's, joined by instance) in the text
+// format, which the page samples like a direct scrape.
+func FederatedTargets(ctx context.Context, promURL, selector string, client *http.Client) ([]Target, error) {
+	matchers, err := doctor.ParseSelector(selector)
+	if err != nil {
+		return nil, err
+	}
+	with := func(ms ...string) string {
+		return "{" + strings.Join(slices.DeleteFunc(ms, func(m string) bool { return m == "" }), ", ") + "}"
+	}
+	fed := func(ctx context.Context, ms ...string) ([]byte, error) {
+		q := url.Values{}
+		for _, m := range ms {
+			q.Add("match[]", m)
+		}
+		return fetch(ctx, client, strings.TrimRight(promURL, "/")+"/federate?"+q.Encode(), nil)
+	}
+	body, err := fed(ctx, with(fmt.Sprintf("__name__=%q", metricspec.NumRequestsRunning), matchers))
+	if err != nil {
+		return nil, fmt.Errorf("prometheus federate: %w", err)
+	}
+	sc, err := promtext.Parse(bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	var insts []string
+	for _, s := range sc.Series(metricspec.NumRequestsRunning) {
+		if in := s.Labels["instance"]; in != "" && !slices.Contains(insts, in) {
+			insts = append(insts, in)
+		}
+	}
+	slices.Sort(insts)
+	if len(insts) == 0 {
+		return nil, fmt.Errorf("prometheus has no %s series matching %q", metricspec.NumRequestsRunning, selector)
+	}
+	var out []Target
+	for _, in := range insts {
+		inst := fmt.Sprintf("instance=%q", in)
+		engine := with(`__name__=~"vllm:.+|glassbox_.+"`, matchers, inst) // every family metricspec names
+		gpu := with(`__name__=~"DCGM_FI_.+"`, inst)
+		out = append(out, Target{Name: in, Read: func(ctx context.Context) ([]byte, error) { return fed(ctx, engine, gpu) }})
+	}
+	return out, nil
 }
