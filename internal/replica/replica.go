@@ -110,12 +110,12 @@ type Replica struct {
 	// to Engine themselves: the public package.
 	Tokenizer server.Model
 
-	handler, metrics, dcgm http.Handler
-	gather                 prometheus.Gatherer // what metrics serves: hidden families added, glassbox's dropped as configured
-	page                   *live.Page
-	back                   *backend
-	stop                   context.CancelFunc
-	done                   chan struct{}
+	handler, metrics, dcgm, dash http.Handler
+	gather                       prometheus.Gatherer // what metrics serves: hidden families added, glassbox's dropped as configured
+	page                         *live.Page
+	back                         *backend
+	stop                         context.CancelFunc
+	done                         chan struct{}
 }
 
 // New builds a replica; on error everything built so far is released.
@@ -218,6 +218,7 @@ func New(cfg Config) (r *Replica, err error) {
 			return nil, err
 		}
 		dash = r.page.Handler("/dashboard")
+		r.dash = dash
 	}
 	srv := server.New(server.Config{
 		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger,
@@ -259,12 +260,7 @@ func (r *Replica) liveTarget(name, apiKey string) live.Target {
 
 // DashboardHandler is the live page (with its data behind Credentials on
 // the metrics port), or nil without metrics.
-func (r *Replica) DashboardHandler() http.Handler {
-	if r.page == nil {
-		return nil
-	}
-	return r.page.Handler("/dashboard")
-}
+func (r *Replica) DashboardHandler() http.Handler { return r.dash }
 
 // engineConfig turns the sizes into the engine's configuration, with the
 // backend's defaults and its KV cache, checked before any executor memory
