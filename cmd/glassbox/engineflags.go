@@ -21,6 +21,7 @@ type engineFlags struct {
 	simCalibration      string
 	tensorParallel      string // a count; plan takes a list
 	simHostOverhead     time.Duration
+	asyncScheduling     bool
 	maxNumSeqs          string // a count; plan takes a list
 	maxNumBatchedTokens string
 	maxModelLen         string
@@ -44,6 +45,7 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.simCalibration, "sim-calibration", "", "a profile file from 'glassbox simulate calibrate' to use instead of the built-in coefficients")
 	fs.StringVar(&e.tensorParallel, "tensor-parallel-size", "1", "GPUs the simulated model is split over")
 	fs.DurationVar(&e.simHostOverhead, "sim-host-overhead", 0, "host time per simulated step during which the GPU idles (a slow CPU, a Python-heavy engine), e.g. 5ms")
+	fs.BoolVar(&e.asyncScheduling, "async-scheduling", false, "overlap the host's work for the next step with the GPU's for this one, as vLLM's flag (the simulator only)")
 	fs.StringVar(&e.maxNumSeqs, "max-num-seqs", "", "most sequences running at once (default as vLLM: 1024 on H100/H200-class GPUs, else 256)")
 	fs.StringVar(&e.maxNumBatchedTokens, "max-num-batched-tokens", "", "token budget of one step, e.g. 8192 or 8k (default as vLLM: 8192 on H100/H200-class GPUs, else 2048)")
 	fs.StringVar(&e.maxModelLen, "max-model-len", "", "longest prompt plus output, e.g. 32768 or 32k (default: the model's)")
@@ -72,7 +74,7 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 		BlockSize: e.blockSize, UserSpecifiedBlockSize: e.blockSizeSet,
 		NoPrefixCaching: !e.enablePrefix || e.noEnablePrefix, ShowHiddenMetricsForVersion: e.showHidden,
 		GPUMemoryUtilization: e.gpuMemoryUtil, MaxQueuedRequests: e.maxQueued, DisableLogStats: e.disableLogStats,
-		DisableGlassboxMetrics: e.disableGlassbox, KVCacheDtype: e.kvCacheDtype,
+		DisableGlassboxMetrics: e.disableGlassbox, KVCacheDtype: e.kvCacheDtype, AsyncScheduling: e.asyncScheduling,
 	}
 	var err error
 	if c.Sim.TensorParallel, err = parseCount(e.tensorParallel, 1); err != nil {

@@ -26,6 +26,7 @@ type simulateFlags struct {
 	replay          string
 	metricsOut      string
 	metricsInterval time.Duration
+	requestTimeout  time.Duration
 }
 
 func parseSimulateFlags(args []string, stderr io.Writer) (*simulateFlags, error) {
@@ -37,6 +38,7 @@ func parseSimulateFlags(args []string, stderr io.Writer) (*simulateFlags, error)
 	fs.StringVar(&f.replay, "replay", "", "replay a 'glassbox bench --save-detailed' result's requests (send times and token counts) instead of a generated load")
 	fs.StringVar(&f.metricsOut, "metrics-out", "", "write the run's /metrics over virtual time here, as OpenMetrics for 'promtool tsdb create-blocks-from openmetrics'")
 	fs.DurationVar(&f.metricsInterval, "metrics-interval", 15*time.Second, "virtual time between two readings of --metrics-out")
+	fs.DurationVar(&f.requestTimeout, "request-timeout", 0, "each client's limit, as bench's: a request not answered by then is given up and the engine aborts it (0: none)")
 	if err := fs.Parse(joinGoodput(args)); err != nil {
 		return nil, err
 	}
@@ -46,6 +48,9 @@ func parseSimulateFlags(args []string, stderr io.Writer) (*simulateFlags, error)
 	f.engineFlags.visited(fs)
 	if f.metricsInterval <= 0 {
 		return nil, errors.New("--metrics-interval must be positive")
+	}
+	if f.requestTimeout < 0 {
+		return nil, errors.New("--request-timeout must not be negative")
 	}
 	return f, f.loadFlags.resolve()
 }
@@ -68,7 +73,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	cfg := simulate.Config{Replica: rc, Plan: plan}
+	cfg := simulate.Config{Replica: rc, Plan: plan, RequestTimeout: f.requestTimeout}
 	if f.metricsOut != "" {
 		cfg.Series = simulate.NewSeries(f.metricsInterval)
 	}
@@ -106,8 +111,8 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err := errors.Join(cfg.Series.WriteOpenMetrics(fh), fh.Close()); err != nil {
 			return fmt.Errorf("--metrics-out: %w", err)
 		}
-		fmt.Fprintf(stdout, "Metrics over virtual time written to %s (%d points; load them with: promtool tsdb create-blocks-from openmetrics %s DATA-DIR)\n",
-			f.metricsOut, cfg.Series.Samples(), f.metricsOut)
+		fmt.Fprintf(stdout, "Metrics over virtual time (the engine's as job=%q, its GPU's dcgm-exporter as job=%q, instance=%q) written to %s (%d points; load them with: promtool tsdb create-blocks-from openmetrics %s DATA-DIR)\n",
+			simulate.JobEngine, simulate.JobDCGM, cfg.Series.Instance, f.metricsOut, cfg.Series.Samples(), f.metricsOut)
 	}
 	return nil
 }

@@ -156,7 +156,8 @@ var serveValueFlags = map[string]bool{"model": true, "tensor-parallel-size": tru
 // the word after one is not read as its value.
 var vllmBoolFlags = map[string]bool{"enable-prefix-caching": true, "no-enable-prefix-caching": true,
 	"enable-chunked-prefill": true, "no-enable-chunked-prefill": true, "enforce-eager": true, "trust-remote-code": true,
-	"disable-log-requests": true, "disable-log-stats": true, "disable-custom-all-reduce": true, "enable-log-requests": true}
+	"disable-log-requests": true, "disable-log-stats": true, "disable-custom-all-reduce": true, "enable-log-requests": true,
+	"async-scheduling": true, "no-async-scheduling": true}
 
 // ParseServeArgs reads the scheduling flags of a vllm serve command line
 // (the words "vllm serve" and a positional model are allowed).

@@ -143,7 +143,7 @@ func expectedFamilies() map[string]familySpec {
 		"vllm:num_preemptions_total", "vllm:prompt_tokens_total", "vllm:prompt_tokens_cached_total",
 		"vllm:generation_tokens_total", "vllm:estimated_flops_per_gpu_total",
 		"vllm:estimated_read_bytes_per_gpu_total", "vllm:estimated_write_bytes_per_gpu_total",
-		"glassbox_executor_busy_seconds_total", "glassbox_engine_steps_total"} {
+		"glassbox_executor_busy_seconds_total", "glassbox_engine_host_seconds_total", "glassbox_engine_steps_total"} {
 		out[n] = familySpec{typ: c, labels: me}
 	}
 	for _, n := range []string{"vllm:time_to_first_token_seconds", "vllm:inter_token_latency_seconds",

@@ -17,7 +17,7 @@ type stepSeries struct {
 	promptLocalCompute, promptCacheHit       prometheus.Counter
 	generationTokens                         prometheus.Counter
 	flops, readBytes, writeBytes             prometheus.Counter
-	busySeconds, steps                       prometheus.Counter
+	busySeconds, hostSeconds, steps          prometheus.Counter
 	iterationTokens, ttft, itl, stepDuration prometheus.Observer
 }
 
@@ -42,6 +42,7 @@ func newStepSeries(b *builder) stepSeries {
 		readBytes:          b.counter(metricspec.EstimatedReadBytesPerGPU),
 		writeBytes:         b.counter(metricspec.EstimatedWriteBytesPerGPU),
 		busySeconds:        b.counter(metricspec.ExecutorBusySeconds),
+		hostSeconds:        b.counter(metricspec.EngineHostSeconds),
 		steps:              b.counter(metricspec.EngineSteps),
 		iterationTokens:    b.histogram(metricspec.IterationTokens, 0),
 		ttft:               b.histogram(metricspec.TimeToFirstToken, 0),
@@ -123,7 +124,10 @@ func (m *Metrics) ObserveStep(s *engine.StepEvent) {
 		st.itl.Observe(v)
 	}
 	if !s.Start.IsZero() && !s.End.IsZero() {
-		st.stepDuration.Observe(s.End.Sub(s.Start).Seconds())
+		d := s.End.Sub(s.Start)
+		st.stepDuration.Observe(d.Seconds())
+		// The rest of the step is the host's: the GPU waits for it.
+		st.hostSeconds.Add(max(d-s.ExecuteTime, 0).Seconds())
 	}
 }
 

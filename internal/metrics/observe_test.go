@@ -109,6 +109,7 @@ func TestObserveStep(t *testing.T) {
 		"vllm:estimated_write_bytes_per_gpu_total":                          1e8,
 		"glassbox_executor_busy_seconds_total":                              0.045,
 		"glassbox_engine_steps_total":                                       3,
+		"glassbox_engine_host_seconds_total":                                0.015,
 		"glassbox_engine_step_duration_seconds_count":                       3,
 		"glassbox_engine_step_duration_seconds_sum":                         0.06,
 		"vllm:iteration_tokens_total_count":                                 2,

@@ -118,6 +118,8 @@ var families = []Family{
 	{Name: ExecutorPeakMemBandwidth, Kind: Gauge,
 		Help: "Peak memory bandwidth of one GPU of the executor in bytes/s; divide estimated byte rates by it for MBU."},
 	{Name: ExecutorBusySeconds, Kind: Counter, Help: "Time spent inside the executor; its rate is the executor's utilisation."},
+	{Name: EngineHostSeconds, Kind: Counter,
+		Help: "Time inside engine iterations but outside the executor (scheduling, output processing, the host's share of a step), during which the GPU idles."},
 	{Name: EngineSteps, Kind: Counter, Help: "Engine iterations run."},
 	{Name: EngineStepDuration, Kind: Histogram, Buckets: fixed(StepDurationBuckets),
 		Help: "Wall time of one engine iteration: scheduling, execution and output delivery."},

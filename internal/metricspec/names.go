@@ -42,6 +42,7 @@ const (
 	EstimatedReadBytesPerGPU   = "vllm:estimated_read_bytes_per_gpu_total"
 	EstimatedWriteBytesPerGPU  = "vllm:estimated_write_bytes_per_gpu_total"
 	ExecutorBusySeconds        = "glassbox_executor_busy_seconds_total"
+	EngineHostSeconds          = "glassbox_engine_host_seconds_total"
 	EngineSteps                = "glassbox_engine_steps_total"
 	IterationTokens            = "vllm:iteration_tokens_total" // a histogram, despite the name
 	TimeToFirstToken           = "vllm:time_to_first_token_seconds"

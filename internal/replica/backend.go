@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -41,6 +42,7 @@ func simBackend(cfg *Config) (*backend, error) {
 	if d := cfg.KVCacheDtype; d != "" && d != "auto" {
 		return nil, fmt.Errorf("--kv-cache-dtype %s: the simulated GPU keeps KV in the model's dtype (auto)", d)
 	}
+	cfg.Sim.AsyncScheduling = cfg.AsyncScheduling
 	exec, err := sim.New(cfg.Sim)
 	if err != nil {
 		return nil, err
@@ -58,6 +60,9 @@ func simBackend(cfg *Config) (*backend, error) {
 		executorInfo: map[string]string{
 			"executor": info.Executor, "hardware": info.Hardware, "model": info.Model,
 			"tensor_parallel_size": strconv.Itoa(info.TensorParallel),
+			// The host time the simulator adds per step, so that a replay
+			// (doctor --verify) can add it too.
+			"host_overhead_seconds": strconv.FormatFloat(cfg.Sim.HostOverhead.Seconds(), 'g', -1, 64),
 		},
 		peakFLOPs: info.PeakFLOPs, peakBandwidth: info.MemBandwidth, hardware: &hw, gpus: info.TensorParallel,
 		blocks: func(kvBytes int64, blockSize, _, _ int) (int, error) {
@@ -81,6 +86,9 @@ func cacheDtypeLabel(flag string, dt model.KVDtype) string {
 // cpuBackend loads a GGUF model for the CPU executor: read into memory, or
 // with MMap mapped, for the life of the replica.
 func cpuBackend(cfg *Config) (*backend, error) {
+	if cfg.AsyncScheduling {
+		return nil, errors.New("--async-scheduling: the CPU executor's host work is its compute; only the simulated GPU overlaps it")
+	}
 	dtype, err := model.ParseKVDtype(cfg.KVCacheDtype)
 	if err != nil {
 		return nil, fmt.Errorf("--kv-cache-dtype: %w", err)

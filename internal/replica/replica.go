@@ -57,10 +57,13 @@ type Config struct {
 	// defaulted (cache_config_info reports it).
 	UserSpecifiedBlockSize bool
 	NoPrefixCaching        bool
-	GPUMemoryUtilization   float64 // the simulator's; 0: 0.92
-	KVCacheMemoryBytes     int64
-	KVCacheDtype           string // --kv-cache-dtype: auto (fp16 on the CPU, the model's on the simulator), fp16 or fp32
-	MaxQueuedRequests      int
+	// AsyncScheduling overlaps the host's per-step work with the GPU's
+	// (vLLM's --async-scheduling); the simulator only.
+	AsyncScheduling      bool
+	GPUMemoryUtilization float64 // the simulator's; 0: 0.92
+	KVCacheMemoryBytes   int64
+	KVCacheDtype         string // --kv-cache-dtype: auto (fp16 on the CPU, the model's on the simulator), fp16 or fp32
+	MaxQueuedRequests    int
 
 	// ServedModelNames are the names clients use; empty means the sim
 	// model's name or Model's path.
@@ -173,7 +176,7 @@ func New(cfg Config) (r *Replica, err error) {
 			KVCacheMemoryBytes: cfg.KVCacheMemoryBytes, PrefixCachingHashAlgo: "sha256"},
 		SchedulerInfo: map[string]string{
 			"max_num_seqs": strconv.Itoa(ecfg.MaxNumSeqs), "max_num_batched_tokens": strconv.Itoa(ecfg.MaxNumBatchedTokens),
-			"max_model_len": strconv.Itoa(ecfg.MaxModelLen),
+			"max_model_len": strconv.Itoa(ecfg.MaxModelLen), "async_scheduling": metricspec.PythonBool(cfg.AsyncScheduling),
 		},
 		ExecutorInfo: b.executorInfo, PeakFLOPs: b.peakFLOPs, PeakBandwidth: b.peakBandwidth,
 		Stats: func() engine.Stats { return eng.Stats() },

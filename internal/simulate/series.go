@@ -3,21 +3,31 @@ package simulate
 import (
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"google.golang.org/protobuf/proto"
 )
 
-// Series is a run's /metrics over virtual time: one reading every Interval,
-// written as OpenMetrics with timestamps, which `promtool tsdb
-// create-blocks-from openmetrics` turns into Prometheus blocks, so that a
-// simulated hour can be looked at in Grafana and read by the doctor as if
-// Prometheus had scraped it.
+// Series is a run's /metrics over virtual time, and its simulated GPU's
+// dcgm-exporter's: one reading every Interval, written as OpenMetrics with
+// timestamps, which `promtool tsdb create-blocks-from openmetrics` turns
+// into Prometheus blocks, so that a simulated hour can be looked at in
+// Grafana and read by the doctor as if Prometheus had scraped it. Every
+// series carries the job and instance labels a scrape would give it
+// (job="glassbox" and "dcgm", one instance), so that the doctor's
+// selector and its join of DCGM by instance work on the imported data.
 type Series struct {
 	Interval time.Duration
+	Instance string // the instance label; default DefaultInstance
 
 	order    []string
 	families map[string]*dto.MetricFamily // every reading's metrics, in time order
@@ -25,20 +35,64 @@ type Series struct {
 	err      error
 }
 
+// DefaultInstance is the instance label of a simulated replica's series.
+const DefaultInstance = "simulated:8000"
+
+// The jobs a simulated replica's series are labelled with, as a scrape
+// config would name them (internal/dashboards' defaults).
+const (
+	JobEngine = "glassbox"
+	JobDCGM   = "dcgm"
+)
+
 // NewSeries records every interval of virtual time.
 func NewSeries(interval time.Duration) *Series {
-	return &Series{Interval: interval, families: make(map[string]*dto.MetricFamily)}
+	return &Series{Interval: interval, Instance: DefaultInstance, families: make(map[string]*dto.MetricFamily)}
 }
 
 func (s *Series) taken(t time.Time) bool { return !s.last.IsZero() && !s.last.Before(t) }
 
-// take records g's metrics as they are at t.
-func (s *Series) take(g prometheus.Gatherer, t time.Time) {
+// take records g's metrics, and dcgm's when it is not nil, as they are at t.
+func (s *Series) take(g prometheus.Gatherer, dcgm http.Handler, t time.Time) {
 	mfs, err := g.Gather()
 	if err != nil && s.err == nil {
 		s.err = fmt.Errorf("read metrics at %s: %w", t.Format(time.RFC3339), err)
 	}
+	s.add(mfs, JobEngine, t)
+	if dcgm != nil {
+		gpu, err := scrapeHandler(dcgm)
+		if err != nil && s.err == nil {
+			s.err = fmt.Errorf("read dcgm-exporter at %s: %w", t.Format(time.RFC3339), err)
+		}
+		s.add(gpu, JobDCGM, t)
+	}
+	s.last = t
+}
+
+// scrapeHandler reads an exposition handler as Prometheus would.
+func scrapeHandler(h http.Handler) ([]*dto.MetricFamily, error) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*dto.MetricFamily, 0, len(fams))
+	for _, name := range slices.Sorted(maps.Keys(fams)) {
+		out = append(out, fams[name])
+	}
+	return out, nil
+}
+
+// add appends a reading's families, labelled as job's scrape of the
+// instance.
+func (s *Series) add(mfs []*dto.MetricFamily, job string, t time.Time) {
 	ms := t.UnixMilli()
+	inst := s.Instance
+	if inst == "" {
+		inst = DefaultInstance
+	}
 	for _, mf := range mfs {
 		acc := s.families[mf.GetName()]
 		if acc == nil {
@@ -49,10 +103,20 @@ func (s *Series) take(g prometheus.Gatherer, t time.Time) {
 		for _, m := range mf.Metric {
 			c := proto.Clone(m).(*dto.Metric)
 			c.TimestampMs = &ms
+			c.Label = withTarget(c.Label, job, inst)
 			acc.Metric = append(acc.Metric, c)
 		}
 	}
-	s.last = t
+}
+
+// withTarget adds job and instance labels, as a scrape does, keeping the
+// labels sorted by name.
+func withTarget(ls []*dto.LabelPair, job, instance string) []*dto.LabelPair {
+	ls = slices.DeleteFunc(ls, func(l *dto.LabelPair) bool { return l.GetName() == "job" || l.GetName() == "instance" })
+	ls = append(ls, &dto.LabelPair{Name: proto.String("instance"), Value: proto.String(instance)},
+		&dto.LabelPair{Name: proto.String("job"), Value: proto.String(job)})
+	slices.SortFunc(ls, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return ls
 }
 
 // Samples is how many metric points were recorded.

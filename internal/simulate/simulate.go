@@ -50,6 +50,11 @@ type Config struct {
 	// otherwise): the doctor builds its windows this way.
 	Observe         func(at time.Time, g prometheus.Gatherer, dcgm http.Handler)
 	ObserveInterval time.Duration
+
+	// RequestTimeout, when positive, is each client's limit, as bench's
+	// --request-timeout: a request not answered by then is given up, the
+	// client disconnects and the engine aborts it.
+	RequestTimeout time.Duration
 }
 
 // Result is a run: every request as its client saw it, in schedule order.
@@ -89,6 +94,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	rc.Clock = clk
 	rc.Sim.TimeScale = 1
 	rc.Sim.PlainTokens = true
+	if cfg.Series != nil {
+		rc.DCGM = true // --metrics-out carries the GPU's series, as a fleet's Prometheus does
+	}
 	if rc.Registerer == nil && rc.Gatherer == nil {
 		reg := prometheus.NewRegistry() // no Go or process collectors: they would read this machine, not the simulated one
 		rc.Registerer, rc.Gatherer = reg, reg
@@ -161,15 +169,25 @@ type flight struct {
 	engLast time.Time // the client-visible time of the previous token, before the per-token time
 	tokens  TokenTimes
 	ids     []int // the answer, for a session's next round
+	gone    bool  // the client timed out; the engine's abort is still due
 }
 
 // event is something due at a virtual time: a request reaching the engine
-// after the frontend, or an answer reaching its client.
+// after the frontend, an answer reaching its client, or a client's
+// timeout.
 type event struct {
-	at     time.Time
-	f      *flight
-	answer bool
+	at   time.Time
+	f    *flight
+	kind eventKind
 }
+
+type eventKind int
+
+const (
+	arrive eventKind = iota
+	answered
+	timeout
+)
 
 type events []event
 
@@ -199,6 +217,7 @@ type driver struct {
 	vocab   interface{ Encode(string) []int }
 	pending events
 	live    map[string]*flight // submitted to the engine and not finished
+	gone    []*flight          // timed out, aborted, and not yet finished in the engine
 	outputs []bench.Output
 	tokens  []TokenTimes
 	last    time.Time // the last answer
@@ -224,9 +243,12 @@ func (d *driver) run(ctx context.Context) error {
 		}
 		if len(d.live) > 0 {
 			d.record(now)
-			d.eng.Advance()
+			busy := d.eng.Advance()
 			d.collect(now)
-			continue
+			if busy || len(d.gone) == 0 {
+				continue
+			}
+			// Only aborted requests were left: the engine is idle now.
 		}
 		// The engine is idle: move on to the next event.
 		wake, ok := time.Time{}, false
@@ -264,22 +286,31 @@ func (d *driver) send(r workload.Request, now time.Time) {
 	f.out.Stage = r.Stage
 	f.out.PromptLen = r.Sample.PromptLen
 	heap.Push(&d.pending, event{at: now.Add(d.fe.Arrival), f: f})
+	if t := d.cfg.RequestTimeout; t > 0 {
+		heap.Push(&d.pending, event{at: now.Add(t), f: f, kind: timeout})
+	}
 }
 
 // fire handles every event due by now.
 func (d *driver) fire(now time.Time) {
 	for len(d.pending) > 0 && !d.pending[0].at.After(now) {
 		ev := heap.Pop(&d.pending).(event)
-		if ev.answer {
+		switch ev.kind {
+		case answered:
 			d.answer(ev.f, ev.at)
-		} else {
+		case arrive:
 			d.submit(ev.f, ev.at)
+		case timeout:
+			d.giveUp(ev.f, ev.at)
 		}
 	}
 }
 
 // submit hands a request to the engine as the API server would.
 func (d *driver) submit(f *flight, at time.Time) {
+	if f.gone {
+		return // the client gave up before the frontend handed it on
+	}
 	s := f.req.Sample
 	prompt := s.PromptIDs
 	if prompt == nil {
@@ -292,12 +323,50 @@ func (d *driver) submit(f *flight, at time.Time) {
 	if err != nil {
 		// The API answers at once: 400 for a prompt too long, 503 when full.
 		f.out.Error = err.Error()
-		heap.Push(&d.pending, event{at: at, f: f, answer: true})
+		heap.Push(&d.pending, event{at: at, f: f, kind: answered})
 		return
 	}
 	f.stream = st
 	f.out.PromptLen = len(prompt)
 	d.live[req.ID] = f
+}
+
+// giveUp is a client's timeout: unless its answer is already complete, it
+// disconnects, which the API server turns into an abort.
+func (d *driver) giveUp(f *flight, at time.Time) {
+	if f.gone || f.out.Latency > 0 || f.out.Error != "" {
+		return // answered (or refused) in time
+	}
+	f.gone = true
+	f.out.Error = "request timeout"
+	f.out.Latency = at.Sub(f.sent)
+	d.answer(f, at)
+	if f.stream != nil {
+		d.eng.Abort(strconv.Itoa(f.req.Index))
+		d.gone = append(d.gone, f)
+	}
+}
+
+// reap reads the streams of given-up requests until the engine has ended
+// them; their outputs go nowhere.
+func (d *driver) reap() {
+	keep := d.gone[:0]
+	for _, f := range d.gone {
+		finished := false
+		for {
+			o, ok := f.stream.TryNext()
+			if !ok {
+				break
+			}
+			finished = finished || o.Finished
+		}
+		if finished {
+			delete(d.live, strconv.Itoa(f.req.Index))
+		} else {
+			keep = append(keep, f)
+		}
+	}
+	d.gone = keep
 }
 
 // collect reads the streams of the requests the step from began ran.
@@ -310,7 +379,7 @@ func (d *driver) collect(began time.Time) {
 	now := end.Add(time.Duration(d.fe.LagSteps * float64(dur)))
 	for _, id := range d.steps.ids {
 		f := d.live[id]
-		if f == nil {
+		if f == nil || f.gone {
 			continue
 		}
 		o, ok := f.stream.TryNext()
@@ -351,10 +420,13 @@ func (d *driver) collect(began time.Time) {
 				lat += g
 			}
 			f.out.Latency = lat
-			heap.Push(&d.pending, event{at: f.sent.Add(lat), f: f, answer: true})
+			heap.Push(&d.pending, event{at: f.sent.Add(lat), f: f, kind: answered})
 		}
 	}
 	d.steps.ids = d.steps.ids[:0]
+	if len(d.gone) > 0 {
+		d.reap()
+	}
 }
 
 // answer is a response reaching its client: the schedule may send what
@@ -377,7 +449,7 @@ func (d *driver) answer(f *flight, at time.Time) {
 func (d *driver) record(t time.Time) {
 	if s := d.cfg.Series; s != nil && s.Interval > 0 {
 		for !d.nextSer.After(t) {
-			s.take(d.gather, d.nextSer)
+			s.take(d.gather, d.dcgm, d.nextSer)
 			d.nextSer = d.nextSer.Add(s.Interval)
 		}
 	}
@@ -391,7 +463,7 @@ func (d *driver) record(t time.Time) {
 
 func (d *driver) finishSeries() {
 	if s := d.cfg.Series; s != nil && s.Interval > 0 && !s.taken(d.last) {
-		s.take(d.gather, d.last) // the final state, so the last requests count
+		s.take(d.gather, d.dcgm, d.last) // the final state, so the last requests count
 	}
 	if d.cfg.Observe != nil && d.cfg.ObserveInterval > 0 {
 		d.cfg.Observe(d.last, d.gather, d.dcgm)

@@ -202,9 +202,77 @@ func TestSeriesLoadsIntoPrometheus(t *testing.T) {
 	if !found {
 		t.Errorf("no point of 40 finished requests in the blocks:\n%s", dump)
 	}
+	// The simulated GPU's dcgm-exporter is in the blocks too, labelled as
+	// its scrape would be, so the doctor joins it to the engine by instance.
+	gpu, err := exec.Command(promtool, "tsdb", "dump", "--match", `DCGM_FI_PROF_GR_ENGINE_ACTIVE`, filepath.Join(dir, "data")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool tsdb dump: %v\n%s", err, gpu)
+	}
+	busy := false
+	for _, l := range strings.Split(string(gpu), "\n") {
+		f := strings.Fields(l)
+		if strings.Contains(l, `instance="simulated:8000"`) && strings.Contains(l, `job="dcgm"`) && len(f) >= 3 && f[len(f)-2] != "0" {
+			busy = true
+		}
+	}
+	if !busy {
+		t.Errorf("no busy DCGM reading labelled job=dcgm, instance=simulated:8000 in the blocks:\n%.2000s", gpu)
+	}
+	if !strings.Contains(string(dump), `job="glassbox"`) {
+		t.Errorf("the engine's series lack job=\"glassbox\":\n%.500s", dump)
+	}
 	if n := series.Samples(); n < 100 {
 		t.Errorf("%d points recorded over a %v run", n, res.Duration)
 	}
+}
+
+// TestRequestTimeoutAborts: a client whose limit is shorter than its answer
+// gives up at its timeout, and the engine aborts the request and frees its
+// blocks, as the API server does when a client disconnects.
+func TestRequestTimeoutAborts(t *testing.T) {
+	var offs []time.Duration
+	for i := range 20 {
+		offs = append(offs, time.Duration(i)*100*time.Millisecond)
+	}
+	long := workload.Sample{PromptIDs: ids(100, 0), PromptLen: 100, OutputLen: 2000} // ~10 ms a token: 20 s
+	res, err := Run(context.Background(), Config{Replica: server(), Plan: onePlan(offs, long), RequestTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range res.Outputs {
+		if o.Success || o.Error != "request timeout" || o.Latency != 3*time.Second {
+			t.Errorf("request %d: success %v, error %q, latency %v; want a timeout at 3s", i, o.Success, o.Error, o.Latency)
+		}
+	}
+	sc := gatherText(t, res.Gatherer)
+	if v, _ := sc.Sum("vllm:request_success_total", promtext.Labels{"finished_reason": "abort"}); v != 20 {
+		t.Errorf("%v aborts counted, want 20", v)
+	}
+	if v, _ := sc.Sum("vllm:kv_cache_usage_perc", nil); v != 0 {
+		t.Errorf("KV usage %v after the aborts, want 0", v)
+	}
+	if res.Duration > 5*time.Second { // the last was sent at 1.9 s
+		t.Errorf("the run lasted %v: the given-up requests kept running", res.Duration)
+	}
+}
+
+func gatherText(t *testing.T, g prometheus.Gatherer) *promtext.Scrape {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	for _, mf := range mfs {
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc, err := promtext.Parse(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }
 
 // BenchmarkSimulateExp16 is the speed of virtual time: reference table A's

@@ -37,6 +37,11 @@ type Config struct {
 	// lowers the GPU's activity, not its work.
 	HostOverhead time.Duration
 
+	// AsyncScheduling overlaps the host's work for the next step with the
+	// GPU's for this one, as vLLM's --async-scheduling does: a step takes
+	// the longer of the two instead of their sum.
+	AsyncScheduling bool
+
 	// Clock is the engine's; nil means the wall clock. Steps sleep on it.
 	Clock engine.Clock
 
@@ -79,6 +84,7 @@ type Executor struct {
 	sampler   sampling.Sampler
 	timeScale float64
 	host      time.Duration // Config.HostOverhead
+	async     bool          // Config.AsyncScheduling
 	plain     bool
 	observe   func(time.Time, *Cost)
 	clock     engine.Clock
@@ -120,6 +126,7 @@ func New(cfg Config) (*Executor, error) {
 		gen:       newTextGen(v),
 		timeScale: cfg.TimeScale,
 		host:      cfg.HostOverhead,
+		async:     cfg.AsyncScheduling,
 		plain:     cfg.PlainTokens,
 		observe:   cfg.Observe,
 		clock:     cfg.Clock,
@@ -186,7 +193,11 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 		e.observe(e.clock.Now(), &seen)
 	}
 	r.FLOPs, r.ReadBytes, r.WriteBytes = c.FLOPs, c.ReadBytes, c.WriteBytes
-	r.HostTime = time.Duration(float64(c.Host+e.host) * e.timeScale)
+	host := c.Host + e.host
+	if e.async {
+		host = max(host-c.Duration, 0) // hidden behind the GPU's work
+	}
+	r.HostTime = time.Duration(float64(host) * e.timeScale)
 
 	var until time.Time
 	if e.timeScale > 0 {

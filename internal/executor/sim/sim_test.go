@@ -314,3 +314,37 @@ func TestBannedMasksEOS(t *testing.T) {
 		}
 	}
 }
+
+// TestAsyncSchedulingHidesHostTime: with --async-scheduling the host's
+// work for the next step overlaps the GPU's for this one, so only the part
+// of it longer than the GPU's step remains for the engine to wait out.
+func TestAsyncSchedulingHidesHostTime(t *testing.T) {
+	for _, tc := range []struct {
+		host  time.Duration
+		async bool
+	}{{2 * time.Millisecond, false}, {2 * time.Millisecond, true}, {200 * time.Millisecond, false}, {200 * time.Millisecond, true}} {
+		e := newExec(t, Config{HostOverhead: tc.host, AsyncScheduling: tc.async, TimeScale: 1, Clock: &fakeClock{}})
+		b := decodeStep(t, e, 64)
+		c := e.StepCost(b)
+		var r engine.StepResult
+		if err := e.Execute(b, &r); err != nil {
+			t.Fatal(err)
+		}
+		want := c.Host + tc.host
+		if tc.async {
+			want = max(want-c.Duration, 0)
+		}
+		if r.HostTime != want {
+			t.Errorf("host %v, async %v: HostTime %v, want %v (GPU step %v)", tc.host, tc.async, r.HostTime, want, c.Duration)
+		}
+		if tc.async && tc.host == 2*time.Millisecond && r.HostTime != 0 {
+			t.Errorf("a host share shorter than the GPU's step (%v) should hide entirely, left %v", c.Duration, r.HostTime)
+		}
+	}
+}
+
+// fakeClock is virtual time: Sleep moves it on at once.
+type fakeClock struct{ now time.Time }
+
+func (c *fakeClock) Now() time.Time        { return c.now }
+func (c *fakeClock) Sleep(d time.Duration) { c.now = c.now.Add(d) }
