@@ -195,21 +195,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep := Diagnose(w, cfg.Client)
 	if cfg.Verify != nil {
-		rep.Verification = verify(ctx, *cfg.Verify, derive(w), rep.Findings)
+		rep.Verification = verify(ctx, *cfg.Verify, evaluate(w, DefaultThresholds()), rep.Findings)
 	}
 	return rep, nil
 }
 
 // Report is the doctor's answer.
 type Report struct {
-	Source       string        `json:"source"` // metrics or prometheus
-	Target       string        `json:"target"`
-	Selector     string        `json:"selector"`
-	Start        time.Time     `json:"start"`
-	End          time.Time     `json:"end"`
-	Readings     int           `json:"readings"`
-	Missed       int           `json:"missed_readings"`
-	Engine       string        `json:"engine"` // glassbox or vllm (no glassbox_* series)
+	Source   string    `json:"source"` // metrics or prometheus
+	Target   string    `json:"target"`
+	Selector string    `json:"selector"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Readings int       `json:"readings"`
+	Missed   int       `json:"missed_readings"`
+	Engine   string    `json:"engine"` // glassbox or vllm (no glassbox_* series)
+	// Questions are the three answers every report opens with; nil only
+	// for a fleet's own report, whose instances each have theirs.
+	Questions    *Questions    `json:"questions,omitempty"`
 	Findings     []Finding     `json:"findings"`
 	Client       *ClientView   `json:"client,omitempty"`
 	Verification *Verification `json:"verification,omitempty"`

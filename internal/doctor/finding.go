@@ -1,12 +1,6 @@
 package doctor
 
-import (
-	"fmt"
-	"math"
-	"strconv"
-	"strings"
-	"time"
-)
+import "fmt"
 
 // Severity orders findings; the worst sets the exit status.
 type Severity int
@@ -43,8 +37,12 @@ func (s *Severity) UnmarshalText(b []byte) error {
 
 // Finding is one diagnosis.
 type Finding struct {
-	Name      string     `json:"name"`
-	Severity  Severity   `json:"severity"`
+	Name     string   `json:"name"`
+	Severity Severity `json:"severity"`
+	// Answers are the questions of the report's header the finding
+	// answers (compute, kv, scheduler); none for a latency, client or
+	// health finding.
+	Answers   []Question `json:"answers,omitempty"`
 	Title     string     `json:"title"`
 	Evidence  []Evidence `json:"evidence"`
 	Inference string     `json:"inference"`
@@ -60,15 +58,6 @@ type Finding struct {
 	apply func(*ReplicaConfig) `json:"-"`
 }
 
-// Evidence is one number behind a finding and the PromQL that reproduces
-// it in Grafana or the Prometheus UI, evaluated at the window's end.
-type Evidence struct {
-	What   string   `json:"what"`
-	Value  *float64 `json:"value"` // null when the window could not say
-	Unit   string   `json:"unit,omitempty"`
-	PromQL string   `json:"promql,omitempty"`
-}
-
 // Change is one recommended change: a flag and its suggested value, or an
 // action without a flag.
 type Change struct {
@@ -77,91 +66,3 @@ type Change struct {
 	Why   string `json:"why"`
 }
 
-func ev(what string, v float64, unit, promql string) Evidence {
-	e := Evidence{What: what, Unit: unit, PromQL: promql}
-	if !math.IsNaN(v) && !math.IsInf(v, 0) {
-		e.Value = &v
-	}
-	return e
-}
-
-// Text formats the value for people.
-func (e Evidence) Text() string {
-	if e.Value == nil {
-		return "n/a"
-	}
-	v := *e.Value
-	switch e.Unit {
-	case "ratio":
-		return fmt.Sprintf("%.2f", v)
-	case "s":
-		return (time.Duration(v * float64(time.Second))).Round(time.Microsecond * 100).String()
-	case "":
-		return strconv.FormatFloat(round3(v), 'f', -1, 64)
-	}
-	return strconv.FormatFloat(round3(v), 'f', -1, 64) + " " + e.Unit
-}
-
-func round3(v float64) float64 {
-	if math.Abs(v) >= 100 {
-		return math.Round(v)
-	}
-	return math.Round(v*1000) / 1000
-}
-
-// promql builds the evidence queries of one window: over its length,
-// with its selector, at its step.
-type promql struct {
-	matchers string
-	window   string // e.g. 60s
-	step     string
-}
-
-func newPromQL(w *Window, step time.Duration) promql {
-	m, _ := ParseSelector(w.Selector)
-	return promql{matchers: m, window: promDur(w.Duration()), step: promDur(step)}
-}
-
-func promDur(d time.Duration) string {
-	return strconv.FormatInt(max(1, int64(math.Round(d.Seconds()))), 10) + "s"
-}
-
-func (p promql) s(name string, extra ...string) string {
-	if p.matchers == "" && len(extra) == 0 {
-		return name
-	}
-	return sel(name, p.matchers, extra...)
-}
-
-func (p promql) rate(name string, extra ...string) string {
-	return fmt.Sprintf("sum(rate(%s[%s]))", p.s(name, extra...), p.window)
-}
-
-func (p promql) inc(name string, extra ...string) string {
-	return fmt.Sprintf("sum(increase(%s[%s]))", p.s(name, extra...), p.window)
-}
-
-func (p promql) avg(name, agg string) string {
-	return fmt.Sprintf("avg_over_time(%s(%s)[%s:%s])", agg, p.s(name), p.window, p.step)
-}
-
-func (p promql) share(name, agg, cmp string) string {
-	return fmt.Sprintf("avg_over_time((%s(%s) %s)[%s:%s])", agg, p.s(name), cmp, p.window, p.step)
-}
-
-func (p promql) quantile(q float64, family string) string {
-	return fmt.Sprintf("histogram_quantile(%g, sum by (le) (increase(%s[%s])))", q, p.s(family+"_bucket"), p.window)
-}
-
-func (p promql) ratio(a, b string) string { return a + " / " + b }
-
-func (p promql) info(family string) string { return p.s(family) }
-
-// avgNoJob is a DCGM gauge's mean over the window and the target's GPUs,
-// joined by instance rather than job.
-func (p promql) avgNoJob(name string) string {
-	return fmt.Sprintf("avg_over_time(avg(%s)[%s:%s])", sel(name, withoutJob(p.matchers)), p.window, p.step)
-}
-
-// join lists names for a sentence.
-func join(xs []string) string { return strings.Join(xs, ", ") }

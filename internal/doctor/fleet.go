@@ -61,8 +61,8 @@ func runFleet(ctx context.Context, cfg Config, matchers string, insts [][2]strin
 			return nil, fmt.Errorf("instance %s: %w", in[0], err)
 		}
 		rep := Diagnose(w, nil)
-		s := derive(w)
-		fl.Instances = append(fl.Instances, Instance{Instance: in[0], ModelName: in[1], Running: s.run.mean, Waiting: s.wait.mean, KVUsage: s.kvs.mean, Report: rep})
+		s := evaluate(w, DefaultThresholds())
+		fl.Instances = append(fl.Instances, Instance{Instance: in[0], ModelName: in[1], Running: s.v(sigRunning), Waiting: s.v(sigWaiting), KVUsage: s.v(sigKV), Report: rep})
 	}
 	sort.SliceStable(fl.Instances, func(i, j int) bool {
 		a, b := fl.Instances[i], fl.Instances[j]
@@ -72,7 +72,7 @@ func runFleet(ctx context.Context, cfg Config, matchers string, insts [][2]strin
 		return a.Waiting > b.Waiting
 	})
 	top := &Report{Source: "prometheus", Target: cfg.PrometheusURL, Selector: "{" + matchers + "}", Engine: fl.Instances[0].Report.Engine,
-		Findings: imbalance(fl.Instances), Fleet: fl}
+		Findings: imbalance(fl.Instances, DefaultThresholds()), Fleet: fl}
 	top.Start, top.End = fl.Instances[0].Report.Start, fl.Instances[0].Report.End
 	for _, in := range fl.Instances {
 		top.Readings += in.Report.Readings
@@ -93,7 +93,7 @@ func nonEmpty(xs ...string) []string {
 
 // imbalance finds, per model_name, a replica that queues while another of
 // the same model sits idle: a router that does not balance by load.
-func imbalance(insts []Instance) []Finding {
+func imbalance(insts []Instance, th Thresholds) []Finding {
 	by := map[string][]Instance{}
 	var models []string
 	for _, in := range insts {
@@ -121,7 +121,7 @@ func imbalance(insts []Instance) []Finding {
 			}
 		}
 		others := (sum - hot.Waiting) / float64(len(group)-1)
-		if !(hot.Waiting >= 1 && hot.Waiting > imbalanceFactor*others && cold.Waiting < 0.5) {
+		if !(hot.Waiting >= 1 && hot.Waiting > th.ImbalanceRatio*others && cold.Waiting < 0.5) {
 			continue
 		}
 		out = append(out, Finding{Name: "load-imbalance", Severity: Warning, Sources: []string{string(srcVLLM)}, Confidence: "high",
@@ -136,10 +136,6 @@ func imbalance(insts []Instance) []Finding {
 	}
 	return out
 }
-
-// imbalanceFactor is how many times the fleet's mean queue one replica's
-// must be, with another replica idle, to call the load imbalanced.
-const imbalanceFactor = 3
 
 // Worst over the fleet.
 func (f *Fleet) worst() Severity {

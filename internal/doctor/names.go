@@ -1,6 +1,10 @@
 package doctor
 
-import "github.com/glassbox-llm/glassbox/internal/metricspec"
+import (
+	"strings"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
+)
 
 // The doctor reads the families metricspec names; these are its own keys.
 const (
@@ -33,7 +37,7 @@ func scalarSeries() []seriesSpec {
 	out := []seriesSpec{
 		sum(metricspec.NumRequestsRunning), sum(metricspec.NumRequestsWaiting), {key: metricspec.KVCacheUsagePerc, family: metricspec.KVCacheUsagePerc, agg: kvAggregatorMax},
 		sum(metricspec.PrefixCacheQueries), sum(metricspec.PrefixCacheHits), sum(metricspec.NumPreemptions), sum(metricspec.PromptTokens), sum(metricspec.PromptTokensCached),
-		sum(metricspec.GenerationTokens), sum(metricspec.EstimatedFLOPsPerGPU), sum(metricspec.ExecutorBusySeconds), sum(metricspec.EngineSteps), sum(metricspec.RequestSuccess), {key: metricspec.ExecutorPeakFLOPs, family: metricspec.ExecutorPeakFLOPs, agg: "max"},
+		sum(metricspec.GenerationTokens), sum(metricspec.EstimatedFLOPsPerGPU), sum(metricspec.ExecutorBusySeconds), sum(metricspec.EngineHostSeconds), sum(metricspec.EngineSteps), sum(metricspec.RequestSuccess), {key: metricspec.ExecutorPeakFLOPs, family: metricspec.ExecutorPeakFLOPs, agg: "max"},
 		{key: keyAborts, family: metricspec.RequestSuccess, label: metricspec.LabelFinishedReason, value: "abort", agg: "sum"},
 		sum(metricspec.EstimatedReadBytesPerGPU),
 		{key: keyWaitingCapacity, family: metricspec.NumRequestsWaitingByReason, label: metricspec.LabelReason, value: "capacity", agg: "sum"},
@@ -50,7 +54,7 @@ func scalarSeries() []seriesSpec {
 // histogramFamilies are the histograms whose sums and counts a window
 // holds; quantileFamilies those whose buckets it also holds.
 func histogramFamilies() []string {
-	return []string{metricspec.TimeToFirstToken, metricspec.InterTokenLatency, metricspec.E2ERequestLatency, metricspec.RequestQueueTime, metricspec.RequestPrefillTime, metricspec.RequestDecodeTime, metricspec.RequestInferenceTime, metricspec.RequestGenerationTokens, metricspec.IterationTokens}
+	return []string{metricspec.TimeToFirstToken, metricspec.InterTokenLatency, metricspec.E2ERequestLatency, metricspec.RequestQueueTime, metricspec.RequestPrefillTime, metricspec.RequestDecodeTime, metricspec.RequestInferenceTime, metricspec.RequestGenerationTokens, metricspec.IterationTokens, metricspec.EngineStepDuration}
 }
 
 // dcgmActivities are dcgm-exporter's profiling gauges the doctor reads.
@@ -64,4 +68,26 @@ func quantileFamilies() []string {
 // configuration.
 func infoFamilies() []string {
 	return []string{metricspec.CacheConfigInfo, metricspec.SchedulerConfigInfo, metricspec.ExecutorInfo}
+}
+
+// aliases are the names older vLLM releases exported a family under
+// (vLLM 0.7's gpu_cache_usage_perc, say): the doctor reads a target of
+// either age.
+var aliases = map[string]string{
+	metricspec.KVCacheUsagePerc:   metricspec.GPUCacheUsagePerc,
+	metricspec.InterTokenLatency:  metricspec.TimePerOutputTokenSeconds,
+	metricspec.PrefixCacheQueries: metricspec.GPUPrefixCacheQueries,
+	metricspec.PrefixCacheHits:    metricspec.GPUPrefixCacheHits,
+}
+
+// aliasOf is the older name of a family or of a histogram's part, or "".
+func aliasOf(name string) string {
+	for _, suffix := range []string{"", "_sum", "_count", "_bucket"} {
+		if base, ok := strings.CutSuffix(name, suffix); ok {
+			if a, ok := aliases[base]; ok {
+				return a + suffix
+			}
+		}
+	}
+	return ""
 }

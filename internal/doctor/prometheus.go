@@ -59,7 +59,20 @@ func seriesQuery(spec seriesSpec, matchers string) string {
 	if spec.label != "" {
 		extra = append(extra, fmt.Sprintf("%s=%q", spec.label, spec.value))
 	}
-	return fmt.Sprintf("%s(%s)", spec.agg, sel(spec.family, matchers, extra...))
+	q := fmt.Sprintf("%s(%s)", spec.agg, sel(spec.family, matchers, extra...))
+	if a := aliasOf(spec.family); a != "" {
+		q += fmt.Sprintf(" or %s(%s)", spec.agg, sel(a, matchers, extra...)) // an older vLLM's name
+	}
+	return q
+}
+
+// bucketQuery reads a histogram's cumulative buckets as one series per le.
+func bucketQuery(family, matchers string) string {
+	q := fmt.Sprintf("sum by (le) (%s)", sel(family+"_bucket", matchers))
+	if a := aliasOf(family); a != "" {
+		q += fmt.Sprintf(" or sum by (le) (%s)", sel(a+"_bucket", matchers)) // an older vLLM's name
+	}
+	return q
 }
 
 func (p *promSource) collect(ctx context.Context) (*Window, error) {
@@ -92,7 +105,7 @@ func (p *promSource) collect(ctx context.Context) (*Window, error) {
 		}
 	}
 	for _, h := range quantileFamilies() {
-		m, err := p.queryRange(ctx, fmt.Sprintf("sum by (le) (%s)", sel(h+"_bucket", p.selector)), start)
+		m, err := p.queryRange(ctx, bucketQuery(h, p.selector), start)
 		if err != nil {
 			return nil, err
 		}

@@ -3,65 +3,119 @@ package doctor
 import (
 	"fmt"
 	"math"
-	"strconv"
+	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
-// The capacity rules answer "why do requests wait?": KV blocks, compute,
-// or the --max-num-seqs cap; or nothing waits and the load is the limit.
-// The executor's busy ratio alone cannot tell them apart (like a GPU's
-// "engine active", it is near 1 whenever anything runs), so compute
-// headroom is the busy ratio together with how full the steps are: the
-// computed tokens per step against --max-num-batched-tokens.
+// The capacity rules answer "why do requests wait?": KV blocks (full, or
+// too few for the next prompt), compute, both, the host, the
+// --max-num-seqs cap; or nothing waits and the load is the limit. The
+// busy ratio alone cannot tell them apart (like a GPU's "engine active",
+// it is near 1 whenever anything runs), so compute headroom is the busy
+// ratio together with how full the steps are, or their roofline.
 
-func kvCapacityBound(s *signals, p promql) *Finding {
-	if !s.kvLimited() || !s.queued() || s.computeSaturated() || s.pinned() {
-		return nil
-	}
+func kvCapacityBound(s *Signals, _ *diagnosis) *Finding {
 	f := s.kvFactor()
 	changes, apply := s.kvChanges(f)
-	changes = append(changes, s.kvRemedies()...)
-	evs := []Evidence{s.evKV(p), s.evKVHigh(p), ev("peak KV-cache usage", s.kvs.max, "ratio", fmt.Sprintf("max_over_time(max(%s)[%s:%s])", p.s(metricspec.KVCacheUsagePerc), p.window, p.step)),
-		ev("preemptions per second", s.preemptRate, "/s", p.rate(metricspec.NumPreemptions)),
-		s.evWaiting(p), s.evWaitingMean(p), s.evRunning(p), s.evMaxSeqs(p), s.evBusy(p), s.evFill(p)}
-	if s.w.Has(keyWaitingCapacity) {
-		evs = append(evs, ev("mean requests waiting for capacity (vLLM's reason label)", summarise(s.w.Gauge(keyWaitingCapacity)).mean, "",
-			fmt.Sprintf("avg_over_time(sum(%s)[%s:%s])", p.s(metricspec.NumRequestsWaitingByReason, `reason="capacity"`), p.window, p.step)))
+	var evs []Evidence
+	var title, inf string
+	compute := s.computeRoom()
+	if s.kvFull() {
+		title = "KV-capacity bound: requests wait for KV blocks while compute has room"
+		evs = s.evs(sigKV, sigKVHighShare, sigKVPeak, sigPreemptRate, sigWaitingShare, sigWaiting, sigRunning, sigMaxSeqs, sigBusy, sigFill)
+		inf = fmt.Sprintf("The KV cache ran full (at the %g watermark, or out of blocks and preempting) while requests waited, and %s: "+
+			"the engine could compute more sequences at once but has no blocks to hold them.", s.th.KVWatermark, compute)
+		changes = append(changes, s.kvRemedies()...)
+	} else {
+		title = "KV-capacity bound at admission: the next request's prompt does not fit in the free KV blocks"
+		evs = s.evs(sigAdmissionShare, sigKV, sigKVPeak, sigPromptMean, sigBlocks, sigBlockSize, sigPreemptRate, sigWaitingShare, sigWaiting, sigRunning, sigMaxSeqs, sigBusy, sigFill)
+		free := (1 - s.v(sigKV)) * s.v(sigBlocks) * s.v(sigBlockSize)
+		inf = fmt.Sprintf("In %s of the window a request waited while the free KV blocks (about %.0f tokens at the mean usage of %.2f) could not hold the next request's first chunk (its prompt of about %.0f tokens, up to the %.0f-token step budget): "+
+			"each request takes a large share of the cache, so usage sits below the %g watermark with no preemption, yet only %.1f run at once, and %s.",
+			pct(s.v(sigAdmissionShare)), free, s.v(sigKV), s.v(sigPromptMean), s.v(sigBudget), s.th.KVWatermark, s.v(sigRunning), compute)
+		changes = append(changes, s.admissionRemedies()...)
 	}
-	if c := s.kvMaxConcurrency(); c > 0 {
-		evs = append(evs, ev("kv_cache_max_concurrency: full-length requests the KV cache holds", c, "", p.info(metricspec.CacheConfigInfo)))
+	if !math.IsNaN(s.v(sigWaitingCap)) {
+		evs = append(evs, s.ev(sigWaitingCap))
 	}
-	evs = append(evs, s.evDCGM(p)...)
-	compute := fmt.Sprintf("the steps used only %.1f%% of the token budget", 100*s.stepFill)
-	switch {
-	case s.busySrc == srcEstimate:
-		compute += fmt.Sprintf(" (vLLM's steps × their latency put the engine loop busy %.0f%% of the time; that counts host time too, so the GPU's share is lower)", 100*s.busy)
-	case !math.IsNaN(s.busy):
-		compute += fmt.Sprintf(" and the GPU was busy %.0f%% of the time (%s)", 100*s.busy, s.busySrc)
+	if c := s.cfg.kvMaxConcurrency; c > 0 {
+		evs = append(evs, ev("kv_cache_max_concurrency: full-length requests the KV cache holds", c, "", s.p.info(metricspec.CacheConfigInfo)))
 	}
-	return &Finding{Severity: Warning, Title: "KV-capacity bound: requests wait for KV blocks while compute has room",
-		Evidence: evs,
-		Inference: fmt.Sprintf("The KV cache ran full (at the 0.9 watermark, or out of blocks and preempting) while requests waited, and %s: "+
-			"the engine could compute more sequences at once but has no blocks to hold them.", compute) + s.conflict(),
-		Changes: changes, apply: apply}
+	if s.pinned() {
+		inf += fmt.Sprintf(" Running also reached max_num_seqs (%.0f), but raising it cannot help while the blocks are gone.", s.v(sigMaxSeqs))
+	}
+	evs = append(evs, s.dcgmEvidence()...)
+	return &Finding{Title: title, Evidence: evs, Inference: inf + s.conflict(), Changes: changes, apply: apply}
 }
 
-// kvMaxConcurrency is vLLM's kv_cache_max_concurrency label, or 0.
-func (s *signals) kvMaxConcurrency() float64 {
-	v, _ := strconv.ParseFloat(s.w.Info[metricspec.CacheConfigInfo][metricspec.CacheMaxConcurrency], 64)
-	return v
+// computeRoom says how much compute the KV-bound engine left unused.
+func (s *Signals) computeRoom() string {
+	out := fmt.Sprintf("the steps used only %s of the token budget", pct(s.v(sigFill)))
+	switch {
+	case s.src(sigBusy) == srcEstimate:
+		out += fmt.Sprintf(" (vLLM's steps × their latency put the engine loop busy %s of the time; that counts host time too, so the GPU's share is lower)", pct(s.v(sigBusy)))
+	case !math.IsNaN(s.v(sigBusy)):
+		out += fmt.Sprintf(" and the GPU was busy %s of the time (%s)", pct(s.v(sigBusy)), s.src(sigBusy))
+	}
+	return out
+}
+
+// kvFactor is how much larger the KV cache should be for the requests
+// that waited to run beside those that ran, within [1.25, 4].
+func (s *Signals) kvFactor() float64 {
+	run := zeroNaN(s.v(sigRunning))
+	f := (run + zeroNaN(s.v(sigWaiting))) / math.Max(run, 1)
+	return math.Min(4, math.Max(1.25, f))
+}
+
+// kvChanges recommends a KV cache f times the current one.
+func (s *Signals) kvChanges(f float64) ([]Change, func(*ReplicaConfig)) {
+	var out []Change
+	c := s.cfg
+	blocks := int(math.Ceil(float64(c.numBlocks) * f))
+	switch {
+	case c.kvBytes > 0:
+		out = append(out, Change{Flag: "--kv-cache-memory-bytes", Value: formatBytes(float64(c.kvBytes) * f),
+			Why: fmt.Sprintf("%.2f× the KV cache (%d → %d blocks)", f, c.numBlocks, blocks)})
+	case c.numBlocks > 0:
+		out = append(out, Change{Flag: "--kv-cache-memory-bytes", Value: fmt.Sprintf("%.2f× today's KV bytes", f),
+			Why: fmt.Sprintf("%d → %d blocks of %d tokens", c.numBlocks, blocks, c.blockSize)})
+		if c.gpuMemUtil > 0 && c.gpuMemUtil < 0.95 {
+			out = append(out, Change{Flag: "--gpu-memory-utilization", Value: "0.95",
+				Why: fmt.Sprintf("from %g, if the weights and activations leave room", c.gpuMemUtil)})
+		}
+	default:
+		out = append(out, Change{Flag: "--kv-cache-memory-bytes", Value: fmt.Sprintf("%.2f× today's", f), Why: "more room for KV blocks"})
+	}
+	if c.prefixCaching != nil && !*c.prefixCaching {
+		out = append(out, Change{Flag: "--enable-prefix-caching", Why: "shared prompt prefixes then share blocks"})
+	}
+	out = append(out, Change{Why: fmt.Sprintf("or, when the GPU has no more memory, %.2f× the replicas", f)})
+	if blocks <= 0 {
+		return out, nil
+	}
+	return out, func(rc *ReplicaConfig) { rc.NumBlocks = max(rc.NumBlocks, blocks) }
+}
+
+func formatBytes(b float64) string {
+	const gib, mib = 1 << 30, 1 << 20
+	if b >= gib {
+		return fmt.Sprintf("%.0fM", math.Ceil(b/mib)) // whole MiB, as serve's count parser reads "M"
+	}
+	return fmt.Sprintf("%.0f", math.Ceil(b))
 }
 
 // kvRemedies are the usual KV remedies besides more memory, each with
 // whether it helps here and why.
-func (s *signals) kvRemedies() []Change {
+func (s *Signals) kvRemedies() []Change {
 	var out []Change
-	if s.cfg.prefixCaching == nil || *s.cfg.prefixCaching {
+	c := s.cfg
+	if c.prefixCaching == nil || *c.prefixCaching {
 		why := "prefix caching is on"
-		if !math.IsNaN(s.hitRate) {
-			why = fmt.Sprintf("prefix caching is on and serves %.0f%% of prompt tokens: ", 100*s.hitRate)
-			if s.hitRate < hitShared {
+		if hit := s.v(sigHitRate); !math.IsNaN(hit) {
+			why = fmt.Sprintf("prefix caching is on and serves %s of prompt tokens: ", pct(hit))
+			if hit < s.th.HitShared {
 				why += "the prompts share no prefixes, so caching cannot free blocks here"
 			} else {
 				why += "shared prefixes already share their blocks"
@@ -69,115 +123,216 @@ func (s *signals) kvRemedies() []Change {
 		}
 		out = append(out, Change{Why: why})
 	}
-	if bs := s.cfg.blockSize; bs > 16 {
+	if bs := c.blockSize; bs > 16 {
 		out = append(out, Change{Flag: "--block-size", Value: "16",
 			Why: fmt.Sprintf("blocks of %d tokens waste up to %d tokens at each sequence's tail; 16 wastes at most 15", bs, bs-1)})
 	} else if bs > 0 {
-		ctx := zeroNaN(s.meanPrompt) + zeroNaN(s.meanGen)/2
+		ctx := zeroNaN(s.v(sigPromptMean)) + zeroNaN(s.v(sigGenMean))/2
 		if ctx > 0 {
 			out = append(out, Change{Why: fmt.Sprintf("a smaller --block-size would not help: blocks of %d tokens waste about %.1f%% of a %.0f-token context", bs, 100*float64(bs)/2/ctx, ctx)})
 		}
 	}
-	switch n := s.cfg.maxNumSeqs; {
-	case n > 0 && s.run.mean < 0.9*float64(n):
-		out = append(out, Change{Why: fmt.Sprintf("raising --max-num-seqs (%d, %s) would not help: %.0f run on average, held there by the KV cache, not the cap; lowering it trades throughput for fewer preemptions", n, s.seqsSrc, s.run.mean)})
-	case n == 0:
-		out = append(out, Change{Why: fmt.Sprintf("raising --max-num-seqs would not help: %.0f run on average, held there by the KV cache; lowering it below that trades throughput for fewer preemptions", s.run.mean)})
+	run := s.v(sigRunning)
+	switch n := s.v(sigMaxSeqs); {
+	case n > 0 && run < 0.9*n:
+		out = append(out, Change{Why: fmt.Sprintf("raising --max-num-seqs (%.0f, %s) would not help: %.0f run on average, held there by the KV cache, not the cap; lowering it trades throughput for fewer preemptions", n, s.src(sigMaxSeqs), run)})
+	case math.IsNaN(n):
+		out = append(out, Change{Why: fmt.Sprintf("raising --max-num-seqs would not help: %.0f run on average, held there by the KV cache; lowering it below that trades throughput for fewer preemptions", run)})
 	}
 	return out
 }
 
-func computeBound(s *signals, p promql) *Finding {
-	if !(s.busy >= busyHigh) || !(s.stepFill >= fillLow) || !s.queued() || s.kvLimited() || s.pinned() {
-		return nil
+// admissionRemedies are what fits an engine whose next prompt does not fit
+// the free blocks, and what does not.
+func (s *Signals) admissionRemedies() []Change {
+	prompt, budget := s.v(sigPromptMean), s.v(sigBudget)
+	out := []Change{{Why: fmt.Sprintf("chunked prefill does not get round it: a prompt's blocks are allocated chunk by chunk, and the first chunk (min(prompt %.0f, budget %.0f) tokens) already needs more than is free; "+
+		"a smaller --max-num-batched-tokens would admit prompts in smaller chunks, and they would then preempt each other as they grow: the same KV, spent on recompute", prompt, budget)}}
+	if ml := s.cfg.maxModelLen; ml > 0 {
+		req := zeroNaN(prompt) + zeroNaN(s.v(sigGenMean))
+		out = append(out, Change{Why: fmt.Sprintf("a smaller --max-model-len (now %d) only refuses the longest prompts (a 400 instead of holding the cache for them): a product decision, worth it only if few requests are far above the mean of %.0f tokens", ml, req)})
 	}
-	done := s.finished / s.seconds
-	replicas := 2.0
-	if s.arrivalRate > 0 && done > 0 {
-		replicas = math.Max(2, math.Ceil(s.arrivalRate/done))
+	if c := s.cfg; c.prefixCaching != nil && !*c.prefixCaching {
+		out = append(out, Change{Flag: "--enable-prefix-caching", Why: "prompts sharing a prefix (a system prompt, retrieved documents) would share its blocks"})
 	}
-	changes := []Change{{Why: fmt.Sprintf("scale out to %.0f replicas: requests arrive at %.2f/s and one replica finishes %.2f/s", replicas, s.arrivalRate, done)}}
-	var apply func(*ReplicaConfig)
-	if s.stepFill >= 0.9 && s.cfg.maxBatchedTokens > 0 {
+	return out
+}
+
+func computeBound(s *Signals, _ *diagnosis) *Finding {
+	done := s.v(sigFinishRate)
+	replicas := s.replicasFor()
+	changes := []Change{{Why: fmt.Sprintf("scale out to %d replicas: requests arrive at %.2f/s and one replica finishes %.2f/s", replicas, s.v(sigArrivalRate), done)}}
+	apply := func(rc *ReplicaConfig) { rc.Replicas = max(rc.Replicas, replicas) }
+	if s.v(sigFill) >= 0.9 && s.cfg.maxBatchedTokens > 0 {
 		n := 2 * s.cfg.maxBatchedTokens
 		changes = append(changes, Change{Flag: "--max-num-batched-tokens", Value: fmt.Sprint(n),
 			Why: "steps are full: larger steps amortise the weight reads (better TTFT, worse inter-token latency)"})
-		apply = func(rc *ReplicaConfig) { rc.MaxNumBatchedTokens = max(rc.MaxNumBatchedTokens, n) }
+		prev := apply
+		apply = func(rc *ReplicaConfig) { prev(rc); rc.MaxNumBatchedTokens = max(rc.MaxNumBatchedTokens, n) }
 	}
-	evs := append([]Evidence{s.evBusy(p), s.evFill(p)}, s.evPeaks(p)...)
-	evs = append(evs, s.evDCGM(p)...)
-	evs = append(evs, s.evWaiting(p), s.evWaitingMean(p), s.evKV(p), s.evRunning(p), s.evMaxSeqs(p),
-		ev("request arrival rate (finished + change in flight)", s.arrivalRate, "requests/s",
-			fmt.Sprintf("(%s + delta((sum(%s) + sum(%s))[%s:%s])) / %g", p.inc(metricspec.RequestSuccess), p.s(metricspec.NumRequestsRunning), p.s(metricspec.NumRequestsWaiting), p.window, p.step, math.Round(s.seconds))),
-		ev("request completion rate", done, "requests/s", p.rate(metricspec.RequestSuccess)))
-	return &Finding{Severity: Warning, Title: "compute bound: the executor is busy all the time and requests still wait",
+	evs := s.evs(sigBusy, sigFill)
+	if !math.IsNaN(s.v(sigPeakFLOPs)) {
+		evs = append(evs, s.evs(sigMFU, sigMBU, sigRoofline)...)
+	}
+	evs = append(evs, s.dcgmEvidence()...)
+	evs = append(evs, s.evs(sigWaitingShare, sigWaiting, sigKV, sigRunning, sigMaxSeqs, sigArrivalRate, sigFinishRate)...)
+	return &Finding{Title: "compute bound: the GPU is busy all the time on full steps and requests still wait",
 		Evidence: evs,
-		Inference: fmt.Sprintf("The executor was busy %.0f%% of the time (%s) with KV blocks and sequence slots to spare, yet requests waited: "+
-			"the work offered exceeds what one replica computes.", 100*s.busy, s.busySrc) + s.conflict(),
+		Inference: fmt.Sprintf("The GPU was busy %s of the time (%s) on steps that use its arithmetic, with KV blocks to spare, yet requests waited: "+
+			"the work offered exceeds what one replica computes.", pct(s.v(sigBusy)), s.src(sigBusy)) + s.conflict(),
 		Changes: changes, apply: apply}
 }
 
-func concurrencyCap(s *signals, p promql) *Finding {
-	if !s.pinned() || !s.queued() || s.kvs.max >= kvSpare || s.stepFill >= fillHigh {
-		return nil
+// replicasFor is how many replicas the arrival rate needs at one
+// replica's completion rate, at least two.
+func (s *Signals) replicasFor() int {
+	arr, done := s.v(sigArrivalRate), s.v(sigFinishRate)
+	if arr > 0 && done > 0 {
+		return int(math.Max(2, math.Ceil(arr/done)))
 	}
-	n := float64(s.cfg.maxNumSeqs)
-	kvLimit := n * kvSpare / math.Max(s.kvs.max, 0.01)
-	fillLimit := n * fillHigh / math.Max(s.stepFill, 0.001)
-	want := math.Max(2*n, math.Ceil(1.25*(s.run.mean+s.wait.mean)))
-	suggest := int(math.Floor(math.Min(want, math.Min(kvLimit, fillLimit))))
-	if suggest <= s.cfg.maxNumSeqs {
-		return nil
+	return 2
+}
+
+func computeAndKVBound(s *Signals, _ *diagnosis) *Finding {
+	replicas := s.replicasFor()
+	f := s.kvFactor()
+	kv := fmt.Sprintf("the KV cache at the watermark %s of the window (%.2f preemptions/s)", pct(s.v(sigKVHighShare)), zeroNaN(s.v(sigPreemptRate)))
+	if !s.kvFull() {
+		kv = fmt.Sprintf("the free KV blocks too few for the next prompt in %s of the window", pct(s.v(sigAdmissionShare)))
 	}
-	return &Finding{Severity: Warning, Title: "concurrency cap: running is pinned at --max-num-seqs with KV and compute to spare",
-		Evidence: []Evidence{s.evRunning(p), s.evMaxSeqs(p),
-			ev("share of the window with running within 10% of max_num_seqs", s.pinnedShare(), "ratio",
-				p.share(metricspec.NumRequestsRunning, "sum", fmt.Sprintf(">= bool %g", 0.9*n-1))),
-			s.evWaiting(p), s.evWaitingMean(p), ev("peak KV-cache usage", s.kvs.max, "ratio", fmt.Sprintf("max_over_time(max(%s)[%s:%s])", p.s(metricspec.KVCacheUsagePerc), p.window, p.step)),
-			s.evFill(p), s.evBusy(p)},
-		Inference: fmt.Sprintf("Requests waited while exactly %d ran, with the KV cache at most %.0f%% full and steps using %.1f%% of the token budget: "+
-			"the scheduler's sequence cap, not the hardware, limits the batch.", s.cfg.maxNumSeqs, 100*s.kvs.max, 100*s.stepFill),
+	changes := []Change{
+		{Why: fmt.Sprintf("scale out to %d replicas (arrivals %.2f/s, one replica finishes %.2f/s): each brings both compute and KV memory", replicas, s.v(sigArrivalRate), s.v(sigFinishRate))},
+		{Why: "or move to a larger GPU (more HBM for KV and more FLOP/s); changing a flag on this one trades one limit for the other"},
+		{Why: fmt.Sprintf("not more KV memory alone: %.2f× the blocks would let %.2f× the sequences run, but the steps are already full, so compute binds next", f, f)},
+		{Why: fmt.Sprintf("not a faster GPU alone without more memory: it would run the same %.0f sequences faster while the KV cache still holds the batch there", s.v(sigRunning))},
+	}
+	evs := s.evs(sigBusy, sigFill, sigKV, sigKVHighShare, sigAdmissionShare, sigPreemptRate, sigWaitingShare, sigWaiting, sigRunning, sigArrivalRate, sigFinishRate)
+	evs = append(evs, s.dcgmEvidence()...)
+	return &Finding{Title: "compute and KV both saturated: the GPU is busy on full steps and the KV cache is out of blocks",
+		Evidence: evs,
+		Inference: fmt.Sprintf("The GPU was busy %s of the time (%s) on steps %s full, with %s, while requests waited: both limits bind at once. "+
+			"Relieving one leaves the other binding: with more KV the steps cannot take the extra sequences; with more compute the KV cache still caps the batch.",
+			pct(s.v(sigBusy)), s.src(sigBusy), pct(s.v(sigFill)), kv) + s.conflict(),
+		Changes: changes, apply: func(rc *ReplicaConfig) { rc.Replicas = max(rc.Replicas, replicas) }}
+}
+
+func hostBound(s *Signals, _ *diagnosis) *Finding {
+	host, eng := s.v(sigHostShare), s.v(sigEngineBusy)
+	var changes []Change
+	var applies []func(*ReplicaConfig)
+	if !s.cfg.asyncScheduling {
+		changes = append(changes, Change{Flag: "--async-scheduling",
+			Why: "vLLM schedules the next step while the GPU runs this one: host time up to the GPU's own step is hidden"})
+		applies = append(applies, func(rc *ReplicaConfig) { rc.AsyncScheduling = true })
+	}
+	if n := s.v(sigMaxSeqs); n > 0 && s.pinned() {
+		want := int(2 * n)
+		changes = append(changes, Change{Flag: "--max-num-seqs", Value: fmt.Sprint(want),
+			Why: fmt.Sprintf("running sits at %.0f: larger batches amortise the host's per-step work over more tokens (if the KV cache holds them)", n)})
+		applies = append(applies, func(rc *ReplicaConfig) { rc.MaxNumSeqs = max(rc.MaxNumSeqs, want) })
+	} else {
+		changes = append(changes, Change{Why: "larger batches amortise the host's per-step work: more concurrent requests per replica (fewer replicas for the same load)"})
+	}
+	changes = append(changes, Change{Why: "give the engine's process more CPU: fewer replicas per host, a faster CPU, no CPU limit below its need; a Python-heavy frontend (detokenisation, logits processors) costs per token"})
+	evs := s.evs(sigHostShare, sigEngineBusy, sigBusy, sigBusyEstimate, sigRunning, sigMaxSeqs, sigPinnedShare, sigWaitingShare, sigFill, sigITLp50)
+	evs = append(evs, s.dcgmEvidence()...)
+	inf := fmt.Sprintf("The engine stepped %s of the time, but within its steps the GPU waited for the host %s of the time (%s): scheduling, output processing and the frontend, "+
+		"not the GPU, set the step's length, so the GPU idles between kernels while requests run.", pct(eng), pct(host), s.src(sigHostShare))
+	if s.pinned() {
+		inf += fmt.Sprintf(" Running sat at max_num_seqs (%.0f) too: a larger batch would carry more tokens per host-bound step.", s.v(sigMaxSeqs))
+	}
+	var apply func(*ReplicaConfig)
+	if len(applies) > 0 {
+		apply = func(rc *ReplicaConfig) {
+			for _, a := range applies {
+				a(rc)
+			}
+		}
+	}
+	return &Finding{Title: "host bound: the GPU waits for the host between steps", Evidence: evs, Inference: inf, Changes: changes, apply: apply}
+}
+
+// capSuggestion is the --max-num-seqs that concurrency-cap recommends, or
+// 0 when the cap is not what holds requests back: running pinned at it
+// while requests wait, with the KV cache and the steps to spare.
+func (s *Signals) capSuggestion() int {
+	n := s.v(sigMaxSeqs)
+	if !s.pinned() || !s.queued() || !(n > 0) || s.v(sigKVPeak) >= s.th.KVSpare || s.v(sigFill) >= s.th.FillHigh || s.computeSaturated() {
+		return 0
+	}
+	kvLimit := n * s.th.KVSpare / math.Max(s.v(sigKVPeak), 0.01)
+	fillLimit := n * s.th.FillHigh / math.Max(s.v(sigFill), 0.001)
+	want := math.Max(2*n, math.Ceil(1.25*(s.v(sigRunning)+s.v(sigWaiting))))
+	if suggest := int(math.Floor(math.Min(want, math.Min(kvLimit, fillLimit)))); suggest > int(n) {
+		return suggest
+	}
+	return 0
+}
+
+func concurrencyCap(s *Signals, _ *diagnosis) *Finding {
+	suggest := s.capSuggestion()
+	return &Finding{Title: "concurrency cap: running is pinned at --max-num-seqs with KV and compute to spare",
+		Evidence: s.evs(sigRunning, sigMaxSeqs, sigPinnedShare, sigWaitingShare, sigWaiting, sigKVPeak, sigFill, sigBusy),
+		Inference: fmt.Sprintf("Requests waited while %.0f ran, with the KV cache at most %s full and steps using %s of the token budget: "+
+			"the scheduler's sequence cap, not the hardware, limits the batch.", s.v(sigMaxSeqs), pct(s.v(sigKVPeak)), pct(s.v(sigFill))),
 		Changes: []Change{{Flag: "--max-num-seqs", Value: fmt.Sprint(suggest),
-			Why: fmt.Sprintf("from %d: the KV cache would stay under %.0f%% (linear in sequences) and steps under half the token budget", s.cfg.maxNumSeqs, 100*kvSpare)}},
+			Why: fmt.Sprintf("from %.0f: the KV cache would stay under %s (linear in sequences) and steps under half the token budget", s.v(sigMaxSeqs), pct(s.th.KVSpare))}},
 		apply: func(rc *ReplicaConfig) { rc.MaxNumSeqs = max(rc.MaxNumSeqs, suggest) }}
 }
 
-func underLoaded(s *signals, p promql) *Finding {
-	// A request caught between arrival and its first step is not a queue.
-	if s.waitingShare >= 0.1 || !(s.busy < busyLow) {
-		return nil
-	}
-	inf := fmt.Sprintf("Nothing waited and the executor idled %.0f%% of the time: the engine has capacity to spare, so throughput is set by the offered load or by the client.", 100*(1-s.busy))
+func underLoaded(s *Signals, _ *diagnosis) *Finding {
+	inf := fmt.Sprintf("Nothing waited and the GPU idled %s of the time: the engine has capacity to spare, so throughput is set by the offered load or by the client.", pct(1-s.v(sigBusy)))
 	if c := s.client; c != nil && c.Failed == 0 && c.Completed > 0 {
 		inf += fmt.Sprintf(" The client completed %d requests at %.2f/s without failures: it, not the server, set the pace.", c.Completed, c.RequestThroughput)
 	}
-	return &Finding{Severity: Info, Title: "under-loaded or client-bound: nothing waits and the executor is mostly idle",
-		Evidence: append([]Evidence{s.evBusy(p), s.evWaiting(p),
-			s.evRunning(p), s.evGen(p)}, s.evDCGM(p)...),
+	return &Finding{Title: "under-loaded or client-bound: nothing waits and the GPU is mostly idle",
+		Evidence:  append(s.evs(sigBusy, sigWaitingShare, sigRunning, sigGenRate), s.dcgmEvidence()...),
 		Inference: inf,
 		Changes:   []Change{{Why: "none needed; to use the capacity, send more load (or raise the client's concurrency), or run fewer replicas"}}}
 }
 
-func preemptionStorm(s *signals, p promql) *Finding {
-	if !(s.preemptRate > preemptStorm) {
-		return nil
-	}
+func preemptionStorm(s *Signals, _ *diagnosis) *Finding {
 	sev := Warning
-	if s.recomputeShare >= 0.3 {
+	if s.v(sigRecompute) >= s.th.RecomputeCritical {
 		sev = Critical
 	}
 	changes, apply := s.kvChanges(math.Max(1.5, s.kvFactor()))
-	if s.run.mean >= 2 {
-		changes = append(changes[:len(changes)-1], Change{Flag: "--max-num-seqs", Value: fmt.Sprint(int(s.run.mean * 0.75)),
+	if run := s.v(sigRunning); run >= 2 {
+		changes = append(changes[:len(changes)-1], Change{Flag: "--max-num-seqs", Value: fmt.Sprint(int(run * 0.75)),
 			Why: "alternatively, admit fewer sequences so that those admitted can finish"}, changes[len(changes)-1])
 	}
 	return &Finding{Severity: sev, Title: "preemption storm: the engine evicts running requests and recomputes them",
-		Evidence: []Evidence{ev("preemptions per second", s.preemptRate, "/s", p.rate(metricspec.NumPreemptions)),
-			ev("estimated share of computed tokens spent recomputing preempted requests", s.recomputeShare, "ratio",
-				"("+p.inc(metricspec.NumPreemptions)+" * ("+p.inc(metricspec.PromptTokens)+" + "+p.inc(metricspec.GenerationTokens)+" / 2) / "+p.inc(metricspec.RequestSuccess)+") / ("+
-					p.inc(metricspec.PromptTokens)+" - "+p.inc(metricspec.PromptTokensCached)+" + "+p.inc(metricspec.GenerationTokens)+")"),
-			s.evKV(p), s.evRunning(p)},
-		Inference: fmt.Sprintf("%.2f preemptions per second: decoding sequences outgrow the KV cache, so the scheduler evicts some and recomputes their whole context later (about %.0f%% of the computed tokens).",
-			s.preemptRate, 100*zeroNaN(s.recomputeShare)),
+		Evidence: s.evs(sigPreemptRate, sigRecompute, sigKV, sigRunning),
+		Inference: fmt.Sprintf("%.2f preemptions per second: decoding sequences outgrow the KV cache, so the scheduler evicts some and recomputes their whole context later (about %s of the computed tokens).",
+			s.v(sigPreemptRate), pct(zeroNaN(s.v(sigRecompute)))),
 		Changes: changes, apply: apply}
+}
+
+// dcgmEvidence is DCGM's other activities, when it is there.
+func (s *Signals) dcgmEvidence() []Evidence {
+	if math.IsNaN(s.v(sigDCGMSM)) {
+		return nil
+	}
+	return s.evs(sigDCGMSM, sigDCGMTensor, sigDCGMDRAM)
+}
+
+// conflict says where two readings of utilisation disagree: the one
+// measured (glassbox's or DCGM's) and vLLM's estimate (steps per second ×
+// step time), unless the host's share of each step explains it (the
+// estimate counts host time; the host-bound finding says so).
+func (s *Signals) conflict() string {
+	src := s.src(sigBusy)
+	if (src != srcGlassbox && src != srcDCGM) || s.hostBound() {
+		return ""
+	}
+	if est := s.v(sigBusyEstimate); !math.IsNaN(est) && math.Abs(est-s.v(sigBusy)) > s.th.ConflictGap {
+		return fmt.Sprintf(" The readings conflict: %s says the GPU was busy %s of the time, vLLM's steps × their latency %s; trust the measurement, and suspect the step latency (a frontend that falls behind stretches it).",
+			src, pct(s.v(sigBusy)), pct(est))
+	}
+	return ""
+}
+
+// hostDuration is the simulator's per-step host time, for a replay.
+func (c targetConfig) hostDuration() time.Duration {
+	return time.Duration(c.hostOverhead * float64(time.Second))
 }

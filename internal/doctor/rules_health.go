@@ -13,25 +13,37 @@ func requiredFamilies() []string {
 	return []string{metricspec.NumRequestsRunning, metricspec.NumRequestsWaiting, metricspec.KVCacheUsagePerc, metricspec.GenerationTokens, metricspec.RequestSuccess, metricspec.TimeToFirstToken}
 }
 
-// metricsStale reports scrape problems: readings that failed or found the
-// target down, families that never appeared, and counters that stopped
-// while requests were running.
-func metricsStale(s *signals, p promql) *Finding {
-	w := s.w
+// absentFamilies are the required families the window never saw.
+func absentFamilies(w *Window) []string {
 	var absent []string
 	for _, f := range requiredFamilies() {
 		if !w.Present[f] && !w.Has(f) && !w.Has(f+"_count") {
 			absent = append(absent, f)
 		}
 	}
-	stalled := s.run.mean >= 1 && w.Increase(metricspec.GenerationTokens) == 0 && (!s.glassbox || w.Increase(metricspec.EngineSteps) == 0)
+	return absent
+}
+
+// stalled: requests ran but no token was generated (and, with glassbox's
+// series, no step was run).
+func (s *Signals) stalled() bool {
+	w := s.w
+	glassbox := w.Has(metricspec.EngineSteps)
+	return s.v(sigRunning) >= 1 && w.Increase(metricspec.GenerationTokens) == 0 && (!glassbox || w.Increase(metricspec.EngineSteps) == 0)
+}
+
+func stale(s *Signals) bool { return s.w.Missed > 0 || len(absentFamilies(s.w)) > 0 || s.stalled() }
+
+// metricsStale reports scrape problems: readings that failed or found the
+// target down, families that never appeared, and counters that stopped
+// while requests were running.
+func metricsStale(s *Signals, _ *diagnosis) *Finding {
+	w, p := s.w, s.p
+	absent, stalled := absentFamilies(w), s.stalled()
 	total := len(w.Snapshots) + w.Missed
 	missedShare := float64(w.Missed) / float64(max(total, 1))
-	if w.Missed == 0 && len(absent) == 0 && !stalled {
-		return nil
-	}
 	sev := Warning
-	if stalled || missedShare >= staleShare {
+	if stalled || missedShare >= s.th.StaleShare {
 		sev = Critical
 	}
 	evs := []Evidence{ev("share of readings that failed or found the target down", missedShare, "ratio", "1 - avg_over_time(min("+p.s(mUp)+")["+p.window+":"+p.step+"])")}
@@ -44,8 +56,8 @@ func metricsStale(s *signals, p promql) *Finding {
 		evs = append(evs, ev("required families absent", float64(len(absent)), "", "absent("+p.s(absent[0])+")"))
 	}
 	if stalled {
-		parts = append(parts, fmt.Sprintf("%.1f requests were running on average but no token was generated", s.run.mean))
-		evs = append(evs, s.evRunning(p), s.evGen(p))
+		parts = append(parts, fmt.Sprintf("%.1f requests were running on average but no token was generated", s.v(sigRunning)))
+		evs = append(evs, s.evs(sigRunning, sigGenRate)...)
 	}
 	return &Finding{Severity: sev, Title: "metrics missing or stale: the window is incomplete",
 		Evidence:  evs,
@@ -57,11 +69,12 @@ func metricsStale(s *signals, p promql) *Finding {
 // singleReading is the report of a window of one reading: gauges say
 // what the target is doing now; counters and histograms need two readings
 // to say anything about rates, latencies or trends.
-func singleReading(s *signals, p promql) Finding {
-	evs := []Evidence{ev("requests running", s.run.mean, "", p.s(metricspec.NumRequestsRunning)),
-		ev("requests waiting", s.wait.mean, "", p.s(metricspec.NumRequestsWaiting)),
-		ev("KV-cache usage", s.kvs.mean, "ratio", p.s(metricspec.KVCacheUsagePerc))}
-	if c := s.kvMaxConcurrency(); c > 0 {
+func singleReading(s *Signals) Finding {
+	p := s.p
+	evs := []Evidence{ev("requests running", s.v(sigRunning), "", p.s(metricspec.NumRequestsRunning)),
+		ev("requests waiting", s.v(sigWaiting), "", p.s(metricspec.NumRequestsWaiting)),
+		ev("KV-cache usage", s.v(sigKV), "ratio", p.s(metricspec.KVCacheUsagePerc))}
+	if c := s.cfg.kvMaxConcurrency; c > 0 {
 		evs = append(evs, ev("kv_cache_max_concurrency", c, "", p.info(metricspec.CacheConfigInfo)))
 	}
 	return Finding{Name: "single-reading", Severity: Info, Sources: []string{string(srcVLLM)}, Confidence: "low",

@@ -35,6 +35,26 @@ func ruleCases() []ruleCase {
 		{"queue but idle executor", "compute-bound", false, func(l *load) { computeBound(l); l.busy = 0.4 }},
 		{"busy, queue, kv full", "compute-bound", false, func(l *load) { computeBound(l); l.kv = constant(0.97) }},
 
+		{"kv full and compute saturated", "compute-and-kv-bound", true, func(l *load) { computeBound(l); l.kv = constant(0.97) }},
+		{"kv full and compute saturated: not kv-capacity-bound alone", "kv-capacity-bound", false, func(l *load) { computeBound(l); l.kv = constant(0.97) }},
+		{"compute saturated, kv room", "compute-and-kv-bound", false, computeBound},
+		{"kv full, steps small", "compute-and-kv-bound", false, kvBound},
+		{"long prompts do not fit the free blocks at 60% usage", "kv-capacity-bound", true, func(l *load) {
+			l.kv, l.waiting, l.running, l.prompt, l.busy = constant(0.6), constant(5), constant(1), 20000, 0.7
+		}},
+		{"short prompts fit the free blocks at 60% usage", "kv-capacity-bound", false, func(l *load) {
+			l.kv, l.waiting, l.running, l.busy = constant(0.6), constant(5), constant(1), 0.7
+		}},
+
+		{"the GPU waits for the host through most of each step", "host-bound", true, func(l *load) {
+			l.busy, l.host, l.running, l.waiting = 0.2, 0.78, constant(256), constant(20)
+		}},
+		{"the host takes a tenth of each step", "host-bound", false, func(l *load) { l.busy, l.host = 0.85, 0.1 }},
+		{"host-heavy steps on an idle engine", "host-bound", false, func(l *load) { l.busy, l.host = 0.1, 0.2 }},
+		{"vLLM + DCGM: the GPU idles while vLLM's steps run back to back", "host-bound", true, func(l *load) {
+			l.busy, l.host, l.running, l.waiting, l.vllm, l.dcgm, l.steps = 0.2, 0.78, constant(256), constant(20), true, 0.2, 160
+		}},
+
 		{"pinned at max_num_seqs with room", "concurrency-cap", true, capped},
 		{"below the cap", "concurrency-cap", false, func(l *load) { capped(l); l.maxSeqs = 16 }},
 		{"pinned but kv full", "concurrency-cap", false, func(l *load) { capped(l); l.kv = constant(0.85) }},

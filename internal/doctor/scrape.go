@@ -134,13 +134,21 @@ func reduce(sc *promtext.Scrape, now time.Time, w *Window) *Snapshot {
 		}
 		if v, ok := get(spec.family, want); ok {
 			snap.Values[spec.key] = v
+		} else if a := aliasOf(spec.family); a != "" {
+			if v, ok := get(a, want); ok {
+				snap.Values[spec.key] = v
+			}
 		}
 	}
 	if gpus := sc.Series(metricspec.DCGMGREngineActive); len(gpus) > 0 {
 		w.Info[infoDCGM] = map[string]string{"modelName": gpus[0].Labels["modelName"]}
 	}
 	for _, h := range quantileFamilies() {
-		if b := sc.Buckets(h, nil); b != nil {
+		b := sc.Buckets(h, nil)
+		if a := aliasOf(h); b == nil && a != "" {
+			b = sc.Buckets(a, nil)
+		}
+		if b != nil {
 			snap.Buckets[h] = b
 		}
 	}

@@ -1,167 +1,333 @@
 package doctor
 
 import (
+	"fmt"
 	"math"
-	"strconv"
-
-	"github.com/glassbox-llm/glassbox/internal/metricspec"
+	"time"
 )
 
-// signals are the numbers the rules reason over, derived once from a
-// window. A NaN means the window could not say (no data, or a vLLM target
-// without glassbox's series).
-type signals struct {
-	w        *Window
-	client   *ClientView
-	seconds  float64
-	glassbox bool // the target exports glassbox_* series (utilisation, scheduler config)
+// The signal registry: every number the doctor reasons with is defined
+// once (signalDefs), with how it is computed over a window and over each
+// interval between two readings, the PromQL that reproduces it, and, where
+// a target can offer it from more than one place, its sources in order of
+// preference. Rules, evidence, provenance, the three answers and the live
+// page's charts all read signals from here; none derives its own.
 
-	running, waiting, kv []Point
-	run, wait, kvs       stats
-	waitingShare         float64 // share of readings with a request waiting
-	kvHighShare          float64 // share of readings at or above the 0.9 watermark
-
-	busy      float64 // executor utilisation: busy seconds per second (or its stand-in, busySrc)
-	busySrc   source
-	stepFill  float64 // computed tokens per step / max_num_batched_tokens
-	tokPerStp float64
-	budgetSrc source // where max_num_batched_tokens came from
-	seqsSrc   source // where max_num_seqs came from
-	mfu, mbu  float64
-	peakSrc   source // where the GPU's peak FLOP/s and bandwidth came from
-	gpu       string // the hardware profile behind them, when known
-
-	dcgmSM, dcgmTensor, dcgmDRAM float64 // DCGM's means over the window, NaN without DCGM
-
-	genRate, promptRate, preemptRate float64
-	finished, aborts                 float64
-	abortShare                       float64
-	queueShare, prefillShare         float64 // of e2e time; of inference (prefill + decode) time
-	hitRate                          float64
-	prefillStarted                   float64 // requests through prefill (count of the prefill-time histogram)
-	recomputeShare                   float64 // estimated share of computed tokens spent recomputing preempted requests
-	meanPrompt, meanGen              float64 // tokens per finished request
-	arrivalRate                      float64 // requests/s arriving, finished plus the change in those in the engine
-
-	ttftP50, ttftP90, itlP50, itlP90, e2eP99 float64
-
-	cfg targetConfig
+// Signal is one resolved number of a window.
+type Signal struct {
+	Name   string
+	What   string // what it is, for evidence
+	Unit   string // ratio, s, tokens/s, … ("" for a count)
+	Value  float64
+	Source source
+	PromQL string
 }
 
-// targetConfig is the target's configuration from its info series; zero
-// where unknown.
-type targetConfig struct {
-	maxNumSeqs, maxBatchedTokens, maxModelLen int
-	blockSize, numBlocks, kvBytes             int
-	prefixCaching                             *bool
-	gpuMemUtil                                float64
-	hardware, model                           string
-	tensorParallel                            int
+// signalDef is one row of the registry.
+type signalDef struct {
+	name string
+	unit string
+	// alts are the ways to compute it, in order of preference: the first
+	// that gives a number over the window is the signal's source.
+	alts []signalAlt
+	// constant signals (the target's configuration) have the window's
+	// value in every interval.
+	constant bool
 }
 
-func readConfig(w *Window) targetConfig {
-	atoi := func(f, k string) int {
-		n, _ := strconv.Atoi(w.Info[f][k])
-		return n
-	}
-	c := targetConfig{
-		maxNumSeqs: atoi(metricspec.SchedulerConfigInfo, "max_num_seqs"), maxBatchedTokens: atoi(metricspec.SchedulerConfigInfo, "max_num_batched_tokens"),
-		maxModelLen: atoi(metricspec.SchedulerConfigInfo, "max_model_len"), blockSize: atoi(metricspec.CacheConfigInfo, "block_size"),
-		numBlocks: atoi(metricspec.CacheConfigInfo, "num_gpu_blocks"), kvBytes: atoi(metricspec.CacheConfigInfo, "kv_cache_memory_bytes"),
-		hardware: w.Info[metricspec.ExecutorInfo]["hardware"], model: w.Info[metricspec.ExecutorInfo]["model"], tensorParallel: atoi(metricspec.ExecutorInfo, "tensor_parallel_size"),
-	}
-	c.gpuMemUtil, _ = strconv.ParseFloat(w.Info[metricspec.CacheConfigInfo]["gpu_memory_utilization"], 64)
-	switch w.Info[metricspec.CacheConfigInfo]["enable_prefix_caching"] {
-	case "True", "true":
-		t := true
-		c.prefixCaching = &t
-	case "False", "false":
-		f := false
-		c.prefixCaching = &f
-	}
-	return c
+// signalAlt is one way to compute a signal.
+type signalAlt struct {
+	src    source
+	what   string
+	value  func(v *view) float64
+	promql func(p promql, s *Signals) string // nil: no PromQL (a configuration value, a fit)
 }
 
-// derive computes the signals of a window.
-func derive(w *Window) *signals {
-	s := &signals{w: w, seconds: w.Duration().Seconds(), cfg: readConfig(w), busySrc: srcNone, budgetSrc: srcNone, seqsSrc: srcNone, peakSrc: srcNone}
-	s.glassbox = w.Has(metricspec.ExecutorBusySeconds)
-	s.running, s.waiting, s.kv = w.Gauge(metricspec.NumRequestsRunning), w.Gauge(metricspec.NumRequestsWaiting), w.Gauge(metricspec.KVCacheUsagePerc)
-	s.run, s.wait, s.kvs = summarise(s.running), summarise(s.waiting), summarise(s.kv)
-	s.waitingShare = fraction(s.waiting, func(v float64) bool { return v >= 1 })
-	s.kvHighShare = fraction(s.kv, func(v float64) bool { return v >= kvWatermark })
+// Signals are a window's resolved signals.
+type Signals struct {
+	w       *Window
+	th      Thresholds
+	cfg     targetConfig
+	client  *ClientView
+	seconds float64
+	vals    map[string]*Signal
+	alt     map[string]int // the chosen alternative of each signal
+	p       promql
+}
 
-	per := func(key string) float64 {
-		if s.seconds <= 0 || !w.Has(key) {
-			return math.NaN()
+// evaluate resolves every signal of the registry over w, in the
+// registry's order: a definition may read the signals above it.
+func evaluate(w *Window, th Thresholds) *Signals {
+	s := &Signals{w: w, th: th, cfg: readConfig(w), seconds: w.Duration().Seconds(),
+		vals: map[string]*Signal{}, alt: map[string]int{}, p: newPromQL(w, medianStep(w))}
+	v := &view{w: w, s: s}
+	for _, d := range signalDefs() {
+		sig := &Signal{Name: d.name, Unit: d.unit, Value: math.NaN()}
+		chosen := len(d.alts) - 1
+		for i, a := range d.alts {
+			if x := a.value(v); !math.IsNaN(x) {
+				sig.Value, chosen = x, i
+				break
+			}
 		}
-		return w.Increase(key) / s.seconds
-	}
-	ratio := func(a, b float64) float64 {
-		if b > 0 {
-			return a / b
+		a := d.alts[chosen]
+		sig.What = a.what
+		if !math.IsNaN(sig.Value) {
+			sig.Source = a.src
 		}
-		return math.NaN()
+		if a.promql != nil && !math.IsNaN(sig.Value) {
+			sig.PromQL = a.promql(s.p, s)
+		}
+		s.vals[d.name], s.alt[d.name] = sig, chosen
 	}
-	s.genRate, s.promptRate, s.preemptRate = per(metricspec.GenerationTokens), per(metricspec.PromptTokens), per(metricspec.NumPreemptions)
-	s.finished, s.aborts = w.Increase(metricspec.RequestSuccess), w.Increase(keyAborts)
-	s.abortShare = ratio(s.aborts, s.finished)
-	s.queueShare = ratio(w.Increase(metricspec.RequestQueueTime+"_sum"), w.Increase(metricspec.E2ERequestLatency+"_sum"))
-	s.prefillShare = ratio(w.Increase(metricspec.RequestPrefillTime+"_sum"), w.Increase(metricspec.RequestPrefillTime+"_sum")+w.Increase(metricspec.RequestDecodeTime+"_sum"))
-	s.prefillStarted = w.Increase(metricspec.RequestPrefillTime + "_count")
-	s.hitRate = ratio(w.Increase(metricspec.PrefixCacheHits), w.Increase(metricspec.PrefixCacheQueries))
-	gen, prompt, cached := w.Increase(metricspec.GenerationTokens), w.Increase(metricspec.PromptTokens), w.Increase(metricspec.PromptTokensCached)
-	// Per-request lengths: prompt tokens are counted once, at a request's
-	// first token, as is TTFT; generated tokens per finished request come
-	// from the histogram observed at finish. Either way requests still
-	// running at the window's edges do not skew them.
-	s.meanPrompt = ratio(prompt, w.Increase(metricspec.TimeToFirstToken+"_count"))
-	s.meanGen = ratio(w.Increase(metricspec.RequestGenerationTokens+"_sum"), w.Increase(metricspec.RequestGenerationTokens+"_count"))
-	s.tokPerStp = ratio(w.Increase(metricspec.IterationTokens+"_sum"), w.Increase(metricspec.IterationTokens+"_count"))
-	if math.IsNaN(s.tokPerStp) {
-		s.tokPerStp = ratio(prompt-cached+gen, w.Increase(metricspec.EngineSteps))
-	}
-	// A preempted request recomputes what it had: on average its prompt
-	// and half its output.
-	waste := w.Increase(metricspec.NumPreemptions) * (zeroNaN(s.meanPrompt) + zeroNaN(s.meanGen)/2)
-	s.recomputeShare = ratio(waste, prompt-cached+gen+waste)
-	s.arrivalRate = math.NaN()
-	if len(s.running) >= 2 && len(s.waiting) >= 2 && s.seconds > 0 {
-		inFlight := func(i int) float64 { return s.running[i].V + s.waiting[i].V }
-		s.arrivalRate = max(0, (s.finished+inFlight(len(s.running)-1)-inFlight(0))/s.seconds)
-	}
-	s.ttftP50, s.ttftP90 = w.Quantile(0.5, metricspec.TimeToFirstToken), w.Quantile(0.9, metricspec.TimeToFirstToken)
-	s.itlP50, s.itlP90 = w.Quantile(0.5, metricspec.InterTokenLatency), w.Quantile(0.9, metricspec.InterTokenLatency)
-	s.e2eP99 = w.Quantile(0.99, metricspec.E2ERequestLatency)
-	s.resolveHardware(per)
-	s.resolveBusy(per)
-	s.resolveLimits()
 	return s
 }
 
-// Thresholds of the rules; docs/doctor.md's rule table quotes them.
-const (
-	kvWatermark       = 0.9  // vLLM's preemption line, and the KV alert's
-	kvSpare           = 0.8  // below it the KV cache has room
-	busyHigh          = 0.9  // the executor is busy nearly all the time
-	busyLow           = 0.5  // the executor idles half the time
-	fillHigh          = 0.5  // steps carry at least half the token budget
-	fillLow           = 0.25 // steps this empty leave compute to spare
-	waitingPersistent = 0.5  // share of readings with a request waiting
-	preemptStorm      = 0.5  // preemptions per second, as the alert
-	queueDominates    = 0.5  // share of e2e time spent queued, as the alert
-	abortHigh         = 0.1  // share of finished requests aborted, as the alert
-	minAborts         = 3    // fewer aborts are anecdotes
-	prefillDominates  = 0.5  // share of inference time in prefill
-	trendRise         = 1.5  // last third over first third
-	holdShare         = 0.8  // generation throughput of the last third over the first
-	itlGrowth         = 1.5  // ITL at the widest batch over the narrowest
-	minCorrelation    = 0.6  // of ITL with batch width
-	promptHeavy       = 2.0  // prompt tokens per generated token
-	promptDominated   = 10.0 // computed prompt tokens per generated token that make prefill the work
-	hitIneffective    = 0.3  // prefix cache hit rate below which caching helps little
-	hitShared         = 0.05 // a hit rate this high shows prompts do share prefixes
-	pinnedShare       = 0.7  // share of readings with running at max_num_seqs
-	staleShare        = 0.25 // share of missed readings that makes the target down, not flaky
-	minReadings       = 3    // a window needs this many readings for a trend
-)
+// v is a signal's value over the window; NaN when the window cannot say.
+func (s *Signals) v(name string) float64 { return s.get(name).Value }
+
+// src is where a signal came from.
+func (s *Signals) src(name string) source { return s.get(name).Source }
+
+func (s *Signals) get(name string) *Signal {
+	sig, ok := s.vals[name]
+	if !ok {
+		panic("BUG: doctor: signal " + name + " read before it is defined (or not defined)")
+	}
+	return sig
+}
+
+// Signal returns a resolved signal by name.
+func (s *Signals) Signal(name string) Signal { return *s.get(name) }
+
+// ev is a signal as evidence.
+func (s *Signals) ev(name string) Evidence {
+	sig := s.get(name)
+	e := ev(sig.What, sig.Value, sig.Unit, sig.PromQL)
+	if sig.Source != srcNone && sig.Source != srcVLLM {
+		e.What += " (" + string(sig.Source) + ")"
+	}
+	return e
+}
+
+// evs lists signals as evidence.
+func (s *Signals) evs(names ...string) []Evidence {
+	out := make([]Evidence, 0, len(names))
+	for _, n := range names {
+		out = append(out, s.ev(n))
+	}
+	return out
+}
+
+// IntervalSeries are signals evaluated over each interval between two
+// consecutive readings, stamped at the interval's end: what the live page
+// charts.
+type IntervalSeries struct {
+	T  []time.Time
+	DT []float64 // the interval's length, seconds
+	V  map[string][]float64
+}
+
+// Intervals evaluates the named signals over every interval ending after
+// since, each with the source the window chose for it, so that a chart
+// and the diagnosis read the same thing.
+func (s *Signals) Intervals(since time.Time, names ...string) *IntervalSeries {
+	out := &IntervalSeries{V: map[string][]float64{}}
+	defs := map[string]signalDef{}
+	for _, d := range signalDefs() {
+		defs[d.name] = d
+	}
+	for _, n := range names {
+		if _, ok := defs[n]; !ok {
+			panic("BUG: doctor: no signal " + n)
+		}
+	}
+	snaps := s.w.Snapshots
+	for i := 1; i < len(snaps); i++ {
+		a, b := snaps[i-1], snaps[i]
+		if !b.T.After(since) {
+			continue
+		}
+		sub := *s.w
+		sub.Snapshots = []Snapshot{a, b}
+		v := &view{w: &sub, s: s, interval: true, defs: defs, memo: map[string]float64{}}
+		out.T = append(out.T, b.T)
+		out.DT = append(out.DT, b.T.Sub(a.T).Seconds())
+		for _, n := range names {
+			out.V[n] = append(out.V[n], v.sig(n))
+		}
+	}
+	return out
+}
+
+// view is what a signal's definition computes over: the whole window, or
+// one interval's two readings. Gauges over an interval are its end's
+// reading; counters, its increase.
+type view struct {
+	w        *Window
+	s        *Signals
+	interval bool
+	defs     map[string]signalDef
+	memo     map[string]float64
+}
+
+// sig is another signal's value: the window's, or over this interval.
+func (v *view) sig(name string) float64 {
+	if !v.interval {
+		return v.s.v(name)
+	}
+	if x, ok := v.memo[name]; ok {
+		return x
+	}
+	d, ok := v.defs[name]
+	if !ok {
+		panic("BUG: doctor: no signal " + name)
+	}
+	x := v.s.v(name)
+	if !d.constant {
+		x = d.alts[v.s.alt[name]].value(v)
+	}
+	v.memo[name] = x
+	return x
+}
+
+func (v *view) th() Thresholds     { return v.s.th }
+func (v *view) cfg() *targetConfig { return &v.s.cfg }
+
+func (v *view) seconds() float64 {
+	if d := v.w.Duration().Seconds(); d > 0 {
+		return d
+	}
+	return math.NaN()
+}
+
+// inc is a counter's increase; NaN when no reading has it.
+func (v *view) inc(key string) float64 {
+	if !v.w.Has(key) {
+		return math.NaN()
+	}
+	return v.w.Increase(key)
+}
+
+func (v *view) rate(key string) float64 { return v.inc(key) / v.seconds() }
+
+// points are a gauge's readings: every one over the window, the end's
+// over an interval.
+func (v *view) points(key string) []Point {
+	ps := v.w.Gauge(key)
+	if v.interval && len(ps) > 0 {
+		return ps[len(ps)-1:]
+	}
+	return ps
+}
+
+func (v *view) mean(key string) float64 {
+	ps := v.points(key)
+	if len(ps) == 0 {
+		return math.NaN()
+	}
+	return summarise(ps).mean
+}
+
+func (v *view) peak(key string) float64 {
+	ps := v.points(key)
+	if len(ps) == 0 {
+		return math.NaN()
+	}
+	return summarise(ps).max
+}
+
+func (v *view) median(key string) float64 {
+	return median(v.points(key))
+}
+
+// share is the fraction of readings for which keep holds; NaN without
+// readings.
+func (v *view) share(key string, keep func(float64) bool) float64 {
+	ps := v.points(key)
+	if len(ps) == 0 {
+		return math.NaN()
+	}
+	return fraction(ps, keep)
+}
+
+// shareAt is the fraction of readings (those of key) for which keep holds,
+// given each reading's snapshot.
+func (v *view) shareAt(key string, keep func(Snapshot) bool) float64 {
+	snaps := v.w.Snapshots
+	if v.interval && len(snaps) > 0 {
+		snaps = snaps[len(snaps)-1:]
+	}
+	n, k := 0, 0
+	for _, sn := range snaps {
+		if _, ok := sn.Values[key]; !ok {
+			continue
+		}
+		n++
+		if keep(sn) {
+			k++
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return float64(k) / float64(n)
+}
+
+func (v *view) quantile(q float64, family string) float64 { return v.w.Quantile(q, family) }
+
+// ratio is a/b, NaN unless b > 0.
+func ratio(a, b float64) float64 {
+	if b > 0 {
+		return a / b
+	}
+	return math.NaN()
+}
+
+// positive is x when above zero, else NaN: a configuration value that is
+// unknown when zero.
+func positive(x float64) float64 {
+	if x > 0 {
+		return x
+	}
+	return math.NaN()
+}
+
+// Names of the signals, as the registry defines them.
+func signalNames() []string {
+	var out []string
+	for _, d := range signalDefs() {
+		out = append(out, d.name)
+	}
+	return out
+}
+
+// checkRegistry reports a definition given twice or without a way to
+// compute it or a description. (One that reads a signal defined below it
+// panics as the window is evaluated.) Tests call it.
+func checkRegistry() error {
+	seen := map[string]bool{}
+	for _, d := range signalDefs() {
+		if seen[d.name] {
+			return fmt.Errorf("signal %s defined twice", d.name)
+		}
+		seen[d.name] = true
+		if len(d.alts) == 0 {
+			return fmt.Errorf("signal %s has no way to compute it", d.name)
+		}
+		for _, a := range d.alts {
+			if a.what == "" {
+				return fmt.Errorf("signal %s (%s) says not what it is", d.name, a.src)
+			}
+		}
+	}
+	return nil
+}
+
+// Evaluate resolves a window's signals with the default thresholds: what
+// the live page charts.
+func Evaluate(w *Window) *Signals { return evaluate(w, DefaultThresholds()) }
+
+// SourceOf is where a resolved signal came from ("" when the window could
+// not say).
+func (s *Signals) SourceOf(name string) string { return string(s.src(name)) }

@@ -133,7 +133,7 @@ func fakePrometheus(t *testing.T, w *Window, matchers string) *httptest.Server {
 		for _, ps := range byLE {
 			out = append(out, *ps)
 		}
-		answers[fmt.Sprintf("sum by (le) (%s)", sel(f+"_bucket", matchers))] = out
+		answers[bucketQuery(f, matchers)] = out
 	}
 	for f, labels := range w.Info {
 		m := map[string]string{"__name__": f}

@@ -3,6 +3,7 @@ package doctor
 import (
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
@@ -15,6 +16,7 @@ type load struct {
 	n                                int // readings, one second apart
 	running, waiting, kv             func(i int) float64
 	busy, steps, gen, prompt, cached float64
+	host                             float64 // host seconds per second within steps
 	preempt, success, aborts         float64
 	queries, hits                    float64
 	queue, prefill, decode           float64 // per request
@@ -75,7 +77,7 @@ func (l load) window() *Window {
 			if l.genRate != nil {
 				gen = l.genRate(i)
 			}
-			add := map[string]float64{metricspec.ExecutorBusySeconds: l.busy, metricspec.EngineSteps: l.steps, metricspec.GenerationTokens: gen, metricspec.PromptTokens: l.prompt, metricspec.PromptTokensCached: l.cached,
+			add := map[string]float64{metricspec.ExecutorBusySeconds: l.busy, metricspec.EngineHostSeconds: l.host, metricspec.EngineSteps: l.steps, metricspec.GenerationTokens: gen, metricspec.PromptTokens: l.prompt, metricspec.PromptTokensCached: l.cached,
 				metricspec.NumPreemptions: l.preempt, metricspec.RequestSuccess: l.success, keyAborts: l.aborts, metricspec.PrefixCacheQueries: l.queries, metricspec.PrefixCacheHits: l.hits}
 			for k, v := range add {
 				cum[k] += v
@@ -90,6 +92,7 @@ func (l load) window() *Window {
 			observe(metricspec.InterTokenLatency, gen, l.itl(i))
 			if l.steps > 0 {
 				observe(metricspec.IterationTokens, l.steps, (l.prompt-l.cached+gen)/l.steps)
+				observe(metricspec.EngineStepDuration, l.steps, (l.busy+l.host)/l.steps)
 			}
 		}
 		s := Snapshot{T: t0.Add(time.Duration(i) * time.Second), Values: map[string]float64{}, Buckets: map[string]map[float64]float64{}}
@@ -100,8 +103,11 @@ func (l load) window() *Window {
 			}
 		}
 		if l.vllm {
-			delete(s.Values, metricspec.ExecutorBusySeconds)
-			delete(s.Values, metricspec.EngineSteps)
+			for k := range s.Values {
+				if strings.HasPrefix(k, "glassbox_") {
+					delete(s.Values, k)
+				}
+			}
 		}
 		for _, f := range dcgmActivities {
 			delete(s.Values, f)

@@ -13,11 +13,23 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "glassbox doctor: %s target %s via %s %s\n", r.Engine, r.Selector, r.Source, r.Target)
 	fmt.Fprintf(&b, "window: %s → %s (%s), %d readings, %d missed\n",
 		r.Start.Format("15:04:05"), r.End.Format("15:04:05"), r.End.Sub(r.Start).Round(1e8), r.Readings, r.Missed)
+	if q := r.Questions; q != nil {
+		b.WriteString("\n")
+		q.writeText(&b)
+	}
 	if len(r.Findings) == 0 && r.Fleet == nil {
 		b.WriteString("\nno findings: nothing in the window points at a bottleneck\n")
 	}
 	for i, f := range r.Findings {
-		fmt.Fprintf(&b, "\n%d. [%s] %s — %s\n", i+1, strings.ToUpper(f.Severity.String()), f.Name, f.Title)
+		answers := ""
+		if len(f.Answers) > 0 {
+			var qs []string
+			for _, a := range f.Answers {
+				qs = append(qs, string(a))
+			}
+			answers = " (answers: " + strings.Join(qs, ", ") + ")"
+		}
+		fmt.Fprintf(&b, "\n%d. [%s] %s — %s%s\n", i+1, strings.ToUpper(f.Severity.String()), f.Name, f.Title, answers)
 		for _, e := range f.Evidence {
 			fmt.Fprintf(&b, "     %-58s %s\n", e.What, e.Text())
 			if e.PromQL != "" {

@@ -22,6 +22,12 @@ type ReplicaConfig struct {
 	BlockSize           int
 	NumBlocks           int // KV-cache blocks; the starter turns them into --kv-cache-memory-bytes
 	PrefixCaching       bool
+	HostOverhead        time.Duration // the simulator's per-step host time (--sim-host-overhead)
+	AsyncScheduling     bool
+	// Replicas is how many replicas share the load; the replay runs one of
+	// them at its share of the arrival rate (a router that balances
+	// evenly). 0 and 1 are one.
+	Replicas int
 }
 
 // Replay runs load against a simulated replica configured as rc and
@@ -79,7 +85,7 @@ type ReplayRun struct {
 
 // verify replays the window's load against the current configuration and
 // the recommended one.
-func verify(ctx context.Context, cfg VerifyConfig, s *signals, findings []Finding) *Verification {
+func verify(ctx context.Context, cfg VerifyConfig, s *Signals, findings []Finding) *Verification {
 	v := &Verification{}
 	cur, err := currentReplica(s)
 	if err != nil {
@@ -113,14 +119,14 @@ func verify(ctx context.Context, cfg VerifyConfig, s *signals, findings []Findin
 }
 
 // currentReplica reads the target's configuration from its info series.
-func currentReplica(s *signals) (ReplicaConfig, error) {
+func currentReplica(s *Signals) (ReplicaConfig, error) {
 	c := s.cfg
 	switch exec := s.w.Info[metricspec.ExecutorInfo]["executor"]; exec {
 	case "sim":
 	case "":
 		gpu := "hardware it does not name"
-		if s.gpu != "" {
-			gpu = "a " + s.gpu
+		if _, _, _, name := peaks(s.w, c.hardware); name != "" {
+			gpu = "a " + name
 		}
 		return ReplicaConfig{}, fmt.Errorf("verify replays on glassbox's simulated GPU, which it can configure only from glassbox's own series; this vLLM target runs on %s, and a replay would be as faithful as that profile at best: glassbox simulate --sim-hardware with the target's vllm serve flags runs the experiment instead", gpu)
 	default:
@@ -131,16 +137,17 @@ func currentReplica(s *signals) (ReplicaConfig, error) {
 	}
 	return ReplicaConfig{Hardware: c.hardware, Model: c.model, TensorParallel: max(1, c.tensorParallel),
 		MaxNumSeqs: c.maxNumSeqs, MaxNumBatchedTokens: c.maxBatchedTokens, MaxModelLen: c.maxModelLen,
-		BlockSize: c.blockSize, NumBlocks: c.numBlocks, PrefixCaching: *c.prefixCaching}, nil
+		BlockSize: c.blockSize, NumBlocks: c.numBlocks, PrefixCaching: *c.prefixCaching,
+		HostOverhead: c.hostDuration(), AsyncScheduling: c.asyncScheduling, Replicas: 1}, nil
 }
 
 // estimateLoad takes the arrival rate and mean lengths from the counters.
-func estimateLoad(s *signals, send time.Duration) ReplayLoad {
-	rate := s.arrivalRate
-	if !(rate > 0) && s.seconds > 0 {
-		rate = s.finished / s.seconds
+func estimateLoad(s *Signals, send time.Duration) ReplayLoad {
+	rate := s.v(sigArrivalRate)
+	if !(rate > 0) {
+		rate = s.v(sigFinishRate)
 	}
-	in, out := int(math.Round(zeroNaN(s.meanPrompt))), int(math.Round(zeroNaN(s.meanGen)))
+	in, out := int(math.Round(zeroNaN(s.v(sigPromptMean)))), int(math.Round(zeroNaN(s.v(sigGenMean))))
 	if lim := s.cfg.maxModelLen; lim > 0 && in+out > lim {
 		in = max(1, lim-out) // a mean over a window can exceed what one request may hold
 	}

@@ -68,11 +68,13 @@ type Page struct {
 
 // instance is one target's history and latest findings.
 type instance struct {
-	target   Target
-	window   *doctor.Window
-	findings []doctor.Finding
-	problem  string // the last reading's error, if it failed
-	reads    int
+	target    Target
+	window    *doctor.Window
+	findings  []doctor.Finding
+	questions *doctor.Questions
+	signals   *doctor.Signals // the history's, for the charts
+	problem   string          // the last reading's error, if it failed
+	reads     int
 }
 
 // New makes a page; Run samples its targets.
@@ -134,7 +136,9 @@ func (p *Page) Sample(ctx context.Context) {
 			in.reads++
 			in.window.Add(now, sc)
 			in.trim(now.Add(-p.cfg.History))
-			in.findings = p.diagnose(in, now)
+			rep := p.diagnose(in, now)
+			in.findings, in.questions = rep.Findings, rep.Questions
+			in.signals = doctor.Evaluate(in.window)
 		}
 		p.mu.Unlock()
 	}
@@ -153,7 +157,7 @@ func (in *instance) trim(since time.Time) {
 }
 
 // diagnose runs the doctor over the last FindingsWindow of the history.
-func (p *Page) diagnose(in *instance, now time.Time) []doctor.Finding {
+func (p *Page) diagnose(in *instance, now time.Time) *doctor.Report {
 	recent := *in.window
 	recent.Snapshots = nil
 	for _, s := range in.window.Snapshots {
@@ -161,7 +165,7 @@ func (p *Page) diagnose(in *instance, now time.Time) []doctor.Finding {
 			recent.Snapshots = append(recent.Snapshots, s)
 		}
 	}
-	return doctor.Diagnose(&recent, nil).Findings
+	return doctor.Diagnose(&recent, nil)
 }
 
 // Handler serves the page under prefix (e.g. /dashboard): the HTML and its
@@ -197,13 +201,14 @@ type State struct {
 
 // Instance is one target's part of the state.
 type Instance struct {
-	Name     string           `json:"name"`
-	Engine   string           `json:"engine"` // glassbox or vllm
-	Readings int              `json:"readings"`
-	Problem  string           `json:"problem,omitempty"`
-	Series   *Series          `json:"series"`
-	Findings []doctor.Finding `json:"findings"`
-	HasState bool             `json:"has_engine_state"`
+	Name      string            `json:"name"`
+	Engine    string            `json:"engine"` // glassbox or vllm
+	Readings  int               `json:"readings"`
+	Problem   string            `json:"problem,omitempty"`
+	Series    *Series           `json:"series"`
+	Questions *doctor.Questions `json:"questions"` // the doctor's three answers over the findings window
+	Findings  []doctor.Finding  `json:"findings"`
+	HasState  bool              `json:"has_engine_state"`
 }
 
 func (p *Page) serveState(w http.ResponseWriter, r *http.Request) {
@@ -223,7 +228,7 @@ func (p *Page) serveState(w http.ResponseWriter, r *http.Request) {
 			engine = "glassbox"
 		}
 		st.Items = append(st.Items, Instance{Name: in.target.Name, Engine: engine, Readings: len(in.window.Snapshots), Problem: in.problem,
-			Series: derive(in.window, since), Findings: in.findings, HasState: in.target.Engine != nil})
+			Series: derive(in.signals, in.window, since), Questions: in.questions, Findings: in.findings, HasState: in.target.Engine != nil})
 	}
 	p.mu.Unlock()
 	writeJSON(w, st)

@@ -133,12 +133,20 @@ func benchState(b *testing.B, incremental bool) {
 // negative counts.
 func TestQuantileAcrossAReset(t *testing.T) {
 	const f = "vllm:time_to_first_token_seconds"
-	a := doctor.Snapshot{Buckets: map[string]map[float64]float64{f: {0.1: 50, 1: 90, math.Inf(1): 100}}}
-	b := doctor.Snapshot{Buckets: map[string]map[float64]float64{f: {0.1: 0, 1: 4, math.Inf(1): 4}}}
-	if got := quantile(a, b, f, 0.5); !(got > 0.1 && got <= 1) {
+	t0 := time.Unix(1_800_000_000, 0)
+	snap := func(sec int, b map[float64]float64) doctor.Snapshot {
+		return doctor.Snapshot{T: t0.Add(time.Duration(sec) * time.Second), Values: map[string]float64{}, Buckets: map[string]map[float64]float64{f: b}}
+	}
+	a := snap(0, map[float64]float64{0.1: 50, 1: 90, math.Inf(1): 100})
+	b := snap(2, map[float64]float64{0.1: 0, 1: 4, math.Inf(1): 4})
+	c := snap(4, map[float64]float64{0.1: 0, 1: 4, math.Inf(1): 4})
+	w := doctor.NewWindow("live", "t")
+	w.Snapshots = []doctor.Snapshot{a, b, c}
+	s := derive(nil, w, 0)
+	if got := float64(s.Latency["ttft_p50"][0]); !(got > 0.1 && got <= 1) {
 		t.Errorf("p50 across a reset = %v, want within the (0.1, 1] bucket that holds the new observations", got)
 	}
-	if got := quantile(b, b, f, 0.5); !math.IsNaN(got) {
+	if got := float64(s.Latency["ttft_p50"][1]); !math.IsNaN(got) {
 		t.Errorf("p50 with nothing observed = %v, want NaN", got)
 	}
 }

@@ -2,8 +2,11 @@ package live
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
@@ -30,7 +33,8 @@ type Series struct {
 
 	GenTPS    []num `json:"gen_tps"`
 	PromptTPS []num `json:"prompt_tps"`
-	Util      []num `json:"util"` // DCGM engine activity, else glassbox's busy ratio
+	Util      []num `json:"util"`       // the GPU's utilisation, from the source the doctor reads
+	HostShare []num `json:"host_share"` // of each step, the GPU waiting for the host
 	MFU       []num `json:"mfu"`
 	MBU       []num `json:"mbu"`
 
@@ -47,18 +51,33 @@ type Series struct {
 	PrefillShare []num `json:"prefill_share"` // of prefill + decode time
 	HitRate      []num `json:"hit_rate"`
 
-	UtilSource string `json:"util_source"` // dcgm, glassbox or ""
+	UtilSource string `json:"util_source"` // glassbox, dcgm, vllm-estimate or ""
 	PeakSource string `json:"peak_source"`
 	// Last is the latest reading's gauges: what one reading can show.
 	Last map[string]num `json:"last"`
 }
 
-// derive computes the series of w's intervals ending after since.
-func derive(w *doctor.Window, since float64) *Series {
+// charted maps the page's series to the doctor's signals: the page
+// derives nothing itself.
+var charted = map[string]string{
+	"gen_tps": "generation_rate", "prompt_tps": "prompt_rate", "util": "busy", "host_share": "host_share",
+	"mfu": "mfu", "mbu": "mbu", "running": "running", "waiting": "waiting", "waiting_capacity": "waiting_capacity",
+	"kv": "kv_usage", "preemptions": "preemptions", "prefill_share": "prefill_share", "hit_rate": "prefix_hit_rate",
+}
+
+// latencies are the quantiles the latency chart draws.
+var latencies = []string{"ttft_p50", "ttft_p99", "itl_p50", "itl_p99", "e2e_p50", "e2e_p99"}
+
+// derive computes the series of w's intervals ending after since, each
+// signal from the source the doctor chose for the window (sig, evaluated
+// at its last reading; nil before the first).
+func derive(sig *doctor.Signals, w *doctor.Window, since float64) *Series {
 	s := &Series{Latency: map[string][]num{}, Last: map[string]num{}}
-	snaps := w.Snapshots
-	if n := len(snaps); n > 0 {
-		last := snaps[n-1]
+	if sig == nil {
+		sig = doctor.Evaluate(w)
+	}
+	if n := len(w.Snapshots); n > 0 {
+		last := w.Snapshots[n-1]
 		for k, key := range map[string]string{"running": metricspec.NumRequestsRunning, "waiting": metricspec.NumRequestsWaiting, "kv": metricspec.KVCacheUsagePerc} {
 			v, ok := last.Values[key]
 			if !ok {
@@ -67,82 +86,34 @@ func derive(w *doctor.Window, since float64) *Series {
 			s.Last[k] = num(v)
 		}
 	}
-	peakF, peakB, peakSrc := w.Peaks()
-	s.PeakSource = peakSrc
-	dcgm := w.Has(metricspec.DCGMGREngineActive)
-	switch {
-	case dcgm:
-		s.UtilSource = "dcgm"
-	case w.Has(metricspec.ExecutorBusySeconds):
-		s.UtilSource = "glassbox"
+	_, _, s.PeakSource = w.Peaks()
+	s.UtilSource = sig.SourceOf("busy")
+	names := slices.Sorted(maps.Values(charted))
+	names = append(names, latencies...)
+	at := time.UnixMilli(int64(math.Round(since * 1000)))
+	if since <= 0 {
+		at = time.Time{}
 	}
-	for i := 1; i < len(snaps); i++ {
-		a, b := snaps[i-1], snaps[i]
-		t := float64(b.T.UnixMilli()) / 1000
-		if t <= since {
-			continue
+	iv := sig.Intervals(at, names...)
+	nums := func(xs []float64) []num {
+		out := make([]num, len(xs))
+		for i, x := range xs {
+			out[i] = num(x)
 		}
-		dt := b.T.Sub(a.T).Seconds()
-		delta := func(key string) float64 {
-			x, ok1 := a.Values[key]
-			y, ok2 := b.Values[key]
-			switch {
-			case !ok1 || !ok2:
-				return math.NaN()
-			case y < x: // a counter reset: it restarted from zero
-				return y
-			}
-			return y - x
-		}
-		rate := func(key string) float64 { return delta(key) / dt }
-		gauge := func(key string) float64 {
-			if v, ok := b.Values[key]; ok {
-				return v
-			}
-			return math.NaN()
-		}
-		ratio := func(x, y float64) float64 {
-			if y > 0 {
-				return x / y
-			}
-			return math.NaN()
-		}
-		s.T, s.DT = append(s.T, num(t)), append(s.DT, num(dt))
-		s.GenTPS = append(s.GenTPS, num(rate(metricspec.GenerationTokens)))
-		s.PromptTPS = append(s.PromptTPS, num(rate(metricspec.PromptTokens)))
-		util := math.NaN()
-		if dcgm {
-			util = gauge(metricspec.DCGMGREngineActive)
-		} else if s.UtilSource == "glassbox" {
-			util = rate(metricspec.ExecutorBusySeconds)
-		}
-		s.Util = append(s.Util, num(util))
-		s.MFU = append(s.MFU, num(rate(metricspec.EstimatedFLOPsPerGPU)/peakF))
-		s.MBU = append(s.MBU, num(rate(metricspec.EstimatedReadBytesPerGPU)/peakB))
-		s.Running = append(s.Running, num(gauge(metricspec.NumRequestsRunning)))
-		s.Waiting = append(s.Waiting, num(gauge(metricspec.NumRequestsWaiting)))
-		s.WaitingCapacity = append(s.WaitingCapacity, num(gauge(metricspec.NumRequestsWaitingByReason+`{reason="capacity"}`)))
-		s.KV = append(s.KV, num(gauge(metricspec.KVCacheUsagePerc)))
-		s.Preemptions = append(s.Preemptions, num(delta(metricspec.NumPreemptions)))
-		q := func(name string, family string, p float64) {
-			s.Latency[name] = append(s.Latency[name], num(quantile(a, b, family, p)))
-		}
-		q("ttft_p50", metricspec.TimeToFirstToken, 0.5)
-		q("ttft_p99", metricspec.TimeToFirstToken, 0.99)
-		q("itl_p50", metricspec.InterTokenLatency, 0.5)
-		q("itl_p99", metricspec.InterTokenLatency, 0.99)
-		q("e2e_p50", metricspec.E2ERequestLatency, 0.5)
-		q("e2e_p99", metricspec.E2ERequestLatency, 0.99)
-		pre, dec := delta(metricspec.RequestPrefillTime+"_sum"), delta(metricspec.RequestDecodeTime+"_sum")
-		s.PrefillShare = append(s.PrefillShare, num(ratio(pre, pre+dec)))
-		s.HitRate = append(s.HitRate, num(ratio(delta(metricspec.PrefixCacheHits), delta(metricspec.PrefixCacheQueries))))
+		return out
+	}
+	for _, t := range iv.T {
+		s.T = append(s.T, num(float64(t.UnixMilli())/1000))
+	}
+	s.DT = nums(iv.DT)
+	fields := map[string]*[]num{"gen_tps": &s.GenTPS, "prompt_tps": &s.PromptTPS, "util": &s.Util, "host_share": &s.HostShare, "mfu": &s.MFU, "mbu": &s.MBU,
+		"running": &s.Running, "waiting": &s.Waiting, "waiting_capacity": &s.WaitingCapacity, "kv": &s.KV, "preemptions": &s.Preemptions,
+		"prefill_share": &s.PrefillShare, "hit_rate": &s.HitRate}
+	for k, f := range fields {
+		*f = nums(iv.V[charted[k]])
+	}
+	for _, l := range latencies {
+		s.Latency[l] = nums(iv.V[l])
 	}
 	return s
-}
-
-// quantile is PromQL's histogram_quantile over the bucket increases from
-// a to b (a reset counted as a restart from zero, as the doctor counts
-// it); NaN when nothing was observed.
-func quantile(a, b doctor.Snapshot, family string, p float64) float64 {
-	return (&doctor.Window{Snapshots: []doctor.Snapshot{a, b}}).Quantile(p, family)
 }

@@ -15,7 +15,7 @@ let interval = 2;
 window.__glassbox = { ready: false, refreshes: 0, bytes: 0, errors: [], instances: [] };
 window.addEventListener("error", (e) => window.__glassbox.errors.push(String(e.message)));
 
-const cols = ["t", "dt", "gen_tps", "prompt_tps", "util", "mfu", "mbu", "running", "waiting", "waiting_capacity", "kv", "preemptions", "prefill_share", "hit_rate"];
+const cols = ["t", "dt", "gen_tps", "prompt_tps", "util", "host_share", "mfu", "mbu", "running", "waiting", "waiting_capacity", "kv", "preemptions", "prefill_share", "hit_rate"];
 const lat = ["ttft_p50", "ttft_p99", "itl_p50", "itl_p99", "e2e_p50", "e2e_p99"];
 
 function el(tag, attrs, ...kids) {
@@ -84,11 +84,12 @@ function newView(i, inst) {
   const sec = el("section", { class: "instance", id: "instance-" + i });
   const notice = el("div", { class: "notice", hidden: "" });
   const charts = el("div", { class: "charts" });
+  const questions = el("div", { class: "questions" });
   const findings = el("div", { class: "findings" });
   const engine = el("div", { class: "engine" });
-  sec.append(el("h2", {}, inst.name + " ", el("small", {}, inst.engine)), notice, charts, findings, engine);
+  sec.append(el("h2", {}, inst.name + " ", el("small", {}, inst.engine)), questions, notice, charts, findings, engine);
   document.getElementById("instances").append(sec);
-  const view = { sec, notice, findings, engine, data: {}, charts: [], inst };
+  const view = { sec, notice, questions, findings, engine, data: {}, charts: [], inst };
   for (const c of cols) view.data[c] = [];
   for (const c of lat) view.data[c] = [];
   const ratio = { range: [0, 1], unit: "ratio" };
@@ -96,6 +97,7 @@ function newView(i, inst) {
     { key: "gen_tps", label: "generation tok/s", color: "#2a7ab0", scale: "tps" },
     { key: "prompt_tps", label: "prompt tok/s", color: "#7fb3d5", scale: "tps" },
     { key: "util", label: "utilisation", color: "#e07b00", scale: "ratio" },
+    { key: "host_share", label: "GPU waiting for the host", color: "#7f8c8d", scale: "ratio", dash: [4, 3] },
     { key: "mfu", label: "MFU", color: "#8e44ad", scale: "ratio" },
     { key: "mbu", label: "bandwidth util.", color: "#16a085", scale: "ratio" },
   ], { tps: { unit: "" }, ratio }));
@@ -126,6 +128,18 @@ function merge(view, s) {
   let drop = 0;
   while (drop < t.length && t[t.length - 1] - t[drop] > HISTORY) drop++;
   if (drop > 0) for (const c of cols.concat(lat)) view.data[c].splice(0, drop);
+}
+
+// The three questions every report answers first, as the doctor answers them.
+function drawQuestions(view, q) {
+  view.questions.replaceChildren();
+  if (!q) return;
+  for (const [key, label] of [["compute_saturated", "compute saturated?"], ["kv_limit", "KV cache the limit?"], ["scheduler_idle", "scheduler idle?"]]) {
+    const a = q[key] || {};
+    const ans = (a.answer || "can't tell") + (a.kind ? " (" + a.kind + ")" : "");
+    view.questions.append(el("div", { class: "question " + (a.answer || "").replace("'", "").replace(" ", "-"), "data-question": key, "data-answer": a.answer || "" },
+      el("span", { class: "q" }, label), el("span", { class: "a" }, ans), el("span", { class: "why" }, a.summary || "")));
+  }
 }
 
 function drawFindings(view, findings) {
@@ -195,12 +209,14 @@ async function refresh() {
       } else {
         view.notice.hidden = true;
       }
+      drawQuestions(view, inst.questions);
       drawFindings(view, inst.findings);
       if (inst.has_engine_state) drawEngine(view, i);
       const point = {};
       for (const c of cols) point[c] = n ? view.data[c][n - 1] : null;
       point.points = n;
       point.findings = (inst.findings || []).map((f) => f.name);
+      point.questions = inst.questions ? Object.fromEntries(Object.entries(inst.questions).map(([k, a]) => [k, a.answer])) : null;
       point.gen_tokens = view.data.gen_tps.reduce((acc, v, k) => acc + (v || 0) * view.data.dt[k], 0);
       window.__glassbox.instances[i] = point;
       const lastT = n ? view.data.t[n - 1] : since;

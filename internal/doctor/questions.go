@@ -1,0 +1,184 @@
+package doctor
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
+)
+
+// Questions are the seeds' three, answered at the top of every report,
+// also when nothing is wrong: is compute saturated, is the KV cache the
+// limit, is the scheduler idling (is the GPU left waiting)?
+type Questions struct {
+	Compute   Answer `json:"compute_saturated"`
+	KV        Answer `json:"kv_limit"`
+	Scheduler Answer `json:"scheduler_idle"`
+}
+
+// The answers a question can have.
+const (
+	Yes      = "yes"
+	No       = "no"
+	CantTell = "can't tell"
+)
+
+// Answer is one question's answer, the one or two numbers behind it and
+// where they came from.
+type Answer struct {
+	Answer string `json:"answer"` // yes, no or can't tell
+	// Kind says which way: for the KV cache capacity (at the watermark,
+	// preempting) or admission (the next prompt does not fit the free
+	// blocks); for the scheduler host (the GPU waits for the host each
+	// step), cap (max_num_seqs holds requests back) or no-work.
+	Kind       string     `json:"kind,omitempty"`
+	Summary    string     `json:"summary"`
+	Evidence   []Evidence `json:"evidence"`
+	Sources    []string   `json:"sources"`
+	Confidence string     `json:"confidence"`
+}
+
+// List is the three in order, for writing.
+func (q *Questions) List() []struct {
+	Q string
+	A Answer
+} {
+	return []struct {
+		Q string
+		A Answer
+	}{{"compute saturated?", q.Compute}, {"KV cache the limit?", q.KV}, {"scheduler idle?", q.Scheduler}}
+}
+
+func (s *Signals) answer(ans, kind, summary string, uses []string, evs ...string) Answer {
+	a := Answer{Answer: ans, Kind: kind, Summary: summary, Evidence: s.evs(evs...)}
+	a.Sources, a.Confidence = s.provenance(uses)
+	if ans == CantTell {
+		a.Confidence = ""
+	}
+	return a
+}
+
+func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
+
+// answers are the three over a window.
+func (s *Signals) answers() *Questions {
+	return &Questions{Compute: s.computeAnswer(), KV: s.kvAnswer(), Scheduler: s.schedulerAnswer()}
+}
+
+func (s *Signals) computeAnswer() Answer {
+	busy, fill, roof := s.v(sigBusy), s.v(sigFill), s.v(sigRoofline)
+	uses := []string{sigBusy, sigBudget}
+	evs := []string{sigBusy, sigFill}
+	if !math.IsNaN(roof) {
+		uses, evs = append(uses, sigPeakFLOPs), append(evs, sigRoofline)
+	}
+	if math.IsNaN(busy) {
+		return s.answer(CantTell, "", "no reading of the GPU's utilisation: neither glassbox's busy counter, DCGM's engine activity nor vLLM's step series", uses, evs...)
+	}
+	by := fmt.Sprintf("the GPU was busy %s of the time (%s)", pct(busy), s.src(sigBusy))
+	switch {
+	case s.computeSaturated():
+		what := fmt.Sprintf("on steps %s full of the %.0f-token budget", pct(fill), s.v(sigBudget))
+		if !(fill >= s.th.FillHigh) {
+			what = fmt.Sprintf("on steps whose arithmetic takes %.1f× their memory traffic at the GPU's peaks", roof)
+		}
+		return s.answer(Yes, "", by+" "+what+": more work per second cannot fit", uses, evs...)
+	case busy >= s.th.BusyHigh:
+		return s.answer(No, "", by+fmt.Sprintf(", but its steps carry %s of the token budget and are bound by memory traffic, not arithmetic: more sequences fit in each step", pct(fill)), uses, evs...)
+	}
+	return s.answer(No, "", by+": it has time to spare", uses, evs...)
+}
+
+func (s *Signals) kvAnswer() Answer {
+	if math.IsNaN(s.v(sigKV)) {
+		return s.answer(CantTell, "", "no KV-cache usage series", nil, sigKV)
+	}
+	uses := []string{sigBlocks}
+	switch {
+	case s.kvFull():
+		return s.answer(Yes, "capacity", fmt.Sprintf("the KV cache sat at the %g watermark %s of the window (peak %.2f) with %.2f preemptions/s and %s of the window with a request waiting",
+			s.th.KVWatermark, pct(s.v(sigKVHighShare)), s.v(sigKVPeak), zeroNaN(s.v(sigPreemptRate)), pct(zeroNaN(s.v(sigWaitingShare)))), uses,
+			sigKVHighShare, sigKVPeak, sigPreemptRate)
+	case s.kvAdmission():
+		free := (1 - s.v(sigKV)) * s.v(sigBlocks) * s.v(sigBlockSize)
+		return s.answer(Yes, "admission", fmt.Sprintf("in %s of the window a request waited while the free KV blocks (about %.0f tokens at the mean usage of %.2f) could not hold the next prompt (about %.0f tokens): each request takes a large share of the cache",
+			pct(s.v(sigAdmissionShare)), free, s.v(sigKV), s.v(sigPromptMean)), uses, sigAdmissionShare, sigKV, sigPromptMean)
+	case math.IsNaN(s.v(sigAdmissionShare)) && s.queued() && s.v(sigKVPeak) >= s.th.KVSpare/2:
+		return s.answer(CantTell, "", fmt.Sprintf("requests waited at KV usage up to %.2f, and without the cache's size (num_gpu_blocks in vllm:cache_config_info) the doctor cannot tell whether the next prompt fit", s.v(sigKVPeak)),
+			uses, sigKVPeak, sigWaitingShare)
+	}
+	why := "nothing waited"
+	if s.queued() {
+		why = "requests waited, but their prompts fit in the free blocks"
+	}
+	return s.answer(No, "", fmt.Sprintf("peak KV usage %.2f, %.2f preemptions/s: %s", s.v(sigKVPeak), zeroNaN(s.v(sigPreemptRate)), why), uses, sigKVPeak, sigPreemptRate, sigAdmissionShare)
+}
+
+func (s *Signals) schedulerAnswer() Answer {
+	host, eng := s.v(sigHostShare), s.v(sigEngineBusy)
+	switch {
+	case s.hostBound():
+		return s.answer(Yes, "host", fmt.Sprintf("the GPU waited for the host %s of each step (%s) while the engine stepped %s of the time", pct(host), s.src(sigHostShare), pct(eng)),
+			[]string{sigHostShare, sigEngineBusy}, sigHostShare, sigEngineBusy)
+	case s.capSuggestion() > 0:
+		return s.answer(Yes, "cap", fmt.Sprintf("running sat at max_num_seqs %.0f in %s of the window while requests waited, with the KV cache and the steps to spare", s.v(sigMaxSeqs), pct(s.v(sigPinnedShare))),
+			[]string{sigMaxSeqs, sigBusy, sigBudget}, sigPinnedShare, sigMaxSeqs, sigWaitingShare)
+	case s.noWork() && !(eng >= s.th.EngineBusy):
+		return s.answer(Yes, "no-work", fmt.Sprintf("nothing waited (%s of the window) and the GPU was busy %s of the time: the load, not the engine, sets the pace", pct(s.v(sigWaitingShare)), pct(s.v(sigBusy))),
+			[]string{sigBusy}, sigWaitingShare, sigBusy)
+	case math.IsNaN(host):
+		return s.answer(CantTell, "", "whether the GPU waits for the host between steps needs glassbox's series or DCGM's engine activity beside vLLM's (--dcgm-url)", []string{sigHostShare}, sigEngineBusy)
+	}
+	return s.answer(No, "", fmt.Sprintf("the engine stepped %s of the time and the GPU waited for the host only %s of each step (%s)", pct(zeroNaN(eng)), pct(host), s.src(sigHostShare)),
+		[]string{sigHostShare, sigEngineBusy}, sigHostShare, sigEngineBusy)
+}
+
+// snapshotAnswers are what one reading can say: the gauges' state at
+// that instant; rates need two readings.
+func (s *Signals) snapshotAnswers() *Questions {
+	snap := s.w.Snapshots[0].Values
+	kv, okKV := snap[metricspec.KVCacheUsagePerc]
+	wait, run := snap[metricspec.NumRequestsWaiting], snap[metricspec.NumRequestsRunning]
+	q := &Questions{Compute: Answer{Answer: CantTell, Summary: "one reading has no rates: utilisation and step fill need two", Evidence: []Evidence{}}}
+	// Lifetime means: the counters since the server started.
+	prompt := ratio(snap[metricspec.PromptTokens], snap[metricspec.TimeToFirstToken+"_count"])
+	capacity := s.v(sigBlocks) * s.v(sigBlockSize)
+	need := math.Min(prompt, s.v(sigBudget))
+	kvEv := []Evidence{ev("KV-cache usage at the reading", kv, "ratio", s.p.s(metricspec.KVCacheUsagePerc)), ev("requests waiting at the reading", wait, "", s.p.s(metricspec.NumRequestsWaiting))}
+	switch {
+	case !okKV:
+		q.KV = Answer{Answer: CantTell, Summary: "no KV-cache usage series", Evidence: []Evidence{}}
+	case wait >= 1 && kv >= s.th.KVWatermark:
+		q.KV = Answer{Answer: Yes, Kind: "capacity", Summary: fmt.Sprintf("at this reading: KV usage %.2f at the watermark with %.0f requests waiting", kv, wait), Evidence: kvEv}
+	case wait >= 1 && capacity > 0 && need > 0 && (1-kv)*capacity < need:
+		q.KV = Answer{Answer: Yes, Kind: "admission", Summary: fmt.Sprintf("at this reading: %.0f requests waiting while the free blocks (about %.0f tokens) cannot hold a typical prompt (about %.0f tokens since the server started)", wait, (1-kv)*capacity, prompt), Evidence: kvEv}
+	case wait < 1 && kv < s.th.KVSpare:
+		q.KV = Answer{Answer: No, Summary: fmt.Sprintf("at this reading: KV usage %.2f and nothing waiting", kv), Evidence: kvEv}
+	default:
+		q.KV = Answer{Answer: CantTell, Summary: fmt.Sprintf("at this reading: KV usage %.2f with %.0f requests waiting; one reading cannot show whether they wait for blocks", kv, wait), Evidence: kvEv}
+	}
+	if run == 0 && wait == 0 {
+		q.Scheduler = Answer{Answer: Yes, Kind: "no-work", Summary: "at this reading: nothing running or waiting", Evidence: kvEv[1:]}
+	} else {
+		q.Scheduler = Answer{Answer: CantTell, Summary: "one reading cannot show how the GPU spends its steps", Evidence: []Evidence{}}
+	}
+	for _, a := range []*Answer{&q.Compute, &q.KV, &q.Scheduler} {
+		a.Sources = []string{string(srcVLLM)}
+		if a.Answer != CantTell {
+			a.Confidence = "low"
+		}
+	}
+	return q
+}
+
+// writeText writes the three as the report's header.
+func (q *Questions) writeText(b *strings.Builder) {
+	for _, x := range q.List() {
+		ans := x.A.Answer
+		if x.A.Kind != "" {
+			ans += " (" + x.A.Kind + ")"
+		}
+		fmt.Fprintf(b, "  %-20s %-16s %s\n", x.Q, ans, x.A.Summary)
+	}
+}

@@ -1,0 +1,415 @@
+package doctor
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
+)
+
+// Signal names: stable, as the live page and the JSON report use them.
+const (
+	sigRunning        = "running"
+	sigRunningPeak    = "running_peak"
+	sigWaiting        = "waiting"
+	sigWaitingShare   = "waiting_share"
+	sigWaitingCap     = "waiting_capacity"
+	sigKV             = "kv_usage"
+	sigKVPeak         = "kv_usage_peak"
+	sigKVHighShare    = "kv_high_share"
+	sigGenRate        = "generation_rate"
+	sigPromptRate     = "prompt_rate"
+	sigPreemptRate    = "preemption_rate"
+	sigPreemptions    = "preemptions"
+	sigFinished       = "finished"
+	sigFinishRate     = "finish_rate"
+	sigArrivalRate    = "arrival_rate"
+	sigAborts         = "aborts"
+	sigAbortShare     = "abort_share"
+	sigQueueShare     = "queue_share"
+	sigPrefillShare   = "prefill_share"
+	sigPrefills       = "prefills"
+	sigHitRate        = "prefix_hit_rate"
+	sigPromptMean     = "prompt_tokens_per_request"
+	sigGenMean        = "generation_tokens_per_request"
+	sigPromptPerGen   = "computed_prompt_per_generated"
+	sigRecompute      = "recompute_share"
+	sigStepTokens     = "tokens_per_step"
+	sigBudget         = "max_num_batched_tokens"
+	sigFill           = "step_fill"
+	sigBlocks         = "num_gpu_blocks"
+	sigBlockSize      = "block_size"
+	sigAdmissionShare = "kv_admission_share"
+	sigMaxSeqs        = "max_num_seqs"
+	sigPinnedShare    = "pinned_share"
+	sigPeakFLOPs      = "peak_flops"
+	sigPeakBandwidth  = "peak_bandwidth"
+	sigMFU            = "mfu"
+	sigMBU            = "mbu"
+	sigRoofline       = "roofline_compute_ratio"
+	sigDCGMActive     = "dcgm_engine_active"
+	sigDCGMSM         = "dcgm_sm_active"
+	sigDCGMTensor     = "dcgm_tensor_active"
+	sigDCGMDRAM       = "dcgm_dram_active"
+	sigBusyEstimate   = "engine_busy_vllm"
+	sigBusy           = "busy"
+	sigEngineBusy     = "engine_busy"
+	sigHostShare      = "host_share"
+	sigTTFTp50        = "ttft_p50"
+	sigTTFTp90        = "ttft_p90"
+	sigTTFTp99        = "ttft_p99"
+	sigITLp50         = "itl_p50"
+	sigITLp90         = "itl_p90"
+	sigITLp99         = "itl_p99"
+	sigE2Ep50         = "e2e_p50"
+	sigE2Ep99         = "e2e_p99"
+	sigQueueP50       = "queue_p50"
+)
+
+// one is a signal with a single source.
+func one(name, unit string, src source, what string, value func(*view) float64, q func(promql, *Signals) string) signalDef {
+	return signalDef{name: name, unit: unit, alts: []signalAlt{{src: src, what: what, value: value, promql: q}}}
+}
+
+// signalDefs is the registry, in dependency order.
+func signalDefs() []signalDef {
+	m := metricspec.NumRequestsRunning
+	w := metricspec.NumRequestsWaiting
+	kv := metricspec.KVCacheUsagePerc
+	hsum := func(f string) string { return f + "_sum" }
+	hcount := func(f string) string { return f + "_count" }
+	return []signalDef{
+		// The queue and the batch.
+		one(sigRunning, "", srcVLLM, "mean requests running", func(v *view) float64 { return v.mean(m) },
+			func(p promql, _ *Signals) string { return p.avg(m, "sum") }),
+		one(sigRunningPeak, "", srcVLLM, "peak requests running", func(v *view) float64 { return v.peak(m) },
+			func(p promql, _ *Signals) string { return p.maxOver(m, "sum") }),
+		one(sigWaiting, "", srcVLLM, "mean requests waiting", func(v *view) float64 { return v.mean(w) },
+			func(p promql, _ *Signals) string { return p.avg(w, "sum") }),
+		one(sigWaitingShare, "ratio", srcVLLM, "share of the window with a request waiting",
+			func(v *view) float64 { return v.share(w, func(x float64) bool { return x >= 1 }) },
+			func(p promql, _ *Signals) string { return p.share(w, "sum", ">= bool 1") }),
+		one(sigWaitingCap, "", srcVLLM, "mean requests waiting for capacity (vLLM's reason label)", func(v *view) float64 { return v.mean(keyWaitingCapacity) },
+			func(p promql, _ *Signals) string {
+				return fmt.Sprintf("avg_over_time(sum(%s)[%s:%s])", p.s(metricspec.NumRequestsWaitingByReason, `reason="capacity"`), p.window, p.step)
+			}),
+		one(sigKV, "ratio", srcVLLM, "mean KV-cache usage", func(v *view) float64 { return v.mean(kv) },
+			func(p promql, _ *Signals) string { return p.avg(kv, "max") }),
+		one(sigKVPeak, "ratio", srcVLLM, "peak KV-cache usage", func(v *view) float64 { return v.peak(kv) },
+			func(p promql, _ *Signals) string { return p.maxOver(kv, "max") }),
+		one(sigKVHighShare, "ratio", srcVLLM, "share of the window with KV usage at the watermark",
+			func(v *view) float64 { return v.share(kv, func(x float64) bool { return x >= v.th().KVWatermark }) },
+			func(p promql, s *Signals) string { return p.share(kv, "max", fmt.Sprintf(">= bool %g", s.th.KVWatermark)) }),
+
+		// Throughput and the requests' shape.
+		one(sigGenRate, "tokens/s", srcVLLM, "generation throughput", func(v *view) float64 { return v.rate(metricspec.GenerationTokens) },
+			func(p promql, _ *Signals) string { return p.rate(metricspec.GenerationTokens) }),
+		one(sigPromptRate, "tokens/s", srcVLLM, "prompt throughput", func(v *view) float64 { return v.rate(metricspec.PromptTokens) },
+			func(p promql, _ *Signals) string { return p.rate(metricspec.PromptTokens) }),
+		one(sigPreemptRate, "/s", srcVLLM, "preemptions per second", func(v *view) float64 { return v.rate(metricspec.NumPreemptions) },
+			func(p promql, _ *Signals) string { return p.rate(metricspec.NumPreemptions) }),
+		one(sigPreemptions, "", srcVLLM, "preemptions", func(v *view) float64 { return v.inc(metricspec.NumPreemptions) },
+			func(p promql, _ *Signals) string { return p.inc(metricspec.NumPreemptions) }),
+		one(sigFinished, "", srcVLLM, "finished requests", func(v *view) float64 { return v.inc(metricspec.RequestSuccess) },
+			func(p promql, _ *Signals) string { return p.inc(metricspec.RequestSuccess) }),
+		one(sigFinishRate, "requests/s", srcVLLM, "request completion rate", func(v *view) float64 { return v.rate(metricspec.RequestSuccess) },
+			func(p promql, _ *Signals) string { return p.rate(metricspec.RequestSuccess) }),
+		one(sigArrivalRate, "requests/s", srcVLLM, "request arrival rate (finished + change in flight)", arrivalRate,
+			func(p promql, s *Signals) string {
+				return fmt.Sprintf("(%s + delta((sum(%s) + sum(%s))[%s:%s])) / %g", p.inc(metricspec.RequestSuccess), p.s(m), p.s(w), p.window, p.step, math.Round(s.seconds))
+			}),
+		one(sigAborts, "", srcVLLM, "aborted requests", func(v *view) float64 { return v.inc(keyAborts) },
+			func(p promql, _ *Signals) string { return p.inc(metricspec.RequestSuccess, `finished_reason="abort"`) }),
+		one(sigAbortShare, "ratio", srcVLLM, "share of finished requests aborted", func(v *view) float64 { return ratio(v.inc(keyAborts), v.inc(metricspec.RequestSuccess)) },
+			func(p promql, _ *Signals) string {
+				return p.ratio(p.inc(metricspec.RequestSuccess, `finished_reason="abort"`), p.inc(metricspec.RequestSuccess))
+			}),
+		one(sigQueueShare, "ratio", srcVLLM, "share of end-to-end time spent queued",
+			func(v *view) float64 {
+				return ratio(v.inc(hsum(metricspec.RequestQueueTime)), v.inc(hsum(metricspec.E2ERequestLatency)))
+			},
+			func(p promql, _ *Signals) string {
+				return p.ratio(p.inc(hsum(metricspec.RequestQueueTime)), p.inc(hsum(metricspec.E2ERequestLatency)))
+			}),
+		one(sigPrefillShare, "ratio", srcVLLM, "share of inference time in prefill",
+			func(v *view) float64 {
+				pre := v.inc(hsum(metricspec.RequestPrefillTime))
+				return ratio(pre, pre+v.inc(hsum(metricspec.RequestDecodeTime)))
+			},
+			func(p promql, _ *Signals) string {
+				pre := p.inc(hsum(metricspec.RequestPrefillTime))
+				return p.ratio(pre, "("+pre+" + "+p.inc(hsum(metricspec.RequestDecodeTime))+")")
+			}),
+		one(sigPrefills, "", srcVLLM, "requests through prefill", func(v *view) float64 { return v.inc(hcount(metricspec.RequestPrefillTime)) },
+			func(p promql, _ *Signals) string { return p.inc(hcount(metricspec.RequestPrefillTime)) }),
+		one(sigHitRate, "ratio", srcVLLM, "prefix-cache hit rate",
+			func(v *view) float64 { return ratio(v.inc(metricspec.PrefixCacheHits), v.inc(metricspec.PrefixCacheQueries)) },
+			func(p promql, _ *Signals) string {
+				return p.ratio(p.inc(metricspec.PrefixCacheHits), p.inc(metricspec.PrefixCacheQueries))
+			}),
+		// Prompt tokens are counted once, at a request's first token, as is
+		// TTFT; generated tokens per finished request come from the
+		// histogram observed at finish: requests at the edges do not skew
+		// either.
+		one(sigPromptMean, "tokens", srcVLLM, "prompt tokens per request",
+			func(v *view) float64 {
+				return ratio(v.inc(metricspec.PromptTokens), v.inc(hcount(metricspec.TimeToFirstToken)))
+			},
+			func(p promql, _ *Signals) string {
+				return p.ratio(p.inc(metricspec.PromptTokens), p.inc(hcount(metricspec.TimeToFirstToken)))
+			}),
+		one(sigGenMean, "tokens", srcVLLM, "generated tokens per finished request",
+			func(v *view) float64 {
+				return ratio(v.inc(hsum(metricspec.RequestGenerationTokens)), v.inc(hcount(metricspec.RequestGenerationTokens)))
+			},
+			func(p promql, _ *Signals) string {
+				return p.ratio(p.inc(hsum(metricspec.RequestGenerationTokens)), p.inc(hcount(metricspec.RequestGenerationTokens)))
+			}),
+		one(sigPromptPerGen, "", srcVLLM, "computed prompt tokens per generated token",
+			func(v *view) float64 {
+				return ratio(v.inc(metricspec.PromptTokens)-zeroNaN(v.inc(metricspec.PromptTokensCached)), v.inc(metricspec.GenerationTokens))
+			},
+			func(p promql, _ *Signals) string {
+				return "(" + p.inc(metricspec.PromptTokens) + " - " + p.inc(metricspec.PromptTokensCached) + ") / " + p.inc(metricspec.GenerationTokens)
+			}),
+		// A preempted request recomputes what it had: on average its prompt
+		// and half its output.
+		one(sigRecompute, "ratio", srcVLLM, "estimated share of computed tokens spent recomputing preempted requests",
+			func(v *view) float64 {
+				waste := v.inc(metricspec.NumPreemptions) * (zeroNaN(v.sig(sigPromptMean)) + zeroNaN(v.sig(sigGenMean))/2)
+				computed := v.inc(metricspec.PromptTokens) - zeroNaN(v.inc(metricspec.PromptTokensCached)) + v.inc(metricspec.GenerationTokens)
+				return ratio(waste, computed+waste)
+			},
+			func(p promql, _ *Signals) string {
+				return "(" + p.inc(metricspec.NumPreemptions) + " * (" + p.inc(metricspec.PromptTokens) + " + " + p.inc(metricspec.GenerationTokens) + " / 2) / " + p.inc(metricspec.RequestSuccess) + ") / (" +
+					p.inc(metricspec.PromptTokens) + " - " + p.inc(metricspec.PromptTokensCached) + " + " + p.inc(metricspec.GenerationTokens) + ")"
+			}),
+
+		// Steps against the token budget.
+		{name: sigStepTokens, unit: "tokens", alts: []signalAlt{
+			{src: srcVLLM, what: "computed tokens per step",
+				value: func(v *view) float64 {
+					return ratio(v.inc(hsum(metricspec.IterationTokens)), v.inc(hcount(metricspec.IterationTokens)))
+				},
+				promql: func(p promql, _ *Signals) string {
+					return p.ratio(p.inc(hsum(metricspec.IterationTokens)), p.inc(hcount(metricspec.IterationTokens)))
+				}},
+			{src: srcGlassbox, what: "computed tokens per step",
+				value: func(v *view) float64 {
+					return ratio(v.inc(metricspec.PromptTokens)-zeroNaN(v.inc(metricspec.PromptTokensCached))+v.inc(metricspec.GenerationTokens), v.inc(metricspec.EngineSteps))
+				}},
+		}},
+		{name: sigBudget, unit: "tokens", constant: true, alts: []signalAlt{
+			{src: srcGlassbox, what: "max_num_batched_tokens", value: func(v *view) float64 { return positive(float64(v.cfg().maxBatchedTokens)) },
+				promql: func(p promql, _ *Signals) string { return p.info(metricspec.SchedulerConfigInfo) }},
+			{src: srcFlag, what: "max_num_batched_tokens (--max-num-batched-tokens)", value: func(v *view) float64 { return positive(float64(v.w.Hints.MaxNumBatchedTokens)) }},
+			// vLLM exports no budget. Budgets are round numbers (2048 the
+			// smallest anyone sets, 8192 vLLM's default on big GPUs), and a
+			// step holds no more than its budget on average: the smallest
+			// round budget the mean step fits in.
+			{src: srcInferred, what: "max_num_batched_tokens (inferred: the smallest round budget the mean step fits)", value: func(v *view) float64 {
+				b := 2048.0
+				for _, b = range []float64{2048, 4096, 8192, 16384} {
+					if !(v.sig(sigStepTokens) > 1.02*b) {
+						break
+					}
+				}
+				return b
+			}},
+		}},
+		one(sigFill, "ratio", srcVLLM, "computed tokens per step, of max_num_batched_tokens",
+			func(v *view) float64 { return v.sig(sigStepTokens) / v.sig(sigBudget) },
+			func(p promql, s *Signals) string {
+				return fmt.Sprintf("%s / %g", p.ratio(p.inc(hsum(metricspec.IterationTokens)), p.inc(hcount(metricspec.IterationTokens))), s.v(sigBudget))
+			}),
+
+		// The KV cache's size, and whether the next prompt fits in it.
+		{name: sigBlocks, unit: "blocks", constant: true, alts: []signalAlt{{src: srcVLLM, what: "KV-cache blocks (num_gpu_blocks)",
+			value:  func(v *view) float64 { return positive(float64(v.cfg().numBlocks)) },
+			promql: func(p promql, _ *Signals) string { return p.info(metricspec.CacheConfigInfo) }}}},
+		{name: sigBlockSize, unit: "tokens", constant: true, alts: []signalAlt{{src: srcVLLM, what: "tokens per KV block (block_size)",
+			value:  func(v *view) float64 { return positive(float64(v.cfg().blockSize)) },
+			promql: func(p promql, _ *Signals) string { return p.info(metricspec.CacheConfigInfo) }}}},
+		// A waiting request is admitted when the blocks of its first chunk
+		// (its prompt, up to the step's token budget) are free.
+		one(sigAdmissionShare, "ratio", srcVLLM, "share of the window in which a request waited and the free KV blocks could not hold the next prompt",
+			func(v *view) float64 {
+				cap := v.sig(sigBlocks) * v.sig(sigBlockSize)
+				need := math.Min(v.s.v(sigPromptMean), v.s.v(sigBudget)) // the window's typical prompt, even over an interval
+				if !(cap > 0) || !(need > 0) {
+					return math.NaN()
+				}
+				return v.shareAt(w, func(sn Snapshot) bool {
+					u, ok := sn.Values[kv]
+					return ok && sn.Values[w] >= 1 && (1-u)*cap < need
+				})
+			},
+			func(p promql, s *Signals) string {
+				return fmt.Sprintf("avg_over_time(((sum(%s) >= bool 1) * ((1 - max(%s)) * %g < bool %g))[%s:%s])", p.s(w), p.s(kv),
+					s.v(sigBlocks)*s.v(sigBlockSize), math.Min(s.v(sigPromptMean), s.v(sigBudget)), p.window, p.step)
+			}),
+
+		// The sequence cap, and whether running sat at it.
+		{name: sigMaxSeqs, unit: "", constant: true, alts: []signalAlt{
+			{src: srcGlassbox, what: "max_num_seqs", value: func(v *view) float64 { return positive(float64(v.cfg().maxNumSeqs)) },
+				promql: func(p promql, _ *Signals) string { return p.info(metricspec.SchedulerConfigInfo) }},
+			{src: srcFlag, what: "max_num_seqs (--max-num-seqs)", value: func(v *view) float64 { return positive(float64(v.w.Hints.MaxNumSeqs)) }},
+			{src: srcPlateau, what: "max_num_seqs (inferred from the running gauge's plateau; give --max-num-seqs)", value: plateau},
+		}},
+		one(sigPinnedShare, "ratio", srcVLLM, "share of the window with running at max_num_seqs",
+			func(v *view) float64 {
+				n := v.sig(sigMaxSeqs)
+				if !(n > 0) {
+					return math.NaN()
+				}
+				return v.share(m, func(x float64) bool { return x >= v.th().PinnedNear*n-1 })
+			},
+			func(p promql, s *Signals) string {
+				return p.share(m, "sum", fmt.Sprintf(">= bool %g", s.th.PinnedNear*s.v(sigMaxSeqs)-1))
+			}),
+
+		// The GPU: its peaks, how much of them the steps use, and whether
+		// it is busy.
+		peakDef(sigPeakFLOPs, "FLOP/s", "peak FLOP/s", func(f, _ float64) float64 { return f }),
+		peakDef(sigPeakBandwidth, "bytes/s", "peak memory bandwidth", func(_, b float64) float64 { return b }),
+		one(sigMFU, "ratio", srcVLLM, "MFU: vLLM's estimated FLOP/s over the GPU's peak",
+			func(v *view) float64 { return v.rate(metricspec.EstimatedFLOPsPerGPU) / v.sig(sigPeakFLOPs) },
+			func(p promql, s *Signals) string {
+				return fmt.Sprintf("%s / %g", p.rate(metricspec.EstimatedFLOPsPerGPU), s.v(sigPeakFLOPs))
+			}),
+		one(sigMBU, "ratio", srcVLLM, "memory-bandwidth utilisation: vLLM's estimated read bytes/s over the GPU's bandwidth",
+			func(v *view) float64 { return v.rate(metricspec.EstimatedReadBytesPerGPU) / v.sig(sigPeakBandwidth) },
+			func(p promql, s *Signals) string {
+				return fmt.Sprintf("%s / %g", p.rate(metricspec.EstimatedReadBytesPerGPU), s.v(sigPeakBandwidth))
+			}),
+		// Above 1 the steps' arithmetic takes the GPU longer than their
+		// memory traffic: more tokens per step cost time in proportion.
+		one(sigRoofline, "", srcVLLM, "time the steps' arithmetic takes over their memory traffic's, at the GPU's peaks (MFU / MBU)",
+			func(v *view) float64 { return ratio(v.sig(sigMFU), v.sig(sigMBU)) }, nil),
+		one(sigDCGMActive, "ratio", srcDCGM, "GPU graphics-engine activity (DCGM, median over the window)",
+			func(v *view) float64 { return v.median(metricspec.DCGMGREngineActive) },
+			func(p promql, _ *Signals) string { return p.avgNoJob(metricspec.DCGMGREngineActive) }),
+		one(sigDCGMSM, "ratio", srcDCGM, "SM activity (DCGM)", func(v *view) float64 { return v.mean(metricspec.DCGMSMActive) },
+			func(p promql, _ *Signals) string { return p.avgNoJob(metricspec.DCGMSMActive) }),
+		one(sigDCGMTensor, "ratio", srcDCGM, "tensor-pipe activity (DCGM)", func(v *view) float64 { return v.mean(metricspec.DCGMTensorActive) },
+			func(p promql, _ *Signals) string { return p.avgNoJob(metricspec.DCGMTensorActive) }),
+		one(sigDCGMDRAM, "ratio", srcDCGM, "DRAM activity (DCGM)", func(v *view) float64 { return v.mean(metricspec.DCGMDRAMActive) },
+			func(p promql, _ *Signals) string { return p.avgNoJob(metricspec.DCGMDRAMActive) }),
+		// vLLM's own view of the engine loop: steps per second × a decode
+		// step's length as requests see it (the mean inter-token latency).
+		// It counts the host's share of each step too.
+		one(sigBusyEstimate, "ratio", srcEstimate, "engine steps per second × mean inter-token latency (vLLM's series)",
+			func(v *view) float64 {
+				steps := v.rate(hcount(metricspec.IterationTokens))
+				itl := ratio(v.inc(hsum(metricspec.InterTokenLatency)), v.inc(hcount(metricspec.InterTokenLatency)))
+				if !(steps > 0 && itl > 0) {
+					return math.NaN()
+				}
+				return math.Min(1, steps*itl)
+			},
+			func(p promql, _ *Signals) string {
+				return p.rate(hcount(metricspec.IterationTokens)) + " * " + p.ratio(p.inc(hsum(metricspec.InterTokenLatency)), p.inc(hcount(metricspec.InterTokenLatency)))
+			}),
+		{name: sigBusy, unit: "ratio", alts: []signalAlt{
+			{src: srcGlassbox, what: "GPU utilisation: executor busy seconds per second", value: func(v *view) float64 { return v.rate(metricspec.ExecutorBusySeconds) },
+				promql: func(p promql, _ *Signals) string { return p.rate(metricspec.ExecutorBusySeconds) }},
+			// dcgm-exporter's readings average its last interval, so the
+			// first of a window can lag its start: the median, not the mean.
+			{src: srcDCGM, what: "GPU utilisation: graphics-engine activity (DCGM, median over the GPUs and the window)", value: func(v *view) float64 { return v.sig(sigDCGMActive) },
+				promql: func(p promql, _ *Signals) string { return p.avgNoJob(metricspec.DCGMGREngineActive) }},
+			{src: srcEstimate, what: "GPU utilisation, estimated: engine steps per second × mean inter-token latency (an upper bound: it counts host time)",
+				value:  func(v *view) float64 { return v.sig(sigBusyEstimate) },
+				promql: func(p promql, s *Signals) string { return s.get(sigBusyEstimate).PromQL }},
+		}},
+		{name: sigEngineBusy, unit: "ratio", alts: []signalAlt{
+			{src: srcGlassbox, what: "share of the time the engine spent in steps", value: func(v *view) float64 { return v.rate(hsum(metricspec.EngineStepDuration)) },
+				promql: func(p promql, _ *Signals) string { return p.rate(hsum(metricspec.EngineStepDuration)) }},
+			{src: srcEstimate, what: "share of the time the engine spent in steps, estimated: steps per second × mean inter-token latency",
+				value:  func(v *view) float64 { return v.sig(sigBusyEstimate) },
+				promql: func(p promql, s *Signals) string { return s.get(sigBusyEstimate).PromQL }},
+		}},
+		// The share of each step the GPU waits for the host (scheduling,
+		// detokenisation, a Python frontend): the third question's number.
+		{name: sigHostShare, unit: "ratio", alts: []signalAlt{
+			{src: srcGlassbox, what: "share of engine step time the GPU waited for the host (host seconds over step seconds)",
+				value: func(v *view) float64 {
+					host := v.inc(metricspec.EngineHostSeconds)
+					return ratio(host, host+v.inc(metricspec.ExecutorBusySeconds))
+				},
+				promql: func(p promql, _ *Signals) string {
+					return p.ratio(p.inc(metricspec.EngineHostSeconds), "("+p.inc(metricspec.EngineHostSeconds)+" + "+p.inc(metricspec.ExecutorBusySeconds)+")")
+				}},
+			{src: srcDCGM, what: "share of engine step time the GPU was idle: 1 − DCGM's engine activity over vLLM's steps × their latency",
+				value: func(v *view) float64 {
+					e := v.sig(sigBusyEstimate)
+					if !(e > 0) {
+						return math.NaN()
+					}
+					return math.Max(0, 1-v.sig(sigDCGMActive)/e)
+				},
+				promql: func(p promql, s *Signals) string {
+					return "1 - " + p.avgNoJob(metricspec.DCGMGREngineActive) + " / (" + s.get(sigBusyEstimate).PromQL + ")"
+				}},
+		}},
+
+		// Latencies.
+		quantileDef(sigTTFTp50, "TTFT p50", 0.5, metricspec.TimeToFirstToken),
+		quantileDef(sigTTFTp90, "TTFT p90", 0.9, metricspec.TimeToFirstToken),
+		quantileDef(sigTTFTp99, "TTFT p99", 0.99, metricspec.TimeToFirstToken),
+		quantileDef(sigITLp50, "ITL p50", 0.5, metricspec.InterTokenLatency),
+		quantileDef(sigITLp90, "ITL p90", 0.9, metricspec.InterTokenLatency),
+		quantileDef(sigITLp99, "ITL p99", 0.99, metricspec.InterTokenLatency),
+		quantileDef(sigE2Ep50, "end-to-end latency p50", 0.5, metricspec.E2ERequestLatency),
+		quantileDef(sigE2Ep99, "end-to-end latency p99", 0.99, metricspec.E2ERequestLatency),
+		quantileDef(sigQueueP50, "queue time p50", 0.5, metricspec.RequestQueueTime),
+	}
+}
+
+// peakDef is one of the GPU's peaks, from glassbox's gauges or the
+// profile of the GPU --gpu or DCGM's modelName names.
+func peakDef(name, unit, what string, pick func(flops, bandwidth float64) float64) signalDef {
+	from := func(want source) func(v *view) float64 {
+		return func(v *view) float64 {
+			f, b, src, _ := peaks(v.w, v.cfg().hardware)
+			if src != want {
+				return math.NaN()
+			}
+			return pick(f, b)
+		}
+	}
+	return signalDef{name: name, unit: unit, constant: true, alts: []signalAlt{
+		{src: srcGlassbox, what: "the GPU's " + what + " (glassbox_executor_info's gauges)", value: from(srcGlassbox)},
+		{src: srcGPU, what: "the GPU's " + what + " (its datasheet)", value: from(srcGPU)},
+	}}
+}
+
+func quantileDef(name, what string, q float64, family string) signalDef {
+	return one(name, "s", srcVLLM, what, func(v *view) float64 { return v.quantile(q, family) },
+		func(p promql, _ *Signals) string { return p.quantile(q, family) })
+}
+
+// arrivalRate is requests finished plus the change in those in the engine,
+// per second.
+func arrivalRate(v *view) float64 {
+	run, wait := v.w.Gauge(metricspec.NumRequestsRunning), v.w.Gauge(metricspec.NumRequestsWaiting)
+	if len(run) < 2 || len(wait) < 2 || !(v.seconds() > 0) {
+		return math.NaN()
+	}
+	inFlight := func(i int) float64 { return run[i].V + wait[i].V }
+	return math.Max(0, (zeroNaN(v.inc(metricspec.RequestSuccess))+inFlight(len(run)-1)-inFlight(0))/v.seconds())
+}
+
+// plateau infers max_num_seqs from vLLM's series: a plateau of the running
+// gauge with requests waiting is a cap, unless the KV cache holds it there
+// or full steps (the budget admits no more prefill) do.
+func plateau(v *view) float64 {
+	n := v.sig(sigRunningPeak)
+	th := v.th()
+	if !(n >= 2) || !(v.sig(sigWaitingShare) >= th.WaitingPersistent) || kvLimited(v.sig, th) || v.sig(sigFill) >= th.FillHigh {
+		return math.NaN()
+	}
+	if v.share(metricspec.NumRequestsRunning, func(x float64) bool { return x >= th.PinnedNear*n-1 }) < th.PinnedShare {
+		return math.NaN()
+	}
+	return n
+}

@@ -1,0 +1,73 @@
+package doctor
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestRegistry: every signal is defined once, with a way to compute it
+// and a description, and a window evaluates them all in order (a
+// definition reading one defined below it panics).
+func TestRegistry(t *testing.T) {
+	if err := checkRegistry(); err != nil {
+		t.Fatal(err)
+	}
+	s := evaluate(healthy().window(), DefaultThresholds())
+	for _, n := range signalNames() {
+		if sig := s.Signal(n); sig.Name != n {
+			t.Errorf("signal %s resolved as %q", n, sig.Name)
+		}
+	}
+}
+
+// TestExclusionOrder: an excluder comes before what it excludes in the
+// rule table, so exclusion applied in table order is the relation the
+// table states, and nothing excludes itself or an unknown rule.
+func TestExclusionOrder(t *testing.T) {
+	pos := map[string]int{}
+	for i, r := range rules() {
+		pos[r.name] = i
+	}
+	for _, r := range rules() {
+		for _, x := range r.excludes {
+			j, ok := pos[x]
+			switch {
+			case !ok:
+				t.Errorf("%s excludes %s, which is no rule", r.name, x)
+			case j <= pos[r.name]:
+				t.Errorf("%s excludes %s, which comes before it in the table", r.name, x)
+			}
+		}
+	}
+}
+
+// TestIntervalsReadTheWindowsSources: the live page's per-interval series
+// are the window's signals over each interval, from the source the window
+// chose: the chart cannot show one utilisation and diagnose with another.
+func TestIntervalsReadTheWindowsSources(t *testing.T) {
+	l := healthy()
+	l.dcgm = 0.55 // glassbox's busy counter (0.3) is preferred over DCGM
+	w := l.window()
+	s := evaluate(w, DefaultThresholds())
+	iv := s.Intervals(time.Time{}, sigBusy, sigGenRate, sigKV, sigPreemptions)
+	if len(iv.T) != len(w.Snapshots)-1 {
+		t.Fatalf("%d intervals from %d readings", len(iv.T), len(w.Snapshots))
+	}
+	for i, b := range iv.V[sigBusy] {
+		if math.Abs(b-0.3) > 1e-9 {
+			t.Errorf("interval %d: busy %v, want glassbox's 0.3 (the window's source %s)", i, b, s.src(sigBusy))
+		}
+	}
+	if g := iv.V[sigGenRate]; math.Abs(g[0]-200) > 1e-9 || iv.V[sigKV][0] != 0.1 {
+		t.Errorf("first interval: generation %v tokens/s, KV %v; want 200 and 0.1", g[0], iv.V[sigKV][0])
+	}
+	since := w.Snapshots[len(w.Snapshots)-3].T
+	if n := len(s.Intervals(since, sigBusy).T); n != 2 {
+		t.Errorf("%d intervals after the third reading from the end, want 2", n)
+	}
+	if !slices.Contains(signalNames(), sigHostShare) {
+		t.Error("the registry has no host share")
+	}
+}

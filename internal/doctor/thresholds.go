@@ -1,0 +1,94 @@
+package doctor
+
+import (
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
+)
+
+// Thresholds are every number the rules and the three answers compare a
+// signal with, in one value: docs/doctor.md's threshold table lists each
+// (a test keeps the two equal), and the four the alert rules share are
+// metricspec's, so an alert and the finding that explains it fire on the
+// same numbers. The corpus (internal/corpus) is how a change to one is
+// judged.
+type Thresholds struct {
+	KVWatermark    float64 `doc:"KV-cache usage of vLLM's preemption line (the KV alert's)"`
+	KVHighShare    float64 `doc:"share of readings at the watermark that makes the KV cache full"`
+	KVSpare        float64 `doc:"peak KV usage below which the cache has room"`
+	AdmissionShare float64 `doc:"share of readings in which a request waits and the free blocks cannot hold the next prompt"`
+
+	BusyHigh         float64 `doc:"GPU utilisation of a GPU busy all the time"`
+	BusyLow          float64 `doc:"GPU utilisation of a GPU idle half the time"`
+	FillHigh         float64 `doc:"step fill (tokens per step over max_num_batched_tokens) of full steps"`
+	RooflineCompute  float64 `doc:"MFU over MBU at which a step's arithmetic outweighs its memory traffic on this GPU"`
+	EngineBusy       float64 `doc:"share of the time the engine spends in steps when they run back to back"`
+	HostShare        float64 `doc:"share of each step the GPU waits for the host that makes the host the limit"`
+	ConflictGap      float64 `doc:"difference between two readings of utilisation that the report calls a conflict"`
+	WaitingPersistent float64 `doc:"share of readings with a request waiting that makes a queue"`
+	NoWaiting        float64 `doc:"share of readings with a request waiting below which nothing queues"`
+	PinnedShare      float64 `doc:"share of readings with running at max_num_seqs that pins it"`
+	PinnedNear       float64 `doc:"fraction of max_num_seqs (less one) a reading counts as at the cap"`
+
+	PreemptionRate    float64 `doc:"preemptions per second of a storm (the preemption alert's)"`
+	RecomputeCritical float64 `doc:"share of computed tokens recomputed after preemption that makes a storm critical"`
+	QueueShare        float64 `doc:"share of end-to-end time spent queued that dominates latency (the queue alert's)"`
+	AbortShare        float64 `doc:"share of finished requests aborted (the abort alert's)"`
+	MinAborts         float64 `doc:"aborts below which a share is an anecdote"`
+
+	PrefillDominates float64 `doc:"share of inference time in prefill that makes prefill the latency"`
+	PrefillFair      float64 `doc:"share of inference time in prefill a prompt-heavy load needs for prefill to count"`
+	PromptHeavy      float64 `doc:"computed prompt tokens per generated one of a prompt-heavy load"`
+	PromptDominated  float64 `doc:"computed prompt tokens per generated one that make prefill the work"`
+	TrendRise        float64 `doc:"mean TTFT of the window's last third over its first that is a rise"`
+	HoldShare        float64 `doc:"generation throughput of the last third over the first that holds"`
+	ITLGrowth        float64 `doc:"fitted ITL at the widest batch over the narrowest that is growth"`
+	MinCorrelation   float64 `doc:"correlation of interval ITL with batch width that links them"`
+	MinWidthSpread   float64 `doc:"requests between the narrowest and widest mean batch for a fit"`
+
+	HitIneffective float64 `doc:"prefix-cache hit rate below which caching helps little"`
+	HitShared      float64 `doc:"prefix-cache hit rate that shows prompts share prefixes"`
+	StaleShare     float64 `doc:"share of missed readings that makes the target down, not flaky"`
+	ImbalanceRatio float64 `doc:"mean queue of one replica over the others' that is an imbalance"`
+}
+
+// DefaultThresholds are the doctor's.
+func DefaultThresholds() Thresholds {
+	return Thresholds{
+		KVWatermark:    metricspec.KVWatermark,
+		KVHighShare:    0.5,
+		KVSpare:        0.8,
+		AdmissionShare: 0.5,
+
+		BusyHigh:         0.9,
+		BusyLow:          0.5,
+		FillHigh:         0.5,
+		RooflineCompute:  1,
+		EngineBusy:       0.8,
+		HostShare:        0.5,
+		ConflictGap:      0.4,
+		WaitingPersistent: 0.5,
+		NoWaiting:        0.1,
+		PinnedShare:      0.7,
+		PinnedNear:       0.9,
+
+		PreemptionRate:    metricspec.PreemptionRateHigh,
+		RecomputeCritical: 0.3,
+		QueueShare:        metricspec.QueueShareHigh,
+		AbortShare:        metricspec.AbortShareHigh,
+		MinAborts:         3,
+
+		PrefillDominates: 0.5,
+		PrefillFair:      0.25,
+		PromptHeavy:      2,
+		PromptDominated:  10,
+		TrendRise:        1.5,
+		HoldShare:        0.8,
+		ITLGrowth:        1.5,
+		MinCorrelation:   0.6,
+		MinWidthSpread:   2,
+
+		HitIneffective: 0.3,
+		HitShared:      0.05,
+		StaleShare:     0.25,
+		ImbalanceRatio: 3,
+	}
+}
