@@ -65,4 +65,3 @@ type Change struct {
 	Value string `json:"value,omitempty"`
 	Why   string `json:"why"`
 }
-

@@ -47,7 +47,7 @@ func rules() []rule {
 		{name: "metrics-stale", severity: Warning, when: stale, advise: metricsStale},
 		{name: "compute-and-kv-bound", answers: []Question{QCompute, QKV}, severity: Warning,
 			excludes: []string{"kv-capacity-bound", "compute-bound", "concurrency-cap", "under-loaded"}, uses: append(capacity, sigPeakFLOPs),
-			when:     func(s *Signals) bool { return s.computeSaturated() && s.kvLimited() && s.queued() }, advise: computeAndKVBound},
+			when: func(s *Signals) bool { return s.computeSaturated() && s.kvLimited() && s.queued() }, advise: computeAndKVBound},
 		{name: "kv-capacity-bound", answers: []Question{QKV}, severity: Warning, excludes: []string{"concurrency-cap", "under-loaded"}, uses: capacity,
 			when: func(s *Signals) bool { return s.kvLimited() && s.queued() }, advise: kvCapacityBound},
 		{name: "compute-bound", answers: []Question{QCompute}, severity: Warning, excludes: []string{"concurrency-cap", "under-loaded"}, uses: append(capacity, sigPeakFLOPs),

@@ -99,7 +99,9 @@ func signalDefs() []signalDef {
 			func(p promql, _ *Signals) string { return p.maxOver(kv, "max") }),
 		one(sigKVHighShare, "ratio", srcVLLM, "share of the window with KV usage at the watermark",
 			func(v *view) float64 { return v.share(kv, func(x float64) bool { return x >= v.th().KVWatermark }) },
-			func(p promql, s *Signals) string { return p.share(kv, "max", fmt.Sprintf(">= bool %g", s.th.KVWatermark)) }),
+			func(p promql, s *Signals) string {
+				return p.share(kv, "max", fmt.Sprintf(">= bool %g", s.th.KVWatermark))
+			}),
 
 		// Throughput and the requests' shape.
 		one(sigGenRate, "tokens/s", srcVLLM, "generation throughput", func(v *view) float64 { return v.rate(metricspec.GenerationTokens) },
@@ -143,7 +145,9 @@ func signalDefs() []signalDef {
 		one(sigPrefills, "", srcVLLM, "requests through prefill", func(v *view) float64 { return v.inc(hcount(metricspec.RequestPrefillTime)) },
 			func(p promql, _ *Signals) string { return p.inc(hcount(metricspec.RequestPrefillTime)) }),
 		one(sigHitRate, "ratio", srcVLLM, "prefix-cache hit rate",
-			func(v *view) float64 { return ratio(v.inc(metricspec.PrefixCacheHits), v.inc(metricspec.PrefixCacheQueries)) },
+			func(v *view) float64 {
+				return ratio(v.inc(metricspec.PrefixCacheHits), v.inc(metricspec.PrefixCacheQueries))
+			},
 			func(p promql, _ *Signals) string {
 				return p.ratio(p.inc(metricspec.PrefixCacheHits), p.inc(metricspec.PrefixCacheQueries))
 			}),

@@ -16,17 +16,17 @@ type Thresholds struct {
 	KVSpare        float64 `doc:"peak KV usage below which the cache has room"`
 	AdmissionShare float64 `doc:"share of readings in which a request waits and the free blocks cannot hold the next prompt"`
 
-	BusyHigh         float64 `doc:"GPU utilisation of a GPU busy all the time"`
-	BusyLow          float64 `doc:"GPU utilisation of a GPU idle half the time"`
-	FillHigh         float64 `doc:"step fill (tokens per step over max_num_batched_tokens) of full steps"`
-	RooflineCompute  float64 `doc:"MFU over MBU at which a step's arithmetic outweighs its memory traffic on this GPU"`
-	EngineBusy       float64 `doc:"share of the time the engine spends in steps when they run back to back"`
-	HostShare        float64 `doc:"share of each step the GPU waits for the host that makes the host the limit"`
-	ConflictGap      float64 `doc:"difference between two readings of utilisation that the report calls a conflict"`
+	BusyHigh          float64 `doc:"GPU utilisation of a GPU busy all the time"`
+	BusyLow           float64 `doc:"GPU utilisation of a GPU idle half the time"`
+	FillHigh          float64 `doc:"step fill (tokens per step over max_num_batched_tokens) of full steps"`
+	RooflineCompute   float64 `doc:"MFU over MBU at which a step's arithmetic outweighs its memory traffic on this GPU"`
+	EngineBusy        float64 `doc:"share of the time the engine spends in steps when they run back to back"`
+	HostShare         float64 `doc:"share of each step the GPU waits for the host that makes the host the limit"`
+	ConflictGap       float64 `doc:"difference between two readings of utilisation that the report calls a conflict"`
 	WaitingPersistent float64 `doc:"share of readings with a request waiting that makes a queue"`
-	NoWaiting        float64 `doc:"share of readings with a request waiting below which nothing queues"`
-	PinnedShare      float64 `doc:"share of readings with running at max_num_seqs that pins it"`
-	PinnedNear       float64 `doc:"fraction of max_num_seqs (less one) a reading counts as at the cap"`
+	NoWaiting         float64 `doc:"share of readings with a request waiting below which nothing queues"`
+	PinnedShare       float64 `doc:"share of readings with running at max_num_seqs that pins it"`
+	PinnedNear        float64 `doc:"fraction of max_num_seqs (less one) a reading counts as at the cap"`
 
 	PreemptionRate    float64 `doc:"preemptions per second of a storm (the preemption alert's)"`
 	RecomputeCritical float64 `doc:"share of computed tokens recomputed after preemption that makes a storm critical"`
@@ -58,17 +58,17 @@ func DefaultThresholds() Thresholds {
 		KVSpare:        0.8,
 		AdmissionShare: 0.5,
 
-		BusyHigh:         0.9,
-		BusyLow:          0.5,
-		FillHigh:         0.5,
-		RooflineCompute:  1,
-		EngineBusy:       0.8,
-		HostShare:        0.5,
-		ConflictGap:      0.4,
+		BusyHigh:          0.9,
+		BusyLow:           0.5,
+		FillHigh:          0.5,
+		RooflineCompute:   1,
+		EngineBusy:        0.8,
+		HostShare:         0.5,
+		ConflictGap:       0.4,
 		WaitingPersistent: 0.5,
-		NoWaiting:        0.1,
-		PinnedShare:      0.7,
-		PinnedNear:       0.9,
+		NoWaiting:         0.1,
+		PinnedShare:       0.7,
+		PinnedNear:        0.9,
 
 		PreemptionRate:    metricspec.PreemptionRateHigh,
 		RecomputeCritical: 0.3,
