@@ -38,6 +38,7 @@ func scalarSeries() []seriesSpec {
 		sum(metricspec.NumRequestsRunning), sum(metricspec.NumRequestsWaiting), {key: metricspec.KVCacheUsagePerc, family: metricspec.KVCacheUsagePerc, agg: kvAggregatorMax},
 		sum(metricspec.PrefixCacheQueries), sum(metricspec.PrefixCacheHits), sum(metricspec.NumPreemptions), sum(metricspec.PromptTokens), sum(metricspec.PromptTokensCached),
 		sum(metricspec.GenerationTokens), sum(metricspec.EstimatedFLOPsPerGPU), sum(metricspec.ExecutorBusySeconds), sum(metricspec.EngineHostSeconds), sum(metricspec.EngineSteps), sum(metricspec.RequestSuccess), {key: metricspec.ExecutorPeakFLOPs, family: metricspec.ExecutorPeakFLOPs, agg: "max"},
+		{key: metricspec.ExecutorPeakMemBandwidth, family: metricspec.ExecutorPeakMemBandwidth, agg: "max"},
 		{key: keyAborts, family: metricspec.RequestSuccess, label: metricspec.LabelFinishedReason, value: "abort", agg: "sum"},
 		sum(metricspec.EstimatedReadBytesPerGPU),
 		{key: keyWaitingCapacity, family: metricspec.NumRequestsWaitingByReason, label: metricspec.LabelReason, value: "capacity", agg: "sum"},

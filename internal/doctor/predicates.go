@@ -1,5 +1,7 @@
 package doctor
 
+import "math"
+
 // The states the rules and the three answers are built on, each defined
 // once over signals. They take a getter so that a signal's definition (the
 // plateau inference of max_num_seqs) can use them over its view too.
@@ -20,6 +22,22 @@ func kvAdmission(g getter, th Thresholds) bool { return g(sigAdmissionShare) >= 
 
 func kvLimited(g getter, th Thresholds) bool { return kvFull(g, th) || kvAdmission(g, th) }
 
+// kvKind is how the KV cache limits, when it does: capacity (it sits at
+// the watermark, or preempts there) or admission (below the watermark, the
+// next prompt does not fit the free blocks; the odd preemption of a prompt
+// admitted in part with a step's leftover budget does not change that).
+func (s *Signals) kvKind() string {
+	switch {
+	case s.v(sigKVHighShare) >= s.th.KVHighShare:
+		return "capacity"
+	case s.kvAdmission():
+		return "admission"
+	case s.kvFull():
+		return "capacity"
+	}
+	return ""
+}
+
 func (s *Signals) queued() bool { return s.v(sigWaitingShare) >= s.th.WaitingPersistent }
 
 func (s *Signals) kvFull() bool      { return kvFull(s.v, s.th) }
@@ -31,8 +49,51 @@ func (s *Signals) kvLimited() bool   { return kvLimited(s.v, s.th) }
 // busy GPU on small decode steps is not saturated (like DCGM's engine
 // activity, the busy ratio is near 1 whenever anything runs; a decode step
 // is bound by reading weights and KV, not by its token count).
+//
+// A wide step (hundreds of tokens) is compute-bound on any GPU when it is
+// prefill (its tokens share one read of the weights, past every GPU's
+// ridge point), and on decode when its arithmetic rivals its memory
+// traffic at the GPU's peaks (each decode token also reads its context's
+// KV): then larger steps take proportionally longer, and the budget's
+// headroom is no headroom.
 func (s *Signals) computeSaturated() bool {
-	return s.v(sigBusy) >= s.th.BusyHigh && (s.v(sigFill) >= s.th.FillHigh || s.v(sigRoofline) >= s.th.RooflineCompute)
+	return s.v(sigBusy) >= s.th.BusyHigh && (s.fullSteps() || s.wideComputeSteps())
+}
+
+// A GPU's utilisation estimated from vLLM's series counts host time, so
+// only steps at their budget tell saturation from a host that stretches
+// the steps.
+func (s *Signals) wideComputeSteps() bool {
+	if !(s.v(sigStepTokens) >= s.th.WideStep) || s.src(sigBusy) == srcEstimate {
+		return false
+	}
+	if roof := s.v(sigRoofline); !math.IsNaN(roof) {
+		return roof >= s.th.RooflineCompute
+	}
+	return s.v(sigPromptPerGen) >= s.th.PromptHeavy
+}
+
+// fullSteps: the steps carry most of the token budget. An inferred budget
+// is the smallest round number the mean step fits, so only steps nearly at
+// it count.
+func (s *Signals) fullSteps() bool {
+	if s.src(sigBudget) == srcInferred {
+		return s.v(sigFill) >= s.th.FillInferred
+	}
+	return s.v(sigFill) >= s.th.FillHigh
+}
+
+// computeUnknown: the GPU seems busy on wide steps short of their budget,
+// and the doctor cannot weigh them: on decode without the GPU's peaks, or
+// at all when utilisation is vLLM's estimate (which counts host time).
+func (s *Signals) computeUnknown() bool {
+	if !(s.v(sigBusy) >= s.th.BusyHigh) || s.fullSteps() || !(s.v(sigStepTokens) >= s.th.WideStep) {
+		return false
+	}
+	if s.src(sigBusy) == srcEstimate {
+		return true
+	}
+	return math.IsNaN(s.v(sigRoofline)) && !(s.v(sigPromptPerGen) >= s.th.PromptHeavy)
 }
 
 // pinned: running sat at max_num_seqs for most of the window. A reading
@@ -46,7 +107,10 @@ func (s *Signals) hostBound() bool {
 	return s.v(sigEngineBusy) >= s.th.EngineBusy && s.v(sigHostShare) >= s.th.HostShare
 }
 
-// noWork: nothing waits and the GPU idles.
+// noWork: nothing waits and the GPU is not saturated: everything offered
+// is served at once, so the load (or the client) sets the pace. The GPU
+// may still be busy much of the time: a decode step of a few sequences
+// occupies it, but more would cost little.
 func (s *Signals) noWork() bool {
-	return s.v(sigWaitingShare) < s.th.NoWaiting && s.v(sigBusy) < s.th.BusyLow
+	return s.v(sigWaitingShare) < s.th.NoWaiting && !s.computeSaturated()
 }

@@ -78,10 +78,18 @@ func (s *Signals) computeAnswer() Answer {
 	}
 	by := fmt.Sprintf("the GPU was busy %s of the time (%s)", pct(busy), s.src(sigBusy))
 	switch {
+	case s.computeUnknown() && s.src(sigBusy) == srcEstimate:
+		return s.answer(CantTell, "", by+fmt.Sprintf(" on steps of %.0f tokens short of their budget: vLLM's series time the engine loop, host included, so whether the GPU or the host fills those steps cannot be told (DCGM's engine activity, --dcgm-url, would)", s.v(sigStepTokens)), uses, append(evs, sigStepTokens)...)
+	case s.computeUnknown():
+		return s.answer(CantTell, "", by+fmt.Sprintf(" on decode steps of %.0f tokens: a batch that wide can be compute-bound, and without the GPU's peaks (--gpu, or DCGM's modelName) the doctor cannot weigh its arithmetic against its memory traffic", s.v(sigStepTokens)), uses, append(evs, sigStepTokens)...)
 	case s.computeSaturated():
 		what := fmt.Sprintf("on steps %s full of the %.0f-token budget", pct(fill), s.v(sigBudget))
-		if !(fill >= s.th.FillHigh) {
-			what = fmt.Sprintf("on steps whose arithmetic takes %.1f× their memory traffic at the GPU's peaks", roof)
+		switch {
+		case s.fullSteps():
+		case !math.IsNaN(roof):
+			what = fmt.Sprintf("on steps of %.0f tokens whose arithmetic takes %.1f× the time of their memory traffic at the GPU's peaks: the batch's own work sets the step", s.v(sigStepTokens), roof)
+		default:
+			what = fmt.Sprintf("on prefill steps of %.0f tokens, compute-bound on any GPU (past its ridge point): larger steps would take proportionally longer", s.v(sigStepTokens))
 		}
 		return s.answer(Yes, "", by+" "+what+": more work per second cannot fit", uses, evs...)
 	case busy >= s.th.BusyHigh:
@@ -95,15 +103,15 @@ func (s *Signals) kvAnswer() Answer {
 		return s.answer(CantTell, "", "no KV-cache usage series", nil, sigKV)
 	}
 	uses := []string{sigBlocks}
-	switch {
-	case s.kvFull():
+	switch kind := s.kvKind(); {
+	case kind == "capacity":
 		return s.answer(Yes, "capacity", fmt.Sprintf("the KV cache sat at the %g watermark %s of the window (peak %.2f) with %.2f preemptions/s and %s of the window with a request waiting",
 			s.th.KVWatermark, pct(s.v(sigKVHighShare)), s.v(sigKVPeak), zeroNaN(s.v(sigPreemptRate)), pct(zeroNaN(s.v(sigWaitingShare)))), uses,
 			sigKVHighShare, sigKVPeak, sigPreemptRate)
-	case s.kvAdmission():
+	case kind == "admission":
 		free := (1 - s.v(sigKV)) * s.v(sigBlocks) * s.v(sigBlockSize)
 		return s.answer(Yes, "admission", fmt.Sprintf("in %s of the window a request waited while the free KV blocks (about %.0f tokens at the mean usage of %.2f) could not hold the next prompt (about %.0f tokens): each request takes a large share of the cache",
-			pct(s.v(sigAdmissionShare)), free, s.v(sigKV), s.v(sigPromptMean)), uses, sigAdmissionShare, sigKV, sigPromptMean)
+			pct(s.v(sigAdmissionShare)), free, s.v(sigKV), admissionNeed(s)), uses, sigAdmissionShare, sigKV, sigPromptMean)
 	case math.IsNaN(s.v(sigAdmissionShare)) && s.queued() && s.v(sigKVPeak) >= s.th.KVSpare/2:
 		return s.answer(CantTell, "", fmt.Sprintf("requests waited at KV usage up to %.2f, and without the cache's size (num_gpu_blocks in vllm:cache_config_info) the doctor cannot tell whether the next prompt fit", s.v(sigKVPeak)),
 			uses, sigKVPeak, sigWaitingShare)
@@ -124,9 +132,9 @@ func (s *Signals) schedulerAnswer() Answer {
 	case s.capSuggestion() > 0:
 		return s.answer(Yes, "cap", fmt.Sprintf("running sat at max_num_seqs %.0f in %s of the window while requests waited, with the KV cache and the steps to spare", s.v(sigMaxSeqs), pct(s.v(sigPinnedShare))),
 			[]string{sigMaxSeqs, sigBusy, sigBudget}, sigPinnedShare, sigMaxSeqs, sigWaitingShare)
-	case s.noWork() && !(eng >= s.th.EngineBusy):
-		return s.answer(Yes, "no-work", fmt.Sprintf("nothing waited (%s of the window) and the GPU was busy %s of the time: the load, not the engine, sets the pace", pct(s.v(sigWaitingShare)), pct(s.v(sigBusy))),
-			[]string{sigBusy}, sigWaitingShare, sigBusy)
+	case s.noWork():
+		return s.answer(Yes, "no-work", fmt.Sprintf("nothing waited (a request in %s of the window) and the engine stepped %s of the time: it serves what arrives at once, so the load sets the pace", pct(s.v(sigWaitingShare)), pct(zeroNaN(eng))),
+			[]string{sigBusy}, sigWaitingShare, sigEngineBusy)
 	case math.IsNaN(host):
 		return s.answer(CantTell, "", "whether the GPU waits for the host between steps needs glassbox's series or DCGM's engine activity beside vLLM's (--dcgm-url)", []string{sigHostShare}, sigEngineBusy)
 	}

@@ -52,7 +52,7 @@ func rules() []rule {
 			when: func(s *Signals) bool { return s.kvLimited() && s.queued() }, advise: kvCapacityBound},
 		{name: "compute-bound", answers: []Question{QCompute}, severity: Warning, excludes: []string{"concurrency-cap", "under-loaded"}, uses: append(capacity, sigPeakFLOPs),
 			when: func(s *Signals) bool { return s.computeSaturated() && s.queued() }, advise: computeBound},
-		{name: "host-bound", answers: []Question{QScheduler}, severity: Warning, excludes: []string{"under-loaded"}, uses: []string{sigHostShare, sigEngineBusy, sigMaxSeqs},
+		{name: "host-bound", answers: []Question{QScheduler}, severity: Warning, excludes: []string{"concurrency-cap", "under-loaded"}, uses: []string{sigHostShare, sigEngineBusy, sigMaxSeqs},
 			when: (*Signals).hostBound, advise: hostBound},
 		{name: "concurrency-cap", answers: []Question{QScheduler}, severity: Warning, uses: []string{sigBudget, sigMaxSeqs, sigBusy},
 			when: func(s *Signals) bool { return s.capSuggestion() > 0 }, advise: concurrencyCap},
@@ -130,4 +130,14 @@ func medianStep(w *Window) time.Duration {
 	}
 	slices.Sort(d)
 	return d[len(d)/2]
+}
+
+// RuleNames are the rule table's findings, in table order (and the
+// fleet's load-imbalance and the single-reading report).
+func RuleNames() []string {
+	var out []string
+	for _, r := range rules() {
+		out = append(out, r.name)
+	}
+	return append(out, "load-imbalance", "single-reading")
 }

@@ -21,7 +21,7 @@ func kvCapacityBound(s *Signals, _ *diagnosis) *Finding {
 	var evs []Evidence
 	var title, inf string
 	compute := s.computeRoom()
-	if s.kvFull() {
+	if s.kvKind() == "capacity" {
 		title = "KV-capacity bound: requests wait for KV blocks while compute has room"
 		evs = s.evs(sigKV, sigKVHighShare, sigKVPeak, sigPreemptRate, sigWaitingShare, sigWaiting, sigRunning, sigMaxSeqs, sigBusy, sigFill)
 		inf = fmt.Sprintf("The KV cache ran full (at the %g watermark, or out of blocks and preempting) while requests waited, and %s: "+
@@ -31,9 +31,10 @@ func kvCapacityBound(s *Signals, _ *diagnosis) *Finding {
 		title = "KV-capacity bound at admission: the next request's prompt does not fit in the free KV blocks"
 		evs = s.evs(sigAdmissionShare, sigKV, sigKVPeak, sigPromptMean, sigBlocks, sigBlockSize, sigPreemptRate, sigWaitingShare, sigWaiting, sigRunning, sigMaxSeqs, sigBusy, sigFill)
 		free := (1 - s.v(sigKV)) * s.v(sigBlocks) * s.v(sigBlockSize)
-		inf = fmt.Sprintf("In %s of the window a request waited while the free KV blocks (about %.0f tokens at the mean usage of %.2f) could not hold the next request's first chunk (its prompt of about %.0f tokens, up to the %.0f-token step budget): "+
-			"each request takes a large share of the cache, so usage sits below the %g watermark with no preemption, yet only %.1f run at once, and %s.",
-			pct(s.v(sigAdmissionShare)), free, s.v(sigKV), s.v(sigPromptMean), s.v(sigBudget), s.th.KVWatermark, s.v(sigRunning), compute)
+		inf = fmt.Sprintf("In %s of the window a request waited while the free KV blocks (about %.0f tokens at the mean usage of %.2f) could not hold the next request's prompt (about %.0f tokens not in the prefix cache): "+
+			"each request takes a large share of the cache, so usage sits below the %g watermark, yet only %.1f run at once, and %s. "+
+			"A prompt that does not fit cannot get through its prefill without evicting another: the scheduler holds it in the queue, or admits a chunk of it and preempts it when the next chunk does not fit.",
+			pct(s.v(sigAdmissionShare)), free, s.v(sigKV), admissionNeed(s), s.th.KVWatermark, s.v(sigRunning), compute)
 		changes = append(changes, s.admissionRemedies()...)
 	}
 	if !math.IsNaN(s.v(sigWaitingCap)) {
@@ -44,6 +45,9 @@ func kvCapacityBound(s *Signals, _ *diagnosis) *Finding {
 	}
 	if s.pinned() {
 		inf += fmt.Sprintf(" Running also reached max_num_seqs (%.0f), but raising it cannot help while the blocks are gone.", s.v(sigMaxSeqs))
+	}
+	if s.computeUnknown() {
+		inf += " Whether compute binds too cannot be told from these series (see the first answer above): if it does, the fix is replicas or a larger GPU, not KV memory alone."
 	}
 	evs = append(evs, s.dcgmEvidence()...)
 	return &Finding{Title: title, Evidence: evs, Inference: inf + s.conflict(), Changes: changes, apply: apply}
@@ -197,7 +201,7 @@ func computeAndKVBound(s *Signals, _ *diagnosis) *Finding {
 	replicas := s.replicasFor()
 	f := s.kvFactor()
 	kv := fmt.Sprintf("the KV cache at the watermark %s of the window (%.2f preemptions/s)", pct(s.v(sigKVHighShare)), zeroNaN(s.v(sigPreemptRate)))
-	if !s.kvFull() {
+	if s.kvKind() == "admission" {
 		kv = fmt.Sprintf("the free KV blocks too few for the next prompt in %s of the window", pct(s.v(sigAdmissionShare)))
 	}
 	changes := []Change{
@@ -257,7 +261,7 @@ func hostBound(s *Signals, _ *diagnosis) *Finding {
 // while requests wait, with the KV cache and the steps to spare.
 func (s *Signals) capSuggestion() int {
 	n := s.v(sigMaxSeqs)
-	if !s.pinned() || !s.queued() || !(n > 0) || s.v(sigKVPeak) >= s.th.KVSpare || s.v(sigFill) >= s.th.FillHigh || s.computeSaturated() {
+	if !s.pinned() || !s.queued() || !(n > 0) || s.v(sigKVPeak) >= s.th.KVSpare || s.fullSteps() || s.computeSaturated() || s.computeUnknown() {
 		return 0
 	}
 	kvLimit := n * s.th.KVSpare / math.Max(s.v(sigKVPeak), 0.01)
@@ -281,11 +285,12 @@ func concurrencyCap(s *Signals, _ *diagnosis) *Finding {
 }
 
 func underLoaded(s *Signals, _ *diagnosis) *Finding {
-	inf := fmt.Sprintf("Nothing waited and the GPU idled %s of the time: the engine has capacity to spare, so throughput is set by the offered load or by the client.", pct(1-s.v(sigBusy)))
+	inf := fmt.Sprintf("Nothing waited (a request in %s of the window) and the GPU's steps had room (busy %s of the time, steps %s full): every request was served as it came, so throughput is set by the offered load or by the client.",
+		pct(s.v(sigWaitingShare)), pct(s.v(sigBusy)), pct(s.v(sigFill)))
 	if c := s.client; c != nil && c.Failed == 0 && c.Completed > 0 {
 		inf += fmt.Sprintf(" The client completed %d requests at %.2f/s without failures: it, not the server, set the pace.", c.Completed, c.RequestThroughput)
 	}
-	return &Finding{Title: "under-loaded or client-bound: nothing waits and the GPU is mostly idle",
+	return &Finding{Title: "under-loaded or client-bound: nothing waits and the GPU has room",
 		Evidence:  append(s.evs(sigBusy, sigWaitingShare, sigRunning, sigGenRate), s.dcgmEvidence()...),
 		Inference: inf,
 		Changes:   []Change{{Why: "none needed; to use the capacity, send more load (or raise the client's concurrency), or run fewer replicas"}}}
@@ -325,11 +330,23 @@ func (s *Signals) conflict() string {
 	if (src != srcGlassbox && src != srcDCGM) || s.hostBound() {
 		return ""
 	}
-	if est := s.v(sigBusyEstimate); !math.IsNaN(est) && math.Abs(est-s.v(sigBusy)) > s.th.ConflictGap {
+	if est := s.stepsTimesITL(); !math.IsNaN(est) && math.Abs(est-s.v(sigBusy)) > s.th.ConflictGap {
 		return fmt.Sprintf(" The readings conflict: %s says the GPU was busy %s of the time, vLLM's steps × their latency %s; trust the measurement, and suspect the step latency (a frontend that falls behind stretches it).",
 			src, pct(s.v(sigBusy)), pct(est))
 	}
 	return ""
+}
+
+// stepsTimesITL is vLLM's steps per second × mean inter-token latency,
+// at most 1: what vLLM's step series say of utilisation.
+func (s *Signals) stepsTimesITL() float64 {
+	w := s.w
+	steps := ratio(w.Increase(metricspec.IterationTokens+"_count"), s.seconds)
+	itl := ratio(w.Increase(metricspec.InterTokenLatency+"_sum"), w.Increase(metricspec.InterTokenLatency+"_count"))
+	if !(steps > 0 && itl > 0) {
+		return math.NaN()
+	}
+	return math.Min(1, steps*itl)
 }
 
 // hostDuration is the simulator's per-step host time, for a replay.

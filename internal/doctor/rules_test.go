@@ -19,7 +19,7 @@ func ruleCases() []ruleCase {
 		l.kv, l.waiting, l.running, l.busy = constant(0.95), constant(6), constant(8), 0.99
 	}
 	computeBound := func(l *load) {
-		l.busy, l.waiting, l.running, l.steps, l.prompt, l.gen = 0.99, constant(5), constant(20), 20, 150000, 100
+		l.busy, l.waiting, l.running, l.steps, l.prompt, l.gen, l.success = 0.99, constant(5), constant(20), 20, 150000, 100, 100
 	}
 	capped := func(l *load) {
 		l.maxSeqs, l.running, l.waiting, l.kv, l.busy = 4, constant(4), constant(10), constant(0.05), 0.99
@@ -61,7 +61,8 @@ func ruleCases() []ruleCase {
 		{"pinned, nothing waits", "concurrency-cap", false, func(l *load) { capped(l); l.waiting = constant(0) }},
 
 		{"idle, nothing waits", "under-loaded", true, func(l *load) {}},
-		{"busy executor", "under-loaded", false, func(l *load) { l.busy = 0.95 }},
+		{"busy executor on full steps", "under-loaded", false, func(l *load) { l.busy, l.steps, l.prompt = 0.95, 20, 150000 }},
+		{"busy executor on small decode steps, nothing waits", "under-loaded", true, func(l *load) { l.busy = 0.95 }},
 		{"a request waited", "under-loaded", false, func(l *load) { l.waiting = func(i int) float64 { return float64(i % 5 / 4) } }},
 
 		{"two preemptions a second", "preemption-storm", true, func(l *load) { l.preempt, l.kv = 2, constant(0.95) }},
@@ -122,8 +123,10 @@ func ruleCases() []ruleCase {
 			capped(l)
 			l.vllm, l.kv, l.preempt = true, constant(0.95), 0.3
 		}},
-		{"vLLM + DCGM: idle GPU, nothing waits", "under-loaded", true, func(l *load) { l.vllm, l.dcgm = true, 0.2 }},
-		{"vLLM + DCGM: busy GPU", "under-loaded", false, func(l *load) { l.vllm, l.dcgm = true, 0.95 }},
+		{"vLLM + DCGM: idle GPU, nothing waits", "under-loaded", true, func(l *load) {
+			l.vllm, l.dcgm, l.running = true, 0.2, func(i int) float64 { return float64(i % 2) }
+		}},
+		{"vLLM + DCGM: busy GPU on full steps", "under-loaded", false, func(l *load) { l.vllm, l.dcgm, l.steps, l.prompt = true, 0.95, 20, 150000 }},
 	}
 }
 
@@ -158,7 +161,7 @@ func TestEvidenceSources(t *testing.T) {
 	}
 	// The GPU's peaks from DCGM's modelName give MFU.
 	l = healthy()
-	l.busy, l.waiting, l.running, l.steps, l.prompt, l.gen = 0.99, constant(5), constant(20), 20, 150000, 100
+	l.busy, l.waiting, l.running, l.steps, l.prompt, l.gen, l.success = 0.99, constant(5), constant(20), 20, 150000, 100, 100
 	l.vllm, l.dcgm, l.gpuName = true, 0.99, "NVIDIA H100 80GB HBM3"
 	f := find(t, Diagnose(l.window(), nil), "compute-bound")
 	if !slices.Contains(f.Sources, "gpu-profile") || !strings.Contains(evidenceText(f), "MFU") {

@@ -234,23 +234,26 @@ func signalDefs() []signalDef {
 		{name: sigBlockSize, unit: "tokens", constant: true, alts: []signalAlt{{src: srcVLLM, what: "tokens per KV block (block_size)",
 			value:  func(v *view) float64 { return positive(float64(v.cfg().blockSize)) },
 			promql: func(p promql, _ *Signals) string { return p.info(metricspec.CacheConfigInfo) }}}},
-		// A waiting request is admitted when the blocks of its first chunk
-		// (its prompt, up to the step's token budget) are free.
+		// A waiting request's prompt needs its blocks: when the free ones
+		// cannot hold it, it cannot get through its prefill without
+		// evicting another, whether the scheduler admits it in chunks (and
+		// then preempts) or holds it in the queue: the KV cache is the
+		// limit, below its watermark too.
 		one(sigAdmissionShare, "ratio", srcVLLM, "share of the window in which a request waited and the free KV blocks could not hold the next prompt",
 			func(v *view) float64 {
-				cap := v.sig(sigBlocks) * v.sig(sigBlockSize)
-				need := math.Min(v.s.v(sigPromptMean), v.s.v(sigBudget)) // the window's typical prompt, even over an interval
-				if !(cap > 0) || !(need > 0) {
+				capacity := v.sig(sigBlocks) * v.sig(sigBlockSize)
+				need := admissionNeed(v.s)
+				if !(capacity > 0) || !(need > 0) {
 					return math.NaN()
 				}
 				return v.shareAt(w, func(sn Snapshot) bool {
 					u, ok := sn.Values[kv]
-					return ok && sn.Values[w] >= 1 && (1-u)*cap < need
+					return ok && sn.Values[w] >= 1 && (1-u)*capacity < need
 				})
 			},
 			func(p promql, s *Signals) string {
 				return fmt.Sprintf("avg_over_time(((sum(%s) >= bool 1) * ((1 - max(%s)) * %g < bool %g))[%s:%s])", p.s(w), p.s(kv),
-					s.v(sigBlocks)*s.v(sigBlockSize), math.Min(s.v(sigPromptMean), s.v(sigBudget)), p.window, p.step)
+					s.v(sigBlocks)*s.v(sigBlockSize), admissionNeed(s), p.window, p.step)
 			}),
 
 		// The sequence cap, and whether running sat at it.
@@ -290,8 +293,10 @@ func signalDefs() []signalDef {
 		// memory traffic: more tokens per step cost time in proportion.
 		one(sigRoofline, "", srcVLLM, "time the steps' arithmetic takes over their memory traffic's, at the GPU's peaks (MFU / MBU)",
 			func(v *view) float64 { return ratio(v.sig(sigMFU), v.sig(sigMBU)) }, nil),
-		one(sigDCGMActive, "ratio", srcDCGM, "GPU graphics-engine activity (DCGM, median over the window)",
-			func(v *view) float64 { return v.median(metricspec.DCGMGREngineActive) },
+		// Each dcgm-exporter reading averages its last interval, so the
+		// first of a window can reach back before it: the mean of the rest.
+		one(sigDCGMActive, "ratio", srcDCGM, "GPU graphics-engine activity (DCGM, mean over the GPUs and the window)",
+			func(v *view) float64 { return v.meanAfterFirst(metricspec.DCGMGREngineActive) },
 			func(p promql, _ *Signals) string { return p.avgNoJob(metricspec.DCGMGREngineActive) }),
 		one(sigDCGMSM, "ratio", srcDCGM, "SM activity (DCGM)", func(v *view) float64 { return v.mean(metricspec.DCGMSMActive) },
 			func(p promql, _ *Signals) string { return p.avgNoJob(metricspec.DCGMSMActive) }),
@@ -300,26 +305,29 @@ func signalDefs() []signalDef {
 		one(sigDCGMDRAM, "ratio", srcDCGM, "DRAM activity (DCGM)", func(v *view) float64 { return v.mean(metricspec.DCGMDRAMActive) },
 			func(p promql, _ *Signals) string { return p.avgNoJob(metricspec.DCGMDRAMActive) }),
 		// vLLM's own view of the engine loop: steps per second × a decode
-		// step's length as requests see it (the mean inter-token latency).
-		// It counts the host's share of each step too.
-		one(sigBusyEstimate, "ratio", srcEstimate, "engine steps per second × mean inter-token latency (vLLM's series)",
+		// step's length as requests see it (the mean inter-token latency),
+		// or, where that undercounts (vLLM records only steps that produced
+		// a token, so prefill-only chunks go unseen), the share of readings
+		// with a request running: the loop never idles while it has work.
+		// Either counts the host's share of each step too.
+		one(sigBusyEstimate, "ratio", srcEstimate, "engine steps per second × mean inter-token latency, or the share of the window with a request running (vLLM's series)",
 			func(v *view) float64 {
 				steps := v.rate(hcount(metricspec.IterationTokens))
 				itl := ratio(v.inc(hsum(metricspec.InterTokenLatency)), v.inc(hcount(metricspec.InterTokenLatency)))
 				if !(steps > 0 && itl > 0) {
 					return math.NaN()
 				}
-				return math.Min(1, steps*itl)
+				running := v.share(m, func(x float64) bool { return x >= 1 })
+				return math.Min(1, math.Max(steps*itl, zeroNaN(running)))
 			},
 			func(p promql, _ *Signals) string {
-				return p.rate(hcount(metricspec.IterationTokens)) + " * " + p.ratio(p.inc(hsum(metricspec.InterTokenLatency)), p.inc(hcount(metricspec.InterTokenLatency)))
+				return "clamp_max(" + p.rate(hcount(metricspec.IterationTokens)) + " * " + p.ratio(p.inc(hsum(metricspec.InterTokenLatency)), p.inc(hcount(metricspec.InterTokenLatency))) +
+					", 1) or " + p.share(m, "sum", ">= bool 1")
 			}),
 		{name: sigBusy, unit: "ratio", alts: []signalAlt{
 			{src: srcGlassbox, what: "GPU utilisation: executor busy seconds per second", value: func(v *view) float64 { return v.rate(metricspec.ExecutorBusySeconds) },
 				promql: func(p promql, _ *Signals) string { return p.rate(metricspec.ExecutorBusySeconds) }},
-			// dcgm-exporter's readings average its last interval, so the
-			// first of a window can lag its start: the median, not the mean.
-			{src: srcDCGM, what: "GPU utilisation: graphics-engine activity (DCGM, median over the GPUs and the window)", value: func(v *view) float64 { return v.sig(sigDCGMActive) },
+			{src: srcDCGM, what: "GPU utilisation: graphics-engine activity (DCGM, mean over the GPUs and the window)", value: func(v *view) float64 { return v.sig(sigDCGMActive) },
 				promql: func(p promql, _ *Signals) string { return p.avgNoJob(metricspec.DCGMGREngineActive) }},
 			{src: srcEstimate, what: "GPU utilisation, estimated: engine steps per second × mean inter-token latency (an upper bound: it counts host time)",
 				value:  func(v *view) float64 { return v.sig(sigBusyEstimate) },
@@ -409,11 +417,19 @@ func arrivalRate(v *view) float64 {
 func plateau(v *view) float64 {
 	n := v.sig(sigRunningPeak)
 	th := v.th()
-	if !(n >= 2) || !(v.sig(sigWaitingShare) >= th.WaitingPersistent) || kvLimited(v.sig, th) || v.sig(sigFill) >= th.FillHigh {
+	if !(n >= 2) || !(v.sig(sigWaitingShare) >= th.WaitingPersistent) || kvLimited(v.sig, th) || v.sig(sigFill) >= th.FillInferred {
 		return math.NaN()
 	}
 	if v.share(metricspec.NumRequestsRunning, func(x float64) bool { return x >= th.PinnedNear*n-1 }) < th.PinnedShare {
 		return math.NaN()
 	}
 	return n
+}
+
+// admissionNeed is the KV tokens a typical waiting request needs: its
+// prompt, less what the prefix cache served. It is the window's (even over
+// an interval: one interval shows too few first tokens).
+func admissionNeed(s *Signals) float64 {
+	w := s.w
+	return ratio(w.Increase(metricspec.PromptTokens)-w.Increase(metricspec.PromptTokensCached), w.Increase(metricspec.TimeToFirstToken+"_count"))
 }

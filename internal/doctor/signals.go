@@ -237,8 +237,17 @@ func (v *view) peak(key string) float64 {
 	return summarise(ps).max
 }
 
-func (v *view) median(key string) float64 {
-	return median(v.points(key))
+// meanAfterFirst is a gauge's mean without the window's first reading
+// (the whole window's when it has one).
+func (v *view) meanAfterFirst(key string) float64 {
+	ps := v.points(key)
+	if len(ps) > 1 {
+		ps = ps[1:]
+	}
+	if len(ps) == 0 {
+		return math.NaN()
+	}
+	return summarise(ps).mean
 }
 
 // share is the fraction of readings for which keep holds; NaN without

@@ -129,15 +129,3 @@ func (s *Signals) provenance(uses []string) ([]string, string) {
 	}
 	return srcs, conf
 }
-
-func median(ps []Point) float64 {
-	if len(ps) == 0 {
-		return math.NaN()
-	}
-	v := make([]float64, len(ps))
-	for i, p := range ps {
-		v[i] = p.V
-	}
-	slices.Sort(v)
-	return v[len(v)/2]
-}

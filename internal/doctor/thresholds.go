@@ -19,7 +19,9 @@ type Thresholds struct {
 	BusyHigh          float64 `doc:"GPU utilisation of a GPU busy all the time"`
 	BusyLow           float64 `doc:"GPU utilisation of a GPU idle half the time"`
 	FillHigh          float64 `doc:"step fill (tokens per step over max_num_batched_tokens) of full steps"`
-	RooflineCompute   float64 `doc:"MFU over MBU at which a step's arithmetic outweighs its memory traffic on this GPU"`
+	FillInferred      float64 `doc:"step fill of full steps when max_num_batched_tokens is only inferred (the smallest round budget the mean step fits, so half full means nothing)"`
+	RooflineCompute   float64 `doc:"MFU over MBU at which a step's arithmetic rivals its memory traffic on this GPU: the batch's own work, not the weights' read, sets the step"`
+	WideStep          float64 `doc:"tokens per step from which a busy GPU may be compute-bound on decode alone (without its peaks the doctor cannot tell)"`
 	EngineBusy        float64 `doc:"share of the time the engine spends in steps when they run back to back"`
 	HostShare         float64 `doc:"share of each step the GPU waits for the host that makes the host the limit"`
 	ConflictGap       float64 `doc:"difference between two readings of utilisation that the report calls a conflict"`
@@ -61,7 +63,9 @@ func DefaultThresholds() Thresholds {
 		BusyHigh:          0.9,
 		BusyLow:           0.5,
 		FillHigh:          0.5,
-		RooflineCompute:   1,
+		FillInferred:      0.9,
+		RooflineCompute:   0.8,
+		WideStep:          512,
 		EngineBusy:        0.8,
 		HostShare:         0.5,
 		ConflictGap:       0.4,

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"net/http"
 	"os"
 	"os/exec"
@@ -344,5 +346,36 @@ func TestObserveSeesWhatMetricsServes(t *testing.T) {
 	if !names["vllm:gpu_cache_usage_perc"] || !names["vllm:time_per_output_token_seconds"] || names["glassbox_executor_busy_seconds_total"] {
 		t.Errorf("observed families: hidden ones %v %v, glassbox's %v; want the hidden ones and not glassbox's",
 			names["vllm:gpu_cache_usage_perc"], names["vllm:time_per_output_token_seconds"], names["glassbox_executor_busy_seconds_total"])
+	}
+}
+
+// TestTokenizerIsAsWideAsAModel: ids above the simulator's words round-trip
+// through text, so vLLM's random dataset draws from a real model's range
+// and a few thousand random prompts do not start alike.
+func TestTokenizerIsAsWideAsAModel(t *testing.T) {
+	tk := Tokenizer()
+	ctx := context.Background()
+	if tk.VocabSize() != WideVocab {
+		t.Fatalf("vocab %d, want %d", tk.VocabSize(), WideVocab)
+	}
+	ids := []int{300, 5000, 127000, 301, WideVocab - 1}
+	text, err := tk.Decode(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := tk.Encode(ctx, text)
+	if err != nil || !slices.Equal(back, ids) {
+		t.Fatalf("round trip %v → %q → %v (%v)", ids, text, back, err)
+	}
+	samples, err := workload.LoadSamples(ctx, workload.DatasetConfig{Name: "random", RandomInputLen: 64, RandomOutputLen: 8}, 4000, tk, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := map[int]int{}
+	for _, s := range samples {
+		starts[s.PromptIDs[0]]++
+	}
+	if dup := len(samples) - len(starts); dup > 200 {
+		t.Errorf("%d of %d random prompts start like another: the prefix cache would serve them as no real workload's", dup, len(samples))
 	}
 }
