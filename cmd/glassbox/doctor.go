@@ -142,14 +142,17 @@ func replayVirtual(ctx context.Context, rc doctor.ReplicaConfig, load doctor.Rep
 		return flags, nil, 0, err
 	}
 	send := time.Duration(load.SendSeconds * float64(time.Second))
-	n := min(200, int(math.Ceil(load.RequestRate*send.Seconds()))+1) // cycled: fewer prompts to prepare
-	rng := rand.New(rand.NewPCG(load.Seed, 7))                       // the same draw for both configurations
+	// Replicas share the load evenly: one of them gets its share of the
+	// rate (the same prompts, the same arrival pattern, stretched).
+	rate := load.RequestRate / float64(max(rc.Replicas, 1))
+	n := min(2000, int(math.Ceil(load.RequestRate*send.Seconds()))+1) // a prompt per request, so prefix-cache hits are as rare as the target's
+	rng := rand.New(rand.NewPCG(load.Seed, 7))                        // the same draw for both configurations
 	samples, err := workload.LoadSamples(ctx, workload.DatasetConfig{Name: "random", RandomInputLen: load.InputTokens, RandomOutputLen: load.OutputTokens},
 		n, simulate.Tokenizer(), rng)
 	if err != nil {
 		return flags, nil, 0, err
 	}
-	arr := workload.NewArrivals(n, send, load.RequestRate, 1, nil, rng)
+	arr := workload.NewArrivals(n, send, rate, 1, nil, rng)
 	res, err := simulate.Run(ctx, simulate.Config{Replica: cfg, Plan: workload.OpenLoop(samples, arr, 0, send)})
 	if err != nil {
 		return flags, nil, 0, err
@@ -172,6 +175,12 @@ func replicaFlags(rc doctor.ReplicaConfig) ([]string, error) {
 		"--kv-cache-memory-bytes", strconv.FormatInt(kv, 10)}
 	if !rc.PrefixCaching {
 		flags = append(flags, "--no-enable-prefix-caching")
+	}
+	if rc.HostOverhead > 0 {
+		flags = append(flags, "--sim-host-overhead", rc.HostOverhead.String())
+	}
+	if rc.AsyncScheduling {
+		flags = append(flags, "--async-scheduling")
 	}
 	return flags, nil
 }

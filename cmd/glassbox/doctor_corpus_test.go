@@ -3,16 +3,20 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/glassbox-llm/glassbox/internal/corpus"
@@ -25,6 +29,7 @@ import (
 var (
 	corpusRun    = flag.String("corpus.run", "", "regenerate the corpus scenarios whose names match this regexp and print their reports (with -corpus.update, record them)")
 	corpusUpdate = flag.Bool("corpus.update", false, "with -corpus.run: write the regenerated windows to internal/corpus/testdata")
+	corpusFull   = flag.Bool("corpus.full", false, "run every corpus scenario through a real Prometheus and --verify, and write docs/doctor-corpus.md's full section")
 )
 
 // corpusDir is where recorded windows live.
@@ -43,9 +48,11 @@ type generated struct {
 // replica every interval of the window as a direct scrape would, in full
 // clothes and through the same stripping serve --disable-glassbox-metrics
 // applies.
-func generate(t *testing.T, sc corpus.Scenario, withSeries bool) *generated {
+// generate runs sc; with series, its --metrics-out is recorded too, its
+// series labelled instance (one TSDB holds many runs).
+func generate(t *testing.T, sc corpus.Scenario, series string, extra ...string) *generated {
 	t.Helper()
-	f, err := parseSimulateFlags(sc.Args(), io.Discard)
+	f, err := parseSimulateFlags(append(sc.Args(), extra...), io.Discard)
 	if err != nil {
 		t.Fatalf("%s: %v", sc.Name, err)
 	}
@@ -69,7 +76,7 @@ func generate(t *testing.T, sc corpus.Scenario, withSeries bool) *generated {
 			errs = append(errs, err)
 			return
 		}
-		w.Add(at, s)
+		w.Add(at.Truncate(time.Millisecond), s) // as recorded, and as Prometheus stores it
 	}
 	start := simulate.Epoch
 	cfg := simulate.Config{Replica: rc, Plan: plan, RequestTimeout: f.requestTimeout, ObserveInterval: sc.Interval,
@@ -88,8 +95,9 @@ func generate(t *testing.T, sc corpus.Scenario, withSeries bool) *generated {
 			add(g.clothes[corpus.VLLMDCGM], at, vllm+gpu)
 			add(g.clothes[corpus.VLLMAlone], at, vllm)
 		}}
-	if withSeries {
+	if series != "" {
 		g.series = simulate.NewSeries(sc.Interval)
+		g.series.Instance = series
 		cfg.Series = g.series
 	}
 	if g.res, err = simulate.Run(context.Background(), cfg); err != nil {
@@ -116,7 +124,7 @@ func TestDoctorCorpusRegenerate(t *testing.T) {
 			continue
 		}
 		t.Run(sc.Name, func(t *testing.T) {
-			g := generate(t, sc, false)
+			g := generate(t, sc, "")
 			hits := g.full.Increase("vllm:prefix_cache_hits_total") / g.full.Increase("vllm:prefix_cache_queries_total")
 			t.Logf("%s: %d readings, simulated %v in %v, prefix-cache hit rate %.3f", sc.Name, len(g.full.Snapshots), g.res.Duration.Round(time.Second), g.res.Wall.Round(time.Millisecond), hits)
 			for _, c := range corpus.Clothes {
@@ -138,6 +146,166 @@ func TestDoctorCorpusRegenerate(t *testing.T) {
 				if err := fh.Close(); err != nil {
 					t.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// The fast scenarios, for the tests every change runs (each regenerates
+// in a second or two, longer under -race).
+func fastScenarios() []corpus.Scenario {
+	var out []corpus.Scenario
+	for _, sc := range corpus.Scenarios() {
+		if sc.Fast {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
+func recorded(t *testing.T, sc corpus.Scenario) *doctor.Window {
+	t.Helper()
+	w, err := corpus.ReadFile(filepath.Join(corpusDir, sc.File()+".window.json.gz"))
+	if err != nil {
+		t.Fatalf("%s: %v", sc.Name, err)
+	}
+	return w
+}
+
+// verdict is what a report says: its findings and its three answers.
+func verdict(rep *doctor.Report) string {
+	q := rep.Questions
+	return fmt.Sprintf("findings %v; compute %s %s, kv %s %s, scheduler %s %s", rep.Names(), q.Compute.Answer, q.Compute.Kind, q.KV.Answer, q.KV.Kind, q.Scheduler.Answer, q.Scheduler.Kind)
+}
+
+// TestDoctorCorpusFresh: the fast scenarios regenerate, run as their
+// command lines say, to the windows recorded in testdata (so the recorded
+// corpus is the simulator's, not a stale copy); and the clothes the
+// corpus derives from a full window give the doctor the same answers as
+// the expositions stripped the way serve --disable-glassbox-metrics
+// strips them.
+func TestDoctorCorpusFresh(t *testing.T) {
+	if testing.Short() {
+		t.Skip("regenerates corpus scenarios in virtual time; skipped with -short")
+	}
+	for _, sc := range fastScenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
+			g := generate(t, sc, "")
+			want := recorded(t, sc)
+			if d := cmp.Diff(want.Snapshots, g.full.Snapshots, cmpopts.EquateApprox(0, 1e-9)); d != "" {
+				t.Errorf("the regenerated window differs from the recorded one (a change to the engine or the simulator? rerun TestDoctorCorpusRegenerate -corpus.run=. -corpus.update and review the golden reports):\n%.3000s", d)
+			}
+			for _, c := range corpus.Clothes {
+				derived := verdict(doctor.Diagnose(corpus.In(g.full, c), nil))
+				stripped := verdict(doctor.Diagnose(g.clothes[c], nil))
+				if derived != stripped {
+					t.Errorf("%s: the derived clothes say %s; the stripped expositions %s", c, derived, stripped)
+				}
+			}
+		})
+	}
+}
+
+// promCorpus is a real Prometheus holding scenarios' metrics over virtual
+// time, loaded with promtool as an operator loads a past incident.
+type promCorpus struct {
+	url string
+}
+
+// loadIntoPrometheus writes each run's --metrics-out, turns it into TSDB
+// blocks with promtool and starts Prometheus on them.
+func loadIntoPrometheus(t *testing.T, runs []*generated) *promCorpus {
+	t.Helper()
+	promtool, prom := stackTool(t, "promtool"), stackTool(t, "prometheus")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	for i, g := range runs {
+		file := filepath.Join(dir, fmt.Sprintf("run%d.om", i))
+		fh, err := os.Create(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.series.WriteOpenMetrics(fh); err != nil {
+			t.Fatal(err)
+		}
+		fh.Close()
+		if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", file, data).CombinedOutput(); err != nil {
+			t.Fatalf("promtool create-blocks-from openmetrics: %v\n%s", err, out)
+		}
+	}
+	cfg := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeLoopbackAddr(t)
+	// The incidents happened months ago (virtual time starts at
+	// simulate.Epoch): keep them.
+	startChild(t, prom, "--config.file="+cfg, "--storage.tsdb.path="+data, "--storage.tsdb.retention.time=100y", "--web.listen-address="+addr)
+	u := "http://" + addr
+	waitFor(t, "Prometheus ready", 30*time.Second, func() bool { return httpOK(u + "/-/ready") })
+	return &promCorpus{url: u}
+}
+
+// read diagnoses a scenario's window through Prometheus's range API, as
+// glassbox doctor --prometheus-url reads a past incident.
+func (p *promCorpus) read(t *testing.T, sc corpus.Scenario, instance string) *doctor.Report {
+	t.Helper()
+	end := simulate.Epoch.Add(sc.Skip + sc.Window)
+	rep, err := doctor.Run(context.Background(), doctor.Config{PrometheusURL: p.url, Selector: fmt.Sprintf(`{instance=%q}`, instance),
+		Since: sc.Window, End: end, Interval: sc.Interval})
+	if err != nil {
+		t.Fatalf("%s through Prometheus: %v", sc.Name, err)
+	}
+	return rep
+}
+
+// TestDoctorCorpusThroughPrometheus: the fast scenarios' metrics, loaded
+// into a real Prometheus with promtool, read through its range API give
+// the same findings and answers as the direct readings, and meet the
+// scenario's expectations; in glassbox's clothes and in vLLM's with DCGM
+// (the same run served with --disable-glassbox-metrics).
+func TestDoctorCorpusThroughPrometheus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("regenerates corpus scenarios and starts Prometheus; skipped with -short")
+	}
+	scs := fastScenarios()[:3]
+	var runs []*generated
+	for _, sc := range scs {
+		runs = append(runs, generate(t, sc, sc.File()), generate(t, sc, sc.File()+"-vllm", "--disable-glassbox-metrics"))
+	}
+	prom := loadIntoPrometheus(t, runs)
+	for i, sc := range scs {
+		for _, c := range []struct{ clothes, instance string }{{corpus.Glassbox, sc.File()}, {corpus.VLLMDCGM, sc.File() + "-vllm"}} {
+			rep := prom.read(t, sc, c.instance)
+			if misses := corpus.Check(rep, sc.Expect(c.clothes)); len(misses) > 0 {
+				t.Errorf("%s through Prometheus, read as %s: %v", sc.Name, c.clothes, misses)
+			}
+			direct := doctor.Diagnose(corpus.In(runs[2*i].full, c.clothes), nil)
+			if a, b := verdict(direct), verdict(rep); a != b {
+				t.Errorf("%s read as %s: directly %s; through Prometheus %s", sc.Name, c.clothes, a, b)
+			}
+		}
+	}
+}
+
+// TestDoctorCorpusRemedies: on the fast scenarios whose report recommends
+// a flag, the recommendation replayed in virtual time (--verify) improves
+// throughput or latency.
+func TestDoctorCorpusRemedies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays corpus scenarios twice each; skipped with -short")
+	}
+	for _, sc := range fastScenarios() {
+		t.Run(sc.Name, func(t *testing.T) {
+			w := corpus.In(recorded(t, sc), corpus.Glassbox)
+			rep := doctor.Diagnose(w, nil)
+			v := doctor.Verify(context.Background(), doctor.VerifyConfig{Replay: replayVirtual, Send: time.Minute, Seed: 1}, w, rep)
+			if v.Skipped != "" {
+				t.Logf("%s: no replay (%s)", sc.Name, v.Skipped)
+				return
+			}
+			if !v.Improved {
+				t.Errorf("%s: %s recommended, and %s", sc.Name, strings.Join(v.Findings, ", "), v.Verdict)
 			}
 		})
 	}

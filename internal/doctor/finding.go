@@ -56,6 +56,12 @@ type Finding struct {
 	// apply makes the recommended flags on a replica's configuration, for
 	// Verify; nil when no flag of a single replica is recommended.
 	apply func(*ReplicaConfig) `json:"-"`
+	// itl says the change aims at inter-token latency (and may cost
+	// throughput), so Verify judges it by that.
+	itl bool
+	// untested says why a recommended change is not replayed: the replay
+	// cannot show its effect.
+	untested string
 }
 
 // Change is one recommended change: a flag and its suggested value, or an

@@ -44,9 +44,10 @@ func prefillBoundWhen(s *Signals) bool {
 func prefillBound(s *Signals, _ *diagnosis) *Finding {
 	var changes []Change
 	var applies []func(*ReplicaConfig)
+	untested := ""
 	if c := s.cfg.prefixCaching; c != nil && !*c {
 		changes = append(changes, Change{Flag: "--enable-prefix-caching", Why: "prompts that share a prefix then skip its prefill"})
-		applies = append(applies, func(rc *ReplicaConfig) { rc.PrefixCaching = true })
+		untested = untestedPrefix
 	}
 	if s.v(sigFill) >= 0.8 && s.cfg.maxBatchedTokens > 0 {
 		n := 2 * s.cfg.maxBatchedTokens
@@ -71,7 +72,7 @@ func prefillBound(s *Signals, _ *diagnosis) *Finding {
 			}
 		}
 	}
-	return &Finding{Title: "prefill bound: time to first token is spent computing prompts", Evidence: evs, Inference: inf, Changes: changes, apply: apply}
+	return &Finding{Title: "prefill bound: time to first token is spent computing prompts", Evidence: evs, Inference: inf, Changes: changes, apply: apply, untested: untested}
 }
 
 // itlFit regresses each interval's mean inter-token latency on its mean
@@ -158,7 +159,7 @@ func decodeBound(s *Signals, _ *diagnosis) *Finding {
 		Evidence: append(evs, s.evs(sigITLp50, sigITLp90, sigRunning)...),
 		Inference: fmt.Sprintf("Across %d intervals, inter-token latency rose %.1f× as the batch widened from %.0f to %.0f requests: each decode step reads every running sequence's KV cache, so wider batches make every token slower.",
 			f.n, f.growth, f.xMin, f.xMax),
-		Changes: changes, apply: func(rc *ReplicaConfig) { rc.MaxNumSeqs = seqs }}
+		Changes: changes, apply: func(rc *ReplicaConfig) { rc.MaxNumSeqs = seqs }, itl: true}
 }
 
 // capacityFindings are the findings that say what holds requests in the
@@ -249,7 +250,7 @@ func prefixCaching(s *Signals, _ *diagnosis) *Finding {
 				ev("prompt tokens per generated token", ratio, "", s.p.ratio(s.p.rate(metricspec.PromptTokens), s.p.rate(metricspec.GenerationTokens)))}, s.ev(sigPrefillShare)),
 			Inference: fmt.Sprintf("Prompts carry %.1f tokens for every generated one and every prefix is recomputed: a shared system prompt or conversation history would be computed once with prefix caching.", ratio),
 			Changes:   []Change{{Flag: "--enable-prefix-caching", Why: "vLLM's default; costs little when prompts share nothing"}},
-			apply:     func(rc *ReplicaConfig) { rc.PrefixCaching = true }}
+			untested:  untestedPrefix}
 	}
 	changes, apply := s.kvChanges(1.5)
 	return &Finding{Title: "prefix caching is ineffective: shared prefixes are evicted before reuse",
@@ -258,3 +259,6 @@ func prefixCaching(s *Signals, _ *diagnosis) *Finding {
 			pct(s.v(sigHitRate))),
 		Changes: changes, apply: apply}
 }
+
+// untestedPrefix is why enabling prefix caching is not replayed.
+const untestedPrefix = "--enable-prefix-caching is not replayed: the replay's prompts share nothing, and with caching off the target's metrics cannot show how much its prompts share"

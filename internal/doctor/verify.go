@@ -56,6 +56,8 @@ type Verification struct {
 	Improved    bool       `json:"improved"`
 	Verdict     string     `json:"verdict"`
 	Findings    []string   `json:"applied_findings,omitempty"`
+	// Untested are recommendations the replay leaves out, and why.
+	Untested []string `json:"untested,omitempty"`
 }
 
 // ReplayLoad is the load estimated from the window's counters.
@@ -69,7 +71,10 @@ type ReplayLoad struct {
 
 // ReplayRun is one replica's replay.
 type ReplayRun struct {
-	Flags             []string `json:"flags"`
+	Flags []string `json:"flags"`
+	// Replicas is how many replicas shared the load (one was replayed, at
+	// its share); throughputs are the fleet's.
+	Replicas          int `json:"replicas"`
 	Completed, Failed int
 	OutputThroughput  float64 `json:"output_throughput"` // tokens/s
 	RequestThroughput float64 `json:"request_throughput"`
@@ -93,14 +98,22 @@ func verify(ctx context.Context, cfg VerifyConfig, s *Signals, findings []Findin
 		return v
 	}
 	rec := cur
+	itl := false
 	for _, f := range findings {
+		if f.untested != "" {
+			v.Untested = append(v.Untested, f.Name+": "+f.untested)
+		}
 		if f.apply != nil {
 			f.apply(&rec)
 			v.Findings = append(v.Findings, f.Name)
+			itl = itl || f.itl
 		}
 	}
 	if rec == cur {
 		v.Skipped = "no finding recommends a flag change that one replica can test"
+		if len(v.Untested) > 0 {
+			v.Skipped += " (" + strings.Join(v.Untested, "; ") + ")"
+		}
 		return v
 	}
 	if cfg.Send <= 0 {
@@ -114,7 +127,7 @@ func verify(ctx context.Context, cfg VerifyConfig, s *Signals, findings []Findin
 	}
 	v.Current = replay(ctx, cfg, cur, v.Load)
 	v.Recommended = replay(ctx, cfg, rec, v.Load)
-	v.judge()
+	v.judge(itl)
 	return v
 }
 
@@ -168,8 +181,12 @@ func replay(ctx context.Context, cfg VerifyConfig, rc ReplicaConfig, load Replay
 		return run
 	}
 	m := res.Passes[0].Metrics
+	// With replicas the replay ran one of them at its share of the load:
+	// the fleet's throughput is theirs together.
+	n := float64(max(rc.Replicas, 1))
+	run.Replicas = max(rc.Replicas, 1)
 	run.Completed, run.Failed = m.Completed, m.Failed
-	run.OutputThroughput, run.RequestThroughput = m.OutputThroughput, m.RequestThroughput
+	run.OutputThroughput, run.RequestThroughput = n*m.OutputThroughput, n*m.RequestThroughput
 	run.MeanTTFTms, run.MeanITLms, run.MeanE2ELms = m.Dists["ttft"].Mean, m.Dists["itl"].Mean, m.Dists["e2el"].Mean
 	run.CensoredE2ELms = censoredMean(outs, dur)
 	return run
@@ -194,8 +211,10 @@ func censoredMean(outs []bench.Output, limit time.Duration) float64 {
 }
 
 // judge: better throughput (≥ 5 %) or latency (≥ 10 % lower censored
-// mean end-to-end), and neither worse by more than 5 %.
-func (v *Verification) judge() {
+// mean end-to-end), and neither worse by more than 5 %; or, for a change
+// that trades throughput for inter-token latency (itl), mean ITL ≥ 10 %
+// lower.
+func (v *Verification) judge(itl bool) {
 	c, r := v.Current, v.Recommended
 	if c.Error != "" || r.Error != "" {
 		v.Verdict = "a replay failed: " + strings.TrimSpace(c.Error+" "+r.Error)
@@ -203,13 +222,19 @@ func (v *Verification) judge() {
 	}
 	tput := r.OutputThroughput / math.Max(c.OutputThroughput, 1e-9)
 	lat := c.CensoredE2ELms / math.Max(r.CensoredE2ELms, 1e-9)
+	itlGain := c.MeanITLms / math.Max(r.MeanITLms, 1e-9)
 	v.Improved = (tput >= 1.05 || lat >= 1.1) && tput >= 0.95 && lat >= 1/1.05
+	goal := ""
+	if itl {
+		v.Improved = itlGain >= 1.1
+		goal = fmt.Sprintf(", mean inter-token latency %.1f → %.1f ms (%.2f× faster; the change trades throughput for it)", c.MeanITLms, r.MeanITLms, itlGain)
+	}
 	word := "did not improve"
 	if v.Improved {
 		word = "improved"
 	}
-	v.Verdict = fmt.Sprintf("the recommendation %s the replay: output throughput %.0f → %.0f tokens/s (%.2f×), mean end-to-end latency (failures at the replay's length) %.0f → %.0f ms (%.2f× faster)",
-		word, c.OutputThroughput, r.OutputThroughput, tput, c.CensoredE2ELms, r.CensoredE2ELms, lat)
+	v.Verdict = fmt.Sprintf("the recommendation %s the replay: output throughput %.0f → %.0f tokens/s (%.2f×), mean end-to-end latency (failures at the replay's length) %.0f → %.0f ms (%.2f× faster)%s",
+		word, c.OutputThroughput, r.OutputThroughput, tput, c.CensoredE2ELms, r.CensoredE2ELms, lat, goal)
 }
 
 func (v *Verification) writeText(b *strings.Builder) {
@@ -228,8 +253,22 @@ func (v *Verification) writeText(b *strings.Builder) {
 			fmt.Fprintf(b, "  %-12s error: %s\n", x.name, x.r.Error)
 			continue
 		}
-		fmt.Fprintf(b, "  %-12s %4d ok %3d failed  %8.1f tok/s  TTFT %7.1f ms  ITL %6.2f ms  E2E %8.1f ms   %s\n", x.name,
-			x.r.Completed, x.r.Failed, x.r.OutputThroughput, x.r.MeanTTFTms, x.r.MeanITLms, x.r.MeanE2ELms, strings.Join(x.r.Flags, " "))
+		fleet := ""
+		if x.r.Replicas > 1 {
+			fleet = fmt.Sprintf(" (× %d replicas, one replayed at 1/%d of the load)", x.r.Replicas, x.r.Replicas)
+		}
+		fmt.Fprintf(b, "  %-12s %4d ok %3d failed  %8.1f tok/s  TTFT %7.1f ms  ITL %6.2f ms  E2E %8.1f ms   %s%s\n", x.name,
+			x.r.Completed, x.r.Failed, x.r.OutputThroughput, x.r.MeanTTFTms, x.r.MeanITLms, x.r.MeanE2ELms, strings.Join(x.r.Flags, " "), fleet)
 	}
 	fmt.Fprintf(b, "  %s\n", v.Verdict)
+	for _, u := range v.Untested {
+		fmt.Fprintf(b, "  not replayed: %s\n", u)
+	}
+}
+
+// Verify replays the load of w against the current and the recommended
+// configuration of rep's findings, as Run does with Config.Verify: for
+// windows read elsewhere (the corpus's recorded ones).
+func Verify(ctx context.Context, cfg VerifyConfig, w *Window, rep *Report) *Verification {
+	return verify(ctx, cfg, evaluate(w, DefaultThresholds()), rep.Findings)
 }
