@@ -137,6 +137,14 @@ func TestDashboardUnderKVPressure(t *testing.T) {
 	if n, err := chromedp.Run(tctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-finding="kv-capacity-bound"]').length`)); err != nil || n != 1 {
 		t.Errorf("the KV-capacity finding is not on the page (%d, %v)", n, err)
 	}
+	// The three answers head the page, as the doctor gives them: the KV
+	// cache is the limit.
+	if kv, err := chromedp.Run(tctx, chromedp.Evaluate[string](`(document.querySelector('[data-question="kv_limit"]') || {}).dataset?.answer || ""`)); err != nil || kv != "yes" {
+		t.Errorf("the page's answer to 'KV cache the limit?' is %q (%v), want yes", kv, err)
+	}
+	if n, err := chromedp.Run(tctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-question]').length`)); err != nil || n != 3 {
+		t.Errorf("the page shows %d of the three questions (%v)", n, err)
+	}
 	shot := screenshot(t, tctx)
 	checkChartsDrawn(t, tctx, shot)
 	if *updateScreenshot {

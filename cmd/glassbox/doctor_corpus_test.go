@@ -212,27 +212,45 @@ type promCorpus struct {
 	url string
 }
 
-// loadIntoPrometheus writes each run's --metrics-out, turns it into TSDB
-// blocks with promtool and starts Prometheus on them.
+// importRun writes a run's --metrics-out into dir and turns it into TSDB
+// blocks under dir/data with promtool, as an operator imports a past
+// incident; it drops the run's recorded series.
+func importRun(t *testing.T, promtool, dir string, g *generated) {
+	t.Helper()
+	file := filepath.Join(dir, g.series.Instance+".om")
+	fh, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.series.WriteOpenMetrics(fh); err != nil {
+		t.Fatal(err)
+	}
+	fh.Close()
+	g.series = nil
+	if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", file, filepath.Join(dir, "data")).CombinedOutput(); err != nil {
+		t.Fatalf("promtool create-blocks-from openmetrics: %v\n%s", err, out)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// loadIntoPrometheus imports each run and starts Prometheus on the blocks.
 func loadIntoPrometheus(t *testing.T, runs []*generated) *promCorpus {
 	t.Helper()
-	promtool, prom := stackTool(t, "promtool"), stackTool(t, "prometheus")
+	promtool := stackTool(t, "promtool")
 	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	for i, g := range runs {
-		file := filepath.Join(dir, fmt.Sprintf("run%d.om", i))
-		fh, err := os.Create(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := g.series.WriteOpenMetrics(fh); err != nil {
-			t.Fatal(err)
-		}
-		fh.Close()
-		if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", file, data).CombinedOutput(); err != nil {
-			t.Fatalf("promtool create-blocks-from openmetrics: %v\n%s", err, out)
-		}
+	for _, g := range runs {
+		importRun(t, promtool, dir, g)
 	}
+	return startPromOn(t, dir)
+}
+
+// startPromOn starts Prometheus on dir/data.
+func startPromOn(t *testing.T, dir string) *promCorpus {
+	t.Helper()
+	prom := stackTool(t, "prometheus")
+	data := filepath.Join(dir, "data")
 	cfg := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfg, []byte("global:\n  scrape_interval: 1m\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -309,4 +327,106 @@ func TestDoctorCorpusRemedies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDoctorCorpusFull is the corpus's full run: every scenario
+// regenerated (and checked against its recorded window), read directly in
+// the three clothes and through a real Prometheus in glassbox's and vLLM +
+// DCGM's, and its recommendation replayed with --verify; the tables go to
+// docs/doctor-corpus.md. It takes some minutes:
+//
+//	go test ./cmd/glassbox -run TestDoctorCorpusFull -timeout 60m -args -corpus.full
+func TestDoctorCorpusFull(t *testing.T) {
+	if !*corpusFull {
+		t.Skip("the corpus's full run: go test ./cmd/glassbox -run TestDoctorCorpusFull -timeout 60m -args -corpus.full")
+	}
+	promtool := stackTool(t, "promtool")
+	dir := t.TempDir()
+	var results []corpus.Result
+	type fullRow struct {
+		sc            corpus.Scenario
+		fresh         string
+		prom          [2]string // glassbox, vllm+dcgm: agreement with the direct reading
+		verdict, note string
+	}
+	var rows []fullRow
+	for _, sc := range corpus.Scenarios() {
+		g := generate(t, sc, sc.File())
+		v := generate(t, sc, sc.File()+"-vllm", "--disable-glassbox-metrics")
+		importRun(t, promtool, dir, g)
+		importRun(t, promtool, dir, v)
+		row := fullRow{sc: sc, fresh: "same"}
+		if d := cmp.Diff(recorded(t, sc).Snapshots, g.full.Snapshots, cmpopts.EquateApprox(0, 1e-9)); d != "" {
+			row.fresh = "differs: re-record"
+			t.Errorf("%s: the regenerated window differs from the recorded one", sc.Name)
+		}
+		for _, c := range corpus.Clothes {
+			results = append(results, corpus.Judge(sc, corpus.In(g.full, c), c, "direct"))
+		}
+		w := corpus.In(g.full, corpus.Glassbox)
+		rep := doctor.Diagnose(w, nil)
+		ver := doctor.Verify(context.Background(), doctor.VerifyConfig{Replay: replayVirtual, Send: 2 * time.Minute, Seed: 1}, w, rep)
+		switch {
+		case ver.Skipped != "":
+			row.verdict = "not replayed"
+			row.note = ver.Skipped
+		case ver.Improved:
+			row.verdict = "improved"
+			row.note = strings.Join(ver.Findings, ", ") + ": " + ver.Verdict
+		default:
+			row.verdict = "**did not improve**"
+			row.note = strings.Join(ver.Findings, ", ") + ": " + ver.Verdict
+		}
+		rows = append(rows, row)
+	}
+	prom := startPromOn(t, dir)
+	for i := range rows {
+		sc := rows[i].sc
+		full := recorded(t, sc)
+		for j, c := range []struct{ clothes, instance string }{{corpus.Glassbox, sc.File()}, {corpus.VLLMDCGM, sc.File() + "-vllm"}} {
+			rep := prom.read(t, sc, c.instance)
+			r := corpus.Result{Scenario: sc, Clothes: c.clothes, Source: "prometheus", Report: rep, Misses: corpus.Check(rep, sc.Expect(c.clothes))}
+			results = append(results, r)
+			direct := verdict(doctor.Diagnose(corpus.In(full, c.clothes), nil))
+			rows[i].prom[j] = "same"
+			if got := verdict(rep); got != direct {
+				rows[i].prom[j] = "differs: " + got
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d scenarios, %d reports (three clothes read directly, two through Prometheus).\n\n", len(rows), len(results))
+	b.WriteString(corpus.Confusion(results))
+	b.WriteString("\nPer scenario: the regenerated window against the recorded one, the Prometheus readings against the direct ones (findings and answers), and the recommendation replayed (`--verify`, two minutes of virtual time each way, glassbox's clothes):\n\n")
+	b.WriteString("| scenario | window | Prometheus: glassbox | Prometheus: vLLM + DCGM | --verify | what was replayed |\n|---|---|---|---|---|---|\n")
+	improved, replayed := 0, 0
+	for _, r := range rows {
+		if r.verdict != "not replayed" {
+			replayed++
+			if r.verdict == "improved" {
+				improved++
+			}
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", r.sc.Name, r.fresh, r.prom[0], r.prom[1], r.verdict, strings.ReplaceAll(r.note, "|", "/"))
+	}
+	fmt.Fprintf(&b, "\nRecommendations replayed: %d; improved: %d.\n", replayed, improved)
+	for _, r := range results {
+		if len(r.Misses) > 0 {
+			t.Errorf("%s read as %s (%s): %v", r.Scenario.Name, r.Clothes, r.Source, r.Misses)
+		}
+	}
+	docPath := "../../docs/doctor-corpus.md"
+	doc, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?s)(<!-- corpus:full -->\n).*?(<!-- /corpus:full -->)`)
+	if !re.Match(doc) {
+		t.Fatalf("%s has no corpus:full section", docPath)
+	}
+	out := re.ReplaceAllLiteral(doc, []byte("<!-- corpus:full -->\n"+b.String()+"<!-- /corpus:full -->"))
+	if err := os.WriteFile(docPath, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s: %d replayed, %d improved", docPath, replayed, improved)
 }

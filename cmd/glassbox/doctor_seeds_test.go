@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/glassbox-llm/glassbox/internal/corpus"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/metrics"
@@ -30,7 +31,7 @@ func virtualWindows(t *testing.T, rc replica.Config, plan *workload.Plan, skip, 
 	t.Helper()
 	rc.DCGM = true
 	ws := map[string]*doctor.Window{}
-	for _, v := range clothes {
+	for _, v := range corpus.Clothes {
 		ws[v] = doctor.NewWindow("simulate", "virtual replica ("+v+")")
 	}
 	var first time.Time
@@ -123,7 +124,7 @@ func TestSeedsCase(t *testing.T) {
 	if kv < 0.9 || running < 25 || running > 40 || per10 < 100 || per10 > 400 || engine < 0.35 || engine > 0.55 {
 		t.Errorf("the simulation is not the seeds' case: KV %.2f, running %.1f, %.0f preemptions / 10 min, DCGM %.2f", kv, running, per10, engine)
 	}
-	for _, view := range clothes {
+	for _, view := range corpus.Clothes {
 		w := ws[view]
 		rep := doctor.Diagnose(w, nil)
 		var b strings.Builder

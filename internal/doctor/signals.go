@@ -129,8 +129,9 @@ type IntervalSeries struct {
 }
 
 // Intervals evaluates the named signals over every interval ending after
-// since, each with the source the window chose for it, so that a chart
-// and the diagnosis read the same thing.
+// since (compared to the millisecond, as the page's times are), each with
+// the source the window chose for it, so that a chart and the diagnosis
+// read the same thing.
 func (s *Signals) Intervals(since time.Time, names ...string) *IntervalSeries {
 	out := &IntervalSeries{V: map[string][]float64{}}
 	defs := map[string]signalDef{}
@@ -145,7 +146,7 @@ func (s *Signals) Intervals(since time.Time, names ...string) *IntervalSeries {
 	snaps := s.w.Snapshots
 	for i := 1; i < len(snaps); i++ {
 		a, b := snaps[i-1], snaps[i]
-		if !b.T.After(since) {
+		if b.T.UnixMilli() <= since.UnixMilli() {
 			continue
 		}
 		sub := *s.w
