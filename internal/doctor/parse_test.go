@@ -204,6 +204,12 @@ func TestRealCapturesAreSnapshots(t *testing.T) {
 		if known < 3 {
 			t.Errorf("%s: the snapshot knows %d of running, waiting and KV usage", name, known)
 		}
+		// One scrape answers what its gauges can and says it cannot tell
+		// the rest: both captures are of idle servers.
+		q := rep.Questions
+		if q == nil || q.Compute.Answer != CantTell || q.KV.Answer != No || q.Scheduler.Answer != Yes || q.Scheduler.Kind != "no-work" {
+			t.Errorf("%s: the three answers %+v; want compute can't tell, KV no, scheduler yes (no work)", name, q)
+		}
 		var b strings.Builder
 		if err := rep.WriteText(&b); err != nil || !strings.Contains(b.String(), "one reading") {
 			t.Errorf("%s: %v\n%s", name, err, b.String())

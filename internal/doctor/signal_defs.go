@@ -252,7 +252,7 @@ func signalDefs() []signalDef {
 				})
 			},
 			func(p promql, s *Signals) string {
-				return fmt.Sprintf("avg_over_time(((sum(%s) >= bool 1) * ((1 - max(%s)) * %g < bool %g))[%s:%s])", p.s(w), p.s(kv),
+				return fmt.Sprintf("avg_over_time(((sum(%s) >= bool 1) * ((1 - max(%s)) * %g < bool %.0f))[%s:%s])", p.s(w), p.s(kv),
 					s.v(sigBlocks)*s.v(sigBlockSize), admissionNeed(s), p.window, p.step)
 			}),
 

@@ -71,3 +71,29 @@ func TestIntervalsReadTheWindowsSources(t *testing.T) {
 		t.Error("the registry has no host share")
 	}
 }
+
+// TestSnapshotAnswers: one reading answers from its gauges what it can: a
+// cache at the watermark with requests waiting, or free blocks too few for
+// a typical prompt since the server started; compute never.
+func TestSnapshotAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		modify       func(l *load)
+		kv, kind, sc string
+	}{
+		{"full cache, a queue", func(l *load) { l.kv, l.waiting = constant(0.95), constant(4) }, Yes, "capacity", CantTell},
+		{"long prompts at 60%", func(l *load) { l.kv, l.waiting, l.prompt = constant(0.6), constant(4), 20000 }, Yes, "admission", CantTell},
+		{"room, nothing waits", func(l *load) {}, No, "", CantTell},
+		{"a queue with room", func(l *load) { l.kv, l.waiting = constant(0.85), constant(4) }, CantTell, "", CantTell},
+		{"idle", func(l *load) { l.running = constant(0) }, No, "", Yes},
+	} {
+		l := healthy()
+		tc.modify(&l)
+		w := l.window()
+		w.Snapshots = w.Snapshots[len(w.Snapshots)-1:]
+		q := Diagnose(w, nil).Questions
+		if q.Compute.Answer != CantTell || q.KV.Answer != tc.kv || q.KV.Kind != tc.kind || q.Scheduler.Answer != tc.sc {
+			t.Errorf("%s: compute %q, KV %q (%s), scheduler %q; want can't tell, %q (%s), %q", tc.name, q.Compute.Answer, q.KV.Answer, q.KV.Kind, q.Scheduler.Answer, tc.kv, tc.kind, tc.sc)
+		}
+	}
+}

@@ -58,6 +58,9 @@ var forbidden = map[string][]string{
 	module + "/internal/profiler": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor"},
 	module + "/internal/bench":    {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
 	module + "/internal/doctor":   {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
+	// The corpus is data and checks over the doctor's windows: it
+	// generates nothing (cmd's tests run the scenarios through simulate).
+	module + "/internal/corpus":   {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/simulate"},
 	module + "/internal/live":     {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/server"},
 	module + "/internal/workload": {"net/http", module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/bench", module + "/internal/simulate"},
 	// The model side computes; it serves nothing and knows no engine.
