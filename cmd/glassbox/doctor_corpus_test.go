@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -151,14 +152,20 @@ func TestDoctorCorpusRegenerate(t *testing.T) {
 	}
 }
 
-// The fast scenarios, for the tests every change runs (each regenerates
-// in a second or two, longer under -race).
-func fastScenarios() []corpus.Scenario {
+// fastScenarios are those the tests every change runs regenerate (each
+// in a second or two); under -race, which slows the simulator about 16×,
+// the three quickest, and .ci/run runs them all without it.
+func fastScenarios(t *testing.T) []corpus.Scenario {
 	var out []corpus.Scenario
 	for _, sc := range corpus.Scenarios() {
 		if sc.Fast {
 			out = append(out, sc)
 		}
+	}
+	if raceEnabled {
+		t.Logf("under -race: %d of the %d fast scenarios (.ci/run runs them all without -race)", 3, len(out))
+		quick := map[string]bool{"healthy": true, "kv-admission": true, "concurrency-cap": true}
+		out = slices.DeleteFunc(out, func(sc corpus.Scenario) bool { return !quick[sc.Class] })
 	}
 	return out
 }
@@ -188,7 +195,7 @@ func TestDoctorCorpusFresh(t *testing.T) {
 	if testing.Short() {
 		t.Skip("regenerates corpus scenarios in virtual time; skipped with -short")
 	}
-	for _, sc := range fastScenarios() {
+	for _, sc := range fastScenarios(t) {
 		t.Run(sc.Name, func(t *testing.T) {
 			g := generate(t, sc, "")
 			want := recorded(t, sc)
@@ -215,7 +222,7 @@ type promCorpus struct {
 // importRun writes a run's --metrics-out into dir and turns it into TSDB
 // blocks under dir/data with promtool, as an operator imports a past
 // incident; it drops the run's recorded series.
-func importRun(t *testing.T, promtool, dir string, g *generated) {
+func importRun(t *testing.T, dir string, g *generated) {
 	t.Helper()
 	file := filepath.Join(dir, g.series.Instance+".om")
 	fh, err := os.Create(file)
@@ -227,21 +234,27 @@ func importRun(t *testing.T, promtool, dir string, g *generated) {
 	}
 	fh.Close()
 	g.series = nil
-	if out, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", file, filepath.Join(dir, "data")).CombinedOutput(); err != nil {
-		t.Fatalf("promtool create-blocks-from openmetrics: %v\n%s", err, out)
-	}
+	importOpenMetrics(t, file, dir)
 	if err := os.Remove(file); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// importOpenMetrics turns an OpenMetrics file into TSDB blocks under
+// dir/data, as promtool does for an operator loading a past incident.
+func importOpenMetrics(t *testing.T, file, dir string) {
+	t.Helper()
+	if out, err := exec.Command(stackTool(t, "promtool"), "tsdb", "create-blocks-from", "openmetrics", file, filepath.Join(dir, "data")).CombinedOutput(); err != nil {
+		t.Fatalf("promtool create-blocks-from openmetrics: %v\n%s", err, out)
 	}
 }
 
 // loadIntoPrometheus imports each run and starts Prometheus on the blocks.
 func loadIntoPrometheus(t *testing.T, runs []*generated) *promCorpus {
 	t.Helper()
-	promtool := stackTool(t, "promtool")
 	dir := t.TempDir()
 	for _, g := range runs {
-		importRun(t, promtool, dir, g)
+		importRun(t, dir, g)
 	}
 	return startPromOn(t, dir)
 }
@@ -286,7 +299,7 @@ func TestDoctorCorpusThroughPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("regenerates corpus scenarios and starts Prometheus; skipped with -short")
 	}
-	scs := fastScenarios()[:3]
+	scs := fastScenarios(t)[:3]
 	var runs []*generated
 	for _, sc := range scs {
 		runs = append(runs, generate(t, sc, sc.File()), generate(t, sc, sc.File()+"-vllm", "--disable-glassbox-metrics"))
@@ -313,7 +326,7 @@ func TestDoctorCorpusRemedies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replays corpus scenarios twice each; skipped with -short")
 	}
-	for _, sc := range fastScenarios() {
+	for _, sc := range fastScenarios(t) {
 		t.Run(sc.Name, func(t *testing.T) {
 			w := corpus.In(recorded(t, sc), corpus.Glassbox)
 			rep := doctor.Diagnose(w, nil)
@@ -340,7 +353,6 @@ func TestDoctorCorpusFull(t *testing.T) {
 	if !*corpusFull {
 		t.Skip("the corpus's full run: go test ./cmd/glassbox -run TestDoctorCorpusFull -timeout 60m -args -corpus.full")
 	}
-	promtool := stackTool(t, "promtool")
 	dir := t.TempDir()
 	var results []corpus.Result
 	type fullRow struct {
@@ -353,8 +365,8 @@ func TestDoctorCorpusFull(t *testing.T) {
 	for _, sc := range corpus.Scenarios() {
 		g := generate(t, sc, sc.File())
 		v := generate(t, sc, sc.File()+"-vllm", "--disable-glassbox-metrics")
-		importRun(t, promtool, dir, g)
-		importRun(t, promtool, dir, v)
+		importRun(t, dir, g)
+		importRun(t, dir, v)
 		row := fullRow{sc: sc, fresh: "same"}
 		if d := cmp.Diff(recorded(t, sc).Snapshots, g.full.Snapshots, cmpopts.EquateApprox(0, 1e-9)); d != "" {
 			row.fresh = "differs: re-record"

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // sessionsConfig is an inference-perf file of two stages of multi-turn
@@ -184,7 +182,6 @@ func TestSimulatedRunInPrometheus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus; skipped with -short")
 	}
-	promtool, promBin := stackTool(t, "promtool"), stackTool(t, "prometheus")
 	dir := t.TempDir()
 	om := filepath.Join(dir, "metrics.om")
 	var out strings.Builder
@@ -192,18 +189,8 @@ func TestSimulatedRunInPrometheus(t *testing.T) {
 		"--num-prompts", "100", "--request-rate", "40", "--duration", "3m", "--metrics-out", om, "--metrics-interval", "5s"}, &out, io.Discard); err != nil {
 		t.Fatalf("simulate: %v\n%s", err, out.String())
 	}
-	data := filepath.Join(dir, "data")
-	if b, err := exec.Command(promtool, "tsdb", "create-blocks-from", "openmetrics", om, data).CombinedOutput(); err != nil {
-		t.Fatalf("promtool: %v\n%s", err, b)
-	}
-	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte("global: {scrape_interval: 15s}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr := freeLoopbackAddr(t)
-	startChild(t, promBin, "--config.file="+cfg, "--storage.tsdb.path="+data, "--storage.tsdb.retention.time=100y", "--web.listen-address="+addr)
-	promURL := "http://" + addr
-	waitFor(t, "Prometheus ready", 20*time.Second, func() bool { return httpOK(promURL + "/-/ready") })
+	importOpenMetrics(t, om, dir)
+	promURL := startPromOn(t, dir).url
 	out.Reset()
 	err := run(context.Background(), []string{"doctor", "--prometheus-url", promURL, "--end", "2026-01-01T00:02:30Z", "--since", "2m", "--interval", "5s", "--json"}, &out, io.Discard)
 	if code := exitCode(err); code != doctorExitWarning && code != doctorExitCritical {
