@@ -34,7 +34,7 @@ func TestDoctorLiveKVAdmission(t *testing.T) {
 	promURL := startPrometheus(t, promBin, target)
 	const window = 8 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
-	wait := runLoad(ctx, base, bench.Config{Dataset: random(6000, 200), RequestRate: 10, NumPrompts: 200}, window)
+	wait := runLoad(ctx, base, bench.Config{Dataset: random(6000, 200), RequestRate: 10, NumPrompts: 100}, window)
 	waitForLoad(t, base)
 	// Let the queue form, and let Prometheus scrape the loaded server: its
 	// value at the window's start is its last scrape before it.
