@@ -59,7 +59,13 @@ func (s *Signals) answer(ans, kind, summary string, uses []string, evs ...string
 	return a
 }
 
-func pct(x float64) string { return fmt.Sprintf("%.0f%%", 100*x) }
+// pct writes a share as a percentage, and an unknown one as such.
+func pct(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "an unknown share"
+	}
+	return fmt.Sprintf("%.0f%%", 100*x)
+}
 
 // answers are the three over a window.
 func (s *Signals) answers() *Questions {
@@ -133,7 +139,11 @@ func (s *Signals) schedulerAnswer() Answer {
 		return s.answer(Yes, "cap", fmt.Sprintf("running sat at max_num_seqs %.0f in %s of the window while requests waited, with the KV cache and the steps to spare", s.v(sigMaxSeqs), pct(s.v(sigPinnedShare))),
 			[]string{sigMaxSeqs, sigBusy, sigBudget}, sigPinnedShare, sigMaxSeqs, sigWaitingShare)
 	case s.noWork():
-		return s.answer(Yes, "no-work", fmt.Sprintf("nothing waited (a request in %s of the window) and the engine stepped %s of the time: it serves what arrives at once, so the load sets the pace", pct(s.v(sigWaitingShare)), pct(zeroNaN(eng))),
+		stepped := ""
+		if !math.IsNaN(eng) {
+			stepped = fmt.Sprintf(" and the engine stepped %s of the time", pct(eng))
+		}
+		return s.answer(Yes, "no-work", fmt.Sprintf("nothing waited (a request in %s of the window)%s: it serves what arrives at once, so the load sets the pace", pct(s.v(sigWaitingShare)), stepped),
 			[]string{sigBusy}, sigWaitingShare, sigEngineBusy)
 	case math.IsNaN(host):
 		return s.answer(CantTell, "", "whether the GPU waits for the host between steps needs glassbox's series or DCGM's engine activity beside vLLM's (--dcgm-url)", []string{sigHostShare}, sigEngineBusy)

@@ -285,8 +285,12 @@ func concurrencyCap(s *Signals, _ *diagnosis) *Finding {
 }
 
 func underLoaded(s *Signals, _ *diagnosis) *Finding {
-	inf := fmt.Sprintf("Nothing waited (a request in %s of the window) and the GPU's steps had room (busy %s of the time, steps %s full): every request was served as it came, so throughput is set by the offered load or by the client.",
-		pct(s.v(sigWaitingShare)), pct(s.v(sigBusy)), pct(s.v(sigFill)))
+	room := fmt.Sprintf(" and the GPU's steps had room (busy %s of the time, steps %s full)", pct(s.v(sigBusy)), pct(s.v(sigFill)))
+	if math.IsNaN(s.v(sigBusy)) {
+		room = "" // nothing says how busy it was
+	}
+	inf := fmt.Sprintf("Nothing waited (a request in %s of the window)%s: every request was served as it came, so throughput is set by the offered load or by the client.",
+		pct(s.v(sigWaitingShare)), room)
 	if c := s.client; c != nil && c.Failed == 0 && c.Completed > 0 {
 		inf += fmt.Sprintf(" The client completed %d requests at %.2f/s without failures: it, not the server, set the pace.", c.Completed, c.RequestThroughput)
 	}

@@ -201,14 +201,14 @@ type State struct {
 
 // Instance is one target's part of the state.
 type Instance struct {
-	Name      string            `json:"name"`
-	Engine    string            `json:"engine"` // glassbox or vllm
-	Readings  int               `json:"readings"`
-	Problem   string            `json:"problem,omitempty"`
-	Series    *Series           `json:"series"`
-	Questions *doctor.Questions `json:"questions"` // the doctor's three answers over the findings window
-	Findings  []doctor.Finding  `json:"findings"`
-	HasState  bool              `json:"has_engine_state"`
+	Name      string           `json:"name"`
+	Engine    string           `json:"engine"` // glassbox or vllm
+	Readings  int              `json:"readings"`
+	Problem   string           `json:"problem,omitempty"`
+	Series    *Series          `json:"series"`
+	Questions *questions       `json:"questions"` // the doctor's three answers over the findings window
+	Findings  []doctor.Finding `json:"findings"`
+	HasState  bool             `json:"has_engine_state"`
 }
 
 func (p *Page) serveState(w http.ResponseWriter, r *http.Request) {
@@ -228,10 +228,36 @@ func (p *Page) serveState(w http.ResponseWriter, r *http.Request) {
 			engine = "glassbox"
 		}
 		st.Items = append(st.Items, Instance{Name: in.target.Name, Engine: engine, Readings: len(in.window.Snapshots), Problem: in.problem,
-			Series: derive(in.signals, in.window, since), Questions: in.questions, Findings: in.findings, HasState: in.target.Engine != nil})
+			Series: derive(in.signals, in.window, since), Questions: compact(in.questions), Findings: in.findings, HasState: in.target.Engine != nil})
 	}
 	p.mu.Unlock()
 	writeJSON(w, st)
+}
+
+// questions are the doctor's three answers as the page shows them: the
+// answer, its kind and its one-line summary (the numbers are in it), not
+// the evidence and PromQL behind them, so a refresh stays small.
+type questions struct {
+	Compute   answer `json:"compute_saturated"`
+	KV        answer `json:"kv_limit"`
+	Scheduler answer `json:"scheduler_idle"`
+}
+
+type answer struct {
+	Answer  string   `json:"answer"`
+	Kind    string   `json:"kind,omitempty"`
+	Summary string   `json:"summary"`
+	Sources []string `json:"sources"`
+}
+
+func compact(q *doctor.Questions) *questions {
+	if q == nil {
+		return nil
+	}
+	c := func(a doctor.Answer) answer {
+		return answer{Answer: a.Answer, Kind: a.Kind, Summary: a.Summary, Sources: a.Sources}
+	}
+	return &questions{Compute: c(q.Compute), KV: c(q.KV), Scheduler: c(q.Scheduler)}
 }
 
 func (p *Page) serveEngine(w http.ResponseWriter, r *http.Request) {
