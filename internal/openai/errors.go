@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
@@ -27,6 +28,7 @@ const (
 	TypeServiceUnavailable = "ServiceUnavailableError"
 	TypeInternal           = "InternalServerError"
 	TypeTooLarge           = "RequestEntityTooLargeError"
+	TypeMethodNotAllowed   = "MethodNotAllowedError"
 )
 
 // Error is an error a client sees: an HTTP status and OpenAI's error object.
@@ -34,9 +36,10 @@ type Error struct {
 	Status     int
 	Type       string
 	Message    string
-	Param      string // the request field at fault, or ""
-	RetryAfter int    // seconds, sent as Retry-After when > 0
-	Err        error  // the cause, if any
+	Param      string   // the request field at fault, or ""
+	RetryAfter int      // seconds, sent as Retry-After when > 0
+	Allow      []string // methods the path has, sent as Allow on a 405
+	Err        error    // the cause, if any
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -57,6 +60,22 @@ func ModelNotFound(model string) *Error {
 		Param:   "model",
 		Message: fmt.Sprintf("The model `%s` does not exist.", model),
 	}
+}
+
+// RouteNotFound is the 404 for a path the server does not serve, worded
+// as OpenAI's ("Invalid URL").
+func RouteNotFound(method, path string) *Error {
+	msg := fmt.Sprintf("Invalid URL (%s %s): glassbox does not serve this route (docs/api.md lists the routes)", method, path)
+	if path == "/v1/responses" || strings.HasPrefix(path, "/v1/responses/") {
+		msg = fmt.Sprintf("Invalid URL (%s %s): glassbox does not implement the Responses API; use /v1/chat/completions", method, path)
+	}
+	return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Message: msg}
+}
+
+// MethodNotAllowed is the 405 for a served path asked with another method.
+func MethodNotAllowed(method, path string, allowed []string) *Error {
+	return &Error{Status: http.StatusMethodNotAllowed, Type: TypeMethodNotAllowed, Allow: allowed,
+		Message: fmt.Sprintf("Method %s is not allowed for %s: use %s", method, path, strings.Join(allowed, " or "))}
 }
 
 // Unauthorized is the 401 for a missing or wrong API key.
@@ -124,6 +143,9 @@ func WriteError(w http.ResponseWriter, err error) *Error {
 	h.Set("Content-Type", "application/json")
 	if e.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	if len(e.Allow) > 0 {
+		h.Set("Allow", strings.Join(e.Allow, ", "))
 	}
 	w.WriteHeader(e.Status)
 	// The status is out; a write error here means the client left.

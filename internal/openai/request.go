@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +48,9 @@ type CompletionRequest struct {
 	Prompt   Prompt `json:"prompt"`
 	Logprobs *int   `json:"logprobs"` // top alternatives per token, 0..20
 	Echo     bool   `json:"echo"`
+	// AddSpecialTokens (vLLM's, default true) adds the model's BOS to
+	// text prompts.
+	AddSpecialTokens *bool `json:"add_special_tokens"`
 }
 
 // ChatCompletionRequest is the body of POST /v1/chat/completions.
@@ -92,7 +96,7 @@ type DetokenizeResponse struct {
 // DecodeCompletionRequest reads a completions request body.
 func DecodeCompletionRequest(r io.Reader) (*CompletionRequest, error) {
 	var req CompletionRequest
-	if err := decode(r, &req); err != nil {
+	if err := decodeChecked(r, &req, endpointCompletion); err != nil {
 		return nil, err
 	}
 	return &req, nil
@@ -101,10 +105,23 @@ func DecodeCompletionRequest(r io.Reader) (*CompletionRequest, error) {
 // DecodeChatRequest reads a chat completions request body.
 func DecodeChatRequest(r io.Reader) (*ChatCompletionRequest, error) {
 	var req ChatCompletionRequest
-	if err := decode(r, &req); err != nil {
+	if err := decodeChecked(r, &req, endpointChat); err != nil {
 		return nil, err
 	}
 	return &req, nil
+}
+
+// decodeChecked is decode, then the refusal of every field of endpoint's
+// that glassbox does not honour.
+func decodeChecked(r io.Reader, v any, endpoint string) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return decodeError(err)
+	}
+	if err := decode(bytes.NewReader(data), v); err != nil {
+		return err
+	}
+	return checkRefused(data, endpoint)
 }
 
 // DecodeTokenizeRequest reads and checks a /tokenize body.

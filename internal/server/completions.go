@@ -41,8 +41,12 @@ func (s *Server) prepareCompletion(req *openai.CompletionRequest, arrival time.T
 		return nil, err
 	}
 	j := newJob(false, gen, arrival)
+	encode := s.model.Encode
+	if req.AddSpecialTokens != nil && !*req.AddSpecialTokens {
+		encode = s.encodeChat // as a template writes: no BOS added
+	}
 	for _, text := range req.Prompt.Texts {
-		if err := s.addPrompt(j, s.model.Encode(text), text); err != nil {
+		if err := s.addPrompt(j, encode(text), text); err != nil {
 			return nil, err
 		}
 	}

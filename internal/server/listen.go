@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+
+	"github.com/glassbox-llm/glassbox/internal/openai"
 )
 
 // Listeners are the API port and, when asked for, the metrics port and the
@@ -88,5 +90,6 @@ func MetricsRoutes(metrics, dashboard http.Handler, creds *Credentials) http.Han
 		mux.Handle("GET /dashboard/api/", api)
 	}
 	mux.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { openai.WriteError(w, noRoute(mux, r)) })
 	return mux
 }

@@ -140,7 +140,28 @@ func (s *Server) Handler() http.Handler {
 		route("GET /dashboard/", "/dashboard", d.ServeHTTP, true)
 		route("GET /dashboard/api/", "/dashboard/api", d.ServeHTTP, false)
 	}
+	// Everything else gets OpenAI's error body rather than net/http's
+	// plain text, which clients' JSON parsers choke on; the instrumentator
+	// vLLM uses labels such requests "none".
+	route("/", "none", func(w http.ResponseWriter, r *http.Request) { s.fail(w, r, noRoute(mux, r)) }, false)
 	return mux
+}
+
+// noRoute is the error for a request no route matched: 405 naming the
+// methods the path has, or 404.
+func noRoute(mux *http.ServeMux, r *http.Request) *openai.Error {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/" {
+			allowed = append(allowed, m)
+		}
+	}
+	if len(allowed) > 0 {
+		return openai.MethodNotAllowed(r.Method, r.URL.Path, allowed)
+	}
+	return openai.RouteNotFound(r.Method, r.URL.Path)
 }
 
 // fail writes err as an error response and logs what the server got wrong.

@@ -258,3 +258,38 @@ func TestAPIKey(t *testing.T) {
 		t.Errorf("/v1/models without a key: status %d, want 401", resp.StatusCode)
 	}
 }
+
+func TestUnknownRoutesGetOpenAIErrors(t *testing.T) {
+	env := startEnv(t, &alphabetExec{})
+	tests := []struct {
+		method, path string
+		status       int
+		allow, msg   string
+	}{
+		{"POST", "/v1/responses", 404, "", "does not implement the Responses API"},
+		{"GET", "/v1/nope", 404, "", "Invalid URL (GET /v1/nope)"},
+		{"GET", "/", 404, "", "Invalid URL (GET /)"},
+		{"GET", "/v1/chat/completions", 405, "POST", "Method GET is not allowed"},
+		{"DELETE", "/v1/models", 405, "GET", "use GET"},
+		{"POST", "/health", 405, "GET", "use GET"},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest(tt.method, env.url+tt.path, strings.NewReader("{}"))
+		resp, err := env.srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body openai.ErrorBody
+		decodeBody(t, resp, tt.status, &body)
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%s %s: Content-Type %q", tt.method, tt.path, ct)
+		}
+		if got := resp.Header.Get("Allow"); got != tt.allow {
+			t.Errorf("%s %s: Allow %q, want %q", tt.method, tt.path, got, tt.allow)
+		}
+		if body.Error.Code != tt.status || !strings.Contains(body.Error.Message, tt.msg) {
+			t.Errorf("%s %s: error %+v, want code %d and %q", tt.method, tt.path, body.Error, tt.status, tt.msg)
+		}
+	}
+}
