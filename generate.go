@@ -165,162 +165,93 @@ func (l *LLM) check(req *request, ids []int) error {
 	return nil
 }
 
-// run submits every completion of every prompt, then collects them in
-// order. When the engine's queue is full it collects the oldest first, to
-// make room, or, with none of its own outstanding, waits for the engine
-// to admit other callers' requests.
+// run submits every completion of every prompt as one engine group, then
+// collects them. When the engine's queue is full it waits for room (the
+// engine signals when it admits queued requests, its own or other
+// callers'); outputs meanwhile wait in the engine's streams.
 func (l *LLM) run(ctx context.Context, req request, prompts []input) ([]Output, error) {
 	ctx, cancel := l.callContext(ctx)
 	defer cancel()
 	if err := context.Cause(ctx); err != nil {
 		return nil, err
 	}
-	j := l.newJob(req, prompts)
+	g := l.newGroup(req)
+	defer g.Close()
+	for i := range prompts {
+		if err := l.add(ctx, g, req, prompts[i], i); err != nil {
+			return nil, err
+		}
+	}
 	outs := make([]Output, len(prompts))
+	texts := make([]strings.Builder, len(prompts)*req.n)
 	for i, p := range prompts {
 		outs[i] = Output{Prompt: p.text, PromptTokenIDs: p.ids, Completions: make([]Completion, req.n)}
 	}
-	next := 0 // the first choice not yet collected
-	collect := func() error {
-		o := &outs[next/req.n]
-		c := &o.Completions[next%req.n]
-		err := j.collect(ctx, next, c)
-		if err == nil && c.Index == 0 {
-			o.CachedTokens = j.cached[next]
+	for left := g.Len(); left > 0; {
+		m, o, ok := g.Next(ctx)
+		if !ok {
+			return nil, cmpErr(context.Cause(ctx), ErrClosed)
 		}
-		next++
-		return err
-	}
-	for c := range len(j.streams) {
-		for wait := time.Millisecond; ; {
-			err := j.submit(c)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, engine.ErrOverloaded) {
-				j.abort()
-				return nil, err
-			}
-			if next < c { // make room by taking this call's oldest
-				if err := collect(); err != nil {
-					j.abort()
-					return nil, err
-				}
-				continue
-			}
-			// Other callers fill the queue: wait for the engine to admit theirs.
-			select {
-			case <-ctx.Done():
-				j.abort()
-				return nil, context.Cause(ctx)
-			case <-time.After(wait):
-				wait = min(2*wait, 50*time.Millisecond)
-			}
+		out := &outs[m/req.n]
+		c := &out.Completions[m%req.n]
+		c.TokenIDs = append(c.TokenIDs, o.Tokens...)
+		texts[m].WriteString(o.Text)
+		if !o.Finished {
+			continue
 		}
-	}
-	for next < len(j.streams) {
-		if err := collect(); err != nil {
-			j.abort()
+		left--
+		if err := finalErr(m/req.n, &o); err != nil {
 			return nil, err
+		}
+		c.Index, c.Text = m%req.n, texts[m].String()
+		c.FinishReason, c.Timing = FinishReason(o.FinishReason), timing(o.Timing)
+		if c.Index == 0 {
+			out.CachedTokens = o.CachedTokens
 		}
 	}
 	return outs, nil
 }
 
-// job is one call's engine requests: choice i*n+k is completion k of
-// prompt i. Only the calling goroutine touches it.
-type job struct {
-	l       *LLM
-	id      string
-	req     request
-	prompts []input
-	streams []*engine.Stream // nil until submitted
-	done    []bool           // the final output was taken
-	cached  []int            // prompt tokens served from the prefix cache
+// newGroup starts one call's engine group.
+func (l *LLM) newGroup(req request) *engine.Group {
+	return l.rep.Engine.NewGroup(fmt.Sprintf("lib-%d", l.calls.Add(1)), req.n)
 }
 
-func (l *LLM) newJob(req request, prompts []input) *job {
-	n := len(prompts) * req.n
-	return &job{l: l, id: fmt.Sprintf("lib-%d", l.calls.Add(1)), req: req, prompts: prompts,
-		streams: make([]*engine.Stream, n), done: make([]bool, n), cached: make([]int, n)}
-}
-
-// submit queues choice c.
-func (j *job) submit(c int) error {
-	p := j.prompts[c/j.req.n]
-	r := &engine.Request{
-		ID:        fmt.Sprintf("%s-%d", j.id, c),
-		Prompt:    p.ids,
-		Params:    j.req.paramsFor(c % j.req.n),
-		Sink:      tokenizer.NewTextSink(j.l.rep.Tokenizer, j.req.stop, j.req.includeStop),
-		Group:     fmt.Sprintf("%s-p%d", j.id, c/j.req.n),
-		GroupSize: j.req.n,
+// add submits the completions of prompt i, waiting for room in the
+// engine's queue while it is full.
+func (l *LLM) add(ctx context.Context, g *engine.Group, req request, p input, i int) error {
+	base := engine.Request{Prompt: p.ids, Params: req.params}
+	if i > 0 {
+		base.Group = fmt.Sprintf("%s-p%d", g.ID(), i) // one parent request per prompt
 	}
-	st, err := j.l.rep.Engine.Submit(r)
-	if err != nil {
-		return err
+	each := func(_ int, r *engine.Request) {
+		r.Sink = tokenizer.NewTextSink(l.rep.Tokenizer, req.stop, req.includeStop)
 	}
-	j.streams[c] = st
-	return nil
-}
-
-// collect takes choice c's outputs until its last, into out.
-func (j *job) collect(ctx context.Context, c int, out *Completion) error {
-	var text strings.Builder
 	for {
-		o, ok := j.streams[c].Next(ctx)
-		if !ok {
-			return cmpErr(context.Cause(ctx), ErrClosed)
-		}
-		out.TokenIDs = append(out.TokenIDs, o.Tokens...)
-		text.WriteString(o.Text)
-		if !o.Finished {
-			continue
-		}
-		j.done[c] = true
-		if err := j.final(c, &o); err != nil {
+		err := g.Add(base, each)
+		if !errors.Is(err, engine.ErrOverloaded) {
 			return err
 		}
-		out.Index, out.Text = c%j.req.n, text.String()
-		out.FinishReason, out.Timing = FinishReason(o.FinishReason), timing(o.Timing)
-		return nil
+		if err := l.rep.Engine.AwaitRoom(ctx, req.n); err != nil {
+			if errors.Is(err, engine.ErrClosed) {
+				return ErrClosed
+			}
+			return err
+		}
 	}
 }
 
-// final checks choice c's last output: an executor failure fails the
-// call, and an abort the caller did not ask for means the engine stopped.
-func (j *job) final(c int, o *engine.Output) error {
-	j.cached[c] = o.CachedTokens
+// finalErr checks a completion's last output: an executor failure fails
+// the call, and an abort the caller did not ask for means the engine
+// stopped.
+func finalErr(prompt int, o *engine.Output) error {
 	switch {
 	case o.Err != nil:
-		return fmt.Errorf("prompt %d: %w", c/j.req.n, o.Err)
+		return fmt.Errorf("prompt %d: %w", prompt, o.Err)
 	case o.FinishReason == engine.FinishAbort:
 		return ErrClosed
 	}
 	return nil
-}
-
-// abort ends every unfinished choice and waits for its final output, so
-// that its KV blocks are free when abort returns. The engine delivers one
-// to every submitted request, aborted or shut down.
-func (j *job) abort() {
-	for c, st := range j.streams {
-		if st != nil && !j.done[c] {
-			j.l.rep.Engine.Abort(st.ID())
-		}
-	}
-	for c, st := range j.streams {
-		if st == nil || j.done[c] {
-			continue
-		}
-		for {
-			o, ok := st.Next(context.Background())
-			if !ok || o.Finished {
-				break
-			}
-		}
-		j.done[c] = true
-	}
 }
 
 // cmpErr is err, or def when err is nil.

@@ -99,13 +99,3 @@ var fieldNames = map[string]string{
 	"repetition_penalty": "RepetitionPenalty", "max_tokens": "MaxTokens", "min_tokens": "MinTokens",
 	"stop_token_ids": "StopTokenIDs", "logprobs": "Logprobs",
 }
-
-// paramsFor is completion k's engine parameters: seeded samples of one prompt
-// must still differ.
-func (r *request) paramsFor(k int) sampling.Params {
-	p := r.params
-	if p.HasSeed {
-		p.Seed += int64(k)
-	}
-	return p
-}

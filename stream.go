@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"iter"
-	"sync"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/tokenizer"
 )
 
 // Stream generates from one prompt token by token. Ranging over the
@@ -42,12 +42,6 @@ func (l *LLM) StreamChat(ctx context.Context, conversation []Message, params Sam
 	})
 }
 
-// event is one output of one choice.
-type event struct {
-	choice int
-	out    engine.Output
-}
-
 func (l *LLM) stream(ctx context.Context, op string, params SamplingParams, tokenize func(*request) (input, error)) iter.Seq2[Completion, error] {
 	return func(yield func(Completion, error) bool) {
 		if err := l.begin(); err != nil {
@@ -61,10 +55,9 @@ func (l *LLM) stream(ctx context.Context, op string, params SamplingParams, toke
 	}
 }
 
-// streamJob submits the prompt's completions and yields their outputs. One
-// goroutine per completion waits on its engine stream and hands outputs to
-// this one, which alone touches the job and calls yield; all of them have
-// ended, and every unfinished completion is aborted, when it returns.
+// streamJob submits the prompt's completions as one engine group and
+// yields their outputs; every unfinished completion has been aborted and
+// has ended when it returns.
 func (l *LLM) streamJob(ctx context.Context, params SamplingParams, tokenize func(*request) (input, error), yield func(Completion, error) bool) (err error) {
 	req, err := params.validate()
 	if err != nil {
@@ -79,60 +72,31 @@ func (l *LLM) streamJob(ctx context.Context, params SamplingParams, tokenize fun
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
-	j := l.newJob(req, []input{p})
-	for c := range j.streams {
-		if err := j.submit(c); err != nil {
-			j.abort()
-			return err
+	g := l.newGroup(req)
+	defer g.Close()
+	err = g.Add(engine.Request{Prompt: p.ids, Params: req.params}, func(_ int, r *engine.Request) {
+		r.Sink = tokenizer.NewTextSink(l.rep.Tokenizer, req.stop, req.includeStop)
+	})
+	if err != nil {
+		return err
+	}
+	for left := g.Len(); left > 0; {
+		m, o, ok := g.Next(ctx)
+		if !ok {
+			return cmpErr(context.Cause(ctx), ErrClosed)
 		}
-	}
-
-	readers, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() {
-		stop()
-		wg.Wait() // before abort reads the streams itself
-		j.abort()
-	}()
-	events := make(chan event)
-	for c, st := range j.streams {
-		wg.Go(func() {
-			for {
-				out, ok := st.Next(readers)
-				if !ok {
-					return
-				}
-				select {
-				case events <- event{choice: c, out: out}:
-				case <-readers.Done():
-					return
-				}
-				if out.Finished {
-					return
-				}
+		delta := Completion{Index: m, Text: o.Text, TokenIDs: o.Tokens}
+		if o.Finished {
+			left--
+			if err := finalErr(0, &o); err != nil {
+				return err
 			}
-		})
-	}
-	for left := len(j.streams); left > 0; {
-		select {
-		case ev := <-events:
-			o := &ev.out
-			delta := Completion{Index: ev.choice, Text: o.Text, TokenIDs: o.Tokens}
-			if o.Finished {
-				j.done[ev.choice] = true
-				left--
-				if err := j.final(ev.choice, o); err != nil {
-					return err
-				}
-				delta.FinishReason, delta.Timing = FinishReason(o.FinishReason), timing(o.Timing)
-			} else if o.Text == "" && len(o.Tokens) == 0 {
-				continue
-			}
-			if !yield(delta, nil) {
-				return nil
-			}
-		case <-ctx.Done():
-			return context.Cause(ctx)
+			delta.FinishReason, delta.Timing = FinishReason(o.FinishReason), timing(o.Timing)
+		} else if o.Text == "" && len(o.Tokens) == 0 {
+			continue
+		}
+		if !yield(delta, nil) {
+			return nil
 		}
 	}
 	return nil

@@ -30,11 +30,13 @@ type Engine struct {
 	aborts []string
 	snaps  []chan *Snapshot    // callers of Snapshot waiting for the next gap between steps
 	idles  []chan struct{}     // callers of AwaitIdle, closed when nothing is queued or running
+	room   chan struct{}       // closed when the queue shrinks, for AwaitRoom; nil without waiters
 	ids    map[string]struct{} // live request ids
 	closed bool
 	wake   chan struct{} // holds a token when inbox or aborts are non-empty
 
 	queued atomic.Int64 // submitted and not yet admitted: the overload measure
+	shrunk bool         // queued fell since the last deliver (Run goroutine only)
 
 	statsMu sync.Mutex
 	stats   Stats
@@ -124,26 +126,109 @@ func (e *Engine) Stats() Stats {
 // Submit queues a request and returns its stream. It never blocks: a full
 // queue is ErrOverloaded.
 func (e *Engine) Submit(r *Request) (*Stream, error) {
+	rs, err := e.prepare(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.enqueue([]*reqState{rs}); err != nil {
+		return nil, err
+	}
+	return rs.stream, nil
+}
+
+// prepare checks r and builds its state.
+func (e *Engine) prepare(r *Request) (*reqState, error) {
 	if err := e.check(r); err != nil {
 		return nil, err
 	}
-	rs := e.newState(r)
+	return e.newState(r), nil
+}
+
+// enqueue queues every request of rs, or none: the queue must have room
+// for all of them and their ids must be free.
+func (e *Engine) enqueue(rs []*reqState) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	switch {
 	case e.closed:
-		return nil, ErrClosed
-	case e.queued.Load() >= int64(e.cfg.MaxWaiting):
-		return nil, ErrOverloaded
+		return ErrClosed
+	case e.queued.Load()+int64(len(rs)) > int64(e.cfg.MaxWaiting):
+		return ErrOverloaded
 	}
-	if _, dup := e.ids[r.ID]; dup {
-		return nil, fmt.Errorf("submit %q: %w", r.ID, ErrDuplicateID)
+	for i, r := range rs {
+		_, dup := e.ids[r.req.ID]
+		for _, earlier := range rs[:i] {
+			dup = dup || earlier.req.ID == r.req.ID
+		}
+		if dup {
+			return fmt.Errorf("submit %q: %w", r.req.ID, ErrDuplicateID)
+		}
 	}
-	e.ids[r.ID] = struct{}{}
-	e.queued.Add(1)
-	e.inbox = append(e.inbox, rs)
+	for _, r := range rs {
+		e.ids[r.req.ID] = struct{}{}
+		e.inbox = append(e.inbox, r)
+	}
+	e.queued.Add(int64(len(rs)))
 	e.signal()
-	return rs.stream, nil
+	return nil
+}
+
+// AwaitRoom returns once the queue has room for n more requests, at that
+// moment: the caller's next Submit or Group.Add may still find it full
+// when others got there first, and waits again. It fails with ErrClosed
+// after shutdown, with ctx's cause, and at once with ErrOverloaded when
+// n exceeds the whole queue.
+func (e *Engine) AwaitRoom(ctx context.Context, n int) error {
+	if n > e.cfg.MaxWaiting {
+		return fmt.Errorf("await room for %d requests in a queue of %d: %w", n, e.cfg.MaxWaiting, ErrOverloaded)
+	}
+	for {
+		e.mu.Lock()
+		if e.closed {
+			e.mu.Unlock()
+			return ErrClosed
+		}
+		if e.queued.Load()+int64(n) <= int64(e.cfg.MaxWaiting) {
+			e.mu.Unlock()
+			return nil
+		}
+		if e.room == nil {
+			e.room = make(chan struct{})
+		}
+		room := e.room
+		e.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// signalRoom wakes the AwaitRoom callers after the queue shrank (or the
+// engine shut down). Engine goroutine only.
+func (e *Engine) signalRoom() {
+	e.mu.Lock()
+	if e.room != nil {
+		close(e.room)
+		e.room = nil
+	}
+	e.mu.Unlock()
+}
+
+// Abort ends a request early with FinishAbort. Unknown or finished ids are
+// ignored.
+func (e *Engine) Abort(id string) { e.abort(id) }
+
+func (e *Engine) abort(ids ...string) {
+	e.mu.Lock()
+	for _, id := range ids {
+		if _, ok := e.ids[id]; ok {
+			e.aborts = append(e.aborts, id)
+			e.signal()
+		}
+	}
+	e.mu.Unlock()
 }
 
 // check is the engine's own contract: a non-empty prompt that fits in the
@@ -182,17 +267,6 @@ func (e *Engine) newState(r *Request) *reqState {
 		r.Arrival = e.clock.Now()
 	}
 	return rs
-}
-
-// Abort ends a request early with FinishAbort. Unknown or finished ids are
-// ignored.
-func (e *Engine) Abort(id string) {
-	e.mu.Lock()
-	if _, ok := e.ids[id]; ok {
-		e.aborts = append(e.aborts, id)
-		e.signal()
-	}
-	e.mu.Unlock()
 }
 
 func (e *Engine) signal() {
@@ -296,6 +370,7 @@ func (e *Engine) shutdown() {
 	idles := e.idles
 	e.idles = nil
 	e.mu.Unlock()
+	e.signalRoom() // waiters see the engine closed
 	defer func() {
 		for _, c := range idles {
 			close(c) // everything ends below: the engine is idle for good

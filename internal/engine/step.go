@@ -24,6 +24,7 @@ func (e *Engine) step() {
 		if rs.firstSch.IsZero() {
 			rs.firstSch = start
 			e.queued.Add(-1)
+			e.shrunk = true
 		}
 	}
 	e.buildBatch()
@@ -83,6 +84,10 @@ type final struct {
 // already counts it.
 func (e *Engine) deliver() {
 	e.publish()
+	if e.shrunk {
+		e.shrunk = false
+		e.signalRoom()
+	}
 	for i := range e.finals {
 		f := &e.finals[i]
 		f.stream.push(&f.out)
@@ -220,6 +225,7 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, stopTok int, now time
 	e.finals = append(e.finals, final{stream: rs.stream, out: out})
 	if rs.firstSch.IsZero() {
 		e.queued.Add(-1) // left before admission
+		e.shrunk = true
 	}
 	e.sched.Finish(&rs.seq)
 	delete(e.byID, rs.req.ID)

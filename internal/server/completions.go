@@ -78,7 +78,7 @@ func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, j *job
 			text := j.prompts[c.prompt].text
 			c.offset = len(text)
 			if err := sse.Send(j.completionChunk(i, text, nil, nil)); err != nil {
-				s.abort(j)
+				j.group.Abort()
 				return
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
@@ -15,14 +14,16 @@ import (
 )
 
 // job is one validated generation request: its prompts, and once submitted,
-// one engine request per choice. Choice i*n+j is sample j of prompt i.
+// an engine group of n choices per prompt. Choice i*n+j is sample j of
+// prompt i.
 type job struct {
-	id      string // "cmpl-…" or "chatcmpl-…"; children are id-<choice>
+	id      string // "cmpl-…" or "chatcmpl-…"; choices are id-<choice>
 	chat    bool
 	created int64
 	arrival time.Time
 	gen     *openai.Generation
 	prompts []prompt
+	group   *engine.Group
 	choices []choice
 
 	traceParent, traceState string // W3C trace context of the HTTP request
@@ -36,11 +37,9 @@ type prompt struct {
 	params sampling.Params
 }
 
-// choice is one engine request and what it produced so far.
+// choice is what one engine sequence produced so far.
 type choice struct {
-	id     string
 	prompt int
-	stream *engine.Stream
 
 	tokens   int // generated so far
 	offset   int // bytes of text so far, for completions text_offset
@@ -86,111 +85,63 @@ func (s *Server) addPrompt(j *job, ids []int, text string) error {
 	return nil
 }
 
-// submit queues one engine request per choice. If one is refused, those
-// already queued are aborted and the error is returned.
+// submit queues the job's choices as one engine group. The server does not
+// wait for room: a full queue is a 503 the client may retry, and nothing
+// of the job stays queued.
 func (s *Server) submit(j *job) error {
-	n := j.gen.N
-	j.choices = make([]choice, 0, len(j.prompts)*n)
+	j.group = s.eng.NewGroup(j.id, j.gen.N)
+	j.choices = make([]choice, 0, len(j.prompts)*j.gen.N)
 	for i, p := range j.prompts {
-		for k := range n {
-			params := p.params
-			if params.HasSeed {
-				// Seeded samples of one prompt must still differ, as in vLLM.
-				params.Seed += int64(k)
-			}
-			req := &engine.Request{
-				ID:        fmt.Sprintf("%s-%d", j.id, len(j.choices)),
-				Prompt:    p.ids,
-				Params:    params,
-				Sink:      tokenizer.NewTextSink(s.model, j.gen.Stop, j.gen.IncludeStop),
-				Group:     j.id,
-				GroupSize: n,
-				Arrival:   j.arrival,
-
-				TraceParent: j.traceParent,
-				TraceState:  j.traceState,
-			}
-			st, err := s.eng.Submit(req)
-			if err != nil {
-				s.abort(j)
-				return fmt.Errorf("submit %s: %w", req.ID, err)
-			}
-			j.choices = append(j.choices, choice{id: req.ID, prompt: i, stream: st})
+		base := engine.Request{
+			Prompt: p.ids, Params: p.params, Arrival: j.arrival,
+			TraceParent: j.traceParent, TraceState: j.traceState,
+		}
+		if len(j.prompts) > 1 {
+			base.Group = fmt.Sprintf("%s-%d", j.id, i) // one parent request per prompt, as vLLM numbers them
+		}
+		err := j.group.Add(base, func(_ int, r *engine.Request) {
+			r.Sink = tokenizer.NewTextSink(s.model, j.gen.Stop, j.gen.IncludeStop)
+		})
+		if err != nil {
+			j.group.Abort()
+			return fmt.Errorf("submit %s: %w", j.id, err)
+		}
+		for range j.gen.N {
+			j.choices = append(j.choices, choice{prompt: i})
 		}
 	}
 	return nil
 }
 
-// abort ends every unfinished choice at once, freeing their KV blocks.
-func (s *Server) abort(j *job) {
-	for i := range j.choices {
-		if !j.choices[i].finished {
-			s.eng.Abort(j.choices[i].id)
-		}
-	}
-}
-
 // run delivers every choice's outputs to emit, in the order they arrive,
 // until all choices finished. When ctx ends (the client left) or emit fails,
-// it aborts the unfinished choices and returns the error. An engine failure
-// on any choice ends the whole request as an *outputError.
-//
-// One goroutine per choice waits on its stream; they hand events to this
-// goroutine, which alone touches the job and writes to the client. When the
-// client is slow, the engine merges outputs in the stream rather than wait.
+// it aborts the unfinished choices and returns the error at once: the
+// engine frees their blocks whether or not anyone reads their last
+// outputs, so a handler never waits out a step. An engine failure on any choice ends the whole request as an
+// *outputError. When the client is slow, the engine merges outputs in the
+// streams rather than wait.
 func (s *Server) run(ctx context.Context, j *job, emit func(event) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	events := make(chan event)
-	var wg sync.WaitGroup
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
-	for i := range j.choices {
-		st := j.choices[i].stream
-		wg.Go(func() {
-			for {
-				out, ok := st.Next(ctx)
-				if !ok {
-					return
-				}
-				select {
-				case events <- event{index: i, out: out}:
-				case <-ctx.Done():
-					return
-				}
-				if out.Finished {
-					return
-				}
-			}
-		})
-	}
+	defer j.group.Abort()
 	for left := len(j.choices); left > 0; {
-		select {
-		case ev := <-events:
-			c := &j.choices[ev.index]
-			c.tokens += len(ev.out.Tokens)
-			c.cached = ev.out.CachedTokens
-			if ev.out.Finished {
-				c.finished = true
-				c.timing = ev.out.Timing
-				left--
-			}
-			// A failed output is reported as an error, not as a choice
-			// that finished with the reason "error", which clients do not know.
-			var err error
-			if ev.out.Err != nil {
-				err = &outputError{ev.out.Err}
-			} else {
-				err = emit(ev)
-			}
-			if err != nil {
-				s.abort(j)
-				return err
-			}
-		case <-ctx.Done():
-			s.abort(j)
+		m, out, ok := j.group.Next(ctx)
+		if !ok {
 			return ctx.Err()
+		}
+		c := &j.choices[m]
+		c.tokens += len(out.Tokens)
+		c.cached = out.CachedTokens
+		if out.Finished {
+			c.finished = true
+			c.timing = out.Timing
+			left--
+		}
+		// A failed output is reported as an error, not as a choice
+		// that finished with the reason "error", which clients do not know.
+		if out.Err != nil {
+			return &outputError{out.Err}
+		}
+		if err := emit(event{index: m, out: out}); err != nil {
+			return err
 		}
 	}
 	return nil
