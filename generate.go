@@ -82,7 +82,7 @@ func (l *LLM) Generate(ctx context.Context, prompts []string, params SamplingPar
 		return nil, fmt.Errorf("generate: %w", err)
 	}
 	defer l.running.Done()
-	req, err := params.validate()
+	req, err := l.validate(&params)
 	if err != nil {
 		return nil, fmt.Errorf("generate: %w", err)
 	}
@@ -108,7 +108,7 @@ func (l *LLM) Chat(ctx context.Context, conversations [][]Message, params Sampli
 		return nil, fmt.Errorf("chat: %w", err)
 	}
 	defer l.running.Done()
-	req, err := params.validate()
+	req, err := l.validate(&params)
 	if err != nil {
 		return nil, fmt.Errorf("chat: %w", err)
 	}
@@ -123,6 +123,18 @@ func (l *LLM) Chat(ctx context.Context, conversations [][]Message, params Sampli
 		return nil, fmt.Errorf("chat: %w", err)
 	}
 	return outs, nil
+}
+
+// validate checks params and compiles their structured outputs.
+func (l *LLM) validate(params *SamplingParams) (request, error) {
+	req, err := params.validate()
+	if err != nil || req.constraint == nil {
+		return req, err
+	}
+	if req.grammar, err = l.rep.Grammars.Get(*req.constraint); err != nil {
+		return request{}, fmt.Errorf("SamplingParams.StructuredOutputs: %w", err)
+	}
+	return req, nil
 }
 
 // input is one tokenized prompt.
@@ -224,9 +236,7 @@ func (l *LLM) add(ctx context.Context, g *engine.Group, req request, p input, i 
 	if i > 0 {
 		base.Group = fmt.Sprintf("%s-p%d", g.ID(), i) // one parent request per prompt
 	}
-	each := func(_ int, r *engine.Request) {
-		r.Sink = tokenizer.NewTextSink(l.rep.Tokenizer, req.stop, req.includeStop)
-	}
+	each := req.member(l)
 	for {
 		err := g.Add(base, each)
 		if !errors.Is(err, engine.ErrOverloaded) {
@@ -237,6 +247,17 @@ func (l *LLM) add(ctx context.Context, g *engine.Group, req request, p input, i 
 				return ErrClosed
 			}
 			return err
+		}
+	}
+}
+
+// member sets up one engine request of the call: its text sink and, for
+// structured outputs, its own matcher.
+func (req *request) member(l *LLM) func(int, *engine.Request) {
+	return func(_ int, r *engine.Request) {
+		r.Sink = tokenizer.NewTextSink(l.rep.Tokenizer, req.stop, req.includeStop)
+		if req.grammar != nil {
+			r.Constraint = req.grammar.NewMatcher()
 		}
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/glassbox-llm/glassbox/internal/grammar"
 	"github.com/glassbox-llm/glassbox/internal/openai"
-
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 )
 
@@ -44,6 +44,54 @@ type SamplingParams struct {
 	StopTokenIDs []int
 	// IgnoreEOS keeps generating past the model's end-of-sequence tokens.
 	IgnoreEOS bool
+
+	// StructuredOutputs, when set, constrains every completion's text
+	// (vLLM's structured_outputs): the model can only sample what keeps
+	// it valid, and it ends where the grammar does.
+	StructuredOutputs *StructuredOutputs
+}
+
+// StructuredOutputs constrains the text of a completion, as vLLM's
+// StructuredOutputsParams; set exactly one field. Every completion that
+// ends with FinishStop is valid; one cut short by MaxTokens (FinishLength)
+// is a valid beginning.
+type StructuredOutputs struct {
+	// JSON is a JSON Schema, as its JSON text: the completion is JSON
+	// valid against it. Keywords that are not supported (multipleOf,
+	// patternProperties, …) are an error naming them.
+	JSON string
+	// JSONObject asks for any JSON object.
+	JSONObject bool
+	// Regex is a regular expression the whole completion matches.
+	Regex string
+	// Choice is a list of texts the completion is exactly one of.
+	Choice []string
+	// Grammar is a GBNF grammar (llama.cpp's format, rule root).
+	Grammar string
+}
+
+// spec is the grammar the structured outputs ask for.
+func (s *StructuredOutputs) spec() (*grammar.Spec, error) {
+	var specs []grammar.Spec
+	if s.JSON != "" {
+		specs = append(specs, grammar.Spec{Kind: grammar.KindJSON, Text: s.JSON})
+	}
+	if s.JSONObject {
+		specs = append(specs, grammar.Spec{Kind: grammar.KindJSONObject})
+	}
+	if s.Regex != "" {
+		specs = append(specs, grammar.Spec{Kind: grammar.KindRegex, Text: s.Regex})
+	}
+	if s.Choice != nil {
+		specs = append(specs, grammar.Spec{Kind: grammar.KindChoice, Choices: s.Choice})
+	}
+	if s.Grammar != "" {
+		specs = append(specs, grammar.Spec{Kind: grammar.KindGrammar, Text: s.Grammar})
+	}
+	if len(specs) != 1 {
+		return nil, fmt.Errorf("SamplingParams.StructuredOutputs must set exactly one of JSON, JSONObject, Regex, Choice and Grammar, got %d", len(specs))
+	}
+	return &specs[0], nil
 }
 
 // request is a validated call: the engine's parameters and the rest.
@@ -52,6 +100,8 @@ type request struct {
 	params      sampling.Params
 	stop        []string
 	includeStop bool
+	constraint  *grammar.Spec // nil: free text
+	grammar     *grammar.Compiled
 }
 
 // validate resolves the defaults and checks every field with the ranges
@@ -89,7 +139,21 @@ func (p *SamplingParams) validate() (request, error) {
 		}
 		return request{}, err
 	}
-	return request{n: max(p.N, 1), params: sp, stop: p.Stop, includeStop: p.IncludeStopStrInOutput}, nil
+	req := request{n: max(p.N, 1), params: sp, stop: p.Stop, includeStop: p.IncludeStopStrInOutput}
+	if p.StructuredOutputs != nil {
+		spec, err := p.StructuredOutputs.spec()
+		if err != nil {
+			return request{}, err
+		}
+		switch {
+		case p.IgnoreEOS:
+			return request{}, errors.New("SamplingParams.IgnoreEOS cannot be combined with StructuredOutputs: the output ends where the grammar does")
+		case p.MinTokens > 0:
+			return request{}, errors.New("SamplingParams.MinTokens cannot be combined with StructuredOutputs: the output ends where the grammar does")
+		}
+		req.constraint = spec
+	}
+	return req, nil
 }
 
 // fieldNames maps sampling's (vLLM's) parameter names to the fields above.

@@ -6,7 +6,6 @@ import (
 	"iter"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
-	"github.com/glassbox-llm/glassbox/internal/tokenizer"
 )
 
 // Stream generates from one prompt token by token. Ranging over the
@@ -59,7 +58,7 @@ func (l *LLM) stream(ctx context.Context, op string, params SamplingParams, toke
 // yields their outputs; every unfinished completion has been aborted and
 // has ended when it returns.
 func (l *LLM) streamJob(ctx context.Context, params SamplingParams, tokenize func(*request) (input, error), yield func(Completion, error) bool) (err error) {
-	req, err := params.validate()
+	req, err := l.validate(&params)
 	if err != nil {
 		return err
 	}
@@ -74,9 +73,7 @@ func (l *LLM) streamJob(ctx context.Context, params SamplingParams, tokenize fun
 	}
 	g := l.newGroup(req)
 	defer g.Close()
-	err = g.Add(engine.Request{Prompt: p.ids, Params: req.params}, func(_ int, r *engine.Request) {
-		r.Sink = tokenizer.NewTextSink(l.rep.Tokenizer, req.stop, req.includeStop)
-	})
+	err = g.Add(engine.Request{Prompt: p.ids, Params: req.params}, req.member(l))
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,11 @@ type Request struct {
 	// goroutine, so that stop strings end the sequence at the exact token.
 	Sink TextSink
 
+	// Constraint, when set, limits what the sequence may generate
+	// (structured outputs): the executor masks its logits with it and the
+	// engine moves it past every token.
+	Constraint Constraint
+
 	// Group identifies the parent request of n parallel samples; GroupSize is
 	// n. Both are only reported to the Observer.
 	Group     string
@@ -76,6 +81,17 @@ type TextSink interface {
 	// Flush returns text held back (a possible stop-string prefix, an
 	// incomplete UTF-8 sequence) when the sequence ends for another reason.
 	Flush() string
+}
+
+// Constraint restricts one sequence's next token. The executor calls
+// FillMask (possibly on its own threads) before sampling, the engine
+// Accept after; never both at once for one sequence.
+type Constraint interface {
+	// FillMask sets in mask the bit of every token id that may come next
+	// and clears the others; ids past the mask's end may not come.
+	FillMask(mask []uint64)
+	// Accept moves past tok; false means the constraint does not allow it.
+	Accept(tok int) bool
 }
 
 // Output is what a Stream delivers: the tokens and text generated since the
@@ -123,11 +139,14 @@ type SeqBatch struct {
 	// a sequence has fewer than min_tokens outputs, its EOS (unless
 	// ignore_eos) and stop tokens, as vLLM's min-tokens processor masks.
 	// Nil when nothing is banned.
-	Banned    []int
-	History   []int // prompt then outputs so far (for penalties and context)
-	NumPrompt int
-	Params    *sampling.Params
-	RNG       *rand.Rand // the sequence's own source, seeded from the request
+	Banned []int
+	// Constraint, when not nil, says which tokens may be sampled
+	// (Request.Constraint).
+	Constraint Constraint
+	History    []int // prompt then outputs so far (for penalties and context)
+	NumPrompt  int
+	Params     *sampling.Params
+	RNG        *rand.Rand // the sequence's own source, seeded from the request
 }
 
 // StepResult is filled by Execute. Samples is indexed like Batch.Seqs;

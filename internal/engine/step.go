@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -111,6 +112,7 @@ func (e *Engine) buildBatch() {
 			BlockTable: q.BlockTable(),
 			Sample:     sc.Sample,
 			Banned:     rs.banned(),
+			Constraint: rs.req.Constraint,
 			History:    q.Tokens,
 			NumPrompt:  q.NumPrompt,
 			Params:     &rs.req.Params,
@@ -169,6 +171,14 @@ func (e *Engine) advance(sc sched.Scheduled, s *sampling.Result, now time.Time) 
 	}
 
 	reason, stopTok := e.stopReason(rs, tok)
+	if reason == "" && rs.req.Constraint != nil && !rs.req.Constraint.Accept(tok) {
+		// The executor sampled outside the mask: a bug, reported as the
+		// sequence's failure rather than output that breaks its contract.
+		err := fmt.Errorf("sampled token %d is outside the structured-output constraint", tok)
+		e.log.Error("constraint", "id", rs.req.ID, "err", err)
+		e.finish(rs, FinishError, -1, now, err, nil)
+		return
+	}
 	if reason == "" && rs.req.Sink != nil {
 		var stop bool
 		out.Text, stop = rs.req.Sink.Append(tok)

@@ -13,6 +13,7 @@ type Matcher struct {
 	w        walker
 	buf      [2][]thread
 	cont     []thread
+	full     []uint64 // the whole mask, when the caller's is shorter
 }
 
 // compactAt is the arena size past which Accept drops the stacks that the
@@ -74,9 +75,25 @@ func (mt *Matcher) AcceptBytes(b []byte) bool {
 	return true
 }
 
-// FillMask sets in mask (MaskWords long) the bit of every token that may
-// come next and clears the others.
+// FillMask sets in mask the bit of every token that may come next and
+// clears the others. A mask shorter than the vocabulary's MaskWords gets
+// its first words (a model whose logits are fewer than the tokenizer's
+// tokens cannot sample the rest).
 func (mt *Matcher) FillMask(mask []uint64) {
+	n := mt.c.v.MaskWords()
+	if len(mask) >= n {
+		clear(mask[n:])
+		mt.fill(mask[:n])
+		return
+	}
+	if len(mt.full) < n {
+		mt.full = make([]uint64, n)
+	}
+	mt.fill(mt.full)
+	copy(mask, mt.full)
+}
+
+func (mt *Matcher) fill(mask []uint64) {
 	clear(mask)
 	v := mt.c.v
 	if mt.finished {

@@ -63,13 +63,6 @@ func refusals(endpoint string) []refusal {
 		{"mm_processor_kwargs", always, "this server reads text only"},
 		{"stream_options.include_obfuscation", is("false"), "stream obfuscation is not supported"},
 		{"service_tier", func(raw []byte) bool { return is(`"auto"`)(raw) || is(`"default"`)(raw) }, "service tiers are not supported"},
-		// Not built yet.
-		{"response_format", is(`{"type":"text"}`), "structured outputs are not built yet"},
-		{"structured_outputs", always, "structured outputs are not built yet"},
-		{"guided_json", always, "structured outputs are not built yet"},
-		{"guided_regex", always, "structured outputs are not built yet"},
-		{"guided_choice", always, "structured outputs are not built yet"},
-		{"guided_grammar", always, "structured outputs are not built yet"},
 	}
 	var more []refusal
 	switch endpoint {

@@ -35,6 +35,8 @@ type SamplingFields struct {
 	// IncludeStopStrInOutput is vLLM's extension: keep the matched stop
 	// string at the end of the text.
 	IncludeStopStrInOutput bool `json:"include_stop_str_in_output"`
+
+	StructuredFields
 }
 
 // StreamOptions is stream_options.
@@ -186,7 +188,7 @@ func decodeError(err error) error {
 	case errors.As(err, &te):
 		// encoding/json names the embedded struct in the path; clients
 		// know only the JSON field.
-		te.Field = strings.TrimPrefix(te.Field, "SamplingFields.")
+		te.Field = strings.TrimPrefix(strings.TrimPrefix(te.Field, "SamplingFields."), "StructuredFields.")
 		if te.Field == "" {
 			return BadRequest("", "the request body must be a JSON object, got %s", te.Value)
 		}

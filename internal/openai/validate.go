@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/glassbox-llm/glassbox/internal/grammar"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 )
 
@@ -27,6 +28,10 @@ type Generation struct {
 	Logprobs     bool     // return logprobs
 	Stop         []string // stop strings, for the text sink
 	IncludeStop  bool
+	// Constraint is the structured output asked for, or nil;
+	// ConstraintParam the field it came from, for errors about it.
+	Constraint      *grammar.Spec
+	ConstraintParam string
 
 	params     sampling.Params
 	maxTokens  *int   // as requested
@@ -127,6 +132,21 @@ func (f *SamplingFields) generation(served []string) (*Generation, error) {
 	p.MinTokens = f.MinTokens
 	p.StopTokenIDs = f.StopTokenIDs
 	g.params = p
+	spec, param, err := f.StructuredFields.Constraint()
+	if err != nil {
+		return nil, err
+	}
+	if spec != nil {
+		// The grammar decides where the output ends: EOS must stay
+		// possible there, and nothing but EOS may follow.
+		switch {
+		case f.IgnoreEOS:
+			return nil, BadRequest("ignore_eos", "ignore_eos cannot be combined with `%s`: the output ends where the grammar does", param)
+		case f.MinTokens > 0:
+			return nil, BadRequest("min_tokens", "min_tokens cannot be combined with `%s`: the output ends where the grammar does", param)
+		}
+	}
+	g.Constraint, g.ConstraintParam = spec, param
 	return g, nil
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/dcgm"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/grammar"
 	"github.com/glassbox-llm/glassbox/internal/jinja"
 	"github.com/glassbox-llm/glassbox/internal/live"
 	"github.com/glassbox-llm/glassbox/internal/metrics"
@@ -112,6 +113,9 @@ type Replica struct {
 	// (completion prompts get the model's BOS), for callers that submit
 	// to Engine themselves: the public package.
 	Tokenizer server.Model
+	// Grammars compiles structured outputs over the model's vocabulary,
+	// for the API and the public package alike.
+	Grammars *grammar.Cache
 
 	handler, metrics, dcgm, dash http.Handler
 	gather                       prometheus.Gatherer // what metrics serves: hidden families added, glassbox's dropped as configured
@@ -211,7 +215,8 @@ func New(cfg Config) (r *Replica, err error) {
 		}
 		mh = metrics.Handler(gather)
 	}
-	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Tokenizer: b.model, metrics: mh, gather: gather, back: b}
+	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Tokenizer: b.model,
+		Grammars: server.NewGrammars(b.model, ecfg.EOS), metrics: mh, gather: gather, back: b}
 	if exporter != nil {
 		r.dcgm = exporter
 	}
@@ -226,6 +231,7 @@ func New(cfg Config) (r *Replica, err error) {
 	srv := server.New(server.Config{
 		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger,
 		Metrics: mh, Instrument: m.InstrumentHTTP, Rejected: m.Rejected, Chat: b.chat, Profiler: cfg.Profiler, Dashboard: dash,
+		Grammars: r.Grammars,
 	}, eng, b.model)
 	r.handler = srv.Handler()
 	return r, nil

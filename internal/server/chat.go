@@ -45,6 +45,9 @@ func (s *Server) prepareChat(req *openai.ChatCompletionRequest, arrival time.Tim
 		return nil, err
 	}
 	j := newJob(true, gen, arrival)
+	if err := s.compile(j); err != nil {
+		return nil, err
+	}
 	if err := s.addPrompt(j, s.encodeChat(text), text); err != nil {
 		return nil, err
 	}

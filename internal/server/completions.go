@@ -41,6 +41,9 @@ func (s *Server) prepareCompletion(req *openai.CompletionRequest, arrival time.T
 		return nil, err
 	}
 	j := newJob(false, gen, arrival)
+	if err := s.compile(j); err != nil {
+		return nil, err
+	}
 	encode := s.model.Encode
 	if req.AddSpecialTokens != nil && !*req.AddSpecialTokens {
 		encode = s.encodeChat // as a template writes: no BOS added

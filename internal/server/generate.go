@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/grammar"
 	"github.com/glassbox-llm/glassbox/internal/openai"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 	"github.com/glassbox-llm/glassbox/internal/tokenizer"
@@ -22,6 +23,7 @@ type job struct {
 	created int64
 	arrival time.Time
 	gen     *openai.Generation
+	grammar *grammar.Compiled // the structured output's, or nil
 	prompts []prompt
 	group   *engine.Group
 	choices []choice
@@ -60,6 +62,23 @@ type outputError struct{ err error }
 
 func (e *outputError) Error() string { return e.err.Error() }
 func (e *outputError) Unwrap() error { return e.err }
+
+// compile prepares the request's structured output, if it asked for one:
+// a grammar the request cannot have is a 400 naming its field.
+func (s *Server) compile(j *job) error {
+	if j.gen.Constraint == nil {
+		return nil
+	}
+	if s.cfg.Grammars.Vocab().Size() == 0 {
+		return openai.BadRequest(j.gen.ConstraintParam, "this model's vocabulary is unknown: structured outputs are not available")
+	}
+	c, err := s.cfg.Grammars.Get(*j.gen.Constraint)
+	if err != nil {
+		return openai.BadRequest(j.gen.ConstraintParam, "%s", err)
+	}
+	j.grammar = c
+	return nil
+}
 
 func newJob(chat bool, gen *openai.Generation, arrival time.Time) *job {
 	var b [16]byte
@@ -101,6 +120,9 @@ func (s *Server) submit(j *job) error {
 		}
 		err := j.group.Add(base, func(_ int, r *engine.Request) {
 			r.Sink = tokenizer.NewTextSink(s.model, j.gen.Stop, j.gen.IncludeStop)
+			if j.grammar != nil {
+				r.Constraint = j.grammar.NewMatcher()
+			}
 		})
 		if err != nil {
 			j.group.Abort()

@@ -159,6 +159,14 @@ type envOption func(*engine.Config, *Config)
 
 func startEnv(t *testing.T, x *alphabetExec, opts ...envOption) *testEnv {
 	t.Helper()
+	env := startExec(t, x, opts...)
+	env.exec = x
+	return env
+}
+
+// startExec is startEnv with any executor.
+func startExec(t *testing.T, x engine.Executor, opts ...envOption) *testEnv {
+	t.Helper()
 	ecfg := engine.Config{
 		MaxNumSeqs: 256, MaxNumBatchedTokens: 4096, MaxModelLen: 256, BlockSize: 16,
 		NumBlocks: 4096, MaxWaiting: 1024, EOS: []int{eosID},
@@ -181,7 +189,7 @@ func startEnv(t *testing.T, x *alphabetExec, opts ...envOption) *testEnv {
 		cancel()
 		wg.Wait()
 	})
-	return &testEnv{url: srv.URL, eng: eng, obs: obs, srv: srv, exec: x}
+	return &testEnv{url: srv.URL, eng: eng, obs: obs, srv: srv}
 }
 
 // post sends a JSON body and returns the response.

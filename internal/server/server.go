@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/grammar"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/openai"
 )
@@ -79,6 +80,9 @@ type Config struct {
 	// Rejected, when set, hears of every generation request refused with
 	// 503, with metricspec's reason (vllm:admission_rejections_total).
 	Rejected func(reason string)
+	// Grammars compiles structured-output constraints over the model's
+	// vocabulary (shared with the library); nil builds one from Model.
+	Grammars *grammar.Cache
 }
 
 // Server serves one engine. Handlers run on net/http's goroutines; each
@@ -99,7 +103,27 @@ func New(cfg Config, eng *engine.Engine, m Model) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Grammars == nil {
+		cfg.Grammars = NewGrammars(m, eng.Config().EOS)
+	}
 	return &Server{cfg: cfg, eng: eng, model: m, log: cfg.Logger, maxModelLen: eng.Config().MaxModelLen, started: time.Now().Unix()}
+}
+
+// grammarCacheSize is how many structured-output shapes stay compiled, with
+// the masks their requests computed.
+const grammarCacheSize = 64
+
+// NewGrammars is the structured-output cache over m's vocabulary, whose
+// sequences end with eos. A model that cannot say its vocabulary's size
+// gets an empty one, and every constrained request a 400.
+func NewGrammars(m Model, eos []int) *grammar.Cache {
+	return grammar.NewCache(func() *grammar.Vocab {
+		n := 0
+		if v, ok := m.(vocabSizer); ok {
+			n = v.VocabSize()
+		}
+		return grammar.NewVocab(n, m.TokenBytes, eos)
+	}, grammarCacheSize)
 }
 
 // Handler returns the routes.

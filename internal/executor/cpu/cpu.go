@@ -93,6 +93,7 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	}
 	for len(t.samplers) < e.runner.Threads {
 		t.samplers = append(t.samplers, sampling.Sampler{})
+		t.masks = append(t.masks, make([]uint64, (w.Vocab+63)/64))
 	}
 	// A softmax over a large vocabulary costs about as much per sequence
 	// as a small model's layer: spread the sequences over the threads.
@@ -116,6 +117,7 @@ type sampleTask struct {
 	r        *engine.StepResult
 	rows     []int // logits row of each sequence, -1 when it does not sample
 	samplers []sampling.Sampler
+	masks    [][]uint64 // per worker, for structured outputs
 }
 
 func (t *sampleTask) Run(worker, lo, hi int) {
@@ -132,7 +134,32 @@ func (t *sampleTask) Run(worker, lo, hi int) {
 				logits[id] = float32(math.Inf(-1))
 			}
 		}
+		if s.Constraint != nil {
+			mask := t.masks[worker]
+			s.Constraint.FillMask(mask)
+			applyMask(logits, mask)
+		}
 		t.samplers[worker].Sample(logits, s.Params, rngOf(s.RNG), s.History, s.NumPrompt, &t.r.Samples[i])
+	}
+}
+
+// applyMask sets to -Inf the logits of the tokens mask does not allow.
+func applyMask(logits []float32, mask []uint64) {
+	ninf := float32(math.Inf(-1))
+	for w := 0; w*64 < len(logits); w++ {
+		var word uint64
+		if w < len(mask) {
+			word = mask[w]
+		}
+		if word == ^uint64(0) {
+			continue
+		}
+		row := logits[w*64 : min(w*64+64, len(logits))]
+		for i := range row {
+			if word&(1<<i) == 0 {
+				row[i] = ninf
+			}
+		}
 	}
 }
 

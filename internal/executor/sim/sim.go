@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -94,6 +95,8 @@ type Executor struct {
 	hist     []int      // history rewritten into candidate indices, for penalties
 	local    []int32    // vocabulary id → candidate index, or -1
 	fallback *rand.Rand // for a sequence that arrives without an RNG
+	mask     []uint64   // a constrained sequence's allowed tokens
+	picks    []int      // scratch of constrain
 }
 
 // New builds the executor for cfg.
@@ -132,6 +135,7 @@ func New(cfg Config) (*Executor, error) {
 		clock:     cfg.Clock,
 		local:     make([]int32, v.Size()),
 		fallback:  sampling.NewRNG(0),
+		mask:      make([]uint64, (v.Size()+63)/64),
 	}
 	if e.clock == nil {
 		e.clock = engine.WallClock()
@@ -267,6 +271,9 @@ func (e *Executor) sample(s *engine.SeqBatch, out *sampling.Result) error {
 			}
 		}
 	}
+	if s.Constraint != nil && e.constrain(s, cands, logits, out) {
+		return nil
+	}
 
 	var hist []int
 	if p.RepetitionPenalty != 1 || p.PresencePenalty != 0 || p.FrequencyPenalty != 0 {
@@ -278,6 +285,69 @@ func (e *Executor) sample(s *engine.SeqBatch, out *sampling.Result) error {
 		out.Top[k].Token = int(cands[out.Top[k].Token])
 	}
 	return nil
+}
+
+// constrain masks the candidates with the sequence's constraint. The fake
+// language model knows words, not JSON: where the grammar allows none of
+// its candidates (punctuation, digits, a closing quote), and one step in
+// four anyway so that strings end after a few words, it picks among the
+// allowed tokens itself, from the sequence's own random source: the end
+// of the sequence or a closing quote, bracket or brace when allowed, else
+// printable ASCII, else a token that is not a word, else any. It reports whether it picked (out
+// is then set).
+func (e *Executor) constrain(s *engine.SeqBatch, cands []int32, logits []float32, out *sampling.Result) bool {
+	s.Constraint.FillMask(e.mask)
+	any := false
+	for i, id := range cands {
+		if !e.allowed(int(id)) || slices.Contains(s.Banned, int(id)) {
+			logits[i] = float32(math.Inf(-1))
+		} else if !math.IsInf(float64(logits[i]), -1) {
+			any = true
+		}
+	}
+	rng := e.rng(s.RNG)
+	if any && rng.IntN(4) != 0 {
+		return false
+	}
+	e.picks = e.picks[:0]
+	for _, id := range []int{tokEOS, '"', '}', ']'} {
+		if e.allowed(id) {
+			e.picks = append(e.picks, id)
+		}
+	}
+	if len(e.picks) == 0 { // punctuation, digits, letters of true/false/null: compact JSON
+		e.picks = e.allowedWhere(func(id int) bool { return id > ' ' && id < 0x7F })
+	}
+	if len(e.picks) == 0 {
+		e.picks = e.allowedWhere(func(id int) bool { return e.vocab.tokWord[id] < 0 })
+	}
+	if len(e.picks) == 0 {
+		e.picks = e.allowedWhere(func(int) bool { return true })
+	}
+	if len(e.picks) == 0 {
+		return false // nothing at all: the sampler's answer stands, and the engine reports it
+	}
+	tok := e.picks[rng.IntN(len(e.picks))]
+	*out = sampling.Result{Token: tok, Logprob: -float32(math.Log(float64(len(e.picks)))), Top: out.Top[:0]}
+	return true
+}
+
+func (e *Executor) allowed(id int) bool {
+	return id>>6 < len(e.mask) && e.mask[id>>6]&(1<<(id&63)) != 0
+}
+
+// allowedWhere lists the allowed tokens that keep says to.
+func (e *Executor) allowedWhere(keep func(int) bool) []int {
+	for w, word := range e.mask {
+		for word != 0 {
+			id := w*64 + bits.TrailingZeros64(word)
+			word &= word - 1
+			if keep(id) {
+				e.picks = append(e.picks, id)
+			}
+		}
+	}
+	return e.picks
 }
 
 // localHistory rewrites h into candidate indices (-1 where a token is not a
