@@ -144,20 +144,27 @@ func (t *sampleTask) Run(worker, lo, hi int) {
 }
 
 // applyMask sets to -Inf the logits of the tokens mask does not allow.
+// Most words of a structured output's mask are empty: those are a copy.
 func applyMask(logits []float32, mask []uint64) {
-	ninf := float32(math.Inf(-1))
+	var ninf [64]float32
+	for i := range ninf {
+		ninf[i] = float32(math.Inf(-1))
+	}
 	for w := 0; w*64 < len(logits); w++ {
 		var word uint64
 		if w < len(mask) {
 			word = mask[w]
 		}
-		if word == ^uint64(0) {
-			continue
-		}
 		row := logits[w*64 : min(w*64+64, len(logits))]
-		for i := range row {
-			if word&(1<<i) == 0 {
-				row[i] = ninf
+		switch word {
+		case ^uint64(0):
+		case 0:
+			copy(row, ninf[:])
+		default:
+			for i := range row {
+				if word&(1<<i) == 0 {
+					row[i] = ninf[0]
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -129,5 +130,19 @@ func TestWorkEstimates(t *testing.T) {
 	}
 	if near.ReadBytes < float64(len(w.Output.Data)) || near.FLOPs <= 0 || near.WriteBytes != perToken {
 		t.Errorf("estimates %+v", near)
+	}
+}
+
+// TestApplyMask: exactly the tokens without a bit get -Inf, including
+// those past the mask's end (logits the tokenizer has no token for).
+func TestApplyMask(t *testing.T) {
+	logits := make([]float32, 200)
+	mask := []uint64{^uint64(0), 0, 1<<3 | 1<<63}
+	applyMask(logits, mask)
+	for i, l := range logits {
+		allowed := i < 64 || i == 128+3 || i == 128+63
+		if allowed != !math.IsInf(float64(l), -1) {
+			t.Errorf("token %d: logit %v, allowed %v", i, l, allowed)
+		}
 	}
 }
