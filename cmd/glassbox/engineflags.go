@@ -9,6 +9,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/calibrate"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/replica"
+	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
 // engineFlags are the server's scheduling, cache and simulated-GPU flags,
@@ -36,6 +37,8 @@ type engineFlags struct {
 	disableGlassbox     bool
 	showHidden          string
 	maxQueued           int
+	toolCallParser      string
+	autoToolChoice      bool
 }
 
 func (e *engineFlags) register(fs *flag.FlagSet) {
@@ -60,6 +63,9 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.showHidden, "show-hidden-metrics-for-version", "", "also export the metrics vLLM of this version (e.g. 0.10) exported that vLLM 0.30 has dropped, such as vllm:gpu_cache_usage_perc")
 	fs.IntVar(&e.maxQueued, "max-num-queued-reqs", replica.DefaultMaxQueuedRequests, "waiting requests beyond which new ones get 503 (vLLM 0.32's flag; same as --max-queued-requests)")
 	fs.IntVar(&e.maxQueued, "max-queued-requests", replica.DefaultMaxQueuedRequests, "waiting requests beyond which new ones get 503")
+	fs.StringVar(&e.toolCallParser, "tool-call-parser", "", "how tool calls are read from the model's output with tool_choice auto: "+strings.Join(toolcall.Parsers(), ", ")+
+		" (default: the one the chat template's tool format calls for; hermes for ChatML and the simulator)")
+	fs.BoolVar(&e.autoToolChoice, "enable-auto-tool-choice", false, "vLLM's switch for tool_choice auto; glassbox enables it whenever a tool-call parser is known, and with this flag requires one")
 }
 
 // visited records what the parsed command line set explicitly.
@@ -75,6 +81,7 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 		NoPrefixCaching: !e.enablePrefix || e.noEnablePrefix, ShowHiddenMetricsForVersion: e.showHidden,
 		GPUMemoryUtilization: e.gpuMemoryUtil, MaxQueuedRequests: e.maxQueued, DisableLogStats: e.disableLogStats,
 		DisableGlassboxMetrics: e.disableGlassbox, KVCacheDtype: e.kvCacheDtype, AsyncScheduling: e.asyncScheduling,
+		ToolCallParser: e.toolCallParser, EnableAutoToolChoice: e.autoToolChoice,
 	}
 	var err error
 	if c.Sim.TensorParallel, err = parseCount(e.tensorParallel, 1); err != nil {

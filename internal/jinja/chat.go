@@ -134,11 +134,88 @@ func ChatML(messages []Message, addGenerationPrompt bool) string {
 	return b.String()
 }
 
+// ChatMLTools is ChatML with tools, in the Hermes format Qwen's templates
+// use: the tools in a system message, an assistant's calls as
+// <tool_call> blocks, tool results as <tool_response> in a user turn. A
+// model without a usable template gets it, and glassbox's hermes parser
+// reads what it asks for.
+func ChatMLTools(messages []Message, tools []any, addGenerationPrompt bool) string {
+	var b strings.Builder
+	rest := messages
+	b.WriteString("<|im_start|>system\n")
+	if len(rest) > 0 && rest[0].Role == "system" {
+		b.WriteString(rest[0].Content)
+		b.WriteString("\n\n")
+		rest = rest[1:]
+	}
+	b.WriteString("# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
+		"You are provided with function signatures within <tools></tools> XML tags:\n<tools>")
+	for _, t := range tools {
+		b.WriteByte('\n')
+		b.WriteString(toJSON(t))
+	}
+	b.WriteString("\n</tools>\n\nFor each function call, return a json object with function name and arguments within " +
+		"<tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n")
+	for i, m := range rest {
+		switch {
+		case m.Role == "tool":
+			if i == 0 || rest[i-1].Role != "tool" {
+				b.WriteString("<|im_start|>user")
+			}
+			b.WriteString("\n<tool_response>\n")
+			b.WriteString(m.Content)
+			b.WriteString("\n</tool_response>")
+			if i == len(rest)-1 || rest[i+1].Role != "tool" {
+				b.WriteString("<|im_end|>\n")
+			}
+		default:
+			b.WriteString("<|im_start|>")
+			b.WriteString(m.Role)
+			b.WriteByte('\n')
+			b.WriteString(m.Content)
+			for j, c := range m.ToolCalls {
+				if m.Content != "" || j > 0 {
+					b.WriteByte('\n')
+				}
+				b.WriteString("<tool_call>\n{\"name\": ")
+				b.WriteString(toJSON(c.Name))
+				b.WriteString(", \"arguments\": ")
+				var args any = c.Arguments // as the templates see it: decoded when an object
+				if v, err := FromJSON([]byte(c.Arguments)); err == nil {
+					if obj, ok := v.(*Dict); ok {
+						args = obj
+					}
+				}
+				b.WriteString(toJSON(args))
+				b.WriteString("}\n</tool_call>")
+			}
+			b.WriteString("<|im_end|>\n")
+		}
+	}
+	if addGenerationPrompt {
+		b.WriteString("<|im_start|>assistant\n")
+	}
+	return b.String()
+}
+
+// toJSON writes a template value as tojson does.
+func toJSON(v any) string {
+	var b strings.Builder
+	budget := 1 << 20
+	o := newJSONOpts()
+	o.maxLen = 1 << 24
+	if o.write(&b, v, 0, &budget) != nil {
+		return "null"
+	}
+	return b.String()
+}
+
 // Chat is one model's chat template, ready to render requests. A template
 // that does not parse, or fails on a request for a reason other than the
 // template refusing it, falls back to ChatML with a warning in the log.
 type Chat struct {
 	tmpl *Template
+	src  string
 	log  *slog.Logger
 }
 
@@ -158,7 +235,7 @@ func NewChat(src string, log *slog.Logger) *Chat {
 		log.Warn("chat template does not parse; using ChatML", "err", err)
 		return c
 	}
-	c.tmpl = t
+	c.tmpl, c.src = t, src
 	return c
 }
 
@@ -170,7 +247,7 @@ func (c *Chat) Fallback() bool { return c.tmpl == nil }
 // say) or the request made it exceed its limits.
 func (c *Chat) Render(messages []Message, opts ChatOptions) (string, error) {
 	if c.tmpl == nil {
-		return ChatML(messages, opts.AddGenerationPrompt), nil
+		return chatML(messages, opts), nil
 	}
 	s, err := c.tmpl.RenderChat(messages, opts)
 	if err == nil {
@@ -181,5 +258,21 @@ func (c *Chat) Render(messages []Message, opts ChatOptions) (string, error) {
 		return "", err
 	}
 	c.log.Warn("chat template did not render; using ChatML for this request", "err", err)
-	return ChatML(messages, opts.AddGenerationPrompt), nil
+	return chatML(messages, opts), nil
+}
+
+// chatML is the fallback: ChatML, with tools when the request has some.
+func chatML(messages []Message, opts ChatOptions) string {
+	if opts.Tools != nil {
+		return ChatMLTools(messages, opts.Tools, opts.AddGenerationPrompt)
+	}
+	return ChatML(messages, opts.AddGenerationPrompt)
+}
+
+// Source is the template's text, "" when every request gets ChatML.
+func (c *Chat) Source() string {
+	if c.tmpl == nil {
+		return ""
+	}
+	return c.src
 }

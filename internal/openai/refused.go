@@ -84,9 +84,6 @@ func refusals(endpoint string) []refusal {
 			{"documents", always, "documents are not supported"},
 			{"chat_template", always, "the model's own chat template is always used"},
 			{"chat_template_kwargs", empty, "chat_template_kwargs is not supported"},
-			// Not built yet.
-			{"tools", empty, "tool calling is not built yet"},
-			{"tool_choice", is(`"none"`), "tool calling is not built yet"},
 		}
 	case endpointCompletion:
 		more = []refusal{

@@ -62,6 +62,10 @@ type ChatCompletionRequest struct {
 	MaxCompletionTokens *int          `json:"max_completion_tokens"` // wins over max_tokens
 	Logprobs            bool          `json:"logprobs"`
 	TopLogprobs         *int          `json:"top_logprobs"` // 0..20, needs logprobs
+
+	Tools             []Tool      `json:"tools"`
+	ToolChoice        *ToolChoice `json:"tool_choice"`
+	ParallelToolCalls *bool       `json:"parallel_tool_calls"`
 }
 
 // TokenizeRequest is the body of POST /tokenize: either a prompt or the

@@ -118,8 +118,9 @@ type ChatChunkChoice struct {
 // ChatDelta is the new part of the assistant's message. The first chunk of
 // each choice carries the role.
 type ChatDelta struct {
-	Role    string `json:"role,omitempty"`
-	Content string `json:"content,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   string          `json:"content,omitempty"`
+	ToolCalls []ToolCallDelta `json:"tool_calls,omitempty"`
 }
 
 // ChatLogprobs is the chat logprobs object.

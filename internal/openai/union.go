@@ -118,10 +118,24 @@ func (s *StopList) UnmarshalJSON(data []byte) error {
 // ChatMessage is one message of a conversation. Content arrays of text parts
 // are joined into Content when decoding, so chat templates see plain text.
 type ChatMessage struct {
-	Role       string `json:"role"`
-	Content    string `json:"content"`
-	Name       string `json:"name,omitempty"`
-	ToolCallID string `json:"tool_call_id,omitempty"`
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	Name       string     `json:"name,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// MarshalJSON writes content as null when a message has only tool calls,
+// as OpenAI does.
+func (m ChatMessage) MarshalJSON() ([]byte, error) {
+	type plain ChatMessage
+	if m.Content != "" || len(m.ToolCalls) == 0 {
+		return json.Marshal(plain(m))
+	}
+	return json.Marshal(struct {
+		plain
+		Content *string `json:"content"`
+	}{plain: plain(m)})
 }
 
 // messageContent is the content field: a string, null, or an array of parts.
@@ -176,6 +190,7 @@ func (m *ChatMessage) UnmarshalJSON(data []byte) error {
 		Content    messageContent `json:"content"`
 		Name       string         `json:"name"`
 		ToolCallID string         `json:"tool_call_id"`
+		ToolCalls  []ToolCall     `json:"tool_calls"`
 	}
 	if jsonKind(data) != "object" {
 		return typeError[ChatMessage](data)
@@ -183,7 +198,7 @@ func (m *ChatMessage) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &wire); err != nil {
 		return err
 	}
-	*m = ChatMessage{Role: wire.Role, Content: string(wire.Content), Name: wire.Name, ToolCallID: wire.ToolCallID}
+	*m = ChatMessage{Role: wire.Role, Content: string(wire.Content), Name: wire.Name, ToolCallID: wire.ToolCallID, ToolCalls: wire.ToolCalls}
 	return nil
 }
 
@@ -225,6 +240,8 @@ func expected(t reflect.Type) string {
 		return "a string or an array of content parts"
 	case reflect.TypeFor[ChatMessage]():
 		return "a message object"
+	case reflect.TypeFor[ToolChoice]():
+		return `"none", "auto", "required" or {"type":"function","function":{"name":…}}`
 	}
 	switch t.Kind() {
 	case reflect.Int, reflect.Int64, reflect.Int32:

@@ -32,6 +32,8 @@ type Generation struct {
 	// ConstraintParam the field it came from, for errors about it.
 	Constraint      *grammar.Spec
 	ConstraintParam string
+	// Tools is the request's tool calling, or nil (chat only).
+	Tools *Tools
 
 	params     sampling.Params
 	maxTokens  *int   // as requested
@@ -89,6 +91,9 @@ func (r *ChatCompletionRequest) Validate(served []string) (*Generation, error) {
 		}
 	}
 	if err := checkMessages(r.Messages, false); err != nil {
+		return nil, err
+	}
+	if err := r.tools(g); err != nil {
 		return nil, err
 	}
 	return g, nil

@@ -12,17 +12,21 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/model"
 	"github.com/glassbox-llm/glassbox/internal/server"
 	"github.com/glassbox-llm/glassbox/internal/tensor"
+	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
 // backend is what differs between the simulated GPU and a real model: the
 // model's tokenizer and template, its defaults and facts, and how to size
 // the KV cache and start the executor once the engine's sizes are known.
 type backend struct {
-	model    server.Model
-	chat     server.ChatRenderer // nil: ChatML
-	eos      []int
-	name     string // default served model name
-	describe string
+	model server.Model
+	chat  server.ChatRenderer // nil: ChatML
+	// toolParser is the tool-call format the template asks for ("": none
+	// known); ChatML's is hermes.
+	toolParser string
+	eos        []int
+	name       string // default served model name
+	describe   string
 
 	maxModelLen                 int // the model's context
 	defaultSeqs, defaultBatched int
@@ -54,7 +58,7 @@ func simBackend(cfg *Config) (*backend, error) {
 	hw := exec.CostModel().HW
 	seqs, batched := hw.Defaults()
 	return &backend{
-		model: exec.Vocab(), eos: []int{exec.Vocab().EOS()}, name: info.Model,
+		model: exec.Vocab(), eos: []int{exec.Vocab().EOS()}, name: info.Model, toolParser: toolcall.Hermes,
 		describe:    fmt.Sprintf("the simulated executor: %s on %d× %s (bf16)", info.Model, info.TensorParallel, info.Hardware),
 		maxModelLen: info.MaxModelLen, defaultSeqs: seqs, defaultBatched: batched, cacheDtype: "auto",
 		executorInfo: map[string]string{
@@ -71,6 +75,16 @@ func simBackend(cfg *Config) (*backend, error) {
 		start: func(int, int) (engine.Executor, error) { return exec, nil },
 		close: func() {},
 	}, nil
+}
+
+// templateParser is the tool-call parser a chat template calls for:
+// hermes for ChatML (no usable template), which glassbox renders tools
+// into in that format.
+func templateParser(template string) string {
+	if template == "" {
+		return toolcall.Hermes
+	}
+	return toolcall.Detect(template)
 }
 
 // cacheDtypeLabel is cache_config_info's cache_dtype: "auto" as vLLM
@@ -102,7 +116,7 @@ func cpuBackend(cfg *Config) (*backend, error) {
 		threads = runtime.NumCPU()
 	}
 	return &backend{
-		model: l.Vocab, chat: l.Chat, eos: l.EOG, name: cfg.Model, describe: l.Describe(threads),
+		model: l.Vocab, chat: l.Chat, toolParser: templateParser(l.Chat.Template()), eos: l.EOG, name: cfg.Model, describe: l.Describe(threads),
 		maxModelLen: l.ContextLen, defaultSeqs: cpu.DefaultMaxNumSeqs, defaultBatched: cpu.DefaultMaxNumBatchedTokens,
 		cacheDtype: cacheDtypeLabel(cfg.KVCacheDtype, dtype),
 		executorInfo: map[string]string{"executor": "cpu", "hardware": "cpu", "model": l.Weights.Arch, "tensor_parallel_size": "1",

@@ -30,6 +30,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/metrics"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/server"
+	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
 // Defaults of the settings every backend shares (vLLM's).
@@ -65,6 +66,11 @@ type Config struct {
 	KVCacheMemoryBytes   int64
 	KVCacheDtype         string // --kv-cache-dtype: auto (fp16 on the CPU, the model's on the simulator), fp16 or fp32
 	MaxQueuedRequests    int
+	// ToolCallParser reads tool_choice auto's tool calls (--tool-call-parser);
+	// empty takes the one the chat template calls for.
+	// EnableAutoToolChoice (--enable-auto-tool-choice) requires that there is one.
+	ToolCallParser       string
+	EnableAutoToolChoice bool
 
 	// ServedModelNames are the names clients use; empty means the sim
 	// model's name or Model's path.
@@ -116,6 +122,8 @@ type Replica struct {
 	// Grammars compiles structured outputs over the model's vocabulary,
 	// for the API and the public package alike.
 	Grammars *grammar.Cache
+	// ToolParser is how tool_choice auto's calls are read ("": refused).
+	ToolParser string
 
 	handler, metrics, dcgm, dash http.Handler
 	gather                       prometheus.Gatherer // what metrics serves: hidden families added, glassbox's dropped as configured
@@ -171,6 +179,15 @@ func New(cfg Config) (r *Replica, err error) {
 			return nil, fmt.Errorf("show hidden metrics: %w", err)
 		}
 	}
+	parser := cmp.Or(cfg.ToolCallParser, b.toolParser)
+	switch {
+	case parser != "":
+		if err := toolcall.Check(parser); err != nil {
+			return nil, fmt.Errorf("--tool-call-parser: %w", err)
+		}
+	case cfg.EnableAutoToolChoice:
+		return nil, fmt.Errorf("--enable-auto-tool-choice needs --tool-call-parser (%s): the model's chat template shows no tool format glassbox reads", strings.Join(toolcall.Parsers(), ", "))
+	}
 	var eng *engine.Engine
 	m, err := metrics.New(metrics.Config{
 		ModelName: names[0], Engine: "0", MaxModelLen: ecfg.MaxModelLen, DisableLogStats: cfg.DisableLogStats,
@@ -216,7 +233,7 @@ func New(cfg Config) (r *Replica, err error) {
 		mh = metrics.Handler(gather)
 	}
 	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Tokenizer: b.model,
-		Grammars: server.NewGrammars(b.model, ecfg.EOS), metrics: mh, gather: gather, back: b}
+		Grammars: server.NewGrammars(b.model, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather, back: b}
 	if exporter != nil {
 		r.dcgm = exporter
 	}
@@ -231,7 +248,7 @@ func New(cfg Config) (r *Replica, err error) {
 	srv := server.New(server.Config{
 		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger,
 		Metrics: mh, Instrument: m.InstrumentHTTP, Rejected: m.Rejected, Chat: b.chat, Profiler: cfg.Profiler, Dashboard: dash,
-		Grammars: r.Grammars,
+		Grammars: r.Grammars, ToolParser: parser,
 	}, eng, b.model)
 	r.handler = srv.Handler()
 	return r, nil
@@ -294,7 +311,7 @@ func engineConfig(cfg *Config, b *backend) (engine.Config, error) {
 // ChatPrompt renders a conversation as the chat API does (the model's
 // template; ChatML on the simulator, which has none) and tokenizes it.
 func (r *Replica) ChatPrompt(msgs []jinja.Message) (text string, ids []int, err error) {
-	if text, err = server.RenderChat(r.back.chat, msgs); err != nil {
+	if text, err = server.RenderChat(r.back.chat, msgs, nil); err != nil {
 		return "", nil, err
 	}
 	return text, server.EncodeChat(r.Tokenizer, text), nil

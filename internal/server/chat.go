@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/openai"
+	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
 // handleChat serves POST /v1/chat/completions.
@@ -40,7 +41,15 @@ func (s *Server) prepareChat(req *openai.ChatCompletionRequest, arrival time.Tim
 	if err != nil {
 		return nil, err
 	}
-	text, err := s.renderChat(req.Messages)
+	var tools []any
+	if gen.Tools != nil {
+		if gen.Tools.Mode == "auto" && s.cfg.ToolParser == "" {
+			return nil, openai.BadRequest("tool_choice", `"auto" tool choice needs a tool-call parser, and this model's chat template shows no tool format glassbox reads: `+
+				`start glassbox serve with --tool-call-parser (%s), or ask for tool_choice "required" or a named function`, strings.Join(toolcall.Parsers(), ", "))
+		}
+		tools = gen.Tools.Defs
+	}
+	text, err := s.renderChat(req.Messages, tools)
 	if err != nil {
 		return nil, err
 	}
@@ -64,10 +73,13 @@ func (j *job) chatChunk(index int, delta openai.ChatDelta, lp *openai.ChatLogpro
 
 // streamChat sends each output as a delta as it comes. As vLLM, a choice's
 // first chunk carries the assistant role and comes with its first output,
-// so a client's time to first token means the first token.
+// so a client's time to first token means the first token. With tools,
+// content and tool-call deltas come as the choice's tool reader splits
+// them.
 func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, j *job) {
 	sse := openai.NewSSEWriter(w)
 	roleSent := make([]bool, len(j.choices))
+	readers := s.toolReaders(j)
 	err := s.run(r.Context(), j, func(ev event) error {
 		if !roleSent[ev.index] {
 			roleSent[ev.index] = true
@@ -75,14 +87,33 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, j *job) {
 				return err
 			}
 		}
-		if ev.out.Text == "" && !ev.out.Finished && len(ev.out.Logprobs) == 0 {
-			return nil // everything was held back (a possible stop string)
+		content, calls := readers[ev.index].read(ev.out.Text)
+		lp := s.chatLogprobs(j, &ev.out)
+		finish := finishReason(&ev.out)
+		if finish != nil {
+			var more string
+			var moreCalls []openai.ToolCallDelta
+			more, moreCalls, *finish = readers[ev.index].finish(*finish)
+			content += more
+			calls = append(calls, moreCalls...)
 		}
-		delta := openai.ChatDelta{Content: ev.out.Text}
-		chunk := j.chatChunk(ev.index, delta, s.chatLogprobs(j, &ev.out), finishReason(&ev.out))
+		if content == "" && len(calls) == 0 && finish == nil && lp == nil {
+			return nil // everything was held back (a possible stop string or tool call)
+		}
+		delta := openai.ChatDelta{Content: content, ToolCalls: calls}
+		chunk := j.chatChunk(ev.index, delta, lp, finish)
 		return sse.Send(timedChatChunk{chunk, j.chunkTiming(&ev)})
 	})
 	s.endStream(r, sse, j, err)
+}
+
+// toolReaders gives each choice its reader of tool calls.
+func (s *Server) toolReaders(j *job) []*toolReader {
+	readers := make([]*toolReader, len(j.choices))
+	for i := range readers {
+		readers[i] = newToolReader(j.gen.Tools, s.cfg.ToolParser)
+	}
+	return readers
 }
 
 // respondChat waits for every choice and writes one response.
@@ -108,13 +139,12 @@ func (s *Server) respondChat(w http.ResponseWriter, r *http.Request, j *job) {
 	}
 	resp := openai.ChatCompletionResponse{ID: j.id, Object: openai.ObjectChat, Created: j.created,
 		Model: j.gen.Model, Choices: make([]openai.ChatChoice, len(j.choices)), Usage: j.usage()}
+	readers := s.toolReaders(j)
 	for i := range resp.Choices {
-		resp.Choices[i] = openai.ChatChoice{
-			Index:        i,
-			Message:      openai.ChatMessage{Role: "assistant", Content: texts[i].String()},
-			Logprobs:     logprobs[i],
-			FinishReason: reasons[i],
-		}
+		content, deltas := readers[i].read(texts[i].String())
+		more, moreDeltas, reason := readers[i].finish(*reasons[i])
+		msg := openai.ChatMessage{Role: "assistant", Content: content + more, ToolCalls: mergeCalls(nil, append(deltas, moreDeltas...))}
+		resp.Choices[i] = openai.ChatChoice{Index: i, Message: msg, Logprobs: logprobs[i], FinishReason: &reason}
 	}
 	s.writeJSON(w, r, timedChat{resp, j.timings()})
 }

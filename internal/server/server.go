@@ -83,6 +83,10 @@ type Config struct {
 	// Grammars compiles structured-output constraints over the model's
 	// vocabulary (shared with the library); nil builds one from Model.
 	Grammars *grammar.Cache
+	// ToolParser reads tool calls out of "auto" tool choice's output
+	// (toolcall's names: --tool-call-parser, or the one the chat
+	// template's format calls for); "" refuses "auto" with tools.
+	ToolParser string
 }
 
 // Server serves one engine. Handlers run on net/http's goroutines; each
@@ -246,7 +250,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		} else {
 			ids = s.model.Encode(*req.Prompt)
 		}
-	} else if text, err := s.renderChat(req.Messages); err != nil {
+	} else if text, err := s.renderChat(req.Messages, nil); err != nil {
 		s.fail(w, r, err)
 		return
 	} else {

@@ -8,18 +8,23 @@ import (
 )
 
 // ChatRenderer renders a conversation with a model's chat template and
-// opens the assistant's turn.
+// opens the assistant's turn. tools are the request's tool definitions as
+// the template sees them (nil: none).
 type ChatRenderer interface {
-	Render(msgs []jinja.Message) (string, error)
+	Render(msgs []jinja.Message, tools []any) (string, error)
 }
 
-// RenderChat renders msgs with c, or with ChatML when c is nil, and opens
-// the assistant's turn: the prompt the chat API generates from.
-func RenderChat(c ChatRenderer, msgs []jinja.Message) (string, error) {
+// RenderChat renders msgs with c, or with ChatML (with tools, Hermes
+// style) when c is nil, and opens the assistant's turn: the prompt the
+// chat API generates from.
+func RenderChat(c ChatRenderer, msgs []jinja.Message, tools []any) (string, error) {
 	if c == nil {
+		if tools != nil {
+			return jinja.ChatMLTools(msgs, tools, true), nil
+		}
 		return jinja.ChatML(msgs, true), nil
 	}
-	text, err := c.Render(msgs)
+	text, err := c.Render(msgs, tools)
 	if err != nil {
 		return "", fmt.Errorf("apply chat template: %w", err)
 	}
@@ -39,12 +44,15 @@ func EncodeChat(m Model, text string) []int {
 // renderChat applies the configured template (ChatML without one); a
 // template that cannot render these messages is the client's problem (a
 // role it does not allow, say).
-func (s *Server) renderChat(msgs []openai.ChatMessage) (string, error) {
+func (s *Server) renderChat(msgs []openai.ChatMessage, tools []any) (string, error) {
 	ms := make([]jinja.Message, len(msgs))
 	for i, m := range msgs {
 		ms[i] = jinja.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
+		for _, c := range m.ToolCalls {
+			ms[i].ToolCalls = append(ms[i].ToolCalls, jinja.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+		}
 	}
-	text, err := RenderChat(s.cfg.Chat, ms)
+	text, err := RenderChat(s.cfg.Chat, ms, tools)
 	if err != nil {
 		return "", openai.BadRequest("messages", "%s", err)
 	}

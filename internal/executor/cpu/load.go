@@ -193,7 +193,12 @@ func newChat(tok *tokenizer.Tokenizer, log *slog.Logger) *Chat {
 	return c
 }
 
-// Render renders msgs and opens the assistant's turn.
-func (c *Chat) Render(msgs []jinja.Message) (string, error) {
-	return c.chat.Render(msgs, jinja.ChatOptions{AddGenerationPrompt: true, BOS: c.bos, EOS: c.eos})
+// Render renders msgs, with the request's tools (nil: none), and opens the
+// assistant's turn.
+func (c *Chat) Render(msgs []jinja.Message, tools []any) (string, error) {
+	return c.chat.Render(msgs, jinja.ChatOptions{AddGenerationPrompt: true, BOS: c.bos, EOS: c.eos, Tools: tools})
 }
+
+// Template is the model's chat template, "" when it has none usable
+// (requests then get ChatML).
+func (c *Chat) Template() string { return c.chat.Source() }

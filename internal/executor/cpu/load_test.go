@@ -77,7 +77,7 @@ func TestLoadWithTokenizerJSON(t *testing.T) {
 	if got := l.Vocab.EncodeChat("abab"); !slices.Equal(got, []int{2, 2}) {
 		t.Errorf("EncodeChat(abab) = %v, want [2 2]", got)
 	}
-	if got, err := l.Chat.Render([]jinja.Message{{Role: "user", Content: "hi"}}); err != nil || got != "[hi]<|end|>" {
+	if got, err := l.Chat.Render([]jinja.Message{{Role: "user", Content: "hi"}}, nil); err != nil || got != "[hi]<|end|>" {
 		t.Errorf("chat = %q, %v; want the tokenizer_config.json template", got, err)
 	}
 	if _, err := Load(LoadConfig{Path: model, Tokenizer: filepath.Join(dir, "absent")}); err == nil {
