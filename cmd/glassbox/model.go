@@ -57,6 +57,7 @@ func runModelRandom(args []string, stdout, stderr io.Writer) error {
 	typ := fs.String("type", "q8_0", "2-D weight type: f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q5_k, q6_k, or the mix q4_k_m")
 	out := fs.String("o", "", "output file (required)")
 	seed := fs.Uint64("seed", 1, "random seed")
+	vocab := fs.String("vocab", "", "a GGUF (a model, or llama.cpp's ggml-vocab-*.gguf) whose real tokenizer to use instead of a synthetic one; its size replaces the shape's vocabulary")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,6 +69,18 @@ func runModelRandom(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	spec := model.RandomSpec{Arch: *arch, Shape: s, Seed: *seed}
+	if *vocab != "" {
+		vf, err := gguf.Open(*vocab)
+		if err != nil {
+			return fmt.Errorf("model random --vocab: %w", err)
+		}
+		for _, e := range vf.KV {
+			if strings.HasPrefix(e.Key, "tokenizer.") {
+				spec.Tokenizer = append(spec.Tokenizer, e)
+			}
+		}
+		defer vf.Close()
+	}
 	if strings.EqualFold(*typ, "q4_k_m") {
 		spec.Mix = "Q4_K_M"
 	} else if spec.Type, err = gguf.ParseTensorType(strings.ToUpper(*typ)); err != nil {

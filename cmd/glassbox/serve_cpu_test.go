@@ -169,3 +169,23 @@ func TestServeRejectsBadSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestModelRandomWithARealVocabulary: --vocab writes random weights with
+// another GGUF's tokenizer, whose size replaces the shape's.
+func TestModelRandomWithARealVocabulary(t *testing.T) {
+	vocab := reftest.Path(t, "testdata", "tokenizer", "ggml-vocab-gpt-2.gguf")
+	path := filepath.Join(t.TempDir(), "tiny-gpt2.gguf")
+	var out strings.Builder
+	if err := run(context.Background(), []string{"model", "random", "--arch", "qwen2", "--shape", "tiny", "--vocab", vocab, "-o", path}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"model", "inspect", path}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"vocab 50257", "tokenizer:     gpt2 (pre \"gpt-2\"), 50257 tokens"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

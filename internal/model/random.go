@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -57,6 +58,12 @@ type RandomSpec struct {
 	// layers. It overrides Type.
 	Mix  string
 	Seed uint64
+	// Tokenizer, when set, is a real vocabulary's tokenizer.* metadata
+	// (read from another GGUF) to write instead of the synthetic one; the
+	// vocabulary's size then replaces the shape's. Random weights with a
+	// real vocabulary measure what depends on the tokens themselves, such
+	// as structured outputs' masks.
+	Tokenizer []gguf.KV
 }
 
 // chatML is the chat template the random models carry: Qwen2.5's ChatML,
@@ -148,7 +155,26 @@ func WriteRandom(out io.Writer, spec RandomSpec) error {
 	kv(arch+".rope.freq_base", s.RopeBase)
 	kv(arch+".rope.dimension_count", uint32(headDim))
 	kv(arch+".attention.layer_norm_rms_epsilon", s.NormEps)
-	tokenizerKVs(kv, arch, s.Vocab)
+	if spec.Tokenizer != nil {
+		n := 0
+		for _, e := range spec.Tokenizer {
+			if e.Key == "tokenizer.chat_template" {
+				continue // the random models' own, which knows tools
+			}
+			if e.Key == "tokenizer.ggml.tokens" {
+				if toks, ok := e.Value.([]string); ok {
+					n = len(toks)
+				}
+			}
+			kv(e.Key, e.Value)
+		}
+		if n == 0 {
+			return errors.New("random model: the vocabulary has no tokenizer.ggml.tokens")
+		}
+		s.Vocab = n
+	} else {
+		tokenizerKVs(kv, arch, s.Vocab)
+	}
 	kv("tokenizer.chat_template", chatML)
 
 	g := &generator{rng: rand.New(rand.NewPCG(spec.Seed, 0x5eed)), typ: spec.Type, w: w, layers: s.Layers}
