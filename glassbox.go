@@ -246,7 +246,8 @@ func moduleVersion() string {
 
 // Handler is the OpenAI-compatible API over the same engine, to mount in
 // your own server: /v1/completions, /v1/chat/completions (streaming or
-// not), /v1/models, /tokenize, /detokenize, /health, /ready, /version,
+// not; structured outputs and tool calls), /v1/embeddings (embedding
+// models and the simulator), /v1/models, /tokenize, /detokenize, /health, /ready, /version,
 // /debug/engine, and /metrics when the LLM has a registry of its own or
 // Options.Registerer is a Gatherer. Shut the http.Server down before
 // calling Close.

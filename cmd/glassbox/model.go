@@ -57,6 +57,7 @@ func runModelRandom(args []string, stdout, stderr io.Writer) error {
 	typ := fs.String("type", "q8_0", "2-D weight type: f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q5_k, q6_k, or the mix q4_k_m")
 	out := fs.String("o", "", "output file (required)")
 	seed := fs.Uint64("seed", 1, "random seed")
+	pooling := fs.String("pooling", "none", "make an embedding model that pools its hidden states this way: none, mean, cls or last")
 	vocab := fs.String("vocab", "", "a GGUF (a model, or llama.cpp's ggml-vocab-*.gguf) whose real tokenizer to use instead of a synthetic one; its size replaces the shape's vocabulary")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -69,6 +70,9 @@ func runModelRandom(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	spec := model.RandomSpec{Arch: *arch, Shape: s, Seed: *seed}
+	if spec.Pooling, err = model.ParsePooling(*pooling); err != nil {
+		return fmt.Errorf("model random --pooling: %w", err)
+	}
 	if *vocab != "" {
 		vf, err := gguf.Open(*vocab)
 		if err != nil {

@@ -189,3 +189,51 @@ func TestModelRandomWithARealVocabulary(t *testing.T) {
 		}
 	}
 }
+
+// TestServeEmbeddingModel: a GGUF that declares pooling serves
+// /v1/embeddings through the engine: unit vectors of the hidden size,
+// equal for equal inputs; a model that declares none refuses the route.
+func TestServeEmbeddingModel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "embed.gguf")
+	if err := run(context.Background(), []string{"model", "random", "--arch", "qwen3", "--shape", "tiny", "--pooling", "last", "-o", path}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := serveTest(t, "--model", path, "--served-model-name", "emb")
+	var r struct {
+		Data []struct {
+			Index     int       `json:"index"`
+			Embedding []float64 `json:"embedding"`
+		} `json:"data"`
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	if code := post(t, base+"/v1/embeddings", map[string]any{"model": "emb", "input": []string{"the cat", "a dog barks", "the cat"}}, &r); code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	if len(r.Data) != 3 || r.Usage.PromptTokens == 0 {
+		t.Fatalf("response %+v", r)
+	}
+	norm := func(v []float64) (s float64) {
+		for _, x := range v {
+			s += x * x
+		}
+		return s
+	}
+	for _, d := range r.Data {
+		if len(d.Embedding) != 64 || norm(d.Embedding) < 0.999 || norm(d.Embedding) > 1.001 {
+			t.Errorf("input %d: %d dimensions, squared norm %v", d.Index, len(d.Embedding), norm(d.Embedding))
+		}
+	}
+	if fmt.Sprint(r.Data[0].Embedding) != fmt.Sprint(r.Data[2].Embedding) || fmt.Sprint(r.Data[0].Embedding) == fmt.Sprint(r.Data[1].Embedding) {
+		t.Error("equal inputs embed differently, or different ones alike")
+	}
+	plain := filepath.Join(t.TempDir(), "plain.gguf")
+	if err := run(context.Background(), []string{"model", "random", "--shape", "tiny", "-o", plain}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	base, _ = serveTest(t, "--model", plain, "--served-model-name", "gen")
+	if code := post(t, base+"/v1/embeddings", map[string]any{"input": "x"}, nil); code != 400 {
+		t.Errorf("a generative model's /v1/embeddings: status %d, want 400", code)
+	}
+}

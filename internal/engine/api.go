@@ -57,6 +57,12 @@ type Request struct {
 	// engine moves it past every token.
 	Constraint Constraint
 
+	// Embed pools the prompt into one vector instead of generating: the
+	// request ends when its prefill does, with Output.Embedding. Every
+	// prompt token is computed (no prefix-cache hits); Params.MaxTokens
+	// must still be at least 1.
+	Embed bool
+
 	// Group identifies the parent request of n parallel samples; GroupSize is
 	// n. Both are only reported to the Observer.
 	Group     string
@@ -109,6 +115,10 @@ type Output struct {
 	PromptTokens int // set on every output
 	CachedTokens int // prompt tokens served from the prefix cache
 
+	// Embedding is an Embed request's vector (L2-normalised), on its
+	// final output.
+	Embedding []float32
+
 	// Timing is the request's timeline from the engine's clock, set on the
 	// final output only (the same timestamps observers get).
 	Timing Timing
@@ -135,6 +145,10 @@ type SeqBatch struct {
 	Pos        int   // position of Tokens[0]; the context after the step is Pos+len(Tokens)
 	BlockTable []int // physical KV block ids, one per block-size tokens of context
 	Sample     bool  // whether to sample the next token after the last one
+	// Embed asks for the sequence's pooled hidden states instead of a
+	// sample: its chunks are the prompt, and on the last one (Sample set)
+	// the executor puts the embedding in StepResult.Embeddings.
+	Embed bool
 	// Banned are token ids the executor must not sample this step: while
 	// a sequence has fewer than min_tokens outputs, its EOS (unless
 	// ignore_eos) and stop tokens, as vLLM's min-tokens processor masks.
@@ -153,6 +167,10 @@ type SeqBatch struct {
 // entries whose Sample was false are ignored.
 type StepResult struct {
 	Samples []sampling.Result
+	// Embeddings is indexed like Batch.Seqs: the vector of each Embed
+	// sequence whose prompt ended this step, nil elsewhere. The engine
+	// copies it.
+	Embeddings [][]float32
 	// Estimated work of the step per GPU, for vLLM's MFU counters.
 	FLOPs      float64
 	ReadBytes  float64

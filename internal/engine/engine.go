@@ -256,6 +256,7 @@ func (e *Engine) newState(r *Request) *reqState {
 	copy(rs.seq.Tokens, r.Prompt)
 	rs.seq.NumPrompt = len(r.Prompt)
 	rs.seq.Priority = r.Priority
+	rs.seq.NoPrefixCache = r.Embed
 	rs.maxLen = min(len(r.Prompt)+r.Params.MaxTokens, e.cfg.MaxModelLen)
 	if !r.Params.IgnoreEOS {
 		rs.eos = e.cfg.EOS

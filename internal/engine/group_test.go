@@ -172,3 +172,64 @@ func TestGroupCloseAbortsAndFreesBlocks(t *testing.T) {
 		}
 	})
 }
+
+// embedExec pools each Embed sequence into one number: the tokens it saw
+// computed, summed over its chunks.
+type embedExec struct{ seen map[int]int }
+
+func (x *embedExec) Execute(b *Batch, r *StepResult) error {
+	if x.seen == nil {
+		x.seen = map[int]int{}
+	}
+	for i, s := range b.Seqs {
+		if !s.Embed {
+			continue
+		}
+		if s.Pos == 0 {
+			x.seen[s.Seq] = 0
+		}
+		x.seen[s.Seq] += len(s.Tokens)
+		if s.Sample {
+			r.Embeddings[i] = []float32{float32(x.seen[s.Seq])}
+		}
+	}
+	return nil
+}
+
+// TestEmbedRequestsPoolTheWholePrompt: an embedding request ends with its
+// prefill, chunked or not, with the executor's vector and no token, and
+// computes its whole prompt even when the prefix cache holds it.
+func TestEmbedRequestsPoolTheWholePrompt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		e, stop := start(t, testConfig(), &embedExec{}, rec)
+		defer stop()
+		for round := range 2 {
+			g := e.NewGroup("e", 1)
+			for i := range 3 {
+				if err := g.Add(Request{Prompt: prompt(100+i, 7), Params: params(1), Embed: true}, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for {
+				m, out, ok := g.Next(context.Background())
+				if !ok {
+					break
+				}
+				if !out.Finished || out.FinishReason != FinishStop || len(out.Tokens) != 0 || out.CachedTokens != 0 {
+					t.Fatalf("round %d member %d: %+v", round, m, out)
+				}
+				if len(out.Embedding) != 1 || out.Embedding[0] != float32(100+m) {
+					t.Errorf("round %d member %d: embedding %v, want [%d]: every prompt token computed", round, m, out.Embedding, 100+m)
+				}
+			}
+		}
+		synctest.Wait()
+		if rec.generated != 0 || rec.finished[FinishStop] != 6 || len(rec.ttfts) != 0 {
+			t.Errorf("observer: %d generated, %v finished, %d TTFTs; want 0, 6 stop, none", rec.generated, rec.finished, len(rec.ttfts))
+		}
+		if rec.prompt != 2*(100+101+102) {
+			t.Errorf("prompt tokens counted %d, want %d", rec.prompt, 2*(100+101+102))
+		}
+	})
+}

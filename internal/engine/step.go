@@ -64,6 +64,10 @@ func (e *Engine) step() {
 		}
 	} else {
 		for i, sc := range p.Seqs {
+			if e.slots[sc.Seq.ID].req.Embed {
+				e.pooled(sc, e.result.Embeddings[i], done)
+				continue
+			}
 			e.advance(sc, &e.result.Samples[i], done)
 		}
 	}
@@ -111,6 +115,7 @@ func (e *Engine) buildBatch() {
 			Pos:        q.NumComputed,
 			BlockTable: q.BlockTable(),
 			Sample:     sc.Sample,
+			Embed:      rs.req.Embed,
 			Banned:     rs.banned(),
 			Constraint: rs.req.Constraint,
 			History:    q.Tokens,
@@ -121,8 +126,11 @@ func (e *Engine) buildBatch() {
 	}
 	if cap(e.result.Samples) < len(b.Seqs) {
 		e.result.Samples = make([]sampling.Result, len(b.Seqs), 2*len(b.Seqs))
+		e.result.Embeddings = make([][]float32, len(b.Seqs), 2*len(b.Seqs))
 	}
 	e.result.Samples = e.result.Samples[:len(b.Seqs)]
+	e.result.Embeddings = e.result.Embeddings[:len(b.Seqs)]
+	clear(e.result.Embeddings)
 }
 
 // advance applies one sequence's share of a finished step.
@@ -197,6 +205,36 @@ func (e *Engine) advance(sc sched.Scheduled, s *sampling.Result, now time.Time) 
 		out.Text += rs.req.Sink.Flush()
 	}
 	e.finish(rs, reason, stopTok, now, nil, out)
+}
+
+// pooled applies an embedding request's share of a step: a prompt chunk,
+// and on the last one the vector it ends with.
+func (e *Engine) pooled(sc sched.Scheduled, vec []float32, now time.Time) {
+	q := sc.Seq
+	rs := e.slots[q.ID]
+	ev := &e.ev
+	ev.NumPrefillTokens += sc.NumNew
+	ev.Seqs = append(ev.Seqs, StepSeq{ID: rs.req.ID, Tokens: sc.NumNew})
+	if e.cfg.RecordPhases {
+		rs.recordStep(false, sc.NumNew, e.stepAt, now)
+	}
+	e.sched.Computed(sc)
+	if !sc.Sample {
+		return
+	}
+	// The vector is the request's one output: its first and last "token"
+	// for the timeline, though no token was generated.
+	rs.firstTok, rs.lastTok = now, now
+	ev.PromptTokens += q.NumPrompt
+	ev.CachedTokens += q.NumCached
+	ev.IterationTokens += q.NumPrompt - q.NumCached
+	if vec == nil {
+		err := fmt.Errorf("the executor returned no embedding for %q", rs.req.ID)
+		e.finish(rs, FinishError, -1, now, err, nil)
+		return
+	}
+	out := Output{StopToken: -1, PromptTokens: q.NumPrompt, CachedTokens: q.NumCached, Embedding: slices.Clone(vec)}
+	e.finish(rs, FinishStop, -1, now, nil, &out)
 }
 
 // banned is what the executor must not sample for rs now.

@@ -39,6 +39,9 @@ func (s *Stream) push(o *Output) {
 	p.Text += o.Text // take left it empty
 	p.Finished, p.FinishReason, p.StopToken, p.Err = o.Finished, o.FinishReason, o.StopToken, o.Err
 	p.PromptTokens, p.CachedTokens, p.Timing = o.PromptTokens, o.CachedTokens, o.Timing
+	if o.Embedding != nil {
+		p.Embedding = o.Embedding
+	}
 	s.has = true
 	s.closed = o.Finished
 	s.mu.Unlock()

@@ -37,6 +37,46 @@ type Config struct {
 	NormEps      float32
 	QKNorm       bool // qwen3: RMSNorm on each q and k head
 	TiedEmbedded bool // output matrix is token_embd
+	// Pooling is how an embedding model turns a prompt's hidden states
+	// into one vector ({arch}.pooling_type); PoolNone for generative ones.
+	Pooling Pooling
+}
+
+// Pooling is llama.cpp's pooling_type: which hidden states make a
+// prompt's embedding.
+type Pooling int
+
+// The pooling types, with llama.cpp's numbers.
+const (
+	PoolNone Pooling = 0
+	PoolMean Pooling = 1 // the mean over the prompt's tokens
+	PoolCLS  Pooling = 2 // the first token's
+	PoolLast Pooling = 3 // the last token's (Qwen3-Embedding)
+	PoolRank Pooling = 4 // rerankers' classification head: not supported
+)
+
+func (p Pooling) String() string {
+	switch p {
+	case PoolMean:
+		return "mean"
+	case PoolCLS:
+		return "cls"
+	case PoolLast:
+		return "last"
+	case PoolRank:
+		return "rank"
+	}
+	return "none"
+}
+
+// ParsePooling reads a pooling type's name (none, mean, cls, last).
+func ParsePooling(s string) (Pooling, error) {
+	for _, p := range []Pooling{PoolNone, PoolMean, PoolCLS, PoolLast} {
+		if s == p.String() {
+			return p, nil
+		}
+	}
+	return PoolNone, fmt.Errorf("unknown pooling %q (none, mean, cls, last)", s)
 }
 
 // ConfigFromGGUF reads the hyperparameters of a supported architecture.
@@ -75,6 +115,12 @@ func ConfigFromGGUF(f *gguf.File) (Config, error) {
 	c.HeadDim = c.Hidden / c.Heads
 	if v, ok := f.Uint(arch + ".attention.key_length"); ok {
 		c.HeadDim = int(v)
+	}
+	if v, ok := f.Uint(arch + ".pooling_type"); ok {
+		c.Pooling = Pooling(v)
+		if c.Pooling > PoolLast {
+			return c, fmt.Errorf("%s: pooling_type %d (rank: a reranker's) is not supported", arch, v)
+		}
 	}
 	c.RopeDims = c.HeadDim
 	if v, ok := f.Uint(arch + ".rope.dimension_count"); ok {

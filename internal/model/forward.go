@@ -17,6 +17,10 @@ type Seq struct {
 	Pos        int
 	BlockTable []int
 	LogitsFrom int
+	// HiddenFrom..HiddenTo are the tokens whose final hidden states (after
+	// the output norm) Forward copies to Hidden, for embeddings; an empty
+	// range for none.
+	HiddenFrom, HiddenTo int
 }
 
 // Runner runs forward passes; it owns reusable buffers and a pool of
@@ -31,6 +35,9 @@ type Runner struct {
 	// Logits holds the last Forward's output: one row of Vocab per
 	// requested position, in batch order.
 	Logits []float32
+	// Hidden holds the final hidden states asked for (Seq.HiddenFrom..To):
+	// one row of Hidden per position, in batch order.
+	Hidden []float32
 
 	x, h, q, k, v, att, o, g, u []float32
 	pos                         []int
@@ -218,9 +225,18 @@ func (r *Runner) rope(x []float32, pos int) {
 func (r *Runner) logits(seqs []Seq) error {
 	c := &r.W.Config
 	H := c.Hidden
-	m, t := 0, 0
+	hidden := 0
+	for _, s := range seqs {
+		hidden += max(s.HiddenTo-s.HiddenFrom, 0)
+	}
+	r.Hidden = resize(r.Hidden, hidden*H)
+	m, t, k := 0, 0, 0
 	for _, s := range seqs {
 		for j := range s.Tokens {
+			if j >= s.HiddenFrom && j < s.HiddenTo {
+				rmsNorm(r.Hidden[k*H:(k+1)*H], r.x[t*H:(t+1)*H], r.W.OutputNorm, c.NormEps)
+				k++
+			}
 			if j >= s.LogitsFrom {
 				rmsNorm(r.h[m*H:(m+1)*H], r.x[t*H:(t+1)*H], r.W.OutputNorm, c.NormEps)
 				m++

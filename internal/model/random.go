@@ -64,6 +64,8 @@ type RandomSpec struct {
 	// real vocabulary measure what depends on the tokens themselves, such
 	// as structured outputs' masks.
 	Tokenizer []gguf.KV
+	// Pooling, when set, makes it an embedding model ({arch}.pooling_type).
+	Pooling Pooling
 }
 
 // chatML is the chat template the random models carry: Qwen2.5's ChatML,
@@ -155,6 +157,9 @@ func WriteRandom(out io.Writer, spec RandomSpec) error {
 	kv(arch+".rope.freq_base", s.RopeBase)
 	kv(arch+".rope.dimension_count", uint32(headDim))
 	kv(arch+".attention.layer_norm_rms_epsilon", s.NormEps)
+	if spec.Pooling != PoolNone {
+		kv(arch+".pooling_type", uint32(spec.Pooling))
+	}
 	if spec.Tokenizer != nil {
 		n := 0
 		for _, e := range spec.Tokenizer {

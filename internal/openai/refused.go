@@ -64,6 +64,19 @@ func refusals(endpoint string) []refusal {
 		{"stream_options.include_obfuscation", is("false"), "stream obfuscation is not supported"},
 		{"service_tier", func(raw []byte) bool { return is(`"auto"`)(raw) || is(`"default"`)(raw) }, "service tiers are not supported"},
 	}
+	if endpoint == endpointEmbedding {
+		return []refusal{
+			{"truncate_prompt_tokens", always, "prompt truncation is not supported: send a shorter input"},
+			{"priority", is("0"), "priority scheduling is not enabled: requests are served first come, first served"},
+			{"request_id", always, "client request ids are not supported"},
+			{"normalize", is("true"), "embeddings are always normalised"},
+			{"embed_dtype", is(`"float32"`), "embeddings are float32"},
+			{"messages", always, "chat-style embedding input is not supported: send `input`"},
+			{"mm_processor_kwargs", always, "this server reads text only"},
+			{"cache_salt", always, "cache_salt is not supported"},
+			{"kv_transfer_params", always, "disaggregated serving is not supported"},
+		}
+	}
 	var more []refusal
 	switch endpoint {
 	case endpointChat:

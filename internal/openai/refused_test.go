@@ -50,6 +50,16 @@ func TestRefusedFieldsAreNamed(t *testing.T) {
 			t.Errorf("chat with %s: %v, want it accepted", f, err)
 		}
 	}
+	for _, r := range refusals(endpointEmbedding) {
+		_, err := DecodeEmbeddingRequest(strings.NewReader(`{"input":"x","` + r.field + `":{"surely":"something"}}`))
+		var api *Error
+		if !errors.As(err, &api) || api.Param != r.field {
+			t.Errorf("embeddings %s: got %v, want a 400 naming it", r.field, err)
+		}
+		if _, err := DecodeEmbeddingRequest(strings.NewReader(`{"input":"x","` + r.field + `":null}`)); err != nil {
+			t.Errorf("embeddings %s=null: %v", r.field, err)
+		}
+	}
 	if _, err := DecodeCompletionRequest(strings.NewReader(`{"prompt":"x","best_of":1,"suffix":""}`)); err != nil {
 		t.Errorf("completion with best_of 1 and an empty suffix: %v", err)
 	}

@@ -24,6 +24,7 @@ type backend struct {
 	// toolParser is the tool-call format the template asks for ("": none
 	// known); ChatML's is hermes.
 	toolParser string
+	embeddings *server.Embeddings // nil: the model does not embed
 	eos        []int
 	name       string // default served model name
 	describe   string
@@ -59,6 +60,9 @@ func simBackend(cfg *Config) (*backend, error) {
 	seqs, batched := hw.Defaults()
 	return &backend{
 		model: exec.Vocab(), eos: []int{exec.Vocab().EOS()}, name: info.Model, toolParser: toolcall.Hermes,
+		// The simulator embeds with any model profile, its hidden size long;
+		// its vectors may be shortened as a Matryoshka model's.
+		embeddings:  &server.Embeddings{Dim: exec.CostModel().Model.Hidden, Pooling: "simulated", Truncatable: true},
 		describe:    fmt.Sprintf("the simulated executor: %s on %d× %s (bf16)", info.Model, info.TensorParallel, info.Hardware),
 		maxModelLen: info.MaxModelLen, defaultSeqs: seqs, defaultBatched: batched, cacheDtype: "auto",
 		executorInfo: map[string]string{
@@ -115,8 +119,13 @@ func cpuBackend(cfg *Config) (*backend, error) {
 	if threads < 1 {
 		threads = runtime.NumCPU()
 	}
+	var emb *server.Embeddings
+	if wc := l.Weights.Config; wc.Pooling != model.PoolNone {
+		emb = &server.Embeddings{Dim: wc.Hidden, Pooling: wc.Pooling.String()}
+	}
 	return &backend{
-		model: l.Vocab, chat: l.Chat, toolParser: templateParser(l.Chat.Template()), eos: l.EOG, name: cfg.Model, describe: l.Describe(threads),
+		embeddings: emb,
+		model:      l.Vocab, chat: l.Chat, toolParser: templateParser(l.Chat.Template()), eos: l.EOG, name: cfg.Model, describe: l.Describe(threads),
 		maxModelLen: l.ContextLen, defaultSeqs: cpu.DefaultMaxNumSeqs, defaultBatched: cpu.DefaultMaxNumBatchedTokens,
 		cacheDtype: cacheDtypeLabel(cfg.KVCacheDtype, dtype),
 		executorInfo: map[string]string{"executor": "cpu", "hardware": "cpu", "model": l.Weights.Arch, "tensor_parallel_size": "1",

@@ -248,7 +248,7 @@ func New(cfg Config) (r *Replica, err error) {
 	srv := server.New(server.Config{
 		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger,
 		Metrics: mh, Instrument: m.InstrumentHTTP, Rejected: m.Rejected, Chat: b.chat, Profiler: cfg.Profiler, Dashboard: dash,
-		Grammars: r.Grammars, ToolParser: parser,
+		Grammars: r.Grammars, ToolParser: parser, Embeddings: b.embeddings,
 	}, eng, b.model)
 	r.handler = srv.Handler()
 	return r, nil

@@ -50,6 +50,9 @@ type Seq struct {
 	NumComputed int // leading tokens whose KV is in the cache
 	Priority    int // larger is preempted first
 	Arrival     uint64
+	// NoPrefixCache computes every token even where the prefix cache
+	// holds them: an embedding needs their hidden states, not their K/V.
+	NoPrefixCache bool
 
 	Status         Status
 	NumPreemptions int
@@ -175,7 +178,7 @@ func (s *Scheduler) admit(p *Plan, budget int) {
 	for len(s.waiting) > 0 && budget > 0 && len(s.running) < s.cfg.MaxNumSeqs {
 		q := s.waiting[0]
 		cached := 0
-		if q.NumComputed == 0 {
+		if q.NumComputed == 0 && !q.NoPrefixCache {
 			cached = s.kv.LookupPrefix(&q.kv, q.Tokens)
 		}
 		numNew := min(len(q.Tokens)-cached, budget)

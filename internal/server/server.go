@@ -1,5 +1,7 @@
 // Package server owns the HTTP side of glassbox: the OpenAI-compatible
-// routes (/v1/completions, /v1/chat/completions, /v1/models), vLLM's
+// routes (/v1/completions, /v1/chat/completions with structured outputs
+// and tool calls, /v1/embeddings, /v1/models; OpenAI's error body for
+// every other route and method), vLLM's
 // /tokenize and /detokenize, /health, /ready, /version and /metrics,
 // /debug/engine, the profiler's /start_profile and /stop_profile, API-key and
 // metrics credentials checks, and turning each HTTP request into engine
@@ -87,6 +89,9 @@ type Config struct {
 	// (toolcall's names: --tool-call-parser, or the one the chat
 	// template's format calls for); "" refuses "auto" with tools.
 	ToolParser string
+	// Embeddings, when set, serves /v1/embeddings (an embedding model's
+	// GGUF, or the simulator); nil answers it with a 400.
+	Embeddings *Embeddings
 }
 
 // Server serves one engine. Handlers run on net/http's goroutines; each
@@ -145,6 +150,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	route("POST /v1/completions", "/v1/completions", s.handleCompletions, false)
 	route("POST /v1/chat/completions", "/v1/chat/completions", s.handleChat, false)
+	route("POST /v1/embeddings", "/v1/embeddings", s.handleEmbeddings, false)
 	route("GET /v1/models", "/v1/models", s.handleModels, false)
 	route("POST /tokenize", "/tokenize", s.handleTokenize, false)
 	route("POST /detokenize", "/detokenize", s.handleDetokenize, false)

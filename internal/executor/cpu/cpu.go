@@ -32,8 +32,9 @@ type Executor struct {
 	runner  *model.Runner
 	sample  sampleTask
 	seqs    []model.Seq
-	params  float64 // matmul parameters, for FLOP estimates
-	weights float64 // bytes of matmul weights, read once per step
+	pools   map[int][]float32 // embedding sequences' running sums, by engine sequence
+	params  float64           // matmul parameters, for FLOP estimates
+	weights float64           // bytes of matmul weights, read once per step
 }
 
 // New allocates the KV cache for w.
@@ -63,17 +64,36 @@ func (e *Executor) Weights() *model.Weights { return e.runner.W }
 func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	e.seqs = e.seqs[:0]
 	var ctx float64
+	pooling := e.runner.W.Config.Pooling
 	for _, s := range b.Seqs {
 		from := len(s.Tokens)
-		if s.Sample {
+		if s.Sample && !s.Embed {
 			from--
 		}
-		e.seqs = append(e.seqs, model.Seq{Tokens: s.Tokens, Pos: s.Pos, BlockTable: s.BlockTable, LogitsFrom: from})
+		ms := model.Seq{Tokens: s.Tokens, Pos: s.Pos, BlockTable: s.BlockTable, LogitsFrom: from}
+		if s.Embed {
+			switch pooling {
+			case model.PoolMean:
+				ms.HiddenTo = len(s.Tokens)
+			case model.PoolCLS:
+				if s.Pos == 0 {
+					ms.HiddenTo = 1
+				}
+			case model.PoolLast:
+				if s.Sample {
+					ms.HiddenFrom, ms.HiddenTo = len(s.Tokens)-1, len(s.Tokens)
+				}
+			default:
+				return fmt.Errorf("execute: sequence %d asks for an embedding of a model without pooling", s.Seq)
+			}
+		}
+		e.seqs = append(e.seqs, ms)
 		ctx += float64(len(s.Tokens)) * float64(s.Pos+len(s.Tokens))
 	}
 	if err := e.runner.Forward(e.seqs); err != nil {
 		return fmt.Errorf("execute: %w", err)
 	}
+	e.pool(b, r)
 	w := &e.runner.W.Config
 	t := &e.sample
 	t.e, t.b, t.r = e, b, r
@@ -81,7 +101,7 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	row := 0
 	for i := range b.Seqs {
 		s := &b.Seqs[i]
-		if !s.Sample {
+		if !s.Sample || s.Embed {
 			t.rows = append(t.rows, -1)
 			continue
 		}
@@ -107,6 +127,62 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	r.ReadBytes = e.weights + kvBytes*ctx
 	r.WriteBytes = kvBytes * float64(b.NumTokens)
 	return nil
+}
+
+// pool folds the step's hidden states into each embedding sequence's
+// vector, and hands over the vectors of those whose prompt ended: the mean
+// over every token, the first token's or the last's, L2-normalised. A
+// sequence's first chunk (position 0: new, or recomputed after
+// preemption) starts its sum afresh.
+func (e *Executor) pool(b *engine.Batch, r *engine.StepResult) {
+	H := e.runner.W.Config.Hidden
+	if len(r.Embeddings) < len(b.Seqs) {
+		r.Embeddings = make([][]float32, len(b.Seqs))
+	}
+	k := 0 // row of runner.Hidden
+	for i := range b.Seqs {
+		s, ms := &b.Seqs[i], &e.seqs[i]
+		n := ms.HiddenTo - ms.HiddenFrom
+		if !s.Embed {
+			continue
+		}
+		if e.pools == nil {
+			e.pools = map[int][]float32{}
+		}
+		acc := e.pools[s.Seq]
+		if s.Pos == 0 || acc == nil {
+			acc = make([]float32, H)
+			e.pools[s.Seq] = acc
+		}
+		for j := range n {
+			row := e.runner.Hidden[(k+j)*H : (k+j+1)*H]
+			for d, v := range row {
+				acc[d] += v
+			}
+		}
+		k += n
+		if !s.Sample {
+			continue
+		}
+		delete(e.pools, s.Seq)
+		normalize(acc)
+		r.Embeddings[i] = acc
+	}
+}
+
+// normalize scales v to unit length (the mean's scale falls out with it).
+func normalize(v []float32) {
+	var sum float64
+	for _, x := range v {
+		sum += float64(x) * float64(x)
+	}
+	if sum == 0 {
+		return
+	}
+	inv := float32(1 / math.Sqrt(sum))
+	for i := range v {
+		v[i] *= inv
+	}
 }
 
 // sampleTask samples the batch's sequences on the runner's threads, one

@@ -146,3 +146,77 @@ func TestApplyMask(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbeddingsPoolAcrossChunks: an embedding computed through the
+// engine, its prompt split over chunks of prefill, equals one Forward of
+// the whole prompt pooled by hand, for each pooling.
+func TestEmbeddingsPoolAcrossChunks(t *testing.T) {
+	prompt := make([]int, 150)
+	for i := range prompt {
+		prompt[i] = 3 + (i*37)%500
+	}
+	for _, pooling := range []model.Pooling{model.PoolMean, model.PoolCLS, model.PoolLast} {
+		w := stories(t)
+		w.Config.Pooling = pooling
+		// By hand: every token's final hidden state in one pass.
+		r := model.NewRunner(w, 16, 16, 1)
+		table := make([]int, 16)
+		for i := range table {
+			table[i] = i
+		}
+		if err := r.Forward([]model.Seq{{Tokens: prompt, BlockTable: table, LogitsFrom: len(prompt), HiddenTo: len(prompt)}}); err != nil {
+			t.Fatal(err)
+		}
+		H := w.Config.Hidden
+		want := make([]float32, H)
+		rows := map[model.Pooling][2]int{model.PoolMean: {0, len(prompt)}, model.PoolCLS: {0, 1}, model.PoolLast: {len(prompt) - 1, len(prompt)}}[pooling]
+		for j := rows[0]; j < rows[1]; j++ {
+			for d := range H {
+				want[d] += r.Hidden[j*H+d]
+			}
+		}
+		r.Close()
+		normalize(want)
+
+		x, err := New(w, Config{NumBlocks: 64, BlockSize: 16, Threads: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := engine.New(engine.Config{MaxNumSeqs: 8, MaxNumBatchedTokens: 48, MaxModelLen: 512, BlockSize: 16,
+			NumBlocks: 64, EnablePrefixCaching: true, MaxWaiting: 100, EOS: []int{2}}, x, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { e.Run(ctx); close(done) }()
+		p := sampling.Defaults()
+		p.MaxTokens = 1
+		g := e.NewGroup("emb", 1)
+		for range 2 { // the second is a prefix-cache hit it must not use
+			if err := g.Add(engine.Request{Prompt: prompt, Params: p, Embed: true}, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for {
+			m, out, ok := g.Next(context.Background())
+			if !ok {
+				break
+			}
+			if !out.Finished {
+				continue
+			}
+			if len(out.Embedding) != H {
+				t.Fatalf("%v member %d: %d dimensions (%v)", pooling, m, len(out.Embedding), out.Err)
+			}
+			for d := range H {
+				if math.Abs(float64(out.Embedding[d]-want[d])) > 1e-4 {
+					t.Fatalf("%v member %d: dimension %d is %v, want %v", pooling, m, d, out.Embedding[d], want[d])
+				}
+			}
+		}
+		cancel()
+		<-done
+		x.Close()
+	}
+}

@@ -227,6 +227,13 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 		if !s.Sample {
 			continue
 		}
+		if s.Embed {
+			if len(r.Embeddings) < len(b.Seqs) {
+				r.Embeddings = make([][]float32, len(b.Seqs))
+			}
+			r.Embeddings[i] = e.embed(s.History)
+			continue
+		}
 		if e.plain {
 			w := &e.vocab.words[uint(s.Pos+len(s.Tokens))*2654435761%uint(len(e.vocab.words))]
 			r.Samples[i] = sampling.Result{Token: int(w.space)}
@@ -245,6 +252,32 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 		e.deadline = e.deadline.Add(r.HostTime)
 	}
 	return nil
+}
+
+// embed is the simulated embedding of a prompt: the normalised sum of a
+// pseudo-random vector per token (the model's hidden size long), so equal
+// texts embed equally and texts that share words lie closer together,
+// as a retrieval pipeline under load test expects of real ones.
+func (e *Executor) embed(prompt []int) []float32 {
+	v := make([]float32, e.cost.Model.Hidden)
+	for _, tok := range prompt {
+		x := mix(uint64(tok) + 0x51ed)
+		for d := range v {
+			x = x*6364136223846793005 + 1442695040888963407
+			v[d] += float32(int32(x>>32)) / (1 << 31)
+		}
+	}
+	var sum float64
+	for _, c := range v {
+		sum += float64(c) * float64(c)
+	}
+	if sum > 0 {
+		inv := float32(1 / math.Sqrt(sum))
+		for d := range v {
+			v[d] *= inv
+		}
+	}
+	return v
 }
 
 // maxLag is how late a step may start after the previous deadline and
