@@ -53,6 +53,26 @@ func Tool(t testing.TB, name string) string {
 	return p
 }
 
+// NodePackages is the module's directory rel (e.g. testdata/clients),
+// whose npm packages must be installed (node_modules, from its
+// package-lock.json: npm ci there, as .ci/run does), with node on PATH.
+func NodePackages(t testing.TB, rel string) string {
+	t.Helper()
+	Tool(t, "node")
+	root, err := moduleRoot()
+	if err != nil {
+		missing(t, err.Error())
+	}
+	dir := filepath.Join(root, rel)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
+		if ci() {
+			t.Fatalf("%s has no node_modules under CI=true (.ci/run runs npm ci there): %v", rel, err)
+		}
+		t.Skipf("SKIPPED: this test runs npm clients from %s, whose packages are not installed (%v); run `npm ci` there (.ci/run does)", rel, err)
+	}
+	return dir
+}
+
 // ci is the one environment read of the tree outside cmd/: CI=true says
 // that everything a test needs must be there.
 func ci() bool { return os.Getenv("CI") == "true" }

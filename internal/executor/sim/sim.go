@@ -325,8 +325,8 @@ func (e *Executor) sample(s *engine.SeqBatch, out *sampling.Result) error {
 // its candidates (punctuation, digits, a closing quote), and one step in
 // four anyway so that strings end after a few words, it picks among the
 // allowed tokens itself, from the sequence's own random source: the end
-// of the sequence or a closing quote, bracket or brace when allowed, else
-// printable ASCII, else a token that is not a word, else any. It reports whether it picked (out
+// of the sequence when allowed, else a quote, else a closing bracket or
+// brace, else printable ASCII, else a token that is not a word, else any. It reports whether it picked (out
 // is then set).
 func (e *Executor) constrain(s *engine.SeqBatch, cands []int32, logits []float32, out *sampling.Result) bool {
 	s.Constraint.FillMask(e.mask)
@@ -343,9 +343,14 @@ func (e *Executor) constrain(s *engine.SeqBatch, cands []int32, logits []float32
 		return false
 	}
 	e.picks = e.picks[:0]
-	for _, id := range []int{tokEOS, '"', '}', ']'} {
-		if e.allowed(id) {
-			e.picks = append(e.picks, id)
+	for _, group := range [][]int{{tokEOS}, {'"'}, {'}', ']'}} {
+		for _, id := range group {
+			if e.allowed(id) {
+				e.picks = append(e.picks, id)
+			}
+		}
+		if len(e.picks) > 0 {
+			break
 		}
 	}
 	if len(e.picks) == 0 { // punctuation, digits, letters of true/false/null: compact JSON
