@@ -1,12 +1,14 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/glassbox-llm/glassbox/internal/jinja"
 )
@@ -88,4 +90,42 @@ func streamOne(t *testing.T, client *openai.Client, i int) error {
 		return fmt.Errorf("request %d: only %d chunks", i, chunks)
 	}
 	return nil
+}
+
+// TestOfficialClientStructuredOutputsAndTools: OpenAI's Go client asks for
+// a JSON schema and for a named tool call, and gets what obeys them.
+func TestOfficialClientStructuredOutputsAndTools(t *testing.T) {
+	env := startExec(t, &randomExec{}, longContext)
+	client := openai.NewClient(option.WithBaseURL(env.url+"/v1/"), option.WithAPIKey("unused"),
+		option.WithHTTPClient(env.srv.Client()), option.WithMaxRetries(0))
+	schema := map[string]any{"type": "object", "properties": map[string]any{
+		"name": map[string]any{"type": "string", "maxLength": 8}, "age": map[string]any{"type": "integer", "minimum": 0, "maximum": 99}},
+		"required": []string{"name", "age"}, "additionalProperties": false}
+	resp, err := client.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
+		Model: modelName, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("who?")}, MaxTokens: openai.Int(200), Seed: openai.Int(4),
+		ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "person", Schema: schema, Strict: openai.Bool(true)}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var person struct {
+		Name *string
+		Age  *int
+	}
+	if err := json.Unmarshal([]byte(resp.Choices[0].Message.Content), &person); err != nil || person.Name == nil || person.Age == nil || *person.Age > 99 {
+		t.Fatalf("content %q: %v", resp.Choices[0].Message.Content, err)
+	}
+	resp, err = client.Chat.Completions.New(t.Context(), openai.ChatCompletionNewParams{
+		Model: modelName, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("who?")}, MaxTokens: openai.Int(200), Seed: openai.Int(5),
+		Tools:      []openai.ChatCompletionToolUnionParam{openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "save", Parameters: schema})},
+		ToolChoice: openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: "save"}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := resp.Choices[0].Message.ToolCalls
+	if len(calls) != 1 || calls[0].Function.Name != "save" || json.Unmarshal([]byte(calls[0].Function.Arguments), &person) != nil || person.Age == nil {
+		t.Fatalf("tool calls %+v", calls)
+	}
 }
