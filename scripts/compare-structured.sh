@@ -34,14 +34,15 @@ python3 - "$WORK/bench.txt" <<'PY'
 import re, statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
-    m = re.match(r'BenchmarkConstrainedDecode/(batch-\d+)/(\w+)-\d+\s+\d+\s+(\d+) ns/op', line)
+    m = re.match(r'BenchmarkConstrainedDecode/(batch-\d+)-\d+\s+\d+\s+\d+ ns/op\s+(.*)', line)
     if m:
-        runs.setdefault((m[1], m[2]), []).append(int(m[3]) / 1e6)
-for batch in sorted({b for b, _ in runs}, key=lambda b: int(b.split('-')[1])):
-    free, js = runs.get((batch, 'free'), []), runs.get((batch, 'json'), [])
-    if free and js:
-        print(f'{batch}: free {min(free):.1f} / {statistics.median(free):.1f} ms, json {min(js):.1f} / {statistics.median(js):.1f} ms (min / median); '
-              f'json/free {statistics.median(js) / statistics.median(free):.3f}')
+        metrics = {unit: float(v) for v, unit in re.findall(r'([\d.]+) (\S+)', m[2])}
+        runs.setdefault(m[1], []).append(metrics)
+for batch, rs in sorted(runs.items(), key=lambda kv: int(kv[0].split('-')[1])):
+    col = lambda k: [r[k] for r in rs]
+    mm = lambda k: f"{min(col(k)):.2f} / {statistics.median(col(k)):.2f}"
+    print(f"{batch}: free {mm('free-ms/step')} ms, json {mm('json-ms/step')} ms, json/free {mm('json/free')}, "
+          f"mask {mm('mask-cpu-ms/step')} CPU-ms per step (min / median of {len(rs)})")
 PY
 
 [ -n "$LLAMA_CLI" ] || exit 0

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/gguf"
@@ -42,11 +44,13 @@ const benchOutput = `{
 // BenchmarkConstrainedDecode is one decode step of a Qwen2.5-0.5B-shaped
 // model (random Q8_0 weights, 151,936 logits) at batch 1 and 32, free and
 // with every sequence held to a JSON schema over Qwen3's real vocabulary,
-// masks and advance included: the "json" time over the "free" time is what
-// structured outputs cost a step. Each sequence walks through a real
-// output, token by token, so the masks vary as in serving; the grammar's
-// frames are computed before timing (every request after a schema's
-// first). Run it with -count 5 and compare min and median.
+// masks and advance included, the two kinds of step alternating: json/free
+// is what structured outputs cost a step, and mask-cpu-ms/step the time
+// the masks took on the executor's threads (summed over them). Each
+// sequence walks through a real output, token by token, so the masks vary
+// as in serving; the grammar's frames are computed before timing (every
+// request after a schema's first). Run it with -count 5 and compare min
+// and median.
 func BenchmarkConstrainedDecode(b *testing.B) {
 	dir := reftest.Path(b, "testdata", "tokenizer", "hf", "qwen3")
 	tok, err := tokenizer.FromHFJSON(filepath.Join(dir, "tokenizer.json"))
@@ -93,65 +97,107 @@ func BenchmarkConstrainedDecode(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, constrained := range []bool{false, true} {
-			name := fmt.Sprintf("batch-%d/free", batch)
-			if constrained {
-				name = fmt.Sprintf("batch-%d/json", batch)
+		// Free and constrained steps alternate, so that the machine's
+		// drift (other load, frequency) falls on both alike.
+		b.Run(fmt.Sprintf("batch-%d", batch), func(b *testing.B) {
+			free := newDecodeBatch(batch, blocksPerSeq, nil, nil)
+			var masking atomic.Int64
+			js := newDecodeBatch(batch, blocksPerSeq, compiled, output)
+			for i := range js.batch.Seqs {
+				js.batch.Seqs[i].Constraint = &timedConstraint{js.matchers[i], &masking}
 			}
-			b.Run(name, func(b *testing.B) {
-				p := sampling.Defaults()
-				batchOf := &engine.Batch{NumTokens: batch}
-				matchers := make([]*grammar.Matcher, batch)
-				pos := make([]int, batch)
-				for i := range batch {
-					table := make([]int, blocksPerSeq)
-					for j := range table {
-						table[j] = i*blocksPerSeq + j
-					}
-					hist := make([]int, 65)
-					for j := range hist {
-						hist[j] = 100 + j
-					}
-					sb := engine.SeqBatch{Seq: i, Tokens: hist[64:], Pos: 64, BlockTable: table, Sample: true,
-						History: hist, NumPrompt: 64, Params: &p, RNG: sampling.NewRNG(int64(i))}
-					if constrained {
-						matchers[i] = compiled.NewMatcher()
-						pos[i] = (i * 7) % len(output) // sequences at different points of the output
-						for _, id := range output[:pos[i]] {
-							matchers[i].Accept(id)
-						}
-						sb.Constraint = matchers[i]
-					}
-					batchOf.Seqs = append(batchOf.Seqs, sb)
+			var freeTime, jsonTime time.Duration
+			step := func(d *decodeBatch, into *time.Duration) {
+				start := time.Now()
+				if err := x.Execute(d.batch, d.result); err != nil {
+					b.Fatal(err)
 				}
-				var r engine.StepResult
-				r.Samples = make([]sampling.Result, batch)
-				step := func() {
-					if err := x.Execute(batchOf, &r); err != nil {
-						b.Fatal(err)
-					}
-					for i, m := range matchers {
-						if m == nil {
-							continue
-						}
-						// The engine advances each matcher past the sampled
-						// token; here it follows the real output instead, so
-						// the walk stays on a valid path.
-						if pos[i] == len(output) {
-							m = compiled.NewMatcher()
-							matchers[i], batchOf.Seqs[i].Constraint, pos[i] = m, m, 0
-						}
-						m.Accept(output[pos[i]])
-						pos[i]++
-					}
-				}
-				step()
-				for b.Loop() {
-					step()
-				}
-				b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1e3, "ms/step")
-			})
-		}
+				d.advance(compiled, output, &masking)
+				*into += time.Since(start)
+			}
+			step(free, new(time.Duration))
+			step(js, new(time.Duration))
+			masking.Store(0)
+			for b.Loop() {
+				step(free, &freeTime)
+				step(js, &jsonTime)
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(freeTime.Microseconds())/n/1e3, "free-ms/step")
+			b.ReportMetric(float64(jsonTime.Microseconds())/n/1e3, "json-ms/step")
+			b.ReportMetric(float64(jsonTime)/float64(freeTime), "json/free")
+			b.ReportMetric(float64(masking.Load())/n/1e6, "mask-cpu-ms/step")
+		})
 		x.Close()
 	}
 }
+
+// decodeBatch is one decode step's batch: batch sequences at position 64,
+// each held, when compiled is set, to the schema by a matcher walking
+// through output from its own starting point.
+type decodeBatch struct {
+	batch    *engine.Batch
+	result   *engine.StepResult
+	matchers []*grammar.Matcher
+	pos      []int
+	params   sampling.Params
+}
+
+func newDecodeBatch(batch, blocksPerSeq int, compiled *grammar.Compiled, output []int) *decodeBatch {
+	d := &decodeBatch{batch: &engine.Batch{NumTokens: batch}, result: &engine.StepResult{Samples: make([]sampling.Result, batch)},
+		params: sampling.Defaults(), matchers: make([]*grammar.Matcher, batch), pos: make([]int, batch)}
+	for i := range batch {
+		table := make([]int, blocksPerSeq)
+		for j := range table {
+			table[j] = i*blocksPerSeq + j
+		}
+		hist := make([]int, 65)
+		for j := range hist {
+			hist[j] = 100 + j
+		}
+		sb := engine.SeqBatch{Seq: i, Tokens: hist[64:], Pos: 64, BlockTable: table, Sample: true,
+			History: hist, NumPrompt: 64, Params: &d.params, RNG: sampling.NewRNG(int64(i))}
+		if compiled != nil {
+			d.matchers[i] = compiled.NewMatcher()
+			d.pos[i] = (i * 7) % len(output) // sequences at different points of the output
+			for _, id := range output[:d.pos[i]] {
+				d.matchers[i].Accept(id)
+			}
+			sb.Constraint = d.matchers[i]
+		}
+		d.batch.Seqs = append(d.batch.Seqs, sb)
+	}
+	return d
+}
+
+// advance moves each matcher on, as the engine does after a step, along
+// the real output (so the walk stays on a valid path), starting over at
+// its end.
+func (d *decodeBatch) advance(compiled *grammar.Compiled, output []int, masking *atomic.Int64) {
+	for i, m := range d.matchers {
+		if m == nil {
+			continue
+		}
+		if d.pos[i] == len(output) {
+			m = compiled.NewMatcher()
+			d.matchers[i], d.pos[i] = m, 0
+			d.batch.Seqs[i].Constraint = &timedConstraint{m, masking}
+		}
+		m.Accept(output[d.pos[i]])
+		d.pos[i]++
+	}
+}
+
+// timedConstraint sums the time masks take, on whichever thread.
+type timedConstraint struct {
+	m     *grammar.Matcher
+	spent *atomic.Int64
+}
+
+func (c *timedConstraint) FillMask(mask []uint64) {
+	start := time.Now()
+	c.m.FillMask(mask)
+	c.spent.Add(int64(time.Since(start)))
+}
+
+func (c *timedConstraint) Accept(tok int) bool { return c.m.Accept(tok) }
