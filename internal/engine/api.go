@@ -235,7 +235,7 @@ type FinishedEvent struct {
 	PromptTokens     int
 	CachedTokens     int
 	GenerationTokens int
-	MaxTokens        int
+	MaxTokens        int // 0 for an embedding
 
 	// Timing is the request's timeline from the engine's clock, with its
 	// preemption count; its methods are the intervals vLLM reports.

@@ -283,11 +283,15 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, stopTok int, now time
 	delete(e.ids, rs.req.ID)
 	e.mu.Unlock()
 
+	maxTokens := rs.req.Params.MaxTokens
+	if rs.req.Embed {
+		maxTokens = 0 // an embedding has no max_tokens of its own
+	}
 	f := &e.fin
 	*f = FinishedEvent{
 		ID: rs.req.ID, Group: rs.req.Group, GroupSize: rs.req.GroupSize, Reason: reason,
 		PromptTokens: rs.seq.NumPrompt, CachedTokens: rs.seq.NumCached, GenerationTokens: rs.numOutput,
-		MaxTokens: rs.req.Params.MaxTokens, Timing: rs.timing(now),
+		MaxTokens: maxTokens, Timing: rs.timing(now),
 		Request: rs.req, Phases: rs.phases,
 	}
 	e.obs.ObserveFinished(f)

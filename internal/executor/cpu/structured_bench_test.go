@@ -44,9 +44,10 @@ const benchOutput = `{
 // BenchmarkConstrainedDecode is one decode step of a Qwen2.5-0.5B-shaped
 // model (random Q8_0 weights, 151,936 logits) at batch 1 and 32, free and
 // with every sequence held to a JSON schema over Qwen3's real vocabulary,
-// masks and advance included, the two kinds of step alternating: json/free
-// is what structured outputs cost a step, and mask-cpu-ms/step the time
-// the masks took on the executor's threads (summed over them). Each
+// masks and advance included, the two kinds of step alternating, sampling
+// greedily: json/free is what structured outputs cost a step, and
+// mask-cpu-ms/step the time FillMask took on the executor's threads
+// (summed over them; applying a mask to the logits is BenchmarkApplyMask). Each
 // sequence walks through a real output, token by token, so the masks vary
 // as in serving; the grammar's frames are computed before timing (every
 // request after a schema's first). Run it with -count 5 and compare min
@@ -146,6 +147,10 @@ type decodeBatch struct {
 func newDecodeBatch(batch, blocksPerSeq int, compiled *grammar.Compiled, output []int) *decodeBatch {
 	d := &decodeBatch{batch: &engine.Batch{NumTokens: batch}, result: &engine.StepResult{Samples: make([]sampling.Result, batch)},
 		params: sampling.Defaults(), matchers: make([]*grammar.Matcher, batch), pos: make([]int, batch)}
+	// Greedy: the sampler then costs the same over masked and free logits
+	// (at temperature 1 a mask makes the softmax cheaper, -Inf being quick
+	// to exponentiate), so the difference is the mask's.
+	d.params.Temperature = 0
 	for i := range batch {
 		table := make([]int, blocksPerSeq)
 		for j := range table {
@@ -185,6 +190,20 @@ func (d *decodeBatch) advance(compiled *grammar.Compiled, output []int, masking 
 		}
 		m.Accept(output[d.pos[i]])
 		d.pos[i]++
+	}
+}
+
+// BenchmarkApplyMask is the executor's share of a mask: setting to -Inf the
+// 151,936 logits of a Qwen-sized vocabulary that a narrow mask (one JSON
+// punctuation state's) leaves out.
+func BenchmarkApplyMask(b *testing.B) {
+	logits := make([]float32, 151936)
+	mask := make([]uint64, (len(logits)+63)/64)
+	for i := 0; i < len(mask); i += 97 {
+		mask[i] = 0x8421
+	}
+	for b.Loop() {
+		applyMask(logits, mask)
 	}
 }
 
