@@ -132,9 +132,7 @@ func Collect(ctx context.Context, cfg Config) (*Window, error) {
 		if err != nil {
 			return nil, err
 		}
-		src := &promSource{base: strings.TrimRight(cfg.PrometheusURL, "/"), selector: matchers, since: cfg.Since,
-			step: cfg.Interval, end: cfg.End.Truncate(time.Millisecond), client: cfg.HTTPClient}
-		if w, err = src.collect(ctx); err != nil {
+		if w, err = newPromSource(cfg, matchers).collect(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -175,8 +173,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err != nil {
 			return nil, err
 		}
-		src := &promSource{base: strings.TrimRight(c.PrometheusURL, "/"), selector: matchers, since: c.Since, step: c.Interval,
-			end: c.End.Truncate(time.Millisecond), client: c.HTTPClient}
+		src := newPromSource(c, matchers)
 		insts, err := src.instances(ctx)
 		if err != nil {
 			return nil, err

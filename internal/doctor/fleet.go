@@ -2,11 +2,13 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
@@ -50,9 +52,43 @@ func (p *promSource) instances(ctx context.Context) ([][2]string, error) {
 	return out, nil
 }
 
-// runFleet diagnoses every instance and the fleet.
-func runFleet(ctx context.Context, cfg Config, matchers string, insts [][2]string) (*Report, error) {
-	fl := &Fleet{}
+// Member is one instance of a fleet and its window.
+type Member struct {
+	Instance, ModelName string
+	Window              *Window
+}
+
+// CollectFleet reads, through Prometheus (cfg.PrometheusURL), the window
+// cfg describes of every instance its selector matches, each instance's
+// series alone: what the doctor reads of a fleet, and the live page of a
+// past incident.
+func CollectFleet(ctx context.Context, cfg Config) ([]Member, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if c.PrometheusURL == "" {
+		return nil, errors.New("collect fleet: give a Prometheus URL")
+	}
+	matchers, err := ParseSelector(c.Selector)
+	if err != nil {
+		return nil, err
+	}
+	src := newPromSource(c, matchers)
+	insts, err := src.instances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(insts) == 0 {
+		return nil, fmt.Errorf("collect fleet: prometheus has no %s series matching {%s} between %s and %s", metricspec.NumRequestsRunning, matchers,
+			src.end.Add(-src.since).UTC().Format(time.RFC3339), src.end.UTC().Format(time.RFC3339))
+	}
+	c.End = src.end // every instance over the same window
+	return collectMembers(ctx, c, matchers, insts)
+}
+
+func collectMembers(ctx context.Context, cfg Config, matchers string, insts [][2]string) ([]Member, error) {
+	var ms []Member
 	for _, in := range insts {
 		one := cfg
 		one.Selector = "{" + strings.Join(nonEmpty(matchers, fmt.Sprintf("instance=%q", in[0])), ", ") + "}"
@@ -60,9 +96,29 @@ func runFleet(ctx context.Context, cfg Config, matchers string, insts [][2]strin
 		if err != nil {
 			return nil, fmt.Errorf("instance %s: %w", in[0], err)
 		}
-		rep := Diagnose(w, nil)
-		s := evaluate(w, DefaultThresholds())
-		fl.Instances = append(fl.Instances, Instance{Instance: in[0], ModelName: in[1], Running: s.v(sigRunning), Waiting: s.v(sigWaiting), KVUsage: s.v(sigKV), Report: rep})
+		ms = append(ms, Member{Instance: in[0], ModelName: in[1], Window: w})
+	}
+	return ms, nil
+}
+
+// runFleet diagnoses every instance and the fleet.
+func runFleet(ctx context.Context, cfg Config, matchers string, insts [][2]string) (*Report, error) {
+	ms, err := collectMembers(ctx, cfg, matchers, insts)
+	if err != nil {
+		return nil, err
+	}
+	return DiagnoseFleet(cfg.PrometheusURL, "{"+matchers+"}", ms), nil
+}
+
+// DiagnoseFleet diagnoses every member's window and ranks them worst
+// first (then by mean requests waiting); the report's own findings are
+// what only the fleet shows.
+func DiagnoseFleet(target, selector string, ms []Member) *Report {
+	fl := &Fleet{}
+	for _, m := range ms {
+		rep := Diagnose(m.Window, nil)
+		s := evaluate(m.Window, DefaultThresholds())
+		fl.Instances = append(fl.Instances, Instance{Instance: m.Instance, ModelName: m.ModelName, Running: s.v(sigRunning), Waiting: s.v(sigWaiting), KVUsage: s.v(sigKV), Report: rep})
 	}
 	sort.SliceStable(fl.Instances, func(i, j int) bool {
 		a, b := fl.Instances[i], fl.Instances[j]
@@ -71,14 +127,16 @@ func runFleet(ctx context.Context, cfg Config, matchers string, insts [][2]strin
 		}
 		return a.Waiting > b.Waiting
 	})
-	top := &Report{Source: "prometheus", Target: cfg.PrometheusURL, Selector: "{" + matchers + "}", Engine: fl.Instances[0].Report.Engine,
-		Findings: imbalance(fl.Instances, DefaultThresholds()), Fleet: fl}
-	top.Start, top.End = fl.Instances[0].Report.Start, fl.Instances[0].Report.End
+	top := &Report{Source: "prometheus", Target: target, Selector: selector, Findings: imbalance(fl.Instances, DefaultThresholds()), Fleet: fl}
+	if len(fl.Instances) > 0 {
+		first := fl.Instances[0].Report
+		top.Source, top.Engine, top.Start, top.End = first.Source, first.Engine, first.Start, first.End
+	}
 	for _, in := range fl.Instances {
 		top.Readings += in.Report.Readings
 		top.Missed += in.Report.Missed
 	}
-	return top, nil
+	return top
 }
 
 func nonEmpty(xs ...string) []string {

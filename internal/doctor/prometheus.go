@@ -28,6 +28,13 @@ type promSource struct {
 	client   *http.Client
 }
 
+// newPromSource reads c's window (c with its defaults) of the series
+// matchers select.
+func newPromSource(c Config, matchers string) *promSource {
+	return &promSource{base: strings.TrimRight(c.PrometheusURL, "/"), selector: matchers, since: c.Since, step: c.Interval,
+		end: c.End.Truncate(time.Millisecond), client: c.HTTPClient}
+}
+
 // parseSelector turns '{instance="x"}' (braces optional) into its inner
 // matchers, checking that it is a plausible label selector.
 // ParseSelector reads a series selector's label matchers, without the
