@@ -1,14 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -19,8 +18,6 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/dashboards"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/live"
-	"github.com/glassbox-llm/glassbox/internal/metricspec"
-	"github.com/glassbox-llm/glassbox/internal/promtext"
 )
 
 // localFleet is a fleet without Kubernetes: glassbox replicas in this
@@ -162,7 +159,7 @@ func TestLocalFleet(t *testing.T) {
 	checkFleetDashboard(t, f, hot)
 	checkImbalanceAlert(t, f, hot)
 	checkDoctorFleet(t, f, hot)
-	checkDashboardFederation(t, f)
+	checkDashboardFederation(t, f, hot)
 }
 
 // checkDoctorFleet runs the doctor over the fleet while the load runs: one
@@ -212,32 +209,33 @@ func checkDoctorFleet(t *testing.T, f *localFleet, hot string) {
 }
 
 // checkDashboardFederation: glassbox dashboard --prometheus-url finds
-// every replica through the real Prometheus and reads each one's series
-// (and only its own) through /federate.
-func checkDashboardFederation(t *testing.T, f *localFleet) {
+// every replica through the real Prometheus's range API and reads each
+// one's series alone, ranked as the doctor ranks the fleet (the hot one
+// first); a range selector is refused.
+func checkDashboardFederation(t *testing.T, f *localFleet, hot string) {
 	t.Helper()
-	targets, err := live.FederatedTargets(context.Background(), f.PromURL, f.Selector, http.DefaultClient)
+	page, err := live.New(live.Config{Prometheus: &live.Prometheus{URL: f.PromURL, Selector: f.Selector, Step: time.Second, Since: 6 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(targets) != len(f.Replicas) {
-		t.Fatalf("federation found %d targets for %d replicas", len(targets), len(f.Replicas))
+	rec := httptest.NewRecorder()
+	page.Handler("/dashboard").ServeHTTP(rec, httptest.NewRequest("GET", "/dashboard/api/state", nil))
+	var st live.State
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+		t.Fatalf("%v: %s", err, rec.Body.String())
 	}
-	for _, tg := range targets {
-		body, err := tg.Read(context.Background())
-		if err != nil {
-			t.Fatalf("%s: %v", tg.Name, err)
-		}
-		sc, err := promtext.Parse(bytes.NewReader(body))
-		if err != nil {
-			t.Fatalf("%s: %v", tg.Name, err)
-		}
-		running := sc.Series(metricspec.NumRequestsRunning)
-		if len(running) != 1 || running[0].Labels["instance"] != tg.Name || len(sc.Series(metricspec.KVCacheUsagePerc)) != 1 {
-			t.Errorf("%s: federated %d running series (%v), want this instance's one with its KV usage", tg.Name, len(running), running)
+	if st.Problem != "" || len(st.Items) != len(f.Replicas) || !st.Window.Live {
+		t.Fatalf("the page read %d instances of %d replicas (live %v): %s", len(st.Items), len(f.Replicas), st.Window.Live, st.Problem)
+	}
+	if st.Items[0].Name != hot {
+		t.Errorf("the page ranks %s first, want the hot %s", st.Items[0].Name, hot)
+	}
+	for _, in := range st.Items {
+		if in.Readings < 5 || len(in.Series.T) < 4 || in.Questions == nil {
+			t.Errorf("%s: %d readings, %d intervals, answers %v", in.Name, in.Readings, len(in.Series.T), in.Questions)
 		}
 	}
-	if _, err := live.FederatedTargets(context.Background(), f.PromURL, `{job="glassbox"}[5m]`, http.DefaultClient); err == nil {
+	if _, err := live.New(live.Config{Prometheus: &live.Prometheus{URL: f.PromURL, Selector: `{job="glassbox"}[5m]`}}); err == nil {
 		t.Error("a range selector was accepted")
 	}
 }

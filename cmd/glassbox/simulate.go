@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
@@ -26,6 +27,7 @@ type simulateFlags struct {
 	replay          string
 	metricsOut      string
 	metricsInterval time.Duration
+	metricsInstance string
 	requestTimeout  time.Duration
 }
 
@@ -38,6 +40,7 @@ func parseSimulateFlags(args []string, stderr io.Writer) (*simulateFlags, error)
 	fs.StringVar(&f.replay, "replay", "", "replay a 'glassbox bench --save-detailed' result's requests (send times and token counts) instead of a generated load")
 	fs.StringVar(&f.metricsOut, "metrics-out", "", "write the run's /metrics over virtual time here, as OpenMetrics for 'promtool tsdb create-blocks-from openmetrics'")
 	fs.DurationVar(&f.metricsInterval, "metrics-interval", 15*time.Second, "virtual time between two readings of --metrics-out")
+	fs.StringVar(&f.metricsInstance, "metrics-instance", simulate.DefaultInstance, "the instance label of --metrics-out's series (runs with different ones load into one Prometheus as a fleet)")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", 0, "each client's limit, as bench's: a request not answered by then is given up and the engine aborts it (0: none)")
 	if err := fs.Parse(joinGoodput(args)); err != nil {
 		return nil, err
@@ -48,6 +51,9 @@ func parseSimulateFlags(args []string, stderr io.Writer) (*simulateFlags, error)
 	f.engineFlags.visited(fs)
 	if f.metricsInterval <= 0 {
 		return nil, errors.New("--metrics-interval must be positive")
+	}
+	if strings.TrimSpace(f.metricsInstance) == "" {
+		return nil, errors.New("--metrics-instance must not be empty")
 	}
 	if f.requestTimeout < 0 {
 		return nil, errors.New("--request-timeout must not be negative")
@@ -76,6 +82,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfg := simulate.Config{Replica: rc, Plan: plan, RequestTimeout: f.requestTimeout}
 	if f.metricsOut != "" {
 		cfg.Series = simulate.NewSeries(f.metricsInterval)
+		cfg.Series.Instance = f.metricsInstance
 	}
 	res, err := simulate.Run(ctx, cfg)
 	if err != nil {

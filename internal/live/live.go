@@ -1,14 +1,17 @@
 // Package live is the diagnosis page glassbox serves at /dashboard (and
-// glassbox dashboard serves for any vLLM-compatible target): throughput
-// against utilisation, the queue against the KV cache and its 0.9
-// watermark, latency quantiles, the doctor's current findings and, for
-// glassbox, the engine's own state. A sampler reads each target's /metrics
-// on the server side into a bounded history, so a page opened late still
-// shows the recent past and memory stays bounded; the page fetches only
-// what is new. Every asset is embedded: it works offline.
+// glassbox dashboard serves for any vLLM-compatible target or fleet): the
+// doctor's three answers per target, throughput against utilisation, the
+// queue against the KV cache and its 0.9 watermark, latency quantiles, the
+// doctor's findings and, for glassbox, the engine's own state, over a
+// window the page chooses. Its data comes from one of two places: targets
+// the server samples into a bounded history (every reading of the last
+// minutes, one a minute before that), or Prometheus's range API, which
+// holds any window, a past incident's included. Every asset is embedded:
+// it works offline.
 //
-// It reads expositions and serves JSON; it never reaches the engine (cmd
-// hands it readers), as the doctor does not.
+// It reads expositions and Prometheus and serves JSON; it never reaches
+// the engine (cmd hands it readers), as the doctor does not, and it
+// derives nothing itself: every number is a doctor signal.
 package live
 
 import (
@@ -21,22 +24,18 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
-	"net/url"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/doctor"
-	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 )
 
 //go:embed assets
 var assets embed.FS
 
-// Target is one instance the page shows.
+// Target is one instance the page samples.
 type Target struct {
 	Name string
 	// Read returns one exposition of the target's metrics (its
@@ -47,52 +46,89 @@ type Target struct {
 	Engine func(ctx context.Context) ([]byte, error)
 }
 
-// Config is one page.
+// Prometheus is a page read from Prometheus's range API: every instance
+// Selector matches, over any window.
+type Prometheus struct {
+	URL      string
+	Selector string
+	// Step is the finest step the page reads at (at least the scrape
+	// interval); wider windows read coarser ones. Default 15s.
+	Step time.Duration
+	// Since and End are the window the page opens on: Since up to End,
+	// or, with End zero, up to now (live). Default the last 15 minutes.
+	Since time.Duration
+	End   time.Time
+}
+
+// Config is one page: Targets sampled every Interval, or Prometheus.
 type Config struct {
-	Targets  []Target
+	Targets    []Target
+	Prometheus *Prometheus
+
 	Interval time.Duration // between readings; default 2s
-	History  time.Duration // kept in memory; default 15 minutes
+	// History is how long readings are kept; default 6 hours. Detailed is
+	// the recent part of it kept at every reading (default 15 minutes);
+	// older readings are kept one a minute.
+	History  time.Duration
+	Detailed time.Duration
 	// FindingsWindow is how much of the history the doctor reads for the
-	// current findings; default 2 minutes.
+	// current answers and findings; default 2 minutes.
 	FindingsWindow time.Duration
 	Hints          doctor.Hints
+	HTTPClient     *http.Client // for Prometheus
 	Now            func() time.Time
 }
 
-// Page samples its targets and serves the page.
+// coarse is the spacing of readings older than Config.Detailed.
+const coarse = time.Minute
+
+// Page samples its targets, or reads Prometheus, and serves the page.
 type Page struct {
 	cfg  Config
 	mu   sync.Mutex
 	inst []*instance
-}
-
-// instance is one target's history and latest findings.
-type instance struct {
-	target    Target
-	window    *doctor.Window
-	findings  []doctor.Finding
-	questions *doctor.Questions
-	signals   *doctor.Signals // the history's, for the charts
-	problem   string          // the last reading's error, if it failed
-	reads     int
+	// fleet is the doctor's report over every instance's last
+	// FindingsWindow, ranked worst first (sampled targets).
+	fleet *doctor.Report
+	prom  promCache
 }
 
 // New makes a page; Run samples its targets.
 func New(cfg Config) (*Page, error) {
-	if len(cfg.Targets) == 0 {
-		return nil, fmt.Errorf("live page: no targets")
+	if (len(cfg.Targets) == 0) == (cfg.Prometheus == nil) {
+		return nil, fmt.Errorf("live page: give targets or a Prometheus")
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = 2 * time.Second
 	}
 	if cfg.History <= 0 {
-		cfg.History = 15 * time.Minute
+		cfg.History = 6 * time.Hour
 	}
+	if cfg.Detailed <= 0 {
+		cfg.Detailed = 15 * time.Minute
+	}
+	cfg.Detailed = min(cfg.Detailed, cfg.History)
 	if cfg.FindingsWindow <= 0 {
 		cfg.FindingsWindow = 2 * time.Minute
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}
+	}
+	if cfg.Prometheus != nil {
+		pr := *cfg.Prometheus // the caller's stays as given
+		if _, err := doctor.ParseSelector(pr.Selector); err != nil {
+			return nil, fmt.Errorf("live page: %w", err)
+		}
+		if pr.Step <= 0 {
+			pr.Step = 15 * time.Second
+		}
+		if pr.Since <= 0 {
+			pr.Since = 15 * time.Minute
+		}
+		cfg.Prometheus = &pr
 	}
 	p := &Page{cfg: cfg}
 	for _, t := range cfg.Targets {
@@ -103,8 +139,13 @@ func New(cfg Config) (*Page, error) {
 	return p, nil
 }
 
-// Run reads every target every Interval until ctx ends.
+// Run reads every target every Interval until ctx ends (a Prometheus page
+// reads on demand: Run only waits).
 func (p *Page) Run(ctx context.Context) {
+	if p.cfg.Prometheus != nil {
+		<-ctx.Done()
+		return
+	}
 	tick := time.NewTicker(p.cfg.Interval)
 	defer tick.Stop()
 	for {
@@ -117,55 +158,38 @@ func (p *Page) Run(ctx context.Context) {
 	}
 }
 
-// Sample takes one reading of every target now.
+// Sample takes one reading of every target now, and diagnoses the fleet's
+// last FindingsWindow.
 func (p *Page) Sample(ctx context.Context) {
-	for _, in := range p.inst {
+	type reading struct {
+		sc  *promtext.Scrape
+		err error
+		at  time.Time
+	}
+	got := make([]reading, len(p.inst))
+	for i, in := range p.inst {
 		rctx, cancel := context.WithTimeout(ctx, p.cfg.Interval)
 		body, err := in.target.Read(rctx)
 		cancel()
-		now := p.cfg.Now()
-		var sc *promtext.Scrape
+		got[i].at = p.cfg.Now()
 		if err == nil {
-			sc, err = promtext.Parse(bytes.NewReader(body))
+			got[i].sc, err = promtext.Parse(bytes.NewReader(body))
 		}
-		p.mu.Lock()
-		if err != nil {
-			in.problem = err.Error()
-		} else {
-			in.problem = ""
-			in.reads++
-			in.window.Add(now, sc)
-			in.trim(now.Add(-p.cfg.History))
-			rep := p.diagnose(in, now)
-			in.findings, in.questions = rep.Findings, rep.Questions
-			in.signals = doctor.Evaluate(in.window)
+		got[i].err = err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, in := range p.inst {
+		if got[i].err != nil {
+			in.problem = got[i].err.Error()
+			continue
 		}
-		p.mu.Unlock()
+		in.problem = ""
+		in.reads++
+		in.window.Add(got[i].at, got[i].sc)
+		in.window.Snapshots = thin(in.window.Snapshots, got[i].at, p.cfg.Detailed, p.cfg.History)
 	}
-}
-
-// trim drops readings older than since, keeping the history bounded.
-func (in *instance) trim(since time.Time) {
-	s := in.window.Snapshots
-	i := 0
-	for i < len(s)-1 && s[i].T.Before(since) {
-		i++
-	}
-	if i > 0 {
-		in.window.Snapshots = append(s[:0:0], s[i:]...)
-	}
-}
-
-// diagnose runs the doctor over the last FindingsWindow of the history.
-func (p *Page) diagnose(in *instance, now time.Time) *doctor.Report {
-	recent := *in.window
-	recent.Snapshots = nil
-	for _, s := range in.window.Snapshots {
-		if !s.T.Before(now.Add(-p.cfg.FindingsWindow)) {
-			recent.Snapshots = append(recent.Snapshots, s)
-		}
-	}
-	return doctor.Diagnose(&recent, nil)
+	p.diagnose(p.cfg.Now())
 }
 
 // Handler serves the page under prefix (e.g. /dashboard): the HTML and its
@@ -189,75 +213,6 @@ func (p *Page) APIHandler(prefix string) http.Handler {
 	mux.HandleFunc("GET "+prefix+"/api/state", p.serveState)
 	mux.HandleFunc("GET "+prefix+"/api/engine", p.serveEngine)
 	return mux
-}
-
-// State is what the page draws: per instance, the series since the
-// asked time, the latest findings, and what the history cannot show.
-type State struct {
-	Interval float64    `json:"interval_s"`
-	Now      float64    `json:"now"`
-	Items    []Instance `json:"instances"`
-}
-
-// Instance is one target's part of the state.
-type Instance struct {
-	Name      string           `json:"name"`
-	Engine    string           `json:"engine"` // glassbox or vllm
-	Readings  int              `json:"readings"`
-	Problem   string           `json:"problem,omitempty"`
-	Series    *Series          `json:"series"`
-	Questions *questions       `json:"questions"` // the doctor's three answers over the findings window
-	Findings  []doctor.Finding `json:"findings"`
-	HasState  bool             `json:"has_engine_state"`
-}
-
-func (p *Page) serveState(w http.ResponseWriter, r *http.Request) {
-	since := 0.0 // everything kept
-	if v := r.URL.Query().Get("since"); v != "" {
-		var err error
-		if since, err = strconv.ParseFloat(v, 64); err != nil {
-			writeError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("since must be a Unix time in seconds, got %q", v))
-			return
-		}
-	}
-	p.mu.Lock()
-	st := State{Interval: p.cfg.Interval.Seconds(), Now: float64(p.cfg.Now().UnixMilli()) / 1000}
-	for _, in := range p.inst {
-		engine := "vllm"
-		if in.window.Has(metricspec.ExecutorBusySeconds) {
-			engine = "glassbox"
-		}
-		st.Items = append(st.Items, Instance{Name: in.target.Name, Engine: engine, Readings: len(in.window.Snapshots), Problem: in.problem,
-			Series: derive(in.signals, in.window, since), Questions: compact(in.questions), Findings: in.findings, HasState: in.target.Engine != nil})
-	}
-	p.mu.Unlock()
-	writeJSON(w, st)
-}
-
-// questions are the doctor's three answers as the page shows them: the
-// answer, its kind and its one-line summary (the numbers are in it), not
-// the evidence and PromQL behind them, so a refresh stays small.
-type questions struct {
-	Compute   answer `json:"compute_saturated"`
-	KV        answer `json:"kv_limit"`
-	Scheduler answer `json:"scheduler_idle"`
-}
-
-type answer struct {
-	Answer  string   `json:"answer"`
-	Kind    string   `json:"kind,omitempty"`
-	Summary string   `json:"summary"`
-	Sources []string `json:"sources"`
-}
-
-func compact(q *doctor.Questions) *questions {
-	if q == nil {
-		return nil
-	}
-	c := func(a doctor.Answer) answer {
-		return answer{Answer: a.Answer, Kind: a.Kind, Summary: a.Summary, Sources: a.Sources}
-	}
-	return &questions{Compute: c(q.Compute), KV: c(q.KV), Scheduler: c(q.Scheduler)}
 }
 
 func (p *Page) serveEngine(w http.ResponseWriter, r *http.Request) {
@@ -335,51 +290,4 @@ func fetch(ctx context.Context, client *http.Client, url string, header http.Hea
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
 	return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-}
-
-// FederatedTargets are the instances selector matches in Prometheus, each
-// read through /federate: the latest sample of its vLLM and glassbox
-// series (and of its dcgm-exporter's, joined by instance) in the text
-// format, which the page samples like a direct scrape.
-func FederatedTargets(ctx context.Context, promURL, selector string, client *http.Client) ([]Target, error) {
-	matchers, err := doctor.ParseSelector(selector)
-	if err != nil {
-		return nil, err
-	}
-	with := func(ms ...string) string {
-		return "{" + strings.Join(slices.DeleteFunc(ms, func(m string) bool { return m == "" }), ", ") + "}"
-	}
-	fed := func(ctx context.Context, ms ...string) ([]byte, error) {
-		q := url.Values{}
-		for _, m := range ms {
-			q.Add("match[]", m)
-		}
-		return fetch(ctx, client, strings.TrimRight(promURL, "/")+"/federate?"+q.Encode(), nil)
-	}
-	body, err := fed(ctx, with(fmt.Sprintf("__name__=%q", metricspec.NumRequestsRunning), matchers))
-	if err != nil {
-		return nil, fmt.Errorf("prometheus federate: %w", err)
-	}
-	sc, err := promtext.Parse(bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	var insts []string
-	for _, s := range sc.Series(metricspec.NumRequestsRunning) {
-		if in := s.Labels["instance"]; in != "" && !slices.Contains(insts, in) {
-			insts = append(insts, in)
-		}
-	}
-	slices.Sort(insts)
-	if len(insts) == 0 {
-		return nil, fmt.Errorf("prometheus has no %s series matching %q", metricspec.NumRequestsRunning, selector)
-	}
-	var out []Target
-	for _, in := range insts {
-		inst := fmt.Sprintf("instance=%q", in)
-		engine := with(`__name__=~"vllm:.+|glassbox_.+"`, matchers, inst) // every family metricspec names
-		gpu := with(`__name__=~"DCGM_FI_.+"`, inst)
-		out = append(out, Target{Name: in, Read: func(ctx context.Context) ([]byte, error) { return fed(ctx, engine, gpu) }})
-	}
-	return out, nil
 }

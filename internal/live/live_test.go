@@ -3,8 +3,11 @@ package live
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -142,7 +145,7 @@ func TestQuantileAcrossAReset(t *testing.T) {
 	c := snap(4, map[float64]float64{0.1: 0, 1: 4, math.Inf(1): 4})
 	w := doctor.NewWindow("live", "t")
 	w.Snapshots = []doctor.Snapshot{a, b, c}
-	s := derive(nil, w, 0)
+	s := derive(nil, w, time.Time{}, time.Time{})
 	if got := float64(s.Latency["ttft_p50"][0]); !(got > 0.1 && got <= 1) {
 		t.Errorf("p50 across a reset = %v, want within the (0.1, 1] bucket that holds the new observations", got)
 	}
@@ -159,6 +162,9 @@ func TestBadQueriesGetErrorBodies(t *testing.T) {
 	p, _ := newPage(t, &now, time.Hour)
 	for path, want := range map[string]int{
 		"/dashboard/api/state?since=yesterday": 400, "/dashboard/api/engine?instance=abc": 400,
+		"/dashboard/api/state?range=soon": 400, "/dashboard/api/state?range=-5m": 400, "/dashboard/api/state?range=2400h": 400,
+		"/dashboard/api/state?from=1800000000": 400, "/dashboard/api/state?from=1800000100&to=1800000000": 400,
+		"/dashboard/api/state?range=5m&from=1800000000&to=1800000100": 400, "/dashboard/api/state?from=NaN&to=1": 400,
 		"/dashboard/api/engine?instance=0": 404, "/dashboard/api/engine?instance=7": 404,
 	} {
 		rec := httptest.NewRecorder()
@@ -174,4 +180,197 @@ func TestBadQueriesGetErrorBodies(t *testing.T) {
 			t.Errorf("%s: %d %q %s, want %d with an error body", path, rec.Code, rec.Header().Get("Content-Type"), rec.Body.String(), want)
 		}
 	}
+}
+
+// state asks the page for path's state.
+func state(t *testing.T, p *Page, query string) State {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	p.Handler("/dashboard").ServeHTTP(rec, httptest.NewRequest("GET", "/dashboard/api/state?"+query, nil))
+	var st State
+	if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil || rec.Code != 200 {
+		t.Fatalf("%d %v: %s", rec.Code, err, rec.Body.String())
+	}
+	return st
+}
+
+// TestLiveWindow: a live window ends now and spans its range, but starts
+// no earlier than the first reading (at least a minute, so that one
+// reading has an axis); the answers read the last FindingsWindow.
+func TestLiveWindow(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	now := t0
+	p, _ := newPage(t, &now, time.Hour)
+	p.Sample(context.Background())
+	st := state(t, p, "")
+	if w := st.Window; !w.Live || w.To != 1_800_000_000 || w.From != w.To-60 || w.Range != 900 || st.Items[0].Readings != 1 {
+		t.Errorf("at one reading: window %+v, %d readings; want the minute up to it", w, st.Items[0].Readings)
+	}
+	for range 300 {
+		now = now.Add(time.Second)
+		p.Sample(context.Background())
+	}
+	st = state(t, p, "")
+	if w := st.Window; w.From != 1_800_000_000 || w.To != 1_800_000_300 || len(st.Items[0].Series.T) != 300 {
+		t.Errorf("after 5 minutes: window %+v with %d intervals; want since the first reading", w, len(st.Items[0].Series.T))
+	}
+	if a := st.Items[0].Answered; a == nil || a.To != 1_800_000_300 || a.From != 1_800_000_180 {
+		t.Errorf("the answers read %+v, want the last 2 minutes", a)
+	}
+	st = state(t, p, "range=1m")
+	if w := st.Window; w.From != 1_800_000_240 || w.Range != 60 || len(st.Items[0].Series.T) != 60 {
+		t.Errorf("the last minute: window %+v with %d intervals", w, len(st.Items[0].Series.T))
+	}
+	// A refresh gets what is new, from the recent signals.
+	if st = state(t, p, "range=1m&since=1800000299"); len(st.Items[0].Series.T) != 1 || float64(st.Items[0].Series.T[0]) != 1_800_000_300 {
+		t.Errorf("a refresh got %v", st.Items[0].Series.T)
+	}
+}
+
+// TestFixedWindow: a window from–to in the past is read as the doctor
+// reads it: its intervals only, and the answers over its readings.
+func TestFixedWindow(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	p, _ := newPage(t, &now, time.Hour)
+	for range 300 {
+		p.Sample(context.Background())
+		now = now.Add(time.Second)
+	}
+	st := state(t, p, "from=1800000050&to=1800000100")
+	in := st.Items[0]
+	if st.Window.Live || len(in.Series.T) != 50 || float64(in.Series.T[0]) != 1_800_000_051 || float64(in.Series.T[49]) != 1_800_000_100 || in.Readings != 51 {
+		t.Errorf("window %+v: %d intervals %v…, %d readings", st.Window, len(in.Series.T), in.Series.T[:1], in.Readings)
+	}
+	if a := in.Answered; a == nil || a.From != 1_800_000_050 || a.To != 1_800_000_100 || in.Questions == nil {
+		t.Errorf("the answers read %+v (%v), want the window", a, in.Questions)
+	}
+}
+
+// TestFailingTarget: a target whose reading fails is shown with the
+// error, after those the doctor ranked, and loses nothing it had.
+func TestFailingTarget(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	read := capture(t)
+	step := 0
+	p, err := New(Config{Interval: time.Second, Now: func() time.Time { return now }, Targets: []Target{
+		{Name: "down", Read: func(context.Context) ([]byte, error) { return nil, errors.New("connection refused") }},
+		{Name: "up", Read: func(context.Context) ([]byte, error) { step++; return read(step), nil }}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		p.Sample(context.Background())
+		now = now.Add(time.Second)
+	}
+	st := state(t, p, "")
+	if len(st.Items) != 2 || st.Items[0].Name != "up" || st.Items[0].Questions == nil || st.Items[1].Problem != "connection refused" || st.Items[1].Questions != nil || st.Items[1].ID != 0 {
+		t.Errorf("instances %+v", st.Items)
+	}
+}
+
+// TestThin: six hours sampled every 2 s keep every reading of the last 15
+// minutes and one a minute before, none older; the counters' increase
+// over the kept readings is the increase over all of them.
+func TestThin(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	var s []doctor.Snapshot
+	var total float64
+	for i := range 7 * 1800 { // seven hours
+		at := t0.Add(time.Duration(i) * 2 * time.Second)
+		s = append(s, doctor.Snapshot{T: at, Values: map[string]float64{"c": float64(i * 3)}})
+		s = thin(s, at, 15*time.Minute, 6*time.Hour)
+		total = float64(i * 3)
+	}
+	now := s[len(s)-1].T
+	if n := len(s); n < 450+340 || n > 451+345 {
+		t.Errorf("%d readings kept", n)
+	}
+	for i := 1; i < len(s); i++ {
+		age, gap := now.Sub(s[i].T), s[i].T.Sub(s[i-1].T)
+		if now.Sub(s[i-1].T) <= 15*time.Minute && gap != 2*time.Second || age > 15*time.Minute && gap < time.Minute {
+			t.Fatalf("reading %d, %v old, %v after the one before", i, age, gap)
+		}
+	}
+	if now.Sub(s[0].T) > 6*time.Hour {
+		t.Errorf("the oldest reading is %v old", now.Sub(s[0].T))
+	}
+	w := doctor.NewWindow("live", "t")
+	w.Snapshots = s
+	if inc, want := w.Increase("c"), total-s[0].Values["c"]; inc != want {
+		t.Errorf("the counter rose %v over the kept readings, %v over all", inc, want)
+	}
+}
+
+func TestStepFor(t *testing.T) {
+	for _, tc := range []struct{ d, finest, want time.Duration }{
+		{4 * time.Minute, 10 * time.Second, 10 * time.Second},
+		{4 * time.Minute, 7 * time.Second, 7 * time.Second}, // the user's step, when it fits
+		{6 * time.Hour, 15 * time.Second, 30 * time.Second},
+		{24 * time.Hour, 15 * time.Second, 2 * time.Minute},
+		{90 * 24 * time.Hour, 15 * time.Second, 3 * time.Hour},
+	} {
+		if got := stepFor(tc.d, tc.finest); got != tc.want || tc.d/got > maxPoints {
+			t.Errorf("stepFor(%v, %v) = %v, want %v", tc.d, tc.finest, got, tc.want)
+		}
+	}
+}
+
+// TestDoctorCommand: the command a Prometheus page names reads its window.
+func TestDoctorCommand(t *testing.T) {
+	cfg := doctor.Config{PrometheusURL: "http://p:9090", Selector: `{instance="a:8000"}`, Since: 4 * time.Minute, Interval: 10 * time.Second,
+		End: time.Date(2026, 1, 1, 0, 5, 30, 0, time.UTC), Hints: doctor.Hints{GPU: "h100"}}
+	want := `glassbox doctor --prometheus-url http://p:9090 --selector '{instance="a:8000"}' --since 4m --end 2026-01-01T00:05:30Z --interval 10s --gpu h100`
+	if got := doctorCommand(cfg); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	for d, want := range map[time.Duration]string{time.Hour: "1h", 90 * time.Second: "1m30s", 6 * time.Hour: "6h", 10 * time.Second: "10s"} {
+		if got := shortDuration(d); got != want {
+			t.Errorf("shortDuration(%v) = %s, want %s", d, got, want)
+		}
+	}
+}
+
+// TestPrometheusDown: a Prometheus that does not answer is the state's
+// problem, named, not an empty page.
+func TestPrometheusDown(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	p, err := New(Config{Prometheus: &Prometheus{URL: srv.URL, Selector: `{job="vllm"}`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := state(t, p, "range=5m")
+	if st.Mode != "prometheus" || !strings.Contains(st.Problem, "query prometheus") || len(st.Items) != 0 || !st.Window.Live || st.Window.Step != 15 {
+		t.Errorf("state %+v", st)
+	}
+	if !strings.Contains(st.Doctor, "--since 5m") {
+		t.Errorf("doctor command %q", st.Doctor)
+	}
+	if _, err := New(Config{Prometheus: &Prometheus{URL: srv.URL, Selector: "rate(x[5m])"}}); err == nil {
+		t.Error("a selector that is not label matchers was accepted")
+	}
+	if _, err := New(Config{}); err == nil {
+		t.Error("a page with nothing to show was accepted")
+	}
+}
+
+// FuzzParseQuery: any query gives a window or an error, never a panic,
+// and an accepted window is ordered and bounded.
+func FuzzParseQuery(f *testing.F) {
+	for _, s := range []string{"", "range=15m", "since=1800000000.5", "from=1&to=2", "from=2&to=1", "range=1h&since=5", "range=0s", "from=1e300&to=1e301"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		q, err := parseQuery(v)
+		if err != nil {
+			return
+		}
+		if q.fixed() && (!q.to.After(q.from) || q.to.Sub(q.from) > longest) || q.rng < 0 || q.rng > longest || q.fixed() && q.rng != 0 {
+			t.Errorf("%q accepted as %+v", raw, q)
+		}
+	})
 }

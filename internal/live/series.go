@@ -68,10 +68,10 @@ var charted = map[string]string{
 // latencies are the quantiles the latency chart draws.
 var latencies = []string{"ttft_p50", "ttft_p99", "itl_p50", "itl_p99", "e2e_p50", "e2e_p99"}
 
-// derive computes the series of w's intervals ending after since, each
-// signal from the source the doctor chose for the window (sig, evaluated
-// at its last reading; nil before the first).
-func derive(sig *doctor.Signals, w *doctor.Window, since float64) *Series {
+// derive computes the series of w's intervals ending in (since, to] (to
+// zero: no end), each signal from the source the doctor chose for the
+// window (sig, w's signals; evaluated here when nil).
+func derive(sig *doctor.Signals, w *doctor.Window, since, to time.Time) *Series {
 	s := &Series{Latency: map[string][]num{}, Last: map[string]num{}}
 	if sig == nil {
 		sig = doctor.Evaluate(w)
@@ -90,19 +90,19 @@ func derive(sig *doctor.Signals, w *doctor.Window, since float64) *Series {
 	s.UtilSource = sig.SourceOf("busy")
 	names := slices.Sorted(maps.Values(charted))
 	names = append(names, latencies...)
-	at := time.UnixMilli(int64(math.Round(since * 1000)))
-	if since <= 0 {
-		at = time.Time{}
+	iv := sig.Intervals(since, names...)
+	n := len(iv.T)
+	for n > 0 && !to.IsZero() && iv.T[n-1].After(to) {
+		n--
 	}
-	iv := sig.Intervals(at, names...)
 	nums := func(xs []float64) []num {
-		out := make([]num, len(xs))
-		for i, x := range xs {
+		out := make([]num, n)
+		for i, x := range xs[:n] {
 			out[i] = num(x)
 		}
 		return out
 	}
-	for _, t := range iv.T {
+	for _, t := range iv.T[:n] {
 		s.T = append(s.T, num(float64(t.UnixMilli())/1000))
 	}
 	s.DT = nums(iv.DT)
