@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -23,15 +22,15 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
-var updateScreenshot = flag.Bool("update-screenshot", false, "write docs/dashboard.png from TestDashboardUnderKVPressure")
+var updateScreenshot = flag.Bool("update-screenshot", false, "write the dashboard tests' pictures into docs/ (dashboard*.png)")
 
-// browser starts headless Chromium and collects the page's console errors
-// and uncaught exceptions.
+// browser starts headless Chromium (in UTC, as the docs' pictures are) and
+// collects the page's console errors and uncaught exceptions.
 func browser(t *testing.T) (context.Context, func() []string) {
 	t.Helper()
 	chromium := reftest.Tool(t, "chromium")
 	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(chromium), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.UserDataDir(filepath.Join(t.TempDir(), "profile")), chromedp.WindowSize(1280, 1800),
+		chromedp.NoFirstRun, chromedp.UserDataDir(filepath.Join(t.TempDir(), "profile")), chromedp.WindowSize(1280, 1800), chromedp.Env("TZ=UTC"),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true)}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelB := chromedp.NewContext(actx)
@@ -145,13 +144,7 @@ func TestDashboardUnderKVPressure(t *testing.T) {
 	if n, err := chromedp.Run(tctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-question]').length`)); err != nil || n != 3 {
 		t.Errorf("the page shows %d of the three questions (%v)", n, err)
 	}
-	shot := screenshot(t, tctx)
-	checkChartsDrawn(t, tctx, shot)
-	if *updateScreenshot {
-		if err := os.WriteFile(filepath.Join("..", "..", "docs", "dashboard.png"), shot, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	checkChartsDrawn(t, tctx, screenshot(t, tctx))
 	// Once the load is over and the engine idle, what the page drew last
 	// is what /metrics says, and its throughput integrates to the
 	// generated-token counter.
@@ -242,8 +235,8 @@ func checkChartsDrawn(t *testing.T, ctx context.Context, shot []byte) {
 	if err != nil {
 		t.Fatalf("decode screenshot: %v", err)
 	}
-	if len(boxes) != 4 {
-		t.Fatalf("%d charts on the page, want 4", len(boxes))
+	if len(boxes) == 0 || len(boxes)%4 != 0 {
+		t.Fatalf("%d charts on the page, want 4 an instance", len(boxes))
 	}
 	for i, b := range boxes {
 		if n := colouredPixelsIn(img, image.Rect(int(b.X), int(b.Y), int(b.X+b.W), int(b.Y+b.H))); n < 150 {
@@ -267,13 +260,17 @@ func colouredPixelsIn(img image.Image, r image.Rectangle) int {
 }
 
 // TestDashboardOnVLLMCapture: glassbox dashboard pointed at a real vLLM
-// 0.30 scrape served over HTTP renders without errors and says what one
+// 0.30 scrape served over HTTP, at one reading: the axis spans the minute
+// up to it, the gauges' legends read the reading's numbers and the rates
+// say they need a second, the answers are the doctor's for that one
+// reading (glassbox doctor --metrics-file), and the page says what one
 // reading cannot show.
 func TestDashboardOnVLLMCapture(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives Chromium; skipped with -short")
 	}
-	capture, err := os.ReadFile(reftest.Path(t, "compat", "vllm-0.30-metrics.txt"))
+	path := reftest.Path(t, "compat", "vllm-0.30-metrics.txt")
+	capture, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,57 +283,39 @@ func TestDashboardOnVLLMCapture(t *testing.T) {
 		_, _ = w.Write(capture)
 	}))
 	defer vllm.Close()
-	dctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	out := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		done <- run(dctx, []string{"dashboard", "--metrics-url", vllm.URL + "/metrics", "--listen", "127.0.0.1:0", "--interval", "1h"}, out, io.Discard)
-	}()
-	var addr string
-	addrRE := regexp.MustCompile(`http://(\S+)/dashboard/`)
-	for range 100 {
-		if m := addrRE.FindStringSubmatch(out.String()); m != nil {
-			addr = m[1]
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if addr == "" {
-		t.Fatalf("dashboard did not start: %s", out.String())
-	}
+	url := startDashboard(t, "--metrics-url", vllm.URL+"/metrics", "--interval", "1h")
 	ctx, consoleErrors := browser(t)
 	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	if err := chromedp.Do(tctx, chromedp.Navigate("http://"+addr+"/dashboard/")); err != nil {
+	if err := chromedp.Do(tctx, chromedp.Navigate(url)); err != nil {
 		t.Fatal(err)
 	}
-	var notice string
-	for range 100 {
-		ready, _, _, p, _, err := readPage(tctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ready && len(p) == 1 {
-			if notice, err = chromedp.Run(tctx, chromedp.Evaluate[string](`document.querySelector(".notice").textContent`)); err == nil && notice != "" {
-				break
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
+	g := waitGlance(t, tctx, 1, 0)
+	name := strings.TrimPrefix(vllm.URL, "http://")
+	want, _ := answersOf(t, doctorJSON(t, "--metrics-file", path), name)
+	checkGlance(t, g, 0, 0, want, true)
+	if span := g.Window.To - g.Window.From; span != 60 || !g.Window.Live {
+		t.Errorf("at one reading the window spans %v s (live %v), want the minute up to it", span, g.Window.Live)
 	}
-	if !strings.Contains(notice, "one reading") || !strings.Contains(notice, "need two readings") {
-		t.Errorf("the page's notice for one reading: %q", notice)
+	notice, err := chromedp.Run(tctx, chromedp.Evaluate[string](`document.querySelector("section .notice").textContent`))
+	if err != nil || !strings.Contains(notice, "one reading") || !strings.Contains(notice, "need two readings") {
+		t.Errorf("the page's notice for one reading: %q (%v)", notice, err)
 	}
 	if n, err := chromedp.Run(tctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-finding="single-reading"]').length`)); err != nil || n != 1 {
 		t.Errorf("the single-reading finding is not on the page (%d, %v)", n, err)
 	}
+	top, err := chromedp.Run(tctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *updateScreenshot {
+		if err := os.WriteFile(filepath.Join("..", "..", "docs", "dashboard-one-reading.png"), top, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	_, _, _, _, errs, _ := readPage(tctx)
 	if all := append(errs, consoleErrors()...); len(all) > 0 {
 		t.Errorf("page errors: %v", all)
-	}
-	stop()
-	if err := <-done; err != nil {
-		t.Errorf("dashboard: %v", err)
 	}
 }
 
@@ -368,6 +347,11 @@ func TestDashboardRejectsBadFlags(t *testing.T) {
 		{[]string{"dashboard"}, "give --metrics-url"},
 		{[]string{"dashboard", "--metrics-url", "http://a:1/metrics,http://b:1/metrics", "--dcgm-url", "http://a:9400/metrics"}, "1 --dcgm-url entries for 2"},
 		{[]string{"dashboard", "--metrics-url", "not a url"}, "--metrics-url"},
+		{[]string{"dashboard", "--metrics-url", "http://a:1/metrics", "--since", "1h"}, "give --prometheus-url"},
+		{[]string{"dashboard", "--prometheus-url", "http://p:9090", "--end", "yesterday"}, "--end"},
+		{[]string{"dashboard", "--prometheus-url", "p:9090"}, "--prometheus-url"},
+		{[]string{"dashboard", "--prometheus-url", "http://p:9090", "--selector", "rate(x[5m])"}, "selector"},
+		{[]string{"dashboard", "--prometheus-url", "http://p:9090", "--since", "-1h"}, "positive"},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
