@@ -326,6 +326,28 @@ func TestDashboardAfterMinutesOfLoad(t *testing.T) {
 		t.Errorf("the scenario's KV cache is not the limit: %v", want)
 	}
 	shoot(t, tctx, "dashboard.png")
+
+	// A preset, then a range typed into the page: each is the window, in
+	// the address; the fixed one is answered over its own readings.
+	g = pick(t, tctx, `document.querySelector("#presets button").click()`, "?range=5m")
+	checkGlance(t, g, seconds(last)-300, seconds(last), nil, false)
+	g = pick(t, tctx, `document.getElementById("from").value = "2026-01-01T00:02:00"; document.getElementById("to").value = "2026-01-01T00:04:00";
+		document.getElementById("apply").click()`, "?from=2026-01-01T00%3A02%3A00Z&to=2026-01-01T00%3A04%3A00Z")
+	js.Reset()
+	from, to := seconds(simulate.Epoch.Add(2*time.Minute)), seconds(simulate.Epoch.Add(4*time.Minute))
+	if err := doctor.Diagnose(windowBetween(all, from, to), nil).WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	fixed, _ := answersOf(t, js.Bytes(), simulate.DefaultInstance)
+	checkGlance(t, g, from, to, fixed, false)
+	if g.Window.Live {
+		t.Error("a range typed into the page is live")
+	}
+	if err := chromedp.Do(tctx, chromedp.Navigate(srv.URL+"/dashboard/")); err != nil {
+		t.Fatal(err)
+	}
+	waitGlance(t, tctx, 1, 100)
+
 	// Dark: the page follows the colour scheme without a reload.
 	if err := chromedp.Do(tctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		_, err := cdp.Call(ctx, tg, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}})
@@ -339,7 +361,13 @@ func TestDashboardAfterMinutesOfLoad(t *testing.T) {
 	}
 	g = waitGlance(t, tctx, 1, 100)
 	checkGlance(t, g, seconds(first), seconds(last), want, false)
-	logDrawTime(t, tctx, "a refresh")
+	_, n, _, _, _, _ := readPage(tctx)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if _, m, _, _, _, _ := readPage(tctx); m >= n+2 {
+			break
+		}
+	}
+	logDrawTime(t, tctx, "a refresh with nothing new")
 	if errs := consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors: %v", errs)
 	}
@@ -442,6 +470,30 @@ func TestDashboardPastIncident(t *testing.T) {
 	if errs := consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors: %v", errs)
 	}
+}
+
+// pick runs js (a click on the page's window controls), waits for the
+// address to end in query and the page to redraw, and reads it.
+func pick(t *testing.T, ctx context.Context, js, query string) glance {
+	t.Helper()
+	_, before, _, _, _, _ := readPage(ctx)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](js)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		loc, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.search`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, refreshes, _, _, _, _ := readPage(ctx); loc == query && refreshes > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page's address is %q, want %q", loc, query)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return waitGlance(t, ctx, 1, 1)
 }
 
 // logDrawTime logs how long the page took to parse and draw its last
