@@ -88,10 +88,9 @@ func (p *Page) diagnose(now time.Time) {
 
 // sampledView is the sampled targets over the window q asks for: live
 // (the last q.rng up to now, or since the first reading when that is
-// later), or a fixed one, which the doctor reads on demand.
+// later), or a fixed one, which the doctor reads on demand. The caller
+// holds p.mu until it has drawn the view (its windows are the history's).
 func (p *Page) sampledView(q query) *view {
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	now := p.cfg.Now()
 	v := &view{interval: p.cfg.Interval}
 	for _, in := range p.inst {
@@ -123,27 +122,33 @@ func (p *Page) sampledView(q query) *view {
 		v.span = span{from: maxTime(now.Add(-rng), start), to: now, live: true, rng: rng}
 	}
 	v.fleet = rep.Findings
-	ranked := map[string]*doctor.Instance{}
-	var order []int
-	for i := range rep.Fleet.Instances {
-		ranked[rep.Fleet.Instances[i].Instance] = &rep.Fleet.Instances[i]
+	// The doctor's order; an instance without a reading in the window last.
+	rank := map[string]int{}
+	for i, m := range rep.Fleet.Instances {
+		rank[m.Instance] = i
 	}
-	for _, m := range rep.Fleet.Instances {
-		for id, in := range p.inst {
-			if in.target.Name == m.Instance && !slices.Contains(order, id) {
-				order = append(order, id)
-				break
-			}
+	order := make([]int, len(p.inst))
+	for id := range order {
+		order[id] = id
+	}
+	at := func(id int) int {
+		if r, ok := rank[p.inst[id].target.Name]; ok {
+			return r
 		}
+		return len(rank)
 	}
-	for id := range p.inst {
-		if !slices.Contains(order, id) {
-			order = append(order, id) // no reading in the window: last
-		}
-	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(at(a), at(b)) })
 	for _, id := range order {
 		in := p.inst[id]
-		r := row{id: id, name: in.target.Name, problem: in.problem, doc: ranked[in.target.Name], hasState: in.target.Engine != nil}
+		r := row{id: id, name: in.target.Name, problem: in.problem, hasState: in.target.Engine != nil}
+		if i, ok := rank[in.target.Name]; ok {
+			r.doc = &rep.Fleet.Instances[i]
+		}
+		for _, s := range in.window.Snapshots {
+			if !s.T.Before(v.span.from) && !s.T.After(v.span.to) {
+				r.readings++
+			}
+		}
 		switch {
 		case q.fixed():
 			r.window = subs[id]

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -220,6 +221,9 @@ func TestLiveWindow(t *testing.T) {
 	if w := st.Window; w.From != 1_800_000_000 || w.To != 1_800_000_300 || len(st.Items[0].Series.T) != 300 {
 		t.Errorf("after 5 minutes: window %+v with %d intervals; want since the first reading", w, len(st.Items[0].Series.T))
 	}
+	if st.Items[0].Readings != 301 {
+		t.Errorf("%d readings in the window, want 301", st.Items[0].Readings)
+	}
 	if a := st.Items[0].Answered; a == nil || a.To != 1_800_000_300 || a.From != 1_800_000_180 {
 		t.Errorf("the answers read %+v, want the last 2 minutes", a)
 	}
@@ -228,8 +232,8 @@ func TestLiveWindow(t *testing.T) {
 		t.Errorf("the last minute: window %+v with %d intervals", w, len(st.Items[0].Series.T))
 	}
 	// A refresh gets what is new, from the recent signals.
-	if st = state(t, p, "range=1m&since=1800000299"); len(st.Items[0].Series.T) != 1 || float64(st.Items[0].Series.T[0]) != 1_800_000_300 {
-		t.Errorf("a refresh got %v", st.Items[0].Series.T)
+	if st = state(t, p, "range=1m&since=1800000299"); len(st.Items[0].Series.T) != 1 || float64(st.Items[0].Series.T[0]) != 1_800_000_300 || st.Items[0].Readings != 61 {
+		t.Errorf("a refresh got %v with %d readings in the window", st.Items[0].Series.T, st.Items[0].Readings)
 	}
 }
 
@@ -268,9 +272,12 @@ func TestFailingTarget(t *testing.T) {
 		p.Sample(context.Background())
 		now = now.Add(time.Second)
 	}
-	st := state(t, p, "")
-	if len(st.Items) != 2 || st.Items[0].Name != "up" || st.Items[0].Questions == nil || st.Items[1].Problem != "connection refused" || st.Items[1].Questions != nil || st.Items[1].ID != 0 {
-		t.Errorf("instances %+v", st.Items)
+	for _, q := range []string{"", "since=1800000003", "from=1800000001&to=1800000004"} {
+		st := state(t, p, q)
+		if len(st.Items) != 2 || st.Items[0].Name != "up" || st.Items[0].Questions == nil || st.Items[1].Problem != "connection refused" ||
+			st.Items[1].Questions != nil || st.Items[1].ID != 0 || st.Items[1].Readings != 0 {
+			t.Errorf("%s: instances %+v", q, st.Items)
+		}
 	}
 }
 
@@ -379,4 +386,40 @@ func FuzzParseQuery(f *testing.F) {
 			t.Errorf("%q accepted as %+v", raw, q)
 		}
 	})
+}
+
+// TestSampleWhileServing: readings and pages at once (run with -race):
+// the state is drawn from the history under the page's lock.
+func TestSampleWhileServing(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Unix(1_800_000_000, 0)
+	read := capture(t)
+	step := 0
+	p, err := New(Config{Interval: time.Second, Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+		Targets: []Target{{Name: "vllm", Read: func(context.Context) ([]byte, error) { step++; return read(step), nil }}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Sample(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 40 {
+			mu.Lock()
+			now = now.Add(time.Second)
+			mu.Unlock()
+			p.Sample(context.Background())
+		}
+	}()
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			if st := state(t, p, ""); len(st.Items[0].Series.T) != 40 {
+				t.Errorf("%d intervals after 41 readings", len(st.Items[0].Series.T))
+			}
+			return
+		default:
+		}
+		state(t, p, []string{"", "since=1800000010", "from=1800000001&to=1800000030"}[i%3])
+	}
 }

@@ -83,7 +83,7 @@ func (p *Page) promView(ctx context.Context, q query) *view {
 		in := &rep.Fleet.Instances[i]
 		for id, m := range ms {
 			if m.Instance == in.Instance {
-				v.rows = append(v.rows, row{id: id, name: in.Instance, window: m.Window, signals: doctor.Evaluate(m.Window), doc: in})
+				v.rows = append(v.rows, row{id: id, name: in.Instance, window: m.Window, readings: len(m.Window.Snapshots), signals: doctor.Evaluate(m.Window), doc: in})
 			}
 		}
 	}

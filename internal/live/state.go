@@ -97,6 +97,7 @@ type row struct {
 	id       int
 	name     string
 	window   *doctor.Window   // its readings (the charts' part of them)
+	readings int              // in the view's window
 	signals  *doctor.Signals  // window's, whose sources the charts read
 	doc      *doctor.Instance // the doctor's report over the view's window; nil without readings there
 	problem  string
@@ -182,18 +183,26 @@ func (p *Page) serveState(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 		return
 	}
-	var v *view
 	st := State{Mode: "sampled", Fleet: []doctor.Finding{}, Items: []Instance{}}
 	if p.cfg.Prometheus != nil {
 		st.Mode = "prometheus"
-		v = p.promView(r.Context(), q)
+		p.draw(&st, p.promView(r.Context(), q), q)
 	} else {
-		v = p.sampledView(q)
+		p.mu.Lock() // Sample adds to the windows the view reads
+		v := p.sampledView(q)
 		st.History = p.cfg.History.Seconds()
 		if !v.kept.IsZero() {
 			st.Kept = unixSeconds(v.kept)
 		}
+		p.draw(&st, v, q)
+		p.mu.Unlock()
 	}
+	writeJSON(w, st)
+}
+
+// draw writes v into st: the window, and each instance's series after
+// what the page holds (q.since), answers and findings.
+func (p *Page) draw(st *State, v *view, q query) {
 	st.Interval, st.Now = v.interval.Seconds(), unixSeconds(p.cfg.Now())
 	st.Window = Window{From: unixSeconds(v.span.from), To: unixSeconds(v.span.to), Live: v.span.live, Range: v.span.rng.Seconds(), Step: v.span.step.Seconds()}
 	st.Doctor, st.Problem = v.doctor, v.problem
@@ -205,13 +214,8 @@ func (p *Page) serveState(w http.ResponseWriter, r *http.Request) {
 		since = q.since
 	}
 	for _, rw := range v.rows {
-		in := Instance{ID: rw.id, Name: rw.name, Problem: rw.problem, HasState: rw.hasState, Findings: []doctor.Finding{},
+		in := Instance{ID: rw.id, Name: rw.name, Readings: rw.readings, Problem: rw.problem, HasState: rw.hasState, Findings: []doctor.Finding{},
 			Series: derive(rw.signals, rw.window, since, v.span.to)}
-		for _, s := range rw.window.Snapshots {
-			if !s.T.Before(v.span.from) && !s.T.After(v.span.to) {
-				in.Readings++
-			}
-		}
 		if d := rw.doc; d != nil {
 			in.Engine, in.Worst, in.Questions = d.Report.Engine, d.Report.Worst().String(), compact(d.Report.Questions)
 			if d.Report.Findings != nil {
@@ -221,5 +225,4 @@ func (p *Page) serveState(w http.ResponseWriter, r *http.Request) {
 		}
 		st.Items = append(st.Items, in)
 	}
-	writeJSON(w, st)
 }
