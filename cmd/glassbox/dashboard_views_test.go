@@ -331,6 +331,23 @@ func TestDashboardAfterMinutesOfLoad(t *testing.T) {
 	}
 	shoot(t, tctx, "dashboard.png")
 
+	// Hovering the middle of a chart shows every value at that time.
+	hover := `(() => { const o = document.querySelector(".u-over"), r = o.getBoundingClientRect();
+		for (const type of ["mouseenter", "mousemove"]) o.dispatchEvent(new MouseEvent(type, {clientX: r.left + r.width / 2, clientY: r.top + 10, bubbles: true})); })()`
+	if _, err := chromedp.Run(tctx, chromedp.Evaluate[any](hover)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	when, err := chromedp.Run(tctx, chromedp.Evaluate[string](`document.querySelector(".strip .when").textContent`))
+	if err != nil || !regexp.MustCompile(`^at 00:0[23]:\d\d$`).MatchString(when) {
+		t.Errorf("hovering the middle of the window shows the values %q (%v), want at a time in it", when, err)
+	}
+	if g2, err := readGlance(tctx); err != nil {
+		t.Fatal(err)
+	} else {
+		checkGlance(t, g2, seconds(first), seconds(last), want, false)
+	}
+
 	// A preset, then a range typed into the page: each is the window, in
 	// the address; the fixed one is answered over its own readings.
 	g = pick(t, tctx, `document.querySelector("#presets button").click()`, "?range=5m")
