@@ -213,26 +213,26 @@ func TestLiveWindow(t *testing.T) {
 	if w := st.Window; !w.Live || w.To != 1_800_000_000 || w.From != w.To-60 || w.Range != 900 || st.Items[0].Readings != 1 {
 		t.Errorf("at one reading: window %+v, %d readings; want the minute up to it", w, st.Items[0].Readings)
 	}
-	for range 300 {
+	for range 200 {
 		now = now.Add(time.Second)
 		p.Sample(context.Background())
 	}
 	st = state(t, p, "")
-	if w := st.Window; w.From != 1_800_000_000 || w.To != 1_800_000_300 || len(st.Items[0].Series.T) != 300 {
-		t.Errorf("after 5 minutes: window %+v with %d intervals; want since the first reading", w, len(st.Items[0].Series.T))
+	if w := st.Window; w.From != 1_800_000_000 || w.To != 1_800_000_200 || len(st.Items[0].Series.T) != 200 {
+		t.Errorf("after 200 s: window %+v with %d intervals; want since the first reading", w, len(st.Items[0].Series.T))
 	}
-	if st.Items[0].Readings != 301 {
-		t.Errorf("%d readings in the window, want 301", st.Items[0].Readings)
+	if st.Items[0].Readings != 201 {
+		t.Errorf("%d readings in the window, want 201", st.Items[0].Readings)
 	}
-	if a := st.Items[0].Answered; a == nil || a.To != 1_800_000_300 || a.From != 1_800_000_180 {
+	if a := st.Items[0].Answered; a == nil || a.To != 1_800_000_200 || a.From != 1_800_000_080 {
 		t.Errorf("the answers read %+v, want the last 2 minutes", a)
 	}
 	st = state(t, p, "range=1m")
-	if w := st.Window; w.From != 1_800_000_240 || w.Range != 60 || len(st.Items[0].Series.T) != 60 {
+	if w := st.Window; w.From != 1_800_000_140 || w.Range != 60 || len(st.Items[0].Series.T) != 60 {
 		t.Errorf("the last minute: window %+v with %d intervals", w, len(st.Items[0].Series.T))
 	}
 	// A refresh gets what is new, from the recent signals.
-	if st = state(t, p, "range=1m&since=1800000299"); len(st.Items[0].Series.T) != 1 || float64(st.Items[0].Series.T[0]) != 1_800_000_300 || st.Items[0].Readings != 61 {
+	if st = state(t, p, "range=1m&since=1800000199"); len(st.Items[0].Series.T) != 1 || float64(st.Items[0].Series.T[0]) != 1_800_000_200 || st.Items[0].Readings != 61 {
 		t.Errorf("a refresh got %v with %d readings in the window", st.Items[0].Series.T, st.Items[0].Readings)
 	}
 }
@@ -242,7 +242,7 @@ func TestLiveWindow(t *testing.T) {
 func TestFixedWindow(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	p, _ := newPage(t, &now, time.Hour)
-	for range 300 {
+	for range 120 {
 		p.Sample(context.Background())
 		now = now.Add(time.Second)
 	}
