@@ -211,7 +211,7 @@ function showAt(view, idx) {
   for (const c of view.charts) c.keys.forEach((k, i) => { c.values[i].textContent = show(k, c.units[i]); });
   for (const [k, , unit] of STRIP) {
     view.strip[k].textContent = show(k, unit);
-    view.strip[k].classList.toggle("na", !/[0-9]/.test(view.strip[k].textContent));
+    view.strip[k].classList.toggle("na", !num(valueAt(view, k, idx)));
   }
   const n = view.data.t.length;
   view.when.textContent = idx !== null && idx !== undefined ? "at " + fmtClock(view.data.t[idx]) : n ? "latest, " + fmtClock(view.data.t[n - 1]) : "";
