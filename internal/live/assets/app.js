@@ -29,7 +29,7 @@ const STRIP = [["gen_tps", "generation", "tok/s"], ["util", "GPU utilisation", "
 
 let want = fromAddress();
 let since = 0, win = null, interval = 2, timer = null, generation = 0;
-const views = new Map(); // by instance id
+const views = new Map(); // by instance name (a Prometheus fleet's order and members change)
 
 // What the tests read: the window, each instance's last point, errors.
 window.__glassbox = { ready: false, refreshes: 0, bytes: 0, errors: [], window: null, instances: [] };
@@ -90,6 +90,7 @@ function fromAddress() {
 
 function setWant(w) {
   want = w;
+  edited = false;
   const q = new URLSearchParams();
   if (w.range) q.set("range", w.range);
   if (w.from) { q.set("from", new Date(w.from * 1000).toISOString().replace(".000Z", "Z")); q.set("to", new Date(w.to * 1000).toISOString().replace(".000Z", "Z")); }
@@ -109,11 +110,13 @@ function drawControls() {
     b.onclick = () => setWant({ range: p });
     return b;
   }));
-  if (win) {
+  if (win && !edited) { // the window shown, unless a range is being typed
     document.getElementById("from").value = local(win.from);
     document.getElementById("to").value = local(win.to);
   }
 }
+let edited = false;
+for (const id of ["from", "to"]) document.getElementById(id).addEventListener("input", () => { edited = true; });
 const presetSeconds = (p) => parseFloat(p) * (p.endsWith("h") ? 3600 : 60);
 document.getElementById("apply").onclick = () => {
   const from = new Date(document.getElementById("from").value).getTime() / 1000, to = new Date(document.getElementById("to").value).getTime() / 1000;
@@ -186,7 +189,7 @@ function chart(view, parent, title, series) {
   }));
   const opts = {
     width: Math.max(300, div.clientWidth), height: 220, scales, axes,
-    legend: { show: false }, cursor: { sync: { key: "i" + view.id }, points: { show: false } },
+    legend: { show: false }, cursor: { sync: { key: "i:" + view.name }, points: { show: false } },
     series: [{}].concat(series.map((s) => ({ label: s[1], stroke: css("--c" + s[3]), width: s[0] === "gen_tps" || s[0] === "kv" ? 2.2 : 1.6, dash: s[4], scale: s[2], spanGaps: true, points: { show: false } }))),
     hooks: { setCursor: [(u) => showAt(view, u.cursor.idx)] },
     plugins: title.startsWith("②") ? [queuePlugin(view)] : [],
@@ -218,8 +221,8 @@ function showAt(view, idx) {
 }
 
 function newView(inst) {
-  const sec = el("section", { class: "instance", id: "instance-" + inst.id, "data-instance": inst.name });
-  const view = { id: inst.id, sec, data: {}, charts: [], strip: {}, drawn: {} };
+  const sec = el("section", { class: "instance", id: "instance-" + inst.name, "data-instance": inst.name });
+  const view = { name: inst.name, sec, data: {}, charts: [], strip: {}, drawn: {} };
   view.title = el("h2", {});
   view.answers = el("div", { class: "answers" });
   view.answered = el("div", { class: "answered" });
@@ -322,9 +325,9 @@ function drawFleet(st) {
   const head = ["instance", "worst", ...QUESTIONS.map((q) => q[1]), "generation", "running", "waiting", "KV usage", "TTFT p99", "findings"];
   const t = el("table", { class: "rows" }, el("tr", {}, ...head.map((h) => el("th", {}, h))));
   for (const inst of st.instances) {
-    const v = views.get(inst.id);
+    const v = views.get(inst.name);
     const n = (k, unit) => el("td", { class: "n" }, fmt(valueAt(v, k, null), unit));
-    t.append(el("tr", { "data-row": inst.name }, el("td", {}, el("a", { href: "#instance-" + inst.id }, inst.name)), el("td", {}, el("span", { class: "sev " + (inst.worst || "") }, inst.worst || "—")),
+    t.append(el("tr", { "data-row": inst.name }, el("td", {}, el("a", { href: "#instance-" + inst.name }, inst.name)), el("td", {}, el("span", { class: "sev " + (inst.worst || "") }, inst.worst || "—")),
       ...QUESTIONS.map(([k]) => { const a = ((inst.questions || {})[k] || {}).answer || "can't tell"; return el("td", {}, el("span", { class: "chip " + a.replace("'", "").replace(" ", "-") }, a)); }),
       n("gen_tps", "tok/s"), n("running", "req"), n("waiting", "req"), n("kv", "%"), n("ttft_p99", "s"), el("td", {}, (inst.findings || []).map((f) => f.name).join(", ") || "—")));
   }
@@ -383,7 +386,7 @@ async function refresh() {
   problem.textContent = st.problem ? "Could not read the window: " + st.problem : "";
   const order = [];
   for (const inst of st.instances) {
-    const view = views.get(inst.id) || views.set(inst.id, newView(inst)).get(inst.id);
+    const view = views.get(inst.name) || views.set(inst.name, newView(inst)).get(inst.name);
     order.push(view.sec);
     view.last = inst.series.last;
     view.readings = inst.readings;
