@@ -23,6 +23,7 @@ type benchFlags struct {
 	port        int
 	temperature float64
 	quiet       bool
+	chaos       string
 	targetSet   bool // --base-url, --host or --port was given
 }
 
@@ -47,6 +48,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs.DurationVar(&c.ScrapeInterval, "metrics-interval", time.Second, "how often to scrape --metrics-url")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", 10*time.Minute, "per-request limit")
 	fs.BoolVar(&f.quiet, "disable-tqdm", false, "no progress line")
+	fs.BoolVar(&c.Soak, "soak", false, "a soak: read the server's memory, goroutines and latencies every --metrics-interval over --duration and fit the memory's trend (docs/reliability.md)")
+	fs.StringVar(&f.chaos, "chaos", "", "make a share of the requests misbehave and reconcile with the server's metrics, e.g. cut=0.1,reset=0.5,malformed=0.05,oversized=0.01,slow-headers=0.01,slow-body=0.01,no-read=0.02,burst=500 (docs/reliability.md)")
 	f.loadFlags.register(fs)
 	if err := fs.Parse(joinGoodput(args)); err != nil {
 		return nil, err
@@ -83,6 +86,12 @@ func (f *benchFlags) toConfig() error {
 	}
 	if !math.IsNaN(f.temperature) {
 		c.Temperature = &f.temperature
+	}
+	if f.chaos != "" {
+		var err error
+		if c.Chaos, err = bench.ParseChaos(f.chaos); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -121,6 +130,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		res.WriteSummary(stdout)
 		if werr := f.write(res, stdout); werr != nil {
 			err = errors.Join(err, werr)
+		}
+		for _, p := range res.Passes {
+			if p.Chaos != nil && !p.Chaos.Reconciled {
+				err = errors.Join(err, errors.New("bench --chaos: the server's metrics do not reconcile with what its clients saw"))
+			}
 		}
 	}
 	return err

@@ -24,6 +24,9 @@ type serveFlags struct {
 	mmap            bool
 	tokenizer       string
 	shutdownTimeout time.Duration
+	readTimeout     time.Duration
+	keepAlive       float64
+	limitConcur     int
 	logLevel        string
 	obs             observeFlags
 }
@@ -42,6 +45,9 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.Float64Var(&f.simTimeScale, "sim-time-scale", 1, "simulated step time multiplier: 1 is real time, 0.1 is ten times faster, 0 never waits")
 	fs.StringVar(&f.apiKey, "api-key", "", "require this bearer token on the API (default: $VLLM_API_KEY)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish")
+	fs.DurationVar(&f.readTimeout, "request-read-timeout", 30*time.Second, "how long a request's body may take to arrive before the connection is closed with 408 (0: no limit); headers have 10s")
+	fs.Float64Var(&f.keepAlive, "timeout-keep-alive", 5, "seconds an idle keep-alive connection is kept open (uvicorn's flag and default)")
+	fs.IntVar(&f.limitConcur, "limit-concurrency", 0, "most requests handled at once before new ones get 503 with Retry-After (uvicorn's flag; 0: no limit); probes and /metrics are always answered")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.obs.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -60,6 +66,9 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	}
 	if err := f.obs.resolve(os.Getenv); err != nil {
 		return nil, err
+	}
+	if f.readTimeout < 0 || f.keepAlive < 0 || f.limitConcur < 0 {
+		return nil, fmt.Errorf("--request-read-timeout, --timeout-keep-alive and --limit-concurrency must not be negative")
 	}
 	return f, nil
 }

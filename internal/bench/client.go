@@ -18,6 +18,7 @@ import (
 // Output is what one request measured: vLLM's RequestFuncOutput.
 type Output struct {
 	Success       bool
+	Status        int // the HTTP status of the answer; 0 when none came
 	Error         string
 	PromptLen     int // the server's usage.prompt_tokens when it reports them, else the dataset's count
 	OutputTokens  int // the server's usage.completion_tokens; 0 when it reports none
@@ -93,6 +94,7 @@ func (s *streamer) do(ctx context.Context, sm workload.Sample) Output {
 		return out
 	}
 	defer resp.Body.Close()
+	out.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		out.Error = fmt.Sprintf("status %s: %s", resp.Status, bytes.TrimSpace(msg))

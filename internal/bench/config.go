@@ -67,6 +67,13 @@ type Config struct {
 	ScrapeInterval time.Duration // default 1s
 	RequestTimeout time.Duration // per request; default 10 minutes
 
+	// Chaos, when set, makes a share of the requests misbehave and
+	// reconciles the clients' view with the server's metrics.
+	Chaos *Chaos
+	// Soak reads the server's memory, goroutines and latencies every
+	// ScrapeInterval and fits the memory's trend (a long Duration).
+	Soak bool
+
 	HTTPClient *http.Client // default: a pooled client sized to MaxConcurrency
 	Progress   io.Writer    // where the progress line goes; nil for none (cmd passes stderr on a terminal)
 	Now        func() time.Time

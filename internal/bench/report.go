@@ -42,6 +42,11 @@ pre{background:#f6f6f6;padding:12px;font-size:12px;overflow:auto}.grid{display:f
 		b.WriteString(serverCharts(p.Server))
 		b.WriteString("</div>")
 	}
+	if p.Soak != nil {
+		fmt.Fprintf(&b, "<h2>Soak: %s</h2><div class=\"grid\">", html.EscapeString(p.Soak.Verdict))
+		b.WriteString(soakCharts(p.Soak))
+		b.WriteString("</div>")
+	}
 	b.WriteString(`<h2>Definitions</h2><p>TTFT: request sent to first streamed chunk with a choice. TPOT: (E2EL − TTFT)/(output tokens − 1), per request, for requests with more than one token. ITL: every gap between consecutive chunks, pooled over requests. E2EL: request sent to last chunk. Peak output throughput: the fullest one-second bin of chunks. These are vllm bench serve's definitions; see docs/bench.md.</p></body></html>`)
 	_, err := io.WriteString(w, b.String())
 	return err

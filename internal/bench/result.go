@@ -117,6 +117,12 @@ func (r *Result) passFields(p *Pass, detailed bool) object {
 	if p.Server != nil {
 		o = append(o, field{"server", serverObject(p.Server)})
 	}
+	if p.Chaos != nil {
+		o = append(o, field{"chaos", p.Chaos})
+	}
+	if p.Soak != nil {
+		o = append(o, field{"soak", p.Soak})
+	}
 	return o
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/workload"
@@ -34,6 +35,8 @@ type Pass struct {
 	Metrics        Metrics
 	Stages         []StageMetrics // an inference-perf load's stages, when it has more than one
 	Server         *ServerView    // nil when scraping is off or the server has no /metrics
+	Chaos          *ChaosReport   // with Config.Chaos: what misbehaved and whether the server agrees
+	Soak           *SoakReport    // with Config.Soak: the server over time
 }
 
 // Run runs the benchmark cfg describes.
@@ -68,6 +71,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	r.st = newStreamer(&cfg)
+	if cfg.Chaos != nil {
+		if cfg.Sweep {
+			return nil, errors.New("check config: --chaos runs one pass, not a --sweep")
+		}
+		if r.chaos, err = newChaosClient(&cfg); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.warmup(ctx); err != nil {
 		return nil, err
 	}
@@ -95,6 +106,7 @@ type runner struct {
 	samples []workload.Sample
 	plan    *workload.Plan // an inference-perf configuration's, run by every pass
 	rng     *rand.Rand
+	chaos   *chaosClient // nil unless Config.Chaos
 }
 
 // warmup sends NumWarmups copies of the first sample, under the same
@@ -131,12 +143,27 @@ func (r *runner) pass(ctx context.Context, p Pass) (*Pass, error) {
 	scr := startScraper(ctx, r.cfg)
 	prog := newProgress(r.cfg.Progress, p.Name, plan.NumRequests(), r.cfg.Duration, r.cfg.Now)
 	p.Start = r.cfg.Now()
+	stopBurst := r.startBurst(ctx, plan)
 	outputs := r.drive(ctx, plan, p.Start, prog)
+	stopBurst()
 	dur := r.cfg.Now().Sub(p.Start)
 	prog.finish()
 	p.Server = scr.stop(ctx)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("run %s pass: %w", p.Name, err)
+	}
+	if r.cfg.Soak && p.Server != nil {
+		p.Soak = analyseSoak(scr.soak, dur)
+	}
+	if r.chaos != nil {
+		var after *snapshot
+		if scr.first != nil {
+			var err error
+			if after, err = settle(ctx, r.cfg); err != nil {
+				return nil, fmt.Errorf("run %s pass: read the server after the chaos: %w", p.Name, err)
+			}
+		}
+		p.Chaos = reconcile(scr.first, after, outputs, r.chaos.outs, r.chaos.faults(len(outputs), r.cfg.Seed))
 	}
 	r.countMissingTokens(ctx, outputs)
 	p.Outputs = outputs
@@ -182,7 +209,7 @@ func (r *runner) drive(ctx context.Context, plan *workload.Plan, start time.Time
 				outputs = append(outputs, make([]Output, rq.Index+1-len(outputs))...)
 			}
 			inFlight++
-			go func() { finished <- done{rq, r.st.do(ctx, rq.Sample)} }()
+			go func() { finished <- done{rq, r.send(ctx, rq)} }()
 		}
 		if sch.Done() {
 			break
@@ -203,6 +230,35 @@ func (r *runner) drive(ctx context.Context, plan *workload.Plan, start time.Time
 		record(<-finished)
 	}
 	return outputs
+}
+
+// send sends one request: as it is, or with its chaos fault.
+func (r *runner) send(ctx context.Context, rq workload.Request) Output {
+	if r.chaos != nil {
+		return r.chaos.do(ctx, rq.Index, r.cfg.Seed, rq.Sample)
+	}
+	return r.st.do(ctx, rq.Sample)
+}
+
+// startBurst sends chaos's burst halfway through the pass (by its duration,
+// or its requests at their rate); stop waits for it.
+func (r *runner) startBurst(ctx context.Context, plan *workload.Plan) (stop func()) {
+	if r.chaos == nil || r.cfg.Chaos.Burst == 0 {
+		return func() {}
+	}
+	half := r.cfg.Duration / 2
+	if half == 0 && !math.IsInf(plan.Rate(), 1) && plan.Rate() > 0 {
+		half = time.Duration(float64(plan.NumRequests()) / plan.Rate() / 2 * float64(time.Second))
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		select {
+		case <-time.After(half):
+			r.chaos.burst(ctx, r.cfg.Chaos.Burst, plan.Prompts[0])
+		case <-ctx.Done():
+		}
+	})
+	return wg.Wait
 }
 
 // countMissingTokens counts the generated text of successful requests whose

@@ -70,6 +70,8 @@ type scraper struct {
 	first  *snapshot
 	mu     sync.Mutex
 	gauges []GaugeSample
+	prev   *snapshot    // the last reading, for a soak's intervals
+	soak   []SoakSample // with Config.Soak
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -119,6 +121,10 @@ func (s *scraper) record(snap *snapshot) {
 	s.gauges = append(s.gauges, GaugeSample{T: snap.at.Sub(start).Seconds(),
 		Running: snap.value(metricspec.NumRequestsRunning), Waiting: snap.value(metricspec.NumRequestsWaiting),
 		KVUsage: snap.value(metricspec.KVCacheUsagePerc)})
+	if s.cfg.Soak {
+		s.soak = append(s.soak, soakSample(s.prev, snap, snap.at.Sub(start).Seconds()))
+		s.prev = snap
+	}
 }
 
 // stop ends the loop and takes a last snapshot once the server has settled

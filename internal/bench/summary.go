@@ -82,6 +82,12 @@ func (r *Result) writePass(w io.Writer, p *Pass) {
 		writeServer(w, p, line)
 	}
 	fmt.Fprintln(w, strings.Repeat("=", 50))
+	if p.Chaos != nil {
+		p.Chaos.write(w)
+	}
+	if p.Soak != nil {
+		p.Soak.write(w)
+	}
 }
 
 // writeStages prints one line per inference-perf stage.

@@ -246,23 +246,46 @@ type promSeries struct {
 }
 
 func (p *promSource) queryRange(ctx context.Context, q string, start time.Time) ([]promSeries, error) {
+	// A Prometheus restarting (or briefly overloaded) refuses connections
+	// or answers 503 for a few seconds: wait it out a little, then give up.
+	var err error
+	for wait := 500 * time.Millisecond; ; wait *= 2 {
+		var out []promSeries
+		var retry bool
+		out, retry, err = p.queryOnce(ctx, q, start)
+		if err == nil || !retry || wait > 4*time.Second {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// queryOnce sends one range query; retry says whether the failure may pass.
+func (p *promSource) queryOnce(ctx context.Context, q string, start time.Time) (out []promSeries, retry bool, err error) {
 	v := url.Values{"query": {q}, "start": {formatTime(start)}, "end": {formatTime(p.end)},
 		"step": {strconv.FormatFloat(p.step.Seconds(), 'f', -1, 64)}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"/api/v1/query_range", strings.NewReader(v.Encode()))
 	if err != nil {
-		return nil, fmt.Errorf("query prometheus: %w", err)
+		return nil, false, fmt.Errorf("query prometheus: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("query prometheus: %w", err)
+		return nil, ctx.Err() == nil, fmt.Errorf("query prometheus: %w", err)
 	}
 	defer resp.Body.Close()
-	out, err := parseRangeResponse(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("query prometheus %q (HTTP %d): %w", q, resp.StatusCode, err)
+	if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusGatewayTimeout {
+		return nil, true, fmt.Errorf("query prometheus %q: HTTP %d", q, resp.StatusCode)
 	}
-	return out, nil
+	out, err = parseRangeResponse(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, false, fmt.Errorf("query prometheus %q (HTTP %d): %w", q, resp.StatusCode, err)
+	}
+	return out, false, nil
 }
 
 func formatTime(t time.Time) string {

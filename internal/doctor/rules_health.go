@@ -32,7 +32,9 @@ func (s *Signals) stalled() bool {
 	return s.v(sigRunning) >= 1 && w.Increase(metricspec.GenerationTokens) == 0 && (!glassbox || w.Increase(metricspec.EngineSteps) == 0)
 }
 
-func stale(s *Signals) bool { return s.w.Missed > 0 || len(absentFamilies(s.w)) > 0 || s.stalled() }
+func stale(s *Signals) bool {
+	return s.w.Missed > 0 || len(absentFamilies(s.w)) > 0 || s.stalled() || s.v(sigRestarts) > 0
+}
 
 // metricsStale reports scrape problems: readings that failed or found the
 // target down, families that never appeared, and counters that stopped
@@ -50,6 +52,10 @@ func metricsStale(s *Signals, _ *diagnosis) *Finding {
 	var parts []string
 	if w.Missed > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d readings failed (%s)", w.Missed, total, strings.Join(w.Problems, "; ")))
+	}
+	if n := s.v(sigRestarts); n > 0 {
+		parts = append(parts, fmt.Sprintf("the target restarted %.0f time(s): its counters fell back to zero, and every rate here counts from zero after the restart, as Prometheus's rate() does", n))
+		evs = append(evs, s.ev(sigRestarts))
 	}
 	if len(absent) > 0 {
 		parts = append(parts, "never exported: "+join(absent))

@@ -111,6 +111,7 @@ func ruleCases() []ruleCase {
 
 		{"generating nothing with requests running", "metrics-stale", true, func(l *load) { l.gen, l.steps, l.running = 0, 0, constant(3) }},
 		{"healthy counters", "metrics-stale", false, func(l *load) {}},
+		{"the target restarted mid-window", "metrics-stale", true, func(l *load) { l.restartAt = 10 }},
 
 		// In vLLM's clothes: no glassbox_* series, DCGM or vLLM's own
 		// series standing in.

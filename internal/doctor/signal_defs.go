@@ -22,6 +22,7 @@ const (
 	sigPreemptRate    = "preemption_rate"
 	sigPreemptions    = "preemptions"
 	sigFinished       = "finished"
+	sigRestarts       = "restarts"
 	sigFinishRate     = "finish_rate"
 	sigArrivalRate    = "arrival_rate"
 	sigAborts         = "aborts"
@@ -112,6 +113,12 @@ func signalDefs() []signalDef {
 			func(p promql, _ *Signals) string { return p.rate(metricspec.NumPreemptions) }),
 		one(sigPreemptions, "", srcVLLM, "preemptions", func(v *view) float64 { return v.inc(metricspec.NumPreemptions) },
 			func(p promql, _ *Signals) string { return p.inc(metricspec.NumPreemptions) }),
+		// A restart shows as counters falling back: each reading where
+		// finished requests (or, before any finish, generated tokens) drop.
+		one(sigRestarts, "", srcVLLM, "restarts seen (counters falling back to zero)", restarts,
+			func(p promql, _ *Signals) string {
+				return "resets(" + p.s(metricspec.RequestSuccess) + "[" + p.window + "])"
+			}),
 		one(sigFinished, "", srcVLLM, "finished requests", func(v *view) float64 { return v.inc(metricspec.RequestSuccess) },
 			func(p promql, _ *Signals) string { return p.inc(metricspec.RequestSuccess) }),
 		one(sigFinishRate, "requests/s", srcVLLM, "request completion rate", func(v *view) float64 { return v.rate(metricspec.RequestSuccess) },
@@ -432,4 +439,22 @@ func plateau(v *view) float64 {
 func admissionNeed(s *Signals) float64 {
 	w := s.w
 	return ratio(w.Increase(metricspec.PromptTokens)-w.Increase(metricspec.PromptTokensCached), w.Increase(metricspec.TimeToFirstToken+"_count"))
+}
+
+// restarts counts the readings at which the finished-request or the
+// generated-token counter fell: the process behind the series restarted.
+func restarts(v *view) float64 {
+	n := 0
+	snaps := v.w.Snapshots
+	for i := 1; i < len(snaps); i++ {
+		for _, key := range []string{metricspec.RequestSuccess, metricspec.GenerationTokens} {
+			a, ok1 := snaps[i-1].Values[key]
+			b, ok2 := snaps[i].Values[key]
+			if ok1 && ok2 && b < a {
+				n++
+				break
+			}
+		}
+	}
+	return float64(n)
 }

@@ -17,6 +17,7 @@ type load struct {
 	running, waiting, kv             func(i int) float64
 	busy, steps, gen, prompt, cached float64
 	host                             float64 // host seconds per second within steps
+	restartAt                        int     // a reading at which the target restarted: every counter back to zero
 	preempt, success, aborts         float64
 	queries, hits                    float64
 	queue, prefill, decode           float64 // per request
@@ -72,6 +73,10 @@ func (l load) window() *Window {
 		}
 	}
 	for i := range l.n {
+		if l.restartAt > 0 && i == l.restartAt {
+			clear(cum)
+			clear(buckets)
+		}
 		if i > 0 {
 			gen := l.gen
 			if l.genRate != nil {
