@@ -55,11 +55,11 @@ func settle(ctx context.Context, cfg *Config) (*snapshot, error) {
 
 // tally counts what the clients saw.
 type tally struct {
-	accepted, completed, cutOpen, noRead, clientGaveUp int
-	malformed, malformed400, oversized, oversized413       int
+	accepted, completed, cutOpen, noRead, clientGaveUp       int
+	malformed, malformed400, oversized, oversized413         int
 	slowHeaders, slowHeadersClosed, slowBody, slowBodyClosed int
-	heldHeaders, heldBody                                  time.Duration
-	refused, refusedRetry, refusedUnknown                  int
+	heldHeaders, heldBody                                    time.Duration
+	refused, refusedRetry, refusedUnknown                    int
 }
 
 func countClients(outputs []Output, outs []Outcome) tally {
