@@ -19,6 +19,7 @@ bin=$(mktemp -d)/glassbox
 go build -o "$bin" ./cmd/glassbox
 if [ -z "${BASE_URL:-}" ]; then
   port=${PORT:-18080}
+  while (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null; do port=$((port + 1)); done # the first free port
   "$bin" serve --port "$port" --max-num-seqs 256 --log-level warn &
   server=$!
   trap 'kill -TERM $server 2>/dev/null; wait $server; echo "serve exited with $?"' EXIT
