@@ -111,10 +111,15 @@ func TestGuardLeavesLongStreamsAlone(t *testing.T) {
 // the slots come back when requests end.
 func TestLimitConcurrency(t *testing.T) {
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	defer free() // a failure must not leave the handlers (and the server's Close) waiting
+	entered := make(chan struct{}, 2)
 	var rejected int
 	var mu sync.Mutex
 	addr := guarded(t, GuardConfig{LimitConcurrency: 2, Rejected: func() { mu.Lock(); rejected++; mu.Unlock() }}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/completions" {
+			entered <- struct{}{}
 			<-release
 		}
 	}))
@@ -127,22 +132,15 @@ func TestLimitConcurrency(t *testing.T) {
 			}
 		})
 	}
-	// Wait for both to hold their slots: the third is refused.
-	var resp *http.Response
-	for range 200 {
-		r, err := http.Post("http://"+addr+"/v1/completions", "application/json", strings.NewReader("{}"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.StatusCode == http.StatusServiceUnavailable {
-			resp = r
-			break
-		}
-		r.Body.Close()
-		time.Sleep(10 * time.Millisecond)
+	// Both hold their slots before the third asks: it is refused.
+	<-entered
+	<-entered
+	resp, err := http.Post("http://"+addr+"/v1/completions", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if resp == nil {
-		t.Fatal("a third request was never refused")
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a third request with both slots held: %s, want 503", resp.Status)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -157,7 +155,7 @@ func TestLimitConcurrency(t *testing.T) {
 			r.Body.Close()
 		}
 	}
-	close(release)
+	free()
 	wg.Wait()
 	r, err := http.Post("http://"+addr+"/v1/completions", "application/json", strings.NewReader("{}"))
 	if err != nil || r.StatusCode != http.StatusOK {
