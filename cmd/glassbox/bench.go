@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ type benchFlags struct {
 	temperature float64
 	quiet       bool
 	targetSet   bool // --base-url, --host or --port was given
+	keySet      bool // --api-key was given
 }
 
 func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, error) {
@@ -56,7 +58,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, error) {
 	}
 	fs.Visit(func(fl *flag.Flag) {
 		f.targetSet = f.targetSet || fl.Name == "base-url" || fl.Name == "host" || fl.Name == "port"
+		f.keySet = f.keySet || fl.Name == "api-key"
 	})
+	f.loadVisited(fs)
 	return f, f.toConfig()
 }
 
@@ -76,6 +80,23 @@ func (f *benchFlags) toConfig() error {
 		}
 		if c.Backend == "" && w.API.Type == "chat" {
 			c.Backend = "openai-chat"
+		}
+		if k := w.Server.APIKey; k != nil && !f.keySet && c.APIKey == "" {
+			c.APIKey = *k
+		}
+		if w.Server.Type == "mock" {
+			return fmt.Errorf("--config %s: server.type mock: inference-perf's mock client sends no requests; glassbox bench needs a server (run the file with glassbox simulate)", f.config)
+		}
+		c.Headers = w.API.Headers
+		if w.Server.CertPath != nil {
+			c.ClientCert, c.ClientKey = *w.Server.CertPath, *w.Server.KeyPath
+		}
+		if n, t := w.Load.NumWorkers, w.Load.WorkerMaxTCPConnections; t != nil {
+			workers := runtime.NumCPU()
+			if n != nil {
+				workers = *n
+			}
+			c.MaxConnections = max(workers, 1) * *t
 		}
 	}
 	if c.BaseURL == "" {
@@ -113,6 +134,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	f.printNotes(stderr)
 	if !f.quiet && isTerminal(stderr) && os.Getenv("CI") != "true" {
 		f.cfg.Progress = stderr
 	}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -30,6 +32,8 @@ type loadFlags struct {
 	config                          string // an inference-perf configuration
 	compat                          string
 	workload                        *workload.InferencePerf
+	seedSet                         bool // --seed was given
+	numPromptsSet                   bool // --num-prompts was given
 }
 
 func (f *loadFlags) register(fs *flag.FlagSet) {
@@ -103,17 +107,41 @@ func (f *loadFlags) resolve() error {
 		return fmt.Errorf("--inference-perf-compat %q: want %s or %s", f.compat, workload.Current, workload.Legacy)
 	}
 	if f.config != "" {
-		fh, err := os.Open(f.config)
-		if err != nil {
-			return fmt.Errorf("--config: %w", err)
-		}
-		defer fh.Close()
-		if f.workload, err = workload.ParseInferencePerf(fh); err != nil {
-			return fmt.Errorf("--config %s: %w", f.config, err)
+		if f.workload, err = workload.ReadInferencePerf(f.config); err != nil {
+			return fmt.Errorf("--config %w", err)
 		}
 		c.Workload, c.Compat = f.workload, workload.Compat(f.compat)
+		if b := f.workload.Load.BaseSeed; b != nil && !f.seedSet {
+			c.Seed = *b // inference-perf's load.base_seed seeds the run unless --seed does
+		}
+		c.PlanOptions = workload.PlanOptions{Fetch: fetchDataset, Workers: runtime.NumCPU()}
 	}
 	return nil
+}
+
+// loadVisited records which load flags the command line set.
+func (f *loadFlags) loadVisited(fs *flag.FlagSet) {
+	fs.Visit(func(fl *flag.Flag) {
+		f.seedSet = f.seedSet || fl.Name == "seed"
+		f.numPromptsSet = f.numPromptsSet || fl.Name == "num-prompts"
+	})
+}
+
+// printNotes shows what a configuration asks for that glassbox does not
+// do, which does not change the load.
+func (f *loadFlags) printNotes(w io.Writer) {
+	if f.workload == nil {
+		return
+	}
+	for _, n := range f.workload.Notes {
+		fmt.Fprintf(w, "glassbox: note: %s: %s\n", f.config, n)
+	}
+}
+
+// fetchDataset downloads a hub dataset file into the cache, as --model
+// hf://… does, with progress on stderr.
+func fetchDataset(ctx context.Context, ref string) (string, error) {
+	return hubFetch(ctx, ref, os.Stderr)
 }
 
 // write saves the JSON result and the HTML report when asked.

@@ -158,12 +158,19 @@ func printBanner(w io.Writer, f *serveFlags, r *replica.Replica, addr string) {
 }
 
 // resolveModel turns --model into a local path, downloading an hf://
-// reference into the cache first ($HF_HOME-style: $GLASSBOX_CACHE, else the
-// user cache directory; $HF_ENDPOINT and $HF_TOKEN as the hub clients use).
+// reference into the cache first.
 func resolveModel(arg string, progress io.Writer) (string, error) {
 	if !strings.HasPrefix(arg, hub.Prefix) {
 		return arg, nil
 	}
+	return hubFetch(context.Background(), arg, progress)
+}
+
+// hubFetch downloads an hf:// reference (a model's file, or a dataset's as
+// hf://datasets/…) into the cache unless it is there ($HF_HOME-style:
+// $GLASSBOX_CACHE, else the user cache directory; $HF_ENDPOINT and
+// $HF_TOKEN as the hub clients use) and returns its local path.
+func hubFetch(ctx context.Context, arg string, progress io.Writer) (string, error) {
 	ref, err := hub.ParseRef(arg)
 	if err != nil {
 		return "", err
@@ -175,5 +182,5 @@ func resolveModel(arg string, progress io.Writer) (string, error) {
 		return "", fmt.Errorf("%s: %w (set GLASSBOX_CACHE)", arg, err)
 	}
 	c := hub.Config{BaseURL: os.Getenv("HF_ENDPOINT"), CacheDir: cache, Progress: progress, Token: os.Getenv("HF_TOKEN")}
-	return c.Fetch(context.Background(), ref)
+	return c.Fetch(ctx, ref)
 }
