@@ -34,7 +34,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	target := fs.Float64("target-rate", 0, "requests per second the fleet must serve: replicas and the fleet's cost")
 	trial := fs.Duration("trial-duration", 2*time.Minute, "virtual time each trial of the search sends its load for")
 	maxRate := fs.Float64("max-rate", 2000, "the search's ceiling, requests per second")
-	if err := fs.Parse(joinGoodput(args)); err != nil {
+	if err := fs.Parse(spaceLists(joinGoodput(args), "lora-modules")); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -44,7 +44,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.obs.register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(spaceLists(args, "lora-modules")); err != nil {
 		return nil, err
 	}
 	f.engineFlags.visited(fs)

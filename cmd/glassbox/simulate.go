@@ -39,7 +39,7 @@ func parseSimulateFlags(args []string, stderr io.Writer) (*simulateFlags, error)
 	fs.StringVar(&f.metricsOut, "metrics-out", "", "write the run's /metrics over virtual time here, as OpenMetrics for 'promtool tsdb create-blocks-from openmetrics'")
 	fs.DurationVar(&f.metricsInterval, "metrics-interval", 15*time.Second, "virtual time between two readings of --metrics-out")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", 0, "each client's limit, as bench's: a request not answered by then is given up and the engine aborts it (0: none)")
-	if err := fs.Parse(joinGoodput(args)); err != nil {
+	if err := fs.Parse(spaceLists(joinGoodput(args), "lora-modules")); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

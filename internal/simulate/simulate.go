@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -94,6 +95,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		// the format would time outputs it could not produce.
 		return nil, errors.New("simulate: api.response_format (structured output) is not honoured by the simulated engine yet: remove it from the configuration to simulate the load without it")
 	}
+	if err := checkAdapters(cfg); err != nil {
+		return nil, err
+	}
 	start := cfg.Start
 	if start.IsZero() {
 		start = Epoch
@@ -136,6 +140,23 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return &Result{Outputs: d.outputs, Tokens: d.tokens, Start: start, Duration: d.last.Sub(start), Wall: time.Since(wallStart),
 		Steps: rep.Engine.Stats().Steps, Gatherer: rc.Gatherer, Frontend: calib.Frontend, Engine: rep.EngineConfig,
 		Stages: d.sch.Stages(), Saturation: d.sch.Saturation()}, nil
+}
+
+// checkAdapters refuses a LoRA traffic split naming an adapter the
+// simulated server does not serve, as inference-perf's client does.
+func checkAdapters(cfg Config) error {
+	var served []string
+	if cfg.Replica.LoRA != nil {
+		for _, m := range cfg.Replica.LoRA.Modules {
+			served = append(served, m.Name)
+		}
+	}
+	for _, l := range cfg.Plan.LoRA {
+		if !slices.Contains(served, l.Name) {
+			return fmt.Errorf("simulate: load.lora_traffic_split sends to the LoRA adapter %q, which the simulated server does not serve: give --enable-lora --lora-modules %s=PATH", l.Name, l.Name)
+		}
+	}
+	return nil
 }
 
 // TokenTimes are one request's first and last tokens on the engine's clock.
@@ -350,7 +371,7 @@ func (d *driver) submit(f *flight, at time.Time) {
 	}
 	params := sampling.Defaults()
 	params.MaxTokens, params.IgnoreEOS = max(s.OutputLen, 1), true
-	req := &engine.Request{ID: strconv.Itoa(f.req.Index), Prompt: prompt, Arrival: f.sent, Params: params}
+	req := &engine.Request{ID: strconv.Itoa(f.req.Index), Prompt: prompt, Arrival: f.sent, Params: params, LoRA: f.req.Model}
 	st, err := d.eng.Submit(req)
 	if err != nil {
 		// The API answers at once: 400 for a prompt too long, 503 when full.
