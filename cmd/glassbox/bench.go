@@ -87,7 +87,6 @@ func (f *benchFlags) toConfig() error {
 		if w.Server.Type == "mock" {
 			return fmt.Errorf("--config %s: server.type mock: inference-perf's mock client sends no requests; glassbox bench needs a server (run the file with glassbox simulate)", f.config)
 		}
-		c.Headers = w.API.Headers
 		if w.Server.CertPath != nil {
 			c.ClientCert, c.ClientKey = *w.Server.CertPath, *w.Server.KeyPath
 		}

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/workload"
@@ -32,8 +33,10 @@ type loadFlags struct {
 	config                          string // an inference-perf configuration
 	compat                          string
 	workload                        *workload.InferencePerf
-	seedSet                         bool // --seed was given
-	numPromptsSet                   bool // --num-prompts was given
+	seedSet                         bool   // --seed was given
+	numPromptsSet                   bool   // --num-prompts was given
+	ipReport                        string // --inference-perf-report
+	configRaw                       []byte // the --config file as given
 }
 
 func (f *loadFlags) register(fs *flag.FlagSet) {
@@ -73,6 +76,7 @@ func (f *loadFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.resultDir, "result-dir", "", "directory of the JSON result")
 	fs.StringVar(&f.resultFile, "result-filename", "", "JSON result file name (default as vLLM's)")
 	fs.StringVar(&f.htmlFile, "html-report", "", "write a self-contained HTML report here")
+	fs.StringVar(&f.ipReport, "inference-perf-report", "", "with --config: the directory of inference-perf's report files (default its storage.local_storage.path, else reports-TIMESTAMP; - for none)")
 }
 
 // resolve turns the string-valued flags into the config and reads --config.
@@ -110,6 +114,9 @@ func (f *loadFlags) resolve() error {
 		if f.workload, err = workload.ReadInferencePerf(f.config); err != nil {
 			return fmt.Errorf("--config %w", err)
 		}
+		if f.configRaw, err = os.ReadFile(f.config); err != nil {
+			return fmt.Errorf("--config: %w", err)
+		}
 		c.Workload, c.Compat = f.workload, workload.Compat(f.compat)
 		if b := f.workload.Load.BaseSeed; b != nil && !f.seedSet {
 			c.Seed = *b // inference-perf's load.base_seed seeds the run unless --seed does
@@ -117,6 +124,26 @@ func (f *loadFlags) resolve() error {
 		c.PlanOptions = workload.PlanOptions{Fetch: fetchDataset, Workers: runtime.NumCPU()}
 	}
 	return nil
+}
+
+// reportDir is where inference-perf would write the configuration's
+// reports: storage.local_storage.path with {timestamp} filled in, else
+// reports-TIMESTAMP; --inference-perf-report overrides it.
+func (f *loadFlags) reportDir(at time.Time) (dir, prefix string) {
+	stamp := at.Format("20060102-150405")
+	dir = "reports-" + stamp
+	if s := f.workload.Storage; s != nil && s.LocalStorage != nil {
+		if p := s.LocalStorage.Path; p != nil && *p != "" {
+			dir = strings.ReplaceAll(*p, "{timestamp}", stamp)
+		}
+		if p := s.LocalStorage.ReportFilePrefix; p != nil {
+			prefix = *p
+		}
+	}
+	if f.ipReport != "" {
+		dir = f.ipReport
+	}
+	return dir, prefix
 }
 
 // loadVisited records which load flags the command line set.
@@ -144,8 +171,17 @@ func fetchDataset(ctx context.Context, ref string) (string, error) {
 	return hubFetch(ctx, ref, os.Stderr)
 }
 
-// write saves the JSON result and the HTML report when asked.
+// write saves the JSON result and the HTML report when asked, and with
+// --config inference-perf's report files.
 func (f *loadFlags) write(res *bench.Result, stdout io.Writer) error {
+	if f.workload != nil && f.ipReport != "-" {
+		dir, prefix := f.reportDir(res.Date)
+		files, err := res.WriteInferencePerfReports(dir, prefix, f.configRaw)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "inference-perf reports written to %s (%d files)\n", dir, len(files))
+	}
 	if f.saveResult || f.resultFile != "" {
 		name, err := res.Save(f.resultDir, f.resultFile, f.saveDetailed)
 		if err != nil {

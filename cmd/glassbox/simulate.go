@@ -7,12 +7,16 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/calibrate"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
@@ -79,6 +83,17 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if f.metricsOut != "" {
 		cfg.Series = simulate.NewSeries(f.metricsInterval)
 	}
+	var readings []bench.Snapshot
+	if f.workload != nil {
+		// The server's metrics each virtual second, as bench scrapes them,
+		// for the server view and inference-perf's Prometheus report.
+		cfg.ObserveInterval = time.Second
+		cfg.Observe = func(at time.Time, g prometheus.Gatherer, _ http.Handler) {
+			if mfs, err := g.Gather(); err == nil {
+				readings = append(readings, bench.Snapshot{At: at, Scrape: promtext.FromFamilies(mfs)})
+			}
+		}
+	}
 	res, err := simulate.Run(ctx, cfg)
 	if err != nil {
 		return err
@@ -95,7 +110,8 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		load.RequestRate, load.NumPrompts = workload.StagesRate(res.Stages), staged(res.Outputs)
 	}
 	out, err := bench.Offline(load, name, "glassbox-sim", bench.Pass{Name: "main", RequestRate: load.RequestRate, Burstiness: load.Burstiness,
-		MaxConcurrency: load.MaxConcurrency, Ramp: load.Ramp, Start: res.Start, Outputs: res.Outputs, Schedule: res.Stages, Saturation: res.Saturation},
+		MaxConcurrency: load.MaxConcurrency, Ramp: load.Ramp, Start: res.Start, Outputs: res.Outputs, Schedule: res.Stages, Saturation: res.Saturation,
+		Server: bench.NewServerView(readings, f.cfg.Percentiles)},
 		res.Duration, plan)
 	if err != nil {
 		return err

@@ -36,8 +36,16 @@ type Output struct {
 	// ErrorType classifies a failure as inference-perf does: "HTTP Error
 	// 503", "TimeoutError", "ClientError".
 	ErrorType string
-	Model     string // the model (LoRA adapter) it was sent to, when not the run's
-	Due       time.Duration
+	Model     string        // the model (LoRA adapter) it was sent to, when not the run's
+	Due       time.Duration // when the schedule had it due, from the pass's start
+	End       time.Time     // when it finished, answered or failed
+	// RequestBytes is the request body's size; ErrorBody the server's
+	// answer to a failed request (inference-perf reports both).
+	RequestBytes int
+	ErrorBody    string
+	// CachedTokens is the server's usage.prompt_tokens_details.cached_tokens,
+	// nil when it reports none.
+	CachedTokens *int
 }
 
 // streamer sends streamed requests to one endpoint.
@@ -119,11 +127,14 @@ func (s *streamer) body(rq workload.Request) []byte {
 // a token chunk (even with empty text, as vLLM counts it); the trailing
 // usage event gives the token counts and does not move the end time. A
 // unary request's one answer is its only chunk.
-func (s *streamer) do(ctx context.Context, rq workload.Request) Output {
-	out := Output{PromptLen: rq.Sample.PromptLen, Unary: s.unary, Model: rq.Model, Due: rq.Due}
+func (s *streamer) do(ctx context.Context, rq workload.Request) (out Output) {
+	out = Output{PromptLen: rq.Sample.PromptLen, Unary: s.unary, Model: rq.Model, Due: rq.Due}
+	defer func() { out.End = s.now() }()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(s.body(rq)))
+	body := s.body(rq)
+	out.RequestBytes = len(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
 		out.Error = err.Error()
 		return out
@@ -157,9 +168,9 @@ func (s *streamer) do(ctx context.Context, rq workload.Request) Output {
 		s.tokens.Store(rq.User, tok)
 	}
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		out.Error = fmt.Sprintf("status %s: %s", resp.Status, bytes.TrimSpace(msg))
-		out.ErrorType = fmt.Sprintf("HTTP Error %d", resp.StatusCode)
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		out.Error = fmt.Sprintf("status %s: %s", resp.Status, bytes.TrimSpace(msg[:min(len(msg), 512)]))
+		out.ErrorType, out.ErrorBody = fmt.Sprintf("HTTP Error %d", resp.StatusCode), string(msg)
 		return out
 	}
 	if s.unary {
@@ -201,10 +212,7 @@ func (s *streamer) readWhole(body io.Reader, out *Output) error {
 				Content *string `json:"content"`
 			} `json:"message"`
 		} `json:"choices"`
-		Usage *struct {
-			PromptTokens     *int `json:"prompt_tokens"`
-			CompletionTokens *int `json:"completion_tokens"`
-		} `json:"usage"`
+		Usage *usage `json:"usage"`
 	}
 	if err := json.NewDecoder(io.LimitReader(body, 64<<20)).Decode(&r); err != nil {
 		return fmt.Errorf("decode answer: %w", err)
@@ -219,14 +227,7 @@ func (s *streamer) readWhole(body io.Reader, out *Output) error {
 	case c.Message != nil && c.Message.Content != nil:
 		out.GeneratedText = *c.Message.Content
 	}
-	if u := r.Usage; u != nil {
-		if u.CompletionTokens != nil {
-			out.OutputTokens = *u.CompletionTokens
-		}
-		if u.PromptTokens != nil {
-			out.PromptLen = *u.PromptTokens
-		}
-	}
+	r.Usage.record(out)
 	out.Latency = end.Sub(out.Start)
 	out.TTFT = out.Latency
 	out.Success = true
@@ -242,13 +243,35 @@ type chunk struct {
 			ReasoningContent *string `json:"reasoning_content"`
 		} `json:"delta"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     *int `json:"prompt_tokens"`
-		CompletionTokens *int `json:"completion_tokens"`
-	} `json:"usage"`
+	Usage *usage `json:"usage"`
 	Error *struct {
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// usage is the token counts a server reports.
+type usage struct {
+	PromptTokens        *int `json:"prompt_tokens"`
+	CompletionTokens    *int `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens *int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// record copies the counts the server reported into out.
+func (u *usage) record(out *Output) {
+	if u == nil {
+		return
+	}
+	if u.CompletionTokens != nil {
+		out.OutputTokens = *u.CompletionTokens
+	}
+	if u.PromptTokens != nil {
+		out.PromptLen = *u.PromptTokens
+	}
+	if d := u.PromptTokensDetails; d != nil && d.CachedTokens != nil {
+		out.CachedTokens = d.CachedTokens
+	}
 }
 
 // read consumes the event stream. Each SSE "data:" line is one event; the
@@ -321,14 +344,7 @@ func (s *streamer) event(line []byte, ts time.Time, last *time.Time, first *bool
 	}
 	// vLLM sends usage in a chunk of its own; llama.cpp's server puts it in
 	// the last chunk with choices. Read it wherever it comes.
-	if c.Usage != nil {
-		if c.Usage.CompletionTokens != nil {
-			out.OutputTokens = *c.Usage.CompletionTokens
-		}
-		if c.Usage.PromptTokens != nil {
-			out.PromptLen = *c.Usage.PromptTokens
-		}
-	}
+	c.Usage.record(out)
 	return false, nil
 }
 

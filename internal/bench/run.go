@@ -77,6 +77,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		cfg.IgnoreEOS, cfg.NumPrompts, cfg.RequestRate = r.plan.IgnoreEOS, r.plan.NumRequests(), r.plan.Rate()
 		cfg.ResponseFormat = r.plan.ResponseFormat
+		if cfg.Headers == nil {
+			cfg.Headers = w.API.Headers
+		}
 		res.Config = cfg
 	} else if r.samples, err = workload.LoadSamples(ctx, cfg.Dataset, cfg.NumPrompts, tc, rng); err != nil {
 		return nil, err

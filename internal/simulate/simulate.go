@@ -508,7 +508,7 @@ func (d *driver) answer(f *flight, at time.Time) {
 			f.out.ErrorType = "HTTP Error 500"
 		}
 	}
-	f.out.Model, f.out.Due = f.req.Model, f.req.Due
+	f.out.Model, f.out.Due, f.out.End = f.req.Model, f.req.Due, at
 	d.outputs[f.req.Index] = f.out
 	d.tokens[f.req.Index] = f.tokens
 	d.sch.Finished(f.req, at.Sub(d.start), workload.Outcome{OK: f.out.Success, IDs: f.ids, OutputTokens: f.out.OutputTokens,
