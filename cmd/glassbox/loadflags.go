@@ -36,6 +36,7 @@ type loadFlags struct {
 	seedSet                         bool   // --seed was given
 	numPromptsSet                   bool   // --num-prompts was given
 	ipReport                        string // --inference-perf-report
+	noStream                        bool
 	configRaw                       []byte // the --config file as given
 }
 
@@ -44,8 +45,8 @@ func (f *loadFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Label, "label", "", "result label (default the backend)")
 	fs.StringVar(&f.config, "config", "", "an inference-perf configuration (YAML: load stages, api, data) to run instead of the dataset and rate flags")
 	fs.StringVar(&f.compat, "inference-perf-compat", string(workload.Current), "run --config as inference-perf current does, or as e8e0aa99 (October 2025) did: it ignored shared_prefix's long names and multi-turn sessions")
-	fs.StringVar(&d.Name, "dataset-name", "random", "random, sharegpt, prefix-repetition or custom")
-	fs.StringVar(&d.Path, "dataset-path", "", "ShareGPT JSON or custom JSONL file")
+	fs.StringVar(&d.Name, "dataset-name", "random", "random, sharegpt, prefix-repetition, custom, sonnet, burstgpt, hf, or trace (a request trace at its times)")
+	fs.StringVar(&d.Path, "dataset-path", "", "the dataset's file (ShareGPT JSON, custom JSONL, sonnet text, BurstGPT or trace CSV), or for hf the hub dataset")
 	fs.IntVar(&f.inputLen, "input-len", 0, "sets --random-input-len")
 	fs.IntVar(&f.outputLen, "output-len", 0, "sets every dataset's output length")
 	fs.IntVar(&d.RandomInputLen, "random-input-len", 1024, "random: prompt tokens")
@@ -58,6 +59,17 @@ func (f *loadFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&d.SuffixLen, "prefix-repetition-suffix-len", 256, "prefix-repetition: suffix tokens")
 	fs.IntVar(&d.NumPrefixes, "prefix-repetition-num-prefixes", 10, "prefix-repetition: distinct prefixes")
 	fs.IntVar(&d.PrefixOutputLen, "prefix-repetition-output-len", 128, "prefix-repetition: output tokens")
+	fs.IntVar(&d.SonnetInputLen, "sonnet-input-len", 550, "sonnet: prompt tokens, with the chat template")
+	fs.IntVar(&d.SonnetOutputLen, "sonnet-output-len", 150, "sonnet: output tokens")
+	fs.IntVar(&d.SonnetPrefixLen, "sonnet-prefix-len", 200, "sonnet: tokens of the shared first lines")
+	fs.StringVar(&d.HFSubset, "hf-subset", "", "hf: the dataset's subset (default: default)")
+	fs.StringVar(&d.HFSplit, "hf-split", "", "hf: the split (default: train)")
+	fs.StringVar(&d.HFName, "hf-name", "", "hf: the hub dataset a local --dataset-path copies")
+	fs.IntVar(&d.HFOutputLen, "hf-output-len", 0, "hf: output tokens (default the dataset's)")
+	fs.BoolVar(&d.NoOversample, "no-oversample", false, "send only the dataset's usable prompts when it has fewer than --num-prompts")
+	fs.BoolVar(&d.DisableShuffle, "disable-shuffle", false, "hf: keep the dataset's order")
+	fs.BoolVar(&d.SkipChatTemplate, "skip-chat-template", false, "hf: do not apply the chat template to the datasets vLLM templates")
+	fs.BoolVar(&f.noStream, "no-stream", false, "vLLM's: load an hf dataset whole (refused: glassbox reads its first records)")
 	fs.IntVar(&c.NumPrompts, "num-prompts", 1000, "prompts to send (and the dataset size with --duration)")
 	fs.DurationVar(&c.Duration, "duration", 0, "send for this long instead of --num-prompts requests, e.g. 60s")
 	fs.BoolVar(&c.IgnoreEOS, "ignore-eos", false, "send ignore_eos (always on for the random dataset)")
@@ -104,7 +116,12 @@ func (f *loadFlags) resolve() error {
 	}
 	if o := f.outputLen; o > 0 {
 		c.Dataset.RandomOutputLen, c.Dataset.SharegptOutputLen, c.Dataset.CustomOutputLen, c.Dataset.PrefixOutputLen = o, o, o, o
+		c.Dataset.SonnetOutputLen, c.Dataset.HFOutputLen = o, o
 	}
+	if f.noStream {
+		return errors.New("--no-stream: glassbox reads an hf dataset's first records a page at a time and shuffles those; it cannot load the whole dataset")
+	}
+	c.Dataset.Rows = hubRows
 	switch workload.Compat(f.compat) {
 	case workload.Current, workload.Legacy:
 	default:

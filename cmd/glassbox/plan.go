@@ -126,6 +126,20 @@ func planLoad(lf *loadFlags) (plan.Load, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Dataset.Name == "trace" {
+		format, _ := workload.TraceFormatOf(c.Dataset.Path)
+		trace, err := workload.ReadTrace(c.Dataset.Path, format)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, rate float64, d time.Duration) (*workload.Plan, error) {
+			p, err := workload.TracePlan(ctx, trace, tk, c.NumPrompts, 0, c.Seed)
+			if err != nil {
+				return nil, err
+			}
+			return p.Rescaled(rate, d), nil
+		}, nil
+	}
 	var (
 		once    sync.Once
 		samples []workload.Sample

@@ -141,6 +141,10 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 func (f *simulateFlags) plan(ctx context.Context) (*workload.Plan, error) {
 	tk := simulate.Tokenizer()
 	c := &f.cfg
+	if c.Dataset.Name == "trace" && f.replay == "" && f.workload == nil {
+		f.replay = c.Dataset.Path // bench's trace dataset is simulate's replay
+		f.numPromptsSet = true
+	}
 	switch {
 	case f.replay != "":
 		if format, ok := workload.TraceFormatOf(f.replay); ok {

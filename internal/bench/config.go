@@ -141,6 +141,9 @@ func (c Config) ClientDefaults() (Config, error) {
 	if err := c.Ramp.Check(c.RequestRate); err != nil {
 		return c, err
 	}
+	if c.Dataset.Name == "trace" && (c.Sweep || c.Ramp != nil || c.Duration > 0 || c.Workload != nil) {
+		return c, errors.New("check config: --dataset-name trace sends the trace's requests at its times: no --sweep, ramp, --duration or --config with it")
+	}
 	if c.Workload != nil && (c.Sweep || c.Ramp != nil || c.Duration > 0) {
 		return c, errors.New("check config: an inference-perf --config sets its own stages: no --sweep, ramp or --duration with it")
 	}

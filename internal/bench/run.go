@@ -81,6 +81,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			cfg.Headers = w.API.Headers
 		}
 		res.Config = cfg
+	} else if cfg.Dataset.Name == "trace" {
+		// A trace is its own schedule: its requests at their times
+		// (scaled to --request-rate when one is given).
+		format, _ := workload.TraceFormatOf(cfg.Dataset.Path)
+		trace, err := workload.ReadTrace(cfg.Dataset.Path, format)
+		if err != nil {
+			return nil, err
+		}
+		if r.plan, err = workload.TracePlan(ctx, trace, tc, cfg.NumPrompts, cfg.RequestRate, cfg.Seed); err != nil {
+			return nil, err
+		}
+		r.plan.MaxConcurrency = cfg.MaxConcurrency
+		cfg.NumPrompts, cfg.IgnoreEOS = r.plan.NumRequests(), true
+		res.Config = cfg
 	} else if r.samples, err = workload.LoadSamples(ctx, cfg.Dataset, cfg.NumPrompts, tc, rng); err != nil {
 		return nil, err
 	}
@@ -100,7 +114,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	p, err := r.pass(ctx, Pass{Name: "main", RequestRate: cfg.RequestRate, Burstiness: cfg.Burstiness,
 		MaxConcurrency: cfg.MaxConcurrency, Ramp: cfg.Ramp})
-	if p != nil && r.plan != nil {
+	if p != nil && r.plan != nil && cfg.Workload != nil {
 		// A sweep's stages are known only now.
 		res.Config.NumPrompts, res.Config.RequestRate = p.numStaged(), workload.StagesRate(p.Schedule)
 	}

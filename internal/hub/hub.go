@@ -34,6 +34,7 @@ type Config struct {
 	Client   *http.Client // default: no overall timeout (files are large)
 	Progress io.Writer    // nil: quiet
 	Token    string       // sent as a bearer token (gated repositories)
+	RowsURL  string       // the dataset viewer, for Rows; default https://datasets-server.huggingface.co
 }
 
 // DefaultCacheDir is where downloads land unless told otherwise: glassbox/hf

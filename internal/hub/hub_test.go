@@ -130,3 +130,33 @@ func TestFetchDataset(t *testing.T) {
 		t.Errorf("offline: %v, want the dataset named and no --model hint", err)
 	}
 }
+
+// TestRows: a dataset's rows from the dataset viewer, cached per page so
+// that a second read needs no network.
+func TestRows(t *testing.T) {
+	var calls int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		q := r.URL.Query()
+		if r.URL.Path != "/rows" || q.Get("dataset") != "o/d" || q.Get("config") != "default" || q.Get("split") != "train" || q.Get("offset") != "100" {
+			http.Error(w, "bad query "+r.URL.String(), 400)
+			return
+		}
+		w.Write([]byte(`{"features":[],"rows":[{"row_idx":100,"row":{"turns":["hi"]},"truncated_cells":[]}],"num_rows_total":101}`))
+	}))
+	c := &Config{RowsURL: srv.URL, CacheDir: t.TempDir()}
+	rows, total, err := c.Rows(context.Background(), "o/d", "default", "train", 100, 100)
+	if err != nil || len(rows) != 1 || total != 101 || rows[0]["turns"].([]any)[0] != "hi" {
+		t.Fatalf("%v %d %v", rows, total, err)
+	}
+	srv.Close()
+	if _, _, err := c.Rows(context.Background(), "o/d", "default", "train", 100, 100); err != nil || calls != 1 {
+		t.Errorf("cached read: %v after %d calls", err, calls)
+	}
+	if _, _, err := c.Rows(context.Background(), "o/d", "default", "train", 0, 100); err == nil || !strings.Contains(err.Error(), "offline") {
+		t.Errorf("offline: %v", err)
+	}
+	if _, _, err := c.Rows(context.Background(), "../x", "default", "train", 0, 1); err == nil {
+		t.Error("a path outside the cache was accepted")
+	}
+}

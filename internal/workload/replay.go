@@ -115,7 +115,7 @@ func TraceFormatOf(path string) (format string, ok bool) {
 // counts as its input tokens (special tokens included) and its output
 // tokens as max_tokens (ignore_eos). n, when positive, keeps the first n
 // requests.
-func TracePlan(ctx context.Context, trace []TraceEntry, tk IDTokenizer, n int, rate float64, seed int64) (*Plan, error) {
+func TracePlan(ctx context.Context, trace []TraceEntry, tc Tokenizer, n int, rate float64, seed int64) (*Plan, error) {
 	if n > 0 && n < len(trace) {
 		trace = trace[:n]
 	}
@@ -127,19 +127,30 @@ func TracePlan(ctx context.Context, trace []TraceEntry, tk IDTokenizer, n int, r
 		scale = float64(len(trace)) / span / rate
 	}
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x7ace))
-	v, lo := tk.VocabSize(), firstWordID(tk.VocabSize())
 	p := &Plan{IgnoreEOS: true, Stages: []Stage{{}}}
 	st := &p.Stages[0]
 	for _, e := range trace {
-		ids := make([]int, max(e.Input-tk.SpecialTokens(), 1))
-		for k := range ids {
-			ids[k] = lo + rng.IntN(v-lo)
+		var s Sample
+		if tk, ok := tc.(IDTokenizer); ok {
+			v, lo := tk.VocabSize(), firstWordID(tk.VocabSize())
+			ids := make([]int, max(e.Input-tk.SpecialTokens(), 1))
+			for k := range ids {
+				ids[k] = lo + rng.IntN(v-lo)
+			}
+			text, ids, err := ExactPrompt(ctx, tk, ids, len(ids), rng)
+			if err != nil {
+				return nil, err
+			}
+			s = Sample{Prompt: text, PromptIDs: ids, PromptLen: len(ids) + tk.SpecialTokens()}
+		} else {
+			text, got, err := fitText(ctx, tc, "", max(e.Input, 1), rng)
+			if err != nil {
+				return nil, err
+			}
+			s = Sample{Prompt: text, PromptLen: got}
 		}
-		text, ids, err := ExactPrompt(ctx, tk, ids, len(ids), rng)
-		if err != nil {
-			return nil, err
-		}
-		p.Prompts = append(p.Prompts, Sample{Prompt: text, PromptIDs: ids, PromptLen: len(ids) + tk.SpecialTokens(), OutputLen: max(e.Output, 1)})
+		s.OutputLen = max(e.Output, 1)
+		p.Prompts = append(p.Prompts, s)
 		st.Offsets = append(st.Offsets, max(time.Duration(float64(e.At-trace[0].At)*scale), 0))
 	}
 	st.Duration = st.Offsets[len(st.Offsets)-1]
