@@ -26,6 +26,7 @@ type benchFlags struct {
 	quiet       bool
 	targetSet   bool // --base-url, --host or --port was given
 	keySet      bool // --api-key was given
+	loraModules listFlag
 }
 
 func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, error) {
@@ -49,8 +50,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs.DurationVar(&c.ScrapeInterval, "metrics-interval", time.Second, "how often to scrape --metrics-url")
 	fs.DurationVar(&c.RequestTimeout, "request-timeout", 10*time.Minute, "per-request limit")
 	fs.BoolVar(&f.quiet, "disable-tqdm", false, "no progress line")
+	fs.Var(&f.loraModules, "lora-modules", "LoRA adapters the server serves; each request goes to one at random (vLLM's bench flag; space-separated or repeated)")
 	f.loadFlags.register(fs)
-	if err := fs.Parse(joinGoodput(args)); err != nil {
+	if err := fs.Parse(spaceLists(joinGoodput(args), "lora-modules")); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -103,6 +105,10 @@ func (f *benchFlags) toConfig() error {
 	}
 	if !math.IsNaN(f.temperature) {
 		c.Temperature = &f.temperature
+	}
+	for _, m := range f.loraModules {
+		name, _, _ := strings.Cut(m, "=") // serve's name=path form names the adapter too
+		c.LoRAModules = append(c.LoRAModules, name)
 	}
 	return nil
 }

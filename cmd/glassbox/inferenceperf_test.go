@@ -360,13 +360,22 @@ func TestInferencePerfExamples(t *testing.T) {
 			}
 		})
 	}
-	metrics := scrape(t, base)
-	found := false
-	for k := range metrics {
-		found = found || strings.HasPrefix(k, "vllm:lora_requests_info{")
+	// vLLM bench's own flag: each request to one of the adapters at random.
+	j := benchJSON(t, "--base-url", base, "--lora-modules", "movie", "consumer", "--num-prompts", "40", "--request-rate", "80",
+		"--random-input-len", "64", "--random-output-len", "40", "--metrics-interval", "20ms")
+	if j["completed"] != 40.0 {
+		t.Errorf("bench --lora-modules: %v completed", j["completed"])
 	}
-	if !found {
-		t.Error("serve --enable-lora exports no vllm:lora_requests_info")
+	seen := map[string]bool{}
+	for k := range scrape(t, base) {
+		if strings.HasPrefix(k, "vllm:lora_requests_info{") {
+			for _, a := range []string{"movie", "consumer"} {
+				seen[a] = seen[a] || strings.Contains(k, a)
+			}
+		}
+	}
+	if !seen["movie"] || !seen["consumer"] {
+		t.Errorf("vllm:lora_requests_info never showed both adapters: %v", seen)
 	}
 }
 

@@ -55,6 +55,10 @@ type Config struct {
 	// ClientCert and ClientKey, when set, are the TLS client certificate
 	// the requests present (inference-perf's server.cert_path, key_path).
 	ClientCert, ClientKey string
+	// LoRAModules, when set, sends each request to one of these adapters
+	// at random (vLLM's --lora-modules); a --config's lora_traffic_split
+	// is its own.
+	LoRAModules []string
 	// MaxConnections caps the TCP connections (inference-perf's num_workers
 	// × worker_max_tcp_connections); 0: MaxConcurrency's.
 	MaxConnections int
@@ -140,6 +144,9 @@ func (c Config) ClientDefaults() (Config, error) {
 	}
 	if err := c.Ramp.Check(c.RequestRate); err != nil {
 		return c, err
+	}
+	if len(c.LoRAModules) > 0 && c.Workload != nil {
+		return c, errors.New("check config: --lora-modules with --config: the configuration's load.lora_traffic_split sends to the adapters")
 	}
 	if c.Dataset.Name == "trace" && (c.Sweep || c.Ramp != nil || c.Duration > 0 || c.Workload != nil) {
 		return c, errors.New("check config: --dataset-name trace sends the trace's requests at its times: no --sweep, ramp, --duration or --config with it")

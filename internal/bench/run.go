@@ -188,6 +188,14 @@ func (r *runner) pass(ctx context.Context, p Pass) (*Pass, error) {
 		arr := workload.NewArrivals(len(r.samples), r.cfg.Duration, p.RequestRate, p.Burstiness, p.Ramp, r.rng)
 		plan = workload.OpenLoop(r.samples, arr, p.MaxConcurrency, r.cfg.Duration)
 	}
+	if n := len(r.cfg.LoRAModules); n > 0 && r.cfg.Workload == nil {
+		q := *plan // each request to an adapter at random, as vLLM's bench
+		q.LoRA = nil
+		for _, m := range r.cfg.LoRAModules {
+			q.LoRA = append(q.LoRA, workload.IPLoRASplit{Name: m, Split: 1 / float64(n)})
+		}
+		plan = &q
+	}
 	scr := startScraper(ctx, r.cfg)
 	prog := newProgress(r.cfg.Progress, p.Name, plan.NumRequests(), r.cfg.Duration, r.cfg.Now)
 	p.Start = r.cfg.Now()
