@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -95,13 +97,9 @@ func (r *Result) WriteInferencePerfReports(dir, prefix string, config []byte) ([
 	}
 	var written []string
 	for _, f := range files {
-		b, err := json.MarshalIndent(f.contents, "", "  ")
-		if err != nil {
-			return written, fmt.Errorf("write inference-perf report %s: %w", f.name, err)
-		}
 		path := filepath.Join(dir, prefix+f.name+".json")
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			return written, fmt.Errorf("write inference-perf report: %w", err)
+		if err := writeReport(path, f.contents); err != nil {
+			return written, fmt.Errorf("write inference-perf report %s: %w", f.name, err)
 		}
 		written = append(written, path)
 	}
@@ -118,6 +116,23 @@ func (r *Result) WriteInferencePerfReports(dir, prefix string, config []byte) ([
 type ipFile struct {
 	name     string
 	contents any
+}
+
+// writeReport writes one report as inference-perf's json.dumps(indent=2).
+func writeReport(path string, v any) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if rs, ok := v.(ipRecords); ok {
+		err = rs.writeTo(f)
+	} else {
+		var b []byte
+		if b, err = json.MarshalIndent(v, "", "  "); err == nil {
+			_, err = f.Write(b)
+		}
+	}
+	return errors.Join(err, f.Close())
 }
 
 // ipContext is what every summary of one pass shares.
@@ -528,47 +543,118 @@ func (x *ipContext) errorCounts(failed []*ipRecord) object {
 	return out
 }
 
+// The records of per_request_lifecycle_metrics.json, as structs (fields
+// in inference-perf's order): a run has one per request, so they are
+// written one at a time, not built as one value.
+type (
+	ipRequestRecord struct {
+		StartTime float64        `json:"start_time"`
+		EndTime   float64        `json:"end_time"`
+		Request   *string        `json:"request"`
+		Response  string         `json:"response"`
+		Info      ipInfo         `json:"info"`
+		Error     *ipErrorRecord `json:"error"`
+	}
+	ipInfo struct {
+		RequestMetrics struct {
+			Text struct {
+				InputTokens int `json:"input_tokens"`
+			} `json:"text"`
+			Image *struct{} `json:"image"`
+			Video *struct{} `json:"video"`
+			Audio *struct{} `json:"audio"`
+		} `json:"request_metrics"`
+		ResponseMetrics ipResponseMetrics `json:"response_metrics"`
+		ExtraInfo       struct{}          `json:"extra_info"`
+		LoRAAdapter     *string           `json:"lora_adapter"`
+		Labels          struct{}          `json:"labels"`
+		InputTokens     int               `json:"input_tokens"`
+	}
+	ipResponseMetrics struct {
+		OutputTokens     int        `json:"output_tokens"`
+		ServerUsage      *ipUsage   `json:"server_usage"`
+		ResponseChunks   *[]string  `json:"response_chunks,omitempty"`
+		ChunkTimes       *[]float64 `json:"chunk_times,omitempty"`
+		OutputTokenTimes *[]float64 `json:"output_token_times,omitempty"`
+	}
+	ipUsage struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		TotalTokens         int `json:"total_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details,omitempty"`
+	}
+	ipErrorRecord struct {
+		ErrorType string `json:"error_type"`
+		ErrorMsg  string `json:"error_msg"`
+	}
+)
+
 // perRequest is per_request_lifecycle_metrics.json: each request's times,
-// its request and answer, and inference-perf's info and error records.
-func (x *ipContext) perRequest(recs []*ipRecord) []object {
-	out := make([]object, 0, len(recs))
+// its answer (glassbox keeps no request body), and inference-perf's info
+// and error records.
+func (x *ipContext) perRequest(recs []*ipRecord) ipRecords {
+	out := make(ipRecords, 0, len(recs))
 	for _, q := range recs {
 		o := q.o
-		var usage any
+		var r ipRequestRecord
+		r.StartTime, r.EndTime, r.Response = q.start, q.end, o.GeneratedText
+		r.Info.RequestMetrics.Text.InputTokens, r.Info.InputTokens = q.inputTokens, q.inputTokens
+		rm := &r.Info.ResponseMetrics
+		rm.OutputTokens = q.outTokens
 		if o.Success {
-			u := object{{"prompt_tokens", o.PromptLen}, {"completion_tokens", o.OutputTokens}, {"total_tokens", o.PromptLen + o.OutputTokens}}
+			rm.ServerUsage = &ipUsage{PromptTokens: o.PromptLen, CompletionTokens: o.OutputTokens, TotalTokens: o.PromptLen + o.OutputTokens}
 			if o.CachedTokens != nil {
-				u = append(u, field{"prompt_tokens_details", object{{"cached_tokens", *o.CachedTokens}}})
+				rm.ServerUsage.PromptTokensDetails = &struct {
+					CachedTokens int `json:"cached_tokens"`
+				}{*o.CachedTokens}
 			}
-			usage = u
 		}
-		rm := object{{"output_tokens", q.outTokens}, {"server_usage", usage}}
 		if !o.Unary {
 			tt := q.tokenTimes
 			if tt == nil {
 				tt = []float64{}
 			}
-			rm = append(rm, field{"response_chunks", []string{}}, field{"chunk_times", tt}, field{"output_token_times", tt})
+			chunks := []string{}
+			rm.ResponseChunks, rm.ChunkTimes, rm.OutputTokenTimes = &chunks, &tt, &tt
 		}
-		var lora any
 		if o.Model != "" {
-			lora = o.Model
+			m := o.Model
+			r.Info.LoRAAdapter = &m
 		}
-		info := object{{"request_metrics", object{{"text", object{{"input_tokens", q.inputTokens}}}, {"image", nil}, {"video", nil}, {"audio", nil}}},
-			{"response_metrics", rm}, {"extra_info", object{}}, {"lora_adapter", lora}, {"labels", object{}}, {"input_tokens", q.inputTokens}}
-		var errObj any
-		response := o.GeneratedText
 		if !o.Success {
 			typ := o.ErrorType
 			if typ == "" {
 				typ = "ClientError"
 			}
-			errObj = object{{"error_type", typ}, {"error_msg", cmpOr(o.ErrorBody, o.Error)}}
-			response = o.ErrorBody
+			r.Error = &ipErrorRecord{ErrorType: typ, ErrorMsg: cmpOr(o.ErrorBody, o.Error)}
+			r.Response = o.ErrorBody
 		}
-		out = append(out, object{{"start_time", q.start}, {"end_time", q.end}, {"request", nil}, {"response", response}, {"info", info}, {"error", errObj}})
+		out = append(out, r)
 	}
 	return out
+}
+
+// ipRecords writes itself one record at a time.
+type ipRecords []ipRequestRecord
+
+func (rs ipRecords) writeTo(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	bw.WriteString("[")
+	for i := range rs {
+		if i > 0 {
+			bw.WriteString(",")
+		}
+		b, err := json.MarshalIndent(&rs[i], "  ", "  ")
+		if err != nil {
+			return err
+		}
+		bw.WriteString("\n  ")
+		bw.Write(b)
+	}
+	bw.WriteString("\n]")
+	return bw.Flush()
 }
 
 func cmpOr(a, b string) string {

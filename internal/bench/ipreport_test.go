@@ -143,7 +143,8 @@ report:
 	var per []map[string]any
 	readJSON(t, filepath.Join(dir, "run1-per_request_lifecycle_metrics.json"), &per)
 	info := per[0]["info"].(map[string]any)
-	if len(per) != 30 || info["lora_adapter"] == nil || info["input_tokens"] == nil || per[0]["start_time"].(float64) < 1e9 {
+	text := info["request_metrics"].(map[string]any)["text"].(map[string]any)
+	if len(per) != 30 || info["lora_adapter"] == nil || info["input_tokens"] == nil || text["input_tokens"] == nil || per[0]["start_time"].(float64) < 1e9 {
 		t.Errorf("per-request record %v", per[0])
 	}
 }
