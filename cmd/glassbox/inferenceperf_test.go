@@ -41,7 +41,7 @@ func ipExamples(dir string) []ipExample {
 	return []ipExample{
 		{name: "config.yml", stages: 1, yaml: `load:
   type: constant
-  stages: [{rate: 8, duration: 2}]
+  stages: [{rate: 10, duration: 1}]
 api: {type: completion, streaming: true}
 ` + ipServer + `tokenizer: {pretrained_model_name_or_path: HuggingFaceTB/SmolLM2-135M-Instruct}
 data: {type: shareGPT}
@@ -58,7 +58,7 @@ data: {type: shareGPT}
 		{name: "examples/vllm/config.yml", stages: 1, yaml: `data: {type: shareGPT}
 load:
   type: constant
-  stages: [{rate: 6, duration: 2}]
+  stages: [{rate: 10, duration: 1}]
 api: {type: chat}
 ` + ipServer},
 		{name: "examples/vllm/config-circuitbreaker.yml", stages: 1, yaml: `circuit_breakers:
@@ -71,14 +71,14 @@ api: {type: chat}
 data: {type: shareGPT}
 load:
   type: constant
-  stages: [{rate: 6, duration: 2}]
+  stages: [{rate: 10, duration: 1}]
   circuit_breakers: [request_timeout_breaker]
   request_timeout: 60.0
 api: {type: chat}
 ` + ipServer},
 		{name: "examples/vllm/config-random.yml", stages: 1, yaml: `load:
   type: constant
-  stages: [{rate: 8, duration: 2}]
+  stages: [{rate: 10, duration: 1}]
 api: {type: completion}
 ` + ipServer + `data:
   type: random
@@ -97,8 +97,8 @@ api: {type: completion}
 		}},
 		{name: "examples/vllm/config-shared-prefix-distributions.yml", stages: 2, yaml: `load:
   type: constant
-  interval: 0.2
-  stages: [{rate: 4, duration: 2}, {rate: 8, duration: 1}]
+  interval: 0.05
+  stages: [{rate: 8, duration: 1}, {rate: 12, duration: 0.5}]
 api: {type: completion}
 ` + ipServer + `data:
   type: shared_prefix
@@ -114,7 +114,7 @@ api: {type: completion}
   type: constant
   num_workers: 2
   worker_max_concurrency: 10
-  stages: [{rate: 10, duration: 2}]
+  stages: [{rate: 10, duration: 1}]
 api: {type: completion}
 ` + ipServer + `data:
   type: shared_prefix
@@ -128,8 +128,8 @@ api: {type: completion}
 `},
 		{name: "examples/vllm/config-shared-prefix.yml", stages: 2, yaml: `load:
   type: constant
-  interval: 0.2
-  stages: [{rate: 4, duration: 2}, {rate: 8, duration: 1}]
+  interval: 0.05
+  stages: [{rate: 8, duration: 1}, {rate: 12, duration: 0.5}]
 api: {type: completion}
 ` + ipServer + `data:
   type: shared_prefix
@@ -142,7 +142,7 @@ api: {type: completion}
 `},
 		{name: "examples/vllm/config-sweep.yml", stages: 3, slow: true, yaml: `load:
   type: constant
-  interval: 0.2
+  interval: 0.05
   sweep: {type: linear, timeout: 20, num_stages: 3, stage_duration: 1, saturation_percentile: 95, num_requests: 100}
 api: {type: completion}
 server: {type: vllm, base_url: http://0.0.0.0:8000}
@@ -157,8 +157,8 @@ data: {type: shareGPT}
 		}},
 		{name: "examples/vllm/config-synthetic.yml", stages: 2, yaml: `load:
   type: constant
-  interval: 0.2
-  stages: [{rate: 4, duration: 2}, {rate: 8, duration: 1}]
+  interval: 0.05
+  stages: [{rate: 8, duration: 1}, {rate: 12, duration: 0.5}]
 api: {type: completion}
 ` + ipServer + `data:
   type: synthetic
@@ -168,7 +168,7 @@ api: {type: completion}
 		{name: "examples/vllm/config-trace-replay.yml", stages: 2, yaml: `load:
   type: trace_replay
   trace: {file: ` + trace + `, format: AzurePublicDataset}
-  interval: 0.2
+  interval: 0.05
   stages: [{rate: 1, duration: 30}, {rate: 1, duration: 30}]
 api: {type: completion, streaming: true}
 ` + ipServer + `data:
@@ -184,7 +184,7 @@ report:
 		}},
 		{name: "examples/multilora/multilora_config.yml", stages: 1, lora: true, yaml: `load:
   type: constant
-  stages: [{rate: 8, duration: 2}]
+  stages: [{rate: 10, duration: 1}]
   lora_traffic_split:
     - {name: movie, split: 0.50}
     - {name: consumer, split: 0.50}
@@ -204,8 +204,8 @@ report:
 		}},
 		{name: "examples/structured-output/config.yml", stages: 2, refused: "api.response_format", yaml: `load:
   type: constant
-  interval: 0.2
-  stages: [{rate: 4, duration: 1}, {rate: 4, duration: 1}]
+  interval: 0.05
+  stages: [{rate: 8, duration: 0.5}, {rate: 8, duration: 0.5}]
 api:
   type: chat
   streaming: false
@@ -233,7 +233,7 @@ data:
     output_len: 8
 load:
   type: constant
-  interval: 0.2
+  interval: 0.05
   sweep: {type: linear, timeout: 20, num_stages: 3, stage_duration: 1, num_requests: 60}
   num_workers: 44
   worker_max_concurrency: 10
@@ -294,7 +294,7 @@ func ipFixtures(t *testing.T, dir string) {
 	var tr strings.Builder
 	tr.WriteString("TIMESTAMP,ContextTokens,GeneratedTokens\n")
 	for i := range 12 {
-		fmt.Fprintf(&tr, "2023-11-16 18:15:%02d.%07d,%d,%d\n", 40+i/3, 1234567*(i%3), 60+13*i, 5+i)
+		fmt.Fprintf(&tr, "2023-11-16 18:15:40.%07d,%d,%d\n", 800000*i+1234, 60+13*i, 5+i)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "trace.csv"), []byte(tr.String()), 0o644); err != nil {
 		t.Fatal(err)

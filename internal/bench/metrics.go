@@ -83,6 +83,9 @@ func calculate(outputs []Output, dur time.Duration, percentiles []float64, slo S
 		}
 	}
 	s := dur.Seconds()
+	if s <= 0 {
+		s = math.Inf(1) // nothing measured over no time (an empty stage): rates of 0, not NaN
+	}
 	m.RequestThroughput = float64(m.Completed) / s
 	if !slo.Empty() {
 		g := float64(m.Good) / s

@@ -245,8 +245,8 @@ func TestTraceReplayStages(t *testing.T) {
 	p := newPlan(t, "load: {type: trace_replay, trace: "+tr+", stages: [{rate: 1, duration: 30}, {rate: 1, duration: 30}]}\ndata: {type: random, trace: "+tr+"}", PlanOptions{})
 	want := []time.Duration{0, 4310 * time.Millisecond, 4540 * time.Millisecond}
 	for _, st := range p.Stages {
-		if fmt.Sprint(st.Offsets) != fmt.Sprint(want) {
-			t.Errorf("offsets %v, want %v", st.Offsets, want)
+		if fmt.Sprint(st.Offsets) != fmt.Sprint(want) || st.Duration != want[2] || st.Rate != 1 {
+			t.Errorf("stage %v over %v at %v/s, want %v over the trace's span (4.54s) at the configured 1/s", st.Offsets, st.Duration, st.Rate, want)
 		}
 	}
 	if len(p.Prompts) != 3 || p.Prompts[2].PromptLen != 879 || p.Prompts[2].OutputLen != 55 {

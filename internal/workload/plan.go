@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -243,8 +244,11 @@ func (p *Plan) stages(c *InferencePerf, trace, dataTrace []TraceEntry, rng *rand
 			for _, e := range trace[:n] {
 				st.Offsets = append(st.Offsets, max(e.centis, 0))
 			}
+			// The stage lasts as long as its requests take: inference-perf
+			// waits for them, not for the configured duration.
+			st.Duration = 0
 			if n > 0 {
-				st.Duration = max(st.Offsets[n-1], st.Duration)
+				st.Duration = slices.Max(st.Offsets)
 			}
 		default:
 			st.Offsets = constantOffsets(int(s.Rate*s.Duration), s.Duration, rng)
