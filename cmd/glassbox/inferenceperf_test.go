@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +24,9 @@ type ipExample struct {
 	stages     int // stages the run reports
 	lora       bool
 	refused    string // what simulate and plan say instead of running it, when they refuse it
+	// benchRefused is what glassbox's server answers every request with,
+	// when it refuses what the configuration asks.
+	benchRefused string
 	// slow sends bench to a server in real time with one sequence at a
 	// time, which a sweep's probe overwhelms, so that it sees a drain.
 	slow  bool
@@ -202,7 +206,7 @@ report:
 				readReport(t, reports, "adapter_"+a+"_stage_0_lifecycle_metrics.json")
 			}
 		}},
-		{name: "examples/structured-output/config.yml", stages: 2, refused: "api.response_format", yaml: `load:
+		{name: "examples/structured-output/config.yml", stages: 2, refused: "api.response_format", benchRefused: "ignore_eos", yaml: `load:
   type: constant
   interval: 0.05
   stages: [{rate: 8, duration: 0.5}, {rate: 8, duration: 0.5}]
@@ -222,6 +226,38 @@ data:
   input_distribution: {min: 10, max: 100, mean: 50, std_dev: 10}
   output_distribution: {min: 10, max: 100, mean: 50, std_dev: 10}
 `},
+		{name: "examples/structured-output/config.yml with ignore_eos false", stages: 2, refused: "api.response_format", yaml: `load:
+  type: constant
+  interval: 0.05
+  stages: [{rate: 8, duration: 0.5}, {rate: 8, duration: 0.5}]
+api:
+  type: chat
+  streaming: false
+  response_format:
+    type: json_schema
+    name: my_schema
+    json_schema:
+      type: object
+      properties: {name: {type: string}, age: {type: integer}}
+      required: [name, age]
+server: {type: vllm, model_name: llama-3.1-8b, base_url: http://0.0.0.0:8000, ignore_eos: false}
+data:
+  type: synthetic
+  input_distribution: {min: 10, max: 100, mean: 50, std_dev: 10}
+  output_distribution: {min: 10, max: 100, mean: 50, std_dev: 10}
+`, check: func(t *testing.T, j map[string]any, _ string) {
+			// The server constrained every answer to the schema.
+			texts, _ := j["generated_texts"].([]any)
+			if len(texts) == 0 {
+				t.Error("no generated_texts in the detailed result")
+			}
+			for _, x := range texts {
+				var v map[string]any
+				if err := json.Unmarshal([]byte(x.(string)), &v); err != nil || v["name"] == nil || v["age"] == nil {
+					t.Errorf("answer %q does not follow the schema: %v", x, err)
+				}
+			}
+		}},
 		{name: "demos/kubecon-na-2025/config.yaml", stages: 3, slow: true, yaml: `api: {type: completion, streaming: true}
 data:
   type: shared_prefix
@@ -331,8 +367,19 @@ func TestInferencePerfExamples(t *testing.T) {
 				} else if ex.lora {
 					args = append(args, lora...)
 				}
+				if cmd == "bench" {
+					args = append(args, "--save-detailed")
+				}
 				var stdout, stderr strings.Builder
 				err := run(context.Background(), args, &stdout, &stderr)
+				if cmd == "bench" && ex.benchRefused != "" {
+					// glassbox's server refuses every request by name (vLLM
+					// takes ignore_eos with a grammar; glassbox does not).
+					if err == nil || !strings.Contains(err.Error(), "every request failed") || !strings.Contains(err.Error(), ex.benchRefused) {
+						t.Errorf("bench: %v; want every request refused, naming %s", err, ex.benchRefused)
+					}
+					continue
+				}
 				if cmd == "simulate" && ex.refused != "" {
 					if err == nil || !strings.Contains(err.Error(), ex.refused) {
 						t.Errorf("simulate: %v; want it refused, naming %s", err, ex.refused)
