@@ -65,7 +65,8 @@
 // # Not built
 //
 // Logprobs, per-prompt SamplingParams, token-id prompts, beam search,
-// guided decoding, LoRA, embeddings and multimodal inputs are not built;
+// guided decoding, LoRA adapters (glassbox serve has them on the
+// simulator), embeddings and multimodal inputs are not built;
 // the CPU runs on one machine (tensor parallelism exists only in the
 // simulator's cost model); tracing and the step profiler are glassbox
 // serve's (--otlp-traces-endpoint, --profiler-dir) only.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,8 @@ type benchFlags struct {
 	quiet       bool
 	chaos       string
 	targetSet   bool // --base-url, --host or --port was given
+	keySet      bool // --api-key was given
+	loraModules listFlag
 }
 
 func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, error) {
@@ -50,8 +53,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, error) {
 	fs.BoolVar(&f.quiet, "disable-tqdm", false, "no progress line")
 	fs.BoolVar(&c.Soak, "soak", false, "a soak: read the server's memory, goroutines and latencies every --metrics-interval over --duration and fit the memory's trend (docs/reliability.md)")
 	fs.StringVar(&f.chaos, "chaos", "", "make a share of the requests misbehave and reconcile with the server's metrics, e.g. cut=0.1,reset=0.5,malformed=0.05,oversized=0.01,slow-headers=0.01,slow-body=0.01,no-read=0.02,burst=500 (docs/reliability.md)")
+	fs.Var(&f.loraModules, "lora-modules", "LoRA adapters the server serves; each request goes to one at random (vLLM's bench flag; space-separated or repeated)")
 	f.loadFlags.register(fs)
-	if err := fs.Parse(joinGoodput(args)); err != nil {
+	if err := fs.Parse(spaceLists(joinGoodput(args), "lora-modules")); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -59,7 +63,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (*benchFlags, error) {
 	}
 	fs.Visit(func(fl *flag.Flag) {
 		f.targetSet = f.targetSet || fl.Name == "base-url" || fl.Name == "host" || fl.Name == "port"
+		f.keySet = f.keySet || fl.Name == "api-key"
 	})
+	f.loadVisited(fs)
 	return f, f.toConfig()
 }
 
@@ -80,6 +86,22 @@ func (f *benchFlags) toConfig() error {
 		if c.Backend == "" && w.API.Type == "chat" {
 			c.Backend = "openai-chat"
 		}
+		if k := w.Server.APIKey; k != nil && !f.keySet && c.APIKey == "" {
+			c.APIKey = *k
+		}
+		if w.Server.Type == "mock" {
+			return fmt.Errorf("--config %s: server.type mock: inference-perf's mock client sends no requests; glassbox bench needs a server (run the file with glassbox simulate)", f.config)
+		}
+		if w.Server.CertPath != nil {
+			c.ClientCert, c.ClientKey = *w.Server.CertPath, *w.Server.KeyPath
+		}
+		if n, t := w.Load.NumWorkers, w.Load.WorkerMaxTCPConnections; t != nil {
+			workers := runtime.NumCPU()
+			if n != nil {
+				workers = *n
+			}
+			c.MaxConnections = max(workers, 1) * *t
+		}
 	}
 	if c.BaseURL == "" {
 		c.BaseURL = "http://" + f.host + ":" + strconv.Itoa(f.port)
@@ -92,6 +114,10 @@ func (f *benchFlags) toConfig() error {
 		if c.Chaos, err = bench.ParseChaos(f.chaos); err != nil {
 			return err
 		}
+	}
+	for _, m := range f.loraModules {
+		name, _, _ := strings.Cut(m, "=") // serve's name=path form names the adapter too
+		c.LoRAModules = append(c.LoRAModules, name)
 	}
 	return nil
 }
@@ -122,6 +148,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	f.printNotes(stderr)
 	if !f.quiet && isTerminal(stderr) && os.Getenv("CI") != "true" {
 		f.cfg.Progress = stderr
 	}

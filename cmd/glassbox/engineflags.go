@@ -1,14 +1,18 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/calibrate"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/replica"
+	"github.com/glassbox-llm/glassbox/internal/server"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
@@ -39,6 +43,41 @@ type engineFlags struct {
 	maxQueued           int
 	toolCallParser      string
 	autoToolChoice      bool
+	enableLoRA          bool
+	loraModules         listFlag
+	maxLoRAs            int
+	maxLoRARank         int
+}
+
+// listFlag collects every value a repeated flag is given (vLLM's
+// nargs="+" flags; spaceLists splits the space-separated form).
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// spaceLists rewrites "--name a b --next" as "--name=a --name=b --next"
+// for the flags vLLM takes as space-separated lists.
+func spaceLists(args []string, names ...string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := strings.TrimLeft(a, "-")
+		if !strings.HasPrefix(a, "-") || !slices.Contains(names, name) {
+			out = append(out, a)
+			continue
+		}
+		n := 0
+		for i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			i++
+			n++
+			out = append(out, "--"+name+"="+args[i])
+		}
+		if n == 0 {
+			out = append(out, a) // the flag package reports the missing value
+		}
+	}
+	return out
 }
 
 func (e *engineFlags) register(fs *flag.FlagSet) {
@@ -66,6 +105,50 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.toolCallParser, "tool-call-parser", "", "how tool calls are read from the model's output with tool_choice auto: "+strings.Join(toolcall.Parsers(), ", ")+
 		" (default: the one the chat template's tool format calls for; hermes for ChatML and the simulator)")
 	fs.BoolVar(&e.autoToolChoice, "enable-auto-tool-choice", false, "vLLM's switch for tool_choice auto; glassbox enables it whenever a tool-call parser is known, and with this flag requires one")
+	fs.BoolVar(&e.enableLoRA, "enable-lora", false, "serve LoRA adapters (--lora-modules) as model names; the simulated GPU only")
+	fs.Var(&e.loraModules, "lora-modules", `LoRA adapters: name=path, or JSON {"name": …, "path": …}; space-separated or repeated`)
+	fs.IntVar(&e.maxLoRAs, "max-loras", 1, "most distinct LoRA adapters in one step (the GPU's adapter slots)")
+	fs.IntVar(&e.maxLoRARank, "max-lora-rank", 16, "the adapters' rank, which prices them on the simulated GPU")
+}
+
+// loRA is the LoRA set-up the flags describe, or nil without --enable-lora.
+func (e *engineFlags) loRA() (*replica.LoRA, error) {
+	if !e.enableLoRA {
+		if len(e.loraModules) > 0 {
+			return nil, errors.New("--lora-modules needs --enable-lora")
+		}
+		return nil, nil
+	}
+	if e.maxLoRAs < 1 || e.maxLoRARank < 1 {
+		return nil, fmt.Errorf("--max-loras and --max-lora-rank must be at least 1, got %d and %d", e.maxLoRAs, e.maxLoRARank)
+	}
+	l := &replica.LoRA{MaxLoRAs: e.maxLoRAs, MaxRank: e.maxLoRARank}
+	seen := map[string]bool{}
+	for _, v := range e.loraModules {
+		var m server.LoRAModule
+		if strings.HasPrefix(strings.TrimSpace(v), "{") {
+			var j struct {
+				Name, Path    string
+				BaseModelName string `json:"base_model_name"`
+			}
+			if err := json.Unmarshal([]byte(v), &j); err != nil {
+				return nil, fmt.Errorf("--lora-modules %s: %w", v, err)
+			}
+			m = server.LoRAModule{Name: j.Name, Path: j.Path}
+		} else {
+			name, path, ok := strings.Cut(v, "=")
+			if !ok {
+				return nil, fmt.Errorf("--lora-modules %q: want name=path", v)
+			}
+			m = server.LoRAModule{Name: name, Path: path}
+		}
+		if m.Name == "" || m.Path == "" || seen[m.Name] {
+			return nil, fmt.Errorf("--lora-modules %q: each adapter needs a name, given once, and a path", v)
+		}
+		seen[m.Name] = true
+		l.Modules = append(l.Modules, m)
+	}
+	return l, nil
 }
 
 // visited records what the parsed command line set explicitly.
@@ -103,6 +186,9 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 	c.KVCacheMemoryBytes = int64(kv)
 	if e.servedModelName != "" {
 		c.ServedModelNames = strings.Split(e.servedModelName, ",")
+	}
+	if c.LoRA, err = e.loRA(); err != nil {
+		return c, err
 	}
 	if e.simCalibration != "" {
 		hw, cal, err := calibrate.ReadProfileFile(e.simCalibration)

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/workload"
@@ -30,6 +33,11 @@ type loadFlags struct {
 	config                          string // an inference-perf configuration
 	compat                          string
 	workload                        *workload.InferencePerf
+	seedSet                         bool   // --seed was given
+	numPromptsSet                   bool   // --num-prompts was given
+	ipReport                        string // --inference-perf-report
+	noStream                        bool
+	configRaw                       []byte // the --config file as given
 }
 
 func (f *loadFlags) register(fs *flag.FlagSet) {
@@ -37,8 +45,8 @@ func (f *loadFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Label, "label", "", "result label (default the backend)")
 	fs.StringVar(&f.config, "config", "", "an inference-perf configuration (YAML: load stages, api, data) to run instead of the dataset and rate flags")
 	fs.StringVar(&f.compat, "inference-perf-compat", string(workload.Current), "run --config as inference-perf current does, or as e8e0aa99 (October 2025) did: it ignored shared_prefix's long names and multi-turn sessions")
-	fs.StringVar(&d.Name, "dataset-name", "random", "random, sharegpt, prefix-repetition or custom")
-	fs.StringVar(&d.Path, "dataset-path", "", "ShareGPT JSON or custom JSONL file")
+	fs.StringVar(&d.Name, "dataset-name", "random", "random, sharegpt, prefix-repetition, custom, sonnet, burstgpt, hf, or trace (a request trace at its times)")
+	fs.StringVar(&d.Path, "dataset-path", "", "the dataset's file (ShareGPT JSON, custom JSONL, sonnet text, BurstGPT or trace CSV), or for hf the hub dataset")
 	fs.IntVar(&f.inputLen, "input-len", 0, "sets --random-input-len")
 	fs.IntVar(&f.outputLen, "output-len", 0, "sets every dataset's output length")
 	fs.IntVar(&d.RandomInputLen, "random-input-len", 1024, "random: prompt tokens")
@@ -51,6 +59,17 @@ func (f *loadFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&d.SuffixLen, "prefix-repetition-suffix-len", 256, "prefix-repetition: suffix tokens")
 	fs.IntVar(&d.NumPrefixes, "prefix-repetition-num-prefixes", 10, "prefix-repetition: distinct prefixes")
 	fs.IntVar(&d.PrefixOutputLen, "prefix-repetition-output-len", 128, "prefix-repetition: output tokens")
+	fs.IntVar(&d.SonnetInputLen, "sonnet-input-len", 550, "sonnet: prompt tokens, with the chat template")
+	fs.IntVar(&d.SonnetOutputLen, "sonnet-output-len", 150, "sonnet: output tokens")
+	fs.IntVar(&d.SonnetPrefixLen, "sonnet-prefix-len", 200, "sonnet: tokens of the shared first lines")
+	fs.StringVar(&d.HFSubset, "hf-subset", "", "hf: the dataset's subset (default: default)")
+	fs.StringVar(&d.HFSplit, "hf-split", "", "hf: the split (default: train)")
+	fs.StringVar(&d.HFName, "hf-name", "", "hf: the hub dataset a local --dataset-path copies")
+	fs.IntVar(&d.HFOutputLen, "hf-output-len", 0, "hf: output tokens (default the dataset's)")
+	fs.BoolVar(&d.NoOversample, "no-oversample", false, "send only the dataset's usable prompts when it has fewer than --num-prompts")
+	fs.BoolVar(&d.DisableShuffle, "disable-shuffle", false, "hf: keep the dataset's order")
+	fs.BoolVar(&d.SkipChatTemplate, "skip-chat-template", false, "hf: do not apply the chat template to the datasets vLLM templates")
+	fs.BoolVar(&f.noStream, "no-stream", false, "vLLM's: load an hf dataset whole (refused: glassbox reads its first records)")
 	fs.IntVar(&c.NumPrompts, "num-prompts", 1000, "prompts to send (and the dataset size with --duration)")
 	fs.DurationVar(&c.Duration, "duration", 0, "send for this long instead of --num-prompts requests, e.g. 60s")
 	fs.BoolVar(&c.IgnoreEOS, "ignore-eos", false, "send ignore_eos (always on for the random dataset)")
@@ -69,6 +88,7 @@ func (f *loadFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.resultDir, "result-dir", "", "directory of the JSON result")
 	fs.StringVar(&f.resultFile, "result-filename", "", "JSON result file name (default as vLLM's)")
 	fs.StringVar(&f.htmlFile, "html-report", "", "write a self-contained HTML report here")
+	fs.StringVar(&f.ipReport, "inference-perf-report", "", "with --config: the directory of inference-perf's report files (default its storage.local_storage.path, else reports-TIMESTAMP; - for none)")
 }
 
 // resolve turns the string-valued flags into the config and reads --config.
@@ -96,28 +116,89 @@ func (f *loadFlags) resolve() error {
 	}
 	if o := f.outputLen; o > 0 {
 		c.Dataset.RandomOutputLen, c.Dataset.SharegptOutputLen, c.Dataset.CustomOutputLen, c.Dataset.PrefixOutputLen = o, o, o, o
+		c.Dataset.SonnetOutputLen, c.Dataset.HFOutputLen = o, o
 	}
+	if f.noStream {
+		return errors.New("--no-stream: glassbox reads an hf dataset's first records a page at a time and shuffles those; it cannot load the whole dataset")
+	}
+	c.Dataset.Rows = hubRows
 	switch workload.Compat(f.compat) {
 	case workload.Current, workload.Legacy:
 	default:
 		return fmt.Errorf("--inference-perf-compat %q: want %s or %s", f.compat, workload.Current, workload.Legacy)
 	}
 	if f.config != "" {
-		fh, err := os.Open(f.config)
-		if err != nil {
+		if f.workload, err = workload.ReadInferencePerf(f.config); err != nil {
+			return fmt.Errorf("--config %w", err)
+		}
+		if f.configRaw, err = os.ReadFile(f.config); err != nil {
 			return fmt.Errorf("--config: %w", err)
 		}
-		defer fh.Close()
-		if f.workload, err = workload.ParseInferencePerf(fh); err != nil {
-			return fmt.Errorf("--config %s: %w", f.config, err)
-		}
 		c.Workload, c.Compat = f.workload, workload.Compat(f.compat)
+		if b := f.workload.Load.BaseSeed; b != nil && !f.seedSet {
+			c.Seed = *b // inference-perf's load.base_seed seeds the run unless --seed does
+		}
+		c.PlanOptions = workload.PlanOptions{Fetch: fetchDataset, Workers: runtime.NumCPU()}
 	}
 	return nil
 }
 
-// write saves the JSON result and the HTML report when asked.
+// reportDir is where inference-perf would write the configuration's
+// reports: storage.local_storage.path with {timestamp} filled in, else
+// reports-TIMESTAMP; --inference-perf-report overrides it.
+func (f *loadFlags) reportDir(at time.Time) (dir, prefix string) {
+	stamp := at.Format("20060102-150405")
+	dir = "reports-" + stamp
+	if s := f.workload.Storage; s != nil && s.LocalStorage != nil {
+		if p := s.LocalStorage.Path; p != nil && *p != "" {
+			dir = strings.ReplaceAll(*p, "{timestamp}", stamp)
+		}
+		if p := s.LocalStorage.ReportFilePrefix; p != nil {
+			prefix = *p
+		}
+	}
+	if f.ipReport != "" {
+		dir = f.ipReport
+	}
+	return dir, prefix
+}
+
+// loadVisited records which load flags the command line set.
+func (f *loadFlags) loadVisited(fs *flag.FlagSet) {
+	fs.Visit(func(fl *flag.Flag) {
+		f.seedSet = f.seedSet || fl.Name == "seed"
+		f.numPromptsSet = f.numPromptsSet || fl.Name == "num-prompts"
+	})
+}
+
+// printNotes shows what a configuration asks for that glassbox does not
+// do, which does not change the load.
+func (f *loadFlags) printNotes(w io.Writer) {
+	if f.workload == nil {
+		return
+	}
+	for _, n := range f.workload.Notes {
+		fmt.Fprintf(w, "glassbox: note: %s: %s\n", f.config, n)
+	}
+}
+
+// fetchDataset downloads a hub dataset file into the cache, as --model
+// hf://… does, with progress on stderr.
+func fetchDataset(ctx context.Context, ref string) (string, error) {
+	return hubFetch(ctx, ref, os.Stderr)
+}
+
+// write saves the JSON result and the HTML report when asked, and with
+// --config inference-perf's report files.
 func (f *loadFlags) write(res *bench.Result, stdout io.Writer) error {
+	if f.workload != nil && f.ipReport != "-" {
+		dir, prefix := f.reportDir(res.Date)
+		files, err := res.WriteInferencePerfReports(dir, prefix, f.configRaw)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "inference-perf reports written to %s (%d files)\n", dir, len(files))
+	}
 	if f.saveResult || f.resultFile != "" {
 		name, err := res.Save(f.resultDir, f.resultFile, f.saveDetailed)
 		if err != nil {

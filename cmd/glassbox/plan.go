@@ -34,16 +34,18 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	target := fs.Float64("target-rate", 0, "requests per second the fleet must serve: replicas and the fleet's cost")
 	trial := fs.Duration("trial-duration", 2*time.Minute, "virtual time each trial of the search sends its load for")
 	maxRate := fs.Float64("max-rate", 2000, "the search's ceiling, requests per second")
-	if err := fs.Parse(joinGoodput(args)); err != nil {
+	if err := fs.Parse(spaceLists(joinGoodput(args), "lora-modules")); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("plan: unexpected argument %q", fs.Arg(0))
 	}
 	ef.visited(fs)
+	lf.loadVisited(fs)
 	if err := lf.resolve(); err != nil {
 		return err
 	}
+	lf.printNotes(stderr)
 	cfg := plan.Config{TargetRate: *target, Duration: *trial, MaxRate: *maxRate}
 	var err error
 	if cfg.SLOs, err = plan.ParseSLOs(*slo); err != nil {
@@ -90,21 +92,53 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 // planLoad turns the load flags into the planner's load at any rate: an
-// inference-perf configuration's data at one stage of that rate, or
-// bench's dataset as a Poisson load.
+// inference-perf configuration's data at one stage of that rate (its own
+// stages and sweep are the planner's to choose; a trace replays its times
+// scaled to the rate; no client caps the requests in flight), or bench's
+// dataset as a Poisson load.
 func planLoad(lf *loadFlags) (plan.Load, error) {
 	tk := simulate.Tokenizer()
 	c := lf.cfg
 	if w := lf.workload; w != nil {
+		if w.API.ResponseFormat != nil {
+			return nil, errors.New("plan: api.response_format (structured output) is not honoured by the simulated engine yet: remove it from the configuration to plan for the load without it")
+		}
+		o := c.PlanOptions
+		o.Compat, o.Seed, o.NoClientCap = c.Compat, c.Seed, true
 		return func(ctx context.Context, rate float64, d time.Duration) (*workload.Plan, error) {
 			one := *w
+			one.Load.Sweep = nil
 			one.Load.Stages = []workload.IPStage{{Rate: rate, Duration: d.Seconds()}}
-			return workload.NewPlan(ctx, &one, tk, workload.PlanOptions{Compat: c.Compat, Seed: c.Seed})
+			switch one.Load.Type {
+			case "concurrent":
+				one.Load.Type = "constant"
+			case "trace_replay":
+				p, err := workload.NewPlan(ctx, &one, tk, o)
+				if err != nil {
+					return nil, err
+				}
+				return p.Rescaled(rate, d), nil
+			}
+			return workload.NewPlan(ctx, &one, tk, o)
 		}, nil
 	}
 	c, err := c.ClientDefaults() // bench's checks and defaults (burstiness 1)
 	if err != nil {
 		return nil, err
+	}
+	if c.Dataset.Name == "trace" {
+		format, _ := workload.TraceFormatOf(c.Dataset.Path)
+		trace, err := workload.ReadTrace(c.Dataset.Path, format)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, rate float64, d time.Duration) (*workload.Plan, error) {
+			p, err := workload.TracePlan(ctx, trace, tk, c.NumPrompts, 0, c.Seed)
+			if err != nil {
+				return nil, err
+			}
+			return p.Rescaled(rate, d), nil
+		}, nil
 	}
 	var (
 		once    sync.Once

@@ -7,13 +7,17 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/calibrate"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
@@ -37,18 +41,19 @@ func parseSimulateFlags(args []string, stderr io.Writer) (*simulateFlags, error)
 	fs.SetOutput(stderr)
 	f.engineFlags.register(fs)
 	f.loadFlags.register(fs)
-	fs.StringVar(&f.replay, "replay", "", "replay a 'glassbox bench --save-detailed' result's requests (send times and token counts) instead of a generated load")
+	fs.StringVar(&f.replay, "replay", "", "replay a 'glassbox bench --save-detailed' result's requests, or a request trace (Azure LLM inference CSV, 2023 or 2024, or BurstGPT's), at their send times with their token counts, instead of a generated load")
 	fs.StringVar(&f.metricsOut, "metrics-out", "", "write the run's /metrics over virtual time here, as OpenMetrics for 'promtool tsdb create-blocks-from openmetrics'")
 	fs.DurationVar(&f.metricsInterval, "metrics-interval", 15*time.Second, "virtual time between two readings of --metrics-out")
 	fs.StringVar(&f.metricsInstance, "metrics-instance", simulate.DefaultInstance, "the instance label of --metrics-out's series (runs with different ones load into one Prometheus as a fleet)")
 	fs.DurationVar(&f.requestTimeout, "request-timeout", 0, "each client's limit, as bench's: a request not answered by then is given up and the engine aborts it (0: none)")
-	if err := fs.Parse(joinGoodput(args)); err != nil {
+	if err := fs.Parse(spaceLists(joinGoodput(args), "lora-modules")); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("simulate: unexpected argument %q", fs.Arg(0))
 	}
 	f.engineFlags.visited(fs)
+	f.loadVisited(fs)
 	if f.metricsInterval <= 0 {
 		return nil, errors.New("--metrics-interval must be positive")
 	}
@@ -70,6 +75,7 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	f.printNotes(stderr)
 	rc, err := f.replicaConfig()
 	if err != nil {
 		return err
@@ -84,6 +90,17 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		cfg.Series = simulate.NewSeries(f.metricsInterval)
 		cfg.Series.Instance = f.metricsInstance
 	}
+	var readings []bench.Snapshot
+	if f.workload != nil {
+		// The server's metrics each virtual second, as bench scrapes them,
+		// for the server view and inference-perf's Prometheus report.
+		cfg.ObserveInterval = time.Second
+		cfg.Observe = func(at time.Time, g prometheus.Gatherer, _ http.Handler) {
+			if mfs, err := g.Gather(); err == nil {
+				readings = append(readings, bench.Snapshot{At: at, Scrape: promtext.FromFamilies(mfs)})
+			}
+		}
+	}
 	res, err := simulate.Run(ctx, cfg)
 	if err != nil {
 		return err
@@ -96,11 +113,13 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(rc.ServedModelNames) > 0 {
 		name = rc.ServedModelNames[0]
 	}
-	if f.workload != nil {
-		load.RequestRate, load.NumPrompts = plan.Rate(), plan.NumRequests()
+	if f.workload != nil || f.replay != "" {
+		load.RequestRate, load.NumPrompts = workload.StagesRate(res.Stages), staged(res.Outputs)
 	}
 	out, err := bench.Offline(load, name, "glassbox-sim", bench.Pass{Name: "main", RequestRate: load.RequestRate, Burstiness: load.Burstiness,
-		MaxConcurrency: load.MaxConcurrency, Ramp: load.Ramp, Start: res.Start, Outputs: res.Outputs}, res.Duration, plan)
+		MaxConcurrency: load.MaxConcurrency, Ramp: load.Ramp, Start: res.Start, Outputs: res.Outputs, Schedule: res.Stages, Saturation: res.Saturation,
+		Server: bench.NewServerView(readings, f.cfg.Percentiles)},
+		res.Duration, plan)
 	if err != nil {
 		return err
 	}
@@ -129,8 +148,19 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 func (f *simulateFlags) plan(ctx context.Context) (*workload.Plan, error) {
 	tk := simulate.Tokenizer()
 	c := &f.cfg
+	if c.Dataset.Name == "trace" && f.replay == "" && f.workload == nil {
+		f.replay = c.Dataset.Path // bench's trace dataset is simulate's replay
+		f.numPromptsSet = true
+	}
 	switch {
 	case f.replay != "":
+		if format, ok := workload.TraceFormatOf(f.replay); ok {
+			entries, err := workload.ReadTrace(f.replay, format)
+			if err != nil {
+				return nil, fmt.Errorf("--replay: %w", err)
+			}
+			return workload.TracePlan(ctx, entries, tk, f.replayCount(), c.RequestRate, c.Seed)
+		}
 		fh, err := os.Open(f.replay)
 		if err != nil {
 			return nil, fmt.Errorf("--replay: %w", err)
@@ -138,7 +168,9 @@ func (f *simulateFlags) plan(ctx context.Context) (*workload.Plan, error) {
 		defer fh.Close()
 		return workload.ReplayPlan(ctx, fh, tk, c.Seed)
 	case f.workload != nil:
-		return workload.NewPlan(ctx, f.workload, tk, workload.PlanOptions{Compat: c.Compat, Seed: c.Seed})
+		o := c.PlanOptions
+		o.Compat, o.Seed = c.Compat, c.Seed
+		return workload.NewPlan(ctx, f.workload, tk, o)
 	}
 	lc, err := c.ClientDefaults() // bench's checks, before the run rather than after it
 	if err != nil {
@@ -151,6 +183,26 @@ func (f *simulateFlags) plan(ctx context.Context) (*workload.Plan, error) {
 	}
 	arr := workload.NewArrivals(len(samples), c.Duration, lc.RequestRate, lc.Burstiness, c.Ramp, rng)
 	return workload.OpenLoop(samples, arr, c.MaxConcurrency, c.Duration), nil
+}
+
+// staged counts the requests a result measured (a sweep's probe aside).
+func staged(outs []bench.Output) int {
+	n := 0
+	for _, o := range outs {
+		if o.Stage >= 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// replayCount is how many of a trace's requests --replay sends: all,
+// unless --num-prompts was given.
+func (f *simulateFlags) replayCount() int {
+	if f.numPromptsSet {
+		return f.cfg.NumPrompts
+	}
+	return 0
 }
 
 // runCalibrate runs 'glassbox simulate calibrate'.

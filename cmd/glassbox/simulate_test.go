@@ -58,12 +58,12 @@ func TestBenchAndSimulateTakeTheSameConfig(t *testing.T) {
 	benchOut := filepath.Join(dir, "bench.json")
 	var out strings.Builder
 	if err := run(context.Background(), []string{"bench", "--config", cfg, "--base-url", base, "--disable-tqdm", "--save-detailed",
-		"--result-filename", benchOut}, &out, io.Discard); err != nil {
+		"--result-filename", benchOut, "--inference-perf-report", filepath.Join(dir, "bench-reports")}, &out, io.Discard); err != nil {
 		t.Fatalf("bench: %v\n%s", err, out.String())
 	}
 	simOut := filepath.Join(dir, "sim.json")
 	out.Reset()
-	if err := run(context.Background(), []string{"simulate", "--config", cfg, "--result-filename", simOut}, &out, io.Discard); err != nil {
+	if err := run(context.Background(), []string{"simulate", "--config", cfg, "--result-filename", simOut, "--inference-perf-report", "-"}, &out, io.Discard); err != nil {
 		t.Fatalf("simulate: %v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "real time") || !strings.Contains(out.String(), "Stages") {

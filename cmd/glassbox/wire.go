@@ -160,22 +160,50 @@ func printBanner(w io.Writer, f *serveFlags, r *replica.Replica, addr string) {
 }
 
 // resolveModel turns --model into a local path, downloading an hf://
-// reference into the cache first ($HF_HOME-style: $GLASSBOX_CACHE, else the
-// user cache directory; $HF_ENDPOINT and $HF_TOKEN as the hub clients use).
+// reference into the cache first.
 func resolveModel(arg string, progress io.Writer) (string, error) {
 	if !strings.HasPrefix(arg, hub.Prefix) {
 		return arg, nil
 	}
+	return hubFetch(context.Background(), arg, progress)
+}
+
+// hubFetch downloads an hf:// reference (a model's file, or a dataset's as
+// hf://datasets/…) into the cache unless it is there ($HF_HOME-style:
+// $GLASSBOX_CACHE, else the user cache directory; $HF_ENDPOINT and
+// $HF_TOKEN as the hub clients use) and returns its local path.
+func hubFetch(ctx context.Context, arg string, progress io.Writer) (string, error) {
 	ref, err := hub.ParseRef(arg)
 	if err != nil {
 		return "", err
 	}
-	cache := ""
-	if dir := os.Getenv("GLASSBOX_CACHE"); dir != "" {
-		cache = filepath.Join(dir, "hf")
-	} else if cache, err = hub.DefaultCacheDir(); err != nil {
-		return "", fmt.Errorf("%s: %w (set GLASSBOX_CACHE)", arg, err)
+	cache, err := hubCache()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", arg, err)
 	}
 	c := hub.Config{BaseURL: os.Getenv("HF_ENDPOINT"), CacheDir: cache, Progress: progress, Token: os.Getenv("HF_TOKEN")}
-	return c.Fetch(context.Background(), ref)
+	return c.Fetch(ctx, ref)
+}
+
+// hubRows reads a hub dataset's rows through the dataset viewer
+// ($HF_DATASETS_SERVER, else the hub's), cached as the downloads are.
+func hubRows(ctx context.Context, dataset, subset, split string, offset, length int) ([]map[string]any, int, error) {
+	cache, err := hubCache()
+	if err != nil {
+		return nil, 0, err
+	}
+	c := hub.Config{CacheDir: cache, Token: os.Getenv("HF_TOKEN"), RowsURL: os.Getenv("HF_DATASETS_SERVER")}
+	return c.Rows(ctx, dataset, subset, split, offset, length)
+}
+
+// hubCache is the cache directory: $GLASSBOX_CACHE/hf, else the user's.
+func hubCache() (string, error) {
+	if dir := os.Getenv("GLASSBOX_CACHE"); dir != "" {
+		return filepath.Join(dir, "hf"), nil
+	}
+	cache, err := hub.DefaultCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("%w (set GLASSBOX_CACHE)", err)
+	}
+	return cache, nil
 }

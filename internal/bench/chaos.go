@@ -169,30 +169,30 @@ func (c *chaosClient) record(o Outcome) {
 }
 
 // do sends request i as its fault says.
-func (c *chaosClient) do(ctx context.Context, i int, seed int64, sm workload.Sample) Output {
+func (c *chaosClient) do(ctx context.Context, i int, seed int64, rq workload.Request) Output {
 	fault, u := c.cfg.faultOf(seed, i)
 	var o Outcome
 	var out Output
 	switch fault {
 	case faultNone:
-		out = c.st.do(ctx, sm)
+		out = c.st.do(ctx, rq)
 		if out.Status == http.StatusServiceUnavailable {
 			c.record(Outcome{Fault: faultNone, Status: out.Status})
 		}
 		return out
 	case faultCut:
-		o = c.cut(ctx, sm, 1+int(u*16), u < c.cfg.Reset)
+		o = c.cut(ctx, rq, 1+int(u*16), u < c.cfg.Reset)
 	case faultMalformed:
-		b := c.st.body(sm)
+		b := c.st.body(rq)
 		o = c.post(ctx, bytes.NewReader(b[:len(b)/2]))
 	case faultOversized:
 		o = c.post(ctx, io.MultiReader(strings.NewReader(`{"model":"`+c.st.model+`","prompt":"`), &filler{n: 33 << 20}, strings.NewReader(`"}`)))
 	case faultSlowHeaders:
-		o = c.slow(ctx, sm, false)
+		o = c.slow(ctx, rq, false)
 	case faultSlowBody:
-		o = c.slow(ctx, sm, true)
+		o = c.slow(ctx, rq, true)
 	case faultNoRead:
-		o = c.noRead(ctx, sm)
+		o = c.noRead(ctx, rq)
 	}
 	o.Fault = fault
 	c.record(o)
@@ -201,12 +201,12 @@ func (c *chaosClient) do(ctx context.Context, i int, seed int64, sm workload.Sam
 }
 
 // burst sends n ordinary requests at once and records the refusals.
-func (c *chaosClient) burst(ctx context.Context, n int, sm workload.Sample) {
+func (c *chaosClient) burst(ctx context.Context, n int, rq workload.Request) {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
 			o := Outcome{Fault: faultBurst}
-			resp, err := c.request(ctx, bytes.NewReader(c.st.body(sm)))
+			resp, err := c.request(ctx, bytes.NewReader(c.st.body(rq)))
 			if err == nil {
 				o.Status = resp.StatusCode
 				o.Retry = resp.Header.Get("Retry-After") != ""
@@ -291,7 +291,7 @@ func (c *chaosClient) head(n int) string {
 
 // cut reads after events of a stream, then hangs up: with a reset (SO_LINGER
 // 0) or a clean close.
-func (c *chaosClient) cut(ctx context.Context, sm workload.Sample, after int, reset bool) Outcome {
+func (c *chaosClient) cut(ctx context.Context, rq workload.Request, after int, reset bool) Outcome {
 	o := Outcome{Reset: reset}
 	conn, tcp, err := c.dial(ctx)
 	if err != nil {
@@ -303,7 +303,7 @@ func (c *chaosClient) cut(ctx context.Context, sm workload.Sample, after int, re
 		}
 		conn.Close()
 	}()
-	body := c.st.body(sm)
+	body := c.st.body(rq)
 	if _, err := io.WriteString(conn, c.head(len(body))+string(body)); err != nil {
 		return o
 	}
@@ -337,14 +337,14 @@ func (c *chaosClient) cut(ctx context.Context, sm workload.Sample, after int, re
 
 // slow trickles the request's headers (or, with body, its body) a byte
 // every 100 ms until the server closes the connection or SlowFor passes.
-func (c *chaosClient) slow(ctx context.Context, sm workload.Sample, body bool) Outcome {
+func (c *chaosClient) slow(ctx context.Context, rq workload.Request, body bool) Outcome {
 	var o Outcome
 	conn, _, err := c.dial(ctx)
 	if err != nil {
 		return o
 	}
 	defer conn.Close()
-	b := c.st.body(sm)
+	b := c.st.body(rq)
 	msg := c.head(len(b)) + string(b)
 	start := time.Now()
 	if body {
@@ -389,14 +389,14 @@ func (c *chaosClient) slow(ctx context.Context, sm workload.Sample, body bool) O
 // noRead sends a streamed request and reads nothing, then hangs up: the
 // server must neither block its engine on the full socket nor keep the
 // request once the client has gone.
-func (c *chaosClient) noRead(ctx context.Context, sm workload.Sample) Outcome {
+func (c *chaosClient) noRead(ctx context.Context, rq workload.Request) Outcome {
 	var o Outcome
 	conn, _, err := c.dial(ctx)
 	if err != nil {
 		return o
 	}
 	defer conn.Close()
-	body := c.st.body(sm)
+	body := c.st.body(rq)
 	if _, err := io.WriteString(conn, c.head(len(body))+string(body)); err != nil {
 		return o
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/workload"
@@ -28,7 +29,24 @@ type Output struct {
 	ITL           []time.Duration // every gap between consecutive choices chunks
 	Latency       time.Duration   // to the last choices chunk
 	QueueTime     time.Duration   // from when it was due to when it was sent: waiting on --max-concurrency, or on the user's previous round
-	Stage         int             // the inference-perf stage it belongs to (0 otherwise)
+	Stage         int             // the inference-perf stage it belongs to (0 otherwise; a sweep's probe is -1)
+	// Unary is a request that did not stream (inference-perf's
+	// api.streaming false): its one answer is its first token and its last,
+	// so it has no TTFT, TPOT or ITL of its own.
+	Unary bool
+	// ErrorType classifies a failure as inference-perf does: "HTTP Error
+	// 503", "TimeoutError", "ClientError".
+	ErrorType string
+	Model     string        // the model (LoRA adapter) it was sent to, when not the run's
+	Due       time.Duration // when the schedule had it due, from the pass's start
+	End       time.Time     // when it finished, answered or failed
+	// RequestBytes is the request body's size; ErrorBody the server's
+	// answer to a failed request (inference-perf reports both).
+	RequestBytes int
+	ErrorBody    string
+	// CachedTokens is the server's usage.prompt_tokens_details.cached_tokens,
+	// nil when it reports none.
+	CachedTokens *int
 }
 
 // streamer sends streamed requests to one endpoint.
@@ -36,24 +54,57 @@ type streamer struct {
 	client        *http.Client
 	url, model    string
 	chat          bool
+	unary         bool // ask for the whole answer at once (inference-perf's streaming: false)
 	ignoreEOS     bool
 	temperature   *float64
 	authorization string
 	timeout       time.Duration
 	now           func() time.Time
+	extra         map[string]any    // more request fields (response_format)
+	headers       map[string]string // more request headers (inference-perf's api.headers)
+	sessionHeader string            // the header naming a session round's user
+	tokenHeader   string            // the response header whose token a session's next round echoes
+	tokens        sync.Map          // user → session token
 }
 
 func newStreamer(cfg *Config) *streamer {
-	return &streamer{client: cfg.HTTPClient, url: cfg.BaseURL + cfg.Endpoint, model: cfg.Model,
+	s := &streamer{client: cfg.HTTPClient, url: cfg.BaseURL + cfg.Endpoint, model: cfg.Model,
 		chat: cfg.Backend == "openai-chat", ignoreEOS: cfg.IgnoreEOS, temperature: cfg.Temperature,
-		authorization: bearer(cfg.APIKey), timeout: cfg.RequestTimeout, now: cfg.Now}
+		authorization: bearer(cfg.APIKey), timeout: cfg.RequestTimeout, now: cfg.Now, extra: map[string]any{}, headers: cfg.Headers}
+	if cfg.ResponseFormat != nil {
+		s.extra["response_format"] = cfg.ResponseFormat
+	}
+	if w := cfg.Workload; w != nil {
+		if k := w.API.SessionIDHeaderKey; k != nil {
+			s.sessionHeader = *k
+		}
+		if k := w.API.SessionTokenHeaderKey; k != nil {
+			s.tokenHeader = *k
+		}
+	}
+	return s
 }
 
 // body is the JSON of one request, as vLLM's request functions build it.
-func (s *streamer) body(sm workload.Sample) []byte {
-	b := map[string]any{"model": s.model, "stream": true, "stream_options": map[string]any{"include_usage": true}}
+func (s *streamer) body(rq workload.Request) []byte {
+	sm := rq.Sample
+	model := s.model
+	if rq.Model != "" {
+		model = rq.Model
+	}
+	b := map[string]any{"model": model, "stream": !s.unary}
+	if !s.unary {
+		b["stream_options"] = map[string]any{"include_usage": true}
+	}
 	if s.chat {
-		b["messages"] = []map[string]any{{"role": "user", "content": sm.Prompt}}
+		msgs := []map[string]any{{"role": "user", "content": sm.Prompt}}
+		if sm.Messages != nil {
+			msgs = msgs[:0]
+			for _, m := range sm.Messages {
+				msgs = append(msgs, map[string]any{"role": m.Role, "content": m.Content})
+			}
+		}
+		b["messages"] = msgs
 		b["max_completion_tokens"] = sm.OutputLen
 	} else {
 		b["prompt"] = sm.Prompt
@@ -65,6 +116,9 @@ func (s *streamer) body(sm workload.Sample) []byte {
 	if s.temperature != nil {
 		b["temperature"] = *s.temperature
 	}
+	for k, v := range s.extra {
+		b[k] = v
+	}
 	out, _ := json.Marshal(b)
 	return out
 }
@@ -72,39 +126,114 @@ func (s *streamer) body(sm workload.Sample) []byte {
 // do sends one request and times its chunks. The clock starts just before
 // the request is written; every data event with a non-empty choices list is
 // a token chunk (even with empty text, as vLLM counts it); the trailing
-// usage event gives the token counts and does not move the end time.
-func (s *streamer) do(ctx context.Context, sm workload.Sample) Output {
-	out := Output{PromptLen: sm.PromptLen}
+// usage event gives the token counts and does not move the end time. A
+// unary request's one answer is its only chunk.
+func (s *streamer) do(ctx context.Context, rq workload.Request) (out Output) {
+	out = Output{PromptLen: rq.Sample.PromptLen, Unary: s.unary, Model: rq.Model, Due: rq.Due}
+	defer func() { out.End = s.now() }()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(s.body(sm)))
+	body := s.body(rq)
+	out.RequestBytes = len(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
 		out.Error = err.Error()
 		return out
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
+	if !s.unary {
+		req.Header.Set("Accept", "text/event-stream")
+	}
 	if s.authorization != "" {
 		req.Header.Set("Authorization", s.authorization)
+	}
+	for k, v := range s.headers {
+		req.Header.Set(k, v)
+	}
+	if rq.User >= 0 {
+		if s.sessionHeader != "" {
+			req.Header.Set(s.sessionHeader, fmt.Sprintf("user_session_%d", rq.User))
+		}
+		if tok, ok := s.tokens.Load(rq.User); ok && s.tokenHeader != "" {
+			req.Header.Set(s.tokenHeader, tok.(string))
+		}
 	}
 	out.Start = s.now()
 	resp, err := s.client.Do(req)
 	if err != nil {
-		out.Error = err.Error()
+		s.fail(ctx, &out, err)
 		return out
 	}
 	defer resp.Body.Close()
 	out.Status = resp.StatusCode
+	if tok := resp.Header.Get(s.tokenHeader); s.tokenHeader != "" && tok != "" && rq.User >= 0 {
+		s.tokens.Store(rq.User, tok)
+	}
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		out.Error = fmt.Sprintf("status %s: %s", resp.Status, bytes.TrimSpace(msg))
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		out.Error = fmt.Sprintf("status %s: %s", resp.Status, bytes.TrimSpace(msg[:min(len(msg), 512)]))
+		out.ErrorType, out.ErrorBody = fmt.Sprintf("HTTP Error %d", resp.StatusCode), string(msg)
 		return out
 	}
-	if err := s.read(resp.Body, &out); err != nil {
-		out.Error = err.Error()
-		return out
+	if s.unary {
+		err = s.readWhole(resp.Body, &out)
+	} else {
+		err = s.read(resp.Body, &out)
+	}
+	if err != nil {
+		s.fail(ctx, &out, err)
 	}
 	return out
+}
+
+// fail records a transport failure, named as inference-perf names it: a
+// timeout, or a client error; a cancelled request says why.
+func (s *streamer) fail(ctx context.Context, out *Output, err error) {
+	out.Success = false
+	out.Error, out.ErrorType = err.Error(), "ClientError"
+	if cause := context.Cause(ctx); cause != nil {
+		out.Error = cause.Error()
+		if errors.Is(cause, context.DeadlineExceeded) || errors.Is(cause, errRequestTimeout) {
+			out.Error, out.ErrorType = "request timed out", "TimeoutError"
+		} else {
+			out.ErrorType = "CancelledError"
+		}
+	}
+}
+
+// errRequestTimeout is the cause of a request the schedule abandoned at
+// its timeout.
+var errRequestTimeout = errors.New("request timed out")
+
+// readWhole reads a unary answer: its text and usage, all at once.
+func (s *streamer) readWhole(body io.Reader, out *Output) error {
+	var r struct {
+		Choices []struct {
+			Text    *string `json:"text"`
+			Message *struct {
+				Content *string `json:"content"`
+			} `json:"message"`
+		} `json:"choices"`
+		Usage *usage `json:"usage"`
+	}
+	if err := json.NewDecoder(io.LimitReader(body, 64<<20)).Decode(&r); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	end := s.now()
+	if len(r.Choices) == 0 {
+		return errors.New("the answer has no choices")
+	}
+	switch c := r.Choices[0]; {
+	case c.Text != nil:
+		out.GeneratedText = *c.Text
+	case c.Message != nil && c.Message.Content != nil:
+		out.GeneratedText = *c.Message.Content
+	}
+	r.Usage.record(out)
+	out.Latency = end.Sub(out.Start)
+	out.TTFT = out.Latency
+	out.Success = true
+	return nil
 }
 
 // chunk is the part of a streamed completion or chat chunk bench reads.
@@ -116,13 +245,35 @@ type chunk struct {
 			ReasoningContent *string `json:"reasoning_content"`
 		} `json:"delta"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     *int `json:"prompt_tokens"`
-		CompletionTokens *int `json:"completion_tokens"`
-	} `json:"usage"`
+	Usage *usage `json:"usage"`
 	Error *struct {
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// usage is the token counts a server reports.
+type usage struct {
+	PromptTokens        *int `json:"prompt_tokens"`
+	CompletionTokens    *int `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens *int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// record copies the counts the server reported into out.
+func (u *usage) record(out *Output) {
+	if u == nil {
+		return
+	}
+	if u.CompletionTokens != nil {
+		out.OutputTokens = *u.CompletionTokens
+	}
+	if u.PromptTokens != nil {
+		out.PromptLen = *u.PromptTokens
+	}
+	if d := u.PromptTokensDetails; d != nil && d.CachedTokens != nil {
+		out.CachedTokens = d.CachedTokens
+	}
 }
 
 // read consumes the event stream. Each SSE "data:" line is one event; the
@@ -195,30 +346,36 @@ func (s *streamer) event(line []byte, ts time.Time, last *time.Time, first *bool
 	}
 	// vLLM sends usage in a chunk of its own; llama.cpp's server puts it in
 	// the last chunk with choices. Read it wherever it comes.
-	if c.Usage != nil {
-		if c.Usage.CompletionTokens != nil {
-			out.OutputTokens = *c.Usage.CompletionTokens
-		}
-		if c.Usage.PromptTokens != nil {
-			out.PromptLen = *c.Usage.PromptTokens
-		}
-	}
+	c.Usage.record(out)
 	return false, nil
 }
 
 // firstModel asks GET /v1/models for the first model, as vLLM does when no
 // --model is given.
 func firstModel(ctx context.Context, cfg *Config) (string, error) {
+	models, err := listModels(ctx, cfg)
+	if err != nil {
+		return "", err
+	}
+	if len(models) == 0 {
+		return "", errors.New("list models: the server has none")
+	}
+	return models[0], nil
+}
+
+// listModels is GET /v1/models: the names the server serves (LoRA adapters
+// among them).
+func listModels(ctx context.Context, cfg *Config) ([]string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.BaseURL+"/v1/models", nil)
 	if err != nil {
-		return "", fmt.Errorf("list models: %w", err)
+		return nil, fmt.Errorf("list models: %w", err)
 	}
 	if k := bearer(cfg.APIKey); k != "" {
 		req.Header.Set("Authorization", k)
 	}
 	resp, err := cfg.HTTPClient.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("list models: %w", err)
+		return nil, fmt.Errorf("list models: %w", err)
 	}
 	defer resp.Body.Close()
 	var list struct {
@@ -227,13 +384,14 @@ func firstModel(ctx context.Context, cfg *Config) (string, error) {
 		} `json:"data"`
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("list models: status %s", resp.Status)
+		return nil, fmt.Errorf("list models: status %s", resp.Status)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return "", fmt.Errorf("decode model list: %w", err)
+		return nil, fmt.Errorf("decode model list: %w", err)
 	}
-	if len(list.Data) == 0 {
-		return "", errors.New("list models: the server has none")
+	var out []string
+	for _, m := range list.Data {
+		out = append(out, m.ID)
 	}
-	return list.Data[0].ID, nil
+	return out, nil
 }

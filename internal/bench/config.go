@@ -13,6 +13,7 @@
 package bench
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,25 @@ type Config struct {
 	// inference-perf of version Compat runs it.
 	Workload *workload.InferencePerf
 	Compat   workload.Compat
+	// PlanOptions are passed to the workload's plan (the dataset
+	// downloader, the client's CPU count); Compat and Seed override theirs.
+	PlanOptions workload.PlanOptions
+
+	// Headers are sent with every request (inference-perf's api.headers);
+	// ResponseFormat, when set, is every request's response_format (its
+	// api.response_format).
+	Headers        map[string]string
+	ResponseFormat map[string]any
+	// ClientCert and ClientKey, when set, are the TLS client certificate
+	// the requests present (inference-perf's server.cert_path, key_path).
+	ClientCert, ClientKey string
+	// LoRAModules, when set, sends each request to one of these adapters
+	// at random (vLLM's --lora-modules); a --config's lora_traffic_split
+	// is its own.
+	LoRAModules []string
+	// MaxConnections caps the TCP connections (inference-perf's num_workers
+	// × worker_max_tcp_connections); 0: MaxConcurrency's.
+	MaxConnections int
 
 	Dataset     workload.DatasetConfig
 	NumPrompts  int           // default 1000 (the dataset size, and the request count unless Duration is set)
@@ -132,6 +152,12 @@ func (c Config) ClientDefaults() (Config, error) {
 	if err := c.Ramp.Check(c.RequestRate); err != nil {
 		return c, err
 	}
+	if len(c.LoRAModules) > 0 && c.Workload != nil {
+		return c, errors.New("check config: --lora-modules with --config: the configuration's load.lora_traffic_split sends to the adapters")
+	}
+	if c.Dataset.Name == "trace" && (c.Sweep || c.Ramp != nil || c.Duration > 0 || c.Workload != nil) {
+		return c, errors.New("check config: --dataset-name trace sends the trace's requests at its times: no --sweep, ramp, --duration or --config with it")
+	}
 	if c.Workload != nil && (c.Sweep || c.Ramp != nil || c.Duration > 0) {
 		return c, errors.New("check config: an inference-perf --config sets its own stages: no --sweep, ramp or --duration with it")
 	}
@@ -173,14 +199,26 @@ func (c Config) ClientDefaults() (Config, error) {
 		c.Now = time.Now
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Transport: &http.Transport{
+		conns := c.MaxConcurrency
+		if c.MaxConnections > 0 {
+			conns = c.MaxConnections
+		}
+		tr := &http.Transport{
 			Proxy:               nil, // loopback benchmarks must not detour through a proxy
-			MaxConnsPerHost:     c.MaxConcurrency,
+			MaxConnsPerHost:     conns,
 			MaxIdleConns:        0,
 			MaxIdleConnsPerHost: 1 << 16, // keep every connection alive between requests, as aiohttp does
 			IdleConnTimeout:     60 * time.Second,
 			ForceAttemptHTTP2:   false,
-		}}
+		}
+		if c.ClientCert != "" {
+			cert, err := tls.LoadX509KeyPair(c.ClientCert, c.ClientKey)
+			if err != nil {
+				return c, fmt.Errorf("check config: client certificate: %w", err)
+			}
+			tr.TLSClientConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
+		}
+		c.HTTPClient = &http.Client{Transport: tr}
 	}
 	return c, c.Dataset.Check()
 }

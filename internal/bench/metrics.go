@@ -63,7 +63,7 @@ func calculate(outputs []Output, dur time.Duration, percentiles []float64, slo S
 		m.TotalInput += o.PromptLen
 		m.TotalOutput += n
 		tpot := 0.0 // a request with at most one token has TPOT 0 for goodput, and none in the stats
-		if n > 1 {
+		if n > 1 && !o.Unary {
 			tpot = (o.Latency - o.TTFT).Seconds() / float64(n-1)
 			tpots = append(tpots, tpot)
 		}
@@ -71,7 +71,9 @@ func calculate(outputs []Output, dur time.Duration, percentiles []float64, slo S
 		for _, g := range o.ITL {
 			itls = append(itls, g.Seconds())
 		}
-		ttfts = append(ttfts, o.TTFT.Seconds())
+		if !o.Unary { // a unary answer has no first token of its own
+			ttfts = append(ttfts, o.TTFT.Seconds())
+		}
 		e2els = append(e2els, o.Latency.Seconds())
 		queue = append(queue, o.QueueTime.Seconds())
 		e2elQueue = append(e2elQueue, (o.Latency + o.QueueTime).Seconds())
@@ -81,6 +83,9 @@ func calculate(outputs []Output, dur time.Duration, percentiles []float64, slo S
 		}
 	}
 	s := dur.Seconds()
+	if s <= 0 {
+		s = math.Inf(1) // nothing measured over no time (an empty stage): rates of 0, not NaN
+	}
 	m.RequestThroughput = float64(m.Completed) / s
 	if !slo.Empty() {
 		g := float64(m.Good) / s

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"image"
 	"image/png"
 	"os"
@@ -130,4 +131,16 @@ func colouredPixels(img image.Image, r image.Rectangle) int {
 		}
 	}
 	return n
+}
+
+// TestEmptyStageIsNotNaN: a stage that sent nothing (a sweep's 1 req/s
+// for half a second) has rates of 0, and the result still marshals.
+func TestEmptyStageIsNotNaN(t *testing.T) {
+	m := calculate(nil, 0, []float64{99}, SLOs{}, 0)
+	if m.RequestThroughput != 0 || m.OutputThroughput != 0 || m.TotalTokenThroughput != 0 {
+		t.Errorf("empty metrics %+v", m)
+	}
+	if _, err := json.Marshal(object{{"r", m.RequestThroughput}}); err != nil {
+		t.Error(err)
+	}
 }

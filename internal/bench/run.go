@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +39,12 @@ type Pass struct {
 	Server         *ServerView    // nil when scraping is off or the server has no /metrics
 	Chaos          *ChaosReport   // with Config.Chaos: what misbehaved and whether the server agrees
 	Soak           *SoakReport    // with Config.Soak: the server over time
+	// Schedule is the stages the load ran (a sweep's, once found), and
+	// Saturation the rate a sweep's probe found; Probe its requests, which
+	// no metric counts.
+	Schedule   []workload.Stage
+	Saturation float64
+	Probe      []Output
 }
 
 // Run runs the benchmark cfg describes.
@@ -61,16 +69,42 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.TokenizerID = tc.ID()
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15))
 	r := &runner{cfg: &cfg, tc: tc, rng: rng}
-	if cfg.Workload != nil {
-		if r.plan, err = workload.NewPlan(ctx, cfg.Workload, tc, workload.PlanOptions{Compat: cfg.Compat, Seed: cfg.Seed}); err != nil {
+	if w := cfg.Workload; w != nil {
+		if err := checkAdapters(ctx, &cfg, w); err != nil {
+			return nil, err
+		}
+		opts := cfg.PlanOptions
+		opts.Compat, opts.Seed = cfg.Compat, cfg.Seed
+		if r.plan, err = workload.NewPlan(ctx, w, tc, opts); err != nil {
 			return nil, err
 		}
 		cfg.IgnoreEOS, cfg.NumPrompts, cfg.RequestRate = r.plan.IgnoreEOS, r.plan.NumRequests(), r.plan.Rate()
+		cfg.ResponseFormat = r.plan.ResponseFormat
+		if cfg.Headers == nil {
+			cfg.Headers = w.API.Headers
+		}
+		res.Config = cfg
+	} else if cfg.Dataset.Name == "trace" {
+		// A trace is its own schedule: its requests at their times
+		// (scaled to --request-rate when one is given).
+		format, _ := workload.TraceFormatOf(cfg.Dataset.Path)
+		trace, err := workload.ReadTrace(cfg.Dataset.Path, format)
+		if err != nil {
+			return nil, err
+		}
+		if r.plan, err = workload.TracePlan(ctx, trace, tc, cfg.NumPrompts, cfg.RequestRate, cfg.Seed); err != nil {
+			return nil, err
+		}
+		r.plan.MaxConcurrency = cfg.MaxConcurrency
+		cfg.NumPrompts, cfg.IgnoreEOS = r.plan.NumRequests(), true
 		res.Config = cfg
 	} else if r.samples, err = workload.LoadSamples(ctx, cfg.Dataset, cfg.NumPrompts, tc, rng); err != nil {
 		return nil, err
 	}
 	r.st = newStreamer(&cfg)
+	if r.plan != nil {
+		r.st.unary = r.plan.Unary
+	}
 	if cfg.Chaos != nil {
 		if cfg.Sweep {
 			return nil, errors.New("check config: --chaos runs one pass, not a --sweep")
@@ -91,11 +125,37 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	p, err := r.pass(ctx, Pass{Name: "main", RequestRate: cfg.RequestRate, Burstiness: cfg.Burstiness,
 		MaxConcurrency: cfg.MaxConcurrency, Ramp: cfg.Ramp})
+	if p != nil && r.plan != nil && cfg.Workload != nil {
+		// A sweep's stages are known only now.
+		res.Config.NumPrompts, res.Config.RequestRate = p.numStaged(), workload.StagesRate(p.Schedule)
+	}
 	if err != nil {
+		if p != nil && p.Metrics.Completed > 0 {
+			res.Passes = []*Pass{p}
+			return res, err
+		}
 		return nil, err
 	}
 	res.Passes = []*Pass{p}
 	return res, nil
+}
+
+// checkAdapters refuses a LoRA traffic split naming an adapter the server
+// does not serve, as inference-perf's client does before it starts.
+func checkAdapters(ctx context.Context, cfg *Config, w *workload.InferencePerf) error {
+	if len(w.Load.LoRATrafficSplit) == 0 {
+		return nil
+	}
+	models, err := listModels(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	for _, l := range w.Load.LoRATrafficSplit {
+		if !slices.Contains(models, l.Name) {
+			return fmt.Errorf("load.lora_traffic_split: the server does not serve the LoRA adapter %q (its models: %s)", l.Name, strings.Join(models, ", "))
+		}
+	}
+	return nil
 }
 
 // runner runs passes over one dataset.
@@ -122,7 +182,7 @@ func (r *runner) warmup(ctx context.Context) error {
 		first = r.samples[0]
 	}
 	arr := workload.NewArrivals(r.cfg.NumWarmups, 0, math.Inf(1), 1, nil, r.rng)
-	outputs := r.drive(ctx, workload.OpenLoop([]workload.Sample{first}, arr, r.cfg.MaxConcurrency, 0), r.cfg.Now(), newProgress(nil, "", 0, 0, r.cfg.Now))
+	outputs := r.drive(ctx, workload.OpenLoop([]workload.Sample{first}, arr, r.cfg.MaxConcurrency, 0).Start(), r.cfg.Now(), newProgress(nil, "", 0, 0, r.cfg.Now))
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -140,11 +200,20 @@ func (r *runner) pass(ctx context.Context, p Pass) (*Pass, error) {
 		arr := workload.NewArrivals(len(r.samples), r.cfg.Duration, p.RequestRate, p.Burstiness, p.Ramp, r.rng)
 		plan = workload.OpenLoop(r.samples, arr, p.MaxConcurrency, r.cfg.Duration)
 	}
+	if n := len(r.cfg.LoRAModules); n > 0 && r.cfg.Workload == nil {
+		q := *plan // each request to an adapter at random, as vLLM's bench
+		q.LoRA = nil
+		for _, m := range r.cfg.LoRAModules {
+			q.LoRA = append(q.LoRA, workload.IPLoRASplit{Name: m, Split: 1 / float64(n)})
+		}
+		plan = &q
+	}
 	scr := startScraper(ctx, r.cfg)
 	prog := newProgress(r.cfg.Progress, p.Name, plan.NumRequests(), r.cfg.Duration, r.cfg.Now)
 	p.Start = r.cfg.Now()
+	sch := plan.Start()
 	stopBurst := r.startBurst(ctx, plan)
-	outputs := r.drive(ctx, plan, p.Start, prog)
+	outputs := r.drive(ctx, sch, p.Start, prog)
 	stopBurst()
 	dur := r.cfg.Now().Sub(p.Start)
 	prog.finish()
@@ -167,40 +236,45 @@ func (r *runner) pass(ctx context.Context, p Pass) (*Pass, error) {
 	}
 	r.countMissingTokens(ctx, outputs)
 	p.Outputs = outputs
+	p.Schedule, p.Saturation = sch.Stages(), sch.Saturation()
 	p.measure(r.cfg, dur, plan)
-	if p.Metrics.Completed == 0 && len(outputs) > 0 {
-		return &p, fmt.Errorf("run %s pass: every request failed, the first with: %s", p.Name, outputs[0].Error)
+	if err := sch.Err(); err != nil {
+		return &p, fmt.Errorf("run %s pass: %w", p.Name, err)
+	}
+	if p.Metrics.Completed == 0 && len(p.Outputs) > 0 {
+		return &p, fmt.Errorf("run %s pass: every request failed, the first with: %s", p.Name, p.Outputs[0].Error)
 	}
 	return &p, nil
 }
 
-// drive runs plan's schedule on the wall clock from start: each request
-// goes in its own goroutine when the schedule releases it and reports back
+// drive runs the schedule on the wall clock from start: each request goes
+// in its own goroutine when the schedule releases it and reports back
 // here, so that stages, sessions and the concurrency cap see every
-// completion. It returns the outputs in schedule order once all are in
-// (when ctx ends, once those in flight have given up).
-func (r *runner) drive(ctx context.Context, plan *workload.Plan, start time.Time, prog *progress) []Output {
+// completion, and the schedule's cancellations reach the request. It
+// returns the outputs in schedule order once all are in (when ctx ends,
+// once those in flight have given up).
+func (r *runner) drive(ctx context.Context, sch *workload.Schedule, start time.Time, prog *progress) []Output {
 	type done struct {
 		req workload.Request
 		out Output
 	}
 	var (
 		outputs  []Output
-		inFlight int
+		cancels  = map[int]context.CancelCauseFunc{}
 		finished = make(chan done)
 		timer    = time.NewTimer(time.Hour)
 	)
 	defer timer.Stop()
-	sch := plan.Start()
 	record := func(d done) {
-		inFlight--
+		delete(cancels, d.req.Index)
 		if !d.out.Start.IsZero() {
 			d.out.QueueTime = d.out.Start.Sub(start.Add(d.req.Due))
 		}
 		d.out.Stage = d.req.Stage
 		outputs[d.req.Index] = d.out
 		prog.done(d.out.Success)
-		sch.Finished(d.req, r.cfg.Now().Sub(start), d.out.Success, d.out.GeneratedText, nil, d.out.OutputTokens)
+		sch.Finished(d.req, r.cfg.Now().Sub(start), workload.Outcome{OK: d.out.Success, Text: d.out.GeneratedText, OutputTokens: d.out.OutputTokens,
+			PromptTokens: d.out.PromptLen, ErrorType: d.out.ErrorType, Error: d.out.Error})
 	}
 	for ctx.Err() == nil {
 		ready, next := sch.Poll(r.cfg.Now().Sub(start))
@@ -208,8 +282,21 @@ func (r *runner) drive(ctx context.Context, plan *workload.Plan, start time.Time
 			if rq.Index >= len(outputs) {
 				outputs = append(outputs, make([]Output, rq.Index+1-len(outputs))...)
 			}
-			inFlight++
-			go func() { finished <- done{rq, r.send(ctx, rq)} }()
+			rctx, cancel := context.WithCancelCause(ctx)
+			cancels[rq.Index] = cancel
+			go func() {
+				defer cancel(nil)
+				finished <- done{rq, r.send(rctx, rq)}
+			}()
+		}
+		for _, c := range sch.Cancelled() {
+			if cancel, ok := cancels[c.Index]; ok {
+				cause := errCancelled
+				if c.TimedOut {
+					cause = errRequestTimeout
+				}
+				cancel(cause)
+			}
 		}
 		if sch.Done() {
 			break
@@ -226,7 +313,7 @@ func (r *runner) drive(ctx context.Context, plan *workload.Plan, start time.Time
 		case <-ctx.Done():
 		}
 	}
-	for inFlight > 0 {
+	for len(cancels) > 0 {
 		record(<-finished)
 	}
 	return outputs
@@ -235,9 +322,9 @@ func (r *runner) drive(ctx context.Context, plan *workload.Plan, start time.Time
 // send sends one request: as it is, or with its chaos fault.
 func (r *runner) send(ctx context.Context, rq workload.Request) Output {
 	if r.chaos != nil {
-		return r.chaos.do(ctx, rq.Index, r.cfg.Seed, rq.Sample)
+		return r.chaos.do(ctx, rq.Index, r.cfg.Seed, rq)
 	}
-	return r.st.do(ctx, rq.Sample)
+	return r.st.do(ctx, rq)
 }
 
 // startBurst sends chaos's burst halfway through the pass (by its duration,
@@ -254,12 +341,15 @@ func (r *runner) startBurst(ctx context.Context, plan *workload.Plan) (stop func
 	wg.Go(func() {
 		select {
 		case <-time.After(half):
-			r.chaos.burst(ctx, r.cfg.Chaos.Burst, plan.Prompts[0])
+			r.chaos.burst(ctx, r.cfg.Chaos.Burst, workload.Request{Sample: plan.Prompts[0]})
 		case <-ctx.Done():
 		}
 	})
 	return wg.Wait
 }
+
+// errCancelled is the cause of a request abandoned with the run.
+var errCancelled = errors.New("cancelled with the run (a sweep's probe past its timeout, or a circuit breaker)")
 
 // countMissingTokens counts the generated text of successful requests whose
 // server reported no usage, as vLLM re-tokenizes them.

@@ -28,6 +28,8 @@ type ServerView struct {
 	PrefixCacheHitRate                             *float64 // hits / queries; nil with no queries
 
 	PeakKVUsage, PeakWaiting, PeakRunning float64
+
+	snaps []*snapshot // every scrape, for inference-perf's Prometheus report
 }
 
 // GaugeSample is one scrape of the load gauges.
@@ -47,6 +49,30 @@ type ServerHist struct {
 type snapshot struct {
 	at time.Time
 	*promtext.Scrape
+}
+
+// Snapshot is one reading of a server's metrics at a time: what a run
+// that no HTTP client scraped (simulate) hands NewServerView.
+type Snapshot struct {
+	At     time.Time
+	Scrape *promtext.Scrape
+}
+
+// NewServerView is the server view of a pass from its readings, the first
+// taken before the load and the last after it.
+func NewServerView(readings []Snapshot, percentiles []float64) *ServerView {
+	if len(readings) < 2 {
+		return nil
+	}
+	s := &scraper{cfg: &Config{Percentiles: percentiles}}
+	for _, r := range readings {
+		snap := &snapshot{at: r.At, Scrape: r.Scrape}
+		if s.first == nil {
+			s.first = snap
+		}
+		s.record(snap)
+	}
+	return s.view(s.first, s.snaps[len(s.snaps)-1])
 }
 
 // value is a family summed over its label sets (0 when absent).
@@ -72,6 +98,7 @@ type scraper struct {
 	gauges []GaugeSample
 	prev   *snapshot    // the last reading, for a soak's intervals
 	soak   []SoakSample // with Config.Soak
+	snaps  []*snapshot
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -118,6 +145,7 @@ func (s *scraper) record(snap *snapshot) {
 	if s.first != nil {
 		start = s.first.at
 	}
+	s.snaps = append(s.snaps, snap)
 	s.gauges = append(s.gauges, GaugeSample{T: snap.at.Sub(start).Seconds(),
 		Running: snap.value(metricspec.NumRequestsRunning), Waiting: snap.value(metricspec.NumRequestsWaiting),
 		KVUsage: snap.value(metricspec.KVCacheUsagePerc)})
@@ -164,7 +192,7 @@ func (s *scraper) stop(ctx context.Context) *ServerView {
 // view computes the deltas between first and last.
 func (s *scraper) view(first, last *snapshot) *ServerView {
 	d := func(name string) float64 { return last.value(name) - first.value(name) }
-	v := &ServerView{Samples: slices.Clone(s.gauges),
+	v := &ServerView{Samples: slices.Clone(s.gauges), snaps: slices.Clone(s.snaps),
 		RequestSuccess: d(metricspec.RequestSuccess), PromptTokens: d(metricspec.PromptTokens),
 		GenerationTokens: d(metricspec.GenerationTokens), Preemptions: d(metricspec.NumPreemptions),
 		PrefixCacheQueries: d(metricspec.PrefixCacheQueries), PrefixCacheHits: d(metricspec.PrefixCacheHits)}

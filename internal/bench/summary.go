@@ -78,6 +78,10 @@ func (r *Result) writePass(w io.Writer, p *Pass) {
 	if len(p.Stages) > 0 {
 		writeStages(w, p)
 	}
+	if p.Saturation > 0 {
+		fmt.Fprintf(w, "Sweep: the probe's %d requests found saturation at %.2f req/s; the stages ran %.2f to %.2f req/s\n",
+			len(p.Probe), p.Saturation, p.Schedule[0].Rate, p.Schedule[len(p.Schedule)-1].Rate)
+	}
 	if p.Server != nil {
 		writeServer(w, p, line)
 	}

@@ -130,6 +130,20 @@ func (t *serverTokenizer) tokenize(ctx context.Context, text string, special boo
 	return tr.Tokens, nil
 }
 
+var _ workload.ChatFormatter = (*serverTokenizer)(nil)
+
+// FormatChat renders a user message through the served model's chat
+// template: /tokenize with the message (vLLM's and glassbox's render the
+// template, the generation prompt added), then /detokenize.
+func (t *serverTokenizer) FormatChat(ctx context.Context, user string) (string, error) {
+	var tr tokenizeResponse
+	body := map[string]any{"model": t.model, "messages": []map[string]string{{"role": "user", "content": user}}, "add_generation_prompt": true}
+	if err := t.post(ctx, t.url, body, &tr); err != nil {
+		return "", fmt.Errorf("render chat template: %w", err)
+	}
+	return t.Decode(ctx, tr.Tokens)
+}
+
 func (t *serverTokenizer) Decode(ctx context.Context, ids []int) (string, error) {
 	var dr struct {
 		Prompt  *string `json:"prompt"`

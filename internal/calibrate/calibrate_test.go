@@ -79,7 +79,7 @@ func TestReadTable(t *testing.T) {
 		s := r.Server
 		if s.Model != want.model || s.TensorParallel != want.tp || s.MaxNumBatchedTokens != want.mbt || s.GPUMemoryUtilization != want.gmu ||
 			s.MaxNumSeqs != 128 || s.MaxModelLen != 4096 || r.Measured.TTFT != want.ttft || r.Measured.E2E != want.e2e ||
-			len(r.Load.Load.Stages) != want.stages || *r.Load.Data.SharedPrefix.OutputLen != want.out || r.Plan.Compat != workload.Legacy {
+			len(r.Load.Load.Stages) != want.stages || r.Load.Data.SharedPrefix.OutputLen.Value != want.out || r.Plan.Compat != workload.Legacy {
 			t.Errorf("%s: %+v, measured %+v", exp, s, r.Measured)
 		}
 	}

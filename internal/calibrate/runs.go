@@ -142,8 +142,10 @@ func readRun(dir string) (Run, error) {
 // outputLen is the fixed output length of a shared_prefix load, 0 when
 // the lengths vary.
 func outputLen(c *workload.InferencePerf) int {
-	if sp := c.Data.SharedPrefix; sp != nil && sp.OutputLen != nil {
-		return *sp.OutputLen
+	if sp := c.Data.SharedPrefix; sp != nil {
+		if n, ok := sp.OutputLen.Fixed(); ok && sp.OutputDistribution == nil {
+			return n
+		}
 	}
 	return 0
 }

@@ -71,6 +71,10 @@ type Request struct {
 	// Arrival is when the request reached the server; zero means at Submit.
 	Arrival time.Time
 
+	// LoRA names the adapter (one of Config.LoRAs) to run the request
+	// with; empty is the base model.
+	LoRA string
+
 	// TraceParent and TraceState are the W3C trace-context headers the
 	// request arrived with. The engine only carries them, untouched, to
 	// observers (tracing builds the request's span under that parent).
@@ -161,6 +165,7 @@ type SeqBatch struct {
 	NumPrompt  int
 	Params     *sampling.Params
 	RNG        *rand.Rand // the sequence's own source, seeded from the request
+	LoRA       int        // the adapter, 1 + its index in Config.LoRAs; 0 is the base model
 }
 
 // StepResult is filled by Execute. Samples is indexed like Batch.Seqs;
@@ -267,4 +272,12 @@ type Stats struct {
 	KVUsage  float64
 	// Preemptions counts every recompute preemption since start.
 	Preemptions uint64
+	// Deferred counts the waiting requests the last step passed over for
+	// their LoRA adapter (--max-loras).
+	Deferred int
+	// With LoRA adapters: those of the running and the waiting requests,
+	// comma-joined in queue order, each once (vllm:lora_requests_info),
+	// and when the last step saw them.
+	RunningLoRA, WaitingLoRA string
+	LoRAAt                   time.Time
 }

@@ -22,6 +22,10 @@ type Config struct {
 	RecordPhases bool
 	// Clock is the engine's time; nil means the wall clock.
 	Clock Clock
+	// LoRAs are the LoRA adapters served (--lora-modules), by the name a
+	// Request gives; MaxLoRAs (--max-loras) is the most one step runs.
+	LoRAs    []string
+	MaxLoRAs int
 }
 
 // Validate reports the first setting that cannot work.
@@ -39,6 +43,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("the KV cache holds no block of %d tokens: give it more memory (--kv-cache-memory-bytes, --gpu-memory-utilization)", c.BlockSize)
 	case c.MaxWaiting < 1:
 		return fmt.Errorf("max waiting requests must be at least 1, got %d", c.MaxWaiting)
+	case len(c.LoRAs) > 0 && c.MaxLoRAs < 1:
+		return fmt.Errorf("max-loras must be at least 1 with LoRA adapters, got %d", c.MaxLoRAs)
 	}
 	if need := (c.MaxModelLen + c.BlockSize - 1) / c.BlockSize; need > c.NumBlocks {
 		return fmt.Errorf("max-model-len %d needs %d KV blocks but the cache holds %d (%d tokens): lower --max-model-len or give the KV cache more memory",

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,8 @@ type Engine struct {
 	preempt uint64
 	seed    uint64
 	stepAt  time.Time // start of the current step, for Phase records
+
+	loraSeen []bool // scratch of adapters, by id
 }
 
 // reqState is the engine's record of one request.
@@ -97,7 +100,7 @@ func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := sched.New(sched.Config{MaxNumSeqs: cfg.MaxNumSeqs, MaxNumBatchedTokens: cfg.MaxNumBatchedTokens}, kv)
+	s, err := sched.New(sched.Config{MaxNumSeqs: cfg.MaxNumSeqs, MaxNumBatchedTokens: cfg.MaxNumBatchedTokens, MaxLoRAs: cfg.MaxLoRAs}, kv)
 	if err != nil {
 		return nil, err
 	}
@@ -242,6 +245,9 @@ func (e *Engine) check(r *Request) error {
 	if r.Params.MaxTokens < 1 {
 		return &sampling.ParamError{Param: "max_tokens", Msg: fmt.Sprintf("max_tokens must be at least 1, got %d", r.Params.MaxTokens)}
 	}
+	if r.LoRA != "" && !slices.Contains(e.cfg.LoRAs, r.LoRA) {
+		return &sampling.ParamError{Param: "model", Msg: fmt.Sprintf("no LoRA adapter %q is served", r.LoRA)}
+	}
 	if r.Params.MaxTokens > e.cfg.MaxModelLen-len(r.Prompt) { // len+MaxTokens would wrap for a huge MaxTokens
 		return fmt.Errorf("submit %q: %d prompt tokens plus %d output tokens exceed %d: %w",
 			r.ID, len(r.Prompt), r.Params.MaxTokens, e.cfg.MaxModelLen, ErrPromptTooLong)
@@ -257,6 +263,9 @@ func (e *Engine) newState(r *Request) *reqState {
 	rs.seq.NumPrompt = len(r.Prompt)
 	rs.seq.Priority = r.Priority
 	rs.seq.NoPrefixCache = r.Embed
+	if r.LoRA != "" {
+		rs.seq.LoRA = slices.Index(e.cfg.LoRAs, r.LoRA) + 1
+	}
 	rs.maxLen = min(len(r.Prompt)+r.Params.MaxTokens, e.cfg.MaxModelLen)
 	if !r.Params.IgnoreEOS {
 		rs.eos = e.cfg.EOS
@@ -433,10 +442,38 @@ func (e *Engine) publish() {
 		KVCached:    e.kv.NumFreeCached(),
 		KVUsage:     e.kv.Usage(),
 		Preemptions: e.preempt,
+		Deferred:    e.plan.Deferred,
+	}
+	if len(e.cfg.LoRAs) > 0 {
+		st.RunningLoRA, st.WaitingLoRA = e.adapters(e.sched.Running()), e.adapters(e.sched.Waiting())
+		st.LoRAAt = e.stepAt
+		if st.LoRAAt.IsZero() {
+			st.LoRAAt = e.clock.Now() // before the first step: since the start
+		}
 	}
 	e.statsMu.Lock()
 	e.stats = st
 	e.statsMu.Unlock()
+}
+
+// adapters joins the LoRA adapters of qs, each once, in order.
+func (e *Engine) adapters(qs []*sched.Seq) string {
+	if len(e.loraSeen) != len(e.cfg.LoRAs)+1 {
+		e.loraSeen = make([]bool, len(e.cfg.LoRAs)+1)
+	}
+	clear(e.loraSeen)
+	var b strings.Builder
+	for _, q := range qs {
+		if q.LoRA == 0 || e.loraSeen[q.LoRA] {
+			continue
+		}
+		e.loraSeen[q.LoRA] = true
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(e.cfg.LoRAs[q.LoRA-1])
+	}
+	return b.String()
 }
 
 type nopObserver struct{}

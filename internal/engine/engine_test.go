@@ -484,3 +484,51 @@ func TestHostTimeIsNotBusyTime(t *testing.T) {
 		}
 	})
 }
+
+// TestLoRAAdapters: a request names a served adapter or is refused; the
+// stats list the adapters running and waiting, and --max-loras holds the
+// third adapter back while two run (the deferred count says so).
+func TestLoRAAdapters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := testConfig()
+		cfg.LoRAs, cfg.MaxLoRAs = []string{"a", "b", "c"}, 2
+		e, stop := start(t, cfg, &blockingExec{release: make(chan struct{})}, nil)
+		defer stop()
+		if _, err := e.Submit(&Request{ID: "x", Prompt: prompt(2, 1), Params: params(4), LoRA: "nope"}); err == nil {
+			t.Fatal("an unknown adapter was accepted")
+		}
+		var streams []*Stream
+		for i, name := range []string{"a", "b", "c", ""} {
+			st, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: prompt(3, 1), Params: params(3), LoRA: name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			streams = append(streams, st)
+		}
+		synctest.Wait()
+		x := e.exec.(*blockingExec)
+		x.release <- struct{}{} // finish the first step
+		synctest.Wait()
+		s := e.Stats()
+		if s.RunningLoRA != "a,b" || s.WaitingLoRA != "c" || s.Deferred != 1 || s.Running != 3 {
+			t.Errorf("stats %+v; want a,b running (and the base request), c waiting, deferred 1", s)
+		}
+		close(x.release)
+		for _, st := range streams {
+			if _, last := collect(st); !last.Finished {
+				t.Error("a request did not finish")
+			}
+		}
+	})
+}
+
+// blockingExec is countExec that waits for release before each step.
+type blockingExec struct {
+	countExec
+	release chan struct{}
+}
+
+func (x *blockingExec) Execute(b *Batch, r *StepResult) error {
+	<-x.release
+	return x.sample(b, r)
+}

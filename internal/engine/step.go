@@ -122,6 +122,7 @@ func (e *Engine) buildBatch() {
 			NumPrompt:  q.NumPrompt,
 			Params:     &rs.req.Params,
 			RNG:        rs.rng,
+			LoRA:       q.LoRA,
 		})
 	}
 	if cap(e.result.Samples) < len(b.Seqs) {

@@ -1,5 +1,7 @@
-// Package hub fetches model files named hf://OWNER/REPO/FILE from the
-// Hugging Face hub into a local cache, as vLLM and Ollama users expect:
+// Package hub fetches model files named hf://OWNER/REPO/FILE (and dataset
+// files, hf://datasets/OWNER/REPO/FILE, as huggingface_hub names them)
+// from the Hugging Face hub into a local cache, as vLLM and Ollama users
+// expect:
 // downloads resume from a partial file, are checked against the hub's
 // sha256 when it gives one, show progress, and fail with a clear message
 // when the hub cannot be reached.
@@ -32,6 +34,7 @@ type Config struct {
 	Client   *http.Client // default: no overall timeout (files are large)
 	Progress io.Writer    // nil: quiet
 	Token    string       // sent as a bearer token (gated repositories)
+	RowsURL  string       // the dataset viewer, for Rows; default https://datasets-server.huggingface.co
 }
 
 // DefaultCacheDir is where downloads land unless told otherwise: glassbox/hf
@@ -45,17 +48,22 @@ func DefaultCacheDir() (string, error) {
 	return filepath.Join(base, "glassbox", "hf"), nil
 }
 
-// Ref is a parsed hf:// reference.
-type Ref struct{ Owner, Repo, File string }
+// Ref is a parsed hf:// reference; Dataset marks a dataset repository's.
+type Ref struct {
+	Owner, Repo, File string
+	Dataset           bool
+}
 
 var part = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
-// ParseRef splits hf://OWNER/REPO/FILE; the file may sit in a folder.
+// ParseRef splits hf://OWNER/REPO/FILE or hf://datasets/OWNER/REPO/FILE;
+// the file may sit in a folder.
 func ParseRef(s string) (Ref, error) {
 	rest, ok := strings.CutPrefix(s, Prefix)
 	if !ok {
 		return Ref{}, fmt.Errorf("%q is not an %sOWNER/REPO/FILE reference", s, Prefix)
 	}
+	rest, dataset := strings.CutPrefix(rest, "datasets/")
 	parts := strings.Split(rest, "/")
 	if len(parts) < 3 {
 		return Ref{}, fmt.Errorf("%q: want %sOWNER/REPO/FILE", s, Prefix)
@@ -65,13 +73,26 @@ func ParseRef(s string) (Ref, error) {
 			return Ref{}, fmt.Errorf("%q: %q is not a valid path element", s, p)
 		}
 	}
-	return Ref{Owner: parts[0], Repo: parts[1], File: strings.Join(parts[2:], "/")}, nil
+	return Ref{Owner: parts[0], Repo: parts[1], File: strings.Join(parts[2:], "/"), Dataset: dataset}, nil
+}
+
+// String is the reference as ParseRef reads it.
+func (r Ref) String() string {
+	kind := ""
+	if r.Dataset {
+		kind = "datasets/"
+	}
+	return Prefix + kind + r.Owner + "/" + r.Repo + "/" + r.File
 }
 
 // Fetch returns the local path of ref, downloading it first unless the
 // cache already holds it.
 func (c *Config) Fetch(ctx context.Context, ref Ref) (string, error) {
-	dest := filepath.Join(c.CacheDir, ref.Owner, ref.Repo, filepath.FromSlash(ref.File))
+	kind, hint := "", "give its local path as the model: --model, Options.Model"
+	if ref.Dataset {
+		kind, hint = "datasets/", "give its local path instead"
+	}
+	dest := filepath.Join(c.CacheDir, kind+ref.Owner, ref.Repo, filepath.FromSlash(ref.File))
 	if st, err := os.Stat(dest); err == nil && st.Mode().IsRegular() {
 		return dest, nil
 	}
@@ -82,10 +103,9 @@ func (c *Config) Fetch(ctx context.Context, ref Ref) (string, error) {
 	if base == "" {
 		base = "https://huggingface.co"
 	}
-	url := fmt.Sprintf("%s/%s/%s/resolve/main/%s", strings.TrimSuffix(base, "/"), ref.Owner, ref.Repo, ref.File)
+	url := fmt.Sprintf("%s/%s%s/%s/resolve/main/%s", strings.TrimSuffix(base, "/"), kind, ref.Owner, ref.Repo, ref.File)
 	if err := c.download(ctx, url, dest); err != nil {
-		return "", fmt.Errorf("fetch %s%s/%s/%s: %w\n(to use a file you already have, give its local path as the model: --model, Options.Model; a partial download resumes next time)",
-			Prefix, ref.Owner, ref.Repo, ref.File, err)
+		return "", fmt.Errorf("fetch %s: %w\n(to use a file you already have, %s; a partial download resumes next time)", ref, err, hint)
 	}
 	return dest, nil
 }

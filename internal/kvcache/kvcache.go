@@ -9,7 +9,10 @@
 // the serving side; the engine goroutine is its only owner.
 package kvcache
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Config sizes the cache.
 type Config struct {
@@ -43,6 +46,19 @@ type Seq struct {
 	table     []int
 	hashes    []Hash // chain hash of block i of the token sequence, memoised
 	numCached int    // leading blocks of table already offered to the cache
+	root      Hash   // the first block's parent: the namespace it caches in
+}
+
+// SetNamespace keeps the sequence's cached blocks apart from other
+// namespaces' (a LoRA adapter's KV differs from the base model's for the
+// same tokens, as vLLM adds the adapter to its block hashes); 0 is the
+// default, shared one. Set it before the first lookup.
+func (s *Seq) SetNamespace(id uint32) {
+	s.root = Hash{}
+	if id != 0 {
+		binary.LittleEndian.PutUint32(s.root[:], id)
+		s.root[15] = 0x10 // never the zero hash
+	}
 }
 
 // BlockTable returns the physical block ids, in order. Callers must not
@@ -226,7 +242,7 @@ func (m *Manager) popFree() int32 {
 func (m *Manager) hashBlocks(s *Seq, tokens []int, n int) {
 	bs := m.cfg.BlockSize
 	for i := len(s.hashes); i < n; i++ {
-		var parent Hash
+		parent := s.root
 		if i > 0 {
 			parent = s.hashes[i-1]
 		}

@@ -242,3 +242,29 @@ func FuzzInvariants(f *testing.F) {
 		}
 	})
 }
+
+// TestNamespacesDoNotShare: the same tokens cached under one namespace (a
+// LoRA adapter) are not a prefix hit for another, nor for the base model.
+func TestNamespacesDoNotShare(t *testing.T) {
+	m, err := New(Config{NumBlocks: 16, BlockSize: 4, EnablePrefixCaching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := []int{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	var a Seq
+	a.SetNamespace(1)
+	if !m.Allocate(&a, toks, 0, len(toks)) {
+		t.Fatal("allocate")
+	}
+	m.Cache(&a, toks, len(toks))
+	for _, tc := range []struct {
+		ns   uint32
+		want int
+	}{{1, 8}, {2, 0}, {0, 0}} {
+		var b Seq
+		b.SetNamespace(tc.ns)
+		if got := m.LookupPrefix(&b, toks); got != tc.want {
+			t.Errorf("namespace %d: %d tokens hit, want %d", tc.ns, got, tc.want)
+		}
+	}
+}

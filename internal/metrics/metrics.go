@@ -58,6 +58,10 @@ type Config struct {
 
 	// Stats is called at scrape time for the gauges; nil reads as all zero.
 	Stats func() engine.Stats
+
+	// MaxLoRAs is --max-loras when LoRA adapters are served (0: none);
+	// it registers vllm:lora_requests_info.
+	MaxLoRAs int
 }
 
 // Metrics holds every series glassbox exports. ObserveStep and
@@ -98,6 +102,9 @@ func New(cfg Config, reg prometheus.Registerer) (*Metrics, error) {
 		m.finished = newFinishedSeries(b, cfg.MaxModelLen)
 		m.groups = make(map[string]*groupStats)
 		b.register(newStatsCollector(cfg))
+		if cfg.MaxLoRAs > 0 {
+			b.register(newLoRACollector(cfg))
+		}
 		frontend := &builder{reg: reg, labels: prometheus.Labels{labelModel: cfg.ModelName}}
 		m.admissions = frontend.counterVec(metricspec.AdmissionRejections, []string{metricspec.RejectQueueFull, metricspec.RejectShutdown})
 		b.err = cmp.Or(b.err, frontend.err)

@@ -346,3 +346,43 @@ func TestLint(t *testing.T) {
 		t.Errorf("lint %s: %s", p.Metric, p.Text)
 	}
 }
+
+// TestLoRARequestsInfo: with LoRA, vllm:lora_requests_info has vLLM's
+// three labels (no model_name or engine), one series per combination of
+// adapters seen, valued by when it was last current.
+func TestLoRARequestsInfo(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxLoRAs = 2
+	now := time.Unix(1738217335, 0)
+	st := engine.Stats{Running: 1, Waiting: 2, Deferred: 1, RunningLoRA: "a", WaitingLoRA: "b,c", LoRAAt: now}
+	cfg.Stats = func() engine.Stats { return st }
+	_, reg := newTestMetrics(t, cfg)
+	text := scrape(t, reg)
+	for _, want := range []string{
+		`vllm:lora_requests_info{max_lora="2",running_lora_adapters="a",waiting_lora_adapters="b,c"} 1.738217335e+09`,
+		`vllm:num_requests_waiting_by_reason{engine="0",model_name="test-model",reason="deferred"} 1`,
+		`vllm:num_requests_waiting_by_reason{engine="0",model_name="test-model",reason="capacity"} 1`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %s in\n%s", want, grepLines(text, "lora_requests_info", "by_reason"))
+		}
+	}
+	st = engine.Stats{LoRAAt: now.Add(time.Second)}
+	text = scrape(t, reg)
+	if !strings.Contains(text, `running_lora_adapters="a",waiting_lora_adapters="b,c"} 1.738217335e+09`) ||
+		!strings.Contains(text, `running_lora_adapters="",waiting_lora_adapters=""} 1.738217336e+09`) {
+		t.Errorf("the older combination must stay, the newer one newest:\n%s", grepLines(text, "lora_requests_info"))
+	}
+}
+
+func grepLines(text string, subs ...string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		for _, s := range subs {
+			if strings.Contains(l, s) {
+				out = append(out, l)
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"strconv"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
@@ -54,12 +57,56 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.running, float64(s.Running))
 	gauge(c.waiting, float64(s.Waiting))
-	// glassbox has no deferred queue (no LoRA budget, no KV transfer), so
-	// every waiting request waits for capacity.
-	gauge(c.waitingByReason, float64(s.Waiting), "capacity")
-	gauge(c.waitingByReason, 0, "deferred")
+	// Deferred are those the last step passed over for their LoRA adapter
+	// (glassbox has no KV transfer); the rest wait for capacity.
+	deferred := min(s.Deferred, s.Waiting)
+	gauge(c.waitingByReason, float64(s.Waiting-deferred), "capacity")
+	gauge(c.waitingByReason, float64(deferred), "deferred")
 	gauge(c.kvUsage, s.KVUsage)
 	gauge(c.kvBlocks, float64(max(s.KVFree-s.KVCached, 0)), "free")
 	gauge(c.kvBlocks, float64(max(s.KVCached, 0)), "cached")
 	gauge(c.kvBlocks, float64(max(s.KVBlocks-s.KVFree, 0)), "used")
+}
+
+// loraCollector is vllm:lora_requests_info: one series per combination of
+// running and waiting adapters seen, its value the Unix time (on the
+// engine's clock) it was last current. vLLM sets the current combination
+// every step and never removes the old ones, so consumers (the Gateway API
+// Inference Extension) take the series with the newest value; glassbox
+// reads the combination at each scrape.
+type loraCollector struct {
+	stats   func() engine.Stats
+	desc    *prometheus.Desc
+	maxLoRA string
+
+	mu     sync.Mutex
+	combos map[[2]string]float64 // running, waiting → when
+	order  [][2]string
+}
+
+func newLoRACollector(cfg Config) *loraCollector {
+	f := metricspec.Must(metricspec.LoRARequestsInfo)
+	return &loraCollector{stats: cfg.Stats, desc: prometheus.NewDesc(f.Name, f.Help, f.Labels, nil),
+		maxLoRA: strconv.Itoa(cfg.MaxLoRAs), combos: map[[2]string]float64{}}
+}
+
+func (c *loraCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *loraCollector) Collect(ch chan<- prometheus.Metric) {
+	var s engine.Stats
+	if c.stats != nil {
+		s = c.stats()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := [2]string{s.RunningLoRA, s.WaitingLoRA}
+	if _, ok := c.combos[k]; !ok {
+		c.order = append(c.order, k)
+	}
+	if !s.LoRAAt.IsZero() {
+		c.combos[k] = max(c.combos[k], float64(s.LoRAAt.UnixNano())/1e9)
+	}
+	for _, k := range c.order {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, c.combos[k], c.maxLoRA, k[1], k[0])
+	}
 }

@@ -89,6 +89,11 @@ var families = []Family{
 	{Name: RequestInferenceTime, Kind: Histogram, Help: "Histogram of time spent in RUNNING phase for request.", Buckets: fixed(RequestLatencyBuckets)},
 	{Name: RequestPrefillTime, Kind: Histogram, Help: "Histogram of time spent in PREFILL phase for request.", Buckets: fixed(RequestLatencyBuckets)},
 	{Name: RequestDecodeTime, Kind: Histogram, Help: "Histogram of time spent in DECODE phase for request.", Buckets: fixed(RequestLatencyBuckets)},
+	// Registered only with LoRA adapters; its labels are its own (no
+	// model_name, no engine), its value the Unix time its combination of
+	// adapters was last current.
+	{Name: LoRARequestsInfo, Kind: Gauge, Help: "Running stats on lora requests.",
+		Labels: []string{"max_lora", "waiting_lora_adapters", "running_lora_adapters"}},
 	{Name: RequestNumPreemptions, Kind: Histogram, Help: "Histogram of the number of times a request was preempted.",
 		Buckets: fixed(NumPreemptionsBuckets)},
 	{Name: RequestPrefillKVComputed, Kind: Histogram, Buckets: OneTwoFiveBuckets,

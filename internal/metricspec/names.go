@@ -55,6 +55,7 @@ const (
 	RequestQueueTime            = "vllm:request_queue_time_seconds"
 	RequestPrefillTime          = "vllm:request_prefill_time_seconds"
 	RequestDecodeTime           = "vllm:request_decode_time_seconds"
+	LoRARequestsInfo            = "vllm:lora_requests_info" // only with --enable-lora
 	RequestInferenceTime        = "vllm:request_inference_time_seconds"
 	RequestTimePerOutputToken   = "vllm:request_time_per_output_token_seconds"
 	RequestPromptTokens         = "vllm:request_prompt_tokens"

@@ -48,6 +48,9 @@ func simBackend(cfg *Config) (*backend, error) {
 		return nil, fmt.Errorf("--kv-cache-dtype %s: the simulated GPU keeps KV in the model's dtype (auto)", d)
 	}
 	cfg.Sim.AsyncScheduling = cfg.AsyncScheduling
+	if l := cfg.LoRA; l != nil {
+		cfg.Sim.LoRA = &sim.LoRA{MaxLoRAs: l.MaxLoRAs, Rank: l.MaxRank}
+	}
 	exec, err := sim.New(cfg.Sim)
 	if err != nil {
 		return nil, err

@@ -107,6 +107,18 @@ type Config struct {
 	// Clock is the engine's and the simulator's time; nil means the wall
 	// clock.
 	Clock engine.Clock
+
+	// LoRA, when set, serves LoRA adapters as model names
+	// (--enable-lora): on the simulator only.
+	LoRA *LoRA
+}
+
+// LoRA is --enable-lora's set-up: the adapters (--lora-modules), the most
+// one step runs (--max-loras) and their rank (--max-lora-rank).
+type LoRA struct {
+	Modules  []server.LoRAModule
+	MaxLoRAs int
+	MaxRank  int
 }
 
 // Replica is a built instance. Start runs its engine; Close stops it.
@@ -142,6 +154,9 @@ func New(cfg Config) (r *Replica, err error) {
 		cfg.Clock = engine.WallClock()
 	}
 	cfg.Sim.Clock = cfg.Clock
+	if cfg.LoRA != nil && cfg.Model != "" {
+		return nil, errors.New("--enable-lora: LoRA adapters are not on this executor: the CPU executor runs the GGUF's own weights only (serve adapters on the simulated GPU, without --model)")
+	}
 	newBackend := simBackend
 	if cfg.Model != "" {
 		newBackend = cpuBackend
@@ -200,7 +215,8 @@ func New(cfg Config) (r *Replica, err error) {
 			"max_model_len": strconv.Itoa(ecfg.MaxModelLen), "async_scheduling": metricspec.PythonBool(cfg.AsyncScheduling),
 		},
 		ExecutorInfo: b.executorInfo, PeakFLOPs: b.peakFLOPs, PeakBandwidth: b.peakBandwidth,
-		Stats: func() engine.Stats { return eng.Stats() },
+		Stats:    func() engine.Stats { return eng.Stats() },
+		MaxLoRAs: ecfg.MaxLoRAs,
 	}, reg)
 	if err != nil {
 		return nil, err
@@ -245,8 +261,12 @@ func New(cfg Config) (r *Replica, err error) {
 		dash = r.page.Handler("/dashboard")
 		r.dash = dash
 	}
+	var adapters []server.LoRAModule
+	if cfg.LoRA != nil {
+		adapters = cfg.LoRA.Modules
+	}
 	srv := server.New(server.Config{
-		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger,
+		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger, LoRA: adapters,
 		Metrics: mh, Instrument: m.InstrumentHTTP, Rejected: m.Rejected, Chat: b.chat, Profiler: cfg.Profiler, Dashboard: dash,
 		Grammars: r.Grammars, ToolParser: parser, Embeddings: b.embeddings,
 	}, eng, b.model)
@@ -300,6 +320,12 @@ func engineConfig(cfg *Config, b *backend) (engine.Config, error) {
 		EnablePrefixCaching: !cfg.NoPrefixCaching,
 		MaxWaiting:          cfg.MaxQueuedRequests,
 		EOS:                 b.eos, Logger: cfg.Logger, RecordPhases: cfg.RecordPhases, Clock: cfg.Clock,
+	}
+	if l := cfg.LoRA; l != nil {
+		for _, m := range l.Modules {
+			c.LoRAs = append(c.LoRAs, m.Name)
+		}
+		c.MaxLoRAs = l.MaxLoRAs
 	}
 	var err error
 	if c.NumBlocks, err = b.blocks(cfg.KVCacheMemoryBytes, c.BlockSize, c.MaxModelLen, c.MaxNumSeqs); err != nil {

@@ -11,6 +11,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/glassbox-llm/glassbox/internal/kvcache"
 )
@@ -19,6 +20,9 @@ import (
 type Config struct {
 	MaxNumSeqs          int
 	MaxNumBatchedTokens int
+	// MaxLoRAs is --max-loras: the most distinct LoRA adapters one step
+	// runs; 0 when LoRA is off.
+	MaxLoRAs int
 }
 
 // Status is where a sequence is in its life.
@@ -54,6 +58,9 @@ type Seq struct {
 	// holds them: an embedding needs their hidden states, not their K/V.
 	NoPrefixCache bool
 
+	// LoRA is the sequence's adapter, 1 and up; 0 is the base model.
+	LoRA int
+
 	Status         Status
 	NumPreemptions int
 	NumCached      int // prompt tokens served from the prefix cache at the last admission
@@ -81,6 +88,10 @@ type Plan struct {
 
 	PrefixQueries int // tokens looked up in the prefix cache by admissions
 	PrefixHits    int
+	// Deferred counts waiting sequences passed over because their LoRA
+	// adapter would have exceeded MaxLoRAs (vLLM's skipped waiting
+	// requests).
+	Deferred int
 }
 
 // Scheduler holds the queues. Not safe for concurrent use.
@@ -91,6 +102,7 @@ type Scheduler struct {
 	running []*Seq // admission order
 	scratch []*Seq
 	arrival uint64
+	loras   []int // adapters of the step being planned
 }
 
 // New returns an empty scheduler over kv.
@@ -109,6 +121,7 @@ func (s *Scheduler) NumRunning() int { return len(s.running) }
 func (s *Scheduler) Add(q *Seq) {
 	s.arrival++
 	q.Arrival = s.arrival
+	q.kv.SetNamespace(uint32(q.LoRA)) // an adapter's KV is its own
 	q.Status = Waiting
 	q.schedIdx = -1
 	s.waiting = append(s.waiting, q)
@@ -136,7 +149,7 @@ func (s *Scheduler) Computed(sc Scheduled) {
 // Schedule plans the next step into p.
 func (s *Scheduler) Schedule(p *Plan) {
 	p.Seqs, p.Preempted, p.Admitted = p.Seqs[:0], p.Preempted[:0], p.Admitted[:0]
-	p.NumTokens, p.PrefixQueries, p.PrefixHits = 0, 0, 0
+	p.NumTokens, p.PrefixQueries, p.PrefixHits, p.Deferred = 0, 0, 0, 0
 	budget := s.cfg.MaxNumBatchedTokens
 
 	// Iterate over a snapshot: preemption removes sequences from running.
@@ -173,10 +186,23 @@ func (s *Scheduler) Schedule(p *Plan) {
 }
 
 // admit starts waiting sequences, first come first served, while the token
-// budget, max-num-seqs and the free blocks allow.
+// budget, max-num-seqs and the free blocks allow. As vLLM's, a sequence
+// whose LoRA adapter would make the step's adapters more than MaxLoRAs is
+// passed over (it keeps its place) and the next one is tried.
 func (s *Scheduler) admit(p *Plan, budget int) {
-	for len(s.waiting) > 0 && budget > 0 && len(s.running) < s.cfg.MaxNumSeqs {
-		q := s.waiting[0]
+	s.loras = s.loras[:0]
+	if s.cfg.MaxLoRAs > 0 {
+		for _, sc := range p.Seqs {
+			s.addLoRA(sc.Seq.LoRA)
+		}
+	}
+	for i := 0; i < len(s.waiting) && budget > 0 && len(s.running) < s.cfg.MaxNumSeqs; {
+		q := s.waiting[i]
+		if s.cfg.MaxLoRAs > 0 && q.LoRA > 0 && len(s.loras) >= s.cfg.MaxLoRAs && !slices.Contains(s.loras, q.LoRA) {
+			p.Deferred++
+			i++
+			continue
+		}
 		cached := 0
 		if q.NumComputed == 0 && !q.NoPrefixCache {
 			cached = s.kv.LookupPrefix(&q.kv, q.Tokens)
@@ -185,7 +211,12 @@ func (s *Scheduler) admit(p *Plan, budget int) {
 		if !s.kv.Allocate(&q.kv, q.Tokens, cached, numNew) {
 			break
 		}
-		s.waiting = s.waiting[1:]
+		if i == 0 {
+			s.waiting = s.waiting[1:]
+		} else {
+			s.waiting = slices.Delete(s.waiting, i, i+1)
+		}
+		s.addLoRA(q.LoRA)
 		q.NumComputed = cached
 		q.NumCached = min(cached, q.NumPrompt)
 		q.Status = Running
@@ -204,6 +235,16 @@ func (s *Scheduler) schedule(p *Plan, q *Seq, numNew int) {
 	p.NumTokens += numNew
 	s.kv.Cache(&q.kv, q.Tokens, q.NumComputed+numNew)
 }
+
+func (s *Scheduler) addLoRA(id int) {
+	if id > 0 && !slices.Contains(s.loras, id) {
+		s.loras = append(s.loras, id)
+	}
+}
+
+// Running and Waiting are the queues, in order, for reading only.
+func (s *Scheduler) Running() []*Seq { return s.running }
+func (s *Scheduler) Waiting() []*Seq { return s.waiting }
 
 // pickVictim returns the running sequence to preempt: the largest priority
 // value, the latest arrival among equals.

@@ -21,8 +21,8 @@ var update = flag.Bool("update", false, "rewrite the golden scripts in testdata 
 //
 // Commands:
 //
-//	config blocks=N block_size=N max_seqs=N budget=N prefix=on|off
-//	add ID prompt=N max=N [prio=N] [base=N]   (prompt tokens base, base+1, ...)
+//	config blocks=N block_size=N max_seqs=N budget=N prefix=on|off [max_loras=N]
+//	add ID prompt=N max=N [prio=N] [base=N] [lora=N]   (prompt tokens base, base+1, ...)
 //	step                                     (plan, then "execute": every sampled sequence gets a token, finished at max)
 //	finish ID                                (abort)
 func TestScripts(t *testing.T) {
@@ -97,7 +97,7 @@ func (h *harness) run(t *testing.T, cmd string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h.s, err = New(Config{MaxNumSeqs: a["max_seqs"], MaxNumBatchedTokens: a["budget"]}, h.kv)
+		h.s, err = New(Config{MaxNumSeqs: a["max_seqs"], MaxNumBatchedTokens: a["budget"], MaxLoRAs: a["max_loras"]}, h.kv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +106,7 @@ func (h *harness) run(t *testing.T, cmd string) string {
 	case "add":
 		id, _ := strconv.Atoi(f[1])
 		a := args(f[2:])
-		q := &Seq{ID: id, NumPrompt: a["prompt"], Priority: a["prio"]}
+		q := &Seq{ID: id, NumPrompt: a["prompt"], Priority: a["prio"], LoRA: a["lora"]}
 		for i := range a["prompt"] {
 			q.Tokens = append(q.Tokens, a["base"]+i)
 		}
@@ -135,6 +135,9 @@ func (h *harness) doStep() string {
 	}
 	if len(p.Admitted) > 0 {
 		fmt.Fprintf(&b, ", admitted %v, prefix hits %d/%d", ids(p.Admitted), p.PrefixHits, p.PrefixQueries)
+	}
+	if p.Deferred > 0 {
+		fmt.Fprintf(&b, ", deferred %d (max-loras)", p.Deferred)
 	}
 	b.WriteString("\n")
 	for _, sc := range p.Seqs {

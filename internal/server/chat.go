@@ -37,7 +37,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 // prepareChat validates the request, renders the conversation with the chat
 // template and tokenizes it.
 func (s *Server) prepareChat(req *openai.ChatCompletionRequest, arrival time.Time) (*job, error) {
-	gen, err := req.Validate(s.cfg.ServedModelNames)
+	gen, err := req.Validate(s.modelNames())
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 
 // prepareCompletion validates the request and tokenizes its prompts.
 func (s *Server) prepareCompletion(req *openai.CompletionRequest, arrival time.Time) (*job, error) {
-	gen, err := req.Validate(s.cfg.ServedModelNames)
+	gen, err := req.Validate(s.modelNames())
 	if err != nil {
 		return nil, err
 	}

@@ -112,7 +112,7 @@ func (s *Server) submit(j *job) error {
 	j.choices = make([]choice, 0, len(j.prompts)*j.gen.N)
 	for i, p := range j.prompts {
 		base := engine.Request{
-			Prompt: p.ids, Params: p.params, Arrival: j.arrival,
+			Prompt: p.ids, Params: p.params, Arrival: j.arrival, LoRA: s.adapter(j.gen.Model),
 			TraceParent: j.traceParent, TraceState: j.traceState,
 		}
 		if len(j.prompts) > 1 {

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
@@ -92,6 +93,14 @@ type Config struct {
 	// Embeddings, when set, serves /v1/embeddings (an embedding model's
 	// GGUF, or the simulator); nil answers it with a 400.
 	Embeddings *Embeddings
+	// LoRA are the adapters served as model names (--lora-modules), each
+	// request naming one run with it.
+	LoRA []LoRAModule
+}
+
+// LoRAModule is one adapter: the model name clients use and where it is.
+type LoRAModule struct {
+	Name, Path string
 }
 
 // Server serves one engine. Handlers run on net/http's goroutines; each
@@ -236,7 +245,37 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 			Root: s.cfg.ServedModelNames[0], MaxModelLen: s.maxModelLen,
 		})
 	}
+	for _, l := range s.cfg.LoRA {
+		// vLLM's card of an adapter: its path as root, the base model as parent.
+		list.Data = append(list.Data, openai.ModelCard{
+			ID: l.Name, Object: "model", Created: s.started, OwnedBy: "glassbox",
+			Root: l.Path, Parent: &s.cfg.ServedModelNames[0], MaxModelLen: s.maxModelLen,
+		})
+	}
 	s.writeJSON(w, r, list)
+}
+
+// modelNames are the names requests may give: the served model's and the
+// adapters'.
+func (s *Server) modelNames() []string {
+	if len(s.cfg.LoRA) == 0 {
+		return s.cfg.ServedModelNames
+	}
+	out := slices.Clone(s.cfg.ServedModelNames)
+	for _, l := range s.cfg.LoRA {
+		out = append(out, l.Name)
+	}
+	return out
+}
+
+// adapter is the LoRA adapter a model name selects, "" for the base model.
+func (s *Server) adapter(model string) string {
+	for _, l := range s.cfg.LoRA {
+		if l.Name == model {
+			return l.Name
+		}
+	}
+	return ""
 }
 
 func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
@@ -294,10 +333,8 @@ func (s *Server) checkModel(name string) error {
 	if name == "" {
 		return nil
 	}
-	for _, n := range s.cfg.ServedModelNames {
-		if n == name {
-			return nil
-		}
+	if slices.Contains(s.modelNames(), name) {
+		return nil
 	}
 	return openai.ModelNotFound(name)
 }

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -71,6 +72,10 @@ type Result struct {
 	Gatherer prometheus.Gatherer // the replica's metrics at the end
 	Frontend sim.Frontend
 	Engine   engine.Config
+	// Stages are the stages the plan ran (a sweep's, once its probe found
+	// them); Saturation the rate its probe found.
+	Stages     []workload.Stage
+	Saturation float64
 }
 
 // Speedup is virtual time over wall time.
@@ -84,6 +89,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if cfg.Plan == nil || len(cfg.Plan.Prompts) == 0 {
 		return nil, errors.New("simulate: no workload")
+	}
+	if cfg.Plan.ResponseFormat != nil {
+		// The engine does not constrain decoding yet; a run that ignored
+		// the format would time outputs it could not produce.
+		return nil, errors.New("simulate: api.response_format (structured output) is not honoured by the simulated engine yet: remove it from the configuration to simulate the load without it")
+	}
+	if err := checkAdapters(cfg); err != nil {
+		return nil, err
 	}
 	start := cfg.Start
 	if start.IsZero() {
@@ -114,15 +127,36 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer rep.Close()
 	d := &driver{
 		cfg: &cfg, clk: clk, start: start, eng: rep.Engine, fe: calib.Frontend, steps: steps,
-		sch: cfg.Plan.Start(), live: make(map[string]*flight), gather: rep.Gatherer(), dcgm: rep.DCGMHandler(), vocab: rep.Tokenizer,
+		sch: cfg.Plan.Start(), live: make(map[string]*flight), flights: make(map[int]*flight), gather: rep.Gatherer(), dcgm: rep.DCGMHandler(), vocab: rep.Tokenizer,
 	}
 	if err := d.run(ctx); err != nil {
 		rep.Engine.Stop()
 		return nil, err
 	}
 	rep.Engine.Stop()
+	if err := d.sch.Err(); err != nil {
+		return nil, fmt.Errorf("simulate: %w", err)
+	}
 	return &Result{Outputs: d.outputs, Tokens: d.tokens, Start: start, Duration: d.last.Sub(start), Wall: time.Since(wallStart),
-		Steps: rep.Engine.Stats().Steps, Gatherer: rc.Gatherer, Frontend: calib.Frontend, Engine: rep.EngineConfig}, nil
+		Steps: rep.Engine.Stats().Steps, Gatherer: rc.Gatherer, Frontend: calib.Frontend, Engine: rep.EngineConfig,
+		Stages: d.sch.Stages(), Saturation: d.sch.Saturation()}, nil
+}
+
+// checkAdapters refuses a LoRA traffic split naming an adapter the
+// simulated server does not serve, as inference-perf's client does.
+func checkAdapters(cfg Config) error {
+	var served []string
+	if cfg.Replica.LoRA != nil {
+		for _, m := range cfg.Replica.LoRA.Modules {
+			served = append(served, m.Name)
+		}
+	}
+	for _, l := range cfg.Plan.LoRA {
+		if !slices.Contains(served, l.Name) {
+			return fmt.Errorf("simulate: load.lora_traffic_split sends to the LoRA adapter %q, which the simulated server does not serve: give --enable-lora --lora-modules %s=PATH", l.Name, l.Name)
+		}
+	}
+	return nil
 }
 
 // TokenTimes are one request's first and last tokens on the engine's clock.
@@ -218,6 +252,7 @@ type driver struct {
 	pending events
 	live    map[string]*flight // submitted to the engine and not finished
 	gone    []*flight          // timed out, aborted, and not yet finished in the engine
+	flights map[int]*flight    // sent and not answered, by request index
 	outputs []bench.Output
 	tokens  []TokenTimes
 	last    time.Time // the last answer
@@ -237,6 +272,9 @@ func (d *driver) run(ctx context.Context) error {
 		ready, next := d.sch.Poll(now.Sub(d.start))
 		for _, r := range ready {
 			d.send(r, now)
+		}
+		for _, c := range d.sch.Cancelled() {
+			d.cancel(c, now)
 		}
 		if len(ready) > 0 {
 			continue // a zero frontend delay makes them due now
@@ -281,6 +319,7 @@ func (d *driver) send(r workload.Request, now time.Time) {
 		d.tokens = append(d.tokens, make([]TokenTimes, r.Index+1-len(d.tokens))...)
 	}
 	f := &flight{req: r, sent: now}
+	d.flights[r.Index] = f
 	f.out.Start = now
 	f.out.QueueTime = now.Sub(d.start.Add(r.Due))
 	f.out.Stage = r.Stage
@@ -306,6 +345,20 @@ func (d *driver) fire(now time.Time) {
 	}
 }
 
+// cancel abandons a request the schedule gave up on (past load's
+// request_timeout, or with the run), as a client closing its connection.
+func (d *driver) cancel(c workload.Cancel, now time.Time) {
+	f := d.flights[c.Index]
+	if f == nil {
+		return
+	}
+	if c.TimedOut {
+		d.abandon(f, now, "request timed out", "TimeoutError")
+		return
+	}
+	d.abandon(f, now, "cancelled with the run (a sweep's probe past its timeout, or a circuit breaker)", "CancelledError")
+}
+
 // submit hands a request to the engine as the API server would.
 func (d *driver) submit(f *flight, at time.Time) {
 	if f.gone {
@@ -318,11 +371,14 @@ func (d *driver) submit(f *flight, at time.Time) {
 	}
 	params := sampling.Defaults()
 	params.MaxTokens, params.IgnoreEOS = max(s.OutputLen, 1), true
-	req := &engine.Request{ID: strconv.Itoa(f.req.Index), Prompt: prompt, Arrival: f.sent, Params: params}
+	req := &engine.Request{ID: strconv.Itoa(f.req.Index), Prompt: prompt, Arrival: f.sent, Params: params, LoRA: f.req.Model}
 	st, err := d.eng.Submit(req)
 	if err != nil {
 		// The API answers at once: 400 for a prompt too long, 503 when full.
-		f.out.Error = err.Error()
+		f.out.Error, f.out.ErrorType = err.Error(), "HTTP Error 400"
+		if errors.Is(err, engine.ErrOverloaded) {
+			f.out.ErrorType = "HTTP Error 503"
+		}
 		heap.Push(&d.pending, event{at: at, f: f, kind: answered})
 		return
 	}
@@ -334,11 +390,17 @@ func (d *driver) submit(f *flight, at time.Time) {
 // giveUp is a client's timeout: unless its answer is already complete, it
 // disconnects, which the API server turns into an abort.
 func (d *driver) giveUp(f *flight, at time.Time) {
+	d.abandon(f, at, "request timeout", "TimeoutError")
+}
+
+// abandon is the client giving up on f at at: it has its answer (an error)
+// then, and the engine aborts the request, whose stream is reaped later.
+func (d *driver) abandon(f *flight, at time.Time, msg, typ string) {
 	if f.gone || f.out.Latency > 0 || f.out.Error != "" {
 		return // answered (or refused) in time
 	}
 	f.gone = true
-	f.out.Error = "request timeout"
+	f.out.Error, f.out.ErrorType = msg, typ
 	f.out.Latency = at.Sub(f.sent)
 	d.answer(f, at)
 	if f.stream != nil {
@@ -420,6 +482,10 @@ func (d *driver) collect(began time.Time) {
 				lat += g
 			}
 			f.out.Latency = lat
+			if d.cfg.Plan.Unary {
+				// The client reads the whole answer at its end.
+				f.out.Unary, f.out.TTFT, f.out.ITL = true, lat, nil
+			}
 			heap.Push(&d.pending, event{at: f.sent.Add(lat), f: f, kind: answered})
 		}
 	}
@@ -435,12 +501,18 @@ func (d *driver) answer(f *flight, at time.Time) {
 	if at.After(d.last) {
 		d.last = at
 	}
+	delete(d.flights, f.req.Index)
 	if !f.out.Success {
 		f.out.OutputTokens = 0
+		if f.out.ErrorType == "" {
+			f.out.ErrorType = "HTTP Error 500"
+		}
 	}
+	f.out.Model, f.out.Due, f.out.End = f.req.Model, f.req.Due, at
 	d.outputs[f.req.Index] = f.out
 	d.tokens[f.req.Index] = f.tokens
-	d.sch.Finished(f.req, at.Sub(d.start), f.out.Success, "", f.ids, f.out.OutputTokens)
+	d.sch.Finished(f.req, at.Sub(d.start), workload.Outcome{OK: f.out.Success, IDs: f.ids, OutputTokens: f.out.OutputTokens,
+		PromptTokens: f.out.PromptLen, ErrorType: f.out.ErrorType, Error: f.out.Error})
 }
 
 // record takes the readings due by t (the state is constant between

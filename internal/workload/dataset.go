@@ -12,8 +12,11 @@ import (
 
 // DatasetConfig chooses the prompts. The defaults are vLLM's.
 type DatasetConfig struct {
-	Name string // "random" (default), "sharegpt", "prefix-repetition" or "custom"
-	Path string // the file of sharegpt and custom
+	// Name is "random" (default), "sharegpt", "prefix-repetition",
+	// "custom", "sonnet", "burstgpt", "hf" (vLLM's), or "trace" (glassbox's:
+	// a request trace replayed at its times).
+	Name string
+	Path string // the file (or, for hf, the hub dataset) of the named dataset
 
 	RandomInputLen   int     // default 1024
 	RandomOutputLen  int     // default 128
@@ -24,6 +27,19 @@ type DatasetConfig struct {
 	CustomOutputLen   int // default 256
 
 	PrefixLen, SuffixLen, NumPrefixes, PrefixOutputLen int // prefix-repetition: 256, 256, 10, 128
+
+	SonnetInputLen, SonnetOutputLen, SonnetPrefixLen int // sonnet: 550, 150, 200
+
+	// hf: --hf-subset, --hf-split (default train), --hf-name (the hub
+	// dataset a local --dataset-path copies), --hf-output-len; Rows reads
+	// the hub.
+	HFSubset, HFSplit, HFName string
+	HFOutputLen               int
+	Rows                      HFRows
+
+	NoOversample     bool // --no-oversample
+	DisableShuffle   bool // --disable-shuffle
+	SkipChatTemplate bool // --skip-chat-template
 }
 
 // Check fills the defaults and checks the rest.
@@ -34,12 +50,17 @@ func (d *DatasetConfig) Check() error {
 	case "random", "prefix-repetition":
 	case "prefix_repetition":
 		d.Name = "prefix-repetition"
-	case "sharegpt", "custom":
+	case "sharegpt", "custom", "sonnet", "burstgpt", "hf", "trace":
 		if d.Path == "" {
 			return fmt.Errorf("check dataset %s: a --dataset-path is required", d.Name)
 		}
+	case "random-mm", "random-rerank", "spec_bench", "txt-slices":
+		return fmt.Errorf("check dataset %q: vLLM's multimodal, rerank, spec-bench and txt-slices datasets are not built in glassbox", d.Name)
 	default:
-		return fmt.Errorf("check dataset %q: want random, sharegpt, prefix-repetition or custom", d.Name)
+		return fmt.Errorf("check dataset %q: want random, sharegpt, prefix-repetition, custom, sonnet, burstgpt, hf or trace", d.Name)
+	}
+	if d.Name == "random" && d.Path != "" {
+		return fmt.Errorf("check dataset: the random dataset takes no --dataset-path %s (as vLLM; name the dataset with --dataset-name)", d.Path)
 	}
 	def := func(v *int, x int) {
 		if *v == 0 {
@@ -53,10 +74,14 @@ func (d *DatasetConfig) Check() error {
 	def(&d.SuffixLen, 256)
 	def(&d.NumPrefixes, 10)
 	def(&d.PrefixOutputLen, 128)
+	def(&d.SonnetInputLen, 550)
+	def(&d.SonnetOutputLen, 150)
+	def(&d.SonnetPrefixLen, 200)
 	if !(d.RandomRangeRatio >= 0 && d.RandomRangeRatio < 1) {
 		return errors.New("check dataset: --random-range-ratio must be in [0, 1)")
 	}
-	for _, v := range []int{d.RandomInputLen, d.RandomOutputLen, d.RandomPrefixLen, d.SharegptOutputLen, d.CustomOutputLen, d.PrefixLen, d.SuffixLen, d.NumPrefixes, d.PrefixOutputLen} {
+	for _, v := range []int{d.RandomInputLen, d.RandomOutputLen, d.RandomPrefixLen, d.SharegptOutputLen, d.CustomOutputLen, d.PrefixLen, d.SuffixLen,
+		d.NumPrefixes, d.PrefixOutputLen, d.SonnetInputLen, d.SonnetOutputLen, d.SonnetPrefixLen, d.HFOutputLen} {
 		if v < 0 {
 			return errors.New("check dataset: lengths must not be negative")
 		}
@@ -76,6 +101,14 @@ func LoadSamples(ctx context.Context, d DatasetConfig, n int, tc Tokenizer, rng 
 		return customSamples(ctx, d, n, tc, rng)
 	case "prefix-repetition":
 		return prefixRepetitionSamples(ctx, d, n, tc, rng)
+	case "sonnet":
+		return sonnetSamples(ctx, d, n, tc, rng)
+	case "burstgpt":
+		return burstGPTSamples(ctx, d, n, tc, rng)
+	case "hf":
+		return hfSamples(ctx, d, n, tc, rng)
+	case "trace":
+		return nil, errors.New("load dataset trace: a trace is a plan of its own (TracePlan), not samples")
 	}
 	return randomSamples(ctx, d, n, tc, rng)
 }

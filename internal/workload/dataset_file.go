@@ -12,14 +12,6 @@ import (
 	"os"
 )
 
-// shareGPTEntry is one conversation of a ShareGPT-format file.
-type shareGPTEntry struct {
-	Conversations []struct {
-		From  string `json:"from"`
-		Value string `json:"value"`
-	} `json:"conversations"`
-}
-
 // promptPair is a prompt and, where the dataset has one, the reference
 // completion whose length becomes max_tokens.
 type promptPair struct {
@@ -29,7 +21,7 @@ type promptPair struct {
 // parseShareGPT reads a ShareGPT JSON array and keeps, as vLLM does, the
 // first two turns of every conversation that has at least two.
 func parseShareGPT(data []byte) ([]promptPair, error) {
-	var entries []shareGPTEntry
+	var entries []shareGPTRecord
 	if err := json.Unmarshal(data, &entries); err != nil {
 		return nil, fmt.Errorf("parse sharegpt: %w", err)
 	}

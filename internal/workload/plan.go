@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
+	"slices"
 	"time"
 )
 
@@ -33,6 +33,18 @@ type PlanOptions struct {
 	// to text added on the published runs' Llama tokenizers (+26…+48),
 	// which a vocabulary that re-encodes its own text exactly does not.
 	Drift [2]int
+	// Fetch downloads a dataset the configuration names without a local
+	// path (inference-perf's ShareGPT from the hub) and returns its local
+	// path; nil refuses such a configuration.
+	Fetch func(ctx context.Context, ref string) (string, error)
+	// Workers is load.num_workers when the configuration does not set it:
+	// inference-perf's default is the client machine's CPU count. The
+	// client caps the requests in flight at num_workers ×
+	// worker_max_concurrency; 0 leaves an unset num_workers uncapped.
+	Workers int
+	// NoClientCap drops that cap altogether (plan measures the server,
+	// not a client).
+	NoClientCap bool
 }
 
 // Plan is a workload ready to run: its prompts and its stages.
@@ -47,11 +59,34 @@ type Plan struct {
 	Sessions  bool
 	Chat      bool // api.type chat
 	IgnoreEOS bool
-	// MaxConcurrency caps the requests in flight (vLLM's --max-concurrency;
-	// 0: none); Until, when positive, stops sending at that offset (--duration).
+	// Unary is api.streaming false: each request asks for the whole answer
+	// at once, so a client sees no first token before the last.
+	Unary bool
+	// Continuous makes the prompts run on from stage to stage (ShareGPT's
+	// one iterator in inference-perf) instead of starting over.
+	Continuous bool
+	// MaxConcurrency caps the requests in flight (vLLM's --max-concurrency,
+	// inference-perf's num_workers × worker_max_concurrency; 0: none);
+	// Until, when positive, stops sending at that offset (--duration).
 	MaxConcurrency int
 	Until          time.Duration
-	separator      []int // the tokens of " ", for composing session prompts from ids
+	// RequestTimeout, when positive, abandons a request that long after it
+	// was sent (load.request_timeout).
+	RequestTimeout time.Duration
+	// Sweep, when set, runs inference-perf's saturation probe first and
+	// generates the stages from what it measures (Stages is then empty).
+	Sweep *Sweep
+	// LoRA sends each request to one of these adapters (by model name),
+	// drawn by their weights (load.lora_traffic_split).
+	LoRA []IPLoRASplit
+	// ResponseFormat is api.response_format as requests carry it, or nil.
+	ResponseFormat map[string]any
+
+	seed      uint64
+	breakers  []*breaker // every configured circuit breaker, fed each outcome
+	stopOn    []*breaker // those named in load.circuit_breakers
+	separator []int      // the tokens of " ", for composing session prompts from ids
+	loadType  string     // constant or poisson: how generated stages place arrivals
 }
 
 // Stage is one stage's request offsets from its start.
@@ -59,25 +94,37 @@ type Stage struct {
 	Rate     float64
 	Duration time.Duration
 	Offsets  []time.Duration
+	// MaxConcurrency, when positive, caps this stage's requests in flight
+	// instead of the plan's (load type concurrent's concurrency_level).
+	MaxConcurrency int
 }
 
 // Rate is the plan's offered request rate over its stages' durations.
-func (p *Plan) Rate() float64 {
+func (p *Plan) Rate() float64 { return StagesRate(p.Stages) }
+
+// StagesRate is the offered request rate of stages over their durations.
+func StagesRate(stages []Stage) float64 {
 	var d time.Duration
-	for _, s := range p.Stages {
+	n := 0
+	for _, s := range stages {
 		d += s.Duration
+		n += len(s.Offsets)
 	}
 	if d <= 0 {
 		return 0
 	}
-	return float64(p.NumRequests()) / d.Seconds()
+	return float64(n) / d.Seconds()
 }
 
-// NumRequests is how many requests the plan sends.
+// NumRequests is how many requests the plan's stages send (a sweep's
+// probe, before it has run, counts as its own burst).
 func (p *Plan) NumRequests() int {
 	n := 0
 	for _, s := range p.Stages {
 		n += len(s.Offsets)
+	}
+	if p.Sweep != nil {
+		n += len(p.Sweep.Probe.Offsets)
 	}
 	return n
 }
@@ -95,54 +142,121 @@ func NewPlan(ctx context.Context, c *InferencePerf, tk Tokenizer, o PlanOptions)
 		return nil, fmt.Errorf("plan workload: drift %v: want [min, max] with 0 <= min <= max", d)
 	}
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0x1f5ef5e))
-	p := &Plan{Interval: 2 * time.Second, Chat: c.API.Type == "chat", IgnoreEOS: c.Server.IgnoreEOS == nil || *c.Server.IgnoreEOS}
+	p := &Plan{Interval: 2 * time.Second, Chat: c.API.Type == "chat", IgnoreEOS: c.Server.IgnoreEOS == nil || *c.Server.IgnoreEOS,
+		Unary: !c.API.Streaming, Continuous: c.Data.Type == "shareGPT", LoRA: c.Load.LoRATrafficSplit,
+		ResponseFormat: c.API.ResponseFormatBody(), seed: uint64(o.Seed), loadType: c.Load.Type}
 	if c.Load.Interval != nil {
 		p.Interval = seconds(*c.Load.Interval) + time.Second // inference-perf sleeps the interval, then leads by 1 s
 	}
+	if t := c.Load.RequestTimeout; t != nil {
+		p.RequestTimeout = seconds(*t)
+	}
+	p.breakers, p.stopOn = c.breakers()
+	if o.Compat == Current && !o.NoClientCap {
+		p.MaxConcurrency = clientCap(&c.Load, o.Workers)
+	}
+	var trace []TraceEntry
+	if c.Load.Trace != nil {
+		var err error
+		if trace, err = ReadTrace(c.Load.Trace.File, c.Load.Trace.Format); err != nil {
+			return nil, fmt.Errorf("plan workload: load.trace: %w", err)
+		}
+	}
+	var dataTrace []TraceEntry
+	if c.Data.Trace != nil {
+		var err error
+		if dataTrace, err = ReadTrace(c.Data.Trace.File, c.Data.Trace.Format); err != nil {
+			return nil, fmt.Errorf("plan workload: data.trace: %w", err)
+		}
+	}
+	most, err := p.stages(c, trace, dataTrace, rng)
+	if err != nil {
+		return nil, err
+	}
+	if p.Prompts, err = prompts(ctx, c, p, most, dataTrace, tk, o, rng); err != nil {
+		return nil, fmt.Errorf("plan workload: %w", err)
+	}
+	if len(p.Prompts) == 0 {
+		return nil, fmt.Errorf("plan workload: data.type %s gave no prompts", c.Data.Type)
+	}
+	return p, nil
+}
+
+// clientCap is inference-perf's cap on requests in flight: num_workers
+// worker processes of worker_max_concurrency each; 0 for none.
+func clientCap(l *IPLoad, defaultWorkers int) int {
+	workers := defaultWorkers
+	if l.NumWorkers != nil {
+		workers = *l.NumWorkers
+	}
+	per := defaultWorkerConcurrency
+	if l.WorkerMaxConcurrency != nil {
+		per = *l.WorkerMaxConcurrency
+	}
+	if workers <= 0 {
+		// num_workers 0 runs inference-perf's single-process loop, which
+		// has no cap; an unknown default leaves none either.
+		return 0
+	}
+	return workers * per
+}
+
+// stages builds the configured stages (or the sweep's probe) and returns
+// the most requests any one of them sends.
+func (p *Plan) stages(c *InferencePerf, trace, dataTrace []TraceEntry, rng *rand.Rand) (int, error) {
+	l := &c.Load
 	most := 0
-	for _, s := range c.Load.Stages {
+	if sw := l.Sweep; sw != nil {
+		p.Sweep = &Sweep{
+			// The probe sends num_requests in 5 s, as inference-perf's.
+			Probe:         Stage{Rate: float64(*sw.NumRequests) / 5, Duration: 5 * time.Second, Offsets: constantOffsets(*sw.NumRequests, 5, rng)},
+			Timeout:       seconds(*sw.Timeout),
+			NumStages:     *sw.NumStages,
+			StageDuration: *sw.StageDuration,
+			Percentile:    *sw.SaturationPercentile,
+			Geometric:     sw.Type == "geometric",
+		}
+		return *sw.NumRequests, nil
+	}
+	for i, s := range l.Stages {
 		st := Stage{Rate: s.Rate, Duration: seconds(s.Duration)}
-		if c.Load.Type == "poisson" {
+		switch l.Type {
+		case "poisson":
 			st.Offsets = poissonOffsets(s.Rate, s.Duration, rng)
-		} else {
+		case "concurrent":
+			// inference-perf sends the stage's requests within one second
+			// to workers capped at the concurrency level.
+			st.Rate, st.Duration = float64(*s.NumRequests), time.Second
+			st.Offsets = constantOffsets(*s.NumRequests, 1, rng)
+			st.MaxConcurrency = *s.ConcurrencyLevel
+		case "trace_replay":
+			// Each stage replays the trace from its start: as many requests
+			// as the data's trace has, else rate × duration, at the trace's
+			// times (to the hundredth of a second, as inference-perf reads
+			// them).
+			n := int(s.Rate * s.Duration)
+			if dataTrace != nil {
+				n = len(dataTrace)
+			}
+			if n > len(trace) {
+				return 0, c.at(fmt.Sprintf("load.stages[%d]", i), "sends %d requests but load.trace has %d", n, len(trace))
+			}
+			for _, e := range trace[:n] {
+				st.Offsets = append(st.Offsets, max(e.centis, 0))
+			}
+			// The stage lasts as long as its requests take: inference-perf
+			// waits for them, not for the configured duration.
+			st.Duration = 0
+			if n > 0 {
+				st.Duration = slices.Max(st.Offsets)
+			}
+		default:
 			st.Offsets = constantOffsets(int(s.Rate*s.Duration), s.Duration, rng)
 		}
 		most = max(most, len(st.Offsets))
 		p.Stages = append(p.Stages, st)
 	}
-	var err error
-	d := &c.Data
-	switch d.Type {
-	case "shared_prefix":
-		p.Prompts, err = sharedPrefixPrompts(ctx, d.SharedPrefix, tk, o, rng)
-		p.Sessions = o.Compat == Current && d.SharedPrefix.EnableMultiTurnChat
-		if p.Sessions {
-			it, ok := tk.(IDTokenizer)
-			if ok {
-				if p.separator, err = it.Encode(ctx, " "); err != nil {
-					return nil, err
-				}
-			}
-		}
-	case "random":
-		p.Prompts, err = randomPrompts(ctx, d, most+1, tk, o, rng)
-	case "shareGPT":
-		p.Prompts, err = shareGPTPrompts(ctx, d, tk)
-	case "mock":
-		for i := range max(most, 1) {
-			p.Prompts = append(p.Prompts, Sample{Prompt: fmt.Sprintf("text%d", i+1), OutputLen: 30})
-		}
-		if err = countPrompts(ctx, p.Prompts, tk); err != nil {
-			return nil, err
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("plan workload: %w", err)
-	}
-	if len(p.Prompts) == 0 {
-		return nil, fmt.Errorf("plan workload: data.type %s gave no prompts", d.Type)
-	}
-	return p, nil
+	return most, nil
 }
 
 // constantOffsets is inference-perf's ConstantLoadTimer: n exponential
@@ -198,169 +312,4 @@ func poisson(mean float64, rng *rand.Rand) int {
 		}
 		k++
 	}
-}
-
-// sharedPrefixPrompts builds num_groups system prompts and, for each,
-// num_prompts_per_group questions, then shuffles them: every request of a
-// group shares its system prompt as a prefix.
-func sharedPrefixPrompts(ctx context.Context, s *IPSharedPrefix, tk Tokenizer, o PlanOptions, rng *rand.Rand) ([]Sample, error) {
-	groups, per := *s.NumGroups, *s.NumPromptsPerGroup
-	if o.Compat == Legacy {
-		// e8e0aa99 knew neither the long aliases nor sessions: a value
-		// given only under an alias fell back to the default.
-		groups, per = 10, 10
-		if s.legacyGroups != nil {
-			groups = *s.legacyGroups
-		}
-		if s.legacyPerGroup != nil {
-			per = *s.legacyPerGroup
-		}
-	}
-	it, exact := tk.(IDTokenizer)
-	if !exact {
-		return nil, fmt.Errorf("shared_prefix needs a tokenizer that converts ids (the server's /tokenize and /detokenize)")
-	}
-	v := it.VocabSize()
-	lo := firstWordID(v)
-	randomIDs := func(n int) []int {
-		ids := make([]int, n)
-		for i := range ids {
-			ids[i] = lo + rng.IntN(v-lo)
-		}
-		return ids
-	}
-	var sep []int
-	if o.Compat == Legacy {
-		var err error
-		if sep, err = it.Encode(ctx, " "); err != nil {
-			return nil, err
-		}
-	}
-	var out []Sample
-	for range groups {
-		sysText, sysIDs, err := promptText(ctx, it, randomIDs(*s.SystemPromptLen), o.Compat == Current, rng)
-		if err != nil {
-			return nil, err
-		}
-		for range per {
-			q := *s.QuestionLen
-			if o.Compat == Legacy && o.Drift[1] > 0 {
-				q += o.Drift[0] + rng.IntN(o.Drift[1]-o.Drift[0]+1)
-			}
-			qText, qIDs, err := promptText(ctx, it, randomIDs(q), o.Compat == Current, rng)
-			if err != nil {
-				return nil, err
-			}
-			sm := Sample{OutputLen: *s.OutputLen}
-			if o.Compat == Legacy {
-				// sys_text + " " + q_text, as e8e0aa99 joined them.
-				sm.Prompt = sysText + " " + qText
-				sm.PromptIDs = append(append(append([]int(nil), sysIDs...), sep...), qIDs...)
-			} else {
-				sm.Prompt = sysText + qText
-				sm.PromptIDs = append(append([]int(nil), sysIDs...), qIDs...)
-			}
-			sm.PromptLen = len(sm.PromptIDs) + it.SpecialTokens()
-			out = append(out, sm)
-		}
-	}
-	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out, nil
-}
-
-// promptText is the text of random ids: in Current mode re-tokenised to
-// exactly their number (ExactPrompt, which decodes them first), else
-// decoded as they are, as e8e0aa99 did.
-func promptText(ctx context.Context, it IDTokenizer, ids []int, exact bool, rng *rand.Rand) (string, []int, error) {
-	if exact && len(ids) > 0 {
-		return ExactPrompt(ctx, it, ids, len(ids), rng)
-	}
-	text, err := it.Decode(ctx, ids)
-	return text, ids, err
-}
-
-// randomPrompts is inference-perf's random data: lengths from the
-// distributions, prompts of random ids (of exact length in Current mode).
-func randomPrompts(ctx context.Context, d *IPData, n int, tk Tokenizer, o PlanOptions, rng *rand.Rand) ([]Sample, error) {
-	if d.InputDistribution.TotalCount != nil {
-		n = *d.InputDistribution.TotalCount
-	}
-	it, ok := tk.(IDTokenizer)
-	if !ok {
-		return nil, fmt.Errorf("random data needs a tokenizer that converts ids (the server's /tokenize and /detokenize)")
-	}
-	v := it.VocabSize()
-	lo := firstWordID(v)
-	out := make([]Sample, n)
-	for i := range out {
-		in, outLen := d.InputDistribution.draw(rng), d.OutputDistribution.draw(rng)
-		ids := make([]int, max(in, 1))
-		for k := range ids {
-			ids[k] = lo + rng.IntN(v-lo)
-		}
-		text, ids, err := promptText(ctx, it, ids, o.Compat == Current, rng)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = Sample{Prompt: text, PromptIDs: ids, PromptLen: len(ids) + it.SpecialTokens(), OutputLen: max(outLen, 1)}
-	}
-	return out, nil
-}
-
-// draw is one length: normal(mean, std) clipped to [min, max] and rounded,
-// or uniform over [min, max], or the mean.
-func (d *IPDistribution) draw(rng *rand.Rand) int {
-	var v float64
-	switch d.Type {
-	case "uniform":
-		v = float64(*d.Min) + rng.Float64()*float64(*d.Max-*d.Min)
-	case "fixed":
-		v = *d.Mean
-	default:
-		v = *d.Mean + *d.StdDev*rng.NormFloat64()
-	}
-	return min(max(int(math.Round(v)), *d.Min), *d.Max)
-}
-
-// shareGPTPrompts reads the conversations of a local ShareGPT file: the
-// first turn is the prompt, the second's length max_tokens, filtered by the
-// distributions' bounds as inference-perf does.
-func shareGPTPrompts(ctx context.Context, d *IPData, tk Tokenizer) ([]Sample, error) {
-	raw, err := os.ReadFile(d.Path)
-	if err != nil {
-		return nil, err
-	}
-	pairs, err := parseShareGPT(raw)
-	if err != nil {
-		return nil, err
-	}
-	var out []Sample
-	for _, pr := range pairs {
-		in, err := tk.Count(ctx, pr.Prompt)
-		if err != nil {
-			return nil, err
-		}
-		outLen, err := tk.Count(ctx, pr.Completion)
-		if err != nil {
-			return nil, err
-		}
-		if !d.InputDistribution.admits(in) || !d.OutputDistribution.admits(outLen) || outLen < 1 {
-			continue
-		}
-		out = append(out, Sample{Prompt: pr.Prompt, PromptLen: in, OutputLen: outLen})
-	}
-	return out, nil
-}
-
-func (d *IPDistribution) admits(n int) bool { return d == nil || (n >= *d.Min && n <= *d.Max) }
-
-func countPrompts(ctx context.Context, s []Sample, tk Tokenizer) error {
-	for i := range s {
-		n, err := tk.Count(ctx, s[i].Prompt)
-		if err != nil {
-			return err
-		}
-		s[i].PromptLen = n
-	}
-	return nil
 }

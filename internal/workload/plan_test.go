@@ -48,9 +48,9 @@ func parse(t *testing.T, y string) *InferencePerf {
 func TestParseInferencePerfCampaign(t *testing.T) {
 	c := parse(t, campaignExp16)
 	sp := c.Data.SharedPrefix
-	if *sp.NumGroups != 9 || *sp.NumPromptsPerGroup != 5 || *sp.QuestionLen != 447 || !sp.EnableMultiTurnChat {
+	if *sp.NumGroups != 9 || *sp.NumPromptsPerGroup != 5 || sp.QuestionLen.Value != 447 || !sp.EnableMultiTurnChat {
 		t.Errorf("shared_prefix = %d groups × %d, question %d, multi-turn %v; want 9 × 5, 447, true",
-			*sp.NumGroups, *sp.NumPromptsPerGroup, *sp.QuestionLen, sp.EnableMultiTurnChat)
+			*sp.NumGroups, *sp.NumPromptsPerGroup, sp.QuestionLen.Value, sp.EnableMultiTurnChat)
 	}
 	if c.Load.Type != "constant" || len(c.Load.Stages) != 2 || c.API.Type != "completion" {
 		t.Errorf("load %s with %d stages, api %s", c.Load.Type, len(c.Load.Stages), c.API.Type)
@@ -59,17 +59,16 @@ func TestParseInferencePerfCampaign(t *testing.T) {
 
 func TestParseInferencePerfRejects(t *testing.T) {
 	for name, tc := range map[string]struct{ yaml, want string }{
-		"unknown key":       {"load: {stages: [{rate: 1, duration: 1}], bogus: 1}", "bogus"},
-		"alias conflict":    {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: shared_prefix, shared_prefix: {num_groups: 2, num_unique_system_prompts: 3}}", "twice"},
-		"no stages":         {"load: {type: constant}", "stages is empty"},
-		"zero rate":         {"load: {stages: [{rate: 0, duration: 10}]}", "positive"},
-		"trace load":        {"load: {type: trace, stages: [{rate: 1, duration: 1}]}", "constant and poisson"},
-		"synthetic":         {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: synthetic}", "data.type"},
-		"random, no lens":   {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random}", "input_distribution"},
-		"chat multi-turn":   {"load: {stages: [{rate: 1, duration: 1}]}\napi: {type: chat}\ndata: {type: shared_prefix, shared_prefix: {enable_multi_turn_chat: true}}", "completion"},
-		"sharegpt download": {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: shareGPT}", "local file"},
-		"bad distribution":  {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: {min: 9, max: 3}, output_distribution: {}}", "min"},
-		"negative count":    {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: {total_count: -5}, output_distribution: {}}", "total_count"},
+		"unknown key":        {"load: {stages: [{rate: 1, duration: 1}], bogus: 1}", "bogus"},
+		"alias conflict":     {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: shared_prefix, shared_prefix: {num_groups: 2, num_unique_system_prompts: 3}}", "twice"},
+		"no stages":          {"load: {type: constant}", "stages is empty"},
+		"zero rate":          {"load: {stages: [{rate: 0, duration: 10}]}", "positive"},
+		"trace load":         {"load: {type: trace, stages: [{rate: 1, duration: 1}]}", "constant, poisson"},
+		"synthetic, no lens": {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: synthetic}", "input_distribution"},
+		"random, no lens":    {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random}", "input_distribution"},
+		"chat multi-turn":    {"load: {stages: [{rate: 1, duration: 1}]}\napi: {type: chat}\ndata: {type: shared_prefix, shared_prefix: {enable_multi_turn_chat: true}}", "completion"},
+		"bad distribution":   {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: {min: 9, max: 3}, output_distribution: {}}", "min"},
+		"negative count":     {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: {total_count: -5}, output_distribution: {}}", "total_count"},
 	} {
 		_, err := ParseInferencePerf(strings.NewReader(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -195,11 +194,11 @@ func TestScheduleStagesDrain(t *testing.T) {
 		t.Fatalf("at 0: %d ready, next %v", len(a), next)
 	}
 	b, _ := s.Poll(time.Second)
-	s.Finished(a[0], 3*time.Second, true, "", nil, 1)
+	s.Finished(a[0], 3*time.Second, Outcome{OK: true, Text: "", OutputTokens: 1})
 	if r, next := s.Poll(3 * time.Second); len(r) != 0 || next >= 0 {
 		t.Fatalf("stage 0 still has a request out, yet %d ready, next %v", len(r), next)
 	}
-	s.Finished(b[0], 10*time.Second, true, "", nil, 1)
+	s.Finished(b[0], 10*time.Second, Outcome{OK: true, Text: "", OutputTokens: 1})
 	r, next := s.Poll(10 * time.Second)
 	if len(r) != 0 || next != 12*time.Second {
 		t.Fatalf("after the drain at 10s: %d ready, next %v; want the next stage at 12s", len(r), next)
@@ -208,9 +207,9 @@ func TestScheduleStagesDrain(t *testing.T) {
 	if len(r) != 1 || r[0].Stage != 1 || r[0].Due != 12*time.Second || r[0].Sample.Prompt != "p0" {
 		t.Fatalf("stage 1 opened with %+v; want p0 again, due at 12s", r)
 	}
-	s.Finished(r[0], 13*time.Second, true, "", nil, 1)
+	s.Finished(r[0], 13*time.Second, Outcome{OK: true, Text: "", OutputTokens: 1})
 	r, _ = s.Poll(13 * time.Second)
-	s.Finished(r[0], 14*time.Second, true, "", nil, 1)
+	s.Finished(r[0], 14*time.Second, Outcome{OK: true, Text: "", OutputTokens: 1})
 	if _, next := s.Poll(14 * time.Second); !s.Done() || next >= 0 {
 		t.Error("the schedule is not done after every request finished")
 	}
@@ -229,12 +228,12 @@ func TestScheduleSessions(t *testing.T) {
 	if more, _ := s.Poll(time.Second); len(more) != 0 {
 		t.Fatalf("user 0's second round went while its first was in flight: %+v", more)
 	}
-	s.Finished(r[0], 2*time.Second, true, "answer", nil, 1)
+	s.Finished(r[0], 2*time.Second, Outcome{OK: true, Text: "answer", OutputTokens: 1})
 	more, _ := s.Poll(2 * time.Second)
 	if len(more) != 1 || more[0].User != 0 || more[0].Sample.Prompt != " p0 answer p0" || more[0].Due != 0 || more[0].Sample.PromptLen != 3 {
 		t.Fatalf("user 0's second round: %+v; want \" p0 answer p0\", due at 0, 3 tokens", more)
 	}
-	s.Finished(r[1], 3*time.Second, false, "", nil, 0)
+	s.Finished(r[1], 3*time.Second, Outcome{OK: false, Text: "", OutputTokens: 0})
 	more, _ = s.Poll(3 * time.Second)
 	if len(more) != 1 || more[0].Sample.Prompt != " p1" {
 		t.Fatalf("after a failed round user 1 sent %+v; want its conversation unchanged (\" p1\")", more)
@@ -252,7 +251,7 @@ func TestScheduleConcurrencyAndUntil(t *testing.T) {
 	if len(r) != 2 {
 		t.Fatalf("%d sent under a cap of 2", len(r))
 	}
-	s.Finished(r[0], time.Second, true, "", nil, 1)
+	s.Finished(r[0], time.Second, Outcome{OK: true, Text: "", OutputTokens: 1})
 	more, next := s.Poll(time.Second)
 	if len(more) != 1 || more[0].Due != 0 || more[0].Index != 2 {
 		t.Fatalf("after a slot freed: %+v", more)
@@ -260,8 +259,8 @@ func TestScheduleConcurrencyAndUntil(t *testing.T) {
 	if next != 5*time.Second {
 		t.Errorf("next %v, want 5s", next)
 	}
-	s.Finished(r[1], 2*time.Second, true, "", nil, 1)
-	s.Finished(more[0], 3*time.Second, true, "", nil, 1)
+	s.Finished(r[1], 2*time.Second, Outcome{OK: true, Text: "", OutputTokens: 1})
+	s.Finished(more[0], 3*time.Second, Outcome{OK: true, Text: "", OutputTokens: 1})
 	if late, _ := s.Poll(5 * time.Second); len(late) != 0 || !s.Done() {
 		t.Errorf("sent %d after --duration ended, done %v", len(late), s.Done())
 	}

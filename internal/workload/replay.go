@@ -1,13 +1,17 @@
 package workload
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
+	"os"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -84,4 +88,98 @@ func (p *Plan) Span() time.Duration {
 		d += s.Duration
 	}
 	return d
+}
+
+// TraceFormatOf tells a request trace's format from its first line: ok is
+// false for anything but a CSV trace (a bench result is JSON).
+func TraceFormatOf(path string) (format string, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(io.LimitReader(f, 4096)).ReadString('\n')
+	line = strings.TrimSpace(line)
+	switch {
+	case strings.HasPrefix(line, "{"), strings.HasPrefix(line, "["), line == "":
+		return "", false
+	case strings.Contains(line, "Request tokens"):
+		return TraceBurstGPT, true
+	}
+	return TraceAzure, true
+}
+
+// TracePlan replays a request trace: each request at its time from the
+// trace's first (at rate, when finite, the times scaled so that they
+// average rate requests per second), with a random prompt the server
+// counts as its input tokens (special tokens included) and its output
+// tokens as max_tokens (ignore_eos). n, when positive, keeps the first n
+// requests.
+func TracePlan(ctx context.Context, trace []TraceEntry, tc Tokenizer, n int, rate float64, seed int64) (*Plan, error) {
+	if n > 0 && n < len(trace) {
+		trace = trace[:n]
+	}
+	if len(trace) == 0 {
+		return nil, errors.New("replay trace: no requests")
+	}
+	scale := 1.0
+	if span := (trace[len(trace)-1].At - trace[0].At).Seconds(); rate > 0 && !math.IsInf(rate, 1) && span > 0 {
+		scale = float64(len(trace)) / span / rate
+	}
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x7ace))
+	p := &Plan{IgnoreEOS: true, Stages: []Stage{{}}}
+	st := &p.Stages[0]
+	for _, e := range trace {
+		var s Sample
+		if tk, ok := tc.(IDTokenizer); ok {
+			v, lo := tk.VocabSize(), firstWordID(tk.VocabSize())
+			ids := make([]int, max(e.Input-tk.SpecialTokens(), 1))
+			for k := range ids {
+				ids[k] = lo + rng.IntN(v-lo)
+			}
+			text, ids, err := ExactPrompt(ctx, tk, ids, len(ids), rng)
+			if err != nil {
+				return nil, err
+			}
+			s = Sample{Prompt: text, PromptIDs: ids, PromptLen: len(ids) + tk.SpecialTokens()}
+		} else {
+			text, got, err := fitText(ctx, tc, "", max(e.Input, 1), rng)
+			if err != nil {
+				return nil, err
+			}
+			s = Sample{Prompt: text, PromptLen: got}
+		}
+		s.OutputLen = max(e.Output, 1)
+		p.Prompts = append(p.Prompts, s)
+		st.Offsets = append(st.Offsets, max(time.Duration(float64(e.At-trace[0].At)*scale), 0))
+	}
+	st.Duration = st.Offsets[len(st.Offsets)-1]
+	st.Rate = float64(len(st.Offsets)) / max(st.Duration.Seconds(), 1e-9)
+	return p, nil
+}
+
+// Rescaled is a one-stage plan's arrivals scaled in time so that they
+// average rate requests per second, sending those due within d (at least
+// one): a trace's shape at the rate a planner tries.
+func (p *Plan) Rescaled(rate float64, d time.Duration) *Plan {
+	q := *p
+	if len(p.Stages) == 0 || len(p.Stages[0].Offsets) == 0 || !(rate > 0) {
+		return &q
+	}
+	offs := p.Stages[0].Offsets
+	span := offs[len(offs)-1] - offs[0]
+	scale := 1.0
+	if span > 0 {
+		scale = float64(len(offs)) / span.Seconds() / rate
+	}
+	st := Stage{Rate: rate, Duration: d}
+	for _, o := range offs {
+		at := time.Duration(float64(o-offs[0]) * scale)
+		if at > d && len(st.Offsets) > 0 {
+			break
+		}
+		st.Offsets = append(st.Offsets, at)
+	}
+	q.Stages = []Stage{st}
+	return &q
 }

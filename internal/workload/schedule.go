@@ -1,37 +1,77 @@
 package workload
 
-import "time"
+import (
+	"math/rand/v2"
+	"slices"
+	"time"
+)
 
 // Request is one request of a running plan, ready to send.
 type Request struct {
 	Index int // in the order requests were scheduled, from 0
+	// Stage is the stage it belongs to, from 0; a sweep's probe is -1.
 	Stage int
 	User  int // the session's user, or -1
 	// Sample is what to send; a session round's prompt carries its
 	// conversation so far.
 	Sample Sample
 	Due    time.Duration // when the plan scheduled it, from the run's start
+	// Model, when set, is the LoRA adapter to send it to instead of the
+	// served model (load.lora_traffic_split).
+	Model string
+}
+
+// Outcome is how a request ended, as its client saw it.
+type Outcome struct {
+	OK bool
+	// Text and IDs are the answer (a session appends them to its
+	// conversation), OutputTokens its length.
+	Text         string
+	IDs          []int
+	OutputTokens int
+	// ErrorType and Error say why it failed, as inference-perf records
+	// it ("HTTP Error 503", "TimeoutError", ...), for circuit breakers.
+	ErrorType, Error string
+	PromptTokens     int
 }
 
 // Schedule runs a Plan against a clock it is told: Poll hands out the
-// requests that may go now, Finished reports one done. Times are offsets
-// from the run's start, on whatever clock the caller keeps (the wall clock
-// for bench, a virtual one for simulate), so one schedule drives both. It
-// enforces what inference-perf and vLLM's bench enforce on the client: a
-// stage starts only after the previous one has drained, a session's user
-// has one request in flight, and no more than MaxConcurrency go at once.
-// It is not safe for concurrent use.
+// requests that may go now, Finished reports one done, Cancelled lists
+// those to abandon. Times are offsets from the run's start, on whatever
+// clock the caller keeps (the wall clock for bench, a virtual one for
+// simulate), so one schedule drives both. It enforces what inference-perf
+// and vLLM's bench enforce on the client: a stage starts only after the
+// previous one has drained, a session's user has one request in flight, no
+// more than the concurrency cap go at once, a request past its timeout is
+// abandoned, a sweep's probe finds the stages, a tripped circuit breaker
+// ends the run. It is not safe for concurrent use.
 type Schedule struct {
 	p          *Plan
-	stage, pos int           // the next offset to schedule
-	stageStart time.Duration // of the current stage
-	open       int           // requests of the current stage not yet finished
+	stages     []Stage // the probe first, when sweeping
+	base       int     // index of the first reported stage in stages
+	stage, pos int     // the next offset to schedule
+	next       int     // the next prompt, when the prompts run on across stages
+	stageStart time.Duration
+	open       int // requests of the current stage not yet finished
 	lastDone   time.Duration
-	inFlight   int
+	inFlight   map[int]Request
 	index      int
 	queue      []Request // due session rounds released by their user, waiting for a slot
 	users      []session
 	stopped    bool
+	rng        *rand.Rand
+
+	deadlines []deadline // request timeouts, in send order
+	cancel    []Cancel   // to abandon, for Cancelled
+	samples   []inFlightSample
+	probeCut  bool // the probe passed its timeout
+	sat       float64
+	err       error
+}
+
+type deadline struct {
+	at    time.Duration
+	index int
 }
 
 // session is one user's conversation (inference-perf's LocalUserSession).
@@ -45,9 +85,21 @@ type session struct {
 
 // Start begins running the plan at offset 0.
 func (p *Plan) Start() *Schedule {
-	s := &Schedule{p: p}
+	s := &Schedule{p: p, inFlight: map[int]Request{}, rng: rand.New(rand.NewPCG(p.seed, 0x5c4ed))}
+	if p.Sweep != nil {
+		s.stages = []Stage{p.Sweep.Probe}
+		s.base = 1
+	} else {
+		s.stages = p.Stages
+	}
 	if p.Sessions {
 		s.users = make([]session, len(p.Prompts))
+	}
+	for _, b := range p.breakers {
+		b.open = false
+		for i := range b.triggers {
+			b.triggers[i].run, b.triggers[i].samples = 0, nil
+		}
 	}
 	return s
 }
@@ -68,52 +120,140 @@ func OpenLoop(samples []Sample, arr *Arrivals, maxConcurrency int, until time.Du
 		MaxConcurrency: maxConcurrency, Until: until}
 }
 
+// Stages are the stages the schedule has run or will run (a sweep's, once
+// its probe has found them), the probe not among them.
+func (s *Schedule) Stages() []Stage { return s.stages[s.base:] }
+
+// Saturation is the rate a sweep's probe found (0 before, or without one).
+func (s *Schedule) Saturation() float64 { return s.sat }
+
+// Err is why the schedule stopped early: a sweep's probe that found no
+// saturation rate. A run a circuit breaker stopped is not an error.
+func (s *Schedule) Err() error { return s.err }
+
 // Poll returns the requests that may be sent at now, and when to poll next
 // if nothing finishes before then (negative: only a completion can move the
-// schedule on, or it is done).
+// schedule on, or it is done). Call Cancelled after it.
 func (s *Schedule) Poll(now time.Duration) (ready []Request, next time.Duration) {
+	s.sampleTo(now)
 	next = -1
 	if s.p.Until > 0 && now >= s.p.Until && !s.stopped {
-		s.stop()
+		s.stop(false)
 	}
-	for !s.stopped && s.stage < len(s.p.Stages) {
-		st := &s.p.Stages[s.stage]
+	s.expire(now)
+	for !s.stopped && s.stage < len(s.stages) {
+		st := &s.stages[s.stage]
+		if s.isProbe() && !s.probeCut {
+			if cut := s.stageStart + s.p.Sweep.Timeout; now >= cut {
+				s.cutProbe()
+			} else {
+				next = soonest(next, cut)
+			}
+		}
 		if s.pos == len(st.Offsets) {
 			if s.open > 0 {
 				break // the stage drains before the next starts
 			}
-			s.stage++
-			s.pos = 0
-			if s.stage < len(s.p.Stages) {
-				s.stageStart = max(s.lastDone, s.stageStart+st.Duration) + s.p.Interval
-				for i := range s.users {
-					s.users[i] = session{} // every stage starts new conversations
-				}
+			if !s.advance(st) {
+				break
 			}
 			continue
 		}
 		due := s.stageStart + st.Offsets[s.pos]
 		if due > now {
-			next = due
+			next = soonest(next, due)
 			break
 		}
 		if !s.p.Sessions && !s.slotFree() {
 			break // waits for a slot: sent later, still due at its offset
 		}
-		if r, now := s.schedule(due); now {
-			ready = append(ready, s.release(r))
+		if r, goes := s.schedule(due); goes {
+			ready = append(ready, s.release(r, now))
 		}
 	}
 	for len(s.queue) > 0 && s.slotFree() {
 		r := s.queue[0]
 		s.queue = s.queue[1:]
-		ready = append(ready, s.release(r))
+		ready = append(ready, s.release(r, now))
+	}
+	if len(s.deadlines) > 0 {
+		next = soonest(next, s.deadlines[0].at)
 	}
 	return ready, next
 }
 
+func soonest(a, b time.Duration) time.Duration {
+	if a < 0 || b < a {
+		return b
+	}
+	return a
+}
+
+func (s *Schedule) isProbe() bool { return s.base == 1 && s.stage == 0 }
+
+// advance moves past a drained stage; false when the schedule has ended.
+func (s *Schedule) advance(st *Stage) bool {
+	lead := s.p.Interval
+	if s.isProbe() {
+		// inference-perf notices the drain within its 1 s poll and keeps
+		// sampling meanwhile.
+		s.sampleTo(s.lastDone + time.Second)
+		sat, err := s.p.Sweep.saturation(s.samples)
+		if err != nil {
+			s.err = err
+			s.stopped = true
+			return false
+		}
+		s.sat = sat
+		s.stages = append(s.stages, s.p.Sweep.stages(sat, s.p.loadType == "poisson", s.rng)...)
+		lead = time.Second // inference-perf starts the first stage right after the probe, with its 1 s lead
+	}
+	s.stage++
+	s.pos = 0
+	if s.stage < len(s.stages) {
+		s.stageStart = max(s.lastDone, s.stageStart+st.Duration) + lead
+		for i := range s.users {
+			s.users[i] = session{} // every stage starts new conversations
+		}
+	}
+	return true
+}
+
+// cutProbe ends a sweep's probe at its timeout: nothing more is sent and
+// what is in flight is abandoned, as inference-perf cancels it.
+func (s *Schedule) cutProbe() {
+	s.probeCut = true
+	s.pos = len(s.stages[s.stage].Offsets)
+	s.dropPending(true)
+}
+
+// dropPending drops what is scheduled but not sent, and with abandon
+// cancels what is in flight.
+func (s *Schedule) dropPending(abandon bool) {
+	s.open -= len(s.queue)
+	for i := range s.users {
+		s.open -= len(s.users[i].waiting)
+		s.users[i].waiting = nil
+	}
+	s.queue = nil
+	if abandon {
+		var rs []Request
+		for _, r := range s.inFlight {
+			rs = append(rs, r)
+		}
+		slices.SortFunc(rs, func(a, b Request) int { return a.Index - b.Index })
+		for _, r := range rs {
+			s.cancel = append(s.cancel, Cancel{r, false})
+		}
+	}
+}
+
 func (s *Schedule) slotFree() bool {
-	return s.p.MaxConcurrency <= 0 || s.inFlight < s.p.MaxConcurrency
+	limit := s.p.MaxConcurrency
+	if s.stage < len(s.stages) && s.stages[s.stage].MaxConcurrency > 0 {
+		limit = s.stages[s.stage].MaxConcurrency
+	}
+	return limit <= 0 || len(s.inFlight) < limit
 }
 
 // schedule makes the stage's next request, due at due. Without sessions
@@ -121,14 +261,19 @@ func (s *Schedule) slotFree() bool {
 // its user's round in flight, or for a slot.
 func (s *Schedule) schedule(due time.Duration) (r Request, now bool) {
 	n := len(s.p.Prompts)
-	r = Request{Index: s.index, Stage: s.stage, User: -1, Sample: s.p.Prompts[s.pos%n], Due: due}
+	k := s.pos
+	if s.p.Continuous {
+		k = s.next
+		s.next++
+	}
+	r = Request{Index: s.index, Stage: s.stage - s.base, User: -1, Sample: s.p.Prompts[k%n], Due: due, Model: s.pickModel()}
 	s.index++
 	s.open++
 	s.pos++
 	if !s.p.Sessions {
 		return r, true
 	}
-	r.User = (s.pos - 1) % n
+	r.User = k % n
 	u := &s.users[r.User]
 	if u.busy {
 		u.waiting = append(u.waiting, r)
@@ -139,44 +284,92 @@ func (s *Schedule) schedule(due time.Duration) (r Request, now bool) {
 	return r, false
 }
 
-// release sends r: a session round gets its conversation prepended, as
-// inference-perf's user session does (context + " " + prompt).
-func (s *Schedule) release(r Request) Request {
-	s.inFlight++
-	if r.User < 0 {
-		return r
+// pickModel draws the LoRA adapter of the next request by the traffic
+// split's weights ("" without one).
+func (s *Schedule) pickModel() string {
+	if len(s.p.LoRA) == 0 {
+		return ""
 	}
-	u := &s.users[r.User]
-	base := r.Sample
-	r.Sample.Prompt = u.text + " " + base.Prompt
-	if base.PromptIDs != nil {
-		r.Sample.PromptIDs = append(append(append(make([]int, 0, len(u.ids)+len(s.p.separator)+len(base.PromptIDs)), u.ids...), s.p.separator...), base.PromptIDs...)
+	x := s.rng.Float64()
+	for _, l := range s.p.LoRA {
+		if x < l.Split {
+			return l.Name
+		}
+		x -= l.Split
 	}
-	r.Sample.PromptLen = u.tokens + len(s.p.separator) + base.PromptLen
+	return s.p.LoRA[len(s.p.LoRA)-1].Name
+}
+
+// release sends r at now: a session round gets its conversation
+// prepended, as inference-perf's user session does (context + " " + prompt).
+func (s *Schedule) release(r Request, now time.Duration) Request {
+	if r.User >= 0 {
+		u := &s.users[r.User]
+		base := r.Sample
+		r.Sample.Prompt = u.text + " " + base.Prompt
+		if base.PromptIDs != nil {
+			r.Sample.PromptIDs = append(append(append(make([]int, 0, len(u.ids)+len(s.p.separator)+len(base.PromptIDs)), u.ids...), s.p.separator...), base.PromptIDs...)
+		}
+		r.Sample.PromptLen = u.tokens + len(s.p.separator) + base.PromptLen
+	}
+	s.inFlight[r.Index] = r
+	if s.p.RequestTimeout > 0 {
+		s.deadlines = append(s.deadlines, deadline{now + s.p.RequestTimeout, r.Index})
+	}
 	return r
 }
 
-// Finished reports r done at at: with ok, text and ids are its answer and
-// outputTokens their length, which a session appends to its user's
-// conversation; a failed round leaves the conversation as it was. Poll
-// again afterwards: a slot, a user or the next stage may have come free.
-func (s *Schedule) Finished(r Request, at time.Duration, ok bool, text string, ids []int, outputTokens int) {
-	s.inFlight--
+// expire abandons the requests in flight past their timeout.
+func (s *Schedule) expire(now time.Duration) {
+	for len(s.deadlines) > 0 && s.deadlines[0].at <= now {
+		d := s.deadlines[0]
+		s.deadlines = s.deadlines[1:]
+		if r, ok := s.inFlight[d.index]; ok {
+			s.cancel = append(s.cancel, Cancel{r, true})
+		}
+	}
+}
+
+// Cancel is a request in flight to abandon: past its timeout, or with the
+// run (a sweep's probe cut off, a circuit breaker tripped).
+type Cancel struct {
+	Request
+	TimedOut bool
+}
+
+// Cancelled returns the requests in flight to abandon now, each once. The
+// caller aborts them and reports each Finished.
+func (s *Schedule) Cancelled() []Cancel {
+	out := s.cancel
+	s.cancel = nil
+	return out
+}
+
+// Finished reports r done at at. A session appends a successful answer to
+// its user's conversation; a failed round leaves it as it was. Poll again
+// afterwards: a slot, a user or the next stage may have come free.
+func (s *Schedule) Finished(r Request, at time.Duration, o Outcome) {
+	s.sampleTo(at)
+	if _, ok := s.inFlight[r.Index]; !ok {
+		return // reported twice
+	}
+	delete(s.inFlight, r.Index)
 	s.open--
 	s.lastDone = max(s.lastDone, at)
-	if r.User < 0 || r.User >= len(s.users) || r.Stage != s.stage {
+	s.feedBreakers(r, at, o)
+	if r.User < 0 || r.User >= len(s.users) || r.Stage+s.base != s.stage {
 		return
 	}
 	u := &s.users[r.User]
-	if ok {
-		u.text = r.Sample.Prompt + " " + text
+	if o.OK {
+		u.text = r.Sample.Prompt + " " + o.Text
 		if r.Sample.PromptIDs != nil {
-			u.ids = append(append(append(u.ids[:0:0], r.Sample.PromptIDs...), s.p.separator...), ids...)
+			u.ids = append(append(append(u.ids[:0:0], r.Sample.PromptIDs...), s.p.separator...), o.IDs...)
 		}
-		u.tokens = r.Sample.PromptLen + len(s.p.separator) + outputTokens
+		u.tokens = r.Sample.PromptLen + len(s.p.separator) + o.OutputTokens
 	}
 	u.busy = false
-	if len(u.waiting) > 0 {
+	if len(u.waiting) > 0 && !s.stopped {
 		next := u.waiting[0]
 		u.waiting = u.waiting[1:]
 		u.busy = true
@@ -184,18 +377,59 @@ func (s *Schedule) Finished(r Request, at time.Duration, ok bool, text string, i
 	}
 }
 
-// stop ends sending (Plan.Until): what has not gone is dropped.
-func (s *Schedule) stop() {
-	s.stopped = true
-	s.open -= len(s.queue)
-	for i := range s.users {
-		s.open -= len(s.users[i].waiting)
-		s.users[i].waiting = nil
+// feedBreakers shows every circuit breaker the request's record (the
+// fields of inference-perf's request lifecycle metric glassbox has); one
+// named in load.circuit_breakers that opens ends the run.
+func (s *Schedule) feedBreakers(r Request, at time.Duration, o Outcome) {
+	if len(s.p.breakers) == 0 {
+		return
 	}
-	s.queue = nil
+	rec := map[string]any{"stage_id": float64(r.Stage), "scheduled_time": r.Due.Seconds(), "end_time": at.Seconds(),
+		"info": map[string]any{"input_tokens": float64(o.PromptTokens), "request_metrics": map[string]any{"text": map[string]any{"input_tokens": float64(o.PromptTokens)}},
+			"response_metrics": map[string]any{"output_tokens": float64(o.OutputTokens)}}}
+	if r.Model != "" {
+		rec["info"].(map[string]any)["lora_adapter"] = r.Model
+	}
+	if !o.OK {
+		rec["error"] = map[string]any{"error_type": o.ErrorType, "error_msg": o.Error}
+	}
+	for _, b := range s.p.breakers {
+		b.feed(rec, at)
+	}
+	for _, b := range s.p.stopOn {
+		if b.open && !s.stopped {
+			s.stop(true)
+		}
+	}
+}
+
+// stop ends sending (Plan.Until, or a breaker with abandon): what has not
+// gone is dropped, and with abandon what is in flight is cancelled.
+func (s *Schedule) stop(abandon bool) {
+	s.stopped = true
+	s.dropPending(abandon)
+}
+
+// sampleTo records the requests in flight at every half second of a
+// sweep's probe up to t (the count only changes at Poll and Finished), as
+// inference-perf's probe samples them; samples after its timeout are not
+// kept (inference-perf drops those of the drain after a cut-off).
+func (s *Schedule) sampleTo(t time.Duration) {
+	if !s.isProbe() || s.err != nil {
+		return
+	}
+	for {
+		at := time.Duration(len(s.samples)) * sampleEvery
+		// inference-perf's samples start a second before the probe's
+		// requests (its lead) and end a second before its timeout.
+		if at > t || at+time.Second >= s.p.Sweep.Timeout {
+			return
+		}
+		s.samples = append(s.samples, inFlightSample{at: at, n: len(s.inFlight)})
+	}
 }
 
 // Done reports whether every request has been scheduled and has finished.
 func (s *Schedule) Done() bool {
-	return s.inFlight == 0 && (s.stopped || s.stage >= len(s.p.Stages))
+	return len(s.inFlight) == 0 && (s.stopped || s.stage >= len(s.stages))
 }

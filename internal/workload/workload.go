@@ -3,9 +3,13 @@
 // by glassbox simulate. It owns the datasets of vLLM's bench serve (random
 // prompts of exact lengths, ShareGPT, prefix repetition, custom files), the
 // arrival schedules (Poisson or gamma-bursty rates, ramps), the
-// Kubernetes serving working group's inference-perf configurations (stages
-// of constant or Poisson load over shared-prefix, random or ShareGPT data,
-// with multi-turn sessions), and replays of a bench run's requests.
+// Kubernetes serving working group's inference-perf configurations (every
+// key of its schema: constant, Poisson, concurrent and trace-replay stages
+// or a saturation sweep, over shared-prefix, random, synthetic, ShareGPT or
+// mock data with length distributions and multi-turn sessions; request
+// timeouts, circuit breakers, LoRA traffic splits), request traces (Azure
+// LLM inference, BurstGPT) and replays of a bench run's requests. One
+// Schedule runs a plan on whatever clock its caller keeps.
 //
 // It talks to no server itself: a Tokenizer (the server's /tokenize and
 // /detokenize, or a local vocabulary) counts and converts tokens. It must
@@ -40,4 +44,7 @@ type Sample struct {
 	PromptIDs []int // the prompt's tokens when the dataset made them (special tokens excluded), else nil
 	PromptLen int   // tokens, as the tokenizer counted them (the server adds its specials)
 	OutputLen int   // max_tokens sent
+	// Messages, when set, is a chat's conversation, sent as it is (the
+	// Prompt then joins their contents, for counting).
+	Messages []Message
 }

@@ -30,6 +30,9 @@ type Cost struct {
 	Elementwise              time.Duration // the small kernels' activation traffic
 	AllReduce                time.Duration // tensor-parallel communication
 	Overhead                 time.Duration // per step, layer and sequence
+	// LoRA is the step's adapters' work and LoRALoad the copy of those
+	// the GPU had no slot for (only with LoRA; in Duration).
+	LoRA, LoRALoad time.Duration
 	// Host is the profile's host work after the GPU part (Duration),
 	// with the GPU idle; the engine waits it out after Execute.
 	Host time.Duration

@@ -59,6 +59,10 @@ type Config struct {
 	// in virtual time whose requests ignore EOS, where the tokens' values
 	// matter to nothing but the prefix cache and the cost is the sampling.
 	PlainTokens bool
+
+	// LoRA, when set, serves adapters: each step pays for its adapters'
+	// weights and arithmetic, and for copying in those not in a slot.
+	LoRA *LoRA
 }
 
 // Info describes the simulated deployment, for glassbox_executor_info and
@@ -90,6 +94,7 @@ type Executor struct {
 	observe   func(time.Time, *Cost)
 	clock     engine.Clock
 	deadline  time.Time // when the previous simulated step ends
+	lora      *loraState
 
 	// Scratch reused by every step, so that Execute allocates nothing.
 	hist     []int      // history rewritten into candidate indices, for penalties
@@ -139,6 +144,12 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if e.clock == nil {
 		e.clock = engine.WallClock()
+	}
+	if l := cfg.LoRA; l != nil {
+		if l.MaxLoRAs < 1 || l.Rank < 1 {
+			return nil, fmt.Errorf("new sim executor: LoRA needs --max-loras and --max-lora-rank of at least 1, got %d and %d", l.MaxLoRAs, l.Rank)
+		}
+		e.lora = &loraState{cfg: *l}
 	}
 	if cfg.HostOverhead < 0 {
 		return nil, fmt.Errorf("new sim executor: host overhead must not be negative, got %v", cfg.HostOverhead)
@@ -192,6 +203,13 @@ func (e *Executor) KVCacheBlocks(gpuMemoryUtilization float64, override int64, b
 // rather than added to it.
 func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	c := e.cost.Step(b)
+	if e.lora != nil {
+		l := e.lora.step(&e.cost, b)
+		c.LoRA, c.LoRALoad = l.Compute, l.Load
+		c.Duration += l.Compute + l.Load
+		c.FLOPs += l.FLOPs
+		c.ReadBytes += l.Bytes
+	}
 	if e.observe != nil {
 		seen := c // a copy, so that c itself stays on the stack
 		e.observe(e.clock.Now(), &seen)

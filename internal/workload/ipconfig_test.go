@@ -1,0 +1,130 @@
+package workload
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestUnknownKeysNameKeyAndLine: a key inference-perf's schema does not
+// have is an error naming its path and its line, at any depth (inside a
+// distribution given inline as a length, too).
+func TestUnknownKeysNameKeyAndLine(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"load:\n  stages:\n  - {rate: 1, duration: 1}\n  bogus: 1\n", "line 4: load.bogus: unknown key"},
+		{"load: {stages: [{rate: 1, duration: 1, rat: 2}]}\n", "load.stages[0].rat: unknown key"},
+		{"load: {stages: [{rate: 1, duration: 1}]}\ndata:\n  type: shared_prefix\n  shared_prefix:\n    question_len: {mean: 3, sd: 1}\n", "line 5: data.shared_prefix.question_len.sd: unknown key"},
+		{"load: {stages: [{rate: 1, duration: 1}]}\nreport: {request_lifecycle: {summary: true, per_stage: true, totals: 1}}\n", "report.request_lifecycle.totals"},
+		{"load: {stages: [{rate: 1, duration: 1}]}\nstorage: {local_storage: {path: x, bucket: y}}\n", "storage.local_storage.bucket"},
+		{"top: 1\n", "top: unknown key (inference-perf's the top level has"},
+	} {
+		_, err := ParseInferencePerf(strings.NewReader(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(path, []byte("load:\n  type: constant\n  stages: []\n"), 0o644)
+	if _, err := ReadInferencePerf(path); err == nil || !strings.Contains(err.Error(), path+": check inference-perf config: line 3: load.stages") {
+		t.Errorf("file error %v, want the file, the line and the key", err)
+	}
+}
+
+// TestUnderstoodButRefused: keys glassbox reads but cannot honour are
+// refused by name; those that only change where results go are notes.
+func TestUnderstoodButRefused(t *testing.T) {
+	const stages = "load: {stages: [{rate: 1, duration: 1}]}\n"
+	for _, tc := range []struct{ yaml, want string }{
+		{"load: {type: trace_session_replay, stages: [{concurrent_sessions: 2}]}", "trace_session_replay"},
+		{stages + "api: {type: anthropic_messages}", "anthropic_messages"},
+		{stages + "data: {type: random, use_chat_template: true, input_distribution: {}, output_distribution: {}}", "use_chat_template"},
+		{stages + "data: {type: cnn_dailymail}", "cnn_dailymail"},
+		{stages + "data: {type: mock, multimodal: {image: {}}}", "data.multimodal"},
+		{stages + "data: {type: shared_prefix, shared_prefix: {question_len: {mean: 5}, question_distribution: {mean: 5}}}", "both given"},
+		{stages + "data: {type: random, input_distribution: {type: skew_normal}, output_distribution: {}}", "skew_normal"},
+		{stages + "data: {type: random, input_distribution: {mean: 5000}, output_distribution: {}}", "outside"},
+		{"load: {type: concurrent, stages: [{rate: 1, duration: 1}]}", "num_requests and concurrency_level"},
+		{"load: {stages: [{rate: 1, duration: 1, num_requests: 3}]}", "belong to load type concurrent"},
+		{"load: {type: trace_replay, stages: [{rate: 1, duration: 1}]}", "load.trace"},
+		{"load: {sweep: {type: cubic}}", "linear or geometric"},
+		{"load: {stages: [{rate: 1, duration: 1}], lora_traffic_split: [{name: a, split: 0.5}, {name: b, split: 0.4}]}", "add up to 0.9"},
+		{"load: {stages: [{rate: 1, duration: 1}], circuit_breakers: [nope]}", "no circuit breaker is named"},
+		{stages + "circuit_breakers: [{name: b, metrics: {matches: ['error.error_type[0]']}, triggers: [{type: consecutive, threshold: 2}]}]", "unexpected"},
+		{stages + "metrics: {type: prometheus, prometheus: {scrape_interval: 15}}", "exactly one of url or google_managed"},
+		{stages + "report: {goodput: {constraints: {latency: 1}}}", "report.goodput.constraints.latency"},
+	} {
+		_, err := ParseInferencePerf(strings.NewReader(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error with %q", tc.yaml, err, tc.want)
+		}
+	}
+	c := parse(t, stages+"metrics: {type: prometheus, prometheus: {url: http://p:9090}}\nstorage: {google_cloud_storage: {bucket_name: b}}\n")
+	if len(c.Notes) != 2 || !strings.Contains(c.Notes[0]+c.Notes[1], "Prometheus") || !strings.Contains(c.Notes[0]+c.Notes[1], "local storage") {
+		t.Errorf("notes %q, want one about Prometheus and one about cloud storage", c.Notes)
+	}
+}
+
+// TestDefaultsAsInferencePerf: what a configuration leaves out takes
+// inference-perf's defaults.
+func TestDefaultsAsInferencePerf(t *testing.T) {
+	c := parse(t, "load: {sweep: {type: linear}}\ndata: {type: shared_prefix, shared_prefix: {question_len: {type: lognormal, mean: 150, std_dev: 60}}}")
+	sw := c.Load.Sweep
+	if *sw.NumRequests != 2000 || *sw.Timeout != 60 || *sw.NumStages != 5 || *sw.StageDuration != 180 || *sw.SaturationPercentile != 95 {
+		t.Errorf("sweep defaults %+v", sw)
+	}
+	d := c.Data.SharedPrefix.QuestionLen.Dist
+	if d == nil || *d.Min != 10 || *d.Max != 1024 || *d.StdDev != 60 {
+		t.Errorf("question_len %+v", c.Data.SharedPrefix.QuestionLen)
+	}
+	if n, ok := c.Data.SharedPrefix.OutputLen.Fixed(); !ok || n != 50 {
+		t.Errorf("output_len default %d", n)
+	}
+	if c.API.Streaming || c.Server.Type != "vllm" || len(c.Report.RequestLifecycle.Percentiles) != 11 {
+		t.Errorf("api %+v, server %+v, percentiles %v", c.API, c.Server, c.Report.RequestLifecycle.Percentiles)
+	}
+	rf := parse(t, "load: {stages: [{rate: 1, duration: 1}]}\napi: {response_format: {json_schema: {type: object}}}").API.ResponseFormatBody()
+	js, _ := rf["json_schema"].(map[string]any)
+	if rf["type"] != "json_schema" || js["name"] != "structured_output" || js["schema"] == nil {
+		t.Errorf("response_format body %v, want inference-perf's to_api_format", rf)
+	}
+}
+
+// TestBreakerExpressions: the JMESPath circuit breakers are written in.
+func TestBreakerExpressions(t *testing.T) {
+	rec := map[string]any{"stage_id": 1.0, "error": map[string]any{"error_type": "TimeoutError", "error_msg": "x"}, "info": map[string]any{"input_tokens": 12.0}}
+	for expr, want := range map[string]bool{
+		"error.error_type == 'TimeoutError'":                   true,
+		"error.error_type == `\"HTTP Error 500\"`":             false,
+		"error && info.input_tokens > `10`":                    true,
+		"!error || stage_id == `0`":                            false,
+		"(info.input_tokens >= `12`) && error.error_msg != ''": true,
+		"missing.field":           false,
+		"info.input_tokens < 'a'": false,
+	} {
+		e, err := compileJMES(expr)
+		if err != nil {
+			t.Errorf("%s: %v", expr, err)
+			continue
+		}
+		if got := truthy(e.eval(rec)); got != want {
+			t.Errorf("%s = %v, want %v", expr, got, want)
+		}
+	}
+	for _, bad := range []string{"a[0]", "length(a)", "a ==", "'open", "a.b |"} {
+		if _, err := compileJMES(bad); err == nil {
+			t.Errorf("%q compiled", bad)
+		}
+	}
+}
+
+func FuzzCompileJMES(f *testing.F) {
+	f.Add("error.error_type == 'TimeoutError'")
+	f.Add("!(a && `1` < b.c) || \"q\"")
+	f.Fuzz(func(t *testing.T, s string) {
+		e, err := compileJMES(s)
+		if err == nil {
+			e.eval(map[string]any{"a": map[string]any{"b": 1.0}})
+		}
+	})
+}

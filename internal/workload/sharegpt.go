@@ -1,0 +1,163 @@
+package workload
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// shareGPTTurn is one turn of a ShareGPT conversation. A turn may also be a
+// JSON string holding the object, which the hub's file has
+// (inference-perf's issue 429).
+type shareGPTTurn struct {
+	From  string `json:"from"`
+	Value string `json:"value"`
+}
+
+func (t *shareGPTTurn) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		b = []byte(s)
+	}
+	type plain shareGPTTurn
+	return json.Unmarshal(b, (*plain)(t))
+}
+
+type shareGPTRecord struct {
+	Conversations []shareGPTTurn `json:"conversations"`
+}
+
+// eachShareGPT calls f for every record of a ShareGPT JSON array, read as
+// a stream (the hub's file is 650 MB); f returns false to stop.
+func eachShareGPT(r io.Reader, f func(i int, rec *shareGPTRecord) bool) error {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return errors.New("parse sharegpt: want a JSON array of conversations")
+	}
+	for i := 0; dec.More(); i++ {
+		var rec shareGPTRecord
+		if err := dec.Decode(&rec); err != nil {
+			return fmt.Errorf("parse sharegpt: conversation %d: %w", i, err)
+		}
+		if !f(i, &rec) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// shareGPTPrompts is inference-perf's shareGPT data: the conversations in
+// the file's order, cycled, the first one skipped the first time round (its
+// generator consumes one on start). For completions the first turn is the
+// prompt and the second's token count its max_tokens, both counted with
+// special tokens and kept only within the distributions' bounds when they
+// are given; for chat every turn goes as a message (human→user,
+// gpt→assistant, else user) and max_tokens is its client's default of 30.
+// It takes the first n.
+func shareGPTPrompts(ctx context.Context, d *IPData, n int, chat bool, tk Tokenizer, o PlanOptions) ([]Sample, error) {
+	path := d.Path
+	if path == "" {
+		if o.Fetch == nil {
+			return nil, fmt.Errorf("data.type shareGPT without data.path reads %s from the hub, which this run cannot download: give data.path (a local copy of that file)", ShareGPTHub)
+		}
+		var err error
+		if path, err = o.Fetch(ctx, ShareGPTHub); err != nil {
+			return nil, fmt.Errorf("data.type shareGPT: %w\n(inference-perf reads it from the hub when data.path is not set; set data.path to a local copy to run offline)", err)
+		}
+	}
+	specials := 0
+	if it, ok := tk.(IDTokenizer); ok {
+		specials = it.SpecialTokens()
+	}
+	var first *Sample // conversation 0, which comes round only on the second pass
+	var out []Sample
+	var ferr error
+	take := func(i int, rec *shareGPTRecord) bool {
+		s, ok, err := shareGPTSample(ctx, rec, d, chat, tk, specials)
+		switch {
+		case err != nil:
+			ferr = err
+			return false
+		case !ok:
+		case i == 0:
+			first = &s
+		default:
+			out = append(out, s)
+		}
+		return len(out) < n
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("data.path: %w", err)
+	}
+	defer f.Close()
+	if err := eachShareGPT(f, take); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if ferr != nil {
+		return nil, ferr
+	}
+	pass := append([]Sample(nil), out...)
+	if first != nil {
+		pass = append([]Sample{*first}, pass...)
+	}
+	if len(pass) == 0 {
+		return nil, fmt.Errorf("%s: no conversation of two turns or more (within the length distributions)", path)
+	}
+	for len(out) < n {
+		out = append(out, pass[:min(len(pass), n-len(out))]...)
+	}
+	return out, nil
+}
+
+// shareGPTSample makes one record a sample; ok is false when inference-perf
+// would skip it.
+func shareGPTSample(ctx context.Context, rec *shareGPTRecord, d *IPData, chat bool, tk Tokenizer, specials int) (Sample, bool, error) {
+	conv := rec.Conversations
+	if len(conv) < 2 {
+		return Sample{}, false, nil
+	}
+	if chat {
+		s := Sample{OutputLen: defaultMockOutputLen}
+		for i, t := range conv {
+			role := "user"
+			switch t.From {
+			case "gpt":
+				role = "assistant"
+			case "human":
+			}
+			s.Messages = append(s.Messages, Message{Role: role, Content: t.Value})
+			if i > 0 {
+				s.Prompt += "\n"
+			}
+			s.Prompt += t.Value
+		}
+		n, err := tk.Count(ctx, s.Prompt)
+		s.PromptLen = n
+		return s, true, err
+	}
+	prompt, completion := conv[0].Value, conv[1].Value
+	if prompt == "" {
+		return Sample{}, false, nil
+	}
+	in, err := tk.Count(ctx, prompt)
+	if err != nil {
+		return Sample{}, false, err
+	}
+	outLen := 0
+	if completion != "" {
+		if outLen, err = tk.Count(ctx, completion); err != nil {
+			return Sample{}, false, err
+		}
+		outLen += specials
+	}
+	in += specials
+	if !d.InputDistribution.admits(in) || !d.OutputDistribution.admits(outLen) {
+		return Sample{}, false, nil
+	}
+	return Sample{Prompt: prompt, PromptLen: in, OutputLen: maxTokens(outLen)}, true, nil
+}
