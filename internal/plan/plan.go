@@ -12,15 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
@@ -303,8 +300,8 @@ func runTrial(ctx context.Context, cfg *Config, rc replica.Config, rate float64)
 	w := doctor.NewWindow("simulate", "virtual replica")
 	var obsErr error
 	res, err := simulate.Run(ctx, simulate.Config{Replica: rc, Plan: p, ObserveInterval: 5 * time.Second,
-		Observe: func(at time.Time, g prometheus.Gatherer, _ http.Handler) {
-			mfs, err := g.Gather()
+		Observe: func(at time.Time, in simulate.Instance) {
+			mfs, err := in.Gatherer.Gather()
 			if err != nil && obsErr == nil {
 				obsErr = err
 			}
