@@ -8,7 +8,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"text/tabwriter"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/calibrate"
@@ -23,6 +26,7 @@ import (
 type simulateFlags struct {
 	engineFlags
 	loadFlags
+	fleet           fleetFlags
 	replay          string
 	metricsOut      string
 	metricsInterval time.Duration
@@ -35,6 +39,7 @@ func parseSimulateFlags(args []string, stderr io.Writer) (*simulateFlags, error)
 	fs.SetOutput(stderr)
 	f.engineFlags.register(fs)
 	f.loadFlags.register(fs)
+	f.fleet.register(fs, true)
 	fs.StringVar(&f.replay, "replay", "", "replay a 'glassbox bench --save-detailed' result's requests (send times and token counts) instead of a generated load")
 	fs.StringVar(&f.metricsOut, "metrics-out", "", "write the run's /metrics over virtual time here, as OpenMetrics for 'promtool tsdb create-blocks-from openmetrics'")
 	fs.DurationVar(&f.metricsInterval, "metrics-interval", 15*time.Second, "virtual time between two readings of --metrics-out")
@@ -74,6 +79,9 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	cfg := simulate.Config{Replica: rc, Plan: plan, RequestTimeout: f.requestTimeout}
+	if err := f.fleet.apply(&cfg, f.cfg.Seed); err != nil {
+		return err
+	}
 	if f.metricsOut != "" {
 		cfg.Series = simulate.NewSeries(f.metricsInterval)
 	}
@@ -98,8 +106,15 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	out.WriteSummary(stdout)
-	fmt.Fprintf(stdout, "Simulated %s of %s on %d× %s in %s (%.0f× real time, %d engine steps)\n", res.Duration.Round(time.Millisecond),
-		rc.Sim.Model, max(rc.Sim.TensorParallel, 1), rc.Sim.Hardware, res.Wall.Round(time.Millisecond), res.Speedup(), res.Steps)
+	fleet := ""
+	if len(res.Replicas) != 1 || cfg.Autoscaler != nil {
+		fleet = fmt.Sprintf("%d replicas (%s) of ", len(res.Replicas), cfg.Router.Policy)
+	}
+	fmt.Fprintf(stdout, "Simulated %s of %s%s on %d× %s in %s (%.0f× real time, %d engine steps)\n", res.Duration.Round(time.Millisecond),
+		fleet, rc.Sim.Model, max(rc.Sim.TensorParallel, 1), rc.Sim.Hardware, res.Wall.Round(time.Millisecond), res.Speedup(), res.Steps)
+	if fleet != "" {
+		writeFleet(stdout, res)
+	}
 	if err := f.write(out, stdout); err != nil {
 		return err
 	}
@@ -111,10 +126,59 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err := errors.Join(cfg.Series.WriteOpenMetrics(fh), fh.Close()); err != nil {
 			return fmt.Errorf("--metrics-out: %w", err)
 		}
-		fmt.Fprintf(stdout, "Metrics over virtual time (the engine's as job=%q, its GPU's dcgm-exporter as job=%q, instance=%q) written to %s (%d points; load them with: promtool tsdb create-blocks-from openmetrics %s DATA-DIR)\n",
-			simulate.JobEngine, simulate.JobDCGM, cfg.Series.Instance, f.metricsOut, cfg.Series.Samples(), f.metricsOut)
+		inst := fmt.Sprintf("instance=%q", res.Replicas[0].Instance)
+		if len(res.Replicas) > 1 {
+			inst = fmt.Sprintf("an instance per replica, %s to %s", res.Replicas[0].Instance, res.Replicas[len(res.Replicas)-1].Instance)
+		}
+		fmt.Fprintf(stdout, "Metrics over virtual time (the engine's as job=%q, its GPU's dcgm-exporter as job=%q, %s) written to %s (%d points; load them with: promtool tsdb create-blocks-from openmetrics %s DATA-DIR)\n",
+			simulate.JobEngine, simulate.JobDCGM, inst, f.metricsOut, cfg.Series.Samples(), f.metricsOut)
 	}
 	return nil
+}
+
+// writeFleet prints each replica's share and the autoscaler's decisions.
+func writeFleet(w io.Writer, res *simulate.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  replica\trequests\tprefix-cache hits\tready\tstopped")
+	for _, r := range res.Replicas {
+		hits := "–"
+		if q, h := promSum(r.Gatherer, "vllm:prefix_cache_queries_total"), promSum(r.Gatherer, "vllm:prefix_cache_hits_total"); q > 0 {
+			hits = fmt.Sprintf("%.1f%%", 100*h/q)
+		}
+		ready, stopped := "–", "–"
+		if !r.Ready.IsZero() {
+			ready = "+" + r.Ready.Sub(res.Start).Round(time.Second).String()
+		}
+		if !r.Stopped.IsZero() {
+			stopped = "+" + r.Stopped.Sub(res.Start).Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\n", r.Instance, r.Requests, hits, ready, stopped)
+	}
+	tw.Flush()
+	if res.Unrouted > 0 {
+		fmt.Fprintf(w, "  %d requests found no ready replica (503 at the gateway)\n", res.Unrouted)
+	}
+	for _, e := range res.Scaling {
+		fmt.Fprintf(w, "  autoscaler at +%s: %d → %d replicas (%.0f requests waiting)\n", e.At.Sub(res.Start).Round(time.Second), e.From, e.To, e.Waiting)
+	}
+}
+
+// promSum totals a family's samples in a registry.
+func promSum(g prometheus.Gatherer, name string) float64 {
+	mfs, err := g.Gather()
+	if err != nil {
+		return 0
+	}
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return total
 }
 
 // plan is the load the flags describe: a replay, an inference-perf
