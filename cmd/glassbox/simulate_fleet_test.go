@@ -208,3 +208,32 @@ func TestFleetFlagsAreTheChartsValues(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanFleetFlags: plan searches fleets behind routers (--replicas
+// 2 --router ...) and fits the fewest replicas to a target (--replicas
+// auto); a router without fleets, or auto without a target, is refused.
+func TestPlanFleetFlags(t *testing.T) {
+	base := []string{"plan", "--slo", "ttft:p99<=400ms,tpot:p99<=20ms", "--sim-hardware", "h100", "--max-num-seqs", "32",
+		"--random-input-len", "200", "--random-output-len", "30", "--num-prompts", "20", "--trial-duration", "10s"}
+	var out strings.Builder
+	if err := run(context.Background(), append(base, "--replicas", "2", "--router", "round-robin,least-requests"), &out, io.Discard); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"Highest rate per fleet", "fleet  router", "2      round-robin", "2      least-requests"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plan output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := run(context.Background(), append(base, "--replicas", "auto", "--target-rate", "150"), &out, io.Discard); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "(simulated)") || !strings.Contains(out.String(), "meet the SLOs at 150 requests/s") {
+		t.Errorf("no fitted fleet in:\n%s", out.String())
+	}
+	for _, bad := range [][]string{{"--router", "random"}, {"--replicas", "auto"}, {"--replicas", "0"}, {"--replicas", "2", "--router", "fastest"}} {
+		if err := run(context.Background(), append(base, bad...), io.Discard, io.Discard); err == nil {
+			t.Errorf("plan %v succeeded", bad)
+		}
+	}
+}
