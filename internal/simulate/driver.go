@@ -186,6 +186,7 @@ func (d *driver) send(r workload.Request, now time.Time) {
 	f.out.QueueTime = now.Sub(d.start.Add(r.Due))
 	f.out.Stage = r.Stage
 	f.out.PromptLen = r.Sample.PromptLen
+	f.out.ITL = make([]time.Duration, 0, max(r.Sample.OutputLen-1, 0)) // one gap a token after the first
 	f.prompt = r.Sample.PromptIDs
 	if f.prompt == nil {
 		f.prompt = d.vocab.Encode(r.Sample.Prompt)

@@ -93,6 +93,8 @@ type fleet struct {
 	instances func(i int) string
 	fleetMode bool // more than one replica, or an autoscaler: instance labels of their own
 
+	draining int // replicas draining, whose deadlines are timers
+
 	refresh, scrape, scale             time.Duration // 0: that timer is off
 	nextRefresh, nextScrape, nextScale time.Time
 }
@@ -247,7 +249,7 @@ func (d *driver) route(f *flight) *node {
 func (d *driver) earliestBusy() *node {
 	var best *node
 	for _, nd := range d.running {
-		if nd.busy() && (best == nil || nd.clk.now.Before(best.clk.now)) {
+		if len(nd.live) > 0 && !nd.stalled && (best == nil || nd.clk.now.Before(best.clk.now)) {
 			best = nd
 		}
 	}
@@ -272,9 +274,11 @@ func (d *driver) nextTimer() (time.Time, bool) {
 	if d.scale > 0 {
 		take(d.nextScale)
 	}
-	for _, nd := range d.running {
-		if nd.state == draining {
-			take(nd.drainBy)
+	if d.draining > 0 {
+		for _, nd := range d.running {
+			if nd.state == draining {
+				take(nd.drainBy)
+			}
 		}
 	}
 	return t, ok
@@ -371,6 +375,7 @@ func (d *driver) remove(t time.Time) {
 	}
 	d.router.Forget(victim.name)
 	victim.state = draining
+	d.draining++
 	victim.drainBy = t.Add(cmpOr(d.cfg.ShutdownTimeout, DefaultShutdownTimeout))
 }
 
@@ -393,6 +398,9 @@ func (d *driver) stop(nd *node, t time.Time) {
 			end = nd.clk.now
 		}
 		d.finishReadings(nd, end)
+	}
+	if nd.state == draining {
+		d.draining--
 	}
 	nd.state, nd.stopped = stopped, t
 	nd.eng.Stop()
