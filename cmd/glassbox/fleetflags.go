@@ -35,6 +35,33 @@ type fleetFlags struct {
 	scrape        time.Duration
 	startup       time.Duration
 	shutdown      time.Duration
+
+	set       map[string]bool // the flags the command line gave
+	anyPicker bool            // plan: one of its routers is the endpoint picker
+}
+
+// The flags only the endpoint picker reads, and only an autoscaler.
+var (
+	pickerFlags     = []string{"router-scorers", "router-refresh-metrics-interval", "router-prefix-block-size", "router-prefix-lru-capacity", "router-precise-block-size"}
+	autoscalerFlags = []string{"min-replicas", "max-replicas", "target-waiting-per-replica", "scale-down-stabilization", "keda-polling-interval",
+		"keda-cooldown-period", "keda-activation-waiting", "scrape-interval", "replica-startup-delay", "shutdown-timeout"}
+)
+
+// visited records what the parsed command line set explicitly, so that a
+// flag nothing would read is refused rather than ignored.
+func (f *fleetFlags) visited(fs *flag.FlagSet) {
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+}
+
+// unread names the first of flags the command line set.
+func (f *fleetFlags) unread(flags []string) string {
+	for _, name := range flags {
+		if f.set[name] {
+			return "--" + name
+		}
+	}
+	return ""
 }
 
 // register adds the flags; plan takes lists of replicas and routers, so it
@@ -66,8 +93,11 @@ func (f *fleetFlags) register(fs *flag.FlagSet, withCounts bool) {
 
 // apply puts the fleet into a simulation's configuration.
 func (f *fleetFlags) apply(cfg *simulate.Config, seed int64) error {
-	if f.replicas < 0 {
-		return errors.New("--replicas must not be negative")
+	if f.replicas < 1 && (f.autoscaler == "" || f.replicas < 0) {
+		return errors.New("--replicas must be at least 1 (0 only with an --autoscaler: its minimum)")
+	}
+	if name := f.unread(autoscalerFlags); name != "" && f.autoscaler == "" {
+		return fmt.Errorf("%s: the fleet has no --autoscaler to read it", name)
 	}
 	rc, err := f.routerConfig(f.router, seed)
 	if err != nil {
@@ -93,6 +123,9 @@ func (f *fleetFlags) apply(cfg *simulate.Config, seed int64) error {
 // routerConfig is one router of the flags.
 func (f *fleetFlags) routerConfig(policy string, seed int64) (router.Config, error) {
 	rc := router.Config{Policy: policy, Seed: uint64(seed), PrefixBlockSize: f.prefixBlock, PrefixLRUCapacity: f.prefixLRU, PreciseBlockSize: f.preciseBlock}
+	if name := f.unread(pickerFlags); name != "" && policy != router.EndpointPicker && !f.anyPicker {
+		return rc, fmt.Errorf("%s: only --router endpoint-picker reads it", name)
+	}
 	if policy == router.EndpointPicker {
 		ss, err := router.ParseScorers(f.scorers)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/plan"
+	"github.com/glassbox-llm/glassbox/internal/router"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
@@ -45,6 +46,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("plan: unexpected argument %q", fs.Arg(0))
 	}
 	ef.visited(fs)
+	ff.visited(fs)
 	if err := lf.resolve(); err != nil {
 		return err
 	}
@@ -115,6 +117,7 @@ func planFleet(cfg *plan.Config, ff *fleetFlags, replicas, routers string, seed 
 			return fmt.Errorf("--replicas: %w", err)
 		}
 	}
+	ff.anyPicker = strings.Contains(routers, router.EndpointPicker)
 	for _, name := range strings.Split(routers, ",") {
 		if name = strings.TrimSpace(name); name == "" {
 			continue
@@ -128,6 +131,13 @@ func planFleet(cfg *plan.Config, ff *fleetFlags, replicas, routers string, seed 
 	if len(cfg.Routers) > 0 && len(cfg.Fleets) == 0 && !cfg.FitReplicas {
 		return errors.New("--router: give the fleets it routes for with --replicas")
 	}
+	if name := ff.unread(append([]string{"autoscaler"}, autoscalerFlags...)); name != "" {
+		return fmt.Errorf("%s: plan searches fixed fleets; simulate autoscales one", name)
+	}
+	if name := ff.unread(pickerFlags); name != "" && !ff.anyPicker {
+		return fmt.Errorf("%s: only --router endpoint-picker reads it", name)
+	}
+	ff.replicas = 1
 	var sc simulate.Config
 	if err := ff.apply(&sc, seed); err != nil {
 		return err

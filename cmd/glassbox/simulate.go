@@ -51,6 +51,7 @@ func parseSimulateFlags(args []string, stderr io.Writer) (*simulateFlags, error)
 		return nil, fmt.Errorf("simulate: unexpected argument %q", fs.Arg(0))
 	}
 	f.engineFlags.visited(fs)
+	f.fleet.visited(fs)
 	if f.metricsInterval <= 0 {
 		return nil, errors.New("--metrics-interval must be positive")
 	}

@@ -50,7 +50,10 @@ func TestSimulateFleetFlags(t *testing.T) {
 	for _, bad := range [][]string{
 		{"--router", "fastest"}, {"--router", "endpoint-picker", "--router-scorers", "lora-scorer=1"}, {"--replicas", "-1"},
 		{"--autoscaler", "vpa"}, {"--autoscaler", "hpa", "--min-replicas", "0"}, {"--autoscaler", "keda", "--max-replicas", "0"},
-		{"--router-refresh-metrics-interval", "0s"}, {"--router", "round-robin", "--router-precise-block-size", "0"},
+		{"--router", "endpoint-picker", "--router-refresh-metrics-interval", "0s"}, {"--router", "endpoint-picker", "--router-precise-block-size", "0"},
+		// Flags nothing would read are refused by name.
+		{"--router-scorers", "queue-scorer=1"}, {"--router", "random", "--router-prefix-block-size", "128"},
+		{"--max-replicas", "4"}, {"--replicas", "2", "--replica-startup-delay", "1m"}, {"--replicas", "0"},
 	} {
 		args := append([]string{"simulate", "--num-prompts", "1"}, bad...)
 		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil {
@@ -231,7 +234,8 @@ func TestPlanFleetFlags(t *testing.T) {
 	if !strings.Contains(out.String(), "(simulated)") || !strings.Contains(out.String(), "meet the SLOs at 150 requests/s") {
 		t.Errorf("no fitted fleet in:\n%s", out.String())
 	}
-	for _, bad := range [][]string{{"--router", "random"}, {"--replicas", "auto"}, {"--replicas", "0"}, {"--replicas", "2", "--router", "fastest"}} {
+	for _, bad := range [][]string{{"--router", "random"}, {"--replicas", "auto"}, {"--replicas", "0"}, {"--replicas", "2", "--router", "fastest"},
+		{"--replicas", "2", "--router-scorers", "queue-scorer=1"}, {"--replicas", "2", "--autoscaler", "hpa"}, {"--replicas", "2", "--max-replicas", "3"}} {
 		if err := run(context.Background(), append(base, bad...), io.Discard, io.Discard); err == nil {
 			t.Errorf("plan %v succeeded", bad)
 		}
