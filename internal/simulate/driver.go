@@ -100,6 +100,9 @@ func (d *driver) run(ctx context.Context) error {
 		if n%1024 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if d.err != nil {
+			return d.err
+		}
 		d.fire(now)
 		ready, next := d.sch.Poll(now.Sub(d.start))
 		for _, r := range ready {

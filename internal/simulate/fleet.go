@@ -93,7 +93,8 @@ type fleet struct {
 	instances func(i int) string
 	fleetMode bool // more than one replica, or an autoscaler: instance labels of their own
 
-	draining int // replicas draining, whose deadlines are timers
+	draining int   // replicas draining, whose deadlines are timers
+	err      error // a replica the autoscaler could not build
 
 	refresh, scrape, scale             time.Duration // 0: that timer is off
 	nextRefresh, nextScrape, nextScale time.Time
@@ -335,7 +336,8 @@ func (d *driver) autoscale(t time.Time) {
 	for ; current < want; current++ {
 		nd, err := d.newNode(t)
 		if err != nil {
-			continue // the first replica was built from the same configuration: this cannot fail
+			d.err = err
+			return
 		}
 		heap.Push(&d.pending, event{at: t.Add(d.cfg.StartupDelay), n: nd, kind: replicaReady})
 	}
