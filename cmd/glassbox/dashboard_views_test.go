@@ -24,7 +24,6 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/glassbox-llm/glassbox/internal/corpus"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
@@ -263,7 +262,8 @@ func virtualLoad(t *testing.T, sc corpus.Scenario) (*live.Page, *doctor.Window) 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	_, err = simulate.Run(ctx, simulate.Config{Replica: rc, Plan: plan, ObserveInterval: 2 * time.Second,
-		Observe: func(at time.Time, g prometheus.Gatherer, dcgm http.Handler) {
+		Observe: func(at time.Time, in simulate.Instance) {
+			g, dcgm := in.Gatherer, in.DCGM
 			if at.Sub(simulate.Epoch) > sc.Duration() {
 				stop() // the load is over: the page is looked at while it runs, not while it drains
 				return

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/glassbox-llm/glassbox/internal/corpus"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
@@ -81,7 +79,8 @@ func generate(t *testing.T, sc corpus.Scenario, series string, extra ...string) 
 	}
 	start := simulate.Epoch
 	cfg := simulate.Config{Replica: rc, Plan: plan, RequestTimeout: f.requestTimeout, ObserveInterval: sc.Interval,
-		Observe: func(at time.Time, gt prometheus.Gatherer, dcgm http.Handler) {
+		Observe: func(at time.Time, in simulate.Instance) {
+			gt, dcgm := in.Gatherer, in.DCGM
 			if at.Before(start.Add(sc.Skip)) || at.After(start.Add(sc.Skip+sc.Window)) {
 				return
 			}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"math/rand/v2"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -37,7 +36,8 @@ func virtualWindows(t *testing.T, rc replica.Config, plan *workload.Plan, skip, 
 	var first time.Time
 	var errs []error
 	res, err := simulate.Run(context.Background(), simulate.Config{Replica: rc, Plan: plan, ObserveInterval: interval,
-		Observe: func(at time.Time, g prometheus.Gatherer, dcgm http.Handler) {
+		Observe: func(at time.Time, in simulate.Instance) {
+			g, dcgm := in.Gatherer, in.DCGM
 			if first.IsZero() {
 				first = at
 			}

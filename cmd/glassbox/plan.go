@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/plan"
+	"github.com/glassbox-llm/glassbox/internal/router"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
@@ -25,10 +26,14 @@ import (
 func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var ef engineFlags
 	var lf loadFlags
+	var ff fleetFlags
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	ef.register(fs)
 	lf.register(fs)
+	ff.register(fs, false)
+	replicas := fs.String("replicas", "", "fleet sizes to search, e.g. 2,4,8 (each row's rate is the fleet's), or auto with --target-rate: the fewest replicas meeting the SLOs there, simulated; empty: one replica, the fleet scaled from its rate")
+	routers := fs.String("router", "", "the routers in front of the fleets, e.g. round-robin,endpoint-picker (default round-robin)")
 	slo := fs.String("slo", "", "the SLOs every configuration must meet, e.g. ttft:p99<=500ms,tpot:p99<=50ms")
 	prices := fs.String("price", "", "dollars per GPU-hour, e.g. h100=2.5/h,h200=3.6/h (without one a configuration has no cost)")
 	target := fs.Float64("target-rate", 0, "requests per second the fleet must serve: replicas and the fleet's cost")
@@ -42,6 +47,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	ef.visited(fs)
 	lf.loadVisited(fs)
+	ff.visited(fs)
 	if err := lf.resolve(); err != nil {
 		return err
 	}
@@ -70,6 +76,9 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if cfg.Load, err = planLoad(&lf); err != nil {
 		return err
 	}
+	if err := planFleet(&cfg, &ff, *replicas, *routers, lf.cfg.Seed); err != nil {
+		return err
+	}
 	if isTerminal(stderr) && os.Getenv("CI") != "true" {
 		start := time.Now()
 		cfg.Progress = func(done, total int) {
@@ -86,8 +95,56 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "Highest rate per replica within %s, searched in %s of virtual time per trial:\n\n", *slo, trial.String())
+	what := "per replica"
+	if len(cfg.Fleets) > 0 {
+		what = "per fleet"
+	}
+	fmt.Fprintf(stdout, "Highest rate %s within %s, searched in %s of virtual time per trial:\n\n", what, *slo, trial.String())
 	res.WriteTable(stdout, &cfg)
+	return nil
+}
+
+// planFleet reads --replicas and --router into the search.
+func planFleet(cfg *plan.Config, ff *fleetFlags, replicas, routers string, seed int64) error {
+	switch strings.TrimSpace(replicas) {
+	case "":
+	case "auto":
+		cfg.FitReplicas = true
+		if cfg.TargetRate <= 0 {
+			return errors.New("--replicas auto: give the --target-rate to fit the fleet to")
+		}
+	default:
+		var err error
+		if cfg.Fleets, err = countList(replicas, 1); err != nil {
+			return fmt.Errorf("--replicas: %w", err)
+		}
+	}
+	ff.anyPicker = strings.Contains(routers, router.EndpointPicker)
+	for _, name := range strings.Split(routers, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		rc, err := ff.routerConfig(name, seed)
+		if err != nil {
+			return err
+		}
+		cfg.Routers = append(cfg.Routers, rc)
+	}
+	if len(cfg.Routers) > 0 && len(cfg.Fleets) == 0 && !cfg.FitReplicas {
+		return errors.New("--router: give the fleets it routes for with --replicas")
+	}
+	if name := ff.unread(append([]string{"autoscaler"}, autoscalerFlags...)); name != "" {
+		return fmt.Errorf("%s: plan searches fixed fleets; simulate autoscales one", name)
+	}
+	if name := ff.unread(pickerFlags); name != "" && !ff.anyPicker {
+		return fmt.Errorf("%s: only --router endpoint-picker reads it", name)
+	}
+	ff.replicas = 1
+	var sc simulate.Config
+	if err := ff.apply(&sc, seed); err != nil {
+		return err
+	}
+	cfg.Fleet = func(c *simulate.Config) { c.RouterRefresh = sc.RouterRefresh }
 	return nil
 }
 

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +28,7 @@ import (
 type simulateFlags struct {
 	engineFlags
 	loadFlags
+	fleet           fleetFlags
 	replay          string
 	metricsOut      string
 	metricsInterval time.Duration
@@ -41,6 +42,7 @@ func parseSimulateFlags(args []string, stderr io.Writer) (*simulateFlags, error)
 	fs.SetOutput(stderr)
 	f.engineFlags.register(fs)
 	f.loadFlags.register(fs)
+	f.fleet.register(fs, true)
 	fs.StringVar(&f.replay, "replay", "", "replay a 'glassbox bench --save-detailed' result's requests, or a request trace (Azure LLM inference CSV, 2023 or 2024, or BurstGPT's), at their send times with their token counts, instead of a generated load")
 	fs.StringVar(&f.metricsOut, "metrics-out", "", "write the run's /metrics over virtual time here, as OpenMetrics for 'promtool tsdb create-blocks-from openmetrics'")
 	fs.DurationVar(&f.metricsInterval, "metrics-interval", 15*time.Second, "virtual time between two readings of --metrics-out")
@@ -54,6 +56,7 @@ func parseSimulateFlags(args []string, stderr io.Writer) (*simulateFlags, error)
 	}
 	f.engineFlags.visited(fs)
 	f.loadVisited(fs)
+	f.fleet.visited(fs)
 	if f.metricsInterval <= 0 {
 		return nil, errors.New("--metrics-interval must be positive")
 	}
@@ -86,6 +89,9 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	cfg := simulate.Config{Replica: rc, Plan: plan, RequestTimeout: f.requestTimeout}
+	if err := f.fleet.apply(&cfg, f.cfg.Seed); err != nil {
+		return err
+	}
 	if f.metricsOut != "" {
 		cfg.Series = simulate.NewSeries(f.metricsInterval)
 		cfg.Series.Instance = f.metricsInstance
@@ -95,8 +101,13 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		// The server's metrics each virtual second, as bench scrapes them,
 		// for the server view and inference-perf's Prometheus report.
 		cfg.ObserveInterval = time.Second
-		cfg.Observe = func(at time.Time, g prometheus.Gatherer, _ http.Handler) {
-			if mfs, err := g.Gather(); err == nil {
+		// A fleet's first replica stands for the server (its members
+		// are in the summary's fleet table).
+		cfg.Observe = func(at time.Time, in simulate.Instance) {
+			if in.Index != 0 {
+				return
+			}
+			if mfs, err := in.Gatherer.Gather(); err == nil {
 				readings = append(readings, bench.Snapshot{At: at, Scrape: promtext.FromFamilies(mfs)})
 			}
 		}
@@ -124,8 +135,15 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	out.WriteSummary(stdout)
-	fmt.Fprintf(stdout, "Simulated %s of %s on %d× %s in %s (%.0f× real time, %d engine steps)\n", res.Duration.Round(time.Millisecond),
-		rc.Sim.Model, max(rc.Sim.TensorParallel, 1), rc.Sim.Hardware, res.Wall.Round(time.Millisecond), res.Speedup(), res.Steps)
+	fleet := ""
+	if len(res.Replicas) != 1 || cfg.Autoscaler != nil {
+		fleet = fmt.Sprintf("%d replicas (%s) of ", len(res.Replicas), cfg.Router.Policy)
+	}
+	fmt.Fprintf(stdout, "Simulated %s of %s%s on %d× %s in %s (%.0f× real time, %d engine steps)\n", res.Duration.Round(time.Millisecond),
+		fleet, rc.Sim.Model, max(rc.Sim.TensorParallel, 1), rc.Sim.Hardware, res.Wall.Round(time.Millisecond), res.Speedup(), res.Steps)
+	if fleet != "" {
+		writeFleet(stdout, res)
+	}
 	if err := f.write(out, stdout); err != nil {
 		return err
 	}
@@ -137,10 +155,59 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err := errors.Join(cfg.Series.WriteOpenMetrics(fh), fh.Close()); err != nil {
 			return fmt.Errorf("--metrics-out: %w", err)
 		}
-		fmt.Fprintf(stdout, "Metrics over virtual time (the engine's as job=%q, its GPU's dcgm-exporter as job=%q, instance=%q) written to %s (%d points; load them with: promtool tsdb create-blocks-from openmetrics %s DATA-DIR)\n",
-			simulate.JobEngine, simulate.JobDCGM, cfg.Series.Instance, f.metricsOut, cfg.Series.Samples(), f.metricsOut)
+		inst := fmt.Sprintf("instance=%q", res.Replicas[0].Instance)
+		if len(res.Replicas) > 1 {
+			inst = fmt.Sprintf("an instance per replica, %s to %s", res.Replicas[0].Instance, res.Replicas[len(res.Replicas)-1].Instance)
+		}
+		fmt.Fprintf(stdout, "Metrics over virtual time (the engine's as job=%q, its GPU's dcgm-exporter as job=%q, %s) written to %s (%d points; load them with: promtool tsdb create-blocks-from openmetrics %s DATA-DIR)\n",
+			simulate.JobEngine, simulate.JobDCGM, inst, f.metricsOut, cfg.Series.Samples(), f.metricsOut)
 	}
 	return nil
+}
+
+// writeFleet prints each replica's share and the autoscaler's decisions.
+func writeFleet(w io.Writer, res *simulate.Result) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  replica\trequests\tprefix-cache hits\tready\tstopped")
+	for _, r := range res.Replicas {
+		hits := "–"
+		if q, h := promSum(r.Gatherer, "vllm:prefix_cache_queries_total"), promSum(r.Gatherer, "vllm:prefix_cache_hits_total"); q > 0 {
+			hits = fmt.Sprintf("%.1f%%", 100*h/q)
+		}
+		ready, stopped := "–", "–"
+		if !r.Ready.IsZero() {
+			ready = "+" + r.Ready.Sub(res.Start).Round(time.Second).String()
+		}
+		if !r.Stopped.IsZero() {
+			stopped = "+" + r.Stopped.Sub(res.Start).Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\n", r.Instance, r.Requests, hits, ready, stopped)
+	}
+	tw.Flush()
+	if res.Unrouted > 0 {
+		fmt.Fprintf(w, "  %d requests found no ready replica (503 at the gateway)\n", res.Unrouted)
+	}
+	for _, e := range res.Scaling {
+		fmt.Fprintf(w, "  autoscaler at +%s: %d → %d replicas (%.0f requests waiting)\n", e.At.Sub(res.Start).Round(time.Second), e.From, e.To, e.Waiting)
+	}
+}
+
+// promSum totals a family's samples in a registry.
+func promSum(g prometheus.Gatherer, name string) float64 {
+	mfs, err := g.Gather()
+	if err != nil {
+		return 0
+	}
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return total
 }
 
 // plan is the load the flags describe: a replay, an inference-perf

@@ -22,3 +22,16 @@ func (h *hasher) sum(parent Hash, tokens []int) Hash {
 	copy(out[:], full[:])
 	return out
 }
+
+// ChainHashes are the prefix cache's keys of tokens' full blocks: what a
+// router holding the engines' KV events would compute for a prompt.
+func ChainHashes(blockSize int, tokens []int) []Hash {
+	var h hasher
+	out := make([]Hash, 0, len(tokens)/blockSize)
+	var parent Hash
+	for i := 0; i+blockSize <= len(tokens); i += blockSize {
+		parent = h.sum(parent, tokens[i:i+blockSize])
+		out = append(out, parent)
+	}
+	return out
+}

@@ -126,6 +126,23 @@ func (m *Manager) LookupPrefix(s *Seq, tokens []int) int {
 	return n * m.cfg.BlockSize
 }
 
+// CachedBlocks is how many of the chain hashes, from the first, name
+// blocks the cache holds (a running sequence's or a free, still reusable
+// one): the prefix a request with those blocks would find.
+func (m *Manager) CachedBlocks(hashes []Hash) int {
+	if !m.cfg.EnablePrefixCaching {
+		return 0
+	}
+	n := 0
+	for n < len(hashes) {
+		if _, ok := m.cached[hashes[n]]; !ok {
+			break
+		}
+		n++
+	}
+	return n
+}
+
 // Allocate makes room in s's block table for numComputed+numNew tokens. On a
 // sequence's first allocation, numComputed may be a prefix hit returned by
 // LookupPrefix: those blocks are shared rather than allocated. It is all or

@@ -64,9 +64,13 @@ var forbidden = map[string][]string{
 	module + "/internal/doctor":   {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
 	// The corpus is data and checks over the doctor's windows: it
 	// generates nothing (cmd's tests run the scenarios through simulate).
-	module + "/internal/corpus":   {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/simulate"},
-	module + "/internal/live":     {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/server"},
-	module + "/internal/workload": {"net/http", module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/bench", module + "/internal/simulate"},
+	module + "/internal/corpus": {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/simulate"},
+	module + "/internal/live":   {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/server"},
+	// The fleet's router and autoscaler are pure policies: simulate shows
+	// them the replicas; they never reach the engine or serve anything.
+	module + "/internal/router":     {"net/http", "github.com/prometheus/", module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/replica"},
+	module + "/internal/autoscaler": {"net/http", "github.com/prometheus/", module + "/internal/"},
+	module + "/internal/workload":   {"net/http", module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/bench", module + "/internal/simulate"},
 	// The model side computes; it serves nothing and knows no engine.
 	module + "/internal/gguf":      modelSide,
 	module + "/internal/tensor":    modelSide,

@@ -1,10 +1,12 @@
 // Package plan is glassbox plan, a capacity planner: for every server
-// configuration of a grid (GPU, tensor parallelism, max-num-seqs) it finds
-// in virtual time the highest request rate one replica sustains within the
-// SLOs (bisection, as Vidur-Search does), then the replicas a target rate
-// needs and what they cost, the doctor's reading of what limits the
-// replica just above that rate, the Pareto front of cost against capacity,
-// and the command lines that would serve the winner.
+// configuration of a grid (GPU, tensor parallelism, max-num-seqs, and for
+// fleets the replicas and the router) it finds in virtual time the highest
+// request rate one replica, or the fleet, sustains within the SLOs
+// (bisection, as Vidur-Search does), then the replicas a target rate needs
+// (estimated from one replica's rate, or simulated: the fewest that meet
+// the SLOs at it) and what they cost, the doctor's reading of what limits
+// the replica just above that rate, the Pareto front of cost against
+// capacity, and the command lines that would serve the winner.
 package plan
 
 import (
@@ -12,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/http"
 	"runtime"
 	"slices"
 	"strconv"
@@ -20,13 +21,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/replica"
+	"github.com/glassbox-llm/glassbox/internal/router"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
@@ -50,6 +50,19 @@ type Config struct {
 	// without one has no cost columns.
 	Prices     map[string]float64
 	TargetRate float64 // requests per second the fleet must serve; 0: price one replica
+
+	// Fleets, when set, are the fleet sizes searched: each row's rate is
+	// the fleet's, behind each of Routers (nil: round robin). FitReplicas,
+	// with a TargetRate, instead finds per configuration and router the
+	// fewest replicas (up to MaxReplicas, default 64) that meet the SLOs
+	// at the target, simulated rather than scaled from one replica's rate.
+	Fleets      []int
+	Routers     []router.Config
+	FitReplicas bool
+	MaxReplicas int
+	// Fleet sets the rest of each trial's fleet (the picker's refresh);
+	// nil leaves simulate's defaults.
+	Fleet func(*simulate.Config)
 
 	Duration  time.Duration // virtual time each trial sends for; default 2 minutes
 	MaxRate   float64       // the search's ceiling; default 2000 requests per second
@@ -106,6 +119,9 @@ type Row struct {
 	Hardware   string
 	TP         int
 	MaxNumSeqs int
+	Fleet      int    // replicas the search simulated: 1, or one of Config.Fleets
+	Router     string // the router's policy ("" for one replica)
+	router     router.Config
 
 	MaxRate          float64   // requests per second one replica sustains within the SLOs; 0 when none
 	OutputTokensPerS float64   // at MaxRate
@@ -114,7 +130,9 @@ type Row struct {
 	Trials           int
 
 	Price          float64 // per GPU-hour; 0 unknown
-	Replicas, GPUs int     // for the target rate (one replica without one)
+	Replicas, GPUs int     // for the target rate (one replica without one), or the fleet's
+	Fitted         bool    // Replicas was simulated at the target rate (FitReplicas)
+	Short          bool    // the fleet falls short of the target rate
 	DollarsPerHour float64 // the fleet's
 	DollarsPerMTok float64 // per million output tokens at MaxRate
 	Pareto         bool    // no other row has at least its capacity for at most its cost
@@ -149,8 +167,41 @@ func (c *Config) defaults() error {
 	if c.Workers == 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
 	}
+	if c.MaxReplicas == 0 {
+		c.MaxReplicas = 64
+	}
+	switch {
+	case c.FitReplicas && c.TargetRate <= 0:
+		return errors.New("plan: fitting the replicas needs a target rate")
+	case c.FitReplicas && len(c.Fleets) > 0:
+		return errors.New("plan: give fleet sizes or fit them, not both")
+	}
+	for _, n := range c.Fleets {
+		if n < 1 {
+			return errors.New("plan: fleet sizes must be at least 1")
+		}
+	}
 	return nil
 }
+
+// routers are the routers searched: one replica needs none.
+func (c *Config) routers() []router.Config {
+	if len(c.Routers) == 0 {
+		return []router.Config{{Policy: router.RoundRobin}}
+	}
+	return c.Routers
+}
+
+// fleets are the fleet sizes searched.
+func (c *Config) fleets() []int {
+	if len(c.Fleets) == 0 {
+		return []int{1}
+	}
+	return c.Fleets
+}
+
+// fleetMode says the rows are fleets (or fitted ones) behind routers.
+func (c *Config) fleetMode() bool { return len(c.Fleets) > 0 || c.FitReplicas || len(c.Routers) > 0 }
 
 // Run searches every configuration of the grid.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
@@ -161,7 +212,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for _, hw := range cfg.Hardware {
 		for _, tp := range cfg.TP {
 			for _, seqs := range cfg.MaxNumSeqs {
-				rows = append(rows, Row{Hardware: hw, TP: tp, MaxNumSeqs: seqs})
+				for _, n := range cfg.fleets() {
+					for _, rt := range cfg.routers() {
+						row := Row{Hardware: hw, TP: tp, MaxNumSeqs: seqs, Fleet: n}
+						if cfg.fleetMode() {
+							row.Router, row.router = rt.Policy, rt
+						}
+						rows = append(rows, row)
+						if !cfg.fleetMode() {
+							break
+						}
+					}
+				}
 			}
 		}
 	}
@@ -215,7 +277,7 @@ func search(ctx context.Context, cfg *Config, r *Row) {
 	r.ServeArgs, r.VLLMArgs = commandLines(rc)
 	run := func(rate float64) (*trial, error) {
 		r.Trials++
-		return runTrial(ctx, cfg, rc, rate)
+		return runFleetTrial(ctx, cfg, rc, r.Fleet, r.router, rate)
 	}
 	var lo, hi *trial
 	t, err := run(1)
@@ -263,6 +325,9 @@ func search(ctx context.Context, cfg *Config, r *Row) {
 	}
 	if lo != nil {
 		r.MaxRate, r.OutputTokensPerS, r.AtMax = lo.rate, lo.tokens, lo.values
+		if cfg.FitReplicas {
+			fitReplicas(ctx, cfg, rc, r)
+		}
 	}
 	if hi == nil {
 		r.Limit = fmt.Sprintf("meets the SLOs at the search's ceiling of %g requests/s", cfg.MaxRate)
@@ -287,9 +352,15 @@ func search(ctx context.Context, cfg *Config, r *Row) {
 	}
 }
 
-// runTrial simulates one rate and judges it, keeping the replica's metrics
-// over the run for the doctor.
+// runTrial simulates one replica at one rate.
 func runTrial(ctx context.Context, cfg *Config, rc replica.Config, rate float64) (*trial, error) {
+	return runFleetTrial(ctx, cfg, rc, 1, router.Config{}, rate)
+}
+
+// runFleetTrial simulates a fleet of n replicas behind rt at one rate and
+// judges it, keeping the metrics of its busiest replica over the run for
+// the doctor.
+func runFleetTrial(ctx context.Context, cfg *Config, rc replica.Config, n int, rt router.Config, rate float64) (*trial, error) {
 	// At high rates a shorter trial holds as many requests: at most
 	// maxTrialRequests, for at least a fifth of the duration asked.
 	d := cfg.Duration
@@ -300,22 +371,30 @@ func runTrial(ctx context.Context, cfg *Config, rc replica.Config, rate float64)
 	if err != nil {
 		return nil, err
 	}
-	w := doctor.NewWindow("simulate", "virtual replica")
+	ws := map[int]*doctor.Window{}
 	var obsErr error
-	res, err := simulate.Run(ctx, simulate.Config{Replica: rc, Plan: p, ObserveInterval: 5 * time.Second,
-		Observe: func(at time.Time, g prometheus.Gatherer, _ http.Handler) {
-			mfs, err := g.Gather()
+	sc := simulate.Config{Replica: rc, Plan: p, Replicas: n, Router: rt, ObserveInterval: 5 * time.Second,
+		Observe: func(at time.Time, in simulate.Instance) {
+			mfs, err := in.Gatherer.Gather()
 			if err != nil && obsErr == nil {
 				obsErr = err
 			}
-			w.Add(at, promtext.FromFamilies(mfs))
-		}})
+			if ws[in.Index] == nil {
+				ws[in.Index] = doctor.NewWindow("simulate", "virtual replica "+in.Name)
+			}
+			ws[in.Index].Add(at, promtext.FromFamilies(mfs))
+		}}
+	if cfg.Fleet != nil && n > 1 {
+		cfg.Fleet(&sc)
+	}
+	res, err := simulate.Run(ctx, sc)
 	if err != nil {
 		return nil, err
 	}
 	if obsErr != nil {
 		return nil, obsErr
 	}
+	w := busiest(ws)
 	pcts := []float64{}
 	for _, s := range cfg.SLOs {
 		pcts = append(pcts, s.Percentile)
@@ -385,24 +464,31 @@ func (res *Result) price(cfg *Config) {
 		if r.MaxRate <= 0 {
 			continue
 		}
-		r.Replicas = 1
-		if cfg.TargetRate > 0 {
-			r.Replicas = int(math.Ceil(cfg.TargetRate / r.MaxRate * (1 - 1e-9)))
+		switch {
+		case r.Fitted:
+		case len(cfg.Fleets) > 0: // the row is the fleet
+			r.Replicas = r.Fleet
+			r.Short = cfg.TargetRate > 0 && r.MaxRate < cfg.TargetRate
+		default:
+			r.Replicas = 1
+			if cfg.TargetRate > 0 {
+				r.Replicas = int(math.Ceil(cfg.TargetRate / r.MaxRate * (1 - 1e-9)))
+			}
 		}
 		r.GPUs = r.Replicas * r.TP
 		if p, ok := cfg.Prices[r.Hardware]; ok {
 			r.Price = p
 			r.DollarsPerHour = float64(r.GPUs) * p
 			if r.OutputTokensPerS > 0 {
-				r.DollarsPerMTok = float64(r.TP) * p / (r.OutputTokensPerS * 3600) * 1e6
+				r.DollarsPerMTok = float64(r.Fleet*r.TP) * p / (r.OutputTokensPerS * 3600) * 1e6
 			}
 		}
 	}
-	cost := func(r *Row) float64 { // of one replica
+	cost := func(r *Row) float64 { // of what the search simulated: a replica or the fleet
 		if r.Price > 0 {
-			return float64(r.TP) * r.Price
+			return float64(r.Fleet*r.TP) * r.Price
 		}
-		return float64(r.TP)
+		return float64(r.Fleet * r.TP)
 	}
 	for i := range res.Rows {
 		a := &res.Rows[i]
@@ -420,12 +506,14 @@ func (res *Result) price(cfg *Config) {
 	}
 	better := func(a, b *Row) bool {
 		switch {
+		case a.Short != b.Short:
+			return b.Short
 		case cfg.TargetRate > 0 && a.DollarsPerHour > 0 && b.DollarsPerHour > 0:
 			return a.DollarsPerHour < b.DollarsPerHour || a.DollarsPerHour == b.DollarsPerHour && a.GPUs < b.GPUs
 		case a.DollarsPerMTok > 0 && b.DollarsPerMTok > 0:
 			return a.DollarsPerMTok < b.DollarsPerMTok
 		}
-		return a.MaxRate/float64(a.TP) > b.MaxRate/float64(b.TP)
+		return a.MaxRate/float64(a.Fleet*a.TP) > b.MaxRate/float64(b.Fleet*b.TP)
 	}
 	for i := range res.Rows {
 		r := &res.Rows[i]

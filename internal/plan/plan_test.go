@@ -10,6 +10,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/replica"
+	"github.com/glassbox-llm/glassbox/internal/router"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
@@ -97,5 +98,59 @@ func TestParseSLOs(t *testing.T) {
 		if _, err := ParseSLOs(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// TestPlanFleets: a fleet of four behind round robin sustains at least
+// about four times one replica's rate (more: round robin splits a Poisson
+// stream into smoother ones, which queue less), and the fewest replicas simulated at a target
+// rate meet the SLOs there while one fewer does not.
+func TestPlanFleets(t *testing.T) {
+	cfg := smallGrid(t)
+	cfg.Hardware, cfg.MaxNumSeqs, cfg.TargetRate = []string{"h100"}, []int{8}, 0
+	one, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Fleets, cfg.Routers = []int{4}, []router.Config{{Policy: router.RoundRobin}}
+	four, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, r4 := one.Rows[0], four.Rows[0]
+	if r4.Fleet != 4 || r4.Replicas != 4 || r4.GPUs != 4 || r4.Router != router.RoundRobin {
+		t.Fatalf("fleet row %+v", r4)
+	}
+	if ratio := r4.MaxRate / r1.MaxRate; ratio < 3.5 || ratio > 8 {
+		t.Errorf("four replicas sustain %.3g req/s, one %.3g: %.2f×", r4.MaxRate, r1.MaxRate, ratio)
+	}
+	var b strings.Builder
+	four.WriteTable(&b, &cfg)
+	if !strings.Contains(b.String(), "fleet  router") || !strings.Contains(b.String(), "for 4 replicas behind round-robin") {
+		t.Errorf("table:\n%s", b.String())
+	}
+
+	cfg.Fleets, cfg.FitReplicas, cfg.TargetRate = nil, true, 3*r1.MaxRate
+	fit, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fit.Rows[0]
+	if !f.Fitted || f.Replicas < 2 || f.Replicas > 4 || f.Err != "" {
+		t.Fatalf("fitted row %+v for %.3g req/s at %.3g each", f, cfg.TargetRate, f.MaxRate)
+	}
+	rc := cfg.Base
+	rc.Sim.Hardware, rc.Sim.TensorParallel, rc.MaxNumSeqs = f.Hardware, f.TP, f.MaxNumSeqs
+	if at, err := runFleetTrial(context.Background(), &cfg, rc, f.Replicas, f.router, cfg.TargetRate); err != nil || !at.meets {
+		t.Errorf("%d replicas miss the SLOs at the target: %v %v", f.Replicas, err, at.missed)
+	}
+	if f.Replicas > 1 {
+		if at, err := runFleetTrial(context.Background(), &cfg, rc, f.Replicas-1, f.router, cfg.TargetRate); err == nil && at.meets {
+			t.Errorf("%d replicas, one fewer than fitted, meet the SLOs too", f.Replicas-1)
+		}
+	}
+	if _, err := Run(context.Background(), Config{Base: cfg.Base, Hardware: cfg.Hardware, TP: cfg.TP, MaxNumSeqs: cfg.MaxNumSeqs, Load: cfg.Load,
+		SLOs: cfg.SLOs, FitReplicas: true}); err == nil {
+		t.Error("fitting replicas without a target rate was accepted")
 	}
 }

@@ -11,7 +11,12 @@ import (
 // the best one and its command lines.
 func (res *Result) WriteTable(w io.Writer, cfg *Config) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := []string{"", "hardware", "tp", "max-num-seqs", "max req/s", "out tok/s"}
+	head := []string{"", "hardware", "tp", "max-num-seqs"}
+	fleet := cfg.fleetMode()
+	if fleet {
+		head = append(head, "fleet", "router")
+	}
+	head = append(head, "max req/s", "out tok/s")
 	for _, s := range cfg.SLOs {
 		head = append(head, fmt.Sprintf("%s p%g ms", s.Metric, s.Percentile))
 	}
@@ -27,6 +32,9 @@ func (res *Result) WriteTable(w io.Writer, cfg *Config) {
 			mark += "*"
 		}
 		cols := []string{mark, r.Hardware, fmt.Sprint(r.TP), fmt.Sprint(r.MaxNumSeqs)}
+		if fleet {
+			cols = append(cols, fmt.Sprint(r.Fleet), r.Router)
+		}
 		if r.Err != "" {
 			fmt.Fprintln(tw, strings.Join(append(cols, "does not run: "+r.Err), "\t"))
 			continue
@@ -46,18 +54,31 @@ func (res *Result) WriteTable(w io.Writer, cfg *Config) {
 		reps, gpus := "–", "–"
 		if r.Replicas > 0 {
 			reps, gpus = fmt.Sprint(r.Replicas), fmt.Sprint(r.GPUs)
+			if r.Fitted {
+				reps += " (simulated)"
+			}
+			if r.Short {
+				reps += " (short of the target)"
+			}
 		}
 		fmt.Fprintln(tw, strings.Join(append(cols, reps, gpus, dollars, perM, r.Limit), "\t"))
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\n* on the Pareto front of a replica's cost against its capacity; → the best:", res.rule(cfg))
+	fmt.Fprintln(w, "\n* on the Pareto front of cost against capacity (of a replica, or of the fleet searched); → the best:", res.rule(cfg))
 	if res.Best < 0 {
 		fmt.Fprintln(w, "No configuration met the SLOs at any rate the search tried.")
 		return
 	}
 	b := &res.Rows[res.Best]
-	fmt.Fprintf(w, "\nBest: %s × %d, max-num-seqs %d: %.3g requests/s per replica", b.Hardware, b.TP, b.MaxNumSeqs, b.MaxRate)
-	if cfg.TargetRate > 0 {
+	per := "per replica"
+	if b.Fleet > 1 {
+		per = fmt.Sprintf("for %d replicas behind %s", b.Fleet, b.Router)
+	}
+	fmt.Fprintf(w, "\nBest: %s × %d, max-num-seqs %d: %.3g requests/s %s", b.Hardware, b.TP, b.MaxNumSeqs, b.MaxRate, per)
+	switch {
+	case b.Fitted:
+		fmt.Fprintf(w, ", %d replicas behind %s (%d GPUs) meet the SLOs at %.3g requests/s", b.Replicas, b.Router, b.GPUs, cfg.TargetRate)
+	case cfg.TargetRate > 0 && b.Fleet == 1:
 		fmt.Fprintf(w, ", %d replicas (%d GPUs) for %.3g requests/s", b.Replicas, b.GPUs, cfg.TargetRate)
 	}
 	if b.DollarsPerHour > 0 {

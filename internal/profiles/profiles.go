@@ -162,8 +162,13 @@ func baseCalibration() Calibration {
 // HBM3 at 3.35 TB/s, NVLink 900 GB/s; A100 80GB SXM4: 312 TFLOPS, 2,039
 // GB/s, NVLink 600 GB/s; L40S: 362.05 TFLOPS dense, 48 GB GDDR6 at 864 GB/s,
 // PCIe Gen4 x16 64 GB/s both ways), as quoted in serving-anchors.md §2.3,
-// §2.5. Memory is the datasheet's decimal GB, a little below what the driver
-// reports, so KV capacity errs low.
+// §2.5; L4: 121 TFLOPS dense BF16 (half the datasheet's 242 "with
+// sparsity"), 24 GB GDDR6 at 300 GB/s, 72 W, PCIe Gen4 x16; A10G (AWS's
+// g5, which NVIDIA publishes no datasheet for): 70 TFLOPS dense BF16 tensor
+// (80 SMs at 1,710 MHz, FP32 accumulation at half rate, as AWS and
+// Baseten's A10-vs-A10G comparison quote it), 24 GB GDDR6 at 600 GB/s,
+// 300 W, PCIe Gen4 x16. Memory is the datasheet's decimal GB, a little
+// below what the driver reports, so KV capacity errs low.
 func hardwareProfiles() []Hardware {
 	a100 := baseCalibration()
 	a100.GEMMEfficiency, a100.WeightLoadFactor, a100.ActivationPasses = 0.75, 1.36, 43
@@ -171,6 +176,9 @@ func hardwareProfiles() []Hardware {
 	// reach a lower share of its peak (unvalidated).
 	l40s := baseCalibration()
 	l40s.GEMMEfficiency = 0.6
+	// Nor of the L4 or the A10G: they take the L40S's assumption, and
+	// nothing of theirs is calibrated against measurements.
+	gddr := l40s
 	return []Hardware{
 		{Name: "h200", PeakFLOPs: 989e12, MemBandwidth: 4.8e12, MemoryBytes: 141e9,
 			InterconnectBandwidth: 450e9, Interconnect: "nvlink4", Calib: hopperCalibration(),
@@ -188,6 +196,14 @@ func hardwareProfiles() []Hardware {
 			InterconnectBandwidth: 32e9, Interconnect: "pcie4", Calib: l40s,
 			Device: Device{ModelName: "NVIDIA L40S", FramebufferMiB: 46068, ReservedMiB: 473, IdleWatts: 35, TDPWatts: 350,
 				SMClockMHz: 2520, IdleSMClockMHz: 210, MemClockMHz: 9001}},
+		{Name: "l4", PeakFLOPs: 121e12, MemBandwidth: 0.3e12, MemoryBytes: 24e9,
+			InterconnectBandwidth: 32e9, Interconnect: "pcie4", Calib: gddr,
+			Device: Device{ModelName: "NVIDIA L4", FramebufferMiB: 23034, ReservedMiB: 435, IdleWatts: 16, TDPWatts: 72,
+				SMClockMHz: 2040, IdleSMClockMHz: 210, MemClockMHz: 6251}},
+		{Name: "a10g", PeakFLOPs: 70e12, MemBandwidth: 0.6e12, MemoryBytes: 24e9,
+			InterconnectBandwidth: 32e9, Interconnect: "pcie4", Calib: gddr,
+			Device: Device{ModelName: "NVIDIA A10G", FramebufferMiB: 23028, ReservedMiB: 435, IdleWatts: 25, TDPWatts: 300,
+				SMClockMHz: 1710, IdleSMClockMHz: 210, MemClockMHz: 6251}},
 	}
 }
 
@@ -250,6 +266,11 @@ func modelProfiles() []Model {
 			Layers: 40, Hidden: 5120, Heads: 40, KVHeads: 8, HeadDim: 128,
 			Intermediate: 17408, Vocab: 151936, MaxPosition: 40960,
 			Params: 14_768_307_200, BytesPerParam: 2},
+		// Its attention is wider than its hidden size: 64 heads of 128.
+		{Name: "qwen3-32b", HF: []string{"Qwen/Qwen3-32B"},
+			Layers: 64, Hidden: 5120, Heads: 64, KVHeads: 8, HeadDim: 128,
+			Intermediate: 25600, Vocab: 151936, MaxPosition: 40960,
+			Params: 32_762_123_264, BytesPerParam: 2},
 	}
 }
 

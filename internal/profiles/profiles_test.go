@@ -49,19 +49,20 @@ func TestLookupModel(t *testing.T) {
 // layer shapes, which catches a mistyped config value.
 func TestModelShapes(t *testing.T) {
 	qkvBias := map[string]bool{"qwen2.5-7b": true, "qwen2.5-0.5b": true}
-	qkNorm := map[string]bool{"qwen3-14b": true} // RMSNorm of each head's q and k
+	qkNorm := map[string]bool{"qwen3-14b": true, "qwen3-32b": true} // RMSNorm of each head's q and k
+	wide := map[string]bool{"qwen3-32b": true}                      // heads × head dim above the hidden size
 	for _, m := range modelProfiles() {
 		t.Run(m.Name, func(t *testing.T) {
-			if m.Heads*m.HeadDim != m.Hidden {
+			if m.Heads*m.HeadDim != m.Hidden && !wide[m.Name] {
 				t.Errorf("heads %d × head dim %d != hidden %d", m.Heads, m.HeadDim, m.Hidden)
 			}
 			if m.Heads%m.KVHeads != 0 {
 				t.Errorf("heads %d not a multiple of KV heads %d", m.Heads, m.KVHeads)
 			}
-			h, kv := float64(m.Hidden), float64(m.KVHeads*m.HeadDim)
-			attn := 2*h*h + 2*h*kv
+			h, q, kv := float64(m.Hidden), float64(m.Heads*m.HeadDim), float64(m.KVHeads*m.HeadDim)
+			attn := 2*h*q + 2*h*kv
 			if qkvBias[m.Name] {
-				attn += h + 2*kv
+				attn += q + 2*kv
 			}
 			if qkNorm[m.Name] {
 				attn += 2 * float64(m.HeadDim)

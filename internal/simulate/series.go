@@ -23,15 +23,18 @@ import (
 // into Prometheus blocks, so that a simulated hour can be looked at in
 // Grafana and read by the doctor as if Prometheus had scraped it. Every
 // series carries the job and instance labels a scrape would give it
-// (job="glassbox" and "dcgm", one instance), so that the doctor's
-// selector and its join of DCGM by instance work on the imported data.
+// (job="glassbox" and "dcgm", an instance per replica), so that the
+// doctor's selector and its join of DCGM by instance work on the imported
+// data.
 type Series struct {
 	Interval time.Duration
-	Instance string // the instance label; default DefaultInstance
+	// Instance is one replica's instance label; default DefaultInstance.
+	// A fleet's replicas are simulated-0:8000, simulated-1:8000, ….
+	Instance string
 
 	order    []string
 	families map[string]*dto.MetricFamily // every reading's metrics, in time order
-	last     time.Time
+	last     map[string]time.Time         // by instance
 	err      error
 }
 
@@ -47,26 +50,33 @@ const (
 
 // NewSeries records every interval of virtual time.
 func NewSeries(interval time.Duration) *Series {
-	return &Series{Interval: interval, Instance: DefaultInstance, families: make(map[string]*dto.MetricFamily)}
+	return &Series{Interval: interval, Instance: DefaultInstance, families: make(map[string]*dto.MetricFamily), last: map[string]time.Time{}}
 }
 
-func (s *Series) taken(t time.Time) bool { return !s.last.IsZero() && !s.last.Before(t) }
+func (s *Series) taken(t time.Time, instance string) bool {
+	last, ok := s.last[instance]
+	return ok && !last.Before(t)
+}
 
-// take records g's metrics, and dcgm's when it is not nil, as they are at t.
-func (s *Series) take(g prometheus.Gatherer, dcgm http.Handler, t time.Time) {
+// take records an instance's metrics, and its dcgm-exporter's when dcgm is
+// not nil, as they are at t.
+func (s *Series) take(g prometheus.Gatherer, dcgm http.Handler, t time.Time, instance string) {
 	mfs, err := g.Gather()
 	if err != nil && s.err == nil {
 		s.err = fmt.Errorf("read metrics at %s: %w", t.Format(time.RFC3339), err)
 	}
-	s.add(mfs, JobEngine, t)
+	s.add(mfs, JobEngine, instance, t)
 	if dcgm != nil {
 		gpu, err := scrapeHandler(dcgm)
 		if err != nil && s.err == nil {
 			s.err = fmt.Errorf("read dcgm-exporter at %s: %w", t.Format(time.RFC3339), err)
 		}
-		s.add(gpu, JobDCGM, t)
+		s.add(gpu, JobDCGM, instance, t)
 	}
-	s.last = t
+	if s.last == nil {
+		s.last = map[string]time.Time{}
+	}
+	s.last[instance] = t
 }
 
 // scrapeHandler reads an exposition handler as Prometheus would.
@@ -87,12 +97,8 @@ func scrapeHandler(h http.Handler) ([]*dto.MetricFamily, error) {
 
 // add appends a reading's families, labelled as job's scrape of the
 // instance.
-func (s *Series) add(mfs []*dto.MetricFamily, job string, t time.Time) {
+func (s *Series) add(mfs []*dto.MetricFamily, job, inst string, t time.Time) {
 	ms := t.UnixMilli()
-	inst := s.Instance
-	if inst == "" {
-		inst = DefaultInstance
-	}
 	for _, mf := range mfs {
 		acc := s.families[mf.GetName()]
 		if acc == nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -330,8 +329,8 @@ func TestObserveSeesWhatMetricsServes(t *testing.T) {
 	var names map[string]bool
 	_, err := Run(context.Background(), Config{Replica: rc, ObserveInterval: time.Second,
 		Plan: onePlan([]time.Duration{0, time.Second}, workload.Sample{PromptIDs: ids(50, 0), PromptLen: 50, OutputLen: 5}),
-		Observe: func(_ time.Time, g prometheus.Gatherer, _ http.Handler) {
-			mfs, err := g.Gather()
+		Observe: func(_ time.Time, in Instance) {
+			mfs, err := in.Gatherer.Gather()
 			if err != nil {
 				t.Error(err)
 			}
