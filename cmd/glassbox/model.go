@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
@@ -54,7 +55,7 @@ func runModelRandom(args []string, stdout, stderr io.Writer) error {
 	}
 	arch := fs.String("arch", "", "llama, qwen2 or qwen3 (default: the shape's)")
 	shape := fs.String("shape", "tiny", "shape: "+strings.Join(names, ", "))
-	typ := fs.String("type", "q8_0", "2-D weight type: f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q5_k, q6_k, or the mix q4_k_m")
+	typ := fs.String("type", "q8_0", "2-D weight type: f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q5_k, q6_k, or one of llama-quantize's mixes q4_k_m, q4_k_s, q5_k_m, q5_k_s")
 	out := fs.String("o", "", "output file (required)")
 	seed := fs.Uint64("seed", 1, "random seed")
 	pooling := fs.String("pooling", "none", "make an embedding model that pools its hidden states this way: none, mean, cls or last")
@@ -85,8 +86,8 @@ func runModelRandom(args []string, stdout, stderr io.Writer) error {
 		}
 		defer vf.Close()
 	}
-	if strings.EqualFold(*typ, "q4_k_m") {
-		spec.Mix = "Q4_K_M"
+	if up := strings.ToUpper(*typ); slices.Contains(model.Mixes(), up) {
+		spec.Mix = up
 	} else if spec.Type, err = gguf.ParseTensorType(strings.ToUpper(*typ)); err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
 	"github.com/glassbox-llm/glassbox/internal/model"
-	"github.com/glassbox-llm/glassbox/internal/tensor"
 )
 
 // runModelBench is llama-bench's pp and tg tests on a GGUF file.
@@ -28,7 +27,7 @@ func runModelBench(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	mmap := fs.Bool("mmap", false, "map the file instead of reading it into (huge-page) memory, as serve --mmap")
 	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the measured runs to this file")
-	readBW := fs.Bool("read-bandwidth", false, "first measure how fast the threads stream memory (STREAM-like read of 512 MiB), the ceiling for decode")
+	fs.BoolVar(&cfg.ReadCeiling, "read-bandwidth", false, "measure decode's memory ceiling just before and after each tg test: how fast the same threads stream the weights themselves (a STREAM-like read, best of 5 passes)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,36 +58,32 @@ func runModelBench(args []string, stdout, stderr io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	ceiling := 0.0
-	if *readBW {
-		if ceiling, err = tensor.ReadBandwidth(cfg.Threads, 512<<20, 5); err != nil {
-			return err
-		}
-	}
 	results, err := model.Bench(w, cfg)
 	if err != nil {
 		return err
 	}
-	for i := range results {
-		if results[i].GBps > 0 {
-			results[i].ReadCeilingGBps = ceiling / 1e9
-		}
-	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(results)
-	}
-	if ceiling > 0 {
-		fmt.Fprintf(stdout, "memory read %.1f GB/s with %d threads (512 MiB, best of 5)\n", ceiling/1e9, cfg.Threads)
 	}
 	for _, res := range results {
 		fmt.Fprintf(stdout, "%-8s threads %d  %8.2f tok/s median  %8.2f min  (%d runs)", res.Test, res.Threads, res.Median, res.Min, len(res.Samples))
 		if res.GBps > 0 {
 			fmt.Fprintf(stdout, "  %.1f GB/s of weights and K/V", res.GBps)
-			if res.ReadCeilingGBps > 0 {
-				fmt.Fprintf(stdout, " (%.0f%% of the read ceiling)", 100*res.GBps/res.ReadCeilingGBps)
-			}
+		}
+		if res.ReadCeilingGBps > 0 {
+			fmt.Fprintf(stdout, ", %s", ceilingText(res))
 		}
 		fmt.Fprintln(stdout)
 	}
 	return nil
+}
+
+// ceilingText is a tg test's share of the read ceiling measured around it,
+// saying why when the share is above 100%.
+func ceilingText(r model.BenchResult) string {
+	s := fmt.Sprintf("%.0f%% of the read ceiling (%.1f GB/s before, %.1f after)", 100*r.CeilingShare, r.ReadBeforeGBps, r.ReadAfterGBps)
+	if r.CeilingShare > 1 {
+		s += ": above it, so memory ran faster during the test than at either end (a shared machine); run it again"
+	}
+	return s
 }

@@ -145,6 +145,22 @@ func TestModelBench(t *testing.T) {
 	}
 }
 
+// TestModelBenchReadCeiling: -read-bandwidth puts the ceiling measured
+// around the tg test in the text, and says why when decode beat it.
+func TestModelBenchReadCeiling(t *testing.T) {
+	var out strings.Builder
+	if err := run(context.Background(), []string{"model", "bench", "-p", "0", "-n", "4", "-r", "1", "-t", "2", "-read-bandwidth", storiesPath(t)}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "of the read ceiling (") || !strings.Contains(out.String(), "before,") {
+		t.Errorf("no ceiling in %q", out.String())
+	}
+	above := ceilingText(model.BenchResult{GBps: 11, ReadBeforeGBps: 10, ReadAfterGBps: 9, ReadCeilingGBps: 10, CeilingShare: 1.1})
+	if !strings.HasPrefix(above, "110% of the read ceiling (10.0 GB/s before, 9.0 after): above it") {
+		t.Errorf("a share above 100%% reads %q", above)
+	}
+}
+
 // TestServeRejectsBadSizes: both backends refuse unusable sizes with the
 // flag's name, before listening.
 func TestServeRejectsBadSizes(t *testing.T) {

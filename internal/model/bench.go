@@ -18,7 +18,14 @@ type BenchConfig struct {
 	Depth   int
 	Reps    int
 	Threads int
+	// ReadCeiling measures the weights' read rate (Runner.ReadRate) just
+	// before and just after each tg test's timed runs.
+	ReadCeiling bool
 }
+
+// ceilingPasses is how many passes over the weights each read-rate
+// measurement takes the best of.
+const ceilingPasses = 5
 
 // BenchResult is one test's throughputs.
 type BenchResult struct {
@@ -32,9 +39,20 @@ type BenchResult struct {
 	// rate that makes at the median: decode's achieved bandwidth.
 	BytesPerToken int64   `json:"bytes_per_token,omitempty"`
 	GBps          float64 `json:"gb_s,omitempty"`
-	// ReadCeilingGBps is the memory read rate measured beside the test
-	// (tensor.ReadBandwidth), when it was.
+	// WeightBytesByType splits the weights' part of BytesPerToken by
+	// format, from the matrices' own sizes.
+	WeightBytesByType map[string]int64 `json:"weight_bytes_by_type,omitempty"`
+	// ReadBeforeGBps and ReadAfterGBps are the weights' read rate on the
+	// runner's own threads and pages (Runner.ReadRate), measured just
+	// before and just after the timed runs (BenchConfig.ReadCeiling): the
+	// ceiling as a range, since a shared machine moves it.
+	ReadBeforeGBps float64 `json:"read_before_gb_s,omitempty"`
+	ReadAfterGBps  float64 `json:"read_after_gb_s,omitempty"`
+	// ReadCeilingGBps is the higher of the two, and CeilingShare GBps over
+	// it: above 1 only when memory ran faster during the test than at
+	// either end of it.
 	ReadCeilingGBps float64 `json:"read_ceiling_gb_s,omitempty"`
+	CeilingShare    float64 `json:"ceiling_share,omitempty"`
 }
 
 // Bench runs the tests on w with a KV cache just large enough.
@@ -60,9 +78,20 @@ func Bench(w *Weights, cfg BenchConfig) ([]BenchResult, error) {
 	}
 	tok := func(i int) int { return 1 + i*7919%(w.Vocab-1) }
 	var results []BenchResult
-	measure := func(name string, tokens int, run func() error) error {
+	measure := func(name string, tokens int, ceiling bool, run func() error) error {
 		res := BenchResult{Test: name, Threads: cfg.Threads}
 		if err := run(); err != nil { // warm-up, as llama-bench does
+			return err
+		}
+		readRate := func(gbps *float64) error {
+			if !ceiling {
+				return nil
+			}
+			bw, err := r.ReadRate(ceilingPasses)
+			*gbps = bw / 1e9
+			return err
+		}
+		if err := readRate(&res.ReadBeforeGBps); err != nil {
 			return err
 		}
 		for range cfg.Reps {
@@ -72,6 +101,10 @@ func Bench(w *Weights, cfg BenchConfig) ([]BenchResult, error) {
 			}
 			res.Samples = append(res.Samples, float64(tokens)/time.Since(start).Seconds())
 		}
+		if err := readRate(&res.ReadAfterGBps); err != nil {
+			return err
+		}
+		res.ReadCeilingGBps = max(res.ReadBeforeGBps, res.ReadAfterGBps)
 		s := slices.Sorted(slices.Values(res.Samples))
 		res.Min, res.Median = s[0], s[len(s)/2]
 		results = append(results, res)
@@ -82,14 +115,14 @@ func Bench(w *Weights, cfg BenchConfig) ([]BenchResult, error) {
 		for i := range prompt {
 			prompt[i] = tok(i)
 		}
-		if err := measure(fmt.Sprintf("pp%d", cfg.Prompt)+suffix, cfg.Prompt, func() error {
+		if err := measure(fmt.Sprintf("pp%d", cfg.Prompt)+suffix, cfg.Prompt, false, func() error {
 			return r.Forward([]Seq{{Tokens: prompt, Pos: d, BlockTable: table, LogitsFrom: cfg.Prompt - 1}})
 		}); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.Gen > 0 {
-		if err := measure(fmt.Sprintf("tg%d", cfg.Gen)+suffix, cfg.Gen, func() error {
+		if err := measure(fmt.Sprintf("tg%d", cfg.Gen)+suffix, cfg.Gen, cfg.ReadCeiling, func() error {
 			for i := range cfg.Gen {
 				if err := r.Forward([]Seq{{Tokens: []int{tok(i)}, Pos: d + i, BlockTable: table}}); err != nil {
 					return err
@@ -103,6 +136,10 @@ func Bench(w *Weights, cfg BenchConfig) ([]BenchResult, error) {
 		meanContext := int64(d) + int64(cfg.Gen+1)/2 // positions attended, averaged over the test
 		res.BytesPerToken = w.StreamedBytes() + meanContext*w.KVBytesPerToken()
 		res.GBps = res.Median * float64(res.BytesPerToken) / 1e9
+		res.WeightBytesByType = w.StreamedBytesByType()
+		if res.ReadCeilingGBps > 0 {
+			res.CeilingShare = res.GBps / res.ReadCeilingGBps
+		}
 	}
 	return results, nil
 }

@@ -38,7 +38,7 @@ func TestBenchReportsDecodeBandwidth(t *testing.T) {
 	if got := w.StreamedBytes(); got != matrices {
 		t.Fatalf("StreamedBytes %d, the file's matrices %d", got, matrices)
 	}
-	res, err := Bench(w, BenchConfig{Gen: 8, Depth: 32, Reps: 1, Threads: 1})
+	res, err := Bench(w, BenchConfig{Gen: 8, Depth: 32, Reps: 1, Threads: 2, ReadCeiling: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,5 +49,18 @@ func TestBenchReportsDecodeBandwidth(t *testing.T) {
 	}
 	if gbps := tg.Median * float64(want) / 1e9; tg.GBps != gbps {
 		t.Errorf("%.3f GB/s reported, %.3f from the median", tg.GBps, gbps)
+	}
+	var byType int64
+	for _, n := range tg.WeightBytesByType {
+		byType += n
+	}
+	if byType != matrices || tg.WeightBytesByType["Q8_0"] == 0 {
+		t.Errorf("weight bytes by type %v, want the file's %d bytes of matrices", tg.WeightBytesByType, matrices)
+	}
+	// The ceiling is measured on both sides of the test, and the share is
+	// against the higher.
+	if !(tg.ReadBeforeGBps > 0 && tg.ReadAfterGBps > 0) || tg.ReadCeilingGBps != max(tg.ReadBeforeGBps, tg.ReadAfterGBps) ||
+		tg.CeilingShare != tg.GBps/tg.ReadCeilingGBps {
+		t.Errorf("read ceiling %+v", tg)
 	}
 }

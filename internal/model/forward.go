@@ -79,6 +79,17 @@ func NewRunnerWith(w *Weights, c RunnerConfig) *Runner {
 // items at a time (worker indices below Threads).
 func (r *Runner) Parallel(t tensor.Task, total, chunk int) { r.pool.Run(t, total, chunk) }
 
+// ReadRate measures how fast the runner's threads stream the weights a
+// decode step reads (Weights.Streamed, in their own pages), in bytes per
+// second, best of reps passes: decode's memory ceiling (tensor.ReadRate).
+func (r *Runner) ReadRate(reps int) (float64, error) {
+	var bufs [][]byte
+	for _, m := range r.W.Streamed() {
+		bufs = append(bufs, m.Data)
+	}
+	return tensor.ReadRate(r.pool, bufs, reps)
+}
+
 // Close stops the runner's compute threads; Forward after Close runs on the
 // calling goroutine alone.
 func (r *Runner) Close() { r.pool.Close() }

@@ -53,9 +53,10 @@ type RandomSpec struct {
 	Arch  string // llama, qwen2 or qwen3; empty takes the shape's
 	Shape Shape
 	Type  gguf.TensorType // of the 2-D weights; norms and biases stay F32
-	// Mix "Q4_K_M" chooses per-tensor types as llama-quantize's Q4_K_M:
-	// Q4_K, with Q6_K for output and for attn_v/ffn_down in a subset of
-	// layers. It overrides Type.
+	// Mix chooses per-tensor types as llama-quantize does for one of its
+	// K-quant mixes (Mixes): "Q4_K_M" is Q4_K, with Q6_K for the output
+	// head and for attn_v/ffn_down in a subset of layers. It overrides
+	// Type.
 	Mix  string
 	Seed uint64
 	// Tokenizer, when set, is a real vocabulary's tokenizer.* metadata
@@ -182,13 +183,14 @@ func WriteRandom(out io.Writer, spec RandomSpec) error {
 	}
 	kv("tokenizer.chat_template", chatML)
 
-	g := &generator{rng: rand.New(rand.NewPCG(spec.Seed, 0x5eed)), typ: spec.Type, w: w, layers: s.Layers}
-	switch spec.Mix {
-	case "":
-	case "Q4_K_M":
-		g.typ, g.mix = gguf.Q4_K, true
-	default:
-		return fmt.Errorf("random model: unknown mix %q (Q4_K_M is known)", spec.Mix)
+	g := &generator{rng: rand.New(rand.NewPCG(spec.Seed, 0x5eed)), typ: spec.Type, w: w, layers: s.Layers, tied: s.Tied}
+	if spec.Mix != "" {
+		i := slices.Index(Mixes(), spec.Mix)
+		if i < 0 {
+			return fmt.Errorf("random model: unknown mix %q (known: %s)", spec.Mix, strings.Join(Mixes(), ", "))
+		}
+		g.mix = spec.Mix
+		g.typ = map[byte]gguf.TensorType{'4': gguf.Q4_K, '5': gguf.Q5_K}[spec.Mix[1]]
 	}
 	qDim, kvDim := s.Heads*headDim, s.KVHeads*headDim
 	g.matrix("token_embd.weight", s.Vocab, s.Hidden)
@@ -224,11 +226,15 @@ func WriteRandom(out io.Writer, spec RandomSpec) error {
 	return err
 }
 
+// Mixes are the llama-quantize K-quant mixes WriteRandom makes.
+func Mixes() []string { return []string{"Q4_K_M", "Q4_K_S", "Q5_K_M", "Q5_K_S"} }
+
 type generator struct {
 	rng    *rand.Rand
-	typ    gguf.TensorType
-	mix    bool // Q4_K_M
+	typ    gguf.TensorType // the mix's default type
+	mix    string          // one of Mixes, or ""
 	layers int
+	tied   bool // token_embd is also the output head
 	w      *gguf.Writer
 	buf    []float32
 	err    error
@@ -267,21 +273,38 @@ func (g *generator) matrix(name string, rows, cols int) {
 	g.add(name, typ, []int64{int64(cols), int64(rows)}, func(int) float32 { return float32(g.rng.NormFloat64() * 0.02) })
 }
 
-// typeOf is the tensor's type: the spec's, or Q4_K_M's choice.
+// typeOf is the tensor's type: the spec's, or the mix's choice as
+// llama-quantize's llama_tensor_get_type makes it for a dense model
+// without an importance matrix (the fallback for rows that are not whole
+// K-quant blocks is matrix's).
 func (g *generator) typeOf(name string) gguf.TensorType {
-	if !g.mix {
+	if g.mix == "" {
 		return g.typ
 	}
-	if name == "output.weight" {
+	if name == "output.weight" || (g.tied && name == "token_embd.weight") {
 		return gguf.Q6_K
 	}
 	var layer int
 	var kind string
-	if _, err := fmt.Sscanf(name, "blk.%d.%s", &layer, &kind); err == nil &&
-		(strings.HasPrefix(kind, "attn_v.") || strings.HasPrefix(kind, "ffn_down.")) && moreBits(layer, g.layers) {
-		return gguf.Q6_K
+	if _, err := fmt.Sscanf(name, "blk.%d.%s", &layer, &kind); err != nil {
+		return g.typ
 	}
-	return gguf.Q4_K
+	if !strings.HasPrefix(kind, "attn_v.") && !strings.HasPrefix(kind, "ffn_down.") {
+		return g.typ
+	}
+	switch g.mix {
+	case "Q4_K_M", "Q5_K_M":
+		if moreBits(layer, g.layers) {
+			return gguf.Q6_K
+		}
+	case "Q4_K_S":
+		// attn_v counts its own tensors (one a layer, so the layer) < 4;
+		// ffn_down the first eighth of the layers.
+		if strings.HasPrefix(kind, "attn_v.") && layer < 4 || strings.HasPrefix(kind, "ffn_down.") && layer < g.layers/8 {
+			return gguf.Q5_K
+		}
+	}
+	return g.typ
 }
 
 // moreBits is llama-quantize's use_more_bits: the first and last eighth of

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -258,40 +259,70 @@ func TestRandomModelsLoadAndRun(t *testing.T) {
 	}
 }
 
-// TestRandomQ4KM writes the Q4_K_M mix on a shape whose rows are whole
-// K-quant blocks and checks llama-quantize's per-tensor choices.
-func TestRandomQ4KM(t *testing.T) {
+// TestRandomMixes writes llama-quantize's K-quant mixes on a shape whose
+// rows are whole K-quant blocks and checks its per-tensor choices, and
+// that a model of each runs.
+func TestRandomMixes(t *testing.T) {
 	shape := Shape{Name: "k", Arch: "llama", Hidden: 256, Layers: 8, Heads: 4, KVHeads: 2, FFN: 512, Vocab: 512, Context: 256, RopeBase: 10000, NormEps: 1e-5}
-	var buf bytes.Buffer
-	if err := WriteRandom(&buf, RandomSpec{Shape: shape, Mix: "Q4_K_M", Seed: 3}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Parse(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]gguf.TensorType{
-		"output.weight": gguf.Q6_K, "token_embd.weight": gguf.Q4_K,
-		"blk.0.attn_v.weight": gguf.Q6_K, "blk.1.attn_v.weight": gguf.Q4_K, "blk.3.ffn_down.weight": gguf.Q6_K,
-		"blk.4.ffn_down.weight": gguf.Q4_K, "blk.7.attn_v.weight": gguf.Q6_K, "blk.2.attn_q.weight": gguf.Q4_K,
-		"blk.2.ffn_norm.weight": gguf.F32,
-	}
-	for name, typ := range want {
-		if ti, ok := f.Tensor(name); !ok || ti.Type != typ {
-			t.Errorf("%s: %v, want %s", name, ti, typ)
+	tied := shape
+	tied.Tied = true
+	for _, c := range []struct {
+		mix   string
+		shape Shape
+		want  map[string]gguf.TensorType
+	}{
+		{"Q4_K_M", shape, map[string]gguf.TensorType{
+			"output.weight": gguf.Q6_K, "token_embd.weight": gguf.Q4_K,
+			"blk.0.attn_v.weight": gguf.Q6_K, "blk.1.attn_v.weight": gguf.Q4_K, "blk.3.ffn_down.weight": gguf.Q6_K,
+			"blk.4.ffn_down.weight": gguf.Q4_K, "blk.7.attn_v.weight": gguf.Q6_K, "blk.2.attn_q.weight": gguf.Q4_K,
+			"blk.2.ffn_norm.weight": gguf.F32,
+		}},
+		// Tied: the embedding table is the output head, and quantised as one.
+		{"Q4_K_M", tied, map[string]gguf.TensorType{"token_embd.weight": gguf.Q6_K, "blk.1.attn_v.weight": gguf.Q4_K}},
+		{"Q5_K_M", shape, map[string]gguf.TensorType{
+			"output.weight": gguf.Q6_K, "token_embd.weight": gguf.Q5_K, "blk.0.attn_v.weight": gguf.Q6_K,
+			"blk.1.attn_v.weight": gguf.Q5_K, "blk.3.ffn_down.weight": gguf.Q6_K, "blk.4.ffn_down.weight": gguf.Q5_K,
+			"blk.2.attn_q.weight": gguf.Q5_K, "blk.2.ffn_gate.weight": gguf.Q5_K,
+		}},
+		{"Q4_K_S", shape, map[string]gguf.TensorType{
+			"output.weight": gguf.Q6_K, "token_embd.weight": gguf.Q4_K, "blk.0.attn_v.weight": gguf.Q5_K,
+			"blk.3.attn_v.weight": gguf.Q5_K, "blk.4.attn_v.weight": gguf.Q4_K, "blk.0.ffn_down.weight": gguf.Q5_K,
+			"blk.1.ffn_down.weight": gguf.Q4_K, "blk.7.ffn_down.weight": gguf.Q4_K, "blk.2.attn_output.weight": gguf.Q4_K,
+		}},
+		{"Q5_K_S", shape, map[string]gguf.TensorType{
+			"output.weight": gguf.Q6_K, "token_embd.weight": gguf.Q5_K, "blk.0.attn_v.weight": gguf.Q5_K,
+			"blk.0.ffn_down.weight": gguf.Q5_K, "blk.2.ffn_up.weight": gguf.Q5_K,
+		}},
+	} {
+		var buf bytes.Buffer
+		if err := WriteRandom(&buf, RandomSpec{Shape: c.shape, Mix: c.mix, Seed: 3}); err != nil {
+			t.Fatal(err)
 		}
-	}
-	w, err := Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := NewRunner(w, 4, 16, 2)
-	if err := r.Forward([]Seq{{Tokens: []int{1, 20, 30, 40}, BlockTable: []int{0}, LogitsFrom: 0}}); err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range r.Logits {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			t.Fatal("non-finite logit")
+		f, err := gguf.Parse(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
 		}
+		for name, typ := range c.want {
+			if ti, ok := f.Tensor(name); !ok || ti.Type != typ {
+				t.Errorf("%s (tied %v) %s: %v, want %s", c.mix, c.shape.Tied, name, ti, typ)
+			}
+		}
+		w, err := Load(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := NewRunner(w, 4, 16, 2)
+		if err := r.Forward([]Seq{{Tokens: []int{1, 20, 30, 40}, BlockTable: []int{0}, LogitsFrom: 0}}); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range r.Logits {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				t.Fatalf("%s: non-finite logit", c.mix)
+			}
+		}
+		r.Close()
+	}
+	if err := WriteRandom(io.Discard, RandomSpec{Shape: shape, Mix: "Q3_K_M"}); err == nil || !strings.Contains(err.Error(), "Q5_K_S") {
+		t.Errorf("an unknown mix: %v", err)
 	}
 }

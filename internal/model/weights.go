@@ -73,18 +73,36 @@ func Load(f *gguf.File) (*Weights, error) {
 	return w, nil
 }
 
-// StreamedBytes is what one decode step reads of the weights: every
-// matrix a token is multiplied by, the output head included; of the
-// embedding table it reads one row, and norms and biases are noise beside
-// the matrices.
-func (w *Weights) StreamedBytes() int64 {
-	n := int64(len(w.Output.Data))
+// Streamed lists what one decode step reads of the weights: every matrix
+// a token is multiplied by, the output head included; of the embedding
+// table it reads one row, and norms and biases are noise beside the
+// matrices.
+func (w *Weights) Streamed() []*tensor.Matrix {
+	ms := []*tensor.Matrix{w.Output}
 	for _, l := range w.Layers {
-		for _, m := range []*tensor.Matrix{l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down} {
-			n += int64(len(m.Data))
-		}
+		ms = append(ms, l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down)
+	}
+	return ms
+}
+
+// StreamedBytes is the size of Streamed: the bytes a decode step reads of
+// the weights, in their format (repacking keeps the size).
+func (w *Weights) StreamedBytes() int64 {
+	var n int64
+	for _, m := range w.Streamed() {
+		n += int64(len(m.Data))
 	}
 	return n
+}
+
+// StreamedBytesByType splits StreamedBytes by weight format (Q4_K_M files
+// mix Q4_K and Q6_K, Qwen2.5's fall back to Q5_0 and Q8_0).
+func (w *Weights) StreamedBytesByType() map[string]int64 {
+	by := map[string]int64{}
+	for _, m := range w.Streamed() {
+		by[m.Type.String()] += int64(len(m.Data))
+	}
+	return by
 }
 
 // repack rearranges, in the file's own memory, the matrices the CPU has

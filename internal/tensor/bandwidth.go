@@ -1,33 +1,42 @@
 package tensor
 
 import (
+	"encoding/binary"
 	"errors"
 	"time"
 )
 
-// ReadBandwidth measures how fast threads can stream memory, in bytes per
-// second: STREAM's read-only test, summing a buffer of size bytes (far
-// larger than the caches) with the same SIMD loads and pool as the matrix
-// kernels, best of reps passes. It is the ceiling decode is held to, since
-// a decode step reads every weight once.
-func ReadBandwidth(threads, size, reps int) (float64, error) {
-	if size < 1<<20 || reps < 1 {
-		return 0, errors.New("read bandwidth: need at least 1 MiB and one pass")
+// readChunk is how much one work item of ReadRate streams: as long as a
+// decode chunk of rows (mulChunkMACs of a byte-sized format), so that the
+// threads interleave their reads as they do in a matmul.
+const readChunk = 256 << 10
+
+// ReadRate measures how fast p's threads stream bufs from memory, in bytes
+// per second: STREAM's read-only test (every byte loaded once per pass and
+// summed, with SIMD loads where the kernels have them), the best of reps
+// passes after one that warms the pool. Given a model's weight matrices it
+// reads the very pages a decode step streams (huge pages or 4 KiB ones,
+// read into memory or mapped, already touched, so no page faults) on the
+// threads that run the kernels: the ceiling decode is held to.
+func ReadRate(p *Pool, bufs [][]byte, reps int) (float64, error) {
+	t := &readTask{sums: make([]uint64, p.Size())}
+	var total int64
+	for _, b := range bufs {
+		total += int64(len(b))
+		for len(b) > 0 {
+			n := min(len(b), readChunk)
+			t.spans = append(t.spans, b[:n])
+			b = b[n:]
+		}
 	}
-	t := &readTask{buf: make([]float32, size/4), sums: make([]float32, max(1, threads))}
-	for i := range t.buf {
-		t.buf[i] = float32(i & 7) // touched, so every page is backed
+	if total == 0 || reps < 1 {
+		return 0, errors.New("read rate: need bytes to read and one pass")
 	}
-	p := NewPool(threads)
-	defer p.Close()
-	const chunk = 1 << 16 // 256 KiB of floats per item
-	items := (len(t.buf) + chunk - 1) / chunk
-	t.chunk = chunk
 	best := 0.0
-	for range reps + 1 { // the first pass warms the pool and the TLB
+	for i := range reps + 1 {
 		start := time.Now()
-		p.Run(t, items, 1)
-		if bw := float64(len(t.buf)*4) / time.Since(start).Seconds(); bw > best {
+		p.Run(t, len(t.spans), 1)
+		if bw := float64(total) / time.Since(start).Seconds(); i > 0 && bw > best {
 			best = bw
 		}
 	}
@@ -35,16 +44,33 @@ func ReadBandwidth(threads, size, reps int) (float64, error) {
 }
 
 type readTask struct {
-	buf   []float32
-	chunk int
-	sums  []float32 // one per worker, so the reads cannot be elided
+	spans [][]byte
+	sums  []uint64 // one per worker, so the loads cannot be dropped
 }
 
 func (t *readTask) Run(worker, lo, hi int) {
-	for i := lo; i < hi; i++ {
-		s := t.buf[i*t.chunk : min((i+1)*t.chunk, len(t.buf))]
-		// Both operands the same: one stream from memory.
-		v, done := dotF32Asm(hostISA, s, s)
-		t.sums[worker] += v + dotF32(s[done:], s[done:])
+	for _, s := range t.spans[lo:hi] {
+		t.sums[worker] += readSum(s)
 	}
+}
+
+// readSum adds up b's 8-byte words (the bytes past the last whole word
+// one by one): a read whose only cost is the loads.
+func readSum(b []byte) uint64 {
+	v, done := readSumAsm(hostISA, b)
+	b = b[done:]
+	var s0, s1, s2, s3 uint64
+	for ; len(b) >= 32; b = b[32:] {
+		s0 += binary.LittleEndian.Uint64(b)
+		s1 += binary.LittleEndian.Uint64(b[8:])
+		s2 += binary.LittleEndian.Uint64(b[16:])
+		s3 += binary.LittleEndian.Uint64(b[24:])
+	}
+	for ; len(b) >= 8; b = b[8:] {
+		s0 += binary.LittleEndian.Uint64(b)
+	}
+	for _, c := range b {
+		s0 += uint64(c)
+	}
+	return v + s0 + s1 + s2 + s3
 }

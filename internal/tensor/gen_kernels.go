@@ -289,6 +289,7 @@ func main() {
 		}
 	}
 	w.WriteString(floatKernels)
+	w.WriteString(readKernel)
 	expKernels(&w)
 	w.WriteString(kquantKernels)
 	for i := range 8 {
@@ -403,6 +404,39 @@ f16loop:
 	VPSHUFD $0xB1, X0, X4
 	VADDSS X4, X0, X0
 	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+`
+
+// readKernel: the read-bandwidth probe (ReadRate). It sums n bytes (a
+// positive multiple of 128) as 64-bit words in four accumulators, so that
+// nothing but the loads limits it.
+const readKernel = `// func readSumAVX2(p *byte, n int) uint64
+TEXT ·readSumAVX2(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHRQ $7, CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+readloop:
+	VPADDQ (SI), Y0, Y0
+	VPADDQ 32(SI), Y1, Y1
+	VPADDQ 64(SI), Y2, Y2
+	VPADDQ 96(SI), Y3, Y3
+	ADDQ $128, SI
+	DECQ CX
+	JNZ readloop
+	VPADDQ Y1, Y0, Y0
+	VPADDQ Y3, Y2, Y2
+	VPADDQ Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDQ X1, X0, X0
+	VPSHUFD $0x4E, X0, X1
+	VPADDQ X1, X0, X0
+	VMOVQ X0, ret+16(FP)
 	VZEROUPPER
 	RET
 

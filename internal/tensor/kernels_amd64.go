@@ -195,6 +195,19 @@ func dotF16Asm(k isa, w []uint16, x []float32) (float32, int) {
 	return dotF16AVX2(&w[0], &x[0], n), n
 }
 
+//go:noescape
+func readSumAVX2(p *byte, n int) uint64
+
+// readSumAsm sums whole 128-byte pieces of b as 64-bit words and returns
+// how many bytes it covered.
+func readSumAsm(k isa, b []byte) (uint64, int) {
+	n := len(b) &^ 127
+	if k == isaGeneric || n == 0 {
+		return 0, 0
+	}
+	return readSumAVX2(&b[0], n), n
+}
+
 type kTileFunc = func(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
 
 // kTileRows runs a VNNI K-quant kernel over the tiles of q.KTile: four

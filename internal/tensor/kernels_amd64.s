@@ -1331,6 +1331,34 @@ f16loop:
 	VZEROUPPER
 	RET
 
+// func readSumAVX2(p *byte, n int) uint64
+TEXT ·readSumAVX2(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	SHRQ $7, CX
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	VPXOR Y2, Y2, Y2
+	VPXOR Y3, Y3, Y3
+readloop:
+	VPADDQ (SI), Y0, Y0
+	VPADDQ 32(SI), Y1, Y1
+	VPADDQ 64(SI), Y2, Y2
+	VPADDQ 96(SI), Y3, Y3
+	ADDQ $128, SI
+	DECQ CX
+	JNZ readloop
+	VPADDQ Y1, Y0, Y0
+	VPADDQ Y3, Y2, Y2
+	VPADDQ Y2, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDQ X1, X0, X0
+	VPSHUFD $0x4E, X0, X1
+	VPADDQ X1, X0, X0
+	VMOVQ X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
 DATA expc<>+0(SB)/4, $0xc2ae0000
 DATA expc<>+4(SB)/4, $0x42b00000
 DATA expc<>+8(SB)/4, $0x3fb8aa3b

@@ -18,6 +18,8 @@ func dotF32Asm(isa, []float32, []float32) (float32, int) { return 0, 0 }
 
 func dotF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
 
+func readSumAsm(isa, []byte) (uint64, int) { return 0, 0 }
+
 func x8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool {
 	return false
 }
