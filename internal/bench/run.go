@@ -228,7 +228,7 @@ func (r *runner) pass(ctx context.Context, p Pass) (*Pass, error) {
 		var after *snapshot
 		if scr.first != nil {
 			var err error
-			if after, err = settle(ctx, r.cfg); err != nil {
+			if after, err = settle(ctx, r.cfg, scr.first); err != nil {
 				return nil, fmt.Errorf("run %s pass: read the server after the chaos: %w", p.Name, err)
 			}
 		}

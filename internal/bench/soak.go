@@ -145,9 +145,15 @@ func (r *SoakReport) write(w io.Writer) {
 	if !math.IsNaN(r.GoroutineSlope) {
 		fmt.Fprintf(w, "goroutines: a fitted %+.1f per hour\n", r.GoroutineSlope)
 	}
-	if n := len(r.Samples); n > 0 {
-		last := r.Samples[n-1]
+	// The last interval that started requests: the one after the load
+	// ends only drains (no first tokens, so no TTFT).
+	for i := len(r.Samples) - 1; i >= 0; i-- {
+		last := r.Samples[i]
+		if math.IsNaN(last.TTFTp50) && i > 0 {
+			continue
+		}
 		fmt.Fprintf(w, "last interval: TTFT p50 %.1f ms, p99 %.1f ms; ITL p99 %.1f ms; E2E p99 %.1f ms\n", last.TTFTp50, last.TTFTp99, last.ITLp99, last.E2Ep99)
+		break
 	}
 }
 

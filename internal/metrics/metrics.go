@@ -77,6 +77,7 @@ type Metrics struct {
 
 	http       httpSeries
 	admissions map[string]prometheus.Counter // by reason
+	lora       *loraCollector                // nil unless LoRA adapters are served
 }
 
 var _ engine.Observer = (*Metrics)(nil)
@@ -103,7 +104,8 @@ func New(cfg Config, reg prometheus.Registerer) (*Metrics, error) {
 		m.groups = make(map[string]*groupStats)
 		b.register(newStatsCollector(cfg))
 		if cfg.MaxLoRAs > 0 {
-			b.register(newLoRACollector(cfg))
+			m.lora = newLoRACollector(cfg)
+			b.register(m.lora)
 		}
 		frontend := &builder{reg: reg, labels: prometheus.Labels{labelModel: cfg.ModelName}}
 		m.admissions = frontend.counterVec(metricspec.AdmissionRejections, []string{metricspec.RejectQueueFull, metricspec.RejectShutdown})

@@ -98,6 +98,9 @@ func (m *Metrics) ObserveStep(s *engine.StepEvent) {
 	if !m.enabled {
 		return
 	}
+	if m.lora != nil {
+		m.lora.note()
+	}
 	st := &m.step
 	st.prefixQueries.Add(float64(s.PrefixQueries))
 	st.prefixHits.Add(float64(s.PrefixHits))

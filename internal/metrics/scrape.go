@@ -73,7 +73,8 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 // engine's clock) it was last current. vLLM sets the current combination
 // every step and never removes the old ones, so consumers (the Gateway API
 // Inference Extension) take the series with the newest value; glassbox
-// reads the combination at each scrape.
+// notes the combination at every step too (a scrape every 15 s would miss
+// those in between) and at each scrape.
 type loraCollector struct {
 	stats   func() engine.Stats
 	desc    *prometheus.Desc
@@ -93,20 +94,31 @@ func newLoRACollector(cfg Config) *loraCollector {
 func (c *loraCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *loraCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.noteLocked()
+	for _, k := range c.order {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, c.combos[k], c.maxLoRA, k[1], k[0])
+	}
+}
+
+// note records the engine's current combination (after each step).
+func (c *loraCollector) note() {
+	c.mu.Lock()
+	c.noteLocked()
+	c.mu.Unlock()
+}
+
+func (c *loraCollector) noteLocked() {
 	var s engine.Stats
 	if c.stats != nil {
 		s = c.stats()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	k := [2]string{s.RunningLoRA, s.WaitingLoRA}
 	if _, ok := c.combos[k]; !ok {
 		c.order = append(c.order, k)
 	}
 	if !s.LoRAAt.IsZero() {
 		c.combos[k] = max(c.combos[k], float64(s.LoRAAt.UnixNano())/1e9)
-	}
-	for _, k := range c.order {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, c.combos[k], c.maxLoRA, k[1], k[0])
 	}
 }
