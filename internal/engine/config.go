@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"log/slog"
+
+	"github.com/glassbox-llm/glassbox/internal/spec"
 )
 
 // Config is the engine's scheduling and cache configuration, named after
@@ -22,6 +24,10 @@ type Config struct {
 	RecordPhases bool
 	// Clock is the engine's time; nil means the wall clock.
 	Clock Clock
+	// Speculative is --speculative-config (the zero value: off). The
+	// engine drafts by prompt lookup itself; a draft model is the
+	// executor's (a Drafter).
+	Speculative spec.Config
 }
 
 // Validate reports the first setting that cannot work.
@@ -39,6 +45,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("the KV cache holds no block of %d tokens: give it more memory (--kv-cache-memory-bytes, --gpu-memory-utilization)", c.BlockSize)
 	case c.MaxWaiting < 1:
 		return fmt.Errorf("max waiting requests must be at least 1, got %d", c.MaxWaiting)
+	case c.Speculative.Enabled() && (c.Speculative.NumSpeculativeTokens < 1 || c.Speculative.NumSpeculativeTokens > spec.MaxSpeculativeTokens):
+		return fmt.Errorf("num_speculative_tokens must be in [1, %d], got %d", spec.MaxSpeculativeTokens, c.Speculative.NumSpeculativeTokens)
 	}
 	if need := (c.MaxModelLen + c.BlockSize - 1) / c.BlockSize; need > c.NumBlocks {
 		return fmt.Errorf("max-model-len %d needs %d KV blocks but the cache holds %d (%d tokens): lower --max-model-len or give the KV cache more memory",
