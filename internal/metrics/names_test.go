@@ -17,7 +17,9 @@ import (
 // of families New registers, with the same types and HELP, so that queries
 // written against its names cannot drift from the definitions.
 func TestNamesMatchRegistry(t *testing.T) {
-	m, reg := newTestMetrics(t, testConfig())
+	cfg := testConfig()
+	cfg.NumSpeculativeTokens = 3 // the spec-decode families exist only with speculation
+	m, reg := newTestMetrics(t, cfg)
 	// The HTTP vectors have no children, and so gather nothing, until a
 	// request has been served.
 	m.InstrumentHTTP("/v1/completions", http.NotFoundHandler()).
