@@ -206,9 +206,9 @@ func Parse(data []byte) (Config, error) {
 		return Config{}, errorf("method", "missing: give method \"ngram\", or a draft model's GGUF file as model")
 	default:
 		if slices.Contains(otherMethods, method) {
-			return Config{}, errorf("method", "%q is vLLM's but not built in glassbox (ngram and draft_model are)", method)
+			return Config{}, errorf("method", "%q is vLLM's but not built in glassbox (ngram is)", method)
 		}
-		return Config{}, errorf("method", "unknown method %q (glassbox runs ngram and draft_model)", method)
+		return Config{}, errorf("method", "unknown method %q (glassbox runs ngram)", method)
 	}
 	if k == 0 {
 		return Config{}, errorf("num_speculative_tokens", "missing: how many tokens to draft per step")
