@@ -73,7 +73,7 @@ func (e *Engine) proposeCount(rs *reqState, sc sched.Scheduled) int {
 
 // propose sets the drafts of every sequence of the step just run that
 // goes on decoding: the Drafter's, or by prompt lookup over its tokens;
-// never past the sequence's end (the step after them adds one more).
+// never past the sequence's end.
 func (e *Engine) propose() {
 	if !e.cfg.Speculative.Enabled() {
 		return
@@ -93,6 +93,8 @@ func (e *Engine) propose() {
 		} else if sc.Sample && e.mayDraft(rs, rs.numOutput) {
 			drafts = e.ngram.Propose(q.Spec, q.Tokens, rs.backoff.Next(k))
 		}
+		// The verify step yields up to len(drafts)+1 tokens: none past
+		// max_tokens or the context (maxLen).
 		room := rs.maxLen - len(q.Tokens) - 1
 		q.Spec = append(q.Spec, drafts[:max(0, min(len(drafts), room, k))]...)
 	}

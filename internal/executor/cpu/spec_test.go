@@ -31,7 +31,7 @@ func (c *specCounts) ObserveStep(s *engine.StepEvent) {
 }
 func (c *specCounts) ObserveFinished(*engine.FinishedEvent) {}
 
-func startEngine(t *testing.T, w *model.Weights, cfg engine.Config, obs engine.Observer) *engine.Engine {
+func startEngine(t testing.TB, w *model.Weights, cfg engine.Config, obs engine.Observer) *engine.Engine {
 	t.Helper()
 	x, err := New(w, Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, Threads: 2})
 	if err != nil {
