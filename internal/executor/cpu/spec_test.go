@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -176,5 +177,153 @@ func generateMin(t *testing.T, e *engine.Engine, id string, prompt []int, n int)
 			return out
 		}
 		out = append(out, o.Tokens...)
+	}
+}
+
+// result is one request's whole output.
+type result struct {
+	tokens   []int
+	logprobs []sampling.Result
+	reason   engine.FinishReason
+}
+
+func collect(t *testing.T, e *engine.Engine, id string, prompt []int, p sampling.Params) result {
+	s, err := e.Submit(&engine.Request{ID: id, Prompt: prompt, Params: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	for {
+		o, ok := s.Next(context.Background())
+		if !ok {
+			return r
+		}
+		if o.Err != nil {
+			t.Fatal(o.Err)
+		}
+		r.tokens = append(r.tokens, o.Tokens...)
+		r.logprobs = append(r.logprobs, o.Logprobs...)
+		if o.Finished {
+			r.reason = o.FinishReason
+		}
+	}
+}
+
+// TestSpeculativeLogprobsAndStops: with drafts accepted, logprobs (and
+// their top alternatives) are exactly plain decoding's, and a stop token
+// (EOS not ignored) ends the output where it ends plain decoding's, with
+// the same finish reason, whether it was sampled or accepted as a draft.
+func TestSpeculativeLogprobsAndStops(t *testing.T) {
+	w := stories(t)
+	cfg := engine.Config{MaxNumSeqs: 8, MaxNumBatchedTokens: 128, MaxModelLen: 256, BlockSize: 16,
+		NumBlocks: 128, EnablePrefixCaching: true, MaxWaiting: 100, EOS: []int{2}}
+	plain := startEngine(t, w, cfg, nil)
+	cfg.Speculative = spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 2, PromptLookupMax: 5}
+	var c specCounts
+	e := startEngine(t, w, cfg, &c)
+	for i, prompt := range specPrompts(w.Config.Vocab) {
+		if i%3 != 0 {
+			continue // the repeating ones
+		}
+		p := sampling.Defaults()
+		p.Temperature, p.MaxTokens, p.Logprobs = 0, 40, 2
+		want := collect(t, plain, fmt.Sprint("plain", i), prompt, p)
+		if len(want.tokens) > 12 {
+			p.StopTokenIDs = []int{want.tokens[12]}
+			want = collect(t, plain, fmt.Sprint("plain-stop", i), prompt, p)
+		}
+		got := collect(t, e, fmt.Sprint("spec", i), prompt, p)
+		if !slices.Equal(got.tokens, want.tokens) || got.reason != want.reason {
+			t.Errorf("prompt %d: %v (%s), plain %v (%s)", i, got.tokens, got.reason, want.tokens, want.reason)
+			continue
+		}
+		for j := range want.logprobs {
+			g, w := got.logprobs[j], want.logprobs[j]
+			if g.Token != w.Token || g.Logprob != w.Logprob || !slices.Equal(g.Top, w.Top) {
+				t.Errorf("prompt %d token %d: logprobs %+v, plain %+v", i, j, g, w)
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.accepted == 0 {
+		t.Error("no draft accepted: the test tested nothing")
+	}
+}
+
+// TestSpeculativeSamplingKeepsTheDistribution: seeded sampling through the
+// engine with speculation draws each output token from the distribution
+// plain decoding draws it from: the tokens at output positions 2 and 5,
+// over 300 seeds each way on stories260K with a repeating prompt (drafts
+// accepted and rejected), pass a two-sample χ² test of homogeneity at
+// 0.1% (fixed seeds: it passes or fails for good).
+func TestSpeculativeSamplingKeepsTheDistribution(t *testing.T) {
+	w := stories(t)
+	prompt := specPrompts(w.Config.Vocab)[0]
+	const seeds, n = 300, 6
+	draw := func(sp spec.Config, c *specCounts) [][]int {
+		cfg := engine.Config{MaxNumSeqs: 64, MaxNumBatchedTokens: 512, MaxModelLen: 256, BlockSize: 16,
+			NumBlocks: 512, EnablePrefixCaching: true, MaxWaiting: seeds, EOS: []int{2}, Speculative: sp}
+		var obs engine.Observer
+		if c != nil {
+			obs = c
+		}
+		e := startEngine(t, w, cfg, obs)
+		outs := make([][]int, seeds)
+		var wg sync.WaitGroup
+		for s := range seeds {
+			wg.Go(func() {
+				p := sampling.Defaults()
+				p.Temperature, p.MaxTokens, p.IgnoreEOS, p.Seed, p.HasSeed = 0.8, n, true, int64(s), true
+				outs[s] = collect(t, e, fmt.Sprint(s), prompt, p).tokens
+			})
+		}
+		wg.Wait()
+		return outs
+	}
+	plain := draw(spec.Config{}, nil)
+	var c specCounts
+	specd := draw(spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 3, PromptLookupMin: 2, PromptLookupMax: 5}, &c)
+	if c.accepted == 0 || c.accepted == c.draftTokens {
+		t.Fatalf("accepted %d of %d drafts: want some of each", c.accepted, c.draftTokens)
+	}
+	t.Logf("accepted %d of %d drafts", c.accepted, c.draftTokens)
+	for _, pos := range []int{2, 5} {
+		a, b := map[int]int{}, map[int]int{}
+		for s := range seeds {
+			a[plain[s][pos]]++
+			b[specd[s][pos]]++
+		}
+		// Cells with fewer than 10 draws in all are pooled.
+		var rows [][2]float64
+		var other [2]float64
+		for tok := range w.Config.Vocab {
+			if a[tok]+b[tok] == 0 {
+				continue
+			}
+			if a[tok]+b[tok] < 10 {
+				other[0] += float64(a[tok])
+				other[1] += float64(b[tok])
+				continue
+			}
+			rows = append(rows, [2]float64{float64(a[tok]), float64(b[tok])})
+		}
+		if other[0]+other[1] > 0 {
+			rows = append(rows, other)
+		}
+		var x float64
+		for _, r := range rows {
+			e := (r[0] + r[1]) / 2 // equal sample sizes
+			x += (r[0]-e)*(r[0]-e)/e + (r[1]-e)*(r[1]-e)/e
+		}
+		df := len(rows) - 1
+		if df < 1 {
+			t.Fatalf("position %d: one token only", pos)
+		}
+		d := float64(df)
+		cc := 1 - 2/(9*d) + 3.090*math.Sqrt(2/(9*d)) // Wilson–Hilferty, 0.1%
+		if crit := d * cc * cc * cc; x > crit {
+			t.Errorf("position %d: χ² %.1f over %d degrees of freedom, above the 0.1%% critical %.1f", pos, x, df, crit)
+		}
 	}
 }
