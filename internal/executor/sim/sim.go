@@ -252,15 +252,14 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 			r.Embeddings[i] = e.embed(s.History)
 			continue
 		}
-		if e.plain {
-			w := &e.vocab.words[uint(s.Pos+len(s.Tokens))*2654435761%uint(len(e.vocab.words))]
-			r.Samples[i] = sampling.Result{Token: int(w.space)}
-			continue
-		}
 		if len(s.Draft) > 0 {
 			if err := e.verifyDrafts(i, s, r); err != nil {
 				return fmt.Errorf("execute batch: %w", err)
 			}
+			continue
+		}
+		if e.plain {
+			r.Samples[i] = sampling.Result{Token: e.plainToken(s.Pos + len(s.Tokens))}
 			continue
 		}
 		if err := e.sample(s, &r.Samples[i]); err != nil {
@@ -304,6 +303,12 @@ func (e *Executor) embed(prompt []int) []float32 {
 	return v
 }
 
+// plainToken is PlainTokens' token at position pos: an ordinary word
+// chosen by the position alone.
+func (e *Executor) plainToken(pos int) int {
+	return int(e.vocab.words[uint(pos)*2654435761%uint(len(e.vocab.words))].space)
+}
+
 // verifyDrafts verifies the i'th sequence's drafts: each position is
 // sampled from the fake language model as a plain step would (greedy
 // output stays token for token, sampled output keeps its distribution),
@@ -333,10 +338,20 @@ func (e *Executor) verifyDrafts(i int, s *engine.SeqBatch, r *engine.StepResult)
 		rng := e.rng(s.RNG)
 		n = e.synthetic.Accept(n, rng.Float64)
 	}
-	for _, d := range s.Draft {
+	// With PlainTokens the token after drafts[:j] is the word of its
+	// position.
+	next := s.Pos + len(s.Tokens) - len(s.Draft)
+	sample := func(j int, out *sampling.Result) error {
+		if e.plain {
+			*out = sampling.Result{Token: e.plainToken(next + j)}
+			return nil
+		}
 		one.History = e.verify
+		return e.sample(&one, out)
+	}
+	for j, d := range s.Draft {
 		out := &r.Samples[i]
-		if err := e.sample(&one, out); err != nil {
+		if err := sample(j, out); err != nil {
 			return err
 		}
 		if e.synthetic != nil {
@@ -351,8 +366,7 @@ func (e *Executor) verifyDrafts(i int, s *engine.SeqBatch, r *engine.StepResult)
 		e.verify = append(e.verify, d)
 	}
 	if len(acc) == len(s.Draft) {
-		one.History = e.verify
-		if err := e.sample(&one, &r.Samples[i]); err != nil {
+		if err := sample(len(acc), &r.Samples[i]); err != nil {
 			return err
 		}
 	}

@@ -27,10 +27,11 @@ func (c *specCounts) ObserveStep(s *engine.StepEvent) {
 func (c *specCounts) ObserveFinished(*engine.FinishedEvent) {}
 
 // runSpec decodes prompts greedily, concurrently, through an engine on
-// the simulator configured with sp, and returns the outputs.
-func runSpec(t *testing.T, sp spec.Config, prompts [][]int, c *specCounts) [][]int {
+// the simulator configured with sp (and PlainTokens when plain), and
+// returns the outputs.
+func runSpec(t *testing.T, sp spec.Config, plain bool, prompts [][]int, c *specCounts) [][]int {
 	t.Helper()
-	x := newExec(t, Config{Speculative: sp})
+	x := newExec(t, Config{Speculative: sp, PlainTokens: plain})
 	var obs engine.Observer
 	if c != nil {
 		obs = c
@@ -89,30 +90,33 @@ func TestSpeculationVerifiesAgainstTheFakeModel(t *testing.T) {
 		}
 		prompts = append(prompts, v.Encode(text))
 	}
-	want := runSpec(t, spec.Config{}, prompts, nil)
 	ngram := spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 3, PromptLookupMin: 1, PromptLookupMax: 3}
-	var c specCounts
-	got := runSpec(t, ngram, prompts, &c)
-	for i := range prompts {
-		if !slices.Equal(got[i], want[i]) {
-			t.Errorf("request %d: speculative %v, plain %v", i, got[i], want[i])
+	for _, plainTokens := range []bool{false, true} {
+		want := runSpec(t, spec.Config{}, plainTokens, prompts, nil)
+		var c specCounts
+		got := runSpec(t, ngram, plainTokens, prompts, &c)
+		for i := range prompts {
+			if !slices.Equal(got[i], want[i]) {
+				t.Errorf("plain tokens %v, request %d: speculative %v, plain %v", plainTokens, i, got[i], want[i])
+			}
 		}
+		if c.draftTokens == 0 {
+			t.Fatalf("plain tokens %v: nothing drafted", plainTokens)
+		}
+		t.Logf("plain tokens %v: %d of %d drafts accepted", plainTokens, c.accepted, c.draftTokens)
 	}
-	if c.draftTokens == 0 {
-		t.Fatal("nothing drafted")
-	}
-	t.Logf("verified: %d of %d drafts accepted", c.accepted, c.draftTokens)
 
 	for _, tc := range []struct {
 		rates []float64
 		all   bool
-	}{{[]float64{1, 1, 1}, true}, {[]float64{0, 0, 0}, false}} {
+		plain bool
+	}{{[]float64{1, 1, 1}, true, false}, {[]float64{0, 0, 0}, false, false}, {[]float64{1, 1, 1}, true, true}} {
 		sp := ngram
 		sp.RejectionSampleMethod, sp.Synthetic = spec.RejectSynthetic, tc.rates
 		var c specCounts
-		runSpec(t, sp, prompts, &c)
+		runSpec(t, sp, tc.plain, prompts, &c)
 		if c.draftTokens == 0 || (tc.all && c.accepted != c.draftTokens) || (!tc.all && c.accepted != 0) {
-			t.Errorf("synthetic rates %v: %d of %d drafts accepted", tc.rates, c.accepted, c.draftTokens)
+			t.Errorf("synthetic rates %v (plain tokens %v): %d of %d drafts accepted", tc.rates, tc.plain, c.accepted, c.draftTokens)
 		}
 	}
 }
