@@ -13,6 +13,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/server"
+	"github.com/glassbox-llm/glassbox/internal/spec"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
@@ -47,6 +48,7 @@ type engineFlags struct {
 	loraModules         listFlag
 	maxLoRAs            int
 	maxLoRARank         int
+	speculativeConfig   string
 }
 
 // listFlag collects every value a repeated flag is given (vLLM's
@@ -104,6 +106,7 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&e.maxQueued, "max-queued-requests", replica.DefaultMaxQueuedRequests, "waiting requests beyond which new ones get 503")
 	fs.StringVar(&e.toolCallParser, "tool-call-parser", "", "how tool calls are read from the model's output with tool_choice auto: "+strings.Join(toolcall.Parsers(), ", ")+
 		" (default: the one the chat template's tool format calls for; hermes for ChatML and the simulator)")
+	fs.StringVar(&e.speculativeConfig, "speculative-config", "", `speculative decoding, vLLM's JSON: {"method":"ngram","num_speculative_tokens":K,"prompt_lookup_max":N,"prompt_lookup_min":M} (prompt lookup; a draft model is refused: not built)`)
 	fs.BoolVar(&e.autoToolChoice, "enable-auto-tool-choice", false, "vLLM's switch for tool_choice auto; glassbox enables it whenever a tool-call parser is known, and with this flag requires one")
 	fs.BoolVar(&e.enableLoRA, "enable-lora", false, "serve LoRA adapters (--lora-modules) as model names; the simulated GPU only")
 	fs.Var(&e.loraModules, "lora-modules", `LoRA adapters: name=path, or JSON {"name": …, "path": …}; space-separated or repeated`)
@@ -167,6 +170,11 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 		ToolCallParser: e.toolCallParser, EnableAutoToolChoice: e.autoToolChoice,
 	}
 	var err error
+	if e.speculativeConfig != "" {
+		if c.Speculative, err = spec.Parse([]byte(e.speculativeConfig)); err != nil {
+			return c, err
+		}
+	}
 	if c.Sim.TensorParallel, err = parseCount(e.tensorParallel, 1); err != nil {
 		return c, fmt.Errorf("--tensor-parallel-size: %w", err)
 	}

@@ -134,6 +134,17 @@ type Executor interface {
 	Execute(b *Batch, r *StepResult) error
 }
 
+// Drafter is an Executor that drafts for speculative decoding itself
+// (a draft model beside the target): it honours SeqBatch.Propose and
+// DraftKV and fills StepResult.Drafts and DraftKV. Every executor that is
+// given drafts (SeqBatch.Draft) must verify them, whoever drafted.
+type Drafter interface {
+	Executor
+	// Drafts reports whether the executor drafts; false refuses a
+	// draft-model configuration.
+	Drafts() bool
+}
+
 // Batch is one step's work, flattened as vLLM's: for each scheduled sequence
 // the tokens to process, where they start, its block table and whether to
 // sample its next token. Slices alias engine state: read them, do not keep them.
@@ -166,12 +177,35 @@ type SeqBatch struct {
 	Params     *sampling.Params
 	RNG        *rand.Rand // the sequence's own source, seeded from the request
 	LoRA       int        // the adapter, 1 + its index in Config.LoRAs; 0 is the base model
+
+	// Draft are speculative tokens to verify: the last len(Draft) of
+	// Tokens, after the sequence's last known token. The executor puts
+	// the accepted leading ones in StepResult.Accepted and the token
+	// after them (the target's own choice where a draft was rejected, or
+	// one more when none was) in Samples, as Sampler.Verify does.
+	Draft []int
+	// Propose asks a Drafter for up to this many drafts of the token
+	// after this step's; DraftKV is how many leading positions of the
+	// sequence hold the draft model's K/V (the Drafter computes the rest
+	// of the verified ones: a prefill chunk's, the accepted drafts').
+	Propose int
+	DraftKV int
 }
 
 // StepResult is filled by Execute. Samples is indexed like Batch.Seqs;
 // entries whose Sample was false are ignored.
 type StepResult struct {
 	Samples []sampling.Result
+	// Accepted is indexed like Batch.Seqs: a sequence with drafts gets
+	// the accepted ones (their tokens are the drafts'; logprobs when
+	// asked for), in order, before its Samples entry. The engine copies
+	// what it keeps.
+	Accepted [][]sampling.Result
+	// Drafts and DraftKV are a Drafter's: the drafts proposed for each
+	// sequence's next step (nil for none) and the positions whose draft
+	// K/V are now valid, indexed like Batch.Seqs.
+	Drafts  [][]int
+	DraftKV []int
 	// Embeddings is indexed like Batch.Seqs: the vector of each Embed
 	// sequence whose prompt ended this step, nil elsewhere. The engine
 	// copies it.
@@ -216,7 +250,13 @@ type StepEvent struct {
 	IterationTokens  int // computed prompt tokens of completed prefills + generated tokens
 
 	TTFTs []float64 // seconds, for sequences that got their first token this step
-	ITLs  []float64 // seconds since the previous token, for every other output
+	ITLs  []float64 // seconds since the previous output, for every other sequence that produced tokens
+
+	// Speculative decoding, as vLLM's SpecDecodingStats: drafts verified
+	// (one per sequence that had any), their tokens, those accepted, and
+	// accepted by position (len num_speculative_tokens; nil when off).
+	SpecDrafts, SpecDraftTokens, SpecAccepted int
+	SpecAcceptedPerPos                        []int
 
 	// Seqs lists what each sequence did this step, in batch order, and
 	// Preempted the ids preempted by recompute to make room.

@@ -14,6 +14,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/kvcache"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 	"github.com/glassbox-llm/glassbox/internal/sched"
+	"github.com/glassbox-llm/glassbox/internal/spec"
 )
 
 // Engine is the serving loop. Create it with New and start Run in its own
@@ -54,7 +55,9 @@ type Engine struct {
 	ev      StepEvent
 	fin     FinishedEvent
 	out     Output
-	tok     [1]int
+	toks    []int // the tokens of the output being built
+	perPos  []int // the step's accepted drafts by position
+	ngram   spec.Ngram
 	finals  []final // finished requests' last outputs, delivered after the step
 	steps   uint64
 	preempt uint64
@@ -75,11 +78,17 @@ type reqState struct {
 	maxLen int   // prompt plus output never exceeds this
 
 	numOutput int
-	queued    time.Time
-	firstSch  time.Time
-	firstTok  time.Time
-	lastTok   time.Time
-	phases    []Phase // only with Config.RecordPhases
+	// Speculative decoding: drafting's back-off, how many positions hold
+	// a draft model's K/V, and the step's tokens with the drafts.
+	backoff spec.Backoff
+	draftKV int
+	verify  []int
+
+	queued   time.Time
+	firstSch time.Time
+	firstTok time.Time
+	lastTok  time.Time
+	phases   []Phase // only with Config.RecordPhases
 }
 
 // New checks cfg and builds an engine around exec. obs may be nil.
@@ -100,7 +109,14 @@ func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := sched.New(sched.Config{MaxNumSeqs: cfg.MaxNumSeqs, MaxNumBatchedTokens: cfg.MaxNumBatchedTokens, MaxLoRAs: cfg.MaxLoRAs}, kv)
+	sp := &cfg.Speculative
+	if sp.Method == spec.MethodDraftModel {
+		if d, ok := exec.(Drafter); !ok || !d.Drafts() {
+			return nil, fmt.Errorf("engine config: speculative method %s: the executor has no draft model", sp.Method)
+		}
+	}
+	s, err := sched.New(sched.Config{MaxNumSeqs: cfg.MaxNumSeqs, MaxNumBatchedTokens: cfg.MaxNumBatchedTokens,
+		MaxLoRAs: cfg.MaxLoRAs, Lookahead: sp.Lookahead(), MaxModelLen: cfg.MaxModelLen}, kv)
 	if err != nil {
 		return nil, err
 	}
@@ -109,8 +125,12 @@ func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
 		ids:   make(map[string]struct{}),
 		wake:  make(chan struct{}, 1),
 		sched: s, kv: kv,
-		byID: make(map[string]*reqState),
-		seed: uint64(cfg.Clock.Now().UnixNano()),
+		byID:  make(map[string]*reqState),
+		seed:  uint64(cfg.Clock.Now().UnixNano()),
+		ngram: spec.Ngram{Min: sp.PromptLookupMin, Max: sp.PromptLookupMax},
+	}
+	if sp.Enabled() {
+		e.perPos = make([]int, sp.NumSpeculativeTokens)
 	}
 	e.publish()
 	return e, nil

@@ -27,6 +27,9 @@ func (e *Engine) step() {
 			e.queued.Add(-1)
 			e.shrunk = true
 		}
+		// A prefix hit shares blocks whose draft K/V were computed with
+		// their target K/V (the drafter runs over every verified token).
+		rs.draftKV = q.NumComputed
 	}
 	e.buildBatch()
 	scheduled := e.clock.Now()
@@ -49,7 +52,9 @@ func (e *Engine) step() {
 		Preemptions: len(p.Preempted), PrefixQueries: p.PrefixQueries, PrefixHits: p.PrefixHits,
 		TTFTs: ev.TTFTs[:0], ITLs: ev.ITLs[:0], Seqs: ev.Seqs[:0], Preempted: ev.Preempted[:0],
 		FLOPs: e.result.FLOPs, ReadBytes: e.result.ReadBytes, WriteBytes: e.result.WriteBytes,
+		SpecAcceptedPerPos: e.perPos,
 	}
+	clear(e.perPos)
 	for _, q := range p.Preempted {
 		rs := e.slots[q.ID]
 		ev.Preempted = append(ev.Preempted, rs.req.ID)
@@ -68,8 +73,9 @@ func (e *Engine) step() {
 				e.pooled(sc, e.result.Embeddings[i], done)
 				continue
 			}
-			e.advance(sc, &e.result.Samples[i], done)
+			e.advance(i, sc, done)
 		}
+		e.propose()
 	}
 	ev.End = e.clock.Now()
 	ev.Running, ev.Waiting, ev.KVUsage = e.sched.NumRunning(), e.sched.NumWaiting(), e.kv.Usage()
@@ -109,9 +115,16 @@ func (e *Engine) buildBatch() {
 	for _, sc := range e.plan.Seqs {
 		q := sc.Seq
 		rs := e.slots[q.ID]
+		tokens := q.Tokens[q.NumComputed : q.NumComputed+sc.NumNew-sc.NumSpec]
+		var draft []int
+		if sc.NumSpec > 0 {
+			draft = q.Spec[:sc.NumSpec]
+			rs.verify = append(append(rs.verify[:0], tokens...), draft...)
+			tokens = rs.verify
+		}
 		b.Seqs = append(b.Seqs, SeqBatch{
 			Seq:        q.ID,
-			Tokens:     q.Tokens[q.NumComputed : q.NumComputed+sc.NumNew],
+			Tokens:     tokens,
 			Pos:        q.NumComputed,
 			BlockTable: q.BlockTable(),
 			Sample:     sc.Sample,
@@ -123,23 +136,42 @@ func (e *Engine) buildBatch() {
 			Params:     &rs.req.Params,
 			RNG:        rs.rng,
 			LoRA:       q.LoRA,
+			Draft:      draft,
+			Propose:    e.proposeCount(rs, sc),
+			DraftKV:    rs.draftKV,
 		})
 	}
-	if cap(e.result.Samples) < len(b.Seqs) {
-		e.result.Samples = make([]sampling.Result, len(b.Seqs), 2*len(b.Seqs))
-		e.result.Embeddings = make([][]float32, len(b.Seqs), 2*len(b.Seqs))
+	r := &e.result
+	if cap(r.Samples) < len(b.Seqs) {
+		n := 2 * len(b.Seqs)
+		r.Samples = make([]sampling.Result, len(b.Seqs), n)
+		r.Embeddings = make([][]float32, len(b.Seqs), n)
+		r.Accepted = make([][]sampling.Result, len(b.Seqs), n)
+		r.Drafts = make([][]int, len(b.Seqs), n)
+		r.DraftKV = make([]int, len(b.Seqs), n)
 	}
-	e.result.Samples = e.result.Samples[:len(b.Seqs)]
-	e.result.Embeddings = e.result.Embeddings[:len(b.Seqs)]
-	clear(e.result.Embeddings)
+	r.Samples = r.Samples[:len(b.Seqs)]
+	r.Embeddings = r.Embeddings[:len(b.Seqs)]
+	r.Accepted = r.Accepted[:len(b.Seqs)]
+	r.Drafts = r.Drafts[:len(b.Seqs)]
+	r.DraftKV = r.DraftKV[:len(b.Seqs)]
+	clear(r.Embeddings)
+	clear(r.Accepted)
+	clear(r.Drafts)
+	for i := range b.Seqs {
+		r.DraftKV[i] = b.Seqs[i].DraftKV // unchanged unless a Drafter computes more
+	}
 }
 
-// advance applies one sequence's share of a finished step.
-func (e *Engine) advance(sc sched.Scheduled, s *sampling.Result, now time.Time) {
+// advance applies the i'th sequence's share of a finished step: its
+// computed tokens, the drafts verification accepted (the rest rolled
+// back) and its new tokens, each checked for the end of the sequence in
+// turn, as vLLM's scheduler appends a verify step's tokens.
+func (e *Engine) advance(i int, sc sched.Scheduled, now time.Time) {
 	q := sc.Seq
 	rs := e.slots[q.ID]
 	ev := &e.ev
-	decode := sc.NumNew == 1 && rs.numOutput > 0 && q.NumComputed == len(q.Tokens)-1
+	decode := sc.NumNew == 1+sc.NumSpec && rs.numOutput > 0 && q.NumComputed == len(q.Tokens)-1
 	if decode {
 		ev.NumDecodeSeqs++
 	} else {
@@ -150,9 +182,60 @@ func (e *Engine) advance(sc sched.Scheduled, s *sampling.Result, now time.Time) 
 		rs.recordStep(decode, sc.NumNew, e.stepAt, now)
 	}
 	e.sched.Computed(sc)
+	var accepted []sampling.Result
+	if sc.NumSpec > 0 {
+		accepted = e.result.Accepted[i]
+		if err := e.verified(rs, sc, accepted); err != nil {
+			e.log.Error("speculative decoding", "id", rs.req.ID, "err", err)
+			e.finish(rs, FinishError, -1, now, err, nil)
+			return
+		}
+	}
 	if !sc.Sample {
 		return
 	}
+
+	out := &e.out
+	e.toks = e.toks[:0]
+	*out = Output{Logprobs: out.Logprobs[:0], StopToken: -1, PromptTokens: q.NumPrompt, CachedTokens: q.NumCached}
+	first := rs.firstTok.IsZero()
+	for j := range len(accepted) + 1 {
+		s := &e.result.Samples[i]
+		if j < len(accepted) {
+			s = &accepted[j]
+		}
+		reason, stopTok := e.append(rs, s, now)
+		if reason == FinishError {
+			return // append finished it
+		}
+		if reason != "" {
+			out.Tokens = e.toks
+			if rs.req.Sink != nil && (reason == FinishLength || stopTok >= 0) {
+				out.Text += rs.req.Sink.Flush()
+			}
+			if !first {
+				ev.ITLs = append(ev.ITLs, now.Sub(rs.lastTok).Seconds())
+			}
+			rs.lastTok = now
+			e.finish(rs, reason, stopTok, now, nil, out)
+			return
+		}
+	}
+	out.Tokens = e.toks
+	if !first {
+		ev.ITLs = append(ev.ITLs, now.Sub(rs.lastTok).Seconds())
+	}
+	rs.lastTok = now
+	rs.stream.push(out)
+}
+
+// append adds one generated token to rs and to the output being built,
+// and says whether it ends the sequence (FinishError has finished it
+// already).
+func (e *Engine) append(rs *reqState, s *sampling.Result, now time.Time) (FinishReason, int) {
+	q := &rs.seq
+	ev := &e.ev
+	out := &e.out
 	tok := s.Token
 	q.Tokens = append(q.Tokens, tok)
 	rs.numOutput++
@@ -164,21 +247,13 @@ func (e *Engine) advance(sc sched.Scheduled, s *sampling.Result, now time.Time) 
 		ev.PromptTokens += q.NumPrompt
 		ev.CachedTokens += q.NumCached
 		ev.IterationTokens += q.NumPrompt - q.NumCached
-	} else {
-		ev.ITLs = append(ev.ITLs, now.Sub(rs.lastTok).Seconds())
 	}
-	rs.lastTok = now
-
-	out := &e.out
-	*out = Output{Tokens: e.tok[:1], Logprobs: out.Logprobs[:0], StopToken: -1,
-		PromptTokens: q.NumPrompt, CachedTokens: q.NumCached}
-	out.Tokens[0] = tok
+	e.toks = append(e.toks, tok)
 	p := &rs.req.Params
 	if p.Logprobs >= 0 {
 		// The executor reuses its Top buffer: keep a copy.
 		out.Logprobs = append(out.Logprobs, sampling.Result{Token: tok, Logprob: s.Logprob, Top: slices.Clone(s.Top)})
 	}
-
 	reason, stopTok := e.stopReason(rs, tok)
 	if reason == "" && rs.req.Constraint != nil && !rs.req.Constraint.Accept(tok) {
 		// The executor sampled outside the mask: a bug, reported as the
@@ -186,11 +261,11 @@ func (e *Engine) advance(sc sched.Scheduled, s *sampling.Result, now time.Time) 
 		err := fmt.Errorf("sampled token %d is outside the structured-output constraint", tok)
 		e.log.Error("constraint", "id", rs.req.ID, "err", err)
 		e.finish(rs, FinishError, -1, now, err, nil)
-		return
+		return FinishError, -1
 	}
 	if reason == "" && rs.req.Sink != nil {
-		var stop bool
-		out.Text, stop = rs.req.Sink.Append(tok)
+		text, stop := rs.req.Sink.Append(tok)
+		out.Text += text
 		if stop {
 			reason = FinishStop
 		}
@@ -198,14 +273,7 @@ func (e *Engine) advance(sc sched.Scheduled, s *sampling.Result, now time.Time) 
 	if reason == "" && (rs.numOutput >= p.MaxTokens || len(q.Tokens) >= rs.maxLen) {
 		reason = FinishLength
 	}
-	if reason == "" {
-		rs.stream.push(out)
-		return
-	}
-	if rs.req.Sink != nil && (reason == FinishLength || stopTok >= 0) {
-		out.Text += rs.req.Sink.Flush()
-	}
-	e.finish(rs, reason, stopTok, now, nil, out)
+	return reason, stopTok
 }
 
 // pooled applies an embedding request's share of a step: a prompt chunk,

@@ -56,6 +56,9 @@ var forbidden = map[string][]string{
 	// a matcher, and servers and executors hand matchers around.
 	module + "/internal/grammar":  {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine", module + "/internal/tokenizer", module + "/internal/model"},
 	module + "/internal/toolcall": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine", module + "/internal/grammar"},
+	// Speculative decoding's pure parts: the engine and the executors
+	// build on them.
+	module + "/internal/spec":     {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine"},
 	module + "/internal/sampling": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine"},
 	module + "/internal/server":   {"go.opentelemetry.io/", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/profiler", module + "/internal/executor"},
 	module + "/internal/tracing":  {"github.com/prometheus/", module + "/internal/server", module + "/internal/metrics", module + "/internal/profiler", module + "/internal/executor"},

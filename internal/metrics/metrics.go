@@ -56,6 +56,12 @@ type Config struct {
 	PeakFLOPs     float64 // FLOP/s
 	PeakBandwidth float64 // bytes/s
 
+	// NumSpeculativeTokens is --speculative-config's k: with k > 0 the
+	// four vllm:spec_decode_* families are registered, per-position
+	// acceptance with positions "0" to k-1 (0: no speculation, no
+	// families, as vLLM).
+	NumSpeculativeTokens int
+
 	// Stats is called at scrape time for the gauges; nil reads as all zero.
 	Stats func() engine.Stats
 
@@ -72,6 +78,7 @@ type Metrics struct {
 	enabled bool
 
 	step     stepSeries
+	spec     specSeries
 	finished finishedSeries
 	groups   map[string]*groupStats // open n>1 parent requests, by Group
 
@@ -98,6 +105,9 @@ func New(cfg Config, reg prometheus.Registerer) (*Metrics, error) {
 
 	if m.enabled {
 		b.info(metricspec.CacheConfigInfo, cfg.Cache.Labels(), false)
+		if cfg.NumSpeculativeTokens > 0 {
+			m.spec = newSpecSeries(b, cfg.NumSpeculativeTokens)
+		}
 		b.sleepState()
 		m.step = newStepSeries(b)
 		m.finished = newFinishedSeries(b, cfg.MaxModelLen)

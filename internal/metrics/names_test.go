@@ -18,7 +18,8 @@ import (
 // written against its names cannot drift from the definitions.
 func TestNamesMatchRegistry(t *testing.T) {
 	cfg := testConfig()
-	cfg.MaxLoRAs = 2 // lora_requests_info exists only with LoRA
+	cfg.MaxLoRAs = 2             // lora_requests_info exists only with LoRA
+	cfg.NumSpeculativeTokens = 3 // the spec-decode families exist only with speculation
 	m, reg := newTestMetrics(t, cfg)
 	// The HTTP vectors have no children, and so gather nothing, until a
 	// request has been served.

@@ -115,6 +115,7 @@ func (m *Metrics) ObserveStep(s *engine.StepEvent) {
 	st.writeBytes.Add(s.WriteBytes)
 	st.busySeconds.Add(s.ExecuteTime.Seconds())
 	st.steps.Inc()
+	m.spec.observe(s)
 	// vLLM's frontend records an iteration only when the engine step
 	// produced outputs; a step that ran a prefill chunk alone is invisible.
 	if s.IterationTokens > 0 || s.GenerationTokens > 0 {

@@ -35,6 +35,9 @@ type Family struct {
 	// Buckets gives a histogram's upper bounds; the token-count
 	// histograms follow --max-model-len as vLLM's do.
 	Buckets func(maxModelLen int) []float64
+	// Speculative families exist only when speculative decoding is
+	// configured.
+	Speculative bool
 }
 
 func fixed(b func() []float64) func(int) []float64 { return func(int) []float64 { return b() } }
@@ -44,6 +47,10 @@ func fixed(b func() []float64) func(int) []float64 { return func(int) []float64 
 // glassbox's own. HELP texts are vLLM's verbatim, typos and trailing
 // spaces included: consumers compare them.
 var families = []Family{
+	{Name: SpecDecodeDrafts, Kind: Counter, Help: "Number of spec decoding drafts.", Speculative: true},
+	{Name: SpecDecodeDraftTokens, Kind: Counter, Help: "Number of draft tokens.", Speculative: true},
+	{Name: SpecDecodeAcceptedTokens, Kind: Counter, Help: "Number of accepted tokens.", Speculative: true},
+	{Name: SpecDecodeAcceptedTokensPos, Kind: Counter, Help: "Accepted tokens per draft position.", Labels: []string{LabelPosition}, Speculative: true},
 	{Name: EstimatedFLOPsPerGPU, Kind: Counter,
 		Help: "Estimated number of floating point operations per GPU (for Model Flops Utilization calculations)."},
 	{Name: EstimatedReadBytesPerGPU, Kind: Counter,

@@ -95,4 +95,15 @@ const (
 	LabelState          = "state"
 	LabelSleepState     = "sleep_state"
 	LabelLe             = "le"
+	LabelPosition       = "position"
+)
+
+// Speculative decoding's counters (vLLM's SpecDecodingProm): registered
+// only when --speculative-config is set, before every other engine family
+// as vLLM's logger creates them.
+const (
+	SpecDecodeDrafts            = "vllm:spec_decode_num_drafts_total"
+	SpecDecodeDraftTokens       = "vllm:spec_decode_num_draft_tokens_total"
+	SpecDecodeAcceptedTokens    = "vllm:spec_decode_num_accepted_tokens_total"
+	SpecDecodeAcceptedTokensPos = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 )

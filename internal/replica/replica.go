@@ -30,6 +30,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/metrics"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/server"
+	"github.com/glassbox-llm/glassbox/internal/spec"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
@@ -59,6 +60,8 @@ type Config struct {
 	// defaulted (cache_config_info reports it).
 	UserSpecifiedBlockSize bool
 	NoPrefixCaching        bool
+	// Speculative is --speculative-config, parsed (the zero value: off).
+	Speculative spec.Config
 	// AsyncScheduling overlaps the host's per-step work with the GPU's
 	// (vLLM's --async-scheduling); the simulator only.
 	AsyncScheduling      bool
@@ -157,6 +160,10 @@ func New(cfg Config) (r *Replica, err error) {
 	if cfg.LoRA != nil && cfg.Model != "" {
 		return nil, errors.New("--enable-lora: LoRA adapters are not on this executor: the CPU executor runs the GGUF's own weights only (serve adapters on the simulated GPU, without --model)")
 	}
+	if err := checkSpeculative(&cfg); err != nil {
+		return nil, err
+	}
+	cfg.Sim.Speculative = cfg.Speculative
 	newBackend := simBackend
 	if cfg.Model != "" {
 		newBackend = cpuBackend
@@ -215,8 +222,9 @@ func New(cfg Config) (r *Replica, err error) {
 			"max_model_len": strconv.Itoa(ecfg.MaxModelLen), "async_scheduling": metricspec.PythonBool(cfg.AsyncScheduling),
 		},
 		ExecutorInfo: b.executorInfo, PeakFLOPs: b.peakFLOPs, PeakBandwidth: b.peakBandwidth,
-		Stats:    func() engine.Stats { return eng.Stats() },
-		MaxLoRAs: ecfg.MaxLoRAs,
+		NumSpeculativeTokens: cfg.Speculative.NumSpeculativeTokens,
+		Stats:                func() engine.Stats { return eng.Stats() },
+		MaxLoRAs:             ecfg.MaxLoRAs,
 	}, reg)
 	if err != nil {
 		return nil, err
@@ -308,6 +316,20 @@ func (r *Replica) liveTarget(name, apiKey string) live.Target {
 // the metrics port), or nil without metrics.
 func (r *Replica) DashboardHandler() http.Handler { return r.dash }
 
+// checkSpeculative refuses, by name, the speculative decoding this
+// replica cannot run: a draft model (not built: no executor drafts yet),
+// and what spec.Check refuses of the deployment.
+func checkSpeculative(cfg *Config) error {
+	sp := &cfg.Speculative
+	if !sp.Enabled() {
+		return nil
+	}
+	if sp.Method == spec.MethodDraftModel {
+		return fmt.Errorf("--speculative-config method %q: a draft model is not built in glassbox yet; use \"ngram\" (prompt lookup)", sp.Method)
+	}
+	return sp.Check(spec.Deployment{Simulated: cfg.Model == "", TensorParallel: max(cfg.Sim.TensorParallel, 1)})
+}
+
 // engineConfig turns the sizes into the engine's configuration, with the
 // backend's defaults and its KV cache, checked before any executor memory
 // is allocated.
@@ -320,6 +342,7 @@ func engineConfig(cfg *Config, b *backend) (engine.Config, error) {
 		EnablePrefixCaching: !cfg.NoPrefixCaching,
 		MaxWaiting:          cfg.MaxQueuedRequests,
 		EOS:                 b.eos, Logger: cfg.Logger, RecordPhases: cfg.RecordPhases, Clock: cfg.Clock,
+		Speculative: cfg.Speculative,
 	}
 	if l := cfg.LoRA; l != nil {
 		for _, m := range l.Modules {

@@ -34,6 +34,7 @@ type Sampler struct {
 	work  []float32
 	idx   []int
 	count []int32
+	hist  []int // Verify's history with the accepted drafts
 }
 
 // Sample picks the next token from logits (indexed by token id). history holds
@@ -45,23 +46,13 @@ func (s *Sampler) Sample(logits []float32, p *Params, rng *rand.Rand, history []
 	w := s.work
 	s.applyPenalties(w, p, history, numPrompt)
 
+	tok := 0
 	if p.Greedy() {
-		out.Token = argmax(w)
+		tok = argmax(w)
 	} else {
-		out.Token = s.sampleRandom(w, p, rng)
+		tok = s.sampleRandom(w, p, rng)
 	}
-	out.Top = out.Top[:0]
-	if p.Logprobs < 0 {
-		return
-	}
-	lse := logSumExp(logits)
-	out.Logprob = logits[out.Token] - lse
-	if p.Logprobs > 0 {
-		s.idx = topIndices(s.idx[:0], logits, p.Logprobs)
-		for _, id := range s.idx {
-			out.Top = append(out.Top, TokenLogprob{Token: id, Logprob: logits[id] - lse})
-		}
-	}
+	s.logprobs(logits, p, tok, out)
 }
 
 // applyPenalties applies vLLM's repetition penalty (over prompt and outputs)
@@ -106,39 +97,30 @@ func (s *Sampler) applyPenalties(w []float32, p *Params, history []int, numPromp
 	}
 }
 
-// sampleAll is sampleRandom with every token a candidate (no top-k, top-p
-// or min-p, the API's default): the same arithmetic and the same draw,
-// without the index list.
-func sampleAll(w []float32, inv float32, rng *rand.Rand) int {
-	maxv := float32(math.Inf(-1))
-	for _, v := range w {
-		maxv = max(maxv, v)
-	}
-	tensor.ExpShift(w, maxv, inv)
-	var sum float64
-	for _, e := range w {
-		sum += float64(e)
-	}
-	r := rng.Float64() * sum
-	for i, e := range w {
-		r -= float64(e)
-		if r < 0 {
-			return i
-		}
-	}
-	return len(w) - 1 // rounding left r ≥ 0, as sampleRandom
+// sampleRandom draws from w's distribution under p's temperature, top-k,
+// top-p and min-p.
+func (s *Sampler) sampleRandom(w []float32, p *Params, rng *rand.Rand) int {
+	cand, sum := s.weigh(w, p)
+	return draw(w, cand, sum, rng, -1)
 }
 
-func (s *Sampler) sampleRandom(w []float32, p *Params, rng *rand.Rand) int {
+// weigh turns the penalised logits w into unnormalised sampling weights
+// under p: it returns the candidates (nil when every token is one, the
+// API's default: no top-k, top-p or min-p) and their total. With
+// candidates, only their entries of w are weights.
+func (s *Sampler) weigh(w []float32, p *Params) (cand []int, sum float64) {
 	inv := float32(1 / p.Temperature)
 	if (p.TopK <= 0 || p.TopK >= len(w)) && p.MinP <= 0 && p.TopP >= 1 {
-		return sampleAll(w, inv, rng)
+		maxv := float32(math.Inf(-1))
+		for _, v := range w {
+			maxv = max(maxv, v)
+		}
+		tensor.ExpShift(w, maxv, inv)
+		for _, e := range w {
+			sum += float64(e)
+		}
+		return nil, sum
 	}
-	return s.sampleCandidates(w, p, inv, rng)
-}
-
-// sampleCandidates is sampleRandom through the candidate list.
-func (s *Sampler) sampleCandidates(w []float32, p *Params, inv float32, rng *rand.Rand) int {
 	s.idx = s.idx[:0]
 	if p.TopK > 0 && p.TopK < len(w) {
 		s.idx = topIndices(s.idx, w, p.TopK)
@@ -147,13 +129,12 @@ func (s *Sampler) sampleCandidates(w []float32, p *Params, inv float32, rng *ran
 			s.idx = append(s.idx, i)
 		}
 	}
-	cand := s.idx
+	cand = s.idx
 	maxv := float32(math.Inf(-1))
 	for _, i := range cand {
 		maxv = max(maxv, w[i])
 	}
 	// Probabilities (unnormalised) overwrite the logits of the candidates.
-	var sum float64
 	for _, i := range cand {
 		e := tensor.Expf((w[i] - maxv) * inv)
 		w[i] = e
@@ -192,14 +173,51 @@ func (s *Sampler) sampleCandidates(w []float32, p *Params, inv float32, rng *ran
 			}
 		}
 	}
+	return cand, sum
+}
+
+// weight is token t's weight after weigh (0 when it is no candidate).
+func weight(w []float32, cand []int, t int) float64 {
+	if cand == nil {
+		return float64(w[t])
+	}
+	if slices.Contains(cand, t) {
+		return float64(w[t])
+	}
+	return 0
+}
+
+// draw picks a token in proportion to the weights, leaving out skip (-1:
+// none; its weight must then be subtracted from sum by the caller). It
+// draws one uniform number from rng.
+func draw(w []float32, cand []int, sum float64, rng *rand.Rand, skip int) int {
 	r := rng.Float64() * sum
+	if cand == nil {
+		last := len(w) - 1
+		for i, e := range w {
+			if i == skip {
+				continue
+			}
+			last = i
+			r -= float64(e)
+			if r < 0 {
+				return i
+			}
+		}
+		return last // rounding left r ≥ 0
+	}
+	last := cand[len(cand)-1]
 	for _, i := range cand {
+		if i == skip {
+			continue
+		}
+		last = i
 		r -= float64(w[i])
 		if r < 0 {
 			return i
 		}
 	}
-	return cand[len(cand)-1]
+	return last
 }
 
 func argmax(w []float32) int {

@@ -168,14 +168,17 @@ func TestAllCandidatesPathDrawsAsGeneral(t *testing.T) {
 		logits[i] = float32(math.Sin(float64(i))) * 3
 	}
 	p := Defaults()
+	p.Temperature = 0.7
+	viaList := p
+	viaList.MinP = 1e-30 // keeps every token, through the candidate list
 	var s Sampler
 	a, b := NewRNG(11), NewRNG(11)
 	w := make([]float32, len(logits))
 	for i := range 500 {
 		copy(w, logits)
-		fast := sampleAll(w, 1/0.7, a)
+		fast := s.sampleRandom(w, &p, a)
 		copy(w, logits)
-		general := s.sampleCandidates(w, &p, 1/0.7, b)
+		general := s.sampleRandom(w, &viaList, b)
 		if fast != general {
 			t.Fatalf("draw %d: all-candidates path %d, candidate list %d", i, fast, general)
 		}

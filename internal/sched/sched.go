@@ -23,6 +23,12 @@ type Config struct {
 	// MaxLoRAs is --max-loras: the most distinct LoRA adapters one step
 	// runs; 0 when LoRA is off.
 	MaxLoRAs int
+	// Lookahead is how many positions past a step's tokens get KV room
+	// with them (vLLM's num_lookahead_tokens): a draft model writes K/V
+	// for the drafts it proposes after the step. MaxModelLen, when set,
+	// caps that room at the context's end.
+	Lookahead   int
+	MaxModelLen int
 }
 
 // Status is where a sequence is in its life.
@@ -48,8 +54,12 @@ func (s Status) String() string {
 // sampled tokens to Tokens and reads the counters; sched moves it between
 // queues.
 type Seq struct {
-	ID          int
-	Tokens      []int // prompt followed by the outputs so far
+	ID     int
+	Tokens []int // prompt followed by the outputs so far
+	// Spec are draft tokens to verify after Tokens (speculative
+	// decoding): the engine sets them between steps, Schedule schedules
+	// them with the sequence's last token, and preemption drops them.
+	Spec        []int
 	NumPrompt   int
 	NumComputed int // leading tokens whose KV is in the cache
 	Priority    int // larger is preempted first
@@ -77,6 +87,9 @@ type Scheduled struct {
 	Seq    *Seq
 	NumNew int  // tokens to compute, starting at Seq.NumComputed
 	Sample bool // the step reaches the end of the known tokens
+	// NumSpec is how many of NumNew are drafts (Seq.Spec[:NumSpec]): a
+	// budget short of the whole draft schedules its first ones.
+	NumSpec int
 }
 
 // Plan is a step's schedule. Reuse one Plan across steps to avoid allocation.
@@ -146,6 +159,18 @@ func (s *Scheduler) Computed(sc Scheduled) {
 	sc.Seq.NumComputed += sc.NumNew
 }
 
+// Rejected takes back the last n computed tokens of q: drafts the
+// verification rejected. Their blocks stay in q's table, to be written
+// again by the tokens that replace them (as vLLM's); nothing rejected was
+// offered to the prefix cache, which only ever holds whole blocks of
+// verified tokens.
+func (s *Scheduler) Rejected(q *Seq, n int) {
+	if n < 0 || n > q.NumComputed {
+		panic(fmt.Sprintf("BUG: sched: rejecting %d of sequence %d's %d computed tokens", n, q.ID, q.NumComputed))
+	}
+	q.NumComputed -= n
+}
+
 // Schedule plans the next step into p.
 func (s *Scheduler) Schedule(p *Plan) {
 	p.Seqs, p.Preempted, p.Admitted = p.Seqs[:0], p.Preempted[:0], p.Admitted[:0]
@@ -161,11 +186,11 @@ func (s *Scheduler) Schedule(p *Plan) {
 		if q.Status != Running {
 			continue // preempted earlier in this step
 		}
-		numNew := min(len(q.Tokens)-q.NumComputed, budget)
+		numNew := min(len(q.Tokens)+len(q.Spec)-q.NumComputed, budget)
 		if numNew <= 0 {
 			panic(fmt.Sprintf("BUG: sched: running sequence %d has nothing to compute", q.ID))
 		}
-		for q.Status == Running && !s.kv.Allocate(&q.kv, q.Tokens, q.NumComputed, numNew) {
+		for q.Status == Running && !s.kv.Allocate(&q.kv, q.Tokens, q.NumComputed, s.room(q.NumComputed, numNew)) {
 			budget += s.preempt(p, s.pickVictim())
 		}
 		if q.Status == Running {
@@ -208,7 +233,7 @@ func (s *Scheduler) admit(p *Plan, budget int) {
 			cached = s.kv.LookupPrefix(&q.kv, q.Tokens)
 		}
 		numNew := min(len(q.Tokens)-cached, budget)
-		if !s.kv.Allocate(&q.kv, q.Tokens, cached, numNew) {
+		if !s.kv.Allocate(&q.kv, q.Tokens, cached, s.room(cached, numNew)) {
 			break
 		}
 		if i == 0 {
@@ -229,11 +254,24 @@ func (s *Scheduler) admit(p *Plan, budget int) {
 	}
 }
 
+// room is how many tokens past computed to allocate for numNew: the
+// step's own and the lookahead, up to the context's end.
+func (s *Scheduler) room(computed, numNew int) int {
+	n := numNew + s.cfg.Lookahead
+	if s.cfg.MaxModelLen > 0 {
+		n = max(numNew, min(n, s.cfg.MaxModelLen-computed))
+	}
+	return n
+}
+
 func (s *Scheduler) schedule(p *Plan, q *Seq, numNew int) {
 	q.schedIdx = len(p.Seqs)
-	p.Seqs = append(p.Seqs, Scheduled{Seq: q, NumNew: numNew, Sample: q.NumComputed+numNew == len(q.Tokens)})
+	end := q.NumComputed + numNew
+	p.Seqs = append(p.Seqs, Scheduled{Seq: q, NumNew: numNew, Sample: end >= len(q.Tokens), NumSpec: max(0, end-len(q.Tokens))})
 	p.NumTokens += numNew
-	s.kv.Cache(&q.kv, q.Tokens, q.NumComputed+numNew)
+	// Only verified tokens are offered to the prefix cache: drafts may be
+	// rejected.
+	s.kv.Cache(&q.kv, q.Tokens, min(end, len(q.Tokens)))
 }
 
 func (s *Scheduler) addLoRA(id int) {
@@ -274,6 +312,7 @@ func (s *Scheduler) preempt(p *Plan, q *Seq) (refund int) {
 	s.running = remove(s.running, q)
 	s.kv.Free(&q.kv)
 	q.NumComputed = 0
+	q.Spec = q.Spec[:0] // drafted for the context just dropped
 	q.NumPreemptions++
 	q.Status = Waiting
 	s.waiting = append(s.waiting, nil)

@@ -21,9 +21,11 @@ var update = flag.Bool("update", false, "rewrite the golden scripts in testdata 
 //
 // Commands:
 //
-//	config blocks=N block_size=N max_seqs=N budget=N prefix=on|off [max_loras=N]
+//	config blocks=N block_size=N max_seqs=N budget=N prefix=on|off [max_loras=N] [lookahead=N max_len=N]
 //	add ID prompt=N max=N [prio=N] [base=N] [lora=N]   (prompt tokens base, base+1, ...)
-//	step                                     (plan, then "execute": every sampled sequence gets a token, finished at max)
+//	draft ID N                               (N draft tokens 2000, 2001, ... to verify next step)
+//	step [ID=A ...]                          (plan, then "execute": every sampled sequence gets a token, finished at max;
+//	                                          a drafted one first keeps A of its scheduled drafts, default all)
 //	finish ID                                (abort)
 func TestScripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
@@ -97,7 +99,7 @@ func (h *harness) run(t *testing.T, cmd string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h.s, err = New(Config{MaxNumSeqs: a["max_seqs"], MaxNumBatchedTokens: a["budget"], MaxLoRAs: a["max_loras"]}, h.kv)
+		h.s, err = New(Config{MaxNumSeqs: a["max_seqs"], MaxNumBatchedTokens: a["budget"], MaxLoRAs: a["max_loras"], Lookahead: a["lookahead"], MaxModelLen: a["max_len"]}, h.kv)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,18 +115,27 @@ func (h *harness) run(t *testing.T, cmd string) string {
 		h.seqs[id], h.max[id] = q, a["max"]
 		h.s.Add(q)
 		return h.state()
+	case "draft":
+		id, _ := strconv.Atoi(f[1])
+		n, _ := strconv.Atoi(f[2])
+		q := h.seqs[id]
+		q.Spec = q.Spec[:0]
+		for i := range n {
+			q.Spec = append(q.Spec, 2000+i)
+		}
+		return h.state()
 	case "finish":
 		id, _ := strconv.Atoi(f[1])
 		h.s.Finish(h.seqs[id])
 		return h.state()
 	case "step":
-		return h.doStep()
+		return h.doStep(args(f[1:]))
 	}
 	t.Fatalf("unknown command %q", cmd)
 	return ""
 }
 
-func (h *harness) doStep() string {
+func (h *harness) doStep(accept map[string]int) string {
 	h.step++
 	h.s.Schedule(&h.plan)
 	p := &h.plan
@@ -146,8 +157,21 @@ func (h *harness) doStep() string {
 		if q.NumComputed == len(q.Tokens)-1 && len(q.Tokens) > q.NumPrompt {
 			kind = "decode"
 		}
+		if sc.NumSpec > 0 {
+			kind = fmt.Sprintf("verify %d drafts", sc.NumSpec)
+		}
 		fmt.Fprintf(&b, "  seq %d %s [%d,%d) blocks=%v", q.ID, kind, q.NumComputed, q.NumComputed+sc.NumNew, q.BlockTable())
 		h.s.Computed(sc)
+		if sc.NumSpec > 0 {
+			a, ok := accept[strconv.Itoa(q.ID)]
+			if !ok {
+				a = sc.NumSpec
+			}
+			h.s.Rejected(q, sc.NumSpec-a)
+			q.Tokens = append(q.Tokens, q.Spec[:a]...)
+			fmt.Fprintf(&b, " accepted %d", a)
+		}
+		q.Spec = q.Spec[:0]
 		if sc.Sample {
 			q.Tokens = append(q.Tokens, 1000+h.step)
 			b.WriteString(" +token")

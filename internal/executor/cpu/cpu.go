@@ -68,7 +68,7 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	for _, s := range b.Seqs {
 		from := len(s.Tokens)
 		if s.Sample && !s.Embed {
-			from--
+			from -= 1 + len(s.Draft) // a verify pass scores every draft's position
 		}
 		ms := model.Seq{Tokens: s.Tokens, Pos: s.Pos, BlockTable: s.BlockTable, LogitsFrom: from}
 		if s.Embed {
@@ -108,8 +108,17 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 		if s.Params == nil {
 			return fmt.Errorf("execute: sequence %d has no sampling params", s.Seq)
 		}
+		if len(s.Draft) > 0 && s.Constraint != nil {
+			return fmt.Errorf("execute: sequence %d has drafts and a structured-output constraint", s.Seq)
+		}
 		t.rows = append(t.rows, row)
-		row++
+		row += 1 + len(s.Draft)
+	}
+	if len(r.Accepted) < len(b.Seqs) {
+		r.Accepted = make([][]sampling.Result, len(b.Seqs))
+	}
+	if len(t.verify) < len(b.Seqs) {
+		t.verify = append(t.verify, make([][]sampling.Result, len(b.Seqs)-len(t.verify))...)
 	}
 	for len(t.samplers) < e.runner.Threads {
 		t.samplers = append(t.samplers, sampling.Sampler{})
@@ -191,7 +200,8 @@ type sampleTask struct {
 	e        *Executor
 	b        *engine.Batch
 	r        *engine.StepResult
-	rows     []int // logits row of each sequence, -1 when it does not sample
+	rows     []int               // first logits row of each sequence, -1 when it does not sample
+	verify   [][]sampling.Result // per sequence: Verify's output, accepted drafts then the final token
 	samplers []sampling.Sampler
 	masks    [][]uint64 // per worker, for structured outputs
 }
@@ -204,11 +214,29 @@ func (t *sampleTask) Run(worker, lo, hi int) {
 			continue
 		}
 		s := &t.b.Seqs[i]
-		logits := t.e.runner.Logits[row*V : (row+1)*V]
-		for _, id := range s.Banned {
-			if id < V {
-				logits[id] = float32(math.Inf(-1))
+		n := 1 + len(s.Draft)
+		logits := t.e.runner.Logits[row*V : (row+n)*V]
+		for j := range n {
+			for _, id := range s.Banned {
+				if id < V {
+					logits[j*V+id] = float32(math.Inf(-1))
+				}
 			}
+		}
+		if len(s.Draft) > 0 {
+			// The engine drafts only for sequences without a constraint
+			// (its matcher cannot take rejected tokens back).
+			out := t.verify[i]
+			if len(out) < n {
+				out = append(out, make([]sampling.Result, n-len(out))...)
+				t.verify[i] = out
+			}
+			a := t.samplers[worker].Verify(logits, V, s.Draft, s.Params, rngOf(s.RNG), s.History, s.NumPrompt, out)
+			// Swap rather than copy, so that no two results share a Top
+			// buffer.
+			t.r.Samples[i], out[a] = out[a], t.r.Samples[i]
+			t.r.Accepted[i] = out[:a]
+			continue
 		}
 		if s.Constraint != nil {
 			mask := t.masks[worker]

@@ -20,6 +20,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
+	"github.com/glassbox-llm/glassbox/internal/spec"
 )
 
 // Config selects what to simulate and how fast.
@@ -63,6 +64,13 @@ type Config struct {
 	// LoRA, when set, serves adapters: each step pays for its adapters'
 	// weights and arithmetic, and for copying in those not in a slot.
 	LoRA *LoRA
+
+	// Speculative is the engine's --speculative-config. The executor
+	// verifies the drafts it is given against its fake language model
+	// (each position sampled as a plain step would, a draft accepted when
+	// it is the token drawn), or, with rejection_sample_method
+	// "synthetic", accepts them at the configured rates.
+	Speculative spec.Config
 }
 
 // Info describes the simulated deployment, for glassbox_executor_info and
@@ -91,6 +99,7 @@ type Executor struct {
 	host      time.Duration // Config.HostOverhead
 	async     bool          // Config.AsyncScheduling
 	plain     bool
+	synthetic *spec.Curve // rejection_sample_method "synthetic"
 	observe   func(time.Time, *Cost)
 	clock     engine.Clock
 	deadline  time.Time // when the previous simulated step ends
@@ -102,6 +111,8 @@ type Executor struct {
 	fallback *rand.Rand // for a sequence that arrives without an RNG
 	mask     []uint64   // a constrained sequence's allowed tokens
 	picks    []int      // scratch of constrain
+	verify   []int      // a verified sequence's history with its accepted drafts
+	accepted [][]sampling.Result
 }
 
 // New builds the executor for cfg.
@@ -127,8 +138,15 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Calib != nil {
 		hw.Calib = *cfg.Calib
 	}
+	var synthetic *spec.Curve
+	if cfg.Speculative.Enabled() && cfg.Speculative.RejectionSampleMethod == spec.RejectSynthetic {
+		if synthetic, err = spec.NewCurve(cfg.Speculative.Synthetic); err != nil {
+			return nil, fmt.Errorf("new sim executor: %w", err)
+		}
+	}
 	v := NewVocab()
 	e := &Executor{
+		synthetic: synthetic,
 		cost:      CostModel{HW: hw, Model: m, TP: tp},
 		vocab:     v,
 		gen:       newTextGen(v),
@@ -252,9 +270,14 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 			r.Embeddings[i] = e.embed(s.History)
 			continue
 		}
+		if len(s.Draft) > 0 {
+			if err := e.verifyDrafts(i, s, r); err != nil {
+				return fmt.Errorf("execute batch: %w", err)
+			}
+			continue
+		}
 		if e.plain {
-			w := &e.vocab.words[uint(s.Pos+len(s.Tokens))*2654435761%uint(len(e.vocab.words))]
-			r.Samples[i] = sampling.Result{Token: int(w.space)}
+			r.Samples[i] = sampling.Result{Token: e.plainToken(s.Pos + len(s.Tokens))}
 			continue
 		}
 		if err := e.sample(s, &r.Samples[i]); err != nil {
@@ -296,6 +319,78 @@ func (e *Executor) embed(prompt []int) []float32 {
 		}
 	}
 	return v
+}
+
+// plainToken is PlainTokens' token at position pos: an ordinary word
+// chosen by the position alone.
+func (e *Executor) plainToken(pos int) int {
+	return int(e.vocab.words[uint(pos)*2654435761%uint(len(e.vocab.words))].space)
+}
+
+// verifyDrafts verifies the i'th sequence's drafts: each position is
+// sampled from the fake language model as a plain step would (greedy
+// output stays token for token, sampled output keeps its distribution),
+// and a draft is accepted when it is the token drawn; the first token that
+// differs, or one after every draft, is the step's sample. With synthetic
+// acceptance the curve decides how many drafts stand and the fake model
+// draws the token after them.
+func (e *Executor) verifyDrafts(i int, s *engine.SeqBatch, r *engine.StepResult) error {
+	if s.Constraint != nil {
+		return fmt.Errorf("sequence %d has drafts and a structured-output constraint", s.Seq)
+	}
+	if len(r.Accepted) < len(r.Samples) {
+		r.Accepted = make([][]sampling.Result, len(r.Samples))
+	}
+	if len(e.accepted) < len(r.Samples) {
+		e.accepted = append(e.accepted, make([][]sampling.Result, len(r.Samples)-len(e.accepted))...)
+	}
+	acc := e.accepted[i][:0]
+	h := s.History
+	if len(h) == 0 {
+		h = s.Tokens[:len(s.Tokens)-len(s.Draft)]
+	}
+	e.verify = append(e.verify[:0], h...)
+	one := *s
+	n := len(s.Draft)
+	if e.synthetic != nil {
+		rng := e.rng(s.RNG)
+		n = e.synthetic.Accept(n, rng.Float64)
+	}
+	// With PlainTokens the token after drafts[:j] is the word of its
+	// position.
+	next := s.Pos + len(s.Tokens) - len(s.Draft)
+	sample := func(j int, out *sampling.Result) error {
+		if e.plain {
+			*out = sampling.Result{Token: e.plainToken(next + j)}
+			return nil
+		}
+		one.History = e.verify
+		return e.sample(&one, out)
+	}
+	for j, d := range s.Draft {
+		out := &r.Samples[i]
+		if err := sample(j, out); err != nil {
+			return err
+		}
+		if e.synthetic != nil {
+			if len(acc) == n {
+				break
+			}
+			out.Token = d
+		} else if out.Token != d {
+			break
+		}
+		acc = append(acc, sampling.Result{Token: d, Logprob: out.Logprob, Top: slices.Clone(out.Top)})
+		e.verify = append(e.verify, d)
+	}
+	if len(acc) == len(s.Draft) {
+		if err := sample(len(acc), &r.Samples[i]); err != nil {
+			return err
+		}
+	}
+	e.accepted[i] = acc
+	r.Accepted[i] = acc
+	return nil
 }
 
 // maxLag is how late a step may start after the previous deadline and

@@ -1,0 +1,122 @@
+package cpu
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/gguf"
+	"github.com/glassbox-llm/glassbox/internal/model"
+	"github.com/glassbox-llm/glassbox/internal/sampling"
+	"github.com/glassbox-llm/glassbox/internal/spec"
+)
+
+// BenchmarkSpeculativeDecode is batch-1 greedy decoding through the
+// engine, plain and with n-gram speculation (k=4, n-grams of 2 to 4), on
+// two workloads: "repeat", a passage said twice and then begun again, so
+// that the output repeats the input and prompt lookup's drafts are
+// accepted; "reject", sampled at temperature 1 (seeded) from a prompt of
+// repeated bigrams each followed by a different token, so that what lookup
+// drafts the sampler mostly refuses (or, where the output repeats
+// nothing, nothing is drafted and lookup's cost is all there is). Models: the real stories260K (so small that a step is
+// overhead, not weights) and a SmolLM-135M-shaped model with random Q8_0
+// weights (a step streams 145 MB of weights: the bandwidth-bound case
+// speculation is for). tok/s is decode only (first token to last);
+// accepted/draft is the acceptance rate. Run it with -count 5 and compare
+// min and median: scripts/bench-spec.sh does.
+func BenchmarkSpeculativeDecode(b *testing.B) {
+	models := []struct {
+		name string
+		load func(testing.TB) *model.Weights
+	}{
+		{"stories260K", func(t testing.TB) *model.Weights { return stories(t) }},
+		{"smollm-135m-random", randomSmolLM},
+	}
+	for _, m := range models {
+		w := m.load(b)
+		V := w.Config.Vocab
+		story := []int{1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337}
+		var repeat, reject []int
+		repeat = append(append(append(repeat, story...), story[1:]...), story[1:6]...)
+		for j := range 24 {
+			reject = append(reject, 300%V, 301%V, 3+(j*97)%(V-3))
+		}
+		for _, wl := range []struct {
+			name   string
+			prompt []int
+			temp   float64
+		}{{"repeat", repeat, 0}, {"reject", reject, 1}} {
+			for _, mode := range []string{"plain", "ngram"} {
+				b.Run(m.name+"/"+wl.name+"/"+mode, func(b *testing.B) {
+					cfg := engine.Config{MaxNumSeqs: 1, MaxNumBatchedTokens: 256, MaxModelLen: 512, BlockSize: 16,
+						NumBlocks: 64, EnablePrefixCaching: false, MaxWaiting: 4, EOS: []int{2}}
+					if mode == "ngram" {
+						cfg.Speculative = spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 2, PromptLookupMax: 4}
+					}
+					var c specCounts
+					e := startEngine(b, w, cfg, &c)
+					const n = 96
+					var decode time.Duration
+					for b.Loop() {
+						decode += decodeOnce(b, e, wl.prompt, wl.temp, n)
+					}
+					b.ReportMetric(float64((n-1)*b.N)/decode.Seconds(), "tok/s")
+					if mode == "ngram" {
+						b.ReportMetric(float64(c.accepted)/max(1, float64(c.draftTokens)), "accepted/draft")
+						b.ReportMetric(float64(c.draftTokens)/float64(n*b.N), "drafts/token")
+					}
+				})
+			}
+		}
+	}
+}
+
+// decodeOnce generates n tokens at temperature temp (seeded) and returns
+// the time from the first token to the last.
+func decodeOnce(b *testing.B, e *engine.Engine, prompt []int, temp float64, n int) time.Duration {
+	p := sampling.Defaults()
+	p.Temperature, p.MaxTokens, p.IgnoreEOS, p.Seed, p.HasSeed = temp, n, true, 1, true
+	s, err := e.Submit(&engine.Request{Prompt: prompt, Params: p})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var first, last time.Time
+	for {
+		o, ok := s.Next(context.Background())
+		if !ok {
+			break
+		}
+		if o.Err != nil {
+			b.Fatal(o.Err)
+		}
+		if first.IsZero() {
+			first = time.Now()
+		}
+		last = time.Now()
+	}
+	return last.Sub(first)
+}
+
+// randomSmolLM is SmolLM-135M's shape with random Q8_0 weights and
+// synthetic tokenizer.
+func randomSmolLM(t testing.TB) *model.Weights {
+	shape, err := model.LookupShape("smollm-135m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := model.WriteRandom(&buf, model.RandomSpec{Shape: shape, Type: gguf.Q8_0, Seed: 11}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Parse(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := model.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
