@@ -186,7 +186,7 @@ func (c *chaosClient) do(ctx context.Context, i int, seed int64, rq workload.Req
 		b := c.st.body(rq)
 		o = c.post(ctx, bytes.NewReader(b[:len(b)/2]))
 	case faultOversized:
-		o = c.post(ctx, io.MultiReader(strings.NewReader(`{"model":"`+c.st.model+`","prompt":"`), &filler{n: 33 << 20}, strings.NewReader(`"}`)))
+		o = c.oversized(ctx)
 	case faultSlowHeaders:
 		o = c.slow(ctx, rq, false)
 	case faultSlowBody:
@@ -239,6 +239,31 @@ func (c *chaosClient) post(ctx context.Context, body io.Reader) Outcome {
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	return Outcome{Status: resp.StatusCode}
+}
+
+// oversized sends a body over 32 MiB on a connection of its own and reads
+// the answer while it writes: a server refusing it with 413 may close the
+// connection before the body is all sent, and the client's write then
+// fails (sooner or later, by the machine's load) after the answer came.
+func (c *chaosClient) oversized(ctx context.Context) Outcome {
+	conn, _, err := c.dial(ctx)
+	if err != nil {
+		return Outcome{}
+	}
+	defer conn.Close()
+	prefix, suffix := `{"model":"`+c.st.model+`","prompt":"`, `"}`
+	n := 33 << 20
+	go func() {
+		body := io.MultiReader(strings.NewReader(c.head(len(prefix)+n+len(suffix))+prefix), &filler{n: n}, strings.NewReader(suffix))
+		_, _ = io.Copy(conn, body) // ends when the server closes
+	}()
+	_ = conn.SetReadDeadline(time.Now().Add(c.st.timeout))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return Outcome{}
+	}
+	resp.Body.Close()
 	return Outcome{Status: resp.StatusCode}
 }
 
@@ -313,7 +338,7 @@ func (c *chaosClient) cut(ctx context.Context, rq workload.Request, after int, r
 	if err != nil {
 		return o
 	}
-	o.Status = resp.StatusCode
+	o.Status, o.Retry = resp.StatusCode, resp.Header.Get("Retry-After") != ""
 	if resp.StatusCode != http.StatusOK {
 		return o
 	}
@@ -403,7 +428,7 @@ func (c *chaosClient) noRead(ctx context.Context, rq workload.Request) Outcome {
 	// The status line only: what fills the socket is the body, unread.
 	_ = conn.SetReadDeadline(time.Now().Add(c.st.timeout))
 	if resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 16), nil); err == nil {
-		o.Status = resp.StatusCode
+		o.Status, o.Retry = resp.StatusCode, resp.Header.Get("Retry-After") != ""
 	}
 	select {
 	case <-time.After(c.cfg.SlowFor / 10):

@@ -94,6 +94,14 @@ func countClients(outputs []Output, outs []Outcome) tally {
 			t.refused++
 			t.refusedUnknown++ // bench's client reads no Retry-After
 		case faultCut, faultNoRead:
+			if o.Status == http.StatusServiceUnavailable {
+				// Refused before its stream began (a burst filled the
+				// queue): the server counts it as any other 503.
+				t.refused++
+				if o.Retry {
+					t.refusedRetry++
+				}
+			}
 			if o.Status == http.StatusOK {
 				t.accepted++
 				switch {
