@@ -110,7 +110,7 @@ func (f *Flash) check(nkeys, kstride, nvals, vstride, nk int) {
 	}
 }
 
-func (f *Flash) asm() bool { return f.isa != isaGeneric && f.D%16 == 0 && f.Rows > 0 }
+func (f *Flash) asm() bool { return f.isa.x86() && f.D%16 == 0 && f.Rows > 0 }
 
 // stepGo is the pure-Go step (the assembly's algorithm; the float sums
 // are not in the same order).

@@ -1,12 +1,8 @@
-//go:build !amd64 || purego
+//go:build (!amd64 && !arm64) || purego
 
 package tensor
 
-import (
-	"unsafe"
-
-	"github.com/glassbox-llm/glassbox/internal/gguf"
-)
+import "github.com/glassbox-llm/glassbox/internal/gguf"
 
 func detect() isa { return isaGeneric }
 
@@ -17,25 +13,3 @@ func kRowsAsm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) 
 func dotF32Asm(isa, []float32, []float32) (float32, int) { return 0, 0 }
 
 func dotF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
-
-func readSumAsm(isa, []byte) (uint64, int) { return 0, 0 }
-
-func x8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool {
-	return false
-}
-
-func expShiftAsm(isa, []float32, float32, float32) int { return 0 }
-
-func siluMulAsm(isa, []float32, []float32) int { return 0 }
-
-func kxAsm(isa, gguf.TensorType, []byte, int, int, int, []int8, []float32, []int16, []float32) bool {
-	return false
-}
-
-func flashAsm(*Flash, unsafe.Pointer, int, unsafe.Pointer, int, int, unsafe.Pointer, unsafe.Pointer, bool) {
-	panic("BUG: tensor: no flash assembly in this build")
-}
-
-func kx8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool { return false }
-
-func quantQ8_0Asm(isa, []float32, []int8, []float32) bool { return false }

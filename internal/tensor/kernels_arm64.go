@@ -1,0 +1,132 @@
+//go:build arm64 && !purego
+
+package tensor
+
+import (
+	"golang.org/x/sys/cpu"
+
+	"github.com/glassbox-llm/glassbox/internal/gguf"
+)
+
+// detect picks the best kernel set this CPU runs: NEON with the dot
+// product instructions (SDOT, FEAT_DotProd: Apple M1 on, Graviton 2 on,
+// Ampere Altra), else plain NEON (every ARMv8-A), else pure Go.
+func detect() isa {
+	a := &cpu.ARM64
+	switch {
+	case a.HasASIMD && a.HasASIMDDP: // ASIMDDP is the dot product hwcap
+		return isaDotProd
+	case a.HasASIMD:
+		return isaNEON
+	}
+	return isaGeneric
+}
+
+//go:noescape
+func q80Rows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+
+//go:noescape
+func q80Rows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+
+//go:noescape
+func q40Rows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+
+//go:noescape
+func q40Rows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+
+//go:noescape
+func q50Rows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+
+//go:noescape
+func q50Rows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+
+//go:noescape
+func dotF32NEON(a, b *float32, n int) float32
+
+//go:noescape
+func dotF16NEON(w *uint16, x *float32, n int) float32
+
+type rows1Func = func(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
+
+// q8Kernels are the Q8_0-family row kernels, [NEON, dot product].
+var q8Kernels = map[gguf.TensorType][2]rows1Func{
+	gguf.Q8_0: {q80Rows1NEON, q80Rows1Dot},
+	gguf.Q4_0: {q40Rows1NEON, q40Rows1Dot},
+	gguf.Q5_0: {q50Rows1NEON, q50Rows1Dot},
+}
+
+// q8RowsAsm computes rows [0, nrows) of w (rowBytes apart, GGUF's own
+// layout) against the n Q8_0 activation rows of q: out[t·ostride + r],
+// one token per pass. It reports false when k or t has no kernel.
+func q8RowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n int, out []float32, ostride int) bool {
+	fs, ok := q8Kernels[t]
+	if !k.arm64() || !ok || len(q.D) < n || n == 0 {
+		return false
+	}
+	if nrows == 0 {
+		return true
+	}
+	f := fs[0]
+	if k == isaDotProd {
+		f = fs[1]
+	}
+	nb := len(q.D) / n
+	cols := nb * 32
+	_ = w[(nrows-1)*rowBytes+nb*t.BlockBytes()-1]
+	_ = out[(n-1)*ostride+nrows-1]
+	_ = q.Q[n*cols-1]
+	for tok := range n {
+		f(&w[0], rowBytes, nrows, &q.Q[tok*cols], &q.D[tok*nb], nb, &out[tok*ostride])
+	}
+	return true
+}
+
+//go:noescape
+func q4kRows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+
+//go:noescape
+func q4kRows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+
+// kRowsAsm is q8RowsAsm for Q4_K weights against Q8_K activations.
+func kRowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n int, out []float32, ostride int) bool {
+	if !k.arm64() || t != gguf.Q4_K || len(q.D) < n || n == 0 {
+		return false
+	}
+	if nrows == 0 {
+		return true
+	}
+	f := q4kRows1NEON
+	if k == isaDotProd {
+		f = q4kRows1Dot
+	}
+	nb := len(q.D) / n
+	cols := nb * 256
+	_ = w[(nrows-1)*rowBytes+nb*t.BlockBytes()-1]
+	_ = out[(n-1)*ostride+nrows-1]
+	_ = q.Q[n*cols-1]
+	_ = q.BSums[n*nb*16-1]
+	for tok := range n {
+		f(&w[0], rowBytes, nrows, &q.Q[tok*cols], &q.D[tok*nb], &q.BSums[tok*nb*16], nb, &out[tok*ostride])
+	}
+	return true
+}
+
+// dotF32Asm and dotF16Asm return the dot product of whole 32-element
+// groups and how many elements they covered.
+func dotF32Asm(k isa, a, b []float32) (float32, int) {
+	n := len(a) &^ 31
+	if !k.arm64() || n == 0 {
+		return 0, 0
+	}
+	_ = b[n-1]
+	return dotF32NEON(&a[0], &b[0], n), n
+}
+
+func dotF16Asm(k isa, w []uint16, x []float32) (float32, int) {
+	n := len(w) &^ 31
+	if !k.arm64() || n == 0 {
+		return 0, 0
+	}
+	_ = x[n-1]
+	return dotF16NEON(&w[0], &x[0], n), n
+}
