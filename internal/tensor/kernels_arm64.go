@@ -87,17 +87,33 @@ func q4kRows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int1
 //go:noescape
 func q4kRows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
 
-// kRowsAsm is q8RowsAsm for Q4_K weights against Q8_K activations.
+//go:noescape
+func q6kRows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+
+//go:noescape
+func q6kRows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+
+type kRows1Func = func(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+
+// kKernels are the K-quant row kernels, [NEON, dot product].
+var kKernels = map[gguf.TensorType][2]kRows1Func{
+	gguf.Q4_K: {q4kRows1NEON, q4kRows1Dot},
+	gguf.Q6_K: {q6kRows1NEON, q6kRows1Dot},
+}
+
+// kRowsAsm is q8RowsAsm for Q4_K and Q6_K weights against Q8_K
+// activations.
 func kRowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n int, out []float32, ostride int) bool {
-	if !k.arm64() || t != gguf.Q4_K || len(q.D) < n || n == 0 {
+	fs, ok := kKernels[t]
+	if !k.arm64() || !ok || len(q.D) < n || n == 0 {
 		return false
 	}
 	if nrows == 0 {
 		return true
 	}
-	f := q4kRows1NEON
+	f := fs[0]
 	if k == isaDotProd {
-		f = q4kRows1Dot
+		f = fs[1]
 	}
 	nb := len(q.D) / n
 	cols := nb * 256

@@ -777,3 +777,395 @@ q4kRows1Dotblock:
 	SUBS $1, R2, R2
 	BNE q4kRows1Dotrow
 	RET
+
+// func q6kRows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+// Q6_K rows against one token's Q8_K activations, dotQ6K's bits: per
+// super-block the exact sumi = Σ_g sc_g·(Σ q·a − 32·bsum_g) over the 16
+// groups of 16, then sum += float32(sumi)·(d·da). nrows, nb > 0.
+TEXT ·q6kRows1NEON(SB), NOSPLIT, $0-64
+	MOVD w+0(FP), R0
+	MOVD rowBytes+8(FP), R1
+	MOVD nrows+16(FP), R2
+	MOVD a+24(FP), R3
+	MOVD d+32(FP), R4
+	MOVD bsums+40(FP), R5
+	MOVD nb+48(FP), R6
+	MOVD out+56(FP), R7
+	WORD $0x4f00e5fe // movi v30.16b, #0x0f
+	WORD $0x4f01e61f // movi v31.16b, #0x30
+q6kRows1NEONrow:
+	MOVD R0, R8
+	MOVD R3, R9
+	MOVD R4, R10
+	MOVD R5, R11
+	MOVD R6, R12
+	WORD $0x6f00e414 // movi v20.2d, #0
+q6kRows1NEONblock:
+	// F21 = d·da.
+	MOVHU 208(R8), R15
+	WORD $0x1e2701f5 // fmov s21, w15
+	WORD $0x1ee242b5 // fcvt s21, h21
+	FMOVS.P 4(R10), F2
+	WORD $0x1e220ab5 // fmul s21, s21, s2
+	// The int8 scales: V23, V22 as int16 (groups 0-7, 8-15), V24-V27 as int32.
+	ADD $192, R8, R15
+	VLD1 (R15), [V22.B16]
+	WORD $0x0f08a6d7 // sxtl v23.8h, v22.8b
+	WORD $0x4f08a6d6 // sxtl2 v22.8h, v22.16b
+	WORD $0x0f10a6f8 // sxtl v24.4s, v23.4h
+	WORD $0x4f10a6f9 // sxtl2 v25.4s, v23.8h
+	WORD $0x0f10a6da // sxtl v26.4s, v22.4h
+	WORD $0x4f10a6db // sxtl2 v27.4s, v22.8h
+	// V28: 32·Σ sc_g·bsum_g in four lanes.
+	VLD1.P 32(R11), [V16.H8, V17.H8]
+	WORD $0x0e77c21c // smull v28.4s, v16.4h, v23.4h
+	WORD $0x4e77821c // smlal2 v28.4s, v16.8h, v23.8h
+	WORD $0x0e76823c // smlal v28.4s, v17.4h, v22.4h
+	WORD $0x4e76823c // smlal2 v28.4s, v17.8h, v22.8h
+	WORD $0x4f25579c // shl v28.4s, v28.4s, #5
+	WORD $0x6f00e41d // movi v29.2d, #0
+	MOVD R8, R14
+	ADD $128, R8, R13
+	// Half 0: quants 128·0… from ql (V0-V3) and qh (V4, V5), 0…63.
+	VLD1.P 64(R14), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R13), [V4.B16, V5.B16]
+	VLD1.P 64(R9), [V16.B16, V17.B16, V18.B16, V19.B16]
+	WORD $0x4e3e1c06 // and v6.16b, v0.16b, v30.16b
+	WORD $0x4f0c5487 // shl v7.16b, v4.16b, #4
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e30c0c7 // smull v7.8h, v6.8b, v16.8b
+	WORD $0x4e30c0c6 // smull2 v6.8h, v6.16b, v16.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6f9800fd // mla v29.4s, v7.4s, v24.s[0]
+	WORD $0x4e3e1c26 // and v6.16b, v1.16b, v30.16b
+	WORD $0x4f0c54a7 // shl v7.16b, v5.16b, #4
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e31c0c7 // smull v7.8h, v6.8b, v17.8b
+	WORD $0x4e31c0c6 // smull2 v6.8h, v6.16b, v17.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6fb800fd // mla v29.4s, v7.4s, v24.s[1]
+	WORD $0x4e3e1c46 // and v6.16b, v2.16b, v30.16b
+	WORD $0x4f0a5487 // shl v7.16b, v4.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e32c0c7 // smull v7.8h, v6.8b, v18.8b
+	WORD $0x4e32c0c6 // smull2 v6.8h, v6.16b, v18.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6f9808fd // mla v29.4s, v7.4s, v24.s[2]
+	WORD $0x4e3e1c66 // and v6.16b, v3.16b, v30.16b
+	WORD $0x4f0a54a7 // shl v7.16b, v5.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e33c0c7 // smull v7.8h, v6.8b, v19.8b
+	WORD $0x4e33c0c6 // smull2 v6.8h, v6.16b, v19.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6fb808fd // mla v29.4s, v7.4s, v24.s[3]
+	VLD1.P 64(R9), [V16.B16, V17.B16, V18.B16, V19.B16]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x4e3f1c87 // and v7.16b, v4.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e30c0c7 // smull v7.8h, v6.8b, v16.8b
+	WORD $0x4e30c0c6 // smull2 v6.8h, v6.16b, v16.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6f9900fd // mla v29.4s, v7.4s, v25.s[0]
+	WORD $0x6f0c0426 // ushr v6.16b, v1.16b, #4
+	WORD $0x4e3f1ca7 // and v7.16b, v5.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e31c0c7 // smull v7.8h, v6.8b, v17.8b
+	WORD $0x4e31c0c6 // smull2 v6.8h, v6.16b, v17.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6fb900fd // mla v29.4s, v7.4s, v25.s[1]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e0487 // ushr v7.16b, v4.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e32c0c7 // smull v7.8h, v6.8b, v18.8b
+	WORD $0x4e32c0c6 // smull2 v6.8h, v6.16b, v18.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6f9908fd // mla v29.4s, v7.4s, v25.s[2]
+	WORD $0x6f0c0466 // ushr v6.16b, v3.16b, #4
+	WORD $0x6f0e04a7 // ushr v7.16b, v5.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e33c0c7 // smull v7.8h, v6.8b, v19.8b
+	WORD $0x4e33c0c6 // smull2 v6.8h, v6.16b, v19.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6fb908fd // mla v29.4s, v7.4s, v25.s[3]
+	// Half 1: quants 128·1… from ql (V0-V3) and qh (V4, V5), 0…63.
+	VLD1.P 64(R14), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R13), [V4.B16, V5.B16]
+	VLD1.P 64(R9), [V16.B16, V17.B16, V18.B16, V19.B16]
+	WORD $0x4e3e1c06 // and v6.16b, v0.16b, v30.16b
+	WORD $0x4f0c5487 // shl v7.16b, v4.16b, #4
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e30c0c7 // smull v7.8h, v6.8b, v16.8b
+	WORD $0x4e30c0c6 // smull2 v6.8h, v6.16b, v16.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6f9a00fd // mla v29.4s, v7.4s, v26.s[0]
+	WORD $0x4e3e1c26 // and v6.16b, v1.16b, v30.16b
+	WORD $0x4f0c54a7 // shl v7.16b, v5.16b, #4
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e31c0c7 // smull v7.8h, v6.8b, v17.8b
+	WORD $0x4e31c0c6 // smull2 v6.8h, v6.16b, v17.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6fba00fd // mla v29.4s, v7.4s, v26.s[1]
+	WORD $0x4e3e1c46 // and v6.16b, v2.16b, v30.16b
+	WORD $0x4f0a5487 // shl v7.16b, v4.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e32c0c7 // smull v7.8h, v6.8b, v18.8b
+	WORD $0x4e32c0c6 // smull2 v6.8h, v6.16b, v18.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6f9a08fd // mla v29.4s, v7.4s, v26.s[2]
+	WORD $0x4e3e1c66 // and v6.16b, v3.16b, v30.16b
+	WORD $0x4f0a54a7 // shl v7.16b, v5.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e33c0c7 // smull v7.8h, v6.8b, v19.8b
+	WORD $0x4e33c0c6 // smull2 v6.8h, v6.16b, v19.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6fba08fd // mla v29.4s, v7.4s, v26.s[3]
+	VLD1.P 64(R9), [V16.B16, V17.B16, V18.B16, V19.B16]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x4e3f1c87 // and v7.16b, v4.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e30c0c7 // smull v7.8h, v6.8b, v16.8b
+	WORD $0x4e30c0c6 // smull2 v6.8h, v6.16b, v16.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6f9b00fd // mla v29.4s, v7.4s, v27.s[0]
+	WORD $0x6f0c0426 // ushr v6.16b, v1.16b, #4
+	WORD $0x4e3f1ca7 // and v7.16b, v5.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e31c0c7 // smull v7.8h, v6.8b, v17.8b
+	WORD $0x4e31c0c6 // smull2 v6.8h, v6.16b, v17.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6fbb00fd // mla v29.4s, v7.4s, v27.s[1]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e0487 // ushr v7.16b, v4.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e32c0c7 // smull v7.8h, v6.8b, v18.8b
+	WORD $0x4e32c0c6 // smull2 v6.8h, v6.16b, v18.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6f9b08fd // mla v29.4s, v7.4s, v27.s[2]
+	WORD $0x6f0c0466 // ushr v6.16b, v3.16b, #4
+	WORD $0x6f0e04a7 // ushr v7.16b, v5.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x0e33c0c7 // smull v7.8h, v6.8b, v19.8b
+	WORD $0x4e33c0c6 // smull2 v6.8h, v6.16b, v19.16b
+	WORD $0x4e6028e7 // saddlp v7.4s, v7.8h
+	WORD $0x4e6068c7 // sadalp v7.4s, v6.8h
+	WORD $0x6fbb08fd // mla v29.4s, v7.4s, v27.s[3]
+	WORD $0x6ebc87bd // sub v29.4s, v29.4s, v28.4s
+	WORD $0x4eb1bbbd // addv s29, v29.4s
+	WORD $0x5e21dbbd // scvtf s29, s29
+	WORD $0x1e350bbd // fmul s29, s29, s21
+	WORD $0x1e3d2a94 // fadd s20, s20, s29
+	ADD $210, R8, R8
+	SUBS $1, R12, R12
+	BNE q6kRows1NEONblock
+	FMOVS.P F20, 4(R7)
+	ADD R1, R0, R0
+	SUBS $1, R2, R2
+	BNE q6kRows1NEONrow
+	RET
+
+// func q6kRows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+// Q6_K rows against one token's Q8_K activations, dotQ6K's bits: per
+// super-block the exact sumi = Σ_g sc_g·(Σ q·a − 32·bsum_g) over the 16
+// groups of 16, then sum += float32(sumi)·(d·da). nrows, nb > 0.
+TEXT ·q6kRows1Dot(SB), NOSPLIT, $0-64
+	MOVD w+0(FP), R0
+	MOVD rowBytes+8(FP), R1
+	MOVD nrows+16(FP), R2
+	MOVD a+24(FP), R3
+	MOVD d+32(FP), R4
+	MOVD bsums+40(FP), R5
+	MOVD nb+48(FP), R6
+	MOVD out+56(FP), R7
+	WORD $0x4f00e5fe // movi v30.16b, #0x0f
+	WORD $0x4f01e61f // movi v31.16b, #0x30
+q6kRows1Dotrow:
+	MOVD R0, R8
+	MOVD R3, R9
+	MOVD R4, R10
+	MOVD R5, R11
+	MOVD R6, R12
+	WORD $0x6f00e414 // movi v20.2d, #0
+q6kRows1Dotblock:
+	// F21 = d·da.
+	MOVHU 208(R8), R15
+	WORD $0x1e2701f5 // fmov s21, w15
+	WORD $0x1ee242b5 // fcvt s21, h21
+	FMOVS.P 4(R10), F2
+	WORD $0x1e220ab5 // fmul s21, s21, s2
+	// The int8 scales: V23, V22 as int16 (groups 0-7, 8-15), V24-V27 as int32.
+	ADD $192, R8, R15
+	VLD1 (R15), [V22.B16]
+	WORD $0x0f08a6d7 // sxtl v23.8h, v22.8b
+	WORD $0x4f08a6d6 // sxtl2 v22.8h, v22.16b
+	WORD $0x0f10a6f8 // sxtl v24.4s, v23.4h
+	WORD $0x4f10a6f9 // sxtl2 v25.4s, v23.8h
+	WORD $0x0f10a6da // sxtl v26.4s, v22.4h
+	WORD $0x4f10a6db // sxtl2 v27.4s, v22.8h
+	// V28: 32·Σ sc_g·bsum_g in four lanes.
+	VLD1.P 32(R11), [V16.H8, V17.H8]
+	WORD $0x0e77c21c // smull v28.4s, v16.4h, v23.4h
+	WORD $0x4e77821c // smlal2 v28.4s, v16.8h, v23.8h
+	WORD $0x0e76823c // smlal v28.4s, v17.4h, v22.4h
+	WORD $0x4e76823c // smlal2 v28.4s, v17.8h, v22.8h
+	WORD $0x4f25579c // shl v28.4s, v28.4s, #5
+	WORD $0x6f00e41d // movi v29.2d, #0
+	MOVD R8, R14
+	ADD $128, R8, R13
+	// Half 0: quants 128·0… from ql (V0-V3) and qh (V4, V5), 0…63.
+	VLD1.P 64(R14), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R13), [V4.B16, V5.B16]
+	VLD1.P 64(R9), [V16.B16, V17.B16, V18.B16, V19.B16]
+	WORD $0x4e3e1c06 // and v6.16b, v0.16b, v30.16b
+	WORD $0x4f0c5487 // shl v7.16b, v4.16b, #4
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9094c7 // sdot v7.4s, v6.16b, v16.16b
+	WORD $0x6f9800fd // mla v29.4s, v7.4s, v24.s[0]
+	WORD $0x4e3e1c26 // and v6.16b, v1.16b, v30.16b
+	WORD $0x4f0c54a7 // shl v7.16b, v5.16b, #4
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9194c7 // sdot v7.4s, v6.16b, v17.16b
+	WORD $0x6fb800fd // mla v29.4s, v7.4s, v24.s[1]
+	WORD $0x4e3e1c46 // and v6.16b, v2.16b, v30.16b
+	WORD $0x4f0a5487 // shl v7.16b, v4.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9294c7 // sdot v7.4s, v6.16b, v18.16b
+	WORD $0x6f9808fd // mla v29.4s, v7.4s, v24.s[2]
+	WORD $0x4e3e1c66 // and v6.16b, v3.16b, v30.16b
+	WORD $0x4f0a54a7 // shl v7.16b, v5.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9394c7 // sdot v7.4s, v6.16b, v19.16b
+	WORD $0x6fb808fd // mla v29.4s, v7.4s, v24.s[3]
+	VLD1.P 64(R9), [V16.B16, V17.B16, V18.B16, V19.B16]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x4e3f1c87 // and v7.16b, v4.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9094c7 // sdot v7.4s, v6.16b, v16.16b
+	WORD $0x6f9900fd // mla v29.4s, v7.4s, v25.s[0]
+	WORD $0x6f0c0426 // ushr v6.16b, v1.16b, #4
+	WORD $0x4e3f1ca7 // and v7.16b, v5.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9194c7 // sdot v7.4s, v6.16b, v17.16b
+	WORD $0x6fb900fd // mla v29.4s, v7.4s, v25.s[1]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e0487 // ushr v7.16b, v4.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9294c7 // sdot v7.4s, v6.16b, v18.16b
+	WORD $0x6f9908fd // mla v29.4s, v7.4s, v25.s[2]
+	WORD $0x6f0c0466 // ushr v6.16b, v3.16b, #4
+	WORD $0x6f0e04a7 // ushr v7.16b, v5.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9394c7 // sdot v7.4s, v6.16b, v19.16b
+	WORD $0x6fb908fd // mla v29.4s, v7.4s, v25.s[3]
+	// Half 1: quants 128·1… from ql (V0-V3) and qh (V4, V5), 0…63.
+	VLD1.P 64(R14), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R13), [V4.B16, V5.B16]
+	VLD1.P 64(R9), [V16.B16, V17.B16, V18.B16, V19.B16]
+	WORD $0x4e3e1c06 // and v6.16b, v0.16b, v30.16b
+	WORD $0x4f0c5487 // shl v7.16b, v4.16b, #4
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9094c7 // sdot v7.4s, v6.16b, v16.16b
+	WORD $0x6f9a00fd // mla v29.4s, v7.4s, v26.s[0]
+	WORD $0x4e3e1c26 // and v6.16b, v1.16b, v30.16b
+	WORD $0x4f0c54a7 // shl v7.16b, v5.16b, #4
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9194c7 // sdot v7.4s, v6.16b, v17.16b
+	WORD $0x6fba00fd // mla v29.4s, v7.4s, v26.s[1]
+	WORD $0x4e3e1c46 // and v6.16b, v2.16b, v30.16b
+	WORD $0x4f0a5487 // shl v7.16b, v4.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9294c7 // sdot v7.4s, v6.16b, v18.16b
+	WORD $0x6f9a08fd // mla v29.4s, v7.4s, v26.s[2]
+	WORD $0x4e3e1c66 // and v6.16b, v3.16b, v30.16b
+	WORD $0x4f0a54a7 // shl v7.16b, v5.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9394c7 // sdot v7.4s, v6.16b, v19.16b
+	WORD $0x6fba08fd // mla v29.4s, v7.4s, v26.s[3]
+	VLD1.P 64(R9), [V16.B16, V17.B16, V18.B16, V19.B16]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x4e3f1c87 // and v7.16b, v4.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9094c7 // sdot v7.4s, v6.16b, v16.16b
+	WORD $0x6f9b00fd // mla v29.4s, v7.4s, v27.s[0]
+	WORD $0x6f0c0426 // ushr v6.16b, v1.16b, #4
+	WORD $0x4e3f1ca7 // and v7.16b, v5.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9194c7 // sdot v7.4s, v6.16b, v17.16b
+	WORD $0x6fbb00fd // mla v29.4s, v7.4s, v27.s[1]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e0487 // ushr v7.16b, v4.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9294c7 // sdot v7.4s, v6.16b, v18.16b
+	WORD $0x6f9b08fd // mla v29.4s, v7.4s, v27.s[2]
+	WORD $0x6f0c0466 // ushr v6.16b, v3.16b, #4
+	WORD $0x6f0e04a7 // ushr v7.16b, v5.16b, #2
+	WORD $0x4e3f1ce7 // and v7.16b, v7.16b, v31.16b
+	WORD $0x4ea71cc6 // orr v6.16b, v6.16b, v7.16b
+	WORD $0x6f00e407 // movi v7.2d, #0
+	WORD $0x4e9394c7 // sdot v7.4s, v6.16b, v19.16b
+	WORD $0x6fbb08fd // mla v29.4s, v7.4s, v27.s[3]
+	WORD $0x6ebc87bd // sub v29.4s, v29.4s, v28.4s
+	WORD $0x4eb1bbbd // addv s29, v29.4s
+	WORD $0x5e21dbbd // scvtf s29, s29
+	WORD $0x1e350bbd // fmul s29, s29, s21
+	WORD $0x1e3d2a94 // fadd s20, s20, s29
+	ADD $210, R8, R8
+	SUBS $1, R12, R12
+	BNE q6kRows1Dotblock
+	FMOVS.P F20, 4(R7)
+	ADD R1, R0, R0
+	SUBS $1, R2, R2
+	BNE q6kRows1Dotrow
+	RET
