@@ -88,6 +88,12 @@ func q4kRows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int1
 func q4kRows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
 
 //go:noescape
+func q5kRows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+
+//go:noescape
+func q5kRows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+
+//go:noescape
 func q6kRows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
 
 //go:noescape
@@ -98,10 +104,11 @@ type kRows1Func = func(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums 
 // kKernels are the K-quant row kernels, [NEON, dot product].
 var kKernels = map[gguf.TensorType][2]kRows1Func{
 	gguf.Q4_K: {q4kRows1NEON, q4kRows1Dot},
+	gguf.Q5_K: {q5kRows1NEON, q5kRows1Dot},
 	gguf.Q6_K: {q6kRows1NEON, q6kRows1Dot},
 }
 
-// kRowsAsm is q8RowsAsm for Q4_K and Q6_K weights against Q8_K
+// kRowsAsm is q8RowsAsm for Q4_K, Q5_K and Q6_K weights against Q8_K
 // activations.
 func kRowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n int, out []float32, ostride int) bool {
 	fs, ok := kKernels[t]

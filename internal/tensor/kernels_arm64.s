@@ -470,6 +470,7 @@ TEXT ·q4kRows1NEON(SB), NOSPLIT, $0-64
 	MOVD nb+48(FP), R6
 	MOVD out+56(FP), R7
 	WORD $0x4f00e5fe // movi v30.16b, #0x0f
+	WORD $0x4f00e61f // movi v31.16b, #0x10
 q4kRows1NEONrow:
 	MOVD R0, R8
 	MOVD R3, R9
@@ -652,6 +653,7 @@ TEXT ·q4kRows1Dot(SB), NOSPLIT, $0-64
 	MOVD nb+48(FP), R6
 	MOVD out+56(FP), R7
 	WORD $0x4f00e5fe // movi v30.16b, #0x0f
+	WORD $0x4f00e61f // movi v31.16b, #0x10
 q4kRows1Dotrow:
 	MOVD R0, R8
 	MOVD R3, R9
@@ -776,6 +778,432 @@ q4kRows1Dotblock:
 	ADD R1, R0, R0
 	SUBS $1, R2, R2
 	BNE q4kRows1Dotrow
+	RET
+
+// func q5kRows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+// Q5_K (a fifth bit per quant from qh) rows against one token's Q8_K activations, dotQ5K's bits: per
+// super-block the exact integers sumi = Σ_j sc_j·Σ q·a and
+// summ = Σ_j m_j·(bsum_2j + bsum_2j+1), then
+// sum = (sum + float32(sumi)·(d·da)) − float32(summ)·(dmin·da).
+// nrows, nb > 0.
+TEXT ·q5kRows1NEON(SB), NOSPLIT, $0-64
+	MOVD w+0(FP), R0
+	MOVD rowBytes+8(FP), R1
+	MOVD nrows+16(FP), R2
+	MOVD a+24(FP), R3
+	MOVD d+32(FP), R4
+	MOVD bsums+40(FP), R5
+	MOVD nb+48(FP), R6
+	MOVD out+56(FP), R7
+	WORD $0x4f00e5fe // movi v30.16b, #0x0f
+	WORD $0x4f00e61f // movi v31.16b, #0x10
+q5kRows1NEONrow:
+	MOVD R0, R8
+	MOVD R3, R9
+	MOVD R4, R10
+	MOVD R5, R11
+	MOVD R6, R12
+	WORD $0x6f00e414 // movi v20.2d, #0
+q5kRows1NEONblock:
+	// F21 = d·da, F22 = dmin·da.
+	MOVHU (R8), R13
+	MOVHU 2(R8), R14
+	WORD $0x1e2701b5 // fmov s21, w13
+	WORD $0x1e2701d6 // fmov s22, w14
+	WORD $0x1ee242b5 // fcvt s21, h21
+	WORD $0x1ee242d6 // fcvt s22, h22
+	FMOVS.P 4(R10), F2
+	WORD $0x1e220ab5 // fmul s21, s21, s2
+	WORD $0x1e220ad6 // fmul s22, s22, s2
+	// The 6-bit scales and mins (scaleMinK4): R13 = sc 0-3, R17 = sc 4-7,
+	// R19 = m 0-3, R16 = m 4-7, a byte each.
+	MOVWU 4(R8), R13
+	MOVWU 8(R8), R14
+	MOVWU 12(R8), R15
+	LSRW $4, R15, R16
+	ANDW $0x0f0f0f0f, R16, R16
+	LSRW $6, R14, R20
+	ANDW $0x03030303, R20, R20
+	ORRW R20<<4, R16, R16
+	ANDW $0x0f0f0f0f, R15, R17
+	LSRW $6, R13, R20
+	ANDW $0x03030303, R20, R20
+	ORRW R20<<4, R17, R17
+	ANDW $0x3f3f3f3f, R14, R19
+	ANDW $0x3f3f3f3f, R13, R13
+	ADD $16, R8, R8
+	// V24, V25: the scales as int32; V26: the mins as int16.
+	WORD $0x4e041db8 // mov v24.s[0], w13
+	WORD $0x4e0c1e38 // mov v24.s[1], w17
+	WORD $0x4e041e7a // mov v26.s[0], w19
+	WORD $0x4e0c1e1a // mov v26.s[1], w16
+	WORD $0x2f08a718 // uxtl v24.8h, v24.8b
+	WORD $0x6f10a719 // uxtl2 v25.4s, v24.8h
+	WORD $0x2f10a718 // uxtl v24.4s, v24.4h
+	WORD $0x2f08a75a // uxtl v26.8h, v26.8b
+	// summ (S28) from the block sums, added in pairs.
+	VLD1.P 32(R11), [V27.H8, V28.H8]
+	WORD $0x4e7cbf7b // addp v27.8h, v27.8h, v28.8h
+	WORD $0x0e7ac37c // smull v28.4s, v27.4h, v26.4h
+	WORD $0x4e7a837c // smlal2 v28.4s, v27.8h, v26.8h
+	WORD $0x4eb1bb9c // addv s28, v28.4s
+	WORD $0x6f00e41d // movi v29.2d, #0
+	// Q5_K's high bits: qh, one byte per lane l of the four steps.
+	VLD1.P 32(R8), [V26.B16, V27.B16]
+	// sub-blocks 0 (low nibbles) and 1 (high): V16, V17 their sums in four lanes.
+	VLD1.P 32(R8), [V0.B16, V1.B16]
+	VLD1.P 64(R9), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x4e3e1c02 // and v2.16b, v0.16b, v30.16b
+	WORD $0x4e3e1c23 // and v3.16b, v1.16b, v30.16b
+	WORD $0x6f0c0400 // ushr v0.16b, v0.16b, #4
+	WORD $0x6f0c0421 // ushr v1.16b, v1.16b, #4
+	WORD $0x4f0c5752 // shl v18.16b, v26.16b, #4
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c42 // orr v2.16b, v2.16b, v18.16b
+	WORD $0x4f0c5772 // shl v18.16b, v27.16b, #4
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c63 // orr v3.16b, v3.16b, v18.16b
+	WORD $0x4f0b5752 // shl v18.16b, v26.16b, #3
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c00 // orr v0.16b, v0.16b, v18.16b
+	WORD $0x4f0b5772 // shl v18.16b, v27.16b, #3
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c21 // orr v1.16b, v1.16b, v18.16b
+	WORD $0x0e24c050 // smull v16.8h, v2.8b, v4.8b
+	WORD $0x4e24c052 // smull2 v18.8h, v2.16b, v4.16b
+	WORD $0x4e602a10 // saddlp v16.4s, v16.8h
+	WORD $0x4e606a50 // sadalp v16.4s, v18.8h
+	WORD $0x0e25c072 // smull v18.8h, v3.8b, v5.8b
+	WORD $0x4e606a50 // sadalp v16.4s, v18.8h
+	WORD $0x4e25c072 // smull2 v18.8h, v3.16b, v5.16b
+	WORD $0x4e606a50 // sadalp v16.4s, v18.8h
+	WORD $0x0e26c011 // smull v17.8h, v0.8b, v6.8b
+	WORD $0x4e26c013 // smull2 v19.8h, v0.16b, v6.16b
+	WORD $0x4e602a31 // saddlp v17.4s, v17.8h
+	WORD $0x4e606a71 // sadalp v17.4s, v19.8h
+	WORD $0x0e27c033 // smull v19.8h, v1.8b, v7.8b
+	WORD $0x4e606a71 // sadalp v17.4s, v19.8h
+	WORD $0x4e27c033 // smull2 v19.8h, v1.16b, v7.16b
+	WORD $0x4e606a71 // sadalp v17.4s, v19.8h
+	WORD $0x6f98021d // mla v29.4s, v16.4s, v24.s[0]
+	WORD $0x6fb8023d // mla v29.4s, v17.4s, v24.s[1]
+	// sub-blocks 2 (low nibbles) and 3 (high): V16, V17 their sums in four lanes.
+	VLD1.P 32(R8), [V0.B16, V1.B16]
+	VLD1.P 64(R9), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x4e3e1c02 // and v2.16b, v0.16b, v30.16b
+	WORD $0x4e3e1c23 // and v3.16b, v1.16b, v30.16b
+	WORD $0x6f0c0400 // ushr v0.16b, v0.16b, #4
+	WORD $0x6f0c0421 // ushr v1.16b, v1.16b, #4
+	WORD $0x4f0a5752 // shl v18.16b, v26.16b, #2
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c42 // orr v2.16b, v2.16b, v18.16b
+	WORD $0x4f0a5772 // shl v18.16b, v27.16b, #2
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c63 // orr v3.16b, v3.16b, v18.16b
+	WORD $0x4f095752 // shl v18.16b, v26.16b, #1
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c00 // orr v0.16b, v0.16b, v18.16b
+	WORD $0x4f095772 // shl v18.16b, v27.16b, #1
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c21 // orr v1.16b, v1.16b, v18.16b
+	WORD $0x0e24c050 // smull v16.8h, v2.8b, v4.8b
+	WORD $0x4e24c052 // smull2 v18.8h, v2.16b, v4.16b
+	WORD $0x4e602a10 // saddlp v16.4s, v16.8h
+	WORD $0x4e606a50 // sadalp v16.4s, v18.8h
+	WORD $0x0e25c072 // smull v18.8h, v3.8b, v5.8b
+	WORD $0x4e606a50 // sadalp v16.4s, v18.8h
+	WORD $0x4e25c072 // smull2 v18.8h, v3.16b, v5.16b
+	WORD $0x4e606a50 // sadalp v16.4s, v18.8h
+	WORD $0x0e26c011 // smull v17.8h, v0.8b, v6.8b
+	WORD $0x4e26c013 // smull2 v19.8h, v0.16b, v6.16b
+	WORD $0x4e602a31 // saddlp v17.4s, v17.8h
+	WORD $0x4e606a71 // sadalp v17.4s, v19.8h
+	WORD $0x0e27c033 // smull v19.8h, v1.8b, v7.8b
+	WORD $0x4e606a71 // sadalp v17.4s, v19.8h
+	WORD $0x4e27c033 // smull2 v19.8h, v1.16b, v7.16b
+	WORD $0x4e606a71 // sadalp v17.4s, v19.8h
+	WORD $0x6f980a1d // mla v29.4s, v16.4s, v24.s[2]
+	WORD $0x6fb80a3d // mla v29.4s, v17.4s, v24.s[3]
+	// sub-blocks 4 (low nibbles) and 5 (high): V16, V17 their sums in four lanes.
+	VLD1.P 32(R8), [V0.B16, V1.B16]
+	VLD1.P 64(R9), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x4e3e1c02 // and v2.16b, v0.16b, v30.16b
+	WORD $0x4e3e1c23 // and v3.16b, v1.16b, v30.16b
+	WORD $0x6f0c0400 // ushr v0.16b, v0.16b, #4
+	WORD $0x6f0c0421 // ushr v1.16b, v1.16b, #4
+	WORD $0x4eba1f52 // mov v18.16b, v26.16b
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c42 // orr v2.16b, v2.16b, v18.16b
+	WORD $0x4ebb1f72 // mov v18.16b, v27.16b
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c63 // orr v3.16b, v3.16b, v18.16b
+	WORD $0x6f0f0752 // ushr v18.16b, v26.16b, #1
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c00 // orr v0.16b, v0.16b, v18.16b
+	WORD $0x6f0f0772 // ushr v18.16b, v27.16b, #1
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c21 // orr v1.16b, v1.16b, v18.16b
+	WORD $0x0e24c050 // smull v16.8h, v2.8b, v4.8b
+	WORD $0x4e24c052 // smull2 v18.8h, v2.16b, v4.16b
+	WORD $0x4e602a10 // saddlp v16.4s, v16.8h
+	WORD $0x4e606a50 // sadalp v16.4s, v18.8h
+	WORD $0x0e25c072 // smull v18.8h, v3.8b, v5.8b
+	WORD $0x4e606a50 // sadalp v16.4s, v18.8h
+	WORD $0x4e25c072 // smull2 v18.8h, v3.16b, v5.16b
+	WORD $0x4e606a50 // sadalp v16.4s, v18.8h
+	WORD $0x0e26c011 // smull v17.8h, v0.8b, v6.8b
+	WORD $0x4e26c013 // smull2 v19.8h, v0.16b, v6.16b
+	WORD $0x4e602a31 // saddlp v17.4s, v17.8h
+	WORD $0x4e606a71 // sadalp v17.4s, v19.8h
+	WORD $0x0e27c033 // smull v19.8h, v1.8b, v7.8b
+	WORD $0x4e606a71 // sadalp v17.4s, v19.8h
+	WORD $0x4e27c033 // smull2 v19.8h, v1.16b, v7.16b
+	WORD $0x4e606a71 // sadalp v17.4s, v19.8h
+	WORD $0x6f99021d // mla v29.4s, v16.4s, v25.s[0]
+	WORD $0x6fb9023d // mla v29.4s, v17.4s, v25.s[1]
+	// sub-blocks 6 (low nibbles) and 7 (high): V16, V17 their sums in four lanes.
+	VLD1.P 32(R8), [V0.B16, V1.B16]
+	VLD1.P 64(R9), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x4e3e1c02 // and v2.16b, v0.16b, v30.16b
+	WORD $0x4e3e1c23 // and v3.16b, v1.16b, v30.16b
+	WORD $0x6f0c0400 // ushr v0.16b, v0.16b, #4
+	WORD $0x6f0c0421 // ushr v1.16b, v1.16b, #4
+	WORD $0x6f0e0752 // ushr v18.16b, v26.16b, #2
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c42 // orr v2.16b, v2.16b, v18.16b
+	WORD $0x6f0e0772 // ushr v18.16b, v27.16b, #2
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c63 // orr v3.16b, v3.16b, v18.16b
+	WORD $0x6f0d0752 // ushr v18.16b, v26.16b, #3
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c00 // orr v0.16b, v0.16b, v18.16b
+	WORD $0x6f0d0772 // ushr v18.16b, v27.16b, #3
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c21 // orr v1.16b, v1.16b, v18.16b
+	WORD $0x0e24c050 // smull v16.8h, v2.8b, v4.8b
+	WORD $0x4e24c052 // smull2 v18.8h, v2.16b, v4.16b
+	WORD $0x4e602a10 // saddlp v16.4s, v16.8h
+	WORD $0x4e606a50 // sadalp v16.4s, v18.8h
+	WORD $0x0e25c072 // smull v18.8h, v3.8b, v5.8b
+	WORD $0x4e606a50 // sadalp v16.4s, v18.8h
+	WORD $0x4e25c072 // smull2 v18.8h, v3.16b, v5.16b
+	WORD $0x4e606a50 // sadalp v16.4s, v18.8h
+	WORD $0x0e26c011 // smull v17.8h, v0.8b, v6.8b
+	WORD $0x4e26c013 // smull2 v19.8h, v0.16b, v6.16b
+	WORD $0x4e602a31 // saddlp v17.4s, v17.8h
+	WORD $0x4e606a71 // sadalp v17.4s, v19.8h
+	WORD $0x0e27c033 // smull v19.8h, v1.8b, v7.8b
+	WORD $0x4e606a71 // sadalp v17.4s, v19.8h
+	WORD $0x4e27c033 // smull2 v19.8h, v1.16b, v7.16b
+	WORD $0x4e606a71 // sadalp v17.4s, v19.8h
+	WORD $0x6f990a1d // mla v29.4s, v16.4s, v25.s[2]
+	WORD $0x6fb90a3d // mla v29.4s, v17.4s, v25.s[3]
+	WORD $0x4eb1bbbd // addv s29, v29.4s
+	WORD $0x5e21dbbd // scvtf s29, s29
+	WORD $0x5e21db9c // scvtf s28, s28
+	WORD $0x1e350bbd // fmul s29, s29, s21
+	WORD $0x1e360b9c // fmul s28, s28, s22
+	WORD $0x1e3d2a94 // fadd s20, s20, s29
+	WORD $0x1e3c3a94 // fsub s20, s20, s28
+	SUBS $1, R12, R12
+	BNE q5kRows1NEONblock
+	FMOVS.P F20, 4(R7)
+	ADD R1, R0, R0
+	SUBS $1, R2, R2
+	BNE q5kRows1NEONrow
+	RET
+
+// func q5kRows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
+// Q5_K (a fifth bit per quant from qh) rows against one token's Q8_K activations, dotQ5K's bits: per
+// super-block the exact integers sumi = Σ_j sc_j·Σ q·a and
+// summ = Σ_j m_j·(bsum_2j + bsum_2j+1), then
+// sum = (sum + float32(sumi)·(d·da)) − float32(summ)·(dmin·da).
+// nrows, nb > 0.
+TEXT ·q5kRows1Dot(SB), NOSPLIT, $0-64
+	MOVD w+0(FP), R0
+	MOVD rowBytes+8(FP), R1
+	MOVD nrows+16(FP), R2
+	MOVD a+24(FP), R3
+	MOVD d+32(FP), R4
+	MOVD bsums+40(FP), R5
+	MOVD nb+48(FP), R6
+	MOVD out+56(FP), R7
+	WORD $0x4f00e5fe // movi v30.16b, #0x0f
+	WORD $0x4f00e61f // movi v31.16b, #0x10
+q5kRows1Dotrow:
+	MOVD R0, R8
+	MOVD R3, R9
+	MOVD R4, R10
+	MOVD R5, R11
+	MOVD R6, R12
+	WORD $0x6f00e414 // movi v20.2d, #0
+q5kRows1Dotblock:
+	// F21 = d·da, F22 = dmin·da.
+	MOVHU (R8), R13
+	MOVHU 2(R8), R14
+	WORD $0x1e2701b5 // fmov s21, w13
+	WORD $0x1e2701d6 // fmov s22, w14
+	WORD $0x1ee242b5 // fcvt s21, h21
+	WORD $0x1ee242d6 // fcvt s22, h22
+	FMOVS.P 4(R10), F2
+	WORD $0x1e220ab5 // fmul s21, s21, s2
+	WORD $0x1e220ad6 // fmul s22, s22, s2
+	// The 6-bit scales and mins (scaleMinK4): R13 = sc 0-3, R17 = sc 4-7,
+	// R19 = m 0-3, R16 = m 4-7, a byte each.
+	MOVWU 4(R8), R13
+	MOVWU 8(R8), R14
+	MOVWU 12(R8), R15
+	LSRW $4, R15, R16
+	ANDW $0x0f0f0f0f, R16, R16
+	LSRW $6, R14, R20
+	ANDW $0x03030303, R20, R20
+	ORRW R20<<4, R16, R16
+	ANDW $0x0f0f0f0f, R15, R17
+	LSRW $6, R13, R20
+	ANDW $0x03030303, R20, R20
+	ORRW R20<<4, R17, R17
+	ANDW $0x3f3f3f3f, R14, R19
+	ANDW $0x3f3f3f3f, R13, R13
+	ADD $16, R8, R8
+	// V24, V25: the scales as int32; V26: the mins as int16.
+	WORD $0x4e041db8 // mov v24.s[0], w13
+	WORD $0x4e0c1e38 // mov v24.s[1], w17
+	WORD $0x4e041e7a // mov v26.s[0], w19
+	WORD $0x4e0c1e1a // mov v26.s[1], w16
+	WORD $0x2f08a718 // uxtl v24.8h, v24.8b
+	WORD $0x6f10a719 // uxtl2 v25.4s, v24.8h
+	WORD $0x2f10a718 // uxtl v24.4s, v24.4h
+	WORD $0x2f08a75a // uxtl v26.8h, v26.8b
+	// summ (S28) from the block sums, added in pairs.
+	VLD1.P 32(R11), [V27.H8, V28.H8]
+	WORD $0x4e7cbf7b // addp v27.8h, v27.8h, v28.8h
+	WORD $0x0e7ac37c // smull v28.4s, v27.4h, v26.4h
+	WORD $0x4e7a837c // smlal2 v28.4s, v27.8h, v26.8h
+	WORD $0x4eb1bb9c // addv s28, v28.4s
+	WORD $0x6f00e41d // movi v29.2d, #0
+	// Q5_K's high bits: qh, one byte per lane l of the four steps.
+	VLD1.P 32(R8), [V26.B16, V27.B16]
+	// sub-blocks 0 (low nibbles) and 1 (high): V16, V17 their sums in four lanes.
+	VLD1.P 32(R8), [V0.B16, V1.B16]
+	VLD1.P 64(R9), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x4e3e1c02 // and v2.16b, v0.16b, v30.16b
+	WORD $0x4e3e1c23 // and v3.16b, v1.16b, v30.16b
+	WORD $0x6f0c0400 // ushr v0.16b, v0.16b, #4
+	WORD $0x6f0c0421 // ushr v1.16b, v1.16b, #4
+	WORD $0x4f0c5752 // shl v18.16b, v26.16b, #4
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c42 // orr v2.16b, v2.16b, v18.16b
+	WORD $0x4f0c5772 // shl v18.16b, v27.16b, #4
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c63 // orr v3.16b, v3.16b, v18.16b
+	WORD $0x4f0b5752 // shl v18.16b, v26.16b, #3
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c00 // orr v0.16b, v0.16b, v18.16b
+	WORD $0x4f0b5772 // shl v18.16b, v27.16b, #3
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c21 // orr v1.16b, v1.16b, v18.16b
+	WORD $0x6f00e410 // movi v16.2d, #0
+	WORD $0x6f00e411 // movi v17.2d, #0
+	WORD $0x4e849450 // sdot v16.4s, v2.16b, v4.16b
+	WORD $0x4e859470 // sdot v16.4s, v3.16b, v5.16b
+	WORD $0x4e869411 // sdot v17.4s, v0.16b, v6.16b
+	WORD $0x4e879431 // sdot v17.4s, v1.16b, v7.16b
+	WORD $0x6f98021d // mla v29.4s, v16.4s, v24.s[0]
+	WORD $0x6fb8023d // mla v29.4s, v17.4s, v24.s[1]
+	// sub-blocks 2 (low nibbles) and 3 (high): V16, V17 their sums in four lanes.
+	VLD1.P 32(R8), [V0.B16, V1.B16]
+	VLD1.P 64(R9), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x4e3e1c02 // and v2.16b, v0.16b, v30.16b
+	WORD $0x4e3e1c23 // and v3.16b, v1.16b, v30.16b
+	WORD $0x6f0c0400 // ushr v0.16b, v0.16b, #4
+	WORD $0x6f0c0421 // ushr v1.16b, v1.16b, #4
+	WORD $0x4f0a5752 // shl v18.16b, v26.16b, #2
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c42 // orr v2.16b, v2.16b, v18.16b
+	WORD $0x4f0a5772 // shl v18.16b, v27.16b, #2
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c63 // orr v3.16b, v3.16b, v18.16b
+	WORD $0x4f095752 // shl v18.16b, v26.16b, #1
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c00 // orr v0.16b, v0.16b, v18.16b
+	WORD $0x4f095772 // shl v18.16b, v27.16b, #1
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c21 // orr v1.16b, v1.16b, v18.16b
+	WORD $0x6f00e410 // movi v16.2d, #0
+	WORD $0x6f00e411 // movi v17.2d, #0
+	WORD $0x4e849450 // sdot v16.4s, v2.16b, v4.16b
+	WORD $0x4e859470 // sdot v16.4s, v3.16b, v5.16b
+	WORD $0x4e869411 // sdot v17.4s, v0.16b, v6.16b
+	WORD $0x4e879431 // sdot v17.4s, v1.16b, v7.16b
+	WORD $0x6f980a1d // mla v29.4s, v16.4s, v24.s[2]
+	WORD $0x6fb80a3d // mla v29.4s, v17.4s, v24.s[3]
+	// sub-blocks 4 (low nibbles) and 5 (high): V16, V17 their sums in four lanes.
+	VLD1.P 32(R8), [V0.B16, V1.B16]
+	VLD1.P 64(R9), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x4e3e1c02 // and v2.16b, v0.16b, v30.16b
+	WORD $0x4e3e1c23 // and v3.16b, v1.16b, v30.16b
+	WORD $0x6f0c0400 // ushr v0.16b, v0.16b, #4
+	WORD $0x6f0c0421 // ushr v1.16b, v1.16b, #4
+	WORD $0x4eba1f52 // mov v18.16b, v26.16b
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c42 // orr v2.16b, v2.16b, v18.16b
+	WORD $0x4ebb1f72 // mov v18.16b, v27.16b
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c63 // orr v3.16b, v3.16b, v18.16b
+	WORD $0x6f0f0752 // ushr v18.16b, v26.16b, #1
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c00 // orr v0.16b, v0.16b, v18.16b
+	WORD $0x6f0f0772 // ushr v18.16b, v27.16b, #1
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c21 // orr v1.16b, v1.16b, v18.16b
+	WORD $0x6f00e410 // movi v16.2d, #0
+	WORD $0x6f00e411 // movi v17.2d, #0
+	WORD $0x4e849450 // sdot v16.4s, v2.16b, v4.16b
+	WORD $0x4e859470 // sdot v16.4s, v3.16b, v5.16b
+	WORD $0x4e869411 // sdot v17.4s, v0.16b, v6.16b
+	WORD $0x4e879431 // sdot v17.4s, v1.16b, v7.16b
+	WORD $0x6f99021d // mla v29.4s, v16.4s, v25.s[0]
+	WORD $0x6fb9023d // mla v29.4s, v17.4s, v25.s[1]
+	// sub-blocks 6 (low nibbles) and 7 (high): V16, V17 their sums in four lanes.
+	VLD1.P 32(R8), [V0.B16, V1.B16]
+	VLD1.P 64(R9), [V4.B16, V5.B16, V6.B16, V7.B16]
+	WORD $0x4e3e1c02 // and v2.16b, v0.16b, v30.16b
+	WORD $0x4e3e1c23 // and v3.16b, v1.16b, v30.16b
+	WORD $0x6f0c0400 // ushr v0.16b, v0.16b, #4
+	WORD $0x6f0c0421 // ushr v1.16b, v1.16b, #4
+	WORD $0x6f0e0752 // ushr v18.16b, v26.16b, #2
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c42 // orr v2.16b, v2.16b, v18.16b
+	WORD $0x6f0e0772 // ushr v18.16b, v27.16b, #2
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c63 // orr v3.16b, v3.16b, v18.16b
+	WORD $0x6f0d0752 // ushr v18.16b, v26.16b, #3
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c00 // orr v0.16b, v0.16b, v18.16b
+	WORD $0x6f0d0772 // ushr v18.16b, v27.16b, #3
+	WORD $0x4e3f1e52 // and v18.16b, v18.16b, v31.16b
+	WORD $0x4eb21c21 // orr v1.16b, v1.16b, v18.16b
+	WORD $0x6f00e410 // movi v16.2d, #0
+	WORD $0x6f00e411 // movi v17.2d, #0
+	WORD $0x4e849450 // sdot v16.4s, v2.16b, v4.16b
+	WORD $0x4e859470 // sdot v16.4s, v3.16b, v5.16b
+	WORD $0x4e869411 // sdot v17.4s, v0.16b, v6.16b
+	WORD $0x4e879431 // sdot v17.4s, v1.16b, v7.16b
+	WORD $0x6f990a1d // mla v29.4s, v16.4s, v25.s[2]
+	WORD $0x6fb90a3d // mla v29.4s, v17.4s, v25.s[3]
+	WORD $0x4eb1bbbd // addv s29, v29.4s
+	WORD $0x5e21dbbd // scvtf s29, s29
+	WORD $0x5e21db9c // scvtf s28, s28
+	WORD $0x1e350bbd // fmul s29, s29, s21
+	WORD $0x1e360b9c // fmul s28, s28, s22
+	WORD $0x1e3d2a94 // fadd s20, s20, s29
+	WORD $0x1e3c3a94 // fsub s20, s20, s28
+	SUBS $1, R12, R12
+	BNE q5kRows1Dotblock
+	FMOVS.P F20, 4(R7)
+	ADD R1, R0, R0
+	SUBS $1, R2, R2
+	BNE q5kRows1Dotrow
 	RET
 
 // func q6kRows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
