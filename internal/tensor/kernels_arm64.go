@@ -3,6 +3,8 @@
 package tensor
 
 import (
+	"unsafe"
+
 	"golang.org/x/sys/cpu"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
@@ -152,4 +154,39 @@ func dotF16Asm(k isa, w []uint16, x []float32) (float32, int) {
 	}
 	_ = x[n-1]
 	return dotF16NEON(&w[0], &x[0], n), n
+}
+
+//go:noescape
+func flashScoresF32NEON(q *float32, d int, k unsafe.Pointer, kstride int, s *float32)
+
+//go:noescape
+func flashScoresF16NEON(q *float32, d int, k unsafe.Pointer, kstride int, s *float32)
+
+//go:noescape
+func flashAccF32NEON(o *float32, d int, alpha float32, p *float32, nk int, v unsafe.Pointer, vstride int)
+
+//go:noescape
+func flashAccF16NEON(o *float32, d int, alpha float32, p *float32, nk int, v unsafe.Pointer, vstride int)
+
+// flashAsm runs one Flash step with the scores and the weighted sum of
+// values in NEON (strides in bytes, bounds checked by the caller; D a
+// multiple of 16) and the softmax between them in Go, row by row. Nothing
+// is prefetched.
+func flashAsm(f *Flash, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int, _, _ unsafe.Pointer, f16 bool) {
+	d := f.D
+	for r := range f.Rows {
+		var s [FlashKeys]float32
+		q, o := &f.Q[r*d], &f.o[r*d]
+		if f16 {
+			flashScoresF16NEON(q, d, k, kstride, &s[0])
+		} else {
+			flashScoresF32NEON(q, d, k, kstride, &s[0])
+		}
+		alpha := f.softmax(r, &s)
+		if f16 {
+			flashAccF16NEON(o, d, alpha, &s[0], nk, v, vstride)
+		} else {
+			flashAccF32NEON(o, d, alpha, &s[0], nk, v, vstride)
+		}
+	}
 }

@@ -1597,3 +1597,143 @@ q6kRows1Dotblock:
 	SUBS $1, R2, R2
 	BNE q6kRows1Dotrow
 	RET
+
+// func flashScoresF32NEON(q *float32, d int, k unsafe.Pointer, kstride int, s *float32)
+// s[j] = Σ_c q[c]·key_j[c] for the tile's 16 keys, stored transposed
+// (F32, dimension c's 16 keys kstride bytes after c−1's). d > 0.
+TEXT ·flashScoresF32NEON(SB), NOSPLIT, $0-40
+	MOVD q+0(FP), R0
+	MOVD d+8(FP), R1
+	MOVD k+16(FP), R2
+	MOVD kstride+24(FP), R3
+	MOVD s+32(FP), R4
+	WORD $0x6f00e410 // movi v16.2d, #0
+	WORD $0x6f00e411 // movi v17.2d, #0
+	WORD $0x6f00e412 // movi v18.2d, #0
+	WORD $0x6f00e413 // movi v19.2d, #0
+scoresF32:
+	FMOVS.P 4(R0), F0
+	VLD1 (R2), [V4.S4, V5.S4, V6.S4, V7.S4]
+	ADD R3, R2, R2
+	WORD $0x4f801090 // fmla v16.4s, v4.4s, v0.s[0]
+	WORD $0x4f8010b1 // fmla v17.4s, v5.4s, v0.s[0]
+	WORD $0x4f8010d2 // fmla v18.4s, v6.4s, v0.s[0]
+	WORD $0x4f8010f3 // fmla v19.4s, v7.4s, v0.s[0]
+	SUBS $1, R1, R1
+	BNE scoresF32
+	VST1 [V16.S4, V17.S4, V18.S4, V19.S4], (R4)
+	RET
+
+// func flashAccF32NEON(o *float32, d int, alpha float32, p *float32, nk int, v unsafe.Pointer, vstride int)
+// o = o·alpha + Σ_{j<nk, p_j≠0} p_j·v_j, sixteen of o's d floats at a
+// time (d a positive multiple of 16; v_j F32, vstride bytes apart).
+TEXT ·flashAccF32NEON(SB), NOSPLIT, $0-56
+	MOVD o+0(FP), R0
+	MOVD d+8(FP), R1
+	FMOVS alpha+16(FP), F1
+	MOVD p+24(FP), R2
+	MOVD nk+32(FP), R3
+	MOVD v+40(FP), R4
+	MOVD vstride+48(FP), R5
+	LSR $4, R1, R1
+accF32chunk:
+	VLD1 (R0), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4f819210 // fmul v16.4s, v16.4s, v1.s[0]
+	WORD $0x4f819231 // fmul v17.4s, v17.4s, v1.s[0]
+	WORD $0x4f819252 // fmul v18.4s, v18.4s, v1.s[0]
+	WORD $0x4f819273 // fmul v19.4s, v19.4s, v1.s[0]
+	MOVD R2, R6
+	MOVD R4, R7
+	MOVD R3, R8
+accF32key:
+	FMOVS.P 4(R6), F0
+	WORD $0x1e202008 // fcmp s0, #0.0
+	BEQ accF32skip
+	VLD1 (R7), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD $0x4f801090 // fmla v16.4s, v4.4s, v0.s[0]
+	WORD $0x4f8010b1 // fmla v17.4s, v5.4s, v0.s[0]
+	WORD $0x4f8010d2 // fmla v18.4s, v6.4s, v0.s[0]
+	WORD $0x4f8010f3 // fmla v19.4s, v7.4s, v0.s[0]
+accF32skip:
+	ADD R5, R7, R7
+	SUBS $1, R8, R8
+	BNE accF32key
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R0)
+	ADD $64, R4, R4
+	SUBS $1, R1, R1
+	BNE accF32chunk
+	RET
+
+// func flashScoresF16NEON(q *float32, d int, k unsafe.Pointer, kstride int, s *float32)
+// s[j] = Σ_c q[c]·key_j[c] for the tile's 16 keys, stored transposed
+// (F16, dimension c's 16 keys kstride bytes after c−1's). d > 0.
+TEXT ·flashScoresF16NEON(SB), NOSPLIT, $0-40
+	MOVD q+0(FP), R0
+	MOVD d+8(FP), R1
+	MOVD k+16(FP), R2
+	MOVD kstride+24(FP), R3
+	MOVD s+32(FP), R4
+	WORD $0x6f00e410 // movi v16.2d, #0
+	WORD $0x6f00e411 // movi v17.2d, #0
+	WORD $0x6f00e412 // movi v18.2d, #0
+	WORD $0x6f00e413 // movi v19.2d, #0
+scoresF16:
+	FMOVS.P 4(R0), F0
+	VLD1 (R2), [V4.H8, V5.H8]
+	WORD $0x0e217886 // fcvtl v6.4s, v4.4h
+	WORD $0x4e217887 // fcvtl2 v7.4s, v4.8h
+	WORD $0x0e2178b4 // fcvtl v20.4s, v5.4h
+	WORD $0x4e2178b5 // fcvtl2 v21.4s, v5.8h
+	ADD R3, R2, R2
+	WORD $0x4f8010d0 // fmla v16.4s, v6.4s, v0.s[0]
+	WORD $0x4f8010f1 // fmla v17.4s, v7.4s, v0.s[0]
+	WORD $0x4f801292 // fmla v18.4s, v20.4s, v0.s[0]
+	WORD $0x4f8012b3 // fmla v19.4s, v21.4s, v0.s[0]
+	SUBS $1, R1, R1
+	BNE scoresF16
+	VST1 [V16.S4, V17.S4, V18.S4, V19.S4], (R4)
+	RET
+
+// func flashAccF16NEON(o *float32, d int, alpha float32, p *float32, nk int, v unsafe.Pointer, vstride int)
+// o = o·alpha + Σ_{j<nk, p_j≠0} p_j·v_j, sixteen of o's d floats at a
+// time (d a positive multiple of 16; v_j F16, vstride bytes apart).
+TEXT ·flashAccF16NEON(SB), NOSPLIT, $0-56
+	MOVD o+0(FP), R0
+	MOVD d+8(FP), R1
+	FMOVS alpha+16(FP), F1
+	MOVD p+24(FP), R2
+	MOVD nk+32(FP), R3
+	MOVD v+40(FP), R4
+	MOVD vstride+48(FP), R5
+	LSR $4, R1, R1
+accF16chunk:
+	VLD1 (R0), [V16.S4, V17.S4, V18.S4, V19.S4]
+	WORD $0x4f819210 // fmul v16.4s, v16.4s, v1.s[0]
+	WORD $0x4f819231 // fmul v17.4s, v17.4s, v1.s[0]
+	WORD $0x4f819252 // fmul v18.4s, v18.4s, v1.s[0]
+	WORD $0x4f819273 // fmul v19.4s, v19.4s, v1.s[0]
+	MOVD R2, R6
+	MOVD R4, R7
+	MOVD R3, R8
+accF16key:
+	FMOVS.P 4(R6), F0
+	WORD $0x1e202008 // fcmp s0, #0.0
+	BEQ accF16skip
+	VLD1 (R7), [V4.H8, V5.H8]
+	WORD $0x0e217886 // fcvtl v6.4s, v4.4h
+	WORD $0x4e217887 // fcvtl2 v7.4s, v4.8h
+	WORD $0x0e2178b4 // fcvtl v20.4s, v5.4h
+	WORD $0x4e2178b5 // fcvtl2 v21.4s, v5.8h
+	WORD $0x4f8010d0 // fmla v16.4s, v6.4s, v0.s[0]
+	WORD $0x4f8010f1 // fmla v17.4s, v7.4s, v0.s[0]
+	WORD $0x4f801292 // fmla v18.4s, v20.4s, v0.s[0]
+	WORD $0x4f8012b3 // fmla v19.4s, v21.4s, v0.s[0]
+accF16skip:
+	ADD R5, R7, R7
+	SUBS $1, R8, R8
+	BNE accF16key
+	VST1.P [V16.S4, V17.S4, V18.S4, V19.S4], 64(R0)
+	ADD $32, R4, R4
+	SUBS $1, R1, R1
+	BNE accF16chunk
+	RET

@@ -2,14 +2,10 @@
 
 package tensor
 
-import (
-	"unsafe"
+import "github.com/glassbox-llm/glassbox/internal/gguf"
 
-	"github.com/glassbox-llm/glassbox/internal/gguf"
-)
-
-// The kernels only x86 has (repacked layouts, flash attention, the
-// quantiser, exp and SiLU): pure Go runs them elsewhere.
+// The kernels only x86 has (repacked layouts, the quantiser, exp and
+// SiLU): pure Go runs them elsewhere.
 
 func readSumAsm(isa, []byte) (uint64, int) { return 0, 0 }
 
@@ -23,10 +19,6 @@ func siluMulAsm(isa, []float32, []float32) int { return 0 }
 
 func kxAsm(isa, gguf.TensorType, []byte, int, int, int, []int8, []float32, []int16, []float32) bool {
 	return false
-}
-
-func flashAsm(*Flash, unsafe.Pointer, int, unsafe.Pointer, int, int, unsafe.Pointer, unsafe.Pointer, bool) {
-	panic("BUG: tensor: no flash assembly in this build")
 }
 
 func kx8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool { return false }

@@ -2,7 +2,11 @@
 
 package tensor
 
-import "github.com/glassbox-llm/glassbox/internal/gguf"
+import (
+	"unsafe"
+
+	"github.com/glassbox-llm/glassbox/internal/gguf"
+)
 
 func detect() isa { return isaGeneric }
 
@@ -13,3 +17,7 @@ func kRowsAsm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) 
 func dotF32Asm(isa, []float32, []float32) (float32, int) { return 0, 0 }
 
 func dotF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
+
+func flashAsm(*Flash, unsafe.Pointer, int, unsafe.Pointer, int, int, unsafe.Pointer, unsafe.Pointer, bool) {
+	panic("BUG: tensor: no flash assembly in this build")
+}
