@@ -157,6 +157,19 @@ func dotF16Asm(k isa, w []uint16, x []float32) (float32, int) {
 }
 
 //go:noescape
+func readSumNEON(p *byte, n int) uint64
+
+// readSumAsm sums whole 128-byte pieces of b as 64-bit words and returns
+// how many bytes it covered.
+func readSumAsm(k isa, b []byte) (uint64, int) {
+	n := len(b) &^ 127
+	if !k.arm64() || n == 0 {
+		return 0, 0
+	}
+	return readSumNEON(&b[0], n), n
+}
+
+//go:noescape
 func flashScoresF32NEON(q *float32, d int, k unsafe.Pointer, kstride int, s *float32)
 
 //go:noescape

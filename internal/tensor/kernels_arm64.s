@@ -1737,3 +1737,34 @@ accF16skip:
 	SUBS $1, R1, R1
 	BNE accF16chunk
 	RET
+
+// func readSumNEON(p *byte, n int) uint64
+// The sum of n bytes' 8-byte words (n a positive multiple of 128), four
+// accumulators: a read whose only cost is the loads.
+TEXT ·readSumNEON(SB), NOSPLIT, $0-24
+	MOVD p+0(FP), R0
+	MOVD n+8(FP), R1
+	LSR $7, R1, R1
+	WORD $0x6f00e410 // movi v16.2d, #0
+	WORD $0x6f00e411 // movi v17.2d, #0
+	WORD $0x6f00e412 // movi v18.2d, #0
+	WORD $0x6f00e413 // movi v19.2d, #0
+readloop:
+	VLD1.P 64(R0), [V0.D2, V1.D2, V2.D2, V3.D2]
+	VLD1.P 64(R0), [V4.D2, V5.D2, V6.D2, V7.D2]
+	WORD $0x4ee08610 // add v16.2d, v16.2d, v0.2d
+	WORD $0x4ee18631 // add v17.2d, v17.2d, v1.2d
+	WORD $0x4ee28652 // add v18.2d, v18.2d, v2.2d
+	WORD $0x4ee38673 // add v19.2d, v19.2d, v3.2d
+	WORD $0x4ee48610 // add v16.2d, v16.2d, v4.2d
+	WORD $0x4ee58631 // add v17.2d, v17.2d, v5.2d
+	WORD $0x4ee68652 // add v18.2d, v18.2d, v6.2d
+	WORD $0x4ee78673 // add v19.2d, v19.2d, v7.2d
+	SUBS $1, R1, R1
+	BNE readloop
+	WORD $0x4ef18610 // add v16.2d, v16.2d, v17.2d
+	WORD $0x4ef38652 // add v18.2d, v18.2d, v19.2d
+	WORD $0x4ef28610 // add v16.2d, v16.2d, v18.2d
+	WORD $0x5ef1ba10 // addp d16, v16.2d
+	FMOVD F16, ret+16(FP)
+	RET

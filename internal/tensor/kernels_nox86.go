@@ -7,8 +7,6 @@ import "github.com/glassbox-llm/glassbox/internal/gguf"
 // The kernels only x86 has (repacked layouts, the quantiser, exp and
 // SiLU): pure Go runs them elsewhere.
 
-func readSumAsm(isa, []byte) (uint64, int) { return 0, 0 }
-
 func x8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool {
 	return false
 }
