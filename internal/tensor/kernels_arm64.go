@@ -170,6 +170,21 @@ func readSumAsm(k isa, b []byte) (uint64, int) {
 }
 
 //go:noescape
+func quantQ8_0NEON(x *float32, nb int, q *int8, d *float32)
+
+// quantQ8_0Asm quantises whole Q8_0 blocks of x into q and d (their
+// lengths checked by the caller) and reports whether it did.
+func quantQ8_0Asm(k isa, x []float32, q []int8, d []float32) bool {
+	if !k.arm64() || len(d) == 0 {
+		return false
+	}
+	_ = x[len(d)*32-1]
+	_ = q[len(d)*32-1]
+	quantQ8_0NEON(&x[0], len(d), &q[0], &d[0])
+	return true
+}
+
+//go:noescape
 func flashScoresF32NEON(q *float32, d int, k unsafe.Pointer, kstride int, s *float32)
 
 //go:noescape

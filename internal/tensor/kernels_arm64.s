@@ -1768,3 +1768,76 @@ readloop:
 	WORD $0x5ef1ba10 // addp d16, v16.2d
 	FMOVD F16, ret+16(FP)
 	RET
+
+// func quantQ8_0NEON(x *float32, nb int, q *int8, d *float32)
+// quantQ8_0Blocks's Q8_0 quantisation of nb > 0 blocks of 32: d = amax/127
+// rounded to fp16, q = round-half-even(x·(127/amax)).
+TEXT ·quantQ8_0NEON(SB), NOSPLIT, $0-32
+	MOVD x+0(FP), R0
+	MOVD nb+8(FP), R1
+	MOVD q+16(FP), R2
+	MOVD d+24(FP), R3
+	MOVW $0x42fe0000, R4
+	WORD $0x1e27009e // fmov s30, w4
+	MOVW $0x7f800000, R4
+	WORD $0x1e27009d // fmov s29, w4
+	WORD $0x6f00e41f // movi v31.2d, #0
+quantloop:
+	VLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]
+	VLD1.P 64(R0), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD $0x4ea0f810 // fabs v16.4s, v0.4s
+	WORD $0x4ea0f831 // fabs v17.4s, v1.4s
+	WORD $0x4ea0f852 // fabs v18.4s, v2.4s
+	WORD $0x4ea0f873 // fabs v19.4s, v3.4s
+	WORD $0x4ea0f894 // fabs v20.4s, v4.4s
+	WORD $0x4ea0f8b5 // fabs v21.4s, v5.4s
+	WORD $0x4ea0f8d6 // fabs v22.4s, v6.4s
+	WORD $0x4ea0f8f7 // fabs v23.4s, v7.4s
+	WORD $0x4e31f610 // fmax v16.4s, v16.4s, v17.4s
+	WORD $0x4e33f652 // fmax v18.4s, v18.4s, v19.4s
+	WORD $0x4e35f694 // fmax v20.4s, v20.4s, v21.4s
+	WORD $0x4e37f6d6 // fmax v22.4s, v22.4s, v23.4s
+	WORD $0x4e32f610 // fmax v16.4s, v16.4s, v18.4s
+	WORD $0x4e36f694 // fmax v20.4s, v20.4s, v22.4s
+	WORD $0x4e34f610 // fmax v16.4s, v16.4s, v20.4s
+	WORD $0x6e30fa10 // fmaxv s16, v16.4s
+	// d = RoundF16(amax/127); id = 127/amax, 0 unless below +Inf.
+	WORD $0x1e3e1a11 // fdiv s17, s16, s30
+	WORD $0x1e23c231 // fcvt h17, s17
+	WORD $0x1ee24231 // fcvt s17, h17
+	FMOVS.P F17, 4(R3)
+	WORD $0x1e301bd2 // fdiv s18, s30, s16
+	WORD $0x1e3d2240 // fcmp s18, s29
+	WORD $0x1e3f4e52 // fcsel s18, s18, s31, mi
+	WORD $0x4f929000 // fmul v0.4s, v0.4s, v18.s[0]
+	WORD $0x4f929021 // fmul v1.4s, v1.4s, v18.s[0]
+	WORD $0x4f929042 // fmul v2.4s, v2.4s, v18.s[0]
+	WORD $0x4f929063 // fmul v3.4s, v3.4s, v18.s[0]
+	WORD $0x4f929084 // fmul v4.4s, v4.4s, v18.s[0]
+	WORD $0x4f9290a5 // fmul v5.4s, v5.4s, v18.s[0]
+	WORD $0x4f9290c6 // fmul v6.4s, v6.4s, v18.s[0]
+	WORD $0x4f9290e7 // fmul v7.4s, v7.4s, v18.s[0]
+	WORD $0x4e21a800 // fcvtns v0.4s, v0.4s
+	WORD $0x4e21a821 // fcvtns v1.4s, v1.4s
+	WORD $0x4e21a842 // fcvtns v2.4s, v2.4s
+	WORD $0x4e21a863 // fcvtns v3.4s, v3.4s
+	WORD $0x4e21a884 // fcvtns v4.4s, v4.4s
+	WORD $0x4e21a8a5 // fcvtns v5.4s, v5.4s
+	WORD $0x4e21a8c6 // fcvtns v6.4s, v6.4s
+	WORD $0x4e21a8e7 // fcvtns v7.4s, v7.4s
+	WORD $0x0e614800 // sqxtn v0.4h, v0.4s
+	WORD $0x4e614820 // sqxtn2 v0.8h, v1.4s
+	WORD $0x0e614842 // sqxtn v2.4h, v2.4s
+	WORD $0x4e614862 // sqxtn2 v2.8h, v3.4s
+	WORD $0x0e614884 // sqxtn v4.4h, v4.4s
+	WORD $0x4e6148a4 // sqxtn2 v4.8h, v5.4s
+	WORD $0x0e6148c6 // sqxtn v6.4h, v6.4s
+	WORD $0x4e6148e6 // sqxtn2 v6.8h, v7.4s
+	WORD $0x0e214818 // sqxtn v24.8b, v0.8h
+	WORD $0x4e214858 // sqxtn2 v24.16b, v2.8h
+	WORD $0x0e214899 // sqxtn v25.8b, v4.8h
+	WORD $0x4e2148d9 // sqxtn2 v25.16b, v6.8h
+	VST1.P [V24.B16, V25.B16], 32(R2)
+	SUBS $1, R1, R1
+	BNE quantloop
+	RET

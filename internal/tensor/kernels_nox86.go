@@ -4,8 +4,8 @@ package tensor
 
 import "github.com/glassbox-llm/glassbox/internal/gguf"
 
-// The kernels only x86 has (repacked layouts, the quantiser, exp and
-// SiLU): pure Go runs them elsewhere.
+// The kernels only x86 has (repacked layouts, exp and SiLU): pure Go
+// runs them elsewhere.
 
 func x8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool {
 	return false
@@ -20,5 +20,3 @@ func kxAsm(isa, gguf.TensorType, []byte, int, int, int, []int8, []float32, []int
 }
 
 func kx8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool { return false }
-
-func quantQ8_0Asm(isa, []float32, []int8, []float32) bool { return false }

@@ -20,6 +20,8 @@ func dotF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
 
 func readSumAsm(isa, []byte) (uint64, int) { return 0, 0 }
 
+func quantQ8_0Asm(isa, []float32, []int8, []float32) bool { return false }
+
 func flashAsm(*Flash, unsafe.Pointer, int, unsafe.Pointer, int, int, unsafe.Pointer, unsafe.Pointer, bool) {
 	panic("BUG: tensor: no flash assembly in this build")
 }
