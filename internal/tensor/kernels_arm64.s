@@ -1,7 +1,13 @@
-// NEON kernels for arm64. Each WORD is an instruction Go's arm64
-// assembler does not spell (most of Advanced SIMD's arithmetic), encoded by
-// GNU as (aarch64-linux-gnu-as -march=armv8.2-a+dotprod) from the
-// mnemonic beside it.
+// NEON kernels for arm64 (kernels_arm64.go chooses them). Each WORD is an
+// instruction Go's arm64 assembler does not spell (most of Advanced SIMD's
+// arithmetic), with its GNU mnemonic beside it; TestARM64Encodings checks
+// every one. To encode a new one:
+//
+//	echo 'sdot v6.4s, v0.16b, v2.16b' | aarch64-linux-gnu-as -march=armv8.2-a+dotprod -o /tmp/w.o
+//	aarch64-linux-gnu-objdump -d /tmp/w.o
+//
+// The NEON and dot-product variants of a kernel differ only in how the
+// int8 products are summed.
 
 //go:build arm64 && !purego
 
