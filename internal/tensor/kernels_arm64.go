@@ -62,7 +62,7 @@ var q8Kernels = map[gguf.TensorType][2]rows1Func{
 // one token per pass. It reports false when k or t has no kernel.
 func q8RowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n int, out []float32, ostride int) bool {
 	fs, ok := q8Kernels[t]
-	if !k.arm64() || !ok || len(q.D) < n || n == 0 {
+	if !k.arm64() || !ok || len(q.D) < n || n == 0 { // (the kernels take nb ≥ 1 blocks)
 		return false
 	}
 	if nrows == 0 {
@@ -114,7 +114,7 @@ var kKernels = map[gguf.TensorType][2]kRows1Func{
 // activations.
 func kRowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n int, out []float32, ostride int) bool {
 	fs, ok := kKernels[t]
-	if !k.arm64() || !ok || len(q.D) < n || n == 0 {
+	if !k.arm64() || !ok || len(q.D) < n || n == 0 { // (the kernels take nb ≥ 1 blocks)
 		return false
 	}
 	if nrows == 0 {
