@@ -124,22 +124,7 @@ func (f *Flash) stepGo(k []float32, kstride int, v []float32, vstride, nk int) {
 				s[j] += qc * kc[j]
 			}
 		}
-		mx := float32(math.Inf(-1))
-		for j := range s {
-			if j >= int(f.Lim[r]) {
-				s[j] = float32(math.Inf(-1))
-			}
-			mx = max(mx, s[j])
-		}
-		mNew := max(f.m[r], mx)
-		alpha := Expf(f.m[r] - mNew)
-		f.m[r] = mNew
-		var sum float32
-		for j := range s {
-			s[j] = Expf(s[j] - mNew)
-			sum += s[j]
-		}
-		f.l[r] = f.l[r]*alpha + sum
+		alpha := f.softmax(r, &s)
 		o := f.o[r*d : (r+1)*d]
 		for c := range o {
 			o[c] *= alpha
@@ -154,6 +139,28 @@ func (f *Flash) stepGo(k []float32, kstride int, v []float32, vstride, nk int) {
 			}
 		}
 	}
+}
+
+// softmax takes row r's scores s of a tile to e^(s_j−m') (0 past Lim[r]),
+// updates the row's m and l, and returns α, o's factor.
+func (f *Flash) softmax(r int, s *[FlashKeys]float32) float32 {
+	mx := float32(math.Inf(-1))
+	for j := range s {
+		if j >= int(f.Lim[r]) {
+			s[j] = float32(math.Inf(-1))
+		}
+		mx = max(mx, s[j])
+	}
+	mNew := max(f.m[r], mx)
+	alpha := Expf(f.m[r] - mNew)
+	f.m[r] = mNew
+	var sum float32
+	for j := range s {
+		s[j] = Expf(s[j] - mNew)
+		sum += s[j]
+	}
+	f.l[r] = f.l[r]*alpha + sum
+	return alpha
 }
 
 // Output writes row r's attention output, o/l, to dst (len D).

@@ -14,11 +14,17 @@ const (
 	isaGeneric isa = iota // pure Go, every platform
 	isaAVX2               // AVX2 + FMA + F16C
 	isaVNNI               // AVX-512 BW/VL + VNNI, on ymm registers
+	isaNEON               // arm64 Advanced SIMD (int8 dots by SMULL/SADALP)
+	isaDotProd            // arm64 NEON with SDOT (FEAT_DotProd)
 )
 
 func (k isa) String() string {
-	return [...]string{"generic", "avx2", "avx512vnni"}[k]
+	return [...]string{"generic", "avx2", "avx512vnni", "neon", "neon-dotprod"}[k]
 }
+
+// x86 and arm64 report which architecture's kernel set k is.
+func (k isa) x86() bool   { return k == isaAVX2 || k == isaVNNI }
+func (k isa) arm64() bool { return k == isaNEON || k == isaDotProd }
 
 // The pure-Go kernels below fix the order of every floating-point
 // operation to the one the assembly kernels use, so both give bit-identical

@@ -1,4 +1,4 @@
-//go:build !amd64 || purego
+//go:build (!amd64 && !arm64) || purego
 
 package tensor
 
@@ -20,22 +20,8 @@ func dotF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
 
 func readSumAsm(isa, []byte) (uint64, int) { return 0, 0 }
 
-func x8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool {
-	return false
-}
-
-func expShiftAsm(isa, []float32, float32, float32) int { return 0 }
-
-func siluMulAsm(isa, []float32, []float32) int { return 0 }
-
-func kxAsm(isa, gguf.TensorType, []byte, int, int, int, []int8, []float32, []int16, []float32) bool {
-	return false
-}
+func quantQ8_0Asm(isa, []float32, []int8, []float32) bool { return false }
 
 func flashAsm(*Flash, unsafe.Pointer, int, unsafe.Pointer, int, int, unsafe.Pointer, unsafe.Pointer, bool) {
 	panic("BUG: tensor: no flash assembly in this build")
 }
-
-func kx8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool { return false }
-
-func quantQ8_0Asm(isa, []float32, []int8, []float32) bool { return false }

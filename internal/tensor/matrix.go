@@ -218,7 +218,7 @@ func (m *Matrix) mulRows(lo, hi int, x []float32, n int, out []float32, s *Scrat
 		if q8RowsAsm(m.isa, m.Type, m.Data[lo*rb:hi*rb], rb, hi-lo, &s.q, n, out[lo:], m.Rows) {
 			return
 		}
-	case gguf.Q4_K, gguf.Q6_K:
+	case gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
 		if kRowsAsm(m.isa, m.Type, m.Data[lo*rb:hi*rb], rb, hi-lo, &s.q, n, out[lo:], m.Rows) {
 			return
 		}

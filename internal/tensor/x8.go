@@ -109,7 +109,7 @@ func (m *Matrix) unpackBlock(r, b int, blk []byte) {
 func repacks(k isa, t gguf.TensorType) bool {
 	switch t {
 	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
-		return k >= isaAVX2
+		return k.x86()
 	}
 	return false
 }

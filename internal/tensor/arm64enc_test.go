@@ -1,0 +1,58 @@
+//go:build amd64
+
+package tensor
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/glassbox-llm/glassbox/internal/reftest"
+)
+
+// TestARM64Encodings re-assembles the mnemonic beside every WORD of the
+// arm64 kernels with GNU as and requires the same instruction word, so
+// that the hand-encoded NEON instructions say what they do. (It runs on
+// the x86 build, where the cross binutils are; the kernels themselves are
+// tested under qemu.)
+func TestARM64Encodings(t *testing.T) {
+	as := reftest.Tool(t, "aarch64-linux-gnu-as")
+	objdump := reftest.Tool(t, "aarch64-linux-gnu-objdump")
+	src, err := os.ReadFile("kernels_arm64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^\s*WORD \$0x([0-9a-f]{8}) // (.+)$`)
+	ms := re.FindAllStringSubmatch(string(src), -1)
+	if len(ms) < 100 {
+		t.Fatalf("%d WORDs with mnemonics in kernels_arm64.s", len(ms))
+	}
+	var text strings.Builder
+	for _, m := range ms {
+		text.WriteString(m[2] + "\n")
+	}
+	dir := t.TempDir()
+	in, obj := filepath.Join(dir, "k.s"), filepath.Join(dir, "k.o")
+	if err := os.WriteFile(in, []byte(text.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(as, "-march=armv8.2-a+dotprod", "-o", obj, in).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", as, err, out)
+	}
+	dump, err := exec.Command(objdump, "-d", obj).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := regexp.MustCompile(`(?m)^\s*[0-9a-f]+:\s+([0-9a-f]{8})\s`).FindAllStringSubmatch(string(dump), -1)
+	if len(words) != len(ms) {
+		t.Fatalf("%d instructions assembled from %d mnemonics", len(words), len(ms))
+	}
+	for i, m := range ms {
+		if words[i][1] != m[1] {
+			t.Errorf("WORD $0x%s // %s: GNU as encodes it %s", m[1], m[2], words[i][1])
+		}
+	}
+}

@@ -1,0 +1,22 @@
+//go:build !amd64 || purego
+
+package tensor
+
+import "github.com/glassbox-llm/glassbox/internal/gguf"
+
+// The kernels only x86 has (repacked layouts, exp and SiLU): pure Go
+// runs them elsewhere.
+
+func x8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool {
+	return false
+}
+
+func expShiftAsm(isa, []float32, float32, float32) int { return 0 }
+
+func siluMulAsm(isa, []float32, []float32) int { return 0 }
+
+func kxAsm(isa, gguf.TensorType, []byte, int, int, int, []int8, []float32, []int16, []float32) bool {
+	return false
+}
+
+func kx8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool { return false }
