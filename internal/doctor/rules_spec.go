@@ -57,9 +57,10 @@ func speculationCostly(s *Signals, _ *diagnosis) *Finding {
 	var title, inf string
 	var changes []Change
 	if s.specCost() == "acceptance" {
-		title = "speculation costs more than it saves: most drafts are rejected"
+		title = "speculation buys little: most drafts are rejected"
 		inf = fmt.Sprintf("Only %s of the draft tokens were accepted: a verify pass scored %.2f drafts and kept %.2f tokens, %.2f positions scored per token kept. "+
-			"The rejected drafts' positions, their K/V writes and their share of each step buy nothing.",
+			"Each rejected draft took a position of its step's compute, a K/V slot that is rolled back and its share of the proposer's work, for nothing; "+
+			"on a small batch that costs little, but the passes barely shorten a request, and as batches grow the rejected positions cost throughput.",
 			pct(s.v(sigSpecAcceptance)), s.v(sigSpecDraftLen), s.v(sigSpecTokensPerPass), s.v(sigSpecScoredPerToken))
 		if keep > 0 && keep < k {
 			changes = append(changes, smaller(fmt.Sprintf("draft positions past %d are accepted in under %s of the passes", keep, pct(s.th.SpecPositionKeep))))

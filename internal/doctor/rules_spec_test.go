@@ -56,7 +56,7 @@ func TestSpeculationAroundItsThresholds(t *testing.T) {
 			continue
 		}
 		f := find(t, rep, "speculation-costly")
-		if want := map[string]string{"acceptance": "most drafts are rejected", "compute": "compute-bound"}[tc.kind]; !strings.Contains(f.Title, want) {
+		if want := map[string]string{"acceptance": "buys little: most drafts are rejected", "compute": "compute-bound"}[tc.kind]; !strings.Contains(f.Title, want) {
 			t.Errorf("%s: title %q, want it to say %q", tc.name, f.Title, want)
 		}
 		if f.Changes[0].Flag != "--speculative-config" {
