@@ -52,7 +52,7 @@ type Thresholds struct {
 	ImbalanceRatio float64 `doc:"mean queue of one replica over the others' that is an imbalance"`
 
 	SpecMinDrafts      float64 `doc:"verify passes below which a draft acceptance rate is an anecdote"`
-	SpecAcceptanceLow  float64 `doc:"draft acceptance rate (accepted over draft tokens) below which a verify pass's drafts buy little"`
+	SpecAcceptanceLow  float64 `doc:"draft acceptance rate (accepted over draft tokens) below which a verify pass's drafts buy little (the acceptance alert's)"`
 	SpecPositionKeep   float64 `doc:"acceptance at a draft position (accepted there per verify pass) below which drafting it costs more than it saves"`
 	SpecScoredPerToken float64 `doc:"positions a verify pass scores per token it keeps above which, on a GPU busy with wide verify steps, speculation costs throughput (in the simulator's cost model, 1.5 still pays and 1.7 costs)"`
 }
@@ -101,7 +101,7 @@ func DefaultThresholds() Thresholds {
 		ImbalanceRatio: 3,
 
 		SpecMinDrafts:      100,
-		SpecAcceptanceLow:  0.3,
+		SpecAcceptanceLow:  metricspec.SpecAcceptanceLow,
 		SpecPositionKeep:   0.3,
 		SpecScoredPerToken: 1.6,
 	}
