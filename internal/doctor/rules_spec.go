@@ -62,12 +62,10 @@ func speculationCostly(s *Signals, _ *diagnosis) *Finding {
 			"Each rejected draft took a position of its step's compute, a K/V slot that is rolled back and its share of the proposer's work, for nothing; "+
 			"on a small batch that costs little, but the passes barely shorten a request, and as batches grow the rejected positions cost throughput.",
 			pct(s.v(sigSpecAcceptance)), s.v(sigSpecDraftLen), s.v(sigSpecTokensPerPass), s.v(sigSpecScoredPerToken))
+		changes = []Change{off}
 		if keep > 0 && keep < k {
-			changes = append(changes, smaller(fmt.Sprintf("draft positions past %d are accepted in under %s of the passes", keep, pct(s.th.SpecPositionKeep))))
-		}
-		changes = append(changes, off)
-		if keep > 0 && keep < k {
-			changes[len(changes)-1].Why = "or " + changes[len(changes)-1].Why
+			off.Why = "or " + off.Why
+			changes = []Change{smaller(fmt.Sprintf("draft positions past %d are accepted in under %s of the passes", keep, pct(s.th.SpecPositionKeep))), off}
 		}
 	} else {
 		title = "speculation costs more than it saves: the verify passes are compute-bound at this batch width"
