@@ -108,7 +108,7 @@ func Scenarios() []Scenario {
 			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-8b", "--speculative-config", specSynthetic(4, 0.8, 0.6, 0.45, 0.3)), random(256, 512, "2"))),
 		fast(sc("h200/llama-3.1-8b/spec-rejected", "speculation-costly", "n-gram speculation whose drafts are accepted at 0.1, 0.02, 0.01, 0: nearly every verify pass keeps only the token after its first draft, whatever the back-off leaves",
 			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-8b", "--speculative-config", specSynthetic(4, 0.1, 0.02, 0.01, 0)), random(256, 512, "2"))),
-		sc("h200/llama-3.1-8b/spec-wide", "speculation-costly", "n-gram speculation accepted at 0.6, 0.35, 0.2, 0.1 under 120 requests/s of 128 → 512 tokens: about a thousand sequences decode at once, each verify pass scores five positions and keeps under three, and at that width a step's arithmetic sets its length (in the simulator: 20.7k output tokens/s with speculation, 21.8k without)",
+		sc("h200/llama-3.1-8b/spec-wide", "speculation-costly", "n-gram speculation accepted at 0.6, 0.35, 0.2, 0.1 under 120 requests/s of 128 → 512 tokens: about a thousand sequences decode at once, each verify pass scores five positions and keeps under three, and at that width a step's arithmetic sets its length (in the simulator, over a minute of it: 20.7k output tokens/s with speculation, 21.8k without)",
 			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-8b", "--speculative-config", specSynthetic(4, 0.6, 0.35, 0.2, 0.1)), random(128, 512, "120")),
 
 		// More GPUs, models and shapes of each class.
