@@ -46,6 +46,7 @@ func runMonitoring(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&c.ShortFor, "short-for", c.ShortFor, "the same for target-down and engine-stalled")
 	fs.DurationVar(&c.StallWindow, "stall-window", c.StallWindow, "time without a generated token, with requests running, that counts as stalled")
 	fs.Float64Var(&c.PreemptionRate, "preemption-rate", c.PreemptionRate, "alert above this many preemptions per second")
+	fs.Float64Var(&c.SpecAcceptance, "spec-acceptance", c.SpecAcceptance, "alert when speculative decoding accepts under this share of its draft tokens")
 	fs.Float64Var(&c.KVCacheUsage, "kv-cache-usage", c.KVCacheUsage, "alert above this KV-cache usage (0-1)")
 	fs.Float64Var(&c.E2EP95Seconds, "e2e-p95-seconds", c.E2EP95Seconds, "alert above this p95 end-to-end latency")
 	fs.Float64Var(&c.TTFTSLOSeconds, "ttft-slo-seconds", c.TTFTSLOSeconds, "TTFT SLO: p99 above it alerts; a TTFT bucket bound")

@@ -44,8 +44,11 @@ func TestMonitoringStack(t *testing.T) {
 	const model = "llama-3.1-8b"
 	// 256 blocks of 16 tokens (128 KiB of KV per token): a handful of
 	// short requests fit easily, two dozen long ones cannot.
+	// Speculation on (at synthetic rates), so that the speculative
+	// decoding row's panels have their families.
 	base, _ := serveTest(t, "--sim-time-scale", "1", "--max-model-len", "1024",
-		"--kv-cache-memory-bytes", fmt.Sprint(256*16*131072), "--sim-dcgm-port", "0")
+		"--kv-cache-memory-bytes", fmt.Sprint(256*16*131072), "--sim-dcgm-port", "0",
+		"--speculative-config", `{"method":"ngram","num_speculative_tokens":2,"rejection_sample_method":"synthetic","synthetic_acceptance_rates":[0.8,0.5]}`)
 	target := strings.TrimPrefix(base, "http://")
 	inst, _ := servers.Load(base)
 

@@ -39,6 +39,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	target := fs.Float64("target-rate", 0, "requests per second the fleet must serve: replicas and the fleet's cost")
 	trial := fs.Duration("trial-duration", 2*time.Minute, "virtual time each trial of the search sends its load for")
 	maxRate := fs.Float64("max-rate", 2000, "the search's ceiling, requests per second")
+	specSweep := fs.String("speculation-sweep", "", "request rates, e.g. 2,10,40,80: instead of searching, run one replica at each with --speculative-config and without, and say where speculation stops paying")
 	if err := fs.Parse(spaceLists(joinGoodput(args), "lora-modules")); err != nil {
 		return err
 	}
@@ -54,8 +55,10 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	lf.printNotes(stderr)
 	cfg := plan.Config{TargetRate: *target, Duration: *trial, MaxRate: *maxRate}
 	var err error
-	if cfg.SLOs, err = plan.ParseSLOs(*slo); err != nil {
-		return fmt.Errorf("--slo: %w", err)
+	if *specSweep == "" { // the sweep compares token times, with no SLO
+		if cfg.SLOs, err = plan.ParseSLOs(*slo); err != nil {
+			return fmt.Errorf("--slo: %w", err)
+		}
 	}
 	if cfg.Prices, err = parsePrices(*prices); err != nil {
 		return err
@@ -75,6 +78,9 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if cfg.Load, err = planLoad(&lf); err != nil {
 		return err
+	}
+	if *specSweep != "" {
+		return planSpeculation(ctx, cfg, *specSweep, stdout)
 	}
 	if err := planFleet(&cfg, &ff, *replicas, *routers, lf.cfg.Seed); err != nil {
 		return err
@@ -247,4 +253,24 @@ func countList(s string, def int) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// planSpeculation is plan --speculation-sweep: one replica of the first
+// configuration at each rate, with its --speculative-config and without.
+func planSpeculation(ctx context.Context, cfg plan.Config, rates string, stdout io.Writer) error {
+	var rs []float64
+	for _, f := range strings.Split(rates, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(r > 0) {
+			return fmt.Errorf("--speculation-sweep: %q is not a positive request rate", f)
+		}
+		rs = append(rs, r)
+	}
+	pts, err := plan.SpeculationSweep(ctx, cfg, rs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "One %s replica of %s, %s of virtual time per rate, with --speculative-config and without:\n\n", cfg.Base.Sim.Hardware, cfg.Base.Sim.Model, cfg.Duration)
+	plan.WriteSpecTable(stdout, pts)
+	return nil
 }

@@ -175,6 +175,33 @@ func TestPlanCommand(t *testing.T) {
 	}
 }
 
+// TestPlanSpeculationSweep: plan --speculation-sweep runs the rates with
+// --speculative-config and without and says where speculation stops
+// paying; without --speculative-config, or with a rate that is no number,
+// it is refused by name. (internal/plan tests the crossover itself.)
+func TestPlanSpeculationSweep(t *testing.T) {
+	var out strings.Builder
+	err := run(context.Background(), []string{"plan", "--sim-hardware", "h200", "--random-input-len", "128", "--random-output-len", "128", "--trial-duration", "10s",
+		"--speculative-config", `{"method":"ngram","num_speculative_tokens":3,"rejection_sample_method":"synthetic","synthetic_acceptance_rates":[0.9,0.8,0.7]}`,
+		"--speculation-sweep", "1,2"}, &out, io.Discard)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, want := range []string{"TPOT p50 ms (spec)", "\n1  ", "\n2  ", "pays", "Speculation pays at every rate swept."} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	for flagName, args := range map[string][]string{
+		"--speculative-config": {"plan", "--speculation-sweep", "2"},
+		"--speculation-sweep":  {"plan", "--speculation-sweep", "2,x", "--speculative-config", `{"method":"ngram","num_speculative_tokens":3}`},
+	} {
+		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), flagName) {
+			t.Errorf("%v: %v, want an error naming %s", args, err, flagName)
+		}
+	}
+}
+
 // TestSimulatedRunInPrometheus: a simulated run's --metrics-out loads into
 // a real Prometheus through promtool, and the doctor reads it there as it
 // reads a live server: a max-num-seqs of 4 under load is the concurrency cap.

@@ -77,7 +77,13 @@ func peakRate(load []string) float64 {
 // Command is the command line that reproduces the incident, its metrics
 // written as OpenMetrics for promtool.
 func (s Scenario) Command() string {
-	return "glassbox simulate " + strings.Join(s.Args(), " ") + " --metrics-interval " + s.Interval.String() + " --metrics-out incident.om"
+	args := s.Args()
+	for i, a := range args {
+		if strings.ContainsAny(a, `{}"' `) { // --speculative-config's JSON: one word to a shell
+			args[i] = "'" + a + "'"
+		}
+	}
+	return "glassbox simulate " + strings.Join(args, " ") + " --metrics-interval " + s.Interval.String() + " --metrics-out incident.om"
 }
 
 // File is the scenario's name as a file name.
@@ -167,6 +173,10 @@ func Classes() []Class {
 			Expect: Expect{Must: []string{"client-timeouts"}}},
 		{Name: "prefix-off", Finding: "prefix-caching",
 			Expect: Expect{Must: []string{"prefix-caching"}}},
+		{Name: "speculation-pays", Finding: "",
+			Expect: Expect{MustNot: []string{"speculation-costly"}}},
+		{Name: "speculation-costly", Finding: "speculation-costly",
+			Expect: Expect{Must: []string{"speculation-costly"}}},
 	}
 }
 

@@ -2,6 +2,8 @@ package corpus
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/doctor"
@@ -20,6 +22,17 @@ const (
 )
 
 func flags(xs ...string) []string { return xs }
+
+// specSynthetic is a --speculative-config of k n-gram drafts accepted at
+// vLLM's synthetic per-position rates (the simulator then drafts every
+// step).
+func specSynthetic(k int, rates ...float64) string {
+	r := make([]string, len(rates))
+	for i, x := range rates {
+		r[i] = strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return fmt.Sprintf(`{"method":"ngram","num_speculative_tokens":%d,"rejection_sample_method":"synthetic","synthetic_acceptance_rates":[%s]}`, k, strings.Join(r, ","))
+}
 
 // wideDecode is a scenario compute-bound on decode alone: vLLM's series
 // alone carry neither the GPU's peaks nor its kernels' activity, so the
@@ -91,6 +104,12 @@ func Scenarios() []Scenario {
 			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-8b", "--no-enable-prefix-caching"),
 			flags("--dataset-name", "prefix-repetition", "--prefix-repetition-prefix-len", "1024", "--prefix-repetition-suffix-len", "64",
 				"--prefix-repetition-num-prefixes", "4", "--prefix-repetition-output-len", "16", "--request-rate", "4"))),
+		fast(sc("h200/llama-3.1-8b/spec-chat", "speculation-pays", "n-gram speculation, 4 drafts accepted at vLLM's synthetic rates 0.8, 0.6, 0.45, 0.3 (some 2.8 tokens per verify pass), on 2 requests/s of 256 → 512 tokens: a batch of a few sequences, where a verify pass costs about one decode step, and each yields several tokens",
+			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-8b", "--speculative-config", specSynthetic(4, 0.8, 0.6, 0.45, 0.3)), random(256, 512, "2"))),
+		fast(sc("h200/llama-3.1-8b/spec-rejected", "speculation-costly", "n-gram speculation whose drafts are accepted at 0.1, 0.02, 0.01, 0: nearly every verify pass keeps only the token after its first draft, whatever the back-off leaves",
+			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-8b", "--speculative-config", specSynthetic(4, 0.1, 0.02, 0.01, 0)), random(256, 512, "2"))),
+		sc("h200/llama-3.1-8b/spec-wide", "speculation-costly", "n-gram speculation accepted at 0.6, 0.35, 0.2, 0.1 under 120 requests/s of 128 → 512 tokens: about a thousand sequences decode at once, each verify pass scores five positions and keeps under three, and at that width a step's arithmetic sets its length (in the simulator, over a minute of it: 20.7k output tokens/s with speculation, 21.8k without)",
+			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-8b", "--speculative-config", specSynthetic(4, 0.6, 0.35, 0.2, 0.1)), random(128, 512, "120")),
 
 		// More GPUs, models and shapes of each class.
 		sc("h100/qwen2.5-7b/short-chat", "healthy", "5 requests/s of 128 → 64 tokens on an H100: served as they come",

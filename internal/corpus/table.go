@@ -25,7 +25,7 @@ func Judge(sc Scenario, w *doctor.Window, clothes, source string) Result {
 
 // columns are the findings the confusion table counts.
 var columns = []string{"kv-capacity-bound", "compute-bound", "compute-and-kv-bound", "concurrency-cap", "host-bound", "under-loaded",
-	"preemption-storm", "prefill-bound", "decode-bound", "queueing-dominates", "client-timeouts", "prefix-caching"}
+	"preemption-storm", "prefill-bound", "decode-bound", "queueing-dominates", "client-timeouts", "prefix-caching", "speculation-costly"}
 
 // Confusion is the class × finding table of results: in each cell, how
 // many of the class's reports named the finding; the class's own finding
@@ -38,7 +38,7 @@ func Confusion(results []Result) string {
 	}
 	short := map[string]string{"kv-capacity-bound": "kv-cap", "compute-bound": "compute", "compute-and-kv-bound": "both", "concurrency-cap": "cap",
 		"host-bound": "host", "under-loaded": "under", "preemption-storm": "preempt", "prefill-bound": "prefill", "decode-bound": "decode",
-		"queueing-dominates": "queue", "client-timeouts": "timeouts", "prefix-caching": "prefix"}
+		"queueing-dominates": "queue", "client-timeouts": "timeouts", "prefix-caching": "prefix", "speculation-costly": "spec"}
 	b.WriteString("| class (finding) | reports | right |")
 	for _, c := range columns {
 		b.WriteString(" " + short[c] + " |")

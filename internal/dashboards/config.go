@@ -77,6 +77,7 @@ type Config struct {
 	QueueTimeRatio float64 // share of end-to-end time spent queued
 	AbortRatio     float64 // share of finished requests aborted (client timeouts, disconnects)
 	ErrorRatio     float64 // share of HTTP responses that are 5xx
+	SpecAcceptance float64 // draft acceptance rate (accepted over draft tokens) below which speculation has collapsed
 	// A replica whose queue, averaged over RateWindow, is more than
 	// ImbalanceRatio times its fleet's mean and more than
 	// ImbalanceMinWaiting requests is the one the router overloads.
@@ -122,6 +123,7 @@ func Default() Config {
 		QueueTimeRatio:      metricspec.QueueShareHigh,
 		AbortRatio:          metricspec.AbortShareHigh,
 		ErrorRatio:          0.05,
+		SpecAcceptance:      metricspec.SpecAcceptanceLow,
 		ImbalanceRatio:      1.5,
 		ImbalanceMinWaiting: 2,
 	}
@@ -157,7 +159,7 @@ func (c *Config) Validate() error {
 	}
 	for name, v := range map[string]float64{
 		"kv cache usage": c.KVCacheUsage, "queue time ratio": c.QueueTimeRatio,
-		"abort ratio": c.AbortRatio, "error ratio": c.ErrorRatio,
+		"abort ratio": c.AbortRatio, "error ratio": c.ErrorRatio, "spec acceptance": c.SpecAcceptance,
 	} {
 		if !(v > 0 && v < 1) {
 			return fmt.Errorf("%s threshold must be in (0, 1), got %v", name, v)

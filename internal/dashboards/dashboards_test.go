@@ -42,6 +42,7 @@ func exportedSeries(t *testing.T) exported {
 		ModelName: "m", Engine: "0", MaxModelLen: 4096,
 		Cache: metricspec.CacheConfig{BlockSize: 16}, SchedulerInfo: map[string]string{"max_num_seqs": "8"},
 		ExecutorInfo: map[string]string{"executor": "sim"}, PeakFLOPs: 1e15, PeakBandwidth: 4e12,
+		NumSpeculativeTokens: 4, // the spec-decode families exist only with --speculative-config
 	}, reg)
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,7 @@ func Overview(c Config) (dashboard.Dashboard, error) {
 	overviewSLO(b, &c)
 	overviewLatency(b, &c)
 	overviewLoad(b, &c)
+	overviewSpeculation(b, &c)
 	return b.Build()
 }
 
@@ -113,6 +114,26 @@ func overviewLoad(b *dashboard.DashboardBuilder, c *Config) {
 	b.WithPanel(graph("Prefix-cache hit rate", "Share of prompt tokens looked up in the prefix cache that were found there.", "percentunit", 6,
 		q("A", fmt.Sprintf("%s / %s", rateOf(metricspec.PrefixCacheHits, ""), rateOf(metricspec.PrefixCacheQueries, "")), "hit rate")).
 		Min(0).Max(1))
+}
+
+// overviewSpeculation is speculative decoding as vLLM's four spec-decode
+// counters show it; empty without --speculative-config (the families are
+// then absent, as in vLLM).
+func overviewSpeculation(b *dashboard.DashboardBuilder, c *Config) {
+	b.WithRow(dashboard.NewRowBuilder("Speculative decoding"))
+	drafts := rateOf(metricspec.SpecDecodeDrafts, "")
+	b.WithPanel(graph("Draft acceptance rate", fmt.Sprintf("Draft tokens accepted over draft tokens verified. Below %g the verify passes score drafts that are thrown away: speculation buys little, and costs throughput at wide batches. Empty without --speculative-config.", c.SpecAcceptance),
+		"percentunit", 8, q("A", fmt.Sprintf("%s / %s", rateOf(metricspec.SpecDecodeAcceptedTokens, ""), rateOf(metricspec.SpecDecodeDraftTokens, "")), "acceptance")).
+		Min(0).Max(1).Thresholds(thresholds("red", c.SpecAcceptance, "green")).
+		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)).
+		Links(c.runbooks("GlassboxSpecAcceptanceCollapsed")))
+	b.WithPanel(graph("Tokens per verify pass", "Mean acceptance length: 1 + accepted drafts per verify pass (a pass yields the accepted drafts and the token after them; plain decoding yields 1). Beside it, draft tokens per pass.",
+		"short", 8,
+		q("A", fmt.Sprintf("1 + %s / %s", rateOf(metricspec.SpecDecodeAcceptedTokens, ""), drafts), "tokens per pass"),
+		q("B", fmt.Sprintf("%s / %s", rateOf(metricspec.SpecDecodeDraftTokens, ""), drafts), "drafts per pass")).Min(0))
+	b.WithPanel(graph("Acceptance by draft position", "Share of verify passes whose draft at each position was accepted (with every draft before it). Positions far below the first cost a scored position for little: a smaller num_speculative_tokens drops them.",
+		"percentunit", 8, q("A", fmt.Sprintf("%s / ignoring (position) group_left () %s", rateOf(metricspec.SpecDecodeAcceptedTokensPos, metricspec.LabelPosition), drafts), "position {{position}}")).
+		Min(0).Max(1).Links(c.runbooks("GlassboxSpecAcceptanceCollapsed")))
 }
 
 // promQuery is a target before it becomes a builder.

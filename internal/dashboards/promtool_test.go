@@ -84,6 +84,7 @@ func TestRuleTestsCatchBrokenRules(t *testing.T) {
 	broken.QueueTimeRatio = 0.9
 	broken.AbortRatio = 0.6
 	broken.ErrorRatio = 0.6
+	broken.SpecAcceptance = 0.05
 	broken.ImbalanceRatio = 3
 	broken.ShortFor = time.Hour // engine stalled, target down
 	rules, err := RulesYAML(broken)

@@ -123,6 +123,19 @@ func alerts(c *Config) []alertSpec {
 				e.counter(metricspec.RequestSuccess, 10-abort, "finished_reason", "stop")...)
 		},
 	}, {
+		// Without drafts the ratio is 0/0, which no comparison holds: the
+		// alert is quiet where nothing speculates, or nothing is drafted.
+		name: "GlassboxSpecAcceptanceCollapsed", severity: severityWarning, forDur: c.For, labels: model,
+		expr: fmt.Sprintf("%s / %s < %g",
+			c.sumRate(metricspec.SpecDecodeAcceptedTokens), c.sumRate(metricspec.SpecDecodeDraftTokens), c.SpecAcceptance),
+		summary: fmt.Sprintf("speculative decoding of %s accepts under %g%% of its drafts", on, 100*c.SpecAcceptance),
+		desc: fmt.Sprintf("Over %s fewer than %g of the draft tokens were accepted for %s while drafts were being made: each verify pass scores drafts that are thrown away, "+
+			"so speculation buys little and, at wide batches, costs throughput.", w, c.SpecAcceptance, f),
+		series: func(e *testEnv, hot bool) []inputSeries {
+			return append(e.counter(metricspec.SpecDecodeDraftTokens, 10),
+				e.counter(metricspec.SpecDecodeAcceptedTokens, 10*e.pick(hot, c.SpecAcceptance/2, (1+c.SpecAcceptance)/2))...)
+		},
+	}, {
 		name: "GlassboxHighErrorRate", severity: severityCritical, forDur: c.For, labels: []string{"job", "instance"},
 		expr: fmt.Sprintf("sum by (job, instance) (rate(%s%s[%s])) / sum by (job, instance) (rate(%s%s[%s])) > %g",
 			metricspec.HTTPRequests, c.selector(`status="5xx"`), w, metricspec.HTTPRequests, c.selector(), w, c.ErrorRatio),

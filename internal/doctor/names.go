@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
@@ -17,6 +18,17 @@ const (
 	// infoDCGM holds the GPUs' modelName and count, from the DCGM series.
 	infoDCGM = "dcgm"
 )
+
+// maxSpecPositions is how many draft positions of
+// vllm:spec_decode_num_accepted_tokens_per_pos_total the doctor reads
+// (num_speculative_tokens is rarely above it); the target's k is the
+// number of positions it exports.
+const maxSpecPositions = 8
+
+// keySpecPos is the accepted-tokens counter of draft position i.
+func keySpecPos(i int) string {
+	return metricspec.SpecDecodeAcceptedTokensPos + `{position="` + strconv.Itoa(i) + `"}`
+}
 
 // seriesSpec is one series the doctor reads: a family, summed (or maxed)
 // over every label set, optionally restricted to one label value.
@@ -42,6 +54,10 @@ func scalarSeries() []seriesSpec {
 		{key: keyAborts, family: metricspec.RequestSuccess, label: metricspec.LabelFinishedReason, value: "abort", agg: "sum"},
 		sum(metricspec.EstimatedReadBytesPerGPU),
 		{key: keyWaitingCapacity, family: metricspec.NumRequestsWaitingByReason, label: metricspec.LabelReason, value: "capacity", agg: "sum"},
+		sum(metricspec.SpecDecodeDrafts), sum(metricspec.SpecDecodeDraftTokens), sum(metricspec.SpecDecodeAcceptedTokens),
+	}
+	for i := range maxSpecPositions {
+		out = append(out, seriesSpec{key: keySpecPos(i), family: metricspec.SpecDecodeAcceptedTokensPos, label: metricspec.LabelPosition, value: strconv.Itoa(i), agg: "sum"})
 	}
 	for _, f := range dcgmActivities {
 		out = append(out, seriesSpec{key: f, family: f, agg: aggAvg, dcgm: true})

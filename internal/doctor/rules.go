@@ -65,6 +65,8 @@ func rules() []rule {
 		{name: "queueing-dominates", severity: Warning, when: func(s *Signals) bool { return s.v(sigQueueShare) > s.th.QueueShare }, advise: queueingDominates},
 		{name: "client-timeouts", severity: Warning, when: clientTimeoutsWhen, advise: clientTimeouts},
 		{name: "prefix-caching", severity: Warning, when: func(s *Signals) bool { return s.prefixAdvice() != 0 }, advise: prefixCaching},
+		{name: "speculation-costly", severity: Warning, uses: []string{sigSpecAcceptance, sigBusy, sigSpecVerifyPerStep},
+			when: func(s *Signals) bool { return s.specCost() != "" }, advise: speculationCostly},
 	}
 }
 

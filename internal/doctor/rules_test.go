@@ -127,6 +127,17 @@ func ruleCases() []ruleCase {
 		{"vLLM + DCGM: idle GPU, nothing waits", "under-loaded", true, func(l *load) {
 			l.vllm, l.dcgm, l.running = true, 0.2, func(i int) float64 { return float64(i % 2) }
 		}},
+		// Speculation: 50 verify passes a second of 4 drafts on a light
+		// load, or 5120 on a wide one (20 steps a second: 1280 positions
+		// scored per step) with the GPU busy.
+		{"speculation off", "speculation-costly", false, func(l *load) {}},
+		{"drafts mostly rejected", "speculation-costly", true, func(l *load) { l.speculating(50, 4, 0.1) }},
+		{"drafts mostly accepted at a small batch", "speculation-costly", false, func(l *load) { l.speculating(50, 4, 0.7) }},
+		{"wide verify steps on a busy GPU keep too little", "speculation-costly", true, func(l *load) {
+			l.busy, l.steps, l.running = 0.99, 20, constant(512)
+			l.speculating(5120, 4, 0.45)
+		}},
+		{"vLLM alone: drafts mostly rejected", "speculation-costly", true, func(l *load) { l.vllm = true; l.speculating(50, 4, 0.1) }},
 		{"vLLM + DCGM: busy GPU on full steps", "under-loaded", false, func(l *load) { l.vllm, l.dcgm, l.steps, l.prompt = true, 0.95, 20, 150000 }},
 	}
 }

@@ -65,6 +65,14 @@ const (
 	sigE2Ep50         = "e2e_p50"
 	sigE2Ep99         = "e2e_p99"
 	sigQueueP50       = "queue_p50"
+
+	sigSpecDrafts         = "spec_drafts"
+	sigSpecK              = "num_speculative_tokens"
+	sigSpecAcceptance     = "spec_acceptance_rate"
+	sigSpecDraftLen       = "spec_draft_length"
+	sigSpecTokensPerPass  = "spec_tokens_per_pass"
+	sigSpecScoredPerToken = "spec_scored_per_token"
+	sigSpecVerifyPerStep  = "spec_verify_tokens_per_step"
 )
 
 // one is a signal with a single source.
@@ -79,7 +87,7 @@ func signalDefs() []signalDef {
 	kv := metricspec.KVCacheUsagePerc
 	hsum := func(f string) string { return f + "_sum" }
 	hcount := func(f string) string { return f + "_count" }
-	return []signalDef{
+	return append([]signalDef{
 		// The queue and the batch.
 		one(sigRunning, "", srcVLLM, "mean requests running", func(v *view) float64 { return v.mean(m) },
 			func(p promql, _ *Signals) string { return p.avg(m, "sum") }),
@@ -381,7 +389,7 @@ func signalDefs() []signalDef {
 		quantileDef(sigE2Ep50, "end-to-end latency p50", 0.5, metricspec.E2ERequestLatency),
 		quantileDef(sigE2Ep99, "end-to-end latency p99", 0.99, metricspec.E2ERequestLatency),
 		quantileDef(sigQueueP50, "queue time p50", 0.5, metricspec.RequestQueueTime),
-	}
+	}, specSignalDefs()...)
 }
 
 // peakDef is one of the GPU's peaks, from glassbox's gauges or the

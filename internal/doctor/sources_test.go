@@ -34,13 +34,22 @@ func exposition(s Snapshot, info map[string]map[string]string) string {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	typed := map[string]bool{}
 	for _, k := range keys {
 		v := s.Values[k]
 		switch {
 		case hist[k] || k == keyAborts:
-		case strings.Contains(k, "{"): // one labelled series of a gauge family
+		case strings.Contains(k, "{"): // one labelled series of a family (the keys sort a family's series together)
 			name, labels, _ := strings.Cut(strings.TrimSuffix(k, "}"), "{")
-			fmt.Fprintf(&b, "# TYPE %s gauge\n%s{model_name=\"m\",%s} %g\n", name, name, labels, v)
+			if !typed[name] {
+				typed[name] = true
+				kind := "gauge"
+				if strings.HasSuffix(name, "_total") {
+					kind = "counter"
+				}
+				fmt.Fprintf(&b, "# TYPE %s %s\n", name, kind)
+			}
+			fmt.Fprintf(&b, "%s{model_name=\"m\",%s} %g\n", name, labels, v)
 		case k == metricspec.RequestSuccess:
 			fmt.Fprintf(&b, "# TYPE %s counter\n%s{finished_reason=\"abort\"} %g\n%s{finished_reason=\"stop\"} %g\n", k, k, s.Values[keyAborts], k, v-s.Values[keyAborts])
 		case strings.HasSuffix(k, "_total"):

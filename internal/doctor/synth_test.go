@@ -28,6 +28,26 @@ type load struct {
 	vllm                             bool    // no glassbox_* series
 	dcgm                             float64 // DCGM's graphics-engine activity beside the target; 0 for no DCGM
 	gpuName                          string  // DCGM's modelName
+	// Speculative decoding: verify passes per second and each draft
+	// position's acceptance (accepted there per pass); no families when
+	// specPasses is 0. specLen is the draft tokens per pass (k when 0).
+	specPasses, specLen float64
+	specPos             []float64
+}
+
+// speculating sets a speculative target: passes verify passes a second
+// with k drafts each, accepted at the rate acc overall, the first
+// positions more often than the last.
+func (l *load) speculating(passes float64, k int, acc float64) {
+	l.specPasses, l.specLen, l.specPos = passes, float64(k), make([]float64, k)
+	for i := range k {
+		// weights from 1.6 down to 0.4 (mean 1): position i's acceptance.
+		w := 1.0
+		if k > 1 {
+			w = 1.6 - 1.2*float64(i)/float64(k-1)
+		}
+		l.specPos[i] = min(1, acc*w)
+	}
 }
 
 // healthy is a lightly loaded glassbox target.
@@ -84,6 +104,13 @@ func (l load) window() *Window {
 			}
 			add := map[string]float64{metricspec.ExecutorBusySeconds: l.busy, metricspec.EngineHostSeconds: l.host, metricspec.EngineSteps: l.steps, metricspec.GenerationTokens: gen, metricspec.PromptTokens: l.prompt, metricspec.PromptTokensCached: l.cached,
 				metricspec.NumPreemptions: l.preempt, metricspec.RequestSuccess: l.success, keyAborts: l.aborts, metricspec.PrefixCacheQueries: l.queries, metricspec.PrefixCacheHits: l.hits}
+			if l.specPasses > 0 {
+				add[metricspec.SpecDecodeDrafts], add[metricspec.SpecDecodeDraftTokens] = l.specPasses, l.specPasses*l.specLen
+				for j, p := range l.specPos {
+					add[keySpecPos(j)] = l.specPasses * p
+					add[metricspec.SpecDecodeAcceptedTokens] += l.specPasses * p
+				}
+			}
 			for k, v := range add {
 				cum[k] += v
 			}
@@ -106,6 +133,16 @@ func (l load) window() *Window {
 			if _, ok := s.Values[spec.key]; !ok && spec.key != metricspec.ExecutorPeakFLOPs {
 				s.Values[spec.key] = cum[spec.key]
 			}
+		}
+		// Without speculation the families are absent; with it, positions
+		// 0..k-1 exist.
+		if l.specPasses == 0 {
+			delete(s.Values, metricspec.SpecDecodeDrafts)
+			delete(s.Values, metricspec.SpecDecodeDraftTokens)
+			delete(s.Values, metricspec.SpecDecodeAcceptedTokens)
+		}
+		for j := len(l.specPos); j < maxSpecPositions; j++ {
+			delete(s.Values, keySpecPos(j))
 		}
 		if l.vllm {
 			for k := range s.Values {

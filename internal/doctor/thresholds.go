@@ -50,6 +50,11 @@ type Thresholds struct {
 	HitShared      float64 `doc:"prefix-cache hit rate that shows prompts share prefixes"`
 	StaleShare     float64 `doc:"share of missed readings that makes the target down, not flaky"`
 	ImbalanceRatio float64 `doc:"mean queue of one replica over the others' that is an imbalance"`
+
+	SpecMinDrafts      float64 `doc:"verify passes below which a draft acceptance rate is an anecdote"`
+	SpecAcceptanceLow  float64 `doc:"draft acceptance rate (accepted over draft tokens) below which a verify pass's drafts buy little (the acceptance alert's)"`
+	SpecPositionKeep   float64 `doc:"acceptance at a draft position (accepted there per verify pass) below which drafting it costs more than it saves"`
+	SpecScoredPerToken float64 `doc:"positions a verify pass scores per token it keeps above which, on a GPU busy with wide verify steps, speculation costs throughput (in the simulator's cost model, 1.5 still pays and 1.7 costs)"`
 }
 
 // DefaultThresholds are the doctor's.
@@ -94,5 +99,10 @@ func DefaultThresholds() Thresholds {
 		HitShared:      0.05,
 		StaleShare:     0.25,
 		ImbalanceRatio: 3,
+
+		SpecMinDrafts:      100,
+		SpecAcceptanceLow:  metricspec.SpecAcceptanceLow,
+		SpecPositionKeep:   0.3,
+		SpecScoredPerToken: 1.6,
 	}
 }

@@ -75,8 +75,8 @@ func TestAlertsShareTheThresholds(t *testing.T) {
 	}
 	th := DefaultThresholds()
 	want := map[string]float64{"GlassboxHighPreemptionRate": th.PreemptionRate, "GlassboxKVCacheNearlyFull": th.KVWatermark,
-		"GlassboxQueueTimeDominates": th.QueueShare, "GlassboxHighAbortRate": th.AbortShare}
-	tail := regexp.MustCompile(`>\s*([0-9.]+)\s*$`)
+		"GlassboxQueueTimeDominates": th.QueueShare, "GlassboxHighAbortRate": th.AbortShare, "GlassboxSpecAcceptanceCollapsed": th.SpecAcceptanceLow}
+	tail := regexp.MustCompile(`[<>]\s*([0-9.]+)\s*$`)
 	found := 0
 	for _, g := range file.Groups {
 		for _, r := range g.Rules {

@@ -91,7 +91,20 @@ func (e *Engine) propose() {
 			rs.draftKV = e.result.DraftKV[i]
 			drafts = e.result.Drafts[i]
 		} else if sc.Sample && e.mayDraft(rs, rs.numOutput) {
-			drafts = e.ngram.Propose(q.Spec, q.Tokens, rs.backoff.Next(k))
+			n := rs.backoff.Next(k)
+			if e.cfg.Speculative.RejectionSampleMethod == spec.RejectSynthetic {
+				// Synthetic acceptance (the simulator's) drafts every
+				// step, as a draft model would: the rates, not the
+				// drafts, decide what is accepted, and a simulated load
+				// rarely repeats an n-gram. The drafts repeat the last
+				// token.
+				drafts = q.Spec
+				for range n {
+					drafts = append(drafts, q.Tokens[len(q.Tokens)-1])
+				}
+			} else {
+				drafts = e.ngram.Propose(q.Spec, q.Tokens, n)
+			}
 		}
 		// The verify step yields up to len(drafts)+1 tokens: none past
 		// max_tokens or the context (maxLen).

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/doctor"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
@@ -421,5 +422,33 @@ func TestSampleWhileServing(t *testing.T) {
 		default:
 		}
 		state(t, p, []string{"", "since=1800000010", "from=1800000001&to=1800000030"}[i%3])
+	}
+}
+
+// TestSpeculationSeries: the page's speculative decoding series are the
+// doctor's signals over each interval (acceptance: accepted over draft
+// tokens; tokens per pass: 1 + accepted over passes), and NaN (drawn as a
+// gap) where nothing speculates.
+func TestSpeculationSeries(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	snap := func(sec int, drafts, draftTok, acc float64) doctor.Snapshot {
+		v := map[string]float64{}
+		if drafts >= 0 {
+			v[metricspec.SpecDecodeDrafts], v[metricspec.SpecDecodeDraftTokens], v[metricspec.SpecDecodeAcceptedTokens] = drafts, draftTok, acc
+		}
+		return doctor.Snapshot{T: t0.Add(time.Duration(sec) * time.Second), Values: v, Buckets: map[string]map[float64]float64{}}
+	}
+	w := doctor.NewWindow("live", "t")
+	w.Snapshots = []doctor.Snapshot{snap(0, 0, 0, 0), snap(2, 100, 400, 100), snap(4, 300, 1200, 500)}
+	s := derive(nil, w, time.Time{}, time.Time{})
+	if len(s.SpecAcceptance) != 2 || float64(s.SpecAcceptance[0]) != 0.25 || float64(s.SpecAcceptance[1]) != 0.5 {
+		t.Errorf("acceptance %v, want [0.25 0.5]", s.SpecAcceptance)
+	}
+	if float64(s.SpecTokensPerPass[0]) != 2 || float64(s.SpecTokensPerPass[1]) != 3 {
+		t.Errorf("tokens per pass %v, want [2 3]", s.SpecTokensPerPass)
+	}
+	w.Snapshots = []doctor.Snapshot{snap(0, -1, 0, 0), snap(2, -1, 0, 0)}
+	if s := derive(nil, w, time.Time{}, time.Time{}); !math.IsNaN(float64(s.SpecAcceptance[0])) {
+		t.Errorf("acceptance without speculation %v, want NaN", s.SpecAcceptance)
 	}
 }

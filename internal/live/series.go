@@ -50,6 +50,10 @@ type Series struct {
 
 	PrefillShare []num `json:"prefill_share"` // of prefill + decode time
 	HitRate      []num `json:"hit_rate"`
+	// Speculative decoding: draft acceptance and tokens per verify pass
+	// (null without --speculative-config).
+	SpecAcceptance    []num `json:"spec_acceptance"`
+	SpecTokensPerPass []num `json:"spec_tokens_per_pass"`
 
 	UtilSource string `json:"util_source"` // glassbox, dcgm, vllm-estimate or ""
 	PeakSource string `json:"peak_source"`
@@ -63,6 +67,7 @@ var charted = map[string]string{
 	"gen_tps": "generation_rate", "prompt_tps": "prompt_rate", "util": "busy", "host_share": "host_share",
 	"mfu": "mfu", "mbu": "mbu", "running": "running", "waiting": "waiting", "waiting_capacity": "waiting_capacity",
 	"kv": "kv_usage", "preemptions": "preemptions", "prefill_share": "prefill_share", "hit_rate": "prefix_hit_rate",
+	"spec_acceptance": "spec_acceptance_rate", "spec_tokens_per_pass": "spec_tokens_per_pass",
 }
 
 // latencies are the quantiles the latency chart draws.
@@ -108,7 +113,7 @@ func derive(sig *doctor.Signals, w *doctor.Window, since, to time.Time) *Series 
 	s.DT = nums(iv.DT)
 	fields := map[string]*[]num{"gen_tps": &s.GenTPS, "prompt_tps": &s.PromptTPS, "util": &s.Util, "host_share": &s.HostShare, "mfu": &s.MFU, "mbu": &s.MBU,
 		"running": &s.Running, "waiting": &s.Waiting, "waiting_capacity": &s.WaitingCapacity, "kv": &s.KV, "preemptions": &s.Preemptions,
-		"prefill_share": &s.PrefillShare, "hit_rate": &s.HitRate}
+		"prefill_share": &s.PrefillShare, "hit_rate": &s.HitRate, "spec_acceptance": &s.SpecAcceptance, "spec_tokens_per_pass": &s.SpecTokensPerPass}
 	for k, f := range fields {
 		*f = nums(iv.V[charted[k]])
 	}

@@ -15,4 +15,7 @@ const (
 	// AbortShareHigh is the share of finished requests aborted above which
 	// clients are giving up.
 	AbortShareHigh = 0.1
+	// SpecAcceptanceLow is the draft acceptance rate (accepted over draft
+	// tokens) below which speculative decoding's verify passes buy little.
+	SpecAcceptanceLow = 0.3
 )

@@ -12,6 +12,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/router"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
+	"github.com/glassbox-llm/glassbox/internal/spec"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
@@ -152,5 +153,43 @@ func TestPlanFleets(t *testing.T) {
 	if _, err := Run(context.Background(), Config{Base: cfg.Base, Hardware: cfg.Hardware, TP: cfg.TP, MaxNumSeqs: cfg.MaxNumSeqs, Load: cfg.Load,
 		SLOs: cfg.SLOs, FitReplicas: true}); err == nil {
 		t.Error("fitting replicas without a target rate was accepted")
+	}
+}
+
+// TestSpeculationCrossover: one H200 replica of Llama-3.1-8B with n-gram
+// drafts accepted at the synthetic rates 0.6, 0.35, 0.2, 0.1: at 2
+// requests/s (a few sequences) speculation shortens the token time; at 60
+// (about a thousand sequences, the verify passes compute-bound) it costs
+// throughput and token time, and the sweep names that rate.
+func TestSpeculationCrossover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates a thousand sequences in virtual time (a minute under -race); skipped with -short")
+	}
+	cfg := Config{
+		Base: replica.Config{Sim: sim.Config{Hardware: "h200", Model: "llama-3.1-8b"}, MaxModelLen: 4096, BlockSize: 16, MaxQueuedRequests: 100000,
+			GPUMemoryUtilization: 0.9, MaxNumBatchedTokens: 8192, MaxNumSeqs: 1024,
+			Speculative: spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 5, PromptLookupMax: 5,
+				RejectionSampleMethod: spec.RejectSynthetic, Synthetic: []float64{0.6, 0.35, 0.2, 0.1}}},
+		Load: randomLoad(t, 128, 512), Duration: 40 * time.Second,
+	}
+	pts, err := SpeculationSweep(context.Background(), cfg, []float64{2, 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	WriteSpecTable(&b, pts)
+	t.Log("\n" + b.String())
+	if !pts[0].Pays() || pts[1].Pays() {
+		t.Errorf("speculation pays at 2 req/s: %v (want true), at 60: %v (want false): %+v", pts[0].Pays(), pts[1].Pays(), pts)
+	}
+	if c := Crossover(pts); c != 60 {
+		t.Errorf("crossover %v, want 60", c)
+	}
+	if a := pts[0].Spec.Acceptance; !(a > 0.3 && a < 0.5) || !math.IsNaN(pts[0].Plain.Acceptance) {
+		t.Errorf("acceptance %v with speculation, %v without", a, pts[0].Plain.Acceptance)
+	}
+	cfg.Base.Speculative = spec.Config{}
+	if _, err := SpeculationSweep(context.Background(), cfg, []float64{2}); err == nil || !strings.Contains(err.Error(), "--speculative-config") {
+		t.Errorf("a sweep without speculation: %v", err)
 	}
 }

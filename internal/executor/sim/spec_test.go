@@ -156,3 +156,38 @@ func TestVerifyAcceptsWhatItWouldSample(t *testing.T) {
 		}
 	}
 }
+
+// TestSyntheticAcceptanceDraftsEveryStep: with synthetic acceptance the
+// engine drafts every step, as a draft model would, also for a load that
+// never repeats an n-gram (a simulated load's plain tokens rarely do), and
+// the rates set the acceptance: vLLM's way of benchmarking speculation at
+// a chosen acceptance.
+func TestSyntheticAcceptanceDraftsEveryStep(t *testing.T) {
+	v := NewVocab()
+	var prompts [][]int
+	for i := range 4 {
+		prompts = append(prompts, v.Encode(fmt.Sprintf("question %d: why", i)))
+	}
+	for _, tc := range []struct {
+		rates    []float64
+		min, max float64 // acceptance over the draft tokens
+	}{{[]float64{1, 1, 1}, 1, 1}, {[]float64{0.9, 0.8, 0.7}, 0.6, 0.95}} {
+		sp := spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 3, PromptLookupMin: 2, PromptLookupMax: 3,
+			RejectionSampleMethod: spec.RejectSynthetic, Synthetic: tc.rates}
+		var c specCounts
+		outs := runSpec(t, sp, true, prompts, &c)
+		gen := 0
+		for _, o := range outs {
+			gen += len(o)
+		}
+		// Drafting 3 every step, a pass yields at most 4 tokens: about
+		// three draft tokens for every four generated (fewer at the ends
+		// of max_tokens); n-gram lookup finds next to none here.
+		if 2*c.draftTokens < gen {
+			t.Errorf("rates %v: %d draft tokens for %d generated: not drafting every step", tc.rates, c.draftTokens, gen)
+		}
+		if a := float64(c.accepted) / float64(max(c.draftTokens, 1)); a < tc.min || a > tc.max {
+			t.Errorf("rates %v: acceptance %.2f, want [%g, %g]", tc.rates, a, tc.min, tc.max)
+		}
+	}
+}

@@ -11,7 +11,7 @@ const key = new URLSearchParams(location.hash.slice(1)).get("key");
 const headers = key ? { Authorization: "Bearer " + key } : {};
 const PRESETS = ["5m", "15m", "1h", "6h"];
 const QUESTIONS = [["compute_saturated", "compute saturated?"], ["kv_limit", "KV cache the limit?"], ["scheduler_idle", "scheduler idle?"]];
-const cols = ["t", "dt", "gen_tps", "prompt_tps", "util", "host_share", "mfu", "mbu", "running", "waiting", "waiting_capacity", "kv", "preemptions", "prefill_share", "hit_rate"];
+const cols = ["t", "dt", "gen_tps", "prompt_tps", "util", "host_share", "mfu", "mbu", "running", "waiting", "waiting_capacity", "kv", "preemptions", "prefill_share", "hit_rate", "spec_acceptance", "spec_tokens_per_pass"];
 const lat = ["ttft_p50", "ttft_p99", "itl_p50", "itl_p99", "e2e_p50", "e2e_p99"];
 // The charts: [title, [series key, label, unit, colour 1–7, dash]...]. The
 // left axis carries the first unit, the right one the other.
@@ -22,7 +22,8 @@ const CHARTS = [
     ["kv", "KV usage", "%", 3]]],
   ["latency quantiles over each interval (log scale)", [["ttft_p50", "TTFT p50", "s", 1], ["ttft_p99", "TTFT p99", "s", 1, [6, 3]],
     ["itl_p50", "ITL p50", "s", 3], ["itl_p99", "ITL p99", "s", 3, [6, 3]], ["e2e_p99", "end-to-end p99", "s", 4, [6, 3]]]],
-  ["prefill share of inference time, prefix-cache hit rate", [["prefill_share", "prefill share", "%", 5], ["hit_rate", "prefix-cache hit rate", "%", 3, [6, 3]]]],
+  ["prefill share of inference time, prefix-cache hit rate, speculative decoding", [["prefill_share", "prefill share", "%", 5], ["hit_rate", "prefix-cache hit rate", "%", 3, [6, 3]],
+    ["spec_acceptance", "draft acceptance", "%", 2, [2, 2]], ["spec_tokens_per_pass", "tokens per verify pass", "tokens", 4]]],
 ];
 const STRIP = [["gen_tps", "generation", "tok/s"], ["util", "GPU utilisation", "%"], ["running", "running", "req"], ["waiting", "waiting", "req"],
   ["kv", "KV usage", "%"], ["ttft_p99", "TTFT p99", "s"], ["itl_p99", "ITL p99", "s"], ["preemptions", "preemptions in the interval", ""]];
