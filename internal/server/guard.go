@@ -68,6 +68,13 @@ func exempt(path string) bool {
 // stream (net/http cancels a request whose connection read fails). The body
 // is bounded as the handlers bound it; false when it has answered.
 func readBody(w http.ResponseWriter, r *http.Request, timeout time.Duration) bool {
+	if r.ContentLength > maxBodyBytes {
+		// Declared too large: refused before a byte of it is read (reading
+		// 32 MiB first could outlast the read timeout and answer 408).
+		w.Header().Set("Connection", "close")
+		openai.WriteError(w, &http.MaxBytesError{Limit: maxBodyBytes})
+		return false
+	}
 	rc := http.NewResponseController(w)
 	if err := rc.SetReadDeadline(time.Now().Add(timeout)); err != nil {
 		return true // not a connection that takes deadlines (a test recorder): read as it comes

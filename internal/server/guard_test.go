@@ -169,3 +169,24 @@ func TestLimitConcurrency(t *testing.T) {
 		t.Error("the refusal was not reported")
 	}
 }
+
+// TestDeclaredOversizedBodyRefusedAtOnce: a body whose Content-Length is
+// over the limit is answered 413 before any of it is read, however slowly
+// it would arrive (reading 32 MiB first could outlast the read timeout).
+func TestDeclaredOversizedBodyRefusedAtOnce(t *testing.T) {
+	addr := guarded(t, GuardConfig{ReadTimeout: time.Minute}, echo())
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{", maxBodyBytes+1)
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second)) // a bound on a hung test, not a measurement
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer to a declared oversized body: %v", err)
+	}
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !resp.Close {
+		t.Errorf("status %d, close %v: want 413 and the connection closed", resp.StatusCode, resp.Close)
+	}
+}
