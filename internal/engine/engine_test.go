@@ -507,8 +507,13 @@ func TestLoRAAdapters(t *testing.T) {
 		}
 		synctest.Wait()
 		x := e.exec.(*blockingExec)
-		x.release <- struct{}{} // finish the first step
-		synctest.Wait()
+		// Two steps: the first may have been planned before every
+		// request was submitted (the engine runs while they arrive); by
+		// the second all four are planned, and none has finished.
+		for range 2 {
+			x.release <- struct{}{}
+			synctest.Wait()
+		}
 		s := e.Stats()
 		if s.RunningLoRA != "a,b" || s.WaitingLoRA != "c" || s.Deferred != 1 || s.Running != 3 {
 			t.Errorf("stats %+v; want a,b running (and the base request), c waiting, deferred 1", s)
