@@ -21,6 +21,7 @@
 #     -read-bandwidth` measures beside the test (a STREAM-like sum).
 # It prints the CPU's model and ISA first: AVX2-only and AVX-512 VNNI
 # machines give very different answers. Both sides use fp16 K/V.
+# FORMATS=all runs the matrix of every weight format instead (below).
 # Machines with 2 cores are noisy: run it on an otherwise idle machine, and
 # run it more than once.
 set -euo pipefail
@@ -42,6 +43,38 @@ done
 grep -m1 'model name' /proc/cpuinfo || true
 isa=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|f16c|avx512f|avx512_vnni|avx512vnni)$' | sort | tr '\n' ' ')
 echo "ISA: ${isa:-unknown}; $THREADS threads (glassbox serve's banner names the kernels it picked)"
+
+# FORMATS="f16 q8_0 ..." (or "all") runs only the format matrix: each
+# weight format on the Qwen2.5-0.5B shape, pp512 and tg128 on both sides,
+# and tg128's share of the read ceiling measured beside it.
+if [ -n "${FORMATS:-}" ]; then
+  [ "$FORMATS" = all ] && FORMATS="f16 bf16 q8_0 q4_0 q5_0 q4_k_m q4_k_s q5_k_m q5_k_s q6_k"
+  printf '\n| format | test | llama.cpp (min / median tok/s) | glassbox (min / median tok/s) | glassbox / llama.cpp (median) | glassbox tg128: share of the read ceiling |\n|---|---|---|---|---|---|\n'
+  for f in $FORMATS; do
+    m="$WORK/qwen2.5-0.5b-$f.gguf"
+    [ -f "$m" ] || $GB model random --shape qwen2.5-0.5b --type "$f" -o "$m" > /dev/null
+    "$LLAMA_BENCH" -m "$m" -p 512 -n 128 -t "$THREADS" -r "$REPS" -o json > "$WORK/llama-bench-$f.json"
+    $GB model bench -p 512 -n 128 -t "$THREADS" -r "$REPS" -read-bandwidth -json "$m" > "$WORK/glassbox-bench-$f.json"
+    python3 - "$f" "$WORK/llama-bench-$f.json" "$WORK/glassbox-bench-$f.json" <<'PY'
+import json, sys
+f, lf, gf = sys.argv[1:]
+ll = {}
+for r in json.load(open(lf)):
+    t = f"pp{r['n_prompt']}" if r["n_gen"] == 0 else f"tg{r['n_gen']}"
+    s = sorted(r["samples_ts"]); ll[t] = (s[0], s[len(s) // 2])
+for r in json.load(open(gf)):
+    t = r["test"]
+    lmin, lmed = ll.get(t, (0, 0))
+    share = "-"
+    if r.get("gb_s") and r.get("read_ceiling_gb_s"):
+        share = f'{100 * r["gb_s"] / r["read_ceiling_gb_s"]:.0f}% ({r["gb_s"]:.1f} GB/s; ceiling {r.get("read_before_gb_s", 0):.1f}-{r.get("read_after_gb_s", 0):.1f} before-after)'
+    ratio = f'{r["median_ts"] / lmed:.2f}x' if lmed else "n/a"
+    print(f'| {f} | {t} | {lmin:.1f} / {lmed:.1f} | {r["min_ts"]:.1f} / {r["median_ts"]:.1f} | {ratio} | {share} |')
+PY
+  done
+  echo; echo "raw results in $WORK"
+  exit 0
+fi
 
 rows=()
 # bandwidth: decode's achieved weight + K/V read rate against the memory
