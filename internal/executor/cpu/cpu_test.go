@@ -47,9 +47,16 @@ func runEngine(t *testing.T, w *model.Weights, blocks int) *engine.Engine {
 	return e
 }
 
+// generate is n greedy tokens of prompt.
 func generate(t *testing.T, e *engine.Engine, id string, prompt []int, n int) []int {
+	return generateWith(t, e, id, prompt, n, 0)
+}
+
+// generateWith is generate with min_tokens (past the whole output, a
+// speculative engine's sequence never drafts).
+func generateWith(t *testing.T, e *engine.Engine, id string, prompt []int, n, minTokens int) []int {
 	p := sampling.Defaults()
-	p.Temperature, p.MaxTokens, p.IgnoreEOS = 0, n, true
+	p.Temperature, p.MaxTokens, p.MinTokens, p.IgnoreEOS = 0, n, minTokens, true
 	s, err := e.Submit(&engine.Request{ID: id, Prompt: prompt, Params: p})
 	if err != nil {
 		t.Error(err)

@@ -1,13 +1,11 @@
 package cpu
 
 import (
-	"bytes"
 	"context"
 	"testing"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
-	"github.com/glassbox-llm/glassbox/internal/gguf"
 	"github.com/glassbox-llm/glassbox/internal/model"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 	"github.com/glassbox-llm/glassbox/internal/spec"
@@ -32,7 +30,7 @@ func BenchmarkSpeculativeDecode(b *testing.B) {
 		load func(testing.TB) *model.Weights
 	}{
 		{"stories260K", func(t testing.TB) *model.Weights { return stories(t) }},
-		{"smollm-135m-random", randomSmolLM},
+		{"smollm-135m-random", smolLM},
 	}
 	for _, m := range models {
 		w := m.load(b)
@@ -99,24 +97,5 @@ func decodeOnce(b *testing.B, e *engine.Engine, prompt []int, temp float64, n in
 	return last.Sub(first)
 }
 
-// randomSmolLM is SmolLM-135M's shape with random Q8_0 weights and
-// synthetic tokenizer.
-func randomSmolLM(t testing.TB) *model.Weights {
-	shape, err := model.LookupShape("smollm-135m")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := model.WriteRandom(&buf, model.RandomSpec{Shape: shape, Type: gguf.Q8_0, Seed: 11}); err != nil {
-		t.Fatal(err)
-	}
-	f, err := gguf.Parse(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := model.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w
-}
+// smolLM is SmolLM-135M's shape with random Q8_0 weights.
+func smolLM(t testing.TB) *model.Weights { return randomModel(t, "smollm-135m", 11) }

@@ -49,13 +49,16 @@ func startEngine(t testing.TB, w *model.Weights, cfg engine.Config, obs engine.O
 	return e
 }
 
-// randomWeights is a model our own code generates: the tiny llama shape
-// with random Q8_0 weights.
-func randomWeights(t *testing.T) *model.Weights {
+// randomModel is a model our own code generates: shape's with random
+// Q8_0 weights (and the synthetic tokenizer).
+func randomModel(t testing.TB, shape string, seed uint64) *model.Weights {
 	t.Helper()
-	shape, _ := model.LookupShape("tiny")
+	sh, err := model.LookupShape(shape)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var buf bytes.Buffer
-	if err := model.WriteRandom(&buf, model.RandomSpec{Shape: shape, Type: gguf.Q8_0, Seed: 7}); err != nil {
+	if err := model.WriteRandom(&buf, model.RandomSpec{Shape: sh, Type: gguf.Q8_0, Seed: seed}); err != nil {
 		t.Fatal(err)
 	}
 	f, err := gguf.Parse(buf.Bytes())
@@ -106,7 +109,7 @@ func TestSpeculativeGreedyTokenForToken(t *testing.T) {
 	for _, m := range []struct {
 		name string
 		w    func(*testing.T) *model.Weights
-	}{{"stories260K", func(t *testing.T) *model.Weights { return stories(t) }}, {"random", randomWeights}} {
+	}{{"stories260K", func(t *testing.T) *model.Weights { return stories(t) }}, {"random", func(t *testing.T) *model.Weights { return randomModel(t, "tiny", 7) }}} {
 		t.Run(m.name, func(t *testing.T) {
 			w := m.w(t)
 			prompts := specPrompts(w.Config.Vocab)
@@ -130,7 +133,7 @@ func TestSpeculativeGreedyTokenForToken(t *testing.T) {
 					if i%4 == 3 {
 						// Not every sequence drafts: one under
 						// min_tokens decodes plainly throughout.
-						if got := generateMin(t, e, fmt.Sprint("min", i), p, n); !slices.Equal(got, want[i]) {
+						if got := generateWith(t, e, fmt.Sprint("min", i), p, n, n); !slices.Equal(got, want[i]) {
 							t.Errorf("request %d (min_tokens): speculative %v, plain %v", i, got, want[i])
 						}
 						return
@@ -157,26 +160,6 @@ func TestSpeculativeGreedyTokenForToken(t *testing.T) {
 				t.Errorf("after the batch: %d of %d KV blocks free, %d running", s.KVFree, s.KVBlocks, s.Running)
 			}
 		})
-	}
-}
-
-// generateMin is generate with min_tokens past the whole output: its
-// sequence never drafts.
-func generateMin(t *testing.T, e *engine.Engine, id string, prompt []int, n int) []int {
-	p := sampling.Defaults()
-	p.Temperature, p.MaxTokens, p.MinTokens, p.IgnoreEOS = 0, n, n, true
-	s, err := e.Submit(&engine.Request{ID: id, Prompt: prompt, Params: p})
-	if err != nil {
-		t.Error(err)
-		return nil
-	}
-	var out []int
-	for {
-		o, ok := s.Next(context.Background())
-		if !ok {
-			return out
-		}
-		out = append(out, o.Tokens...)
 	}
 }
 
