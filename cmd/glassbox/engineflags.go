@@ -48,6 +48,7 @@ type engineFlags struct {
 	loraModules         listFlag
 	maxLoRAs            int
 	maxLoRARank         int
+	loraSizeSet         bool // --max-loras or --max-lora-rank given
 	speculativeConfig   string
 }
 
@@ -117,8 +118,8 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 // loRA is the LoRA set-up the flags describe, or nil without --enable-lora.
 func (e *engineFlags) loRA() (*replica.LoRA, error) {
 	if !e.enableLoRA {
-		if len(e.loraModules) > 0 {
-			return nil, errors.New("--lora-modules needs --enable-lora")
+		if len(e.loraModules) > 0 || e.loraSizeSet {
+			return nil, errors.New("--lora-modules, --max-loras and --max-lora-rank need --enable-lora")
 		}
 		return nil, nil
 	}
@@ -156,7 +157,10 @@ func (e *engineFlags) loRA() (*replica.LoRA, error) {
 
 // visited records what the parsed command line set explicitly.
 func (e *engineFlags) visited(fs *flag.FlagSet) {
-	fs.Visit(func(fl *flag.Flag) { e.blockSizeSet = e.blockSizeSet || fl.Name == "block-size" })
+	fs.Visit(func(fl *flag.Flag) {
+		e.blockSizeSet = e.blockSizeSet || fl.Name == "block-size"
+		e.loraSizeSet = e.loraSizeSet || fl.Name == "max-loras" || fl.Name == "max-lora-rank"
+	})
 }
 
 // replicaConfig is the replica these flags describe.

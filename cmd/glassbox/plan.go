@@ -55,6 +55,20 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	lf.printNotes(stderr)
 	cfg := plan.Config{TargetRate: *target, Duration: *trial, MaxRate: *maxRate}
 	var err error
+	if *specSweep != "" {
+		// The sweep compares one replica's token times with and without
+		// speculation: the search's flags would do nothing.
+		var unused []string
+		fs.Visit(func(fl *flag.Flag) {
+			switch fl.Name {
+			case "slo", "replicas", "router", "target-rate", "price", "max-rate":
+				unused = append(unused, "--"+fl.Name)
+			}
+		})
+		if len(unused) > 0 {
+			return fmt.Errorf("plan: --speculation-sweep compares one replica with and without speculation; %s would do nothing beside it", strings.Join(unused, ", "))
+		}
+	}
 	if *specSweep == "" { // the sweep compares token times, with no SLO
 		if cfg.SLOs, err = plan.ParseSLOs(*slo); err != nil {
 			return fmt.Errorf("--slo: %w", err)

@@ -195,6 +195,9 @@ func TestPlanSpeculationSweep(t *testing.T) {
 	for flagName, args := range map[string][]string{
 		"--speculative-config": {"plan", "--speculation-sweep", "2"},
 		"--speculation-sweep":  {"plan", "--speculation-sweep", "2,x", "--speculative-config", `{"method":"ngram","num_speculative_tokens":3}`},
+		"--slo":                {"plan", "--speculation-sweep", "2", "--speculative-config", `{"method":"ngram","num_speculative_tokens":3}`, "--slo", "ttft:p99<=1s"},
+		"--replicas":           {"plan", "--speculation-sweep", "2", "--speculative-config", `{"method":"ngram","num_speculative_tokens":3}`, "--replicas", "2,4"},
+		"--max-loras":          {"simulate", "--max-loras", "4"},
 	} {
 		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), flagName) {
 			t.Errorf("%v: %v, want an error naming %s", args, err, flagName)

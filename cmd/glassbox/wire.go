@@ -75,12 +75,14 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	api := server.Guard(server.GuardConfig{ReadTimeout: f.readTimeout, LimitConcurrency: f.limitConcur}, r.Handler())
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Duration(f.keepAlive * float64(time.Second)), ErrorLog: errLog}
+	srv.SetKeepAlivesEnabled(f.keepAlive > 0) // uvicorn's 0: close each connection after its response
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lns.API) }()
 	var side []*http.Server // the metrics and DCGM listeners: closed at once on shutdown
 	serveSide := func(ln net.Listener, h http.Handler) {
 		s := &http.Server{Handler: server.Guard(server.GuardConfig{ReadTimeout: f.readTimeout}, h), ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout: time.Duration(f.keepAlive * float64(time.Second)), ErrorLog: errLog}
+		s.SetKeepAlivesEnabled(f.keepAlive > 0)
 		side = append(side, s)
 		go func() { _ = s.Serve(ln) }() // ends with Close below
 	}

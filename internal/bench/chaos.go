@@ -51,7 +51,7 @@ func ParseChaos(s string) (*Chaos, error) {
 		var err error
 		share := func(dst *float64) {
 			*dst, err = strconv.ParseFloat(v, 64)
-			if err == nil && (*dst < 0 || *dst > 1) {
+			if err == nil && !(*dst >= 0 && *dst <= 1) { // NaN too
 				err = errors.New("a share is between 0 and 1")
 			}
 		}

@@ -109,12 +109,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cfg.Sweep {
 			return nil, errors.New("check config: --chaos runs one pass, not a --sweep")
 		}
-		if r.chaos, err = newChaosClient(&cfg); err != nil {
-			return nil, err
-		}
 	}
 	if err := r.warmup(ctx); err != nil {
 		return nil, err
+	}
+	if cfg.Chaos != nil {
+		// After the warm-up, which is sent as it is and counts nowhere
+		// (the reconciliation reads the server from the pass's start).
+		if r.chaos, err = newChaosClient(&cfg); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Sweep {
 		res.Sweep, err = r.sweep(ctx)

@@ -47,7 +47,7 @@ func TestParseChaos(t *testing.T) {
 	if err != nil || c.Cut != 0.1 || c.Reset != 1 || c.Malformed != 0.05 || c.Burst != 20 || c.SlowFor != 5*time.Second {
 		t.Fatalf("%+v %v", c, err)
 	}
-	for _, bad := range []string{"cut=2", "cut", "speed=0.1", "cut=0.6,malformed=0.6", "burst=-1", "slow-for=0s"} {
+	for _, bad := range []string{"cut=2", "cut=NaN", "cut", "speed=0.1", "cut=0.6,malformed=0.6", "burst=-1", "slow-for=0s"} {
 		if _, err := ParseChaos(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}

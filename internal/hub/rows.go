@@ -33,19 +33,21 @@ func (c *Config) Rows(ctx context.Context, dataset, subset, split string, offset
 		}
 	}
 	dest := filepath.Join(c.CacheDir, "datasets-rows", filepath.FromSlash(dataset), subset, split, fmt.Sprintf("%d-%d.json", offset, length))
+	var page RowsPage
 	raw, err := os.ReadFile(dest)
 	if err != nil {
 		if raw, err = c.fetchRows(ctx, dataset, subset, split, offset, length); err != nil {
 			return nil, 0, fmt.Errorf("read rows of %s (%s/%s) from the hub: %w", dataset, subset, split, err)
 		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, 0, fmt.Errorf("read rows of %s: %w", dataset, err) // not cached: the next run asks again
+		}
 		if err := os.MkdirAll(filepath.Dir(dest), 0o755); err == nil {
 			_ = os.WriteFile(dest+".part", raw, 0o644)
 			_ = os.Rename(dest+".part", dest)
 		}
-	}
-	var page RowsPage
-	if err := json.Unmarshal(raw, &page); err != nil {
-		return nil, 0, fmt.Errorf("read rows of %s: %w", dataset, err)
+	} else if err := json.Unmarshal(raw, &page); err != nil {
+		return nil, 0, fmt.Errorf("read rows of %s (cached at %s): %w", dataset, dest, err)
 	}
 	out := make([]map[string]any, 0, len(page.Rows))
 	for _, r := range page.Rows {

@@ -15,18 +15,26 @@ import (
 // down while a smaller fleet still meets them, or up until one does. A
 // router that balances worse than the estimate assumes needs more.
 func fitReplicas(ctx context.Context, cfg *Config, rc replica.Config, r *Row) {
+	var trialErr error // a trial that could not run is not a fleet too small
 	try := func(n int) bool {
 		r.Trials++
 		t, err := runFleetTrial(ctx, cfg, rc, n, r.router, cfg.TargetRate)
+		if err != nil && trialErr == nil {
+			trialErr = err
+		}
 		return err == nil && t.meets
 	}
 	n := min(max(1, int(math.Ceil(cfg.TargetRate/r.MaxRate*(1-1e-9)))), cfg.MaxReplicas)
 	if try(n) {
-		for n > 1 && ctx.Err() == nil && try(n-1) {
+		for n > 1 && ctx.Err() == nil && trialErr == nil && try(n-1) {
 			n--
 		}
 	} else {
 		for {
+			if trialErr != nil {
+				r.Err = fmt.Sprintf("a trial of %d replicas failed: %v", n, trialErr)
+				return
+			}
 			if n == cfg.MaxReplicas || ctx.Err() != nil {
 				r.Err = fmt.Sprintf("%d replicas do not meet the SLOs at %.3g requests/s", n, cfg.TargetRate)
 				return
@@ -36,6 +44,10 @@ func fitReplicas(ctx context.Context, cfg *Config, rc replica.Config, r *Row) {
 				break
 			}
 		}
+	}
+	if trialErr != nil {
+		r.Err = fmt.Sprintf("a fleet trial failed: %v", trialErr)
+		return
 	}
 	r.Replicas, r.Fitted = n, true
 }

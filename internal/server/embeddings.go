@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -77,7 +78,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		}
 		left--
 		if out.Err != nil || out.FinishReason != engine.FinishStop {
-			s.fail(w, r, fmt.Errorf("embed input %d: %w", m, cmpErr(out.Err, engine.ErrClosed)))
+			s.fail(w, r, fmt.Errorf("embed input %d: %w", m, cmp.Or(out.Err, engine.ErrClosed)))
 			return
 		}
 		vec := out.Embedding
@@ -150,12 +151,4 @@ func renormalize(v []float32) []float32 {
 		out[i] = x * inv
 	}
 	return out
-}
-
-// cmpErr is err, or def when err is nil.
-func cmpErr(err, def error) error {
-	if err != nil {
-		return err
-	}
-	return def
 }

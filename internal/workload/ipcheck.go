@@ -433,6 +433,9 @@ func (d *IPDistribution) check() error {
 	if *d.Min > *d.Max || !(*d.StdDev >= 0) || *d.Min < 0 || math.IsInf(*d.Mean, 0) || math.IsNaN(*d.Mean) || math.IsInf(*d.StdDev, 0) {
 		return fmt.Errorf("want 0 <= min <= max, a finite mean and std_dev >= 0, got min %d, max %d, mean %v, std_dev %v", *d.Min, *d.Max, *d.Mean, *d.StdDev)
 	}
+	if math.IsNaN(*d.Skew) || math.IsInf(*d.Skew, 0) {
+		return fmt.Errorf("skew must be finite, got %v", *d.Skew)
+	}
 	if *d.Max > 1<<24 {
 		return fmt.Errorf("max %d is too large", *d.Max)
 	}

@@ -68,6 +68,7 @@ func TestParseInferencePerfRejects(t *testing.T) {
 		"random, no lens":    {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random}", "input_distribution"},
 		"chat multi-turn":    {"load: {stages: [{rate: 1, duration: 1}]}\napi: {type: chat}\ndata: {type: shared_prefix, shared_prefix: {enable_multi_turn_chat: true}}", "completion"},
 		"bad distribution":   {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: {min: 9, max: 3}, output_distribution: {}}", "min"},
+		"infinite skew":      {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: {type: skew_normal, skew: .inf}, output_distribution: {}}", "skew"},
 		"negative count":     {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: {total_count: -5}, output_distribution: {}}", "total_count"},
 	} {
 		_, err := ParseInferencePerf(strings.NewReader(tc.yaml))

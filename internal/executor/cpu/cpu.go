@@ -247,13 +247,17 @@ func (t *sampleTask) Run(worker, lo, hi int) {
 	}
 }
 
+// ninf is a mask word's worth of -Inf.
+var ninf = func() (a [64]float32) {
+	for i := range a {
+		a[i] = float32(math.Inf(-1))
+	}
+	return a
+}()
+
 // applyMask sets to -Inf the logits of the tokens mask does not allow.
 // Most words of a structured output's mask are empty: those are a copy.
 func applyMask(logits []float32, mask []uint64) {
-	var ninf [64]float32
-	for i := range ninf {
-		ninf[i] = float32(math.Inf(-1))
-	}
 	for w := 0; w*64 < len(logits); w++ {
 		var word uint64
 		if w < len(mask) {
