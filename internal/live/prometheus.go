@@ -31,6 +31,7 @@ var steps = []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * 
 // stepFor is the step a window of length d is read at: finest, at most
 // maxPoints readings, never finer than the source's.
 func stepFor(d, finest time.Duration) time.Duration {
+	finest = max(finest, time.Millisecond) // Prometheus's resolution, and the page's windows align to it
 	if d/finest <= maxPoints {
 		return finest
 	}

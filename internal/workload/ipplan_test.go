@@ -194,6 +194,9 @@ func TestTraces(t *testing.T) {
 		{"azure 2023", azure2023, TraceAzure, []time.Duration{0, 4314579000, 4541877000}, []int{374, 396, 879}},
 		{"azure 2024", azure2024, TraceAzure, []time.Duration{0, 990070000, 1490070000}, []int{2162, 76, 70}},
 		{"burstgpt", burst, TraceBurstGPT, []time.Duration{0, 42 * time.Second}, []int{472, 417}},
+		// Rows out of order are sent in time order, from the earliest.
+		{"azure, unsorted", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:50.9951690,396,109\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:51.2224670,879,55\n",
+			TraceAzure, []time.Duration{0, 4314579000, 4541877000}, []int{374, 396, 879}},
 	} {
 		path := filepath.Join(t.TempDir(), "t.csv")
 		os.WriteFile(path, []byte(tc.text), 0o644)

@@ -2,11 +2,13 @@ package workload
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -57,6 +59,17 @@ func ReadTrace(path, format string) ([]TraceEntry, error) {
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("read trace %s: no requests in it", path)
+	}
+	// Rows out of time order (a trace merged from several logs) are sent
+	// in time order, from the earliest: the schedule releases offsets in
+	// order, so one late row would hold back every row after it.
+	slices.SortStableFunc(out, func(a, b TraceEntry) int { return cmp.Compare(a.At, b.At) })
+	if d := out[0].At; d != 0 {
+		c := out[0].centis
+		for i := range out {
+			out[i].At -= d
+			out[i].centis -= c
+		}
 	}
 	return out, nil
 }
