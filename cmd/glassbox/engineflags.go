@@ -107,7 +107,7 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&e.maxQueued, "max-queued-requests", replica.DefaultMaxQueuedRequests, "waiting requests beyond which new ones get 503")
 	fs.StringVar(&e.toolCallParser, "tool-call-parser", "", "how tool calls are read from the model's output with tool_choice auto: "+strings.Join(toolcall.Parsers(), ", ")+
 		" (default: the one the chat template's tool format calls for; hermes for ChatML and the simulator)")
-	fs.StringVar(&e.speculativeConfig, "speculative-config", "", `speculative decoding, vLLM's JSON: {"method":"ngram","num_speculative_tokens":K,"prompt_lookup_max":N,"prompt_lookup_min":M} (prompt lookup; a draft model is refused: not built)`)
+	fs.StringVar(&e.speculativeConfig, "speculative-config", "", `speculative decoding, vLLM's JSON: {"method":"ngram","num_speculative_tokens":K,"prompt_lookup_max":N,"prompt_lookup_min":M} or {"model":"DRAFT.gguf","num_speculative_tokens":K} (a draft model of the same tokenizer; on the CPU only)`)
 	fs.BoolVar(&e.autoToolChoice, "enable-auto-tool-choice", false, "vLLM's switch for tool_choice auto; glassbox enables it whenever a tool-call parser is known, and with this flag requires one")
 	fs.BoolVar(&e.enableLoRA, "enable-lora", false, "serve LoRA adapters (--lora-modules) as model names; the simulated GPU only")
 	fs.Var(&e.loraModules, "lora-modules", `LoRA adapters: name=path, or JSON {"name": …, "path": …}; space-separated or repeated`)

@@ -4,17 +4,28 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// TestServeSpeculativeNgram: serve --speculative-config with vLLM's ngram
-// JSON answers greedy completions exactly as plain serve does, on
-// stories260K, and /metrics counts the drafts in vLLM's four families.
-func TestServeSpeculativeNgram(t *testing.T) {
+// TestServeSpeculative: serve --speculative-config with vLLM's JSON, for
+// prompt lookup and for a draft model (stories260K drafting for itself),
+// answers greedy completions exactly as plain serve does, on stories260K,
+// and /metrics counts the drafts in vLLM's four families.
+func TestServeSpeculative(t *testing.T) {
 	stories := storiesPath(t)
+	for _, c := range []struct{ name, config string }{
+		{"ngram", `{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4,"prompt_lookup_min":2}`},
+		{"draft_model", `{"model":"` + stories + `","num_speculative_tokens":4}`},
+	} {
+		t.Run(c.name, func(t *testing.T) { checkServeSpeculative(t, stories, c.config) })
+	}
+}
+
+func checkServeSpeculative(t *testing.T, stories, config string) {
 	// Prompts whose continuation repeats them (lookup drafts are
 	// accepted) and one that does not.
 	prompts := []string{
@@ -34,8 +45,7 @@ func TestServeSpeculativeNgram(t *testing.T) {
 	}
 	plainBase, _ := serveTest(t, "--model", stories, "--threads", "2")
 	want := complete(plainBase)
-	base, _ := serveTest(t, "--model", stories, "--threads", "2",
-		"--speculative-config", `{"method":"ngram","num_speculative_tokens":4,"prompt_lookup_max":4,"prompt_lookup_min":2}`)
+	base, _ := serveTest(t, "--model", stories, "--threads", "2", "--speculative-config", config)
 	got := complete(base)
 	for i := range prompts {
 		if got[i] != want[i] {
@@ -71,12 +81,18 @@ func TestServeSpeculativeNgram(t *testing.T) {
 // run is refused by name at start-up.
 func TestServeSpeculativeRefusals(t *testing.T) {
 	stories := storiesPath(t)
+	other := filepath.Join(t.TempDir(), "other.gguf") // another tokenizer
+	var out strings.Builder
+	if err := run(context.Background(), []string{"model", "random", "--shape", "tiny", "-o", other}, &out, io.Discard); err != nil {
+		t.Fatalf("model random: %v\n%s", err, out.String())
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--model", stories, "--speculative-config", `{"model":"draft.gguf","num_speculative_tokens":3}`}, `method "draft_model"`},
-		{[]string{"--speculative-config", `{"method":"draft_model","model":"x.gguf","num_speculative_tokens":3}`}, "draft model is not built"},
+		{[]string{"--model", stories, "--speculative-config", `{"model":"draft.gguf","num_speculative_tokens":3}`}, "draft.gguf"},
+		{[]string{"--model", stories, "--speculative-config", `{"model":"` + other + `","num_speculative_tokens":3}`}, "share the target's tokenizer"},
+		{[]string{"--speculative-config", `{"method":"draft_model","model":"x.gguf","num_speculative_tokens":3}`}, "simulated GPU has no draft model"},
 		{[]string{"--model", stories, "--speculative-config", `{"method":"eagle","num_speculative_tokens":3}`}, "eagle"},
 		{[]string{"--model", stories, "--speculative-config", `{"method":"ngram"}`}, "num_speculative_tokens"},
 		{[]string{"--model", stories, "--speculative-config", `{"method":"ngram","num_speculative_tokens":3,"rejection_sample_method":"synthetic","synthetic_acceptance_length":2}`}, "rejection_sample_method"},

@@ -46,6 +46,7 @@ type Runner struct {
 	ropePos                     int
 	mm                          tensor.Scratch
 	pool                        *tensor.Pool
+	shared                      bool // pool is another runner's
 	attn                        attnTask
 	swiglu                      swigluTask
 }
@@ -57,6 +58,10 @@ type RunnerConfig struct {
 	NumBlocks, BlockSize int
 	Threads              int
 	KVDtype              KVDtype
+	// Share, when set, runs this runner on another's compute threads (a
+	// draft model beside its target): two pools would spin against each
+	// other between their passes. Close leaves them to their owner.
+	Share *Runner
 }
 
 // NewRunner prepares a runner over w with a cache of numBlocks blocks in
@@ -68,10 +73,15 @@ func NewRunner(w *Weights, numBlocks, blockSize, threads int) *Runner {
 // NewRunnerWith prepares a runner over w as c says.
 func NewRunnerWith(w *Weights, c RunnerConfig) *Runner {
 	threads := max(1, c.Threads)
-	r := &Runner{W: w, KV: NewKVCacheOf(w.Config, c.NumBlocks, c.BlockSize, c.KVDtype), Threads: threads, pool: tensor.NewPool(threads)}
+	r := &Runner{W: w, KV: NewKVCacheOf(w.Config, c.NumBlocks, c.BlockSize, c.KVDtype), Threads: threads}
+	if c.Share != nil {
+		r.pool, r.Threads, r.shared = c.Share.pool, c.Share.Threads, true
+	} else {
+		r.pool = tensor.NewPool(threads)
+		runtime.AddCleanup(r, func(p *tensor.Pool) { p.Close() }, r.pool)
+	}
 	r.attn.r = r
-	r.attn.workers = make([]attnWorker, threads)
-	runtime.AddCleanup(r, func(p *tensor.Pool) { p.Close() }, r.pool)
+	r.attn.workers = make([]attnWorker, r.Threads)
 	return r
 }
 
@@ -92,7 +102,11 @@ func (r *Runner) ReadRate(reps int) (float64, error) {
 
 // Close stops the runner's compute threads; Forward after Close runs on the
 // calling goroutine alone.
-func (r *Runner) Close() { r.pool.Close() }
+func (r *Runner) Close() {
+	if !r.shared {
+		r.pool.Close()
+	}
+}
 
 // Forward runs the batch and fills r.Logits.
 func (r *Runner) Forward(seqs []Seq) error {

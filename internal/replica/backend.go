@@ -11,6 +11,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/model"
 	"github.com/glassbox-llm/glassbox/internal/server"
+	"github.com/glassbox-llm/glassbox/internal/spec"
 	"github.com/glassbox-llm/glassbox/internal/tensor"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
@@ -114,9 +115,22 @@ func cpuBackend(cfg *Config) (*backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--kv-cache-dtype: %w", err)
 	}
-	l, err := cpu.Load(cpu.LoadConfig{Path: cfg.Model, Tokenizer: cfg.Tokenizer, MMap: cfg.MMap, KVDtype: dtype, Logger: cfg.Logger})
+	lc := cpu.LoadConfig{Path: cfg.Model, Tokenizer: cfg.Tokenizer, MMap: cfg.MMap, KVDtype: dtype, DraftKVDtype: dtype, Logger: cfg.Logger}
+	sp := &cfg.Speculative
+	if sp.Method == spec.MethodDraftModel {
+		lc.Draft = sp.Model
+		if sp.DraftKVCacheDtype != "" {
+			if lc.DraftKVDtype, err = model.ParseKVDtype(sp.DraftKVCacheDtype); err != nil {
+				return nil, fmt.Errorf("--speculative-config kv_cache_dtype: %w", err)
+			}
+		}
+	}
+	l, err := cpu.Load(lc)
 	if err != nil {
 		return nil, err
+	}
+	if l.Draft != nil && sp.DraftMaxModelLen == 0 {
+		sp.DraftMaxModelLen = l.DraftContextLen // vLLM's default: the draft's own context
 	}
 	threads := cfg.Threads
 	if threads < 1 {

@@ -317,15 +317,15 @@ func (r *Replica) liveTarget(name, apiKey string) live.Target {
 func (r *Replica) DashboardHandler() http.Handler { return r.dash }
 
 // checkSpeculative refuses, by name, the speculative decoding this
-// replica cannot run: a draft model (not built: no executor drafts yet),
-// and what spec.Check refuses of the deployment.
+// replica cannot run: a draft model on the simulator (not built), and
+// what spec.Check refuses of the deployment.
 func checkSpeculative(cfg *Config) error {
 	sp := &cfg.Speculative
 	if !sp.Enabled() {
 		return nil
 	}
-	if sp.Method == spec.MethodDraftModel {
-		return fmt.Errorf("--speculative-config method %q: a draft model is not built in glassbox yet; use \"ngram\" (prompt lookup)", sp.Method)
+	if sp.Method == spec.MethodDraftModel && cfg.Model == "" {
+		return fmt.Errorf("--speculative-config method %q: the simulated GPU has no draft model yet; use \"ngram\" (prompt lookup), or a draft GGUF with --model on the CPU", sp.Method)
 	}
 	return sp.Check(spec.Deployment{Simulated: cfg.Model == "", TensorParallel: max(cfg.Sim.TensorParallel, 1)})
 }

@@ -24,6 +24,10 @@ type Config struct {
 	BlockSize int
 	Threads   int
 	KVDtype   model.KVDtype // the cache's element type (zero: fp16)
+	// Draft is speculative decoding's draft model (nil for none), with
+	// its K/V in the same blocks as the target's, of type DraftKVDtype.
+	Draft        *model.Weights
+	DraftKVDtype model.KVDtype
 }
 
 // Executor runs batches on the CPU. Called from the engine goroutine only.
@@ -35,6 +39,7 @@ type Executor struct {
 	pools   map[int][]float32 // embedding sequences' running sums, by engine sequence
 	params  float64           // matmul parameters, for FLOP estimates
 	weights float64           // bytes of matmul weights, read once per step
+	draft   *drafter          // nil without a draft model
 }
 
 // New allocates the KV cache for w.
@@ -42,15 +47,29 @@ func New(w *model.Weights, cfg Config) (*Executor, error) {
 	if cfg.NumBlocks < 1 || cfg.BlockSize < 1 {
 		return nil, fmt.Errorf("new cpu executor: %d blocks of %d tokens", cfg.NumBlocks, cfg.BlockSize)
 	}
-	c := &w.Config
-	layer := float64(c.Hidden)*float64(c.Heads*c.HeadDim)*2 + float64(c.Hidden)*float64(c.KVDim())*2 + 3*float64(c.Hidden)*float64(c.FFN)
-	return &Executor{
+	e := &Executor{
 		cfg:     cfg,
 		runner:  model.NewRunnerWith(w, model.RunnerConfig{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, Threads: cfg.Threads, KVDtype: cfg.KVDtype}),
-		params:  layer * float64(c.Layers),
+		params:  matmulParams(&w.Config),
 		weights: float64(weightBytes(w)),
-	}, nil
+	}
+	if cfg.Draft != nil {
+		if err := checkDraft(cfg.Draft, w); err != nil {
+			return nil, fmt.Errorf("new cpu executor: %w", err)
+		}
+		e.draft = newDrafter(cfg.Draft, e.runner, cfg)
+	}
+	return e, nil
 }
+
+// matmulParams is the weights a token multiplies, for FLOP estimates.
+func matmulParams(c *model.Config) float64 {
+	layer := float64(c.Hidden)*float64(c.Heads*c.HeadDim)*2 + float64(c.Hidden)*float64(c.KVDim())*2 + 3*float64(c.Hidden)*float64(c.FFN)
+	return layer * float64(c.Layers)
+}
+
+// Drafts reports whether the executor has a draft model (engine.Drafter).
+func (e *Executor) Drafts() bool { return e.draft != nil }
 
 // Close stops the executor's compute threads. Execute after Close still
 // works, on the calling goroutine alone.
@@ -128,6 +147,11 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	// as a small model's layer: spread the sequences over the threads.
 	e.runner.Parallel(t, len(b.Seqs), 1)
 	t.e, t.b, t.r = nil, nil, nil
+	if e.draft != nil {
+		if err := e.draft.run(b, r); err != nil {
+			return fmt.Errorf("execute: %w", err)
+		}
+	}
 	// Estimates in the spirit of vLLM's MFU counters: matmuls plus
 	// attention; weights read once per step, and every token reads the K/V
 	// of its whole context (ctx sums those context lengths).
@@ -135,6 +159,13 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	r.FLOPs = 2*e.params*float64(b.NumTokens) + 4*float64(w.Layers*w.Heads*w.HeadDim)*ctx
 	r.ReadBytes = e.weights + kvBytes*ctx
 	r.WriteBytes = kvBytes * float64(b.NumTokens)
+	if d := e.draft; d != nil && d.tokens > 0 {
+		// Its matmuls and weights, once per pass (its attention is small
+		// beside the target's and left out).
+		r.FLOPs += 2 * d.params * d.tokens
+		r.ReadBytes += d.weights * float64(d.passes)
+		r.WriteBytes += float64(d.runner.W.KVBytesPerTokenOf(e.cfg.DraftKVDtype)) * d.tokens
+	}
 	return nil
 }
 
@@ -297,4 +328,4 @@ func rngOf(r *rand.Rand) *rand.Rand {
 	return r
 }
 
-var _ engine.Executor = (*Executor)(nil)
+var _ engine.Drafter = (*Executor)(nil)

@@ -33,7 +33,12 @@ type LoadConfig struct {
 	MMap bool
 	// KVDtype is the KV cache's element type (zero: fp16).
 	KVDtype model.KVDtype
-	Logger  *slog.Logger
+	// Draft, when set, is speculative decoding's draft model: a GGUF file
+	// with the target's tokenizer, loaded as the target is, its K/V of
+	// type DraftKVDtype.
+	Draft        string
+	DraftKVDtype model.KVDtype
+	Logger       *slog.Logger
 }
 
 // Loaded is a model ready to serve: its weights, what the server needs of
@@ -48,9 +53,14 @@ type Loaded struct {
 	ContextLen int
 	Name       string // general.name, or the file's base name
 
-	kvDtype model.KVDtype
-	file    *gguf.File
-	exec    *Executor
+	// Draft is the draft model (nil for none) and DraftContextLen its
+	// own context.
+	Draft           *model.Weights
+	DraftContextLen int
+
+	kvDtype, draftKVDtype model.KVDtype
+	file, draftFile       *gguf.File
+	exec                  *Executor
 }
 
 // Close releases the compute threads and the model's memory or mapping;
@@ -60,6 +70,9 @@ func (l *Loaded) Close() {
 		l.exec.Close()
 	}
 	l.file.Close()
+	if l.draftFile != nil {
+		l.draftFile.Close()
+	}
 }
 
 // Load reads a GGUF model with its tokenizer and chat template.
@@ -89,8 +102,58 @@ func Load(cfg LoadConfig) (l *Loaded, err error) {
 		return nil, fmt.Errorf("load %s: the tokenizer has %d tokens but the model only %d embeddings", cfg.Path, tok.VocabSize(), w.Vocab)
 	}
 	name, _ := gf.String("general.name")
-	return &Loaded{Weights: w, kvDtype: cfg.KVDtype, Vocab: &Vocab{tok}, Chat: newChat(tok, log), EOG: tok.EOG(), ContextLen: w.ContextLen,
-		Name: cmpOr(name, filepath.Base(cfg.Path)), file: gf}, nil
+	l = &Loaded{Weights: w, kvDtype: cfg.KVDtype, Vocab: &Vocab{tok}, Chat: newChat(tok, log), EOG: tok.EOG(), ContextLen: w.ContextLen,
+		Name: cmpOr(name, filepath.Base(cfg.Path)), file: gf}
+	if cfg.Draft != "" {
+		if err := l.loadDraft(cfg, tok, log); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// loadDraft reads the draft model and checks that it can draft for the
+// target: the same tokenizer and vocabulary.
+func (l *Loaded) loadDraft(cfg LoadConfig, tok *tokenizer.Tokenizer, log *slog.Logger) (err error) {
+	gf, err := openModel(cfg.Draft, cfg.MMap, log)
+	if err != nil {
+		return fmt.Errorf("load the draft model: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			gf.Close()
+		}
+	}()
+	w, err := model.Load(gf)
+	if err != nil {
+		return fmt.Errorf("load the draft model %s: %w", cfg.Draft, err)
+	}
+	dt, err := loadTokenizer(gf, "")
+	if err != nil {
+		return fmt.Errorf("load the draft model %s: %w", cfg.Draft, err)
+	}
+	if err := sameTokens(dt, tok); err != nil {
+		return fmt.Errorf("load the draft model %s: %w", cfg.Draft, err)
+	}
+	if err := checkDraft(w, l.Weights); err != nil {
+		return fmt.Errorf("load the draft model %s: %w", cfg.Draft, err)
+	}
+	l.Draft, l.DraftContextLen, l.draftKVDtype, l.draftFile = w, w.ContextLen, cfg.DraftKVDtype, gf
+	return nil
+}
+
+// sameTokens reports how the draft's tokenizer differs from the target's:
+// its drafts are token ids, which must mean the same text.
+func sameTokens(draft, target *tokenizer.Tokenizer) error {
+	if draft.VocabSize() != target.VocabSize() {
+		return fmt.Errorf("its tokenizer has %d tokens, the target's %d: a draft must share the target's tokenizer", draft.VocabSize(), target.VocabSize())
+	}
+	for id := range target.VocabSize() {
+		if a, b := draft.TokenString(id), target.TokenString(id); a != b {
+			return fmt.Errorf("its token %d is %q, the target's %q: a draft must share the target's tokenizer", id, a, b)
+		}
+	}
+	return nil
 }
 
 // KVBlocks is how many blocks of blockSize tokens the KV cache holds:
@@ -98,6 +161,9 @@ func Load(cfg LoadConfig) (l *Loaded, err error) {
 // for maxNumSeqs sequences of maxModelLen tokens).
 func (l *Loaded) KVBlocks(kvBytes int64, blockSize, maxModelLen, maxNumSeqs int) int {
 	perToken := l.Weights.KVBytesPerTokenOf(l.kvDtype)
+	if l.Draft != nil {
+		perToken += l.Draft.KVBytesPerTokenOf(l.draftKVDtype) // the draft's K/V share the blocks
+	}
 	if kvBytes == 0 {
 		kvBytes = DefaultKVBytes(perToken, maxModelLen, maxNumSeqs, memAvailable())
 	}
@@ -107,7 +173,8 @@ func (l *Loaded) KVBlocks(kvBytes int64, blockSize, maxModelLen, maxNumSeqs int)
 // Start makes the executor, with its KV cache of numBlocks blocks; the
 // engine's configuration must have been validated. Close stops it.
 func (l *Loaded) Start(numBlocks, blockSize, threads int) (*Executor, error) {
-	exec, err := New(l.Weights, Config{NumBlocks: numBlocks, BlockSize: blockSize, Threads: threads, KVDtype: l.kvDtype})
+	exec, err := New(l.Weights, Config{NumBlocks: numBlocks, BlockSize: blockSize, Threads: threads, KVDtype: l.kvDtype,
+		Draft: l.Draft, DraftKVDtype: l.draftKVDtype})
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +185,12 @@ func (l *Loaded) Start(numBlocks, blockSize, threads int) (*Executor, error) {
 // Describe is one line for the start-up banner.
 func (l *Loaded) Describe(threads int) string {
 	w := l.Weights
-	return fmt.Sprintf("this CPU (%d threads, %s kernels): %s (%s, %d layers, %s weights, %s tokenizer, %s KV cache)",
+	s := fmt.Sprintf("this CPU (%d threads, %s kernels): %s (%s, %d layers, %s weights, %s tokenizer, %s KV cache)",
 		threads, tensor.KernelInfo(), l.Name, w.Arch, w.Config.Layers, w.Layers[0].Q.Type, l.Vocab.t.Kind(), l.kvDtype)
+	if d := l.Draft; d != nil {
+		s += fmt.Sprintf(", drafting with a %s of %d layers (%s weights, %s KV cache)", d.Arch, d.Config.Layers, d.Layers[0].Q.Type, l.draftKVDtype)
+	}
+	return s
 }
 
 // openModel reads the file into memory, or maps it when asked or when a

@@ -34,7 +34,13 @@ func (c *specCounts) ObserveFinished(*engine.FinishedEvent) {}
 
 func startEngine(t testing.TB, w *model.Weights, cfg engine.Config, obs engine.Observer) *engine.Engine {
 	t.Helper()
-	x, err := New(w, Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, Threads: 2})
+	return startDrafting(t, w, nil, cfg, obs)
+}
+
+// startDrafting is startEngine with a draft model (nil for none).
+func startDrafting(t testing.TB, w, draft *model.Weights, cfg engine.Config, obs engine.Observer) *engine.Engine {
+	t.Helper()
+	x, err := New(w, Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, Threads: 2, Draft: draft})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,19 +245,20 @@ func TestSpeculativeLogprobsAndStops(t *testing.T) {
 // plain decoding draws it from: the tokens at output positions 2 and 5,
 // over 300 seeds each way on stories260K with a repeating prompt (drafts
 // accepted and rejected), pass a two-sample χ² test of homogeneity at
-// 0.1% (fixed seeds: it passes or fails for good).
+// 0.1% (fixed seeds: it passes or fails for good); with prompt lookup and
+// with a draft model (the target drafting greedily for itself).
 func TestSpeculativeSamplingKeepsTheDistribution(t *testing.T) {
 	w := stories(t)
 	prompt := specPrompts(w.Config.Vocab)[0]
 	const seeds, n = 300, 6
-	draw := func(sp spec.Config, c *specCounts) [][]int {
+	draw := func(sp spec.Config, draft *model.Weights, c *specCounts) [][]int {
 		cfg := engine.Config{MaxNumSeqs: 64, MaxNumBatchedTokens: 512, MaxModelLen: 256, BlockSize: 16,
 			NumBlocks: 512, EnablePrefixCaching: true, MaxWaiting: seeds, EOS: []int{2}, Speculative: sp}
 		var obs engine.Observer
 		if c != nil {
 			obs = c
 		}
-		e := startEngine(t, w, cfg, obs)
+		e := startDrafting(t, w, draft, cfg, obs)
 		outs := make([][]int, seeds)
 		var wg sync.WaitGroup
 		for s := range seeds {
@@ -264,9 +271,23 @@ func TestSpeculativeSamplingKeepsTheDistribution(t *testing.T) {
 		wg.Wait()
 		return outs
 	}
-	plain := draw(spec.Config{}, nil)
+	plain := draw(spec.Config{}, nil, nil)
+	for _, m := range []struct {
+		name  string
+		sp    spec.Config
+		draft *model.Weights
+	}{
+		{"ngram", spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 3, PromptLookupMin: 2, PromptLookupMax: 5}, nil},
+		{"draft_model", spec.Config{Method: spec.MethodDraftModel, Model: "self", NumSpeculativeTokens: 3}, w},
+	} {
+		t.Run(m.name, func(t *testing.T) { checkSameDistribution(t, w, plain, m.sp, m.draft, draw) })
+	}
+}
+
+func checkSameDistribution(t *testing.T, w *model.Weights, plain [][]int, sp spec.Config, draft *model.Weights, draw func(spec.Config, *model.Weights, *specCounts) [][]int) {
+	seeds := len(plain)
 	var c specCounts
-	specd := draw(spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 3, PromptLookupMin: 2, PromptLookupMax: 5}, &c)
+	specd := draw(sp, draft, &c)
 	if c.accepted == 0 || c.accepted == c.draftTokens {
 		t.Fatalf("accepted %d of %d drafts: want some of each", c.accepted, c.draftTokens)
 	}

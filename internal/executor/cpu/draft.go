@@ -1,0 +1,172 @@
+package cpu
+
+import (
+	"fmt"
+
+	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/model"
+)
+
+// drafter is speculative decoding's draft model (vLLM's draft_model
+// method): a smaller model of the same vocabulary, with its own K/V in
+// the same block tables as the target's. After the target's pass it
+// catches up on every sequence's verified tokens, so that a block the
+// prefix cache shares holds the draft's K/V too, and then drafts greedily
+// for the sequences the engine asked (SeqBatch.Propose): one pass over the
+// new token, and one per further draft, batched over the sequences.
+type drafter struct {
+	runner *model.Runner
+
+	seqs   []model.Seq
+	in     [][]int // per batch sequence: the pass's input tokens
+	rows   []int   // batch index of each sequence in seqs
+	drafts [][]int // per batch sequence, handed to the engine (it copies)
+	next   []int   // per batch sequence: the position of its next draft input
+
+	params, weights float64 // for the step's FLOP and traffic estimates
+	tokens          float64 // positions the draft computed this step
+	passes          int     // and its forward passes
+}
+
+func newDrafter(w *model.Weights, target *model.Runner, cfg Config) *drafter {
+	return &drafter{
+		runner: model.NewRunnerWith(w, model.RunnerConfig{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize,
+			KVDtype: cfg.DraftKVDtype, Share: target}),
+		params:  matmulParams(&w.Config),
+		weights: float64(weightBytes(w)),
+	}
+}
+
+// run drafts after the target verified b (r holds its samples and
+// accepted drafts), filling r.Drafts and r.DraftKV.
+func (d *drafter) run(b *engine.Batch, r *engine.StepResult) error {
+	d.seqs, d.rows = d.seqs[:0], d.rows[:0]
+	d.tokens, d.passes = 0, 0
+	for len(d.in) < len(b.Seqs) {
+		d.in, d.drafts, d.next = append(d.in, nil), append(d.drafts, nil), append(d.next, 0)
+	}
+	passes := 0
+	for i := range b.Seqs {
+		s := &b.Seqs[i]
+		d.drafts[i] = d.drafts[i][:0]
+		if s.Embed {
+			continue
+		}
+		// The verified context after this step: the tokens computed
+		// but the rejected drafts. The draft's own K/V are good up to
+		// DraftKV and no further than that (its proposals past the
+		// accepted ones were other tokens).
+		end := s.Pos + len(s.Tokens)
+		if s.Sample {
+			end -= len(s.Draft) - len(r.Accepted[i])
+		}
+		from := min(s.DraftKV, end)
+		in := d.in[i][:0]
+		for p := from; p < end; p++ {
+			if p < s.Pos {
+				in = append(in, s.History[p])
+			} else {
+				in = append(in, s.Tokens[p-s.Pos])
+			}
+		}
+		propose := s.Sample && s.Propose > 0
+		if propose {
+			in = append(in, r.Samples[i].Token)
+		}
+		d.in[i] = in
+		r.DraftKV[i] = end
+		if len(in) == 0 {
+			continue
+		}
+		ms := model.Seq{Tokens: in, Pos: from, BlockTable: s.BlockTable, LogitsFrom: len(in)}
+		if propose {
+			ms.LogitsFrom = len(in) - 1
+			passes = max(passes, s.Propose)
+		}
+		d.seqs = append(d.seqs, ms)
+		d.rows = append(d.rows, i)
+	}
+	if err := d.forward(b, r); err != nil {
+		return err
+	}
+	// Each further draft is one token per proposing sequence.
+	for j := 1; j < passes; j++ {
+		d.seqs, d.rows = d.seqs[:0], d.rows[:0]
+		for i := range b.Seqs {
+			s := &b.Seqs[i]
+			if !s.Sample || j >= s.Propose || len(d.drafts[i]) != j {
+				continue
+			}
+			pos := d.next[i]
+			if pos >= len(s.BlockTable)*d.runner.KV.BlockSize {
+				continue // no K/V room for it: fewer drafts
+			}
+			d.in[i] = append(d.in[i][:0], d.drafts[i][j-1])
+			d.seqs = append(d.seqs, model.Seq{Tokens: d.in[i], Pos: pos, BlockTable: s.BlockTable})
+			d.rows = append(d.rows, i)
+		}
+		if len(d.seqs) == 0 {
+			break
+		}
+		if err := d.forward(b, r); err != nil {
+			return err
+		}
+	}
+	for i := range b.Seqs {
+		if len(d.drafts[i]) > 0 {
+			r.Drafts[i] = d.drafts[i]
+		}
+	}
+	return nil
+}
+
+// forward runs the draft over d.seqs and appends the greedy draft of each
+// sequence that asked for logits; r.DraftKV follows the K/V written.
+func (d *drafter) forward(b *engine.Batch, r *engine.StepResult) error {
+	if len(d.seqs) == 0 {
+		return nil
+	}
+	if err := d.runner.Forward(d.seqs); err != nil {
+		return fmt.Errorf("draft: %w", err)
+	}
+	d.passes++
+	V := d.runner.W.Vocab
+	row := 0
+	for k, ms := range d.seqs {
+		i := d.rows[k]
+		end := ms.Pos + len(ms.Tokens)
+		d.tokens += float64(len(ms.Tokens))
+		r.DraftKV[i] = max(r.DraftKV[i], end)
+		if ms.LogitsFrom >= len(ms.Tokens) {
+			continue
+		}
+		d.drafts[i] = append(d.drafts[i], argmax(d.runner.Logits[row*V:(row+1)*V]))
+		d.next[i] = end
+		row++
+	}
+	return nil
+}
+
+// argmax is the first largest logit's index: the draft's greedy choice,
+// as vLLM's draft proposers take it.
+func argmax(logits []float32) int {
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// checkDraft refuses a draft model that cannot draft for target: another
+// vocabulary, or hidden states only (an embedding model).
+func checkDraft(draft, target *model.Weights) error {
+	if draft.Config.Pooling != model.PoolNone {
+		return fmt.Errorf("the draft model is an embedding model (pooling %v)", draft.Config.Pooling)
+	}
+	if draft.Vocab != target.Vocab {
+		return fmt.Errorf("the draft model has %d embeddings, the target %d: a draft must share the target's vocabulary", draft.Vocab, target.Vocab)
+	}
+	return nil
+}
