@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"io"
 	"os"
 	"slices"
@@ -60,6 +61,9 @@ func runModelRandom(args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 1, "random seed")
 	pooling := fs.String("pooling", "none", "make an embedding model that pools its hidden states this way: none, mean, cls or last")
 	vocab := fs.String("vocab", "", "a GGUF (a model, or llama.cpp's ggml-vocab-*.gguf) whose real tokenizer to use instead of a synthetic one; its size replaces the shape's vocabulary")
+	layers := fs.Int("layers", 0, "layers (default: the shape's)")
+	quietFrom := fs.Int("quiet-from", 0, "layers from this one on write to the residual stream at -quiet times the usual scale: a target that the model of its first N layers (-layers N, the same -seed) drafts well, for speculative decoding")
+	quiet := fs.Float64("quiet", 0.05, "the scale of -quiet-from's layers")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,7 +74,13 @@ func runModelRandom(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	spec := model.RandomSpec{Arch: *arch, Shape: s, Seed: *seed}
+	if *layers < 0 || *quietFrom < 0 || math.IsNaN(*quiet) || math.IsInf(*quiet, 0) {
+		return fmt.Errorf("model random: -layers %d, -quiet-from %d and -quiet %v must be finite and not negative", *layers, *quietFrom, *quiet)
+	}
+	if *layers > 0 {
+		s.Layers = *layers
+	}
+	spec := model.RandomSpec{Arch: *arch, Shape: s, Seed: *seed, QuietFrom: *quietFrom, Quiet: *quiet}
 	if spec.Pooling, err = model.ParsePooling(*pooling); err != nil {
 		return fmt.Errorf("model random --pooling: %w", err)
 	}

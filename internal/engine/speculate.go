@@ -89,6 +89,7 @@ func (e *Engine) propose() {
 		var drafts []int
 		if e.drafting() {
 			rs.draftKV = e.result.DraftKV[i]
+			e.sched.Drafted(q, rs.draftKV)
 			drafts = e.result.Drafts[i]
 		} else if sc.Sample && e.mayDraft(rs, rs.numOutput) {
 			n := rs.backoff.Next(k)

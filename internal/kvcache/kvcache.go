@@ -38,6 +38,9 @@ type block struct {
 	inFree     bool
 	hashed     bool
 	hash       Hash
+	// drafted: a draft model's K/V (speculative decoding's, kept in the
+	// same blocks) hold the block's tokens too.
+	drafted bool
 }
 
 // Seq is one sequence's view of the cache: its block table and the chain
@@ -46,6 +49,7 @@ type Seq struct {
 	table     []int
 	hashes    []Hash // chain hash of block i of the token sequence, memoised
 	numCached int    // leading blocks of table already offered to the cache
+	drafted   int    // leading blocks of table marked drafted
 	root      Hash   // the first block's parent: the namespace it caches in
 }
 
@@ -224,7 +228,29 @@ func (m *Manager) Free(s *Seq) {
 		}
 	}
 	s.table = s.table[:0]
-	s.numCached = 0
+	s.numCached, s.drafted = 0, 0
+}
+
+// MarkDrafted records that the draft model's K/V hold the first n tokens
+// of s (verified ones: their blocks' content is final), so that a sequence
+// that shares those blocks later finds them drafted.
+func (m *Manager) MarkDrafted(s *Seq, n int) {
+	full := min(n/m.cfg.BlockSize, len(s.table))
+	for ; s.drafted < full; s.drafted++ {
+		m.blocks[s.table[s.drafted]].drafted = true
+	}
+}
+
+// DraftedPrefix is how many of the first n tokens of s lie in leading
+// blocks whose draft K/V are held: where a draft model joining a prefix
+// hit starts computing.
+func (m *Manager) DraftedPrefix(s *Seq, n int) int {
+	bs := m.cfg.BlockSize
+	i := 0
+	for i < len(s.table) && (i+1)*bs <= n && m.blocks[s.table[i]].drafted {
+		i++
+	}
+	return i * bs
 }
 
 // acquire takes a reference on a cached block, pulling it out of the free
@@ -251,7 +277,7 @@ func (m *Manager) popFree() int32 {
 		b.hashed = false
 		m.freeCached--
 	}
-	b.ref = 1
+	b.ref, b.drafted = 1, false
 	return id
 }
 

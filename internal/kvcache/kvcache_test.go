@@ -296,3 +296,43 @@ func TestCachedBlocksMatchesTheCache(t *testing.T) {
 		t.Errorf("prefix caching off: %d", n)
 	}
 }
+
+// TestDraftedBlocks: blocks whose draft K/V a sequence marked are found
+// drafted by a later sequence that shares them, in whole blocks and never
+// past its own computed tokens; a block evicted and reused for other
+// tokens is not drafted any more.
+func TestDraftedBlocks(t *testing.T) {
+	m, _ := New(Config{NumBlocks: 4, BlockSize: 4, EnablePrefixCaching: true})
+	prompt := seqTokens(10, 0)
+	a := &Seq{}
+	m.Allocate(a, prompt, 0, 10)
+	m.Cache(a, prompt, 10)
+	m.MarkDrafted(a, 7) // one whole block
+	b := &Seq{}
+	hit := m.LookupPrefix(b, prompt)
+	m.Allocate(b, prompt, hit, 10-hit)
+	if got := m.DraftedPrefix(b, hit); got != 4 {
+		t.Fatalf("drafted prefix %d of a hit of %d, want 4", got, hit)
+	}
+	m.MarkDrafted(a, 10)
+	if got := m.DraftedPrefix(b, hit); got != 8 {
+		t.Fatalf("drafted prefix %d, want the hit's 8", got)
+	}
+	if got := m.DraftedPrefix(b, 6); got != 4 {
+		t.Fatalf("drafted prefix of 6 computed tokens %d, want 4", got)
+	}
+	m.Free(a)
+	m.Free(b)
+	// Other tokens take every block: none is drafted any more.
+	c := &Seq{}
+	other := seqTokens(16, 100)
+	if !m.Allocate(c, other, 0, 16) {
+		t.Fatal("allocate 16 tokens in 4 free blocks")
+	}
+	if got := m.DraftedPrefix(c, 16); got != 0 {
+		t.Fatalf("reused blocks: drafted prefix %d, want 0", got)
+	}
+	if err := m.check([]*Seq{c}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -65,6 +65,14 @@ type RandomSpec struct {
 	// real vocabulary measure what depends on the tokens themselves, such
 	// as structured outputs' masks.
 	Tokenizer []gguf.KV
+	// QuietFrom, when above 0, makes the layers from it on write to the
+	// residual stream at Quiet times the usual scale (attn_output and
+	// ffn_down): a target that the model of its first QuietFrom layers
+	// (Shape.Layers = QuietFrom, the same Seed) drafts well, for
+	// speculative decoding's benchmarks. The random draws are the same
+	// either way, so the first layers are the draft's exactly.
+	QuietFrom int
+	Quiet     float64
 	// Pooling, when set, makes it an embedding model ({arch}.pooling_type).
 	Pooling Pooling
 }
@@ -183,7 +191,7 @@ func WriteRandom(out io.Writer, spec RandomSpec) error {
 	}
 	kv("tokenizer.chat_template", chatML)
 
-	g := &generator{rng: rand.New(rand.NewPCG(spec.Seed, 0x5eed)), typ: spec.Type, w: w, layers: s.Layers, tied: s.Tied}
+	g := &generator{rng: rand.New(rand.NewPCG(spec.Seed, 0x5eed)), typ: spec.Type, w: w, layers: s.Layers, tied: s.Tied, scale: 1}
 	if spec.Mix != "" {
 		i := slices.Index(Mixes(), spec.Mix)
 		if i < 0 {
@@ -213,11 +221,19 @@ func WriteRandom(out io.Writer, spec RandomSpec) error {
 			g.norm(p+"attn_q_norm.weight", headDim)
 			g.norm(p+"attn_k_norm.weight", headDim)
 		}
+		if spec.QuietFrom > 0 && i >= spec.QuietFrom {
+			g.scale = spec.Quiet
+		}
 		g.matrix(p+"attn_output.weight", s.Hidden, qDim)
+		g.scale = 1
 		g.norm(p+"ffn_norm.weight", s.Hidden)
 		g.matrix(p+"ffn_gate.weight", s.FFN, s.Hidden)
 		g.matrix(p+"ffn_up.weight", s.FFN, s.Hidden)
+		if spec.QuietFrom > 0 && i >= spec.QuietFrom {
+			g.scale = spec.Quiet
+		}
 		g.matrix(p+"ffn_down.weight", s.Hidden, s.FFN)
+		g.scale = 1
 	}
 	if g.err != nil {
 		return fmt.Errorf("random model: %w", g.err)
@@ -234,7 +250,8 @@ type generator struct {
 	typ    gguf.TensorType // the mix's default type
 	mix    string          // one of Mixes, or ""
 	layers int
-	tied   bool // token_embd is also the output head
+	tied   bool    // token_embd is also the output head
+	scale  float64 // of the next matrix's σ
 	w      *gguf.Writer
 	buf    []float32
 	err    error
@@ -270,7 +287,7 @@ func (g *generator) matrix(name string, rows, cols int) {
 			typ = gguf.Q8_0
 		}
 	}
-	g.add(name, typ, []int64{int64(cols), int64(rows)}, func(int) float32 { return float32(g.rng.NormFloat64() * 0.02) })
+	g.add(name, typ, []int64{int64(cols), int64(rows)}, func(int) float32 { return float32(g.rng.NormFloat64() * 0.02 * g.scale) })
 }
 
 // typeOf is the tensor's type: the spec's, or the mix's choice as

@@ -82,6 +82,12 @@ type Seq struct {
 // BlockTable returns the sequence's physical KV blocks.
 func (s *Seq) BlockTable() []int { return s.kv.BlockTable() }
 
+// Drafted records that a draft model's K/V hold q's first n tokens
+// (kvcache.Manager.MarkDrafted); DraftedPrefix is where they stop holding
+// the computed ones, in whole blocks.
+func (s *Scheduler) Drafted(q *Seq, n int)    { s.kv.MarkDrafted(&q.kv, min(n, q.NumComputed)) }
+func (s *Scheduler) DraftedPrefix(q *Seq) int { return s.kv.DraftedPrefix(&q.kv, q.NumComputed) }
+
 // Scheduled is one sequence's share of a step.
 type Scheduled struct {
 	Seq    *Seq

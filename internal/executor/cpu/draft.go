@@ -10,10 +10,12 @@ import (
 // drafter is speculative decoding's draft model (vLLM's draft_model
 // method): a smaller model of the same vocabulary, with its own K/V in
 // the same block tables as the target's. After the target's pass it
-// catches up on every sequence's verified tokens, so that a block the
-// prefix cache shares holds the draft's K/V too, and then drafts greedily
-// for the sequences the engine asked (SeqBatch.Propose): one pass over the
-// new token, and one per further draft, batched over the sequences.
+// drafts greedily for the sequences the engine asked (SeqBatch.Propose):
+// one pass over the verified tokens its K/V lack and the new token, and
+// one per further draft, batched over the sequences. A sequence that does
+// not draft this step (one whose drafts were refused and is backing off,
+// a structured output, a prefill chunk) costs the draft nothing: it
+// catches up when it next drafts.
 type drafter struct {
 	runner *model.Runner
 
@@ -61,6 +63,11 @@ func (d *drafter) run(b *engine.Batch, r *engine.StepResult) error {
 			end -= len(s.Draft) - len(r.Accepted[i])
 		}
 		from := min(s.DraftKV, end)
+		r.DraftKV[i] = from
+		propose := s.Sample && s.Propose > 0
+		if !propose {
+			continue
+		}
 		in := d.in[i][:0]
 		for p := from; p < end; p++ {
 			if p < s.Pos {
@@ -69,21 +76,10 @@ func (d *drafter) run(b *engine.Batch, r *engine.StepResult) error {
 				in = append(in, s.Tokens[p-s.Pos])
 			}
 		}
-		propose := s.Sample && s.Propose > 0
-		if propose {
-			in = append(in, r.Samples[i].Token)
-		}
+		in = append(in, r.Samples[i].Token)
 		d.in[i] = in
-		r.DraftKV[i] = end
-		if len(in) == 0 {
-			continue
-		}
-		ms := model.Seq{Tokens: in, Pos: from, BlockTable: s.BlockTable, LogitsFrom: len(in)}
-		if propose {
-			ms.LogitsFrom = len(in) - 1
-			passes = max(passes, s.Propose)
-		}
-		d.seqs = append(d.seqs, ms)
+		passes = max(passes, s.Propose)
+		d.seqs = append(d.seqs, model.Seq{Tokens: in, Pos: from, BlockTable: s.BlockTable, LogitsFrom: len(in) - 1})
 		d.rows = append(d.rows, i)
 	}
 	if err := d.forward(b, r); err != nil {
@@ -120,8 +116,8 @@ func (d *drafter) run(b *engine.Batch, r *engine.StepResult) error {
 	return nil
 }
 
-// forward runs the draft over d.seqs and appends the greedy draft of each
-// sequence that asked for logits; r.DraftKV follows the K/V written.
+// forward runs the draft over d.seqs and appends each one's greedy
+// draft; r.DraftKV follows the K/V written.
 func (d *drafter) forward(b *engine.Batch, r *engine.StepResult) error {
 	if len(d.seqs) == 0 {
 		return nil
@@ -136,10 +132,7 @@ func (d *drafter) forward(b *engine.Batch, r *engine.StepResult) error {
 		i := d.rows[k]
 		end := ms.Pos + len(ms.Tokens)
 		d.tokens += float64(len(ms.Tokens))
-		r.DraftKV[i] = max(r.DraftKV[i], end)
-		if ms.LogitsFrom >= len(ms.Tokens) {
-			continue
-		}
+		r.DraftKV[i] = end
 		d.drafts[i] = append(d.drafts[i], argmax(d.runner.Logits[row*V:(row+1)*V]))
 		d.next[i] = end
 		row++

@@ -12,7 +12,8 @@ import (
 )
 
 // BenchmarkSpeculativeDecode is batch-1 greedy decoding through the
-// engine, plain and with n-gram speculation (k=4, n-grams of 2 to 4), on
+// engine, plain, with n-gram speculation (k=4, n-grams of 2 to 4) and with
+// a draft model (k=4), on
 // two workloads: "repeat", a passage said twice and then begun again, so
 // that the output repeats the input and prompt lookup's drafts are
 // accepted; "reject", sampled at temperature 1 (seeded) from a prompt of
@@ -21,19 +22,27 @@ import (
 // nothing, nothing is drafted and lookup's cost is all there is). Models: the real stories260K (so small that a step is
 // overhead, not weights) and a SmolLM-135M-shaped model with random Q8_0
 // weights (a step streams 145 MB of weights: the bandwidth-bound case
-// speculation is for). tok/s is decode only (first token to last);
+// speculation is for). stories260K drafts for itself (a draft as costly
+// as the target: what the mechanism costs); the SmolLM-shaped target's
+// layers after the first are quiet (model.RandomSpec.QuietFrom), and its
+// draft is that first layer with the same embeddings, a quarter of its
+// weights (most of them the 49152-token head). tok/s is decode only (first token to last);
 // accepted/draft is the acceptance rate. Run it with -count 5 and compare
 // min and median: scripts/bench-spec.sh does.
 func BenchmarkSpeculativeDecode(b *testing.B) {
 	models := []struct {
-		name string
-		load func(testing.TB) *model.Weights
+		name        string
+		load, draft func(testing.TB) *model.Weights
 	}{
-		{"stories260K", func(t testing.TB) *model.Weights { return stories(t) }},
-		{"smollm-135m-random", smolLM},
+		{"stories260K", func(t testing.TB) *model.Weights { return stories(t) }, func(t testing.TB) *model.Weights { return stories(t) }},
+		{"smollm-135m-random", func(t testing.TB) *model.Weights {
+			return randomModelOf(t, "smollm-135m", model.RandomSpec{Seed: 11, QuietFrom: 1, Quiet: 0.05})
+		}, func(t testing.TB) *model.Weights {
+			return randomModelOf(t, "smollm-135m", model.RandomSpec{Seed: 11, Shape: model.Shape{Layers: 1}})
+		}},
 	}
 	for _, m := range models {
-		w := m.load(b)
+		w, draft := m.load(b), m.draft(b)
 		V := w.Config.Vocab
 		story := []int{1, 403, 407, 261, 378, 432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337}
 		var repeat, reject []int
@@ -46,22 +55,27 @@ func BenchmarkSpeculativeDecode(b *testing.B) {
 			prompt []int
 			temp   float64
 		}{{"repeat", repeat, 0}, {"reject", reject, 1}} {
-			for _, mode := range []string{"plain", "ngram"} {
+			for _, mode := range []string{"plain", "ngram", "draft"} {
 				b.Run(m.name+"/"+wl.name+"/"+mode, func(b *testing.B) {
 					cfg := engine.Config{MaxNumSeqs: 1, MaxNumBatchedTokens: 256, MaxModelLen: 512, BlockSize: 16,
 						NumBlocks: 64, EnablePrefixCaching: false, MaxWaiting: 4, EOS: []int{2}}
-					if mode == "ngram" {
+					var d *model.Weights
+					switch mode {
+					case "ngram":
 						cfg.Speculative = spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 2, PromptLookupMax: 4}
+					case "draft":
+						cfg.Speculative = spec.Config{Method: spec.MethodDraftModel, Model: "draft", NumSpeculativeTokens: 4}
+						d = draft
 					}
 					var c specCounts
-					e := startEngine(b, w, cfg, &c)
+					e := startDrafting(b, w, d, cfg, &c)
 					const n = 96
 					var decode time.Duration
 					for b.Loop() {
 						decode += decodeOnce(b, e, wl.prompt, wl.temp, n)
 					}
 					b.ReportMetric(float64((n-1)*b.N)/decode.Seconds(), "tok/s")
-					if mode == "ngram" {
+					if mode != "plain" {
 						b.ReportMetric(float64(c.accepted)/max(1, float64(c.draftTokens)), "accepted/draft")
 						b.ReportMetric(float64(c.draftTokens)/float64(n*b.N), "drafts/token")
 					}
@@ -96,6 +110,3 @@ func decodeOnce(b *testing.B, e *engine.Engine, prompt []int, temp float64, n in
 	}
 	return last.Sub(first)
 }
-
-// smolLM is SmolLM-135M's shape with random Q8_0 weights.
-func smolLM(t testing.TB) *model.Weights { return randomModel(t, "smollm-135m", 11) }

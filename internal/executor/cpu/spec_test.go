@@ -59,12 +59,23 @@ func startDrafting(t testing.TB, w, draft *model.Weights, cfg engine.Config, obs
 // Q8_0 weights (and the synthetic tokenizer).
 func randomModel(t testing.TB, shape string, seed uint64) *model.Weights {
 	t.Helper()
+	return randomModelOf(t, shape, model.RandomSpec{Seed: seed})
+}
+
+// randomModelOf is randomModel with more of the spec: a layer count
+// (0: the shape's), quiet layers.
+func randomModelOf(t testing.TB, shape string, spec model.RandomSpec) *model.Weights {
+	t.Helper()
 	sh, err := model.LookupShape(shape)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if spec.Shape.Layers > 0 {
+		sh.Layers = spec.Shape.Layers
+	}
+	spec.Shape, spec.Type = sh, gguf.Q8_0
 	var buf bytes.Buffer
-	if err := model.WriteRandom(&buf, model.RandomSpec{Shape: sh, Type: gguf.Q8_0, Seed: seed}); err != nil {
+	if err := model.WriteRandom(&buf, spec); err != nil {
 		t.Fatal(err)
 	}
 	f, err := gguf.Parse(buf.Bytes())
