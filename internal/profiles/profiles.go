@@ -242,6 +242,16 @@ func modelProfiles() []Model {
 			Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128,
 			Intermediate: 28672, Vocab: 128256, MaxPosition: 131072,
 			Params: 70_553_706_496, BytesPerParam: 2},
+		// Llama 3.2's small models share Llama 3.1's tokenizer (the same
+		// 128256 ids): the draft models of speculative decoding for it.
+		{Name: "llama-3.2-1b", HF: []string{"meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-1B"},
+			Layers: 16, Hidden: 2048, Heads: 32, KVHeads: 8, HeadDim: 64,
+			Intermediate: 8192, Vocab: 128256, MaxPosition: 131072, TiedEmbedding: true,
+			Params: 1_235_814_400, BytesPerParam: 2},
+		{Name: "llama-3.2-3b", HF: []string{"meta-llama/Llama-3.2-3B-Instruct", "meta-llama/Llama-3.2-3B"},
+			Layers: 28, Hidden: 3072, Heads: 24, KVHeads: 8, HeadDim: 128,
+			Intermediate: 8192, Vocab: 128256, MaxPosition: 131072, TiedEmbedding: true,
+			Params: 3_212_749_824, BytesPerParam: 2},
 		{Name: "llama-2-7b", HF: []string{"meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-7b-chat-hf"},
 			Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 32, HeadDim: 128,
 			Intermediate: 11008, Vocab: 32000, MaxPosition: 4096,
