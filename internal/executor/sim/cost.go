@@ -19,7 +19,7 @@ type CostModel struct {
 // estimates are per GPU and uncalibrated, as vLLM's
 // vllm:estimated_{flops,read_bytes,write_bytes}_per_gpu_total count them.
 type Cost struct {
-	Duration time.Duration // GEMM + Attention + Elementwise + AllReduce + Overhead
+	Duration time.Duration // GEMM + Attention + Elementwise + AllReduce + Overhead (+ LoRA, LoRALoad, Draft)
 
 	GEMM time.Duration // projections, MLP and LM head
 	// WeightRead and DecodeKVRead are the ideal (bandwidth-bound) times of
@@ -33,6 +33,11 @@ type Cost struct {
 	// LoRA is the step's adapters' work and LoRALoad the copy of those
 	// the GPU had no slot for (only with LoRA; in Duration).
 	LoRA, LoRALoad time.Duration
+	// Draft is a draft model's passes after the target's (DraftPasses of
+	// them; in Duration, and their work in the estimates below, averaged
+	// over the target's GPUs). Only Execute prices them.
+	Draft       time.Duration
+	DraftPasses int
 	// Host is the profile's host work after the GPU part (Duration),
 	// with the GPU idle; the engine waits it out after Execute.
 	Host time.Duration

@@ -69,7 +69,9 @@ type Config struct {
 	// verifies the drafts it is given against its fake language model
 	// (each position sampled as a plain step would, a draft accepted when
 	// it is the token drawn), or, with rejection_sample_method
-	// "synthetic", accepts them at the configured rates.
+	// "synthetic", accepts them at the configured rates. With a draft
+	// model (Model a model profile; synthetic acceptance) the executor
+	// drafts itself (engine.Drafter): see draft.go.
 	Speculative spec.Config
 }
 
@@ -86,6 +88,14 @@ type Info struct {
 	WeightBytes     float64 // the whole model
 	KVBytesPerToken int64   // per GPU
 	MaxModelLen     int     // the model's max_position_embeddings
+
+	// Draft is the draft model's profile ("" without one), on
+	// DraftTensorParallel GPUs; DraftMaxModelLen is the longest sequence
+	// it drafts for (its max_position_embeddings, or max_model_len of
+	// --speculative-config).
+	Draft               string
+	DraftTensorParallel int
+	DraftMaxModelLen    int
 }
 
 // Executor is the simulated GPU. Like every engine.Executor it is called
@@ -104,6 +114,7 @@ type Executor struct {
 	clock     engine.Clock
 	deadline  time.Time // when the previous simulated step ends
 	lora      *loraState
+	draft     *draftModel // a draft model (speculative decoding), or nil
 
 	// Scratch reused by every step, so that Execute allocates nothing.
 	hist     []int      // history rewritten into candidate indices, for penalties
@@ -144,8 +155,15 @@ func New(cfg Config) (*Executor, error) {
 			return nil, fmt.Errorf("new sim executor: %w", err)
 		}
 	}
+	var draft *draftModel
+	if cfg.Speculative.Method == spec.MethodDraftModel {
+		if draft, err = newDraft(&cfg.Speculative, hw, &m, tp); err != nil {
+			return nil, fmt.Errorf("new sim executor: %w", err)
+		}
+	}
 	v := NewVocab()
 	e := &Executor{
+		draft:     draft,
 		synthetic: synthetic,
 		cost:      CostModel{HW: hw, Model: m, TP: tp},
 		vocab:     v,
@@ -181,7 +199,7 @@ func New(cfg Config) (*Executor, error) {
 // Info describes the simulated deployment.
 func (e *Executor) Info() Info {
 	m := &e.cost.Model
-	return Info{
+	info := Info{
 		Executor:        "sim",
 		Hardware:        e.cost.HW.Name,
 		Model:           m.Name,
@@ -192,6 +210,14 @@ func (e *Executor) Info() Info {
 		KVBytesPerToken: m.KVBytesPerToken(e.cost.TP),
 		MaxModelLen:     m.MaxPosition,
 	}
+	if d := e.draft; d != nil {
+		info.Draft, info.DraftTensorParallel = d.cost.Model.Name, d.cost.TP
+		info.DraftMaxModelLen = d.cost.Model.MaxPosition
+		if n := d.maxLen; n > 0 {
+			info.DraftMaxModelLen = n
+		}
+	}
+	return info
 }
 
 // Vocab is the tokenizer whose ids Execute produces.
@@ -200,19 +226,37 @@ func (e *Executor) Vocab() *Vocab { return e.vocab }
 // CostModel is the model that prices each step.
 func (e *Executor) CostModel() CostModel { return e.cost }
 
-// StepCost prices a batch without running it.
+// StepCost prices a batch's target pass without running it (a draft
+// model's passes depend on what verification accepts).
 func (e *Executor) StepCost(b *engine.Batch) Cost { return e.cost.Step(b) }
 
 // KVCacheBlocks sizes the KV cache as vLLM does: override bytes per GPU
 // when positive, else gpuMemoryUtilization of device memory less weights
 // and the activation reserve; divided into blocks of blockSize tokens.
-// Whether that many blocks can serve is the engine configuration's check.
+// A draft model's weights come out of the memory too, and every block
+// holds the draft's K/V beside the target's (vLLM gives both one block
+// count). Whether that many blocks can serve is the engine
+// configuration's check.
 func (e *Executor) KVCacheBlocks(gpuMemoryUtilization float64, override int64, blockSize int) (int, error) {
 	bytes, err := KVCacheBytes(e.cost.HW, e.cost.Model, e.cost.TP, gpuMemoryUtilization, override)
 	if err != nil {
 		return 0, err
 	}
-	return KVBlocks(bytes, e.cost.Model, e.cost.TP, blockSize), nil
+	if e.draft == nil {
+		return KVBlocks(bytes, e.cost.Model, e.cost.TP, blockSize), nil
+	}
+	weights, kvTok := e.draft.memory()
+	if override <= 0 {
+		bytes -= int64(weights)
+		if bytes <= 0 {
+			return 0, fmt.Errorf("size kv cache: the draft model %s's %.1f GB of weights per GPU leave no memory for the KV cache: "+
+				"raise --gpu-memory-utilization, or set --kv-cache-memory-bytes", e.draft.cost.Model.Name, weights/1e9)
+		}
+	}
+	if blockSize < 1 {
+		return 0, nil
+	}
+	return int(bytes / (int64(blockSize) * (e.cost.Model.KVBytesPerToken(e.cost.TP) + kvTok))), nil
 }
 
 // Execute runs one step: it prices the batch, samples a token for every
@@ -220,6 +264,7 @@ func (e *Executor) KVCacheBlocks(gpuMemoryUtilization float64, override int64, b
 // simulated time, so that sampling's own CPU time is part of the step
 // rather than added to it.
 func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
+	now := e.clock.Now()
 	c := e.cost.Step(b)
 	if e.lora != nil {
 		l := e.lora.step(&e.cost, b)
@@ -228,9 +273,25 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 		c.FLOPs += l.FLOPs
 		c.ReadBytes += l.Bytes
 	}
+	if err := e.run(b, r); err != nil {
+		return fmt.Errorf("execute batch: %w", err)
+	}
+	if e.draft != nil {
+		// The draft's passes follow the target's and depend on what it
+		// accepted.
+		d, passes, err := e.draft.step(e, b, r)
+		if err != nil {
+			return fmt.Errorf("execute batch: draft: %w", err)
+		}
+		c.Draft, c.DraftPasses = d.Duration, passes
+		c.Duration += d.Duration
+		c.FLOPs += d.FLOPs
+		c.ReadBytes += d.ReadBytes
+		c.WriteBytes += d.WriteBytes
+	}
 	if e.observe != nil {
 		seen := c // a copy, so that c itself stays on the stack
-		e.observe(e.clock.Now(), &seen)
+		e.observe(now, &seen)
 	}
 	r.FLOPs, r.ReadBytes, r.WriteBytes = c.FLOPs, c.ReadBytes, c.WriteBytes
 	host := c.Host + e.host
@@ -239,21 +300,29 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	}
 	r.HostTime = time.Duration(float64(host) * e.timeScale)
 
-	var until time.Time
 	if e.timeScale > 0 {
 		// Deadlines chain from the previous step's, so that a sleep that
 		// overshoots, or the engine's own work between steps, shortens the
 		// next step instead of adding up; after an idle gap (more than
-		// maxLag since the last deadline) the chain restarts from now.
-		now := e.clock.Now()
+		// maxLag since the last deadline) the chain restarts from the
+		// step's start. Sampling's time is inside the step.
 		start := e.deadline
 		if now.Sub(start) > maxLag {
 			start = now
 		}
 		e.deadline = start.Add(time.Duration(float64(c.Duration) * e.timeScale))
-		until = e.deadline
+		if d := e.deadline.Sub(e.clock.Now()); d > 0 {
+			e.clock.Sleep(d)
+		}
+		// The host's share follows the step; the engine waits it out.
+		e.deadline = e.deadline.Add(r.HostTime)
 	}
+	return nil
+}
 
+// run samples a token for every sequence that asks for one, verifying
+// its drafts where it has some, and embeds the embedding requests'.
+func (e *Executor) run(b *engine.Batch, r *engine.StepResult) error {
 	if cap(r.Samples) < len(b.Seqs) {
 		r.Samples = append(r.Samples[:cap(r.Samples)], make([]sampling.Result, len(b.Seqs)-cap(r.Samples))...)
 	}
@@ -272,7 +341,7 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 		}
 		if len(s.Draft) > 0 {
 			if err := e.verifyDrafts(i, s, r); err != nil {
-				return fmt.Errorf("execute batch: %w", err)
+				return err
 			}
 			continue
 		}
@@ -281,16 +350,8 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 			continue
 		}
 		if err := e.sample(s, &r.Samples[i]); err != nil {
-			return fmt.Errorf("execute batch: %w", err)
+			return err
 		}
-	}
-
-	if e.timeScale > 0 {
-		if d := until.Sub(e.clock.Now()); d > 0 {
-			e.clock.Sleep(d)
-		}
-		// The host's share follows the step; the engine waits it out.
-		e.deadline = e.deadline.Add(r.HostTime)
 	}
 	return nil
 }
