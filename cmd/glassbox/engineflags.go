@@ -5,12 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/calibrate"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/server"
 	"github.com/glassbox-llm/glassbox/internal/spec"
@@ -50,6 +52,7 @@ type engineFlags struct {
 	maxLoRARank         int
 	loraSizeSet         bool // --max-loras or --max-lora-rank given
 	speculativeConfig   string
+	specAcceptanceFrom  string
 }
 
 // listFlag collects every value a repeated flag is given (vLLM's
@@ -107,7 +110,11 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&e.maxQueued, "max-queued-requests", replica.DefaultMaxQueuedRequests, "waiting requests beyond which new ones get 503")
 	fs.StringVar(&e.toolCallParser, "tool-call-parser", "", "how tool calls are read from the model's output with tool_choice auto: "+strings.Join(toolcall.Parsers(), ", ")+
 		" (default: the one the chat template's tool format calls for; hermes for ChatML and the simulator)")
-	fs.StringVar(&e.speculativeConfig, "speculative-config", "", `speculative decoding, vLLM's JSON: {"method":"ngram","num_speculative_tokens":K,"prompt_lookup_max":N,"prompt_lookup_min":M} or {"model":"DRAFT.gguf","num_speculative_tokens":K} (a draft model of the same tokenizer; on the CPU only)`)
+	fs.StringVar(&e.speculativeConfig, "speculative-config", "", `speculative decoding, vLLM's JSON: {"method":"ngram","num_speculative_tokens":K,"prompt_lookup_max":N,"prompt_lookup_min":M} (prompt lookup) `+
+		`or {"model":DRAFT,"num_speculative_tokens":K} (a draft model: on the CPU a GGUF of the same tokenizer; on the simulator a model profile such as llama-3.2-1b, `+
+		`with "rejection_sample_method":"synthetic" and synthetic_acceptance_rates, or --spec-acceptance-from)`)
+	fs.StringVar(&e.specAcceptanceFrom, "spec-acceptance-from", "", "the simulator's acceptance fitted from a real run: a /metrics scrape of vLLM or glassbox with the vllm:spec_decode_* counters, "+
+		"or BEFORE,AFTER (two scrapes of one server: the run between them); its per-position rates become --speculative-config's synthetic acceptance")
 	fs.BoolVar(&e.autoToolChoice, "enable-auto-tool-choice", false, "vLLM's switch for tool_choice auto; glassbox enables it whenever a tool-call parser is known, and with this flag requires one")
 	fs.BoolVar(&e.enableLoRA, "enable-lora", false, "serve LoRA adapters (--lora-modules) as model names; the simulated GPU only")
 	fs.Var(&e.loraModules, "lora-modules", `LoRA adapters: name=path, or JSON {"name": …, "path": …}; space-separated or repeated`)
@@ -179,6 +186,18 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 			return c, err
 		}
 	}
+	if e.specAcceptanceFrom != "" {
+		if !c.Speculative.Enabled() {
+			return c, errors.New("--spec-acceptance-from needs --speculative-config: the fitted rates are its acceptance")
+		}
+		rates, err := fitAcceptance(e.specAcceptanceFrom)
+		if err != nil {
+			return c, fmt.Errorf("--spec-acceptance-from %s: %w", e.specAcceptanceFrom, err)
+		}
+		if err := c.Speculative.Fitted(rates); err != nil {
+			return c, fmt.Errorf("--spec-acceptance-from %s: %w", e.specAcceptanceFrom, err)
+		}
+	}
 	if c.Sim.TensorParallel, err = parseCount(e.tensorParallel, 1); err != nil {
 		return c, fmt.Errorf("--tensor-parallel-size: %w", err)
 	}
@@ -213,4 +232,39 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 		c.Sim.Calib = &cal
 	}
 	return c, nil
+}
+
+// fitAcceptance reads the per-position acceptance rates of a scrape, or of
+// the run between two scrapes ("before,after"), of a server's spec-decode
+// counters.
+func fitAcceptance(arg string) ([]float64, error) {
+	paths := strings.Split(arg, ",")
+	if len(paths) > 2 {
+		return nil, errors.New("want one scrape, or two (before,after)")
+	}
+	var cs []spec.Counters
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		sc, err := promtext.Parse(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		c, err := sc.SpecCounters()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		cs = append(cs, c)
+	}
+	c := cs[0]
+	if len(cs) == 2 {
+		var err error
+		if c, err = cs[1].Since(&cs[0]); err != nil {
+			return nil, err
+		}
+	}
+	return c.Rates()
 }

@@ -138,6 +138,9 @@ func newReplica(f *serveFlags, o *observability, log *slog.Logger) (*replica.Rep
 		c.Profiler = o.profiler
 	}
 	if f.model != "" {
+		if f.specAcceptanceFrom != "" {
+			return nil, errors.New("--spec-acceptance-from: fitted acceptance is the simulator's: the CPU verifies every draft against the model")
+		}
 		if c.Model, err = resolveModel(f.model, os.Stderr); err != nil {
 			return nil, err
 		}

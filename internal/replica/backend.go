@@ -62,12 +62,19 @@ func simBackend(cfg *Config) (*backend, error) {
 	info := exec.Info()
 	hw := exec.CostModel().HW
 	seqs, batched := hw.Defaults()
+	describe := fmt.Sprintf("the simulated executor: %s on %d× %s (bf16)", info.Model, info.TensorParallel, info.Hardware)
+	if info.Draft != "" {
+		describe += fmt.Sprintf(", drafting with %s on %d", info.Draft, info.DraftTensorParallel)
+		if cfg.Speculative.DraftMaxModelLen == 0 {
+			cfg.Speculative.DraftMaxModelLen = info.DraftMaxModelLen // vLLM's default: the draft's own context
+		}
+	}
 	return &backend{
 		model: exec.Vocab(), eos: []int{exec.Vocab().EOS()}, name: info.Model, toolParser: toolcall.Hermes,
 		// The simulator embeds with any model profile, its hidden size long;
 		// its vectors may be shortened as a Matryoshka model's.
 		embeddings:  &server.Embeddings{Dim: exec.CostModel().Model.Hidden, Pooling: "simulated", Truncatable: true},
-		describe:    fmt.Sprintf("the simulated executor: %s on %d× %s (bf16)", info.Model, info.TensorParallel, info.Hardware),
+		describe:    describe,
 		maxModelLen: info.MaxModelLen, defaultSeqs: seqs, defaultBatched: batched, cacheDtype: "auto",
 		executorInfo: map[string]string{
 			"executor": info.Executor, "hardware": info.Hardware, "model": info.Model,

@@ -317,15 +317,13 @@ func (r *Replica) liveTarget(name, apiKey string) live.Target {
 func (r *Replica) DashboardHandler() http.Handler { return r.dash }
 
 // checkSpeculative refuses, by name, the speculative decoding this
-// replica cannot run: a draft model on the simulator (not built), and
-// what spec.Check refuses of the deployment.
+// replica cannot run: what spec.Check refuses of the deployment. Each
+// executor checks its draft model itself (cpu.Load a GGUF, sim.New a
+// model profile).
 func checkSpeculative(cfg *Config) error {
 	sp := &cfg.Speculative
 	if !sp.Enabled() {
 		return nil
-	}
-	if sp.Method == spec.MethodDraftModel && cfg.Model == "" {
-		return fmt.Errorf("--speculative-config method %q: the simulated GPU has no draft model yet; use \"ngram\" (prompt lookup), or a draft GGUF with --model on the CPU", sp.Method)
 	}
 	return sp.Check(spec.Deployment{Simulated: cfg.Model == "", TensorParallel: max(cfg.Sim.TensorParallel, 1)})
 }

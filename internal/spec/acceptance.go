@@ -3,12 +3,55 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Counters are a run's spec-decode counters: vLLM's four families.
 type Counters struct {
 	Drafts, DraftTokens, Accepted float64
 	PerPos                        []float64 // accepted tokens at draft position 0, 1, …
+}
+
+// Since is what the counters counted after before (an earlier reading of
+// the same server's): their differences. A counter that went down means
+// the server restarted between the readings.
+func (c *Counters) Since(before *Counters) (Counters, error) {
+	d := Counters{Drafts: c.Drafts - before.Drafts, DraftTokens: c.DraftTokens - before.DraftTokens, Accepted: c.Accepted - before.Accepted}
+	for i, n := range c.PerPos {
+		if i < len(before.PerPos) {
+			n -= before.PerPos[i]
+		}
+		if n < 0 {
+			return Counters{}, fmt.Errorf("counters since: accepted tokens at position %d went down: the server restarted between the readings", i)
+		}
+		d.PerPos = append(d.PerPos, n)
+	}
+	if d.Drafts < 0 || d.DraftTokens < 0 || d.Accepted < 0 || len(before.PerPos) > len(c.PerPos) {
+		return Counters{}, errors.New("counters since: the counters went down: the server restarted between the readings")
+	}
+	return d, nil
+}
+
+// Fitted makes the configuration's acceptance synthetic at rates fitted
+// from a run's counters (Counters.Rates; --spec-acceptance-from): the
+// first num_speculative_tokens of them. It refuses a configuration that
+// sets its own synthetic acceptance, and rates for fewer positions than
+// it drafts.
+func (c *Config) Fitted(rates []float64) error {
+	switch k := c.NumSpeculativeTokens; {
+	case !c.Enabled():
+		return errors.New("fitted acceptance: no speculative decoding configured")
+	case c.RejectionSampleMethod == RejectSynthetic:
+		return errorf("rejection_sample_method", "sets its own synthetic acceptance: give it or fitted acceptance, not both")
+	case len(rates) < k:
+		return errorf("num_speculative_tokens", "%d, but the fitted acceptance has %d positions", k, len(rates))
+	default:
+		if _, err := NewCurve(rates[:k]); err != nil {
+			return fmt.Errorf("fitted acceptance: %w", err)
+		}
+		c.RejectionSampleMethod, c.Synthetic = RejectSynthetic, slices.Clone(rates[:k])
+	}
+	return nil
 }
 
 // Rates are the unconditional per-position acceptance rates the counters

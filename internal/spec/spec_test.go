@@ -238,6 +238,37 @@ func TestCurve(t *testing.T) {
 	}
 }
 
+// TestFittedAcceptance: counters read before and after a run give the
+// run's rates, which become the configuration's synthetic acceptance for
+// its first k positions; a restart between the readings, a configuration
+// with its own rates and too few positions are refused.
+func TestFittedAcceptance(t *testing.T) {
+	before := Counters{Drafts: 50, DraftTokens: 150, Accepted: 70, PerPos: []float64{40, 20, 10}}
+	after := Counters{Drafts: 150, DraftTokens: 450, Accepted: 220, PerPos: []float64{120, 70, 30, 5}}
+	d, err := after.Since(&before)
+	if err != nil || d.Drafts != 100 || d.Accepted != 150 || !slices.Equal(d.PerPos, []float64{80, 50, 20, 5}) {
+		t.Fatalf("since: %+v, %v", d, err)
+	}
+	if _, err := before.Since(&after); err == nil || !strings.Contains(err.Error(), "restarted") {
+		t.Errorf("counters that went down: %v", err)
+	}
+	rates, err := d.Rates()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Config{Method: MethodDraftModel, Model: "d", NumSpeculativeTokens: 3, RejectionSampleMethod: RejectStandard}
+	if err := c.Fitted(rates); err != nil || c.RejectionSampleMethod != RejectSynthetic || !slices.Equal(c.Synthetic, []float64{0.8, 0.5, 0.2}) {
+		t.Errorf("fitted: %+v, %v", c, err)
+	}
+	if err := c.Fitted(rates); err == nil || !strings.Contains(err.Error(), "rejection_sample_method") {
+		t.Errorf("a configuration with its own rates: %v", err)
+	}
+	c = Config{Method: MethodNgram, NumSpeculativeTokens: 5, RejectionSampleMethod: RejectStandard}
+	if err := c.Fitted(rates); err == nil || !strings.Contains(err.Error(), "num_speculative_tokens") {
+		t.Errorf("5 drafts from 4 positions: %v", err)
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		`{"method":"ngram","num_speculative_tokens":3}`,
