@@ -193,3 +193,50 @@ func TestSpeculationCrossover(t *testing.T) {
 		t.Errorf("a sweep without speculation: %v", err)
 	}
 }
+
+// TestDraftModelCrossover: the same replica drafting with a Llama-3.2-1B
+// draft model, its drafts accepted at 0.8, 0.6, 0.45, 0.3: at 2
+// requests/s speculation shortens the token time although the draft's
+// four passes cost about one of the target's; at 30 the draft's passes and
+// the verify pass's positions cost more than they save, sooner than with
+// drafts that cost nothing (n-gram lookup at the same rates still pays
+// there).
+func TestDraftModelCrossover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulates hundreds of sequences in virtual time; skipped with -short")
+	}
+	rates := []float64{0.8, 0.6, 0.45, 0.3}
+	cfg := Config{
+		Base: replica.Config{Sim: sim.Config{Hardware: "h200", Model: "llama-3.1-8b"}, MaxModelLen: 4096, BlockSize: 16, MaxQueuedRequests: 100000,
+			GPUMemoryUtilization: 0.9, MaxNumBatchedTokens: 8192, MaxNumSeqs: 1024,
+			Speculative: spec.Config{Method: spec.MethodDraftModel, Model: "llama-3.2-1b", NumSpeculativeTokens: 4,
+				RejectionSampleMethod: spec.RejectSynthetic, Synthetic: rates}},
+		Load: randomLoad(t, 128, 512), Duration: 30 * time.Second,
+	}
+	draft, err := SpeculationSweep(context.Background(), cfg, []float64{2, 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Base.Speculative = spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 5, PromptLookupMax: 5,
+		RejectionSampleMethod: spec.RejectSynthetic, Synthetic: rates}
+	ngram, err := SpeculationSweep(context.Background(), cfg, []float64{30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	WriteSpecTable(&b, draft)
+	WriteSpecTable(&b, ngram)
+	t.Log("\n" + b.String())
+	if !draft[0].Pays() || draft[1].Pays() || Crossover(draft) != 30 {
+		t.Errorf("a 1B draft pays at 2 req/s: %v (want true), at 30: %v (want false): %+v", draft[0].Pays(), draft[1].Pays(), draft)
+	}
+	if !ngram[0].Pays() || !(draft[1].Spec.TPOTp50 > ngram[0].Spec.TPOTp50) {
+		t.Errorf("at 30 req/s, n-gram drafts at the same rates: pays %v, token time %v ms against the draft model's %v",
+			ngram[0].Pays(), ngram[0].Spec.TPOTp50, draft[1].Spec.TPOTp50)
+	}
+	// The draft model's cost shows at low load too: the same acceptance
+	// with free drafts gives a shorter token time.
+	if a := draft[0].Spec.Acceptance; !(a > 0.45 && a < 0.7) {
+		t.Errorf("acceptance %v at the rates %v", a, rates)
+	}
+}

@@ -20,8 +20,10 @@ import (
 // pass costs about one decode step (small batches, bound by reading the
 // weights), and stops paying as batches fill and the steps become
 // compute-bound: every scored position then costs about a plain decode
-// token, the rejected ones for nothing. The sweep finds that crossover for
-// one replica of Base: each rate run with Base's speculation and without.
+// token, the rejected ones for nothing. A draft model adds its own passes
+// to every step (and takes KV blocks), so it stops paying sooner. The
+// sweep finds that crossover for one replica of Base: each rate run with
+// Base's speculation and without.
 
 // SpecRun is one replica at one rate.
 type SpecRun struct {
@@ -146,7 +148,7 @@ func WriteSpecTable(w io.Writer, pts []SpecPoint) {
 	_ = tw.Flush()
 	switch c := Crossover(pts); {
 	case c > 0:
-		fmt.Fprintf(w, "\nSpeculation stops paying at %g req/s: the batches are wide enough that a verify pass's scored positions cost what plain decode tokens do.\n", c)
+		fmt.Fprintf(w, "\nSpeculation stops paying at %g req/s: the batches are wide enough that a verify pass's scored positions (and a draft model's passes) cost more than the tokens they save.\n", c)
 	case len(pts) > 0 && pts[0].Pays():
 		fmt.Fprintln(w, "\nSpeculation pays at every rate swept.")
 	default:
