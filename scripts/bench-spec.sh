@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Speculative decoding (n-gram prompt lookup) side by side with plain
-# decoding, batch 1, in one run on the same model files:
+# Speculative decoding (n-gram prompt lookup and a draft model) side by
+# side with plain decoding, batch 1, in one run on the same model files:
 # BenchmarkSpeculativeDecode REPS times, then per model and workload the
 # min and median decode tokens/s of each mode and the ratio of the
 # medians (ngram / plain), with the acceptance rate and drafts per token.
@@ -21,18 +21,22 @@ python3 - "$WORK/bench.txt" <<'PY'
 import re, statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
-    m = re.match(r'BenchmarkSpeculativeDecode/(\S+)/(\S+)/(plain|ngram)-\d+\s+\d+\s+\d+ ns/op\s+(.*)', line)
+    m = re.match(r'BenchmarkSpeculativeDecode/(\S+)/(\S+)/(plain|ngram|draft)-\d+\s+\d+\s+\d+ ns/op\s+(.*)', line)
     if m:
-        metrics = {unit: float(v) for v, unit in re.findall(r'([\d.]+) (\S+)', m[4])}
+        metrics = {unit: float(v) for v, unit in re.findall(r'([\d.e+-]+) (\S+)', m[4])}
         runs.setdefault((m[1], m[2]), {}).setdefault(m[3], []).append(metrics)
 print()
-print("| model | workload | plain tok/s min / median | ngram tok/s min / median | ngram / plain (medians) | accepted / draft | drafts / token |")
-print("|---|---|---|---|---|---|---|")
+print("| model | workload | mode | plain tok/s min / median | mode tok/s min / median | mode / plain (medians) | accepted / draft | accepted at positions 0-3 (per verify pass) | drafts / token | MB read / token (plain → mode) |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for (model, wl), modes in runs.items():
     tps = {k: [r["tok/s"] for r in v] for k, v in modes.items()}
     med = {k: statistics.median(v) for k, v in tps.items()}
-    acc = statistics.median(r.get("accepted/draft", 0) for r in modes["ngram"])
-    dpt = statistics.median(r.get("drafts/token", 0) for r in modes["ngram"])
-    print(f"| {model} | {wl} | {min(tps['plain']):.1f} / {med['plain']:.1f} | {min(tps['ngram']):.1f} / {med['ngram']:.1f} | "
-          f"{med['ngram'] / med['plain']:.2f}× | {acc:.2f} | {dpt:.2f} |")
+    mb = {k: statistics.median(r.get("MB/token", 0) for r in v) for k, v in modes.items()}
+    for mode in [m for m in modes if m != "plain"]:
+        rs = modes[mode]
+        acc = statistics.median(r.get("accepted/draft", 0) for r in rs)
+        dpt = statistics.median(r.get("drafts/token", 0) for r in rs)
+        pos = " / ".join(f"{statistics.median(r.get(f'accepted@{i}', 0) for r in rs):.2f}" for i in range(4))
+        print(f"| {model} | {wl} | {mode} | {min(tps['plain']):.1f} / {med['plain']:.1f} | {min(tps[mode]):.1f} / {med[mode]:.1f} | "
+              f"{med[mode] / med['plain']:.2f}× | {acc:.2f} | {pos} | {dpt:.2f} | {mb['plain']:.1f} → {mb[mode]:.1f} |")
 PY

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -75,9 +76,15 @@ func BenchmarkSpeculativeDecode(b *testing.B) {
 						decode += decodeOnce(b, e, wl.prompt, wl.temp, n)
 					}
 					b.ReportMetric(float64((n-1)*b.N)/decode.Seconds(), "tok/s")
+					// Bytes read (weights once per pass of either model,
+					// and K/V) per token generated, prompt's included.
+					b.ReportMetric(c.readBytes/max(1, float64(c.generated))/1e6, "MB/token")
 					if mode != "plain" {
 						b.ReportMetric(float64(c.accepted)/max(1, float64(c.draftTokens)), "accepted/draft")
 						b.ReportMetric(float64(c.draftTokens)/float64(n*b.N), "drafts/token")
+						for i, a := range c.perPos {
+							b.ReportMetric(float64(a)/max(1, float64(c.drafts)), fmt.Sprintf("accepted@%d", i))
+						}
 					}
 				})
 			}

@@ -20,6 +20,9 @@ import (
 type specCounts struct {
 	mu                                 sync.Mutex
 	drafts, draftTokens, accepted, pre int
+	perPos                             []int
+	readBytes                          float64 // the executor's estimate: weights and K/V read
+	generated                          int
 }
 
 func (c *specCounts) ObserveStep(s *engine.StepEvent) {
@@ -29,6 +32,14 @@ func (c *specCounts) ObserveStep(s *engine.StepEvent) {
 	c.draftTokens += s.SpecDraftTokens
 	c.accepted += s.SpecAccepted
 	c.pre += s.Preemptions
+	for len(c.perPos) < len(s.SpecAcceptedPerPos) {
+		c.perPos = append(c.perPos, 0)
+	}
+	for i, n := range s.SpecAcceptedPerPos {
+		c.perPos[i] += n
+	}
+	c.readBytes += s.ReadBytes
+	c.generated += s.GenerationTokens
 }
 func (c *specCounts) ObserveFinished(*engine.FinishedEvent) {}
 
