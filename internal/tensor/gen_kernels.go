@@ -8,7 +8,8 @@
 // functions in step. The families: row kernels and 4-token tiles over
 // weights in their GGUF layout (rows1, rows4, q4kTile, q6kTile), kernels
 // over repacked weights whose SIMD lanes are rows (q80x8, q4kxR, q6kxR),
-// float dot products, tiled attention (flash), and exp.
+// tiles of float rows × tokens (floatTile), tiled attention (flash), and
+// exp.
 //
 // In the row kernels register use is fixed: Y10–Y15 hold constants, Y0
 // and Y5–Y7 the per-token accumulators, Y1 the decoded signed weights, Y3
@@ -288,7 +289,6 @@ func main() {
 			rows4(&w, f, s)
 		}
 	}
-	w.WriteString(floatKernels)
 	w.WriteString(readKernel)
 	expKernels(&w)
 	w.WriteString(kquantKernels)
@@ -312,6 +312,22 @@ func main() {
 	}
 	flashKernels(&w)
 	quantKernels(&w)
+	for _, kind := range []string{"f16", "bf16", "f32"} {
+		for _, rt := range floatTiles {
+			floatTile(&w, kind, rt[0], rt[1], false)
+			if rt[0] == 8 {
+				floatTile(&w, kind, rt[0], rt[1], true)
+			}
+		}
+	}
+	w.WriteString(f16ToF32)
+	data(&w, "bf16rnd", rep(0x00007fff00007fff))
+	data(&w, "bf16one", rep(0x0000000100000001))
+	data(&w, "bf16hi", rep(0xffff0000ffff0000))
+	data(&w, "f32abs", rep(0x7fffffff7fffffff))
+	data(&w, "f32inf", rep(0x7f8000007f800000))
+	data(&w, "f32quiet", rep(0x0040000000400000))
+	w.WriteString(roundActs)
 	for _, f := range formats {
 		for _, tokens := range []int{4, 2, 1} {
 			qx8AVX2(&w, f, tokens)
@@ -332,82 +348,6 @@ func main() {
 		log.Fatal(err)
 	}
 }
-
-// floatKernels: F32·F32 and F16·F32 dot products over n elements, n a
-// positive multiple of 32, four FMA accumulators.
-const floatKernels = `// func dotF32AVX2(a, b *float32, n int) float32
-TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
-	MOVQ a+0(FP), SI
-	MOVQ b+8(FP), DI
-	MOVQ n+16(FP), CX
-	SHRQ $5, CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-f32loop:
-	VMOVUPS (SI), Y4
-	VMOVUPS 32(SI), Y5
-	VMOVUPS 64(SI), Y6
-	VMOVUPS 96(SI), Y7
-	VFMADD231PS (DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ $128, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ f32loop
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X4
-	VADDPS X4, X0, X0
-	VPSHUFD $0x4E, X0, X4
-	VADDPS X4, X0, X0
-	VPSHUFD $0xB1, X0, X4
-	VADDSS X4, X0, X0
-	VMOVSS X0, ret+24(FP)
-	VZEROUPPER
-	RET
-
-// func dotF16AVX2(w *uint16, x *float32, n int) float32
-TEXT ·dotF16AVX2(SB), NOSPLIT, $0-28
-	MOVQ w+0(FP), SI
-	MOVQ x+8(FP), DI
-	MOVQ n+16(FP), CX
-	SHRQ $5, CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-f16loop:
-	VCVTPH2PS (SI), Y4
-	VCVTPH2PS 16(SI), Y5
-	VCVTPH2PS 32(SI), Y6
-	VCVTPH2PS 48(SI), Y7
-	VFMADD231PS (DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ $64, SI
-	ADDQ $128, DI
-	DECQ CX
-	JNZ f16loop
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X4
-	VADDPS X4, X0, X0
-	VPSHUFD $0x4E, X0, X4
-	VADDPS X4, X0, X0
-	VPSHUFD $0xB1, X0, X4
-	VADDSS X4, X0, X0
-	VMOVSS X0, ret+24(FP)
-	VZEROUPPER
-	RET
-
-`
 
 // readKernel: the read-bandwidth probe (ReadRate). It sums n bytes (a
 // positive multiple of 128) as 64-bit words in four accumulators, so that
@@ -1816,3 +1756,204 @@ quantq80:
 
 `)
 }
+
+// floatTiles are the (rows, tokens) tiles of the F16, BF16 and F32
+// kernels: eight rows for one token (decode: eight independent FMA chains
+// hide the latency), three rows × up to four tokens for batches (twelve
+// accumulators, each weight vector converted once for every token), and
+// one row for the rows left over.
+var floatTiles = [][2]int{{8, 1}, {1, 1}, {3, 2}, {1, 2}, {3, 3}, {1, 3}, {3, 4}, {1, 4}}
+
+// floatTile emits func <f16|bf16|f32>Tile<R>x<T>AVX2(w unsafe.Pointer,
+// rowStride, groups int, x *float32, xstride, steps int, out *float32,
+// ostride int): for each of groups groups of R rows (rowStride bytes
+// apart) and T tokens (xstride bytes apart), out[t·ostride + r] (bytes) =
+// the dot product of the first 8·steps elements. Every (row, token) pair
+// has one accumulator whose lane l sums, by FMA, elements 8i+l in order of
+// i; the lanes are then added as ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), so
+// that every tile, and F32 rows converted from F16 ones, give the same
+// bits for a row and a token. For eight rows it also emits <name>P,
+// which prefetches the next group of rows into L2 while it works on one:
+// a row as short as Qwen2.5-0.5B's 896 columns (1.8 KB) ends before the
+// hardware prefetcher has learnt its stream, so eight of them side by
+// side read memory slower than one long stream (18.5 against 21.9 GB/s
+// here); long rows are left to the hardware.
+//
+// Registers: accumulators from Y0, weights from Y12 (Y8 for one token), x
+// in Y15; SI the group's first row, R12/R13 its first and fifth walking
+// the columns, BX the tokens' x, R8 = rowStride, R9 = 3·rowStride, R10 =
+// xstride, R11 = 3·xstride (or the prefetch pointer), AX out.
+func floatTile(w *bytes.Buffer, kind string, R, T int, pf bool) {
+	name := fmt.Sprintf("%sTile%dx%dAVX2", kind, R, T)
+	if pf {
+		name += "P"
+	}
+	if R*T+R+1 > 16 && T > 1 || R > 8 || (R > 4 && T > 1) || pf && T > 1 {
+		panic("floatTile: too many registers")
+	}
+	eb := map[string]int{"f16": 2, "bf16": 2, "f32": 4}[kind] // bytes per weight
+	counter := "DX"                                           // groups left: DX is free when R ≤ 4
+	if R > 4 {
+		counter = "R10" // and R10 when T = 1
+	}
+	fmt.Fprintf(w, "// func %s(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-64\n", name)
+	fmt.Fprintf(w, "\tMOVQ w+0(FP), SI\n\tMOVQ rowStride+8(FP), R8\n\tLEAQ (R8)(R8*2), R9\n\tMOVQ groups+16(FP), %s\n\tMOVQ out+48(FP), AX\n", counter)
+	if T > 1 {
+		w.WriteString("\tMOVQ xstride+32(FP), R10\n\tLEAQ (R10)(R10*2), R11\n")
+	}
+	acc := func(r, t int) int { return r*T + t }
+	rowAddr := func(r, off int) string {
+		base := "R12"
+		if r >= 4 {
+			base, r = "R13", r-4
+		}
+		return fmt.Sprintf("%d(%s)%s", off, base, [...]string{"", "(R8*1)", "(R8*2)", "(R9*1)"}[r])
+	}
+	xAddr := func(t, off int) string {
+		return fmt.Sprintf("%d(BX)%s", off, [...]string{"", "(R10*1)", "(R10*2)", "(R11*1)"}[t])
+	}
+	load := func(addr string, y int) {
+		switch kind {
+		case "f16":
+			fmt.Fprintf(w, "\tVCVTPH2PS %s, Y%d\n", addr, y)
+		case "bf16":
+			fmt.Fprintf(w, "\tVPMOVZXWD %s, Y%d\n\tVPSLLD $16, Y%[2]d, Y%[2]d\n", addr, y)
+		default:
+			fmt.Fprintf(w, "\tVMOVUPS %s, Y%d\n", addr, y)
+		}
+	}
+	step := func(k int) { // columns 8k..8k+7 from the walking pointers
+		if T == 1 {
+			fmt.Fprintf(w, "\tVMOVUPS %d(BX), Y15\n", 32*k)
+			for r := range R {
+				y := 8 + r%6
+				load(rowAddr(r, 8*eb*k), y)
+				fmt.Fprintf(w, "\tVFMADD231PS Y15, Y%d, Y%d\n", y, acc(r, 0))
+			}
+			return
+		}
+		for r := range R {
+			load(rowAddr(r, 8*eb*k), 12+r)
+		}
+		for t := range T {
+			fmt.Fprintf(w, "\tVMOVUPS %s, Y15\n", xAddr(t, 32*k))
+			for r := range R {
+				fmt.Fprintf(w, "\tVFMADD231PS Y15, Y%d, Y%d\n", 12+r, acc(r, t))
+			}
+		}
+	}
+	fmt.Fprintf(w, "%sgroup:\n", name)
+	for i := range R * T {
+		fmt.Fprintf(w, "\tVXORPS Y%[1]d, Y%[1]d, Y%[1]d\n", i)
+	}
+	w.WriteString("\tMOVQ SI, R12\n")
+	if R > 4 {
+		w.WriteString("\tLEAQ (SI)(R8*4), R13\n")
+	}
+	if pf {
+		w.WriteString("\tLEAQ (SI)(R8*8), R11\n")
+	}
+	fmt.Fprintf(w, "\tMOVQ x+24(FP), BX\n\tMOVQ steps+40(FP), CX\n\tSHRQ $1, CX\n\tJZ %sodd\n%[1]sloop:\n", name)
+	step(0)
+	step(1)
+	if pf { // 16·eb bytes of each of the eight rows per iteration
+		for off := 0; off < 8*16*eb; off += 64 {
+			fmt.Fprintf(w, "\tPREFETCHT1 %d(R11)\n", off)
+		}
+		fmt.Fprintf(w, "\tADDQ $%d, R11\n", 8*16*eb)
+	}
+	fmt.Fprintf(w, "\tADDQ $%d, R12\n", 16*eb)
+	if R > 4 {
+		fmt.Fprintf(w, "\tADDQ $%d, R13\n", 16*eb)
+	}
+	fmt.Fprintf(w, "\tADDQ $64, BX\n\tDECQ CX\n\tJNZ %sloop\n%[1]sodd:\n\tMOVQ steps+40(FP), CX\n\tANDQ $1, CX\n\tJZ %[1]ssum\n", name)
+	step(0)
+	fmt.Fprintf(w, "%ssum:\n\tMOVQ ostride+56(FP), CX\n\tLEAQ (CX)(CX*2), R12\n", name)
+	for r := range R {
+		for t := range T {
+			a := acc(r, t)
+			fmt.Fprintf(w, "\tVEXTRACTF128 $1, Y%[1]d, X15\n\tVADDPS X15, X%[1]d, X%[1]d\n\tVPERMILPS $0x4E, X%[1]d, X15\n\tVADDPS X15, X%[1]d, X%[1]d\n\tVPERMILPS $0xB1, X%[1]d, X15\n\tVADDSS X15, X%[1]d, X%[1]d\n", a)
+			fmt.Fprintf(w, "\tVMOVSS X%d, %d(AX)%s\n", a, 4*r, [...]string{"", "(CX*1)", "(CX*2)", "(R12*1)"}[t])
+		}
+	}
+	adv := map[int]string{1: "(SI)(R8*1)", 3: "(SI)(R9*1)", 8: "(SI)(R8*8)"}[R]
+	if adv == "" {
+		panic("floatTile: rows")
+	}
+	fmt.Fprintf(w, "\tLEAQ %s, SI\n\tADDQ $%d, AX\n\tDECQ %s\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", adv, 4*R, counter, name)
+}
+
+// roundActs: activations rounded through F16 (F16C, to nearest even:
+// RoundF16's bits, NaN payloads aside) and through BF16 (F32ToBF16's
+// integer rounding, NaNs made quiet), n a positive multiple of 8.
+const roundActs = `// func roundF16AVX2(x, dst *float32, n int)
+TEXT ·roundF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+roundf16loop:
+	VMOVUPS (SI), Y0
+	VCVTPS2PH $0, Y0, X0
+	VCVTPH2PS X0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ roundf16loop
+	VZEROUPPER
+	RET
+
+// func roundBF16AVX2(x, dst *float32, n int)
+TEXT ·roundBF16AVX2(SB), NOSPLIT, $0-24
+	MOVQ x+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+	VMOVDQU bf16rnd<>(SB), Y10
+	VMOVDQU bf16one<>(SB), Y11
+	VMOVDQU bf16hi<>(SB), Y12
+	VMOVDQU f32abs<>(SB), Y13
+	VMOVDQU f32inf<>(SB), Y14
+	VMOVDQU f32quiet<>(SB), Y15
+roundbf16loop:
+	VMOVDQU (SI), Y0
+	VPSRLD $16, Y0, Y1
+	VPAND Y11, Y1, Y1
+	VPADDD Y10, Y0, Y2
+	VPADDD Y1, Y2, Y2
+	VPAND Y13, Y0, Y3
+	VPCMPGTD Y14, Y3, Y3
+	VPOR Y15, Y0, Y4
+	VPBLENDVB Y3, Y4, Y2, Y2
+	VPAND Y12, Y2, Y2
+	VMOVDQU Y2, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ roundbf16loop
+	VZEROUPPER
+	RET
+
+`
+
+// f16ToF32 emits func f16ToF32AVX2(src *uint16, dst *float32, n int), n
+// a positive multiple of 8: F16 rows widened once for a batch's tiles.
+const f16ToF32 = `// func f16ToF32AVX2(src *uint16, dst *float32, n int)
+TEXT ·f16ToF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+f16tof32loop:
+	VCVTPH2PS (SI), Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ f16tof32loop
+	VZEROUPPER
+	RET
+
+`

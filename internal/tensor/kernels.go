@@ -198,3 +198,30 @@ func dotF16(w []uint16, x []float32) float32 {
 	}
 	return (s0 + s1) + (s2 + s3)
 }
+
+// floatKind is a float weight format the tile kernels read.
+type floatKind uint8
+
+const (
+	floatF16 floatKind = iota
+	floatBF16
+	floatF32
+)
+
+func (k floatKind) bytes() int { return [...]int{2, 2, 4}[k] }
+
+// dotBF16 is dot(BF16 weights, x) in float32.
+func dotBF16(w []uint16, x []float32) float32 {
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(w); i += 4 {
+		s0 += BF16ToF32(w[i]) * x[i]
+		s1 += BF16ToF32(w[i+1]) * x[i+1]
+		s2 += BF16ToF32(w[i+2]) * x[i+2]
+		s3 += BF16ToF32(w[i+3]) * x[i+3]
+	}
+	for ; i < len(w); i++ {
+		s0 += BF16ToF32(w[i]) * x[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}

@@ -81,12 +81,6 @@ func q4kRows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int1
 //go:noescape
 func q6kRows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
 
-//go:noescape
-func dotF32AVX2(a, b *float32, n int) float32
-
-//go:noescape
-func dotF16AVX2(w *uint16, x *float32, n int) float32
-
 type rows1Func = func(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
 type rows4Func = func(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
 
@@ -175,24 +169,209 @@ func kRowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n 
 	return true
 }
 
-// dotF32Asm and dotF16Asm return the dot product of whole 32-element
-// groups and how many elements they covered.
-func dotF32Asm(k isa, a, b []float32) (float32, int) {
-	n := len(a) &^ 31
+// dotF32Asm and dotF16Asm are arm64's row kernels; here the tile
+// kernels (floatRowsAsm) serve F32 and F16 rows.
+func dotF32Asm(isa, []float32, []float32) (float32, int) { return 0, 0 }
+
+func dotF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
+
+//go:noescape
+func f16Tile8x1AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f16Tile8x1AVX2P(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f16Tile1x1AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f16Tile3x2AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f16Tile1x2AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f16Tile3x3AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f16Tile1x3AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f16Tile3x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f16Tile1x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func bf16Tile8x1AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func bf16Tile8x1AVX2P(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func bf16Tile1x1AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func bf16Tile3x2AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func bf16Tile1x2AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func bf16Tile3x3AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func bf16Tile1x3AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func bf16Tile3x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func bf16Tile1x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f32Tile8x1AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f32Tile8x1AVX2P(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f32Tile1x1AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f32Tile3x2AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f32Tile1x2AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f32Tile3x3AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f32Tile1x3AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f32Tile3x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func f32Tile1x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+//go:noescape
+func roundF16AVX2(x, dst *float32, n int)
+
+//go:noescape
+func roundBF16AVX2(x, dst *float32, n int)
+
+// roundActsAsm rounds the whole groups of 8 of x into dst through F16 or
+// BF16 and returns how many elements it did.
+func roundActsAsm(k isa, bf16 bool, x, dst []float32) int {
+	n := len(x) &^ 7
 	if k == isaGeneric || n == 0 {
-		return 0, 0
+		return 0
 	}
-	_ = b[n-1]
-	return dotF32AVX2(&a[0], &b[0], n), n
+	_ = dst[n-1]
+	if bf16 {
+		roundBF16AVX2(&x[0], &dst[0], n)
+	} else {
+		roundF16AVX2(&x[0], &dst[0], n)
+	}
+	return n
 }
 
-func dotF16Asm(k isa, w []uint16, x []float32) (float32, int) {
-	n := len(w) &^ 31
-	if k == isaGeneric || n == 0 {
-		return 0, 0
+//go:noescape
+func f16ToF32AVX2(src *uint16, dst *float32, n int)
+
+type floatTileFunc = func(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+
+// floatKernels are the tile kernels of each float format for 1..4 tokens:
+// rows at a time (eight for one token, three for more) and one row for
+// the rows left over; near is the one-token kernel that prefetches the
+// next eight rows, for rows of at most nearCols.
+var floatKernels = [3]struct {
+	tiles [5]struct {
+		rows      int
+		main, one floatTileFunc
 	}
-	_ = x[n-1]
-	return dotF16AVX2(&w[0], &x[0], n), n
+	near floatTileFunc
+}{
+	floatF16: {tiles: [5]struct {
+		rows      int
+		main, one floatTileFunc
+	}{{}, {8, f16Tile8x1AVX2, f16Tile1x1AVX2}, {3, f16Tile3x2AVX2, f16Tile1x2AVX2}, {3, f16Tile3x3AVX2, f16Tile1x3AVX2}, {3, f16Tile3x4AVX2, f16Tile1x4AVX2}}, near: f16Tile8x1AVX2P},
+	floatBF16: {tiles: [5]struct {
+		rows      int
+		main, one floatTileFunc
+	}{{}, {8, bf16Tile8x1AVX2, bf16Tile1x1AVX2}, {3, bf16Tile3x2AVX2, bf16Tile1x2AVX2}, {3, bf16Tile3x3AVX2, bf16Tile1x3AVX2}, {3, bf16Tile3x4AVX2, bf16Tile1x4AVX2}}, near: bf16Tile8x1AVX2P},
+	floatF32: {tiles: [5]struct {
+		rows      int
+		main, one floatTileFunc
+	}{{}, {8, f32Tile8x1AVX2, f32Tile1x1AVX2}, {3, f32Tile3x2AVX2, f32Tile1x2AVX2}, {3, f32Tile3x3AVX2, f32Tile1x3AVX2}, {3, f32Tile3x4AVX2, f32Tile1x4AVX2}}, near: f32Tile8x1AVX2P},
+}
+
+const nearCols = 1024
+
+// floatRowsAsm computes out[t·ostride + r] for rows [0, nrows) of the
+// kind weights w (rowBytes apart) and the n tokens of x (cols apart): the
+// dot products of the first cols&^7 elements, whose number it returns
+// (the caller adds the rest), in tiles of up to four tokens; -1 when k
+// has no kernel or cols < 8.
+func floatRowsAsm(k isa, kind floatKind, w []byte, rowBytes, cols, nrows int, x []float32, n int, out []float32, ostride int) int {
+	steps := cols / 8
+	if k == isaGeneric || steps == 0 {
+		return -1
+	}
+	if nrows == 0 {
+		return 0
+	}
+	_ = w[(nrows-1)*rowBytes+steps*8*kind.bytes()-1]
+	_ = x[(n-1)*cols+steps*8-1]
+	_ = out[(n-1)*ostride+nrows-1]
+	ks := &floatKernels[kind]
+	for t0 := 0; t0 < n; {
+		T := min(4, n-t0)
+		kt := &ks.tiles[T]
+		main := kt.main
+		if T == 1 && cols <= nearCols {
+			main = ks.near
+		}
+		g := nrows / kt.rows
+		if g > 0 {
+			main(unsafe.Pointer(&w[0]), rowBytes, g, &x[t0*cols], 4*cols, steps, &out[t0*ostride], 4*ostride)
+		}
+		if r0 := g * kt.rows; r0 < nrows {
+			kt.one(unsafe.Pointer(&w[r0*rowBytes]), rowBytes, nrows-r0, &x[t0*cols], 4*cols, steps, &out[t0*ostride+r0], 4*ostride)
+		}
+		t0 += T
+	}
+	return steps * 8
+}
+
+// wideBytes is how much of a batch's F16 rows f16RowsWideAsm widens at a
+// time: a block that stays in L2 (512 KiB here) while every token meets it.
+const wideBytes = 256 << 10
+
+// f16RowsWideAsm is floatRowsAsm for F16 rows w (cols apart) and a long
+// batch: it widens blocks of rows to F32 in buf once and runs the F32
+// tiles over them, which give the F16 tiles' bits (the widening is exact)
+// without converting each weight again for every four tokens. buf grows
+// as needed and is returned.
+func f16RowsWideAsm(k isa, w []uint16, cols, nrows int, x []float32, n int, out []float32, ostride int, buf []float32) (int, []float32) {
+	steps := cols / 8
+	if k == isaGeneric || steps == 0 {
+		return -1, buf
+	}
+	block := max(3, wideBytes/(4*cols)/3*3)
+	buf = resize(buf, min(block, nrows)*cols)
+	for r0 := 0; r0 < nrows; r0 += block {
+		rows := min(block, nrows-r0)
+		_ = w[(r0+rows)*cols-1]
+		for r := range rows {
+			f16ToF32AVX2(&w[(r0+r)*cols], &buf[r*cols], steps*8)
+		}
+		wb := unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), 4*len(buf))
+		floatRowsAsm(k, floatF32, wb, 4*cols, cols, rows, x, n, out[r0:], ostride)
+	}
+	return steps * 8, buf
 }
 
 //go:noescape
@@ -508,4 +687,11 @@ func quantQ8_0Asm(k isa, x []float32, q []int8, d []float32) bool {
 	_ = q[len(d)*32-1]
 	quantQ8_0AVX2(&x[0], len(d), &q[0], &d[0])
 	return true
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -20,3 +20,13 @@ func kxAsm(isa, gguf.TensorType, []byte, int, int, int, []int8, []float32, []int
 }
 
 func kx8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool { return false }
+
+func floatRowsAsm(isa, floatKind, []byte, int, int, int, []float32, int, []float32, int) int {
+	return -1
+}
+
+func f16RowsWideAsm(_ isa, _ []uint16, _, _ int, _ []float32, _ int, _ []float32, _ int, buf []float32) (int, []float32) {
+	return -1, buf
+}
+
+func roundActsAsm(isa, bool, []float32, []float32) int { return 0 }

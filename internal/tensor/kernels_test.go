@@ -151,7 +151,7 @@ func TestGenericKernelsAgainstFloat(t *testing.T) {
 	}
 }
 
-// TestFloatKernels compares the F32 and F16 SIMD dot products with float64
+// TestFloatKernels compares arm64's F32 and F16 row kernels with float64
 // sums, for lengths around the 32-element groups.
 func TestFloatKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
@@ -279,6 +279,102 @@ func TestQuantizeQ8_0Levels(t *testing.T) {
 		}
 		if i := firstDiff(q.D, want.D); i >= 0 {
 			t.Fatalf("%s: d[%d] = %v, generic %v", k, i, q.D[i], want.D[i])
+		}
+	}
+}
+
+// TestFloatTiles checks the F32, F16 and BF16 tile kernels at every
+// feature level against float64 sums of the rounded weights and
+// activations, for row counts around the tiles (8 for one token, 3 for
+// more), widths with and without a tail after the last 8 columns, short
+// rows and long (the prefetching kernel and the other), and 20 tokens
+// (F16 rows widened once for 16 and more); and that a token's outputs are
+// the same bits in any batch as alone, as decode after prefill needs.
+func TestFloatTiles(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	p := NewPool(2)
+	defer p.Close()
+	for _, typ := range []gguf.TensorType{gguf.F16, gguf.BF16, gguf.F32} {
+		for _, rows := range []int{1, 2, 7, 8, 11, 17, 33} {
+			for _, cols := range []int{5, 8, 16, 21, 24, 517, 1037, 2053} {
+				data, _ := Quantize(typ, randFloats(r, rows*cols), nil)
+				m, err := NewMatrix(typ, rows, cols, data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w := make([]float32, rows*cols)
+				for i := range rows {
+					m.Row(i, w[i*cols:(i+1)*cols])
+				}
+				const n = 20
+				x := randFloats(r, n*cols)
+				x[0] = 1e3
+				for _, k := range levels() {
+					m.isa = k
+					var s Scratch
+					out := make([]float32, n*rows)
+					m.MulBatch(x, n, out, p, &s)
+					for tok := range n {
+						for i := range rows {
+							var want, mag float64
+							for c := range cols {
+								a := x[tok*cols+c]
+								switch typ {
+								case gguf.F16:
+									a = RoundF16(a)
+								case gguf.BF16:
+									a = BF16ToF32(F32ToBF16(a))
+								}
+								want += float64(w[i*cols+c]) * float64(a)
+								mag += math.Abs(float64(w[i*cols+c]) * float64(a))
+							}
+							if got := out[tok*rows+i]; math.Abs(float64(got)-want) > 1e-5*mag {
+								t.Fatalf("%s %dx%d %s: token %d row %d = %v, float64 %v", typ, rows, cols, k, tok, i, got, want)
+							}
+						}
+					}
+					for _, nb := range []int{1, 2, 3, 4, 5, 17} { // the first nb tokens as a batch
+						got := make([]float32, nb*rows)
+						m.MulBatch(x, nb, got, p, &s)
+						if i := firstDiff(got, out[:nb*rows]); i >= 0 {
+							t.Fatalf("%s %dx%d %s: %d tokens: out[%d] = %v, %v in a batch of %d", typ, rows, cols, k, nb, i, got[i], out[i], n)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRoundActs: the assembly rounding of activations through F16 and
+// BF16 gives RoundF16's and F32ToBF16's bits: ties, subnormals of both,
+// overflow to infinity, infinities and NaNs (NaN payloads may differ).
+func TestRoundActs(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	x := randFloats(r, 8*40+5)
+	for i := range 64 {
+		x[i] = math.Float32frombits(r.Uint32()) // every exponent, NaNs too
+	}
+	special := []float32{0, float32(math.Copysign(0, -1)), 65504, 65520, 65519.99, 1e-8, -6e-8, 2.98e-8, 1e-39, -1e-40, 3.4e38,
+		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), math.Float32frombits(0x3f808000), math.Float32frombits(0x3f818000), math.Float32frombits(0x7f7fffff)}
+	copy(x[64:], special)
+	for i := range 16 { // F16 and BF16 ties: the halfway bit set, the rest clear
+		x[96+i] = math.Float32frombits(0x3f800000 | uint32(i)<<14 | 1<<12)
+		x[112+i] = math.Float32frombits(0x40000000 | uint32(i)<<17 | 1<<15)
+	}
+	for _, bf16 := range []bool{false, true} {
+		for _, k := range levels() {
+			got := make([]float32, len(x))
+			roundActs(k, bf16, x, got)
+			for i, v := range x {
+				want := RoundF16(v)
+				if bf16 {
+					want = BF16ToF32(F32ToBF16(v))
+				}
+				if math.Float32bits(got[i]) != math.Float32bits(want) && !(want != want && got[i] != got[i]) {
+					t.Fatalf("bf16 %v %s: %v (%#x) rounds to %#x, want %#x", bf16, k, v, math.Float32bits(v), math.Float32bits(got[i]), math.Float32bits(want))
+				}
+			}
 		}
 	}
 }

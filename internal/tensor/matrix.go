@@ -125,6 +125,18 @@ func (m *Matrix) kTiled() bool {
 	return m.packedISA() == isaAVX2
 }
 
+// roundActs rounds x into dst through F16 or BF16, as llama.cpp converts
+// the activations that meet those weights.
+func roundActs(k isa, bf16 bool, x, dst []float32) {
+	for i := roundActsAsm(k, bf16, x, dst); i < len(x); i++ {
+		if bf16 {
+			dst[i] = BF16ToF32(F32ToBF16(x[i]))
+		} else {
+			dst[i] = RoundF16(x[i])
+		}
+	}
+}
+
 // mulTask is MulBatch's share of work for the pool: a range of rows.
 type mulTask struct {
 	m   *Matrix
@@ -159,19 +171,10 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 	switch m.Type {
 	case gguf.F32:
 		s.q.Block = 0 // the quantised activations are stale now
-	case gguf.F16:
+	case gguf.F16, gguf.BF16:
 		s.q.Block = 0
 		s.act = resize(s.act, len(x))
-		for i, v := range x {
-			s.act[i] = RoundF16(v)
-		}
-		x = s.act
-	case gguf.BF16:
-		s.q.Block = 0
-		s.act = resize(s.act, len(x))
-		for i, v := range x {
-			s.act[i] = BF16ToF32(F32ToBF16(v))
-		}
+		roundActs(m.isa, m.Type == gguf.BF16, x, s.act)
 		x = s.act
 	case gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0:
 		switch off := vnniOffset(m.isa, m.Type); {
@@ -222,6 +225,10 @@ func (m *Matrix) mulRows(lo, hi int, x []float32, n int, out []float32, s *Scrat
 		if kRowsAsm(m.isa, m.Type, m.Data[lo*rb:hi*rb], rb, hi-lo, &s.q, n, out[lo:], m.Rows) {
 			return
 		}
+	case gguf.F32, gguf.F16, gguf.BF16:
+		if m.mulFloatRows(lo, hi, x, n, out, s, worker) {
+			return
+		}
 	}
 	for r := lo; r < hi; r++ {
 		row := m.Data[r*rb : (r+1)*rb]
@@ -229,6 +236,48 @@ func (m *Matrix) mulRows(lo, hi int, x []float32, n int, out []float32, s *Scrat
 			out[t*m.Rows+r] = m.dotRow(r, row, x[t*cols:(t+1)*cols], &s.q, t, s, worker)
 		}
 	}
+}
+
+// mulFloatRows is mulRows for F32, F16 and BF16 weights on the tile
+// kernels (false where there are none): a long batch of F16 rows widens
+// them to F32 once; the columns after the last whole 8 are added in Go.
+func (m *Matrix) mulFloatRows(lo, hi int, x []float32, n int, out []float32, s *Scratch, worker int) bool {
+	if m.f32 == nil && m.u16 == nil {
+		return false // a big-endian host
+	}
+	cols, rb := m.Cols, m.rowBytes
+	kind := floatF32
+	switch m.Type {
+	case gguf.F16:
+		kind = floatF16
+	case gguf.BF16:
+		kind = floatBF16
+	}
+	var done int
+	if kind == floatF16 && n >= 16 {
+		done, s.rows[worker] = f16RowsWideAsm(m.isa, m.u16[lo*cols:hi*cols], cols, hi-lo, x, n, out[lo:], m.Rows, s.rows[worker])
+	} else {
+		done = floatRowsAsm(m.isa, kind, m.Data[lo*rb:hi*rb], rb, cols, hi-lo, x, n, out[lo:], m.Rows)
+	}
+	if done < 0 {
+		return false
+	}
+	for r := lo; r < hi && done < cols; r++ {
+		for t := range n {
+			xt := x[t*cols+done : (t+1)*cols]
+			var v float32
+			switch kind {
+			case floatF32:
+				v = dotF32(m.f32[r*cols+done:(r+1)*cols], xt)
+			case floatF16:
+				v = dotF16(m.u16[r*cols+done:(r+1)*cols], xt)
+			default:
+				v = dotBF16(m.u16[r*cols+done:(r+1)*cols], xt)
+			}
+			out[t*m.Rows+r] += v
+		}
+	}
+	return true
 }
 
 // dotRow is one weight row against token t's activations (x as floats,
@@ -248,6 +297,10 @@ func (m *Matrix) dotRow(r int, row []byte, x []float32, q *Q8, t int, s *Scratch
 			v, done := dotF16Asm(m.isa, w, x)
 			return v + dotF16(w[done:], x[done:])
 		}
+	case gguf.BF16:
+		if m.u16 != nil {
+			return dotBF16(m.u16[r*cols:(r+1)*cols], x)
+		}
 	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0:
 		nb := cols / 32
 		return dotQ8Lanes(m.Type, row, q.Q[t*cols:(t+1)*cols], q.D[t*nb:(t+1)*nb])
@@ -265,7 +318,7 @@ func (m *Matrix) dotRow(r int, row []byte, x []float32, q *Q8, t int, s *Scratch
 		}
 		return dotQ6K(row, qs, d, bs)
 	}
-	// F32/F16 on a big-endian host, and BF16: dequantise the row.
+	// F32, F16 and BF16 on a big-endian host: dequantise the row.
 	buf := resize(s.rows[worker], cols)
 	s.rows[worker] = buf
 	m.Row(r, buf)
