@@ -156,6 +156,33 @@ func (t *mulTask) Run(worker, lo, hi int) { t.m.mulRows(lo, hi, t.x, t.n, t.out,
 // 1 MB chunks lose it again to imbalance).
 const mulChunkMACs = 1 << 18
 
+// evenChunk adjusts a chunk of about want rows to a multiple of 16 (the
+// repacked groups) that splits rows into chunks the threads share evenly:
+// Qwen2.5-0.5B's 896-row matrices in chunks of 288 left one thread 576
+// rows and the other 320. A matrix within one chunk stays on one thread.
+func evenChunk(rows, want, threads int) int {
+	units, per := (rows+15)/16, max(1, want/16)
+	if units <= per || threads < 2 {
+		return want
+	}
+	best, bestLoad := per, 0
+	for c := max(1, per/2); c <= 2*per; c++ {
+		chunks := (units + c - 1) / c
+		load := (chunks + threads - 1) / threads * c // the busiest thread's units
+		if bestLoad == 0 || load < bestLoad || load == bestLoad && abs(c-per) <= abs(best-per) {
+			best, bestLoad = c, load
+		}
+	}
+	return 16 * best
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
 // MulBatch computes out[t·Rows+r] = Σ_c W[r][c]·x[t·Cols+c] for n tokens,
 // with the activations rounded or quantised to the weight's dot-product
 // type exactly as llama.cpp does. Chunks of rows go to p's threads; every
@@ -197,6 +224,9 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 		s.rows = append(s.rows, nil)
 	}
 	chunk := max(16, mulChunkMACs/max(1, m.Cols*n))
+	if n < 16 {
+		chunk = evenChunk(m.Rows, chunk, p.Size())
+	}
 	if n >= 16 {
 		// A long batch (prefill) streams its activations once per chunk:
 		// chunks of 64 rows reuse each tile of them four times as long as

@@ -158,3 +158,26 @@ func TestPoolZeroAllocs(t *testing.T) {
 		t.Errorf("%v allocations per Run, want 0", n)
 	}
 }
+
+// TestEvenChunk: decode's chunks of a matrix bigger than one split evenly
+// between the threads (to within one chunk of 16 rows), stay multiples of
+// 16 near the size asked for, and a matrix within one chunk stays whole.
+func TestEvenChunk(t *testing.T) {
+	for _, c := range []struct{ rows, want, threads int }{{896, 288, 2}, {896, 48, 2}, {4864, 288, 2}, {151936, 288, 2}, {896, 288, 3}, {1000, 64, 4}, {128, 288, 2}, {17, 16, 2}} {
+		got := evenChunk(c.rows, c.want, c.threads)
+		if got%16 != 0 || got < c.want/2-16 || got > 2*c.want {
+			t.Errorf("%+v: chunk %d", c, got)
+		}
+		if c.rows <= c.want {
+			if got != c.want {
+				t.Errorf("%+v: chunk %d, want it whole", c, got)
+			}
+			continue
+		}
+		chunks := (c.rows + got - 1) / got
+		busiest := (chunks + c.threads - 1) / c.threads * got
+		if ideal := (c.rows + c.threads - 1) / c.threads; busiest > ideal+got/2+16 {
+			t.Errorf("%+v: chunk %d leaves the busiest thread %d rows of %d (ideal %d)", c, got, busiest, c.rows, ideal)
+		}
+	}
+}
