@@ -313,11 +313,9 @@ func main() {
 	flashKernels(&w)
 	quantKernels(&w)
 	for _, kind := range []string{"f16", "bf16", "f32"} {
+		floatLanes(&w, kind)
 		for _, rt := range floatTiles {
-			floatTile(&w, kind, rt[0], rt[1], false)
-			if rt[0] == 8 {
-				floatTile(&w, kind, rt[0], rt[1], true)
-			}
+			floatTile(&w, kind, rt[0], rt[1])
 		}
 	}
 	w.WriteString(f16ToF32)
@@ -1758,11 +1756,49 @@ quantq80:
 }
 
 // floatTiles are the (rows, tokens) tiles of the F16, BF16 and F32
-// kernels: eight rows for one token (decode: eight independent FMA chains
-// hide the latency), three rows × up to four tokens for batches (twelve
-// accumulators, each weight vector converted once for every token), and
-// one row for the rows left over.
-var floatTiles = [][2]int{{8, 1}, {1, 1}, {3, 2}, {1, 2}, {3, 3}, {1, 3}, {3, 4}, {1, 4}}
+// kernels for batches: three rows × two to four tokens (up to twelve
+// accumulators, each weight vector loaded or converted once for every
+// token), and one row for the rows left over (and one token's).
+var floatTiles = [][2]int{{1, 1}, {3, 2}, {1, 2}, {3, 3}, {1, 3}, {3, 4}, {1, 4}}
+
+// floatBytes is the size of one weight of each float kind.
+var floatBytes = map[string]int{"f16": 2, "bf16": 2, "f32": 4}
+
+// floatLoad emits 8 weights at addr widened to float32 in Y<y>.
+func floatLoad(w *bytes.Buffer, kind, addr string, y int) {
+	switch kind {
+	case "f16":
+		fmt.Fprintf(w, "\tVCVTPH2PS %s, Y%d\n", addr, y)
+	case "bf16":
+		fmt.Fprintf(w, "\tVPMOVZXWD %s, Y%d\n\tVPSLLD $16, Y%[2]d, Y%[2]d\n", addr, y)
+	default:
+		fmt.Fprintf(w, "\tVMOVUPS %s, Y%d\n", addr, y)
+	}
+}
+
+// floatSum emits the float kernels' one reduction of accumulator Y<a>,
+// ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), stored at addr (uses X15).
+func floatSum(w *bytes.Buffer, a int, addr string) {
+	fmt.Fprintf(w, "\tVEXTRACTF128 $1, Y%[1]d, X15\n\tVADDPS X15, X%[1]d, X%[1]d\n\tVPERMILPS $0x4E, X%[1]d, X15\n\tVADDPS X15, X%[1]d, X%[1]d\n\tVPERMILPS $0xB1, X%[1]d, X15\n\tVADDSS X15, X%[1]d, X%[1]d\n\tVMOVSS X%[1]d, %s\n", a, addr)
+}
+
+// floatLoop emits the column loop shared by the float kernels: steps
+// (from the frame) steps of 8 columns, two per iteration, step(k)
+// emitting columns 8k..8k+7 from the walking pointers, which advance by
+// the byte counts in adv.
+func floatLoop(w *bytes.Buffer, name string, step func(k int), adv map[string]int) {
+	fmt.Fprintf(w, "\tMOVQ steps+40(FP), CX\n\tSHRQ $1, CX\n\tJZ %sodd\n%[1]sloop:\n", name)
+	step(0)
+	step(1)
+	for _, reg := range []string{"R12", "R13", "BX"} {
+		if adv[reg] != 0 {
+			fmt.Fprintf(w, "\tADDQ $%d, %s\n", 2*adv[reg], reg)
+		}
+	}
+	fmt.Fprintf(w, "\tDECQ CX\n\tJNZ %sloop\n%[1]sodd:\n\tMOVQ steps+40(FP), CX\n\tANDQ $1, CX\n\tJZ %[1]ssum\n", name)
+	step(0)
+	fmt.Fprintf(w, "%ssum:\n", name)
+}
 
 // floatTile emits func <f16|bf16|f32>Tile<R>x<T>AVX2(w unsafe.Pointer,
 // rowStride, groups int, x *float32, xstride, steps int, out *float32,
@@ -1770,118 +1806,93 @@ var floatTiles = [][2]int{{8, 1}, {1, 1}, {3, 2}, {1, 2}, {3, 3}, {1, 3}, {3, 4}
 // apart) and T tokens (xstride bytes apart), out[t·ostride + r] (bytes) =
 // the dot product of the first 8·steps elements. Every (row, token) pair
 // has one accumulator whose lane l sums, by FMA, elements 8i+l in order of
-// i; the lanes are then added as ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), so
-// that every tile, and F32 rows converted from F16 ones, give the same
-// bits for a row and a token. For eight rows it also emits <name>P,
-// which prefetches the next group of rows into L2 while it works on one:
-// a row as short as Qwen2.5-0.5B's 896 columns (1.8 KB) ends before the
-// hardware prefetcher has learnt its stream, so eight of them side by
-// side read memory slower than one long stream (18.5 against 21.9 GB/s
-// here); long rows are left to the hardware.
-//
-// Registers: accumulators from Y0, weights from Y12 (Y8 for one token), x
-// in Y15; SI the group's first row, R12/R13 its first and fifth walking
-// the columns, BX the tokens' x, R8 = rowStride, R9 = 3·rowStride, R10 =
-// xstride, R11 = 3·xstride (or the prefetch pointer), AX out.
-func floatTile(w *bytes.Buffer, kind string, R, T int, pf bool) {
+// i, then floatSum: every tile, floatLanes, and F32 rows widened from F16
+// ones give the same bits for a row and a token. Registers: accumulators
+// from Y0, weights from Y12, x in Y15; SI the group's first row, R12 it
+// walking the columns, BX the tokens' x, R8 = rowStride, R9 =
+// 3·rowStride, R10 = xstride, R11 = 3·xstride, DX the groups left, AX out.
+func floatTile(w *bytes.Buffer, kind string, R, T int) {
 	name := fmt.Sprintf("%sTile%dx%dAVX2", kind, R, T)
-	if pf {
-		name += "P"
+	if R*T+R+1 > 16 || R != 1 && R != 3 {
+		panic("floatTile: registers")
 	}
-	if R*T+R+1 > 16 && T > 1 || R > 8 || (R > 4 && T > 1) || pf && T > 1 {
-		panic("floatTile: too many registers")
-	}
-	eb := map[string]int{"f16": 2, "bf16": 2, "f32": 4}[kind] // bytes per weight
-	counter := "DX"                                           // groups left: DX is free when R ≤ 4
-	if R > 4 {
-		counter = "R10" // and R10 when T = 1
-	}
+	eb := floatBytes[kind]
 	fmt.Fprintf(w, "// func %s(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)\n", name)
 	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-64\n", name)
-	fmt.Fprintf(w, "\tMOVQ w+0(FP), SI\n\tMOVQ rowStride+8(FP), R8\n\tLEAQ (R8)(R8*2), R9\n\tMOVQ groups+16(FP), %s\n\tMOVQ out+48(FP), AX\n", counter)
-	if T > 1 {
-		w.WriteString("\tMOVQ xstride+32(FP), R10\n\tLEAQ (R10)(R10*2), R11\n")
-	}
+	w.WriteString("\tMOVQ w+0(FP), SI\n\tMOVQ rowStride+8(FP), R8\n\tLEAQ (R8)(R8*2), R9\n\tMOVQ groups+16(FP), DX\n\tMOVQ out+48(FP), AX\n")
+	w.WriteString("\tMOVQ xstride+32(FP), R10\n\tLEAQ (R10)(R10*2), R11\n")
+	idx := [...]string{"", "(R8*1)", "(R8*2)", "(R9*1)"}
+	xidx := [...]string{"", "(R10*1)", "(R10*2)", "(R11*1)"}
 	acc := func(r, t int) int { return r*T + t }
-	rowAddr := func(r, off int) string {
-		base := "R12"
-		if r >= 4 {
-			base, r = "R13", r-4
-		}
-		return fmt.Sprintf("%d(%s)%s", off, base, [...]string{"", "(R8*1)", "(R8*2)", "(R9*1)"}[r])
-	}
-	xAddr := func(t, off int) string {
-		return fmt.Sprintf("%d(BX)%s", off, [...]string{"", "(R10*1)", "(R10*2)", "(R11*1)"}[t])
-	}
-	load := func(addr string, y int) {
-		switch kind {
-		case "f16":
-			fmt.Fprintf(w, "\tVCVTPH2PS %s, Y%d\n", addr, y)
-		case "bf16":
-			fmt.Fprintf(w, "\tVPMOVZXWD %s, Y%d\n\tVPSLLD $16, Y%[2]d, Y%[2]d\n", addr, y)
-		default:
-			fmt.Fprintf(w, "\tVMOVUPS %s, Y%d\n", addr, y)
-		}
-	}
-	step := func(k int) { // columns 8k..8k+7 from the walking pointers
-		if T == 1 {
-			fmt.Fprintf(w, "\tVMOVUPS %d(BX), Y15\n", 32*k)
-			for r := range R {
-				y := 8 + r%6
-				load(rowAddr(r, 8*eb*k), y)
-				fmt.Fprintf(w, "\tVFMADD231PS Y15, Y%d, Y%d\n", y, acc(r, 0))
-			}
-			return
-		}
-		for r := range R {
-			load(rowAddr(r, 8*eb*k), 12+r)
-		}
-		for t := range T {
-			fmt.Fprintf(w, "\tVMOVUPS %s, Y15\n", xAddr(t, 32*k))
-			for r := range R {
-				fmt.Fprintf(w, "\tVFMADD231PS Y15, Y%d, Y%d\n", 12+r, acc(r, t))
-			}
-		}
-	}
 	fmt.Fprintf(w, "%sgroup:\n", name)
 	for i := range R * T {
 		fmt.Fprintf(w, "\tVXORPS Y%[1]d, Y%[1]d, Y%[1]d\n", i)
 	}
-	w.WriteString("\tMOVQ SI, R12\n")
-	if R > 4 {
-		w.WriteString("\tLEAQ (SI)(R8*4), R13\n")
-	}
-	if pf {
-		w.WriteString("\tLEAQ (SI)(R8*8), R11\n")
-	}
-	fmt.Fprintf(w, "\tMOVQ x+24(FP), BX\n\tMOVQ steps+40(FP), CX\n\tSHRQ $1, CX\n\tJZ %sodd\n%[1]sloop:\n", name)
-	step(0)
-	step(1)
-	if pf { // 16·eb bytes of each of the eight rows per iteration
-		for off := 0; off < 8*16*eb; off += 64 {
-			fmt.Fprintf(w, "\tPREFETCHT1 %d(R11)\n", off)
+	w.WriteString("\tMOVQ SI, R12\n\tMOVQ x+24(FP), BX\n")
+	floatLoop(w, name, func(k int) {
+		for r := range R {
+			floatLoad(w, kind, fmt.Sprintf("%d(R12)%s", 8*eb*k, idx[r]), 12+r)
 		}
-		fmt.Fprintf(w, "\tADDQ $%d, R11\n", 8*16*eb)
-	}
-	fmt.Fprintf(w, "\tADDQ $%d, R12\n", 16*eb)
-	if R > 4 {
-		fmt.Fprintf(w, "\tADDQ $%d, R13\n", 16*eb)
-	}
-	fmt.Fprintf(w, "\tADDQ $64, BX\n\tDECQ CX\n\tJNZ %sloop\n%[1]sodd:\n\tMOVQ steps+40(FP), CX\n\tANDQ $1, CX\n\tJZ %[1]ssum\n", name)
-	step(0)
-	fmt.Fprintf(w, "%ssum:\n\tMOVQ ostride+56(FP), CX\n\tLEAQ (CX)(CX*2), R12\n", name)
+		for t := range T {
+			fmt.Fprintf(w, "\tVMOVUPS %d(BX)%s, Y15\n", 32*k, xidx[t])
+			for r := range R {
+				fmt.Fprintf(w, "\tVFMADD231PS Y15, Y%d, Y%d\n", 12+r, acc(r, t))
+			}
+		}
+	}, map[string]int{"R12": 8 * eb, "BX": 32})
+	w.WriteString("\tMOVQ ostride+56(FP), CX\n\tLEAQ (CX)(CX*2), R12\n")
 	for r := range R {
 		for t := range T {
-			a := acc(r, t)
-			fmt.Fprintf(w, "\tVEXTRACTF128 $1, Y%[1]d, X15\n\tVADDPS X15, X%[1]d, X%[1]d\n\tVPERMILPS $0x4E, X%[1]d, X15\n\tVADDPS X15, X%[1]d, X%[1]d\n\tVPERMILPS $0xB1, X%[1]d, X15\n\tVADDSS X15, X%[1]d, X%[1]d\n", a)
-			fmt.Fprintf(w, "\tVMOVSS X%d, %d(AX)%s\n", a, 4*r, [...]string{"", "(CX*1)", "(CX*2)", "(R12*1)"}[t])
+			floatSum(w, acc(r, t), fmt.Sprintf("%d(AX)%s", 4*r, [...]string{"", "(CX*1)", "(CX*2)", "(R12*1)"}[t]))
 		}
 	}
-	adv := map[int]string{1: "(SI)(R8*1)", 3: "(SI)(R9*1)", 8: "(SI)(R8*8)"}[R]
-	if adv == "" {
-		panic("floatTile: rows")
+	fmt.Fprintf(w, "\tLEAQ (SI)%s, SI\n\tADDQ $%d, AX\n\tDECQ DX\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", idx[R], 4*R, name)
+}
+
+// floatLanes emits func <kind>Lanes8AVX2(w unsafe.Pointer, laneStride,
+// groups int, x *float32, rowBytes, steps int, out *float32, outLane int),
+// decode's kernel: eight lanes of rows laneStride bytes apart, each a run
+// of groups consecutive rows (rowBytes apart), against one token; lane
+// j's row i goes to out + j·outLane + 4i. The eight accumulators hide the
+// FMA latency, and each lane reads one long stream: eight consecutive
+// rows instead, as short as Qwen2.5-0.5B's 896 columns (1.8 KB), end
+// before the hardware prefetcher has learnt them (F16 at 20 GB/s against
+// 34 here, on two threads). The sums are floatTile's, bit for bit.
+// Registers as floatTile's, with R13 the fifth lane walking the columns,
+// DX = rowBytes and R10 the groups left.
+func floatLanes(w *bytes.Buffer, kind string) {
+	name := kind + "Lanes8AVX2"
+	eb := floatBytes[kind]
+	fmt.Fprintf(w, "// func %s(w unsafe.Pointer, laneStride, groups int, x *float32, rowBytes, steps int, out *float32, outLane int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-64\n", name)
+	w.WriteString("\tMOVQ w+0(FP), SI\n\tMOVQ laneStride+8(FP), R8\n\tLEAQ (R8)(R8*2), R9\n\tMOVQ groups+16(FP), R10\n\tMOVQ rowBytes+32(FP), DX\n\tMOVQ out+48(FP), AX\n")
+	idx := [...]string{"", "(R8*1)", "(R8*2)", "(R9*1)"}
+	fmt.Fprintf(w, "%sgroup:\n", name)
+	for i := range 8 {
+		fmt.Fprintf(w, "\tVXORPS Y%[1]d, Y%[1]d, Y%[1]d\n", i)
 	}
-	fmt.Fprintf(w, "\tLEAQ %s, SI\n\tADDQ $%d, AX\n\tDECQ %s\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", adv, 4*R, counter, name)
+	w.WriteString("\tMOVQ SI, R12\n\tLEAQ (SI)(R8*4), R13\n\tMOVQ x+24(FP), BX\n")
+	floatLoop(w, name, func(k int) {
+		fmt.Fprintf(w, "\tVMOVUPS %d(BX), Y15\n", 32*k)
+		for r := range 8 {
+			base := "R12"
+			if r >= 4 {
+				base = "R13"
+			}
+			y := 8 + r%6
+			floatLoad(w, kind, fmt.Sprintf("%d(%s)%s", 8*eb*k, base, idx[r%4]), y)
+			fmt.Fprintf(w, "\tVFMADD231PS Y15, Y%d, Y%d\n", y, r)
+		}
+	}, map[string]int{"R12": 8 * eb, "R13": 8 * eb, "BX": 32})
+	w.WriteString("\tMOVQ outLane+56(FP), CX\n\tLEAQ (CX)(CX*2), R12\n\tLEAQ (AX)(CX*4), BX\n")
+	for r := range 8 {
+		base := "AX"
+		if r >= 4 {
+			base = "BX"
+		}
+		floatSum(w, r, fmt.Sprintf("(%s)%s", base, [...]string{"", "(CX*1)", "(CX*2)", "(R12*1)"}[r%4]))
+	}
+	fmt.Fprintf(w, "\tADDQ DX, SI\n\tADDQ $4, AX\n\tDECQ R10\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
 }
 
 // roundActs: activations rounded through F16 (F16C, to nearest even:

@@ -176,10 +176,7 @@ func dotF32Asm(isa, []float32, []float32) (float32, int) { return 0, 0 }
 func dotF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
 
 //go:noescape
-func f16Tile8x1AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
-
-//go:noescape
-func f16Tile8x1AVX2P(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f16Lanes8AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, rowBytes, steps int, out *float32, outLane int)
 
 //go:noescape
 func f16Tile1x1AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
@@ -203,10 +200,7 @@ func f16Tile3x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride
 func f16Tile1x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
 
 //go:noescape
-func bf16Tile8x1AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
-
-//go:noescape
-func bf16Tile8x1AVX2P(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func bf16Lanes8AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, rowBytes, steps int, out *float32, outLane int)
 
 //go:noescape
 func bf16Tile1x1AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
@@ -230,10 +224,7 @@ func bf16Tile3x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstrid
 func bf16Tile1x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
 
 //go:noescape
-func f32Tile8x1AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
-
-//go:noescape
-func f32Tile8x1AVX2P(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f32Lanes8AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, rowBytes, steps int, out *float32, outLane int)
 
 //go:noescape
 func f32Tile1x1AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
@@ -283,32 +274,17 @@ func f16ToF32AVX2(src *uint16, dst *float32, n int)
 
 type floatTileFunc = func(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
 
-// floatKernels are the tile kernels of each float format for 1..4 tokens:
-// rows at a time (eight for one token, three for more) and one row for
-// the rows left over; near is the one-token kernel that prefetches the
-// next eight rows, for rows of at most nearCols.
+// floatKernels are each float format's kernels (gen_kernels.go's
+// floatLanes and floatTile): eight lanes of rows for one token, tiles of
+// three rows (one for the rows left over) for 2..4 tokens.
 var floatKernels = [3]struct {
-	tiles [5]struct {
-		rows      int
-		main, one floatTileFunc
-	}
-	near floatTileFunc
+	lanes func(w unsafe.Pointer, laneStride, groups int, x *float32, rowBytes, steps int, out *float32, outLane int)
+	tiles [5][2]floatTileFunc // [tokens]{three rows, one row}
 }{
-	floatF16: {tiles: [5]struct {
-		rows      int
-		main, one floatTileFunc
-	}{{}, {8, f16Tile8x1AVX2, f16Tile1x1AVX2}, {3, f16Tile3x2AVX2, f16Tile1x2AVX2}, {3, f16Tile3x3AVX2, f16Tile1x3AVX2}, {3, f16Tile3x4AVX2, f16Tile1x4AVX2}}, near: f16Tile8x1AVX2P},
-	floatBF16: {tiles: [5]struct {
-		rows      int
-		main, one floatTileFunc
-	}{{}, {8, bf16Tile8x1AVX2, bf16Tile1x1AVX2}, {3, bf16Tile3x2AVX2, bf16Tile1x2AVX2}, {3, bf16Tile3x3AVX2, bf16Tile1x3AVX2}, {3, bf16Tile3x4AVX2, bf16Tile1x4AVX2}}, near: bf16Tile8x1AVX2P},
-	floatF32: {tiles: [5]struct {
-		rows      int
-		main, one floatTileFunc
-	}{{}, {8, f32Tile8x1AVX2, f32Tile1x1AVX2}, {3, f32Tile3x2AVX2, f32Tile1x2AVX2}, {3, f32Tile3x3AVX2, f32Tile1x3AVX2}, {3, f32Tile3x4AVX2, f32Tile1x4AVX2}}, near: f32Tile8x1AVX2P},
+	floatF16:  {f16Lanes8AVX2, [5][2]floatTileFunc{1: {nil, f16Tile1x1AVX2}, 2: {f16Tile3x2AVX2, f16Tile1x2AVX2}, 3: {f16Tile3x3AVX2, f16Tile1x3AVX2}, 4: {f16Tile3x4AVX2, f16Tile1x4AVX2}}},
+	floatBF16: {bf16Lanes8AVX2, [5][2]floatTileFunc{1: {nil, bf16Tile1x1AVX2}, 2: {bf16Tile3x2AVX2, bf16Tile1x2AVX2}, 3: {bf16Tile3x3AVX2, bf16Tile1x3AVX2}, 4: {bf16Tile3x4AVX2, bf16Tile1x4AVX2}}},
+	floatF32:  {f32Lanes8AVX2, [5][2]floatTileFunc{1: {nil, f32Tile1x1AVX2}, 2: {f32Tile3x2AVX2, f32Tile1x2AVX2}, 3: {f32Tile3x3AVX2, f32Tile1x3AVX2}, 4: {f32Tile3x4AVX2, f32Tile1x4AVX2}}},
 }
-
-const nearCols = 1024
 
 // floatRowsAsm computes out[t·ostride + r] for rows [0, nrows) of the
 // kind weights w (rowBytes apart) and the n tokens of x (cols apart): the
@@ -329,17 +305,18 @@ func floatRowsAsm(k isa, kind floatKind, w []byte, rowBytes, cols, nrows int, x 
 	ks := &floatKernels[kind]
 	for t0 := 0; t0 < n; {
 		T := min(4, n-t0)
-		kt := &ks.tiles[T]
-		main := kt.main
-		if T == 1 && cols <= nearCols {
-			main = ks.near
+		r0 := 0
+		if T == 1 {
+			if L := nrows / 8; L > 0 { // eight lanes of L rows
+				ks.lanes(unsafe.Pointer(&w[0]), L*rowBytes, L, &x[t0*cols], rowBytes, steps, &out[t0*ostride], 4*L)
+				r0 = 8 * L
+			}
+		} else if g := nrows / 3; g > 0 {
+			ks.tiles[T][0](unsafe.Pointer(&w[0]), rowBytes, g, &x[t0*cols], 4*cols, steps, &out[t0*ostride], 4*ostride)
+			r0 = 3 * g
 		}
-		g := nrows / kt.rows
-		if g > 0 {
-			main(unsafe.Pointer(&w[0]), rowBytes, g, &x[t0*cols], 4*cols, steps, &out[t0*ostride], 4*ostride)
-		}
-		if r0 := g * kt.rows; r0 < nrows {
-			kt.one(unsafe.Pointer(&w[r0*rowBytes]), rowBytes, nrows-r0, &x[t0*cols], 4*cols, steps, &out[t0*ostride+r0], 4*ostride)
+		if r0 < nrows {
+			ks.tiles[T][1](unsafe.Pointer(&w[r0*rowBytes]), rowBytes, nrows-r0, &x[t0*cols], 4*cols, steps, &out[t0*ostride+r0], 4*ostride)
 		}
 		t0 += T
 	}
@@ -687,11 +664,4 @@ func quantQ8_0Asm(k isa, x []float32, q []int8, d []float32) bool {
 	_ = q[len(d)*32-1]
 	quantQ8_0AVX2(&x[0], len(d), &q[0], &d[0])
 	return true
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -285,11 +285,11 @@ func TestQuantizeQ8_0Levels(t *testing.T) {
 
 // TestFloatTiles checks the F32, F16 and BF16 tile kernels at every
 // feature level against float64 sums of the rounded weights and
-// activations, for row counts around the tiles (8 for one token, 3 for
-// more), widths with and without a tail after the last 8 columns, short
-// rows and long (the prefetching kernel and the other), and 20 tokens
-// (F16 rows widened once for 16 and more); and that a token's outputs are
-// the same bits in any batch as alone, as decode after prefill needs.
+// activations, for row counts around the kernels' (eight lanes for one
+// token, tiles of 3 rows for more), widths with and without a tail after
+// the last 8 columns, and 20 tokens (F16 rows widened once for 16 and
+// more); and that a token's outputs are the same bits in any batch as
+// alone, as decode after prefill needs.
 func TestFloatTiles(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	p := NewPool(2)
