@@ -352,16 +352,17 @@ func f16RowsWideAsm(k isa, w []uint16, cols, nrows int, x []float32, n int, out 
 }
 
 //go:noescape
-func readSumAVX2(p *byte, n int) uint64
+func readSumAVX2(p *byte, lane, n int) uint64
 
-// readSumAsm sums whole 128-byte pieces of b as 64-bit words and returns
-// how many bytes it covered.
+// readSumAsm sums b's first 8·lane bytes as 64-bit words in eight
+// interleaved lanes (lane a multiple of 32) and returns how many bytes it
+// covered.
 func readSumAsm(k isa, b []byte) (uint64, int) {
-	n := len(b) &^ 127
-	if k == isaGeneric || n == 0 {
+	lane := len(b) / 8 &^ 31
+	if k == isaGeneric || lane == 0 {
 		return 0, 0
 	}
-	return readSumAVX2(&b[0], n), n
+	return readSumAVX2(&b[0], lane, lane), 8 * lane
 }
 
 type kTileFunc = func(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)

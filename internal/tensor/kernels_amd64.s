@@ -1259,21 +1259,29 @@ block4:
 	VZEROUPPER
 	RET
 
-// func readSumAVX2(p *byte, n int) uint64
-TEXT ·readSumAVX2(SB), NOSPLIT, $0-24
+// func readSumAVX2(p *byte, lane, n int) uint64
+TEXT ·readSumAVX2(SB), NOSPLIT, $0-32
 	MOVQ p+0(FP), SI
-	MOVQ n+8(FP), CX
-	SHRQ $7, CX
+	MOVQ lane+8(FP), R8
+	LEAQ (R8)(R8*2), R9
+	LEAQ (SI)(R8*4), R13
+	MOVQ n+16(FP), CX
+	SHRQ $5, CX
 	VPXOR Y0, Y0, Y0
 	VPXOR Y1, Y1, Y1
 	VPXOR Y2, Y2, Y2
 	VPXOR Y3, Y3, Y3
 readloop:
 	VPADDQ (SI), Y0, Y0
-	VPADDQ 32(SI), Y1, Y1
-	VPADDQ 64(SI), Y2, Y2
-	VPADDQ 96(SI), Y3, Y3
-	ADDQ $128, SI
+	VPADDQ (SI)(R8*1), Y1, Y1
+	VPADDQ (SI)(R8*2), Y2, Y2
+	VPADDQ (SI)(R9*1), Y3, Y3
+	VPADDQ (R13), Y0, Y0
+	VPADDQ (R13)(R8*1), Y1, Y1
+	VPADDQ (R13)(R8*2), Y2, Y2
+	VPADDQ (R13)(R9*1), Y3, Y3
+	ADDQ $32, SI
+	ADDQ $32, R13
 	DECQ CX
 	JNZ readloop
 	VPADDQ Y1, Y0, Y0
@@ -1283,7 +1291,7 @@ readloop:
 	VPADDQ X1, X0, X0
 	VPSHUFD $0x4E, X0, X1
 	VPADDQ X1, X0, X0
-	VMOVQ X0, ret+16(FP)
+	VMOVQ X0, ret+24(FP)
 	VZEROUPPER
 	RET
 
