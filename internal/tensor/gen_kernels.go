@@ -1812,25 +1812,28 @@ func floatLoop(w *bytes.Buffer, name string, step func(k int), adv map[string]in
 }
 
 // floatTile emits func <f16|bf16|f32>Tile<R>x<T>AVX2(w unsafe.Pointer,
-// rowStride, groups int, x *float32, xstride, steps int, out *float32,
-// ostride int): for each of groups groups of R rows (rowStride bytes
-// apart) and T tokens (xstride bytes apart), out[t·ostride + r] (bytes) =
-// the dot product of the first 8·steps elements. Every (row, token) pair
-// has one accumulator whose lane l sums, by FMA, elements 8i+l in order of
-// i, then floatSum: every tile, floatLanes, and F32 rows widened from F16
-// ones give the same bits for a row and a token. Registers: accumulators
-// from Y0, weights from Y12, x in Y15; SI the group's first row, R12 it
-// walking the columns, BX the tokens' x, R8 = rowStride, R9 =
-// 3·rowStride, R10 = xstride, R11 = 3·xstride, DX the groups left, AX out.
+// laneStride, groups int, x *float32, xstride, steps int, out *float32,
+// ostride, rowBytes, outLane int): R lanes of rows laneStride bytes apart,
+// each a run of groups consecutive rows (rowBytes apart), against T tokens
+// (xstride bytes apart); lane r's row i and token t go to out +
+// t·ostride + r·outLane + 4i, the dot product of the first 8·steps
+// elements. Lanes give each of the R rows read together its own long
+// stream, as floatLanes does. Every (row, token) pair has one accumulator
+// whose lane l sums, by FMA, elements 8i+l in order of i, then floatSum:
+// every tile, floatLanes, and F32 rows widened from F16 ones give the
+// same bits for a row and a token. Registers: accumulators from Y0,
+// weights from Y12, x in Y15; SI the group's first row, R12 it walking the
+// columns, BX the tokens' x, R8 = laneStride, R9 = 3·laneStride, R10 =
+// xstride, R11 = 3·xstride, DX the groups left, AX out.
 func floatTile(w *bytes.Buffer, kind string, R, T int) {
 	name := fmt.Sprintf("%sTile%dx%dAVX2", kind, R, T)
-	if R*T+R+1 > 16 || R != 1 && R != 3 {
+	if R*T+R+1 > 16 || R > 3 {
 		panic("floatTile: registers")
 	}
 	eb := floatBytes[kind]
-	fmt.Fprintf(w, "// func %s(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)\n", name)
-	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-64\n", name)
-	w.WriteString("\tMOVQ w+0(FP), SI\n\tMOVQ rowStride+8(FP), R8\n\tLEAQ (R8)(R8*2), R9\n\tMOVQ groups+16(FP), DX\n\tMOVQ out+48(FP), AX\n")
+	fmt.Fprintf(w, "// func %s(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-80\n", name)
+	w.WriteString("\tMOVQ w+0(FP), SI\n\tMOVQ laneStride+8(FP), R8\n\tLEAQ (R8)(R8*2), R9\n\tMOVQ groups+16(FP), DX\n\tMOVQ out+48(FP), AX\n")
 	w.WriteString("\tMOVQ xstride+32(FP), R10\n\tLEAQ (R10)(R10*2), R11\n")
 	idx := [...]string{"", "(R8*1)", "(R8*2)", "(R9*1)"}
 	xidx := [...]string{"", "(R10*1)", "(R10*2)", "(R11*1)"}
@@ -1851,13 +1854,18 @@ func floatTile(w *bytes.Buffer, kind string, R, T int) {
 			}
 		}
 	}, map[string]int{"R12": 8 * eb, "BX": 32})
-	w.WriteString("\tMOVQ ostride+56(FP), CX\n\tLEAQ (CX)(CX*2), R12\n")
+	w.WriteString("\tMOVQ ostride+56(FP), CX\n\tLEAQ (CX)(CX*2), R12\n\tMOVQ outLane+72(FP), R13\n")
 	for r := range R {
+		base := "AX"
+		if r > 0 {
+			fmt.Fprintf(w, "\tLEAQ (AX)(R13*%d), BX\n", r)
+			base = "BX"
+		}
 		for t := range T {
-			floatSum(w, acc(r, t), fmt.Sprintf("%d(AX)%s", 4*r, [...]string{"", "(CX*1)", "(CX*2)", "(R12*1)"}[t]))
+			floatSum(w, acc(r, t), fmt.Sprintf("(%s)%s", base, [...]string{"", "(CX*1)", "(CX*2)", "(R12*1)"}[t]))
 		}
 	}
-	fmt.Fprintf(w, "\tLEAQ (SI)%s, SI\n\tADDQ $%d, AX\n\tDECQ DX\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", idx[R], 4*R, name)
+	fmt.Fprintf(w, "\tADDQ rowBytes+64(FP), SI\n\tADDQ $4, AX\n\tDECQ DX\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
 }
 
 // floatLanes emits func <kind>Lanes8AVX2(w unsafe.Pointer, laneStride,

@@ -179,73 +179,73 @@ func dotF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
 func f16Lanes8AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, rowBytes, steps int, out *float32, outLane int)
 
 //go:noescape
-func f16Tile1x1AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f16Tile1x1AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func f16Tile3x2AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f16Tile3x2AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func f16Tile1x2AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f16Tile1x2AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func f16Tile3x3AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f16Tile3x3AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func f16Tile1x3AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f16Tile1x3AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func f16Tile3x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f16Tile3x4AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func f16Tile1x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f16Tile1x4AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
 func bf16Lanes8AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, rowBytes, steps int, out *float32, outLane int)
 
 //go:noescape
-func bf16Tile1x1AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func bf16Tile1x1AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func bf16Tile3x2AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func bf16Tile3x2AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func bf16Tile1x2AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func bf16Tile1x2AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func bf16Tile3x3AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func bf16Tile3x3AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func bf16Tile1x3AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func bf16Tile1x3AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func bf16Tile3x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func bf16Tile3x4AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func bf16Tile1x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func bf16Tile1x4AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
 func f32Lanes8AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, rowBytes, steps int, out *float32, outLane int)
 
 //go:noescape
-func f32Tile1x1AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f32Tile1x1AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func f32Tile3x2AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f32Tile3x2AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func f32Tile1x2AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f32Tile1x2AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func f32Tile3x3AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f32Tile3x3AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func f32Tile1x3AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f32Tile1x3AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func f32Tile3x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f32Tile3x4AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
-func f32Tile1x4AVX2(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+func f32Tile1x4AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 //go:noescape
 func roundF16AVX2(x, dst *float32, n int)
@@ -272,7 +272,7 @@ func roundActsAsm(k isa, bf16 bool, x, dst []float32) int {
 //go:noescape
 func f16ToF32AVX2(src *uint16, dst *float32, n int)
 
-type floatTileFunc = func(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride int)
+type floatTileFunc = func(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 // floatKernels are each float format's kernels (gen_kernels.go's
 // floatLanes and floatTile): eight lanes of rows for one token, tiles of
@@ -311,12 +311,12 @@ func floatRowsAsm(k isa, kind floatKind, w []byte, rowBytes, cols, nrows int, x 
 				ks.lanes(unsafe.Pointer(&w[0]), L*rowBytes, L, &x[t0*cols], rowBytes, steps, &out[t0*ostride], 4*L)
 				r0 = 8 * L
 			}
-		} else if g := nrows / 3; g > 0 {
-			ks.tiles[T][0](unsafe.Pointer(&w[0]), rowBytes, g, &x[t0*cols], 4*cols, steps, &out[t0*ostride], 4*ostride)
-			r0 = 3 * g
+		} else if L := nrows / 3; L > 0 { // three lanes of L rows
+			ks.tiles[T][0](unsafe.Pointer(&w[0]), L*rowBytes, L, &x[t0*cols], 4*cols, steps, &out[t0*ostride], 4*ostride, rowBytes, 4*L)
+			r0 = 3 * L
 		}
 		if r0 < nrows {
-			ks.tiles[T][1](unsafe.Pointer(&w[r0*rowBytes]), rowBytes, nrows-r0, &x[t0*cols], 4*cols, steps, &out[t0*ostride+r0], 4*ostride)
+			ks.tiles[T][1](unsafe.Pointer(&w[r0*rowBytes]), 0, nrows-r0, &x[t0*cols], 4*cols, steps, &out[t0*ostride+r0], 4*ostride, rowBytes, 0)
 		}
 		t0 += T
 	}
