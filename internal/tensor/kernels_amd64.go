@@ -272,11 +272,11 @@ func roundActsAsm(k isa, bf16 bool, x, dst []float32) int {
 //go:noescape
 func f16ToF32AVX2(src *uint16, dst *float32, n int)
 
-type floatTileFunc = func(w unsafe.Pointer, rowStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
+type floatTileFunc = func(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
 // floatKernels are each float format's kernels (gen_kernels.go's
-// floatLanes and floatTile): eight lanes of rows for one token, tiles of
-// three rows (one for the rows left over) for 2..4 tokens.
+// floatLanes and floatTile): eight lanes of rows for one token, three
+// lanes for 2..4 tokens, and one row at a time for the rows left over.
 var floatKernels = [3]struct {
 	lanes func(w unsafe.Pointer, laneStride, groups int, x *float32, rowBytes, steps int, out *float32, outLane int)
 	tiles [5][2]floatTileFunc // [tokens]{three rows, one row}
@@ -289,8 +289,8 @@ var floatKernels = [3]struct {
 // floatRowsAsm computes out[t·ostride + r] for rows [0, nrows) of the
 // kind weights w (rowBytes apart) and the n tokens of x (cols apart): the
 // dot products of the first cols&^7 elements, whose number it returns
-// (the caller adds the rest), in tiles of up to four tokens; -1 when k
-// has no kernel or cols < 8.
+// (the caller adds the rest), up to four tokens per pass over the rows;
+// -1 when k has no kernel or cols < 8.
 func floatRowsAsm(k isa, kind floatKind, w []byte, rowBytes, cols, nrows int, x []float32, n int, out []float32, ostride int) int {
 	steps := cols / 8
 	if k == isaGeneric || steps == 0 {
