@@ -213,7 +213,13 @@ func TestDoctorSurvivesAPrometheusRestart(t *testing.T) {
 	}
 	promURL := "http://" + addr
 	waitFor(t, "Prometheus ready", 20*time.Second, func() bool { return httpOK(promURL + "/-/ready") })
-	time.Sleep(6 * time.Second) // some scrapes to read
+	// Scrapes to read: Prometheus hands its first targets to the scrape
+	// loop up to 5 s after it is ready, later on a loaded machine, so count
+	// them rather than sleep.
+	waitFor(t, "six scrapes of the server", 60*time.Second, func() bool {
+		s, err := promQuery(promURL, fmt.Sprintf(`count_over_time(up{instance=%q}[1m])`, target))
+		return err == nil && len(s) == 1 && s[0].Value >= 6
+	})
 	_ = first.Process.Signal(os.Interrupt)
 	_ = first.Wait()
 	done := make(chan error, 1)
