@@ -48,7 +48,7 @@ func (s *Sampler) Sample(logits []float32, p *Params, rng *rand.Rand, history []
 
 	tok := 0
 	if p.Greedy() {
-		tok = argmax(w)
+		tok = Argmax(w)
 	} else {
 		tok = s.sampleRandom(w, p, rng)
 	}
@@ -220,7 +220,9 @@ func draw(w []float32, cand []int, sum float64, rng *rand.Rand, skip int) int {
 	return last
 }
 
-func argmax(w []float32) int {
+// Argmax is the first largest value's index: greedy decoding's choice
+// (and a draft model's, as vLLM's draft proposers take it).
+func Argmax(w []float32) int {
 	best := 0
 	for i, v := range w {
 		if v > w[best] {

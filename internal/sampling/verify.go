@@ -40,13 +40,13 @@ func (s *Sampler) Verify(rows []float32, vocab int, drafts []int, p *Params, rng
 			// vocabulary): rejected, and the target's own choice stands.
 			ok = false
 			if p.Greedy() {
-				tok = argmax(w)
+				tok = Argmax(w)
 			} else {
 				cand, sum := s.weigh(w, p)
 				tok = draw(w, cand, sum, rng, -1)
 			}
 		case p.Greedy():
-			tok = argmax(w)
+			tok = Argmax(w)
 			ok = tok == d
 		default:
 			cand, sum := s.weigh(w, p)

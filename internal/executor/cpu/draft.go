@@ -5,6 +5,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/model"
+	"github.com/glassbox-llm/glassbox/internal/sampling"
 )
 
 // drafter is speculative decoding's draft model (vLLM's draft_model
@@ -133,23 +134,11 @@ func (d *drafter) forward(b *engine.Batch, r *engine.StepResult) error {
 		end := ms.Pos + len(ms.Tokens)
 		d.tokens += float64(len(ms.Tokens))
 		r.DraftKV[i] = end
-		d.drafts[i] = append(d.drafts[i], argmax(d.runner.Logits[row*V:(row+1)*V]))
+		d.drafts[i] = append(d.drafts[i], sampling.Argmax(d.runner.Logits[row*V:(row+1)*V]))
 		d.next[i] = end
 		row++
 	}
 	return nil
-}
-
-// argmax is the first largest logit's index: the draft's greedy choice,
-// as vLLM's draft proposers take it.
-func argmax(logits []float32) int {
-	best := 0
-	for i, v := range logits {
-		if v > logits[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // checkDraft refuses a draft model that cannot draft for target: another
