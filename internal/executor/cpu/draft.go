@@ -24,7 +24,6 @@ type drafter struct {
 	in     [][]int // per batch sequence: the pass's input tokens
 	rows   []int   // batch index of each sequence in seqs
 	drafts [][]int // per batch sequence, handed to the engine (it copies)
-	next   []int   // per batch sequence: the position of its next draft input
 
 	params, weights float64 // for the step's FLOP and traffic estimates
 	tokens          float64 // positions the draft computed this step
@@ -46,7 +45,7 @@ func (d *drafter) run(b *engine.Batch, r *engine.StepResult) error {
 	d.seqs, d.rows = d.seqs[:0], d.rows[:0]
 	d.tokens, d.passes = 0, 0
 	for len(d.in) < len(b.Seqs) {
-		d.in, d.drafts, d.next = append(d.in, nil), append(d.drafts, nil), append(d.next, 0)
+		d.in, d.drafts = append(d.in, nil), append(d.drafts, nil)
 	}
 	passes := 0
 	for i := range b.Seqs {
@@ -83,18 +82,19 @@ func (d *drafter) run(b *engine.Batch, r *engine.StepResult) error {
 		d.seqs = append(d.seqs, model.Seq{Tokens: in, Pos: from, BlockTable: s.BlockTable, LogitsFrom: len(in) - 1})
 		d.rows = append(d.rows, i)
 	}
-	if err := d.forward(b, r); err != nil {
+	if err := d.forward(r); err != nil {
 		return err
 	}
-	// Each further draft is one token per proposing sequence.
+	// Each further draft is one token per proposing sequence, after the
+	// K/V its last pass wrote (r.DraftKV).
 	for j := 1; j < passes; j++ {
 		d.seqs, d.rows = d.seqs[:0], d.rows[:0]
 		for i := range b.Seqs {
 			s := &b.Seqs[i]
-			if !s.Sample || j >= s.Propose || len(d.drafts[i]) != j {
+			if j >= s.Propose || len(d.drafts[i]) != j {
 				continue
 			}
-			pos := d.next[i]
+			pos := r.DraftKV[i]
 			if pos >= len(s.BlockTable)*d.runner.KV.BlockSize {
 				continue // no K/V room for it: fewer drafts
 			}
@@ -105,7 +105,7 @@ func (d *drafter) run(b *engine.Batch, r *engine.StepResult) error {
 		if len(d.seqs) == 0 {
 			break
 		}
-		if err := d.forward(b, r); err != nil {
+		if err := d.forward(r); err != nil {
 			return err
 		}
 	}
@@ -119,7 +119,7 @@ func (d *drafter) run(b *engine.Batch, r *engine.StepResult) error {
 
 // forward runs the draft over d.seqs and appends each one's greedy
 // draft; r.DraftKV follows the K/V written.
-func (d *drafter) forward(b *engine.Batch, r *engine.StepResult) error {
+func (d *drafter) forward(r *engine.StepResult) error {
 	if len(d.seqs) == 0 {
 		return nil
 	}
@@ -128,15 +128,11 @@ func (d *drafter) forward(b *engine.Batch, r *engine.StepResult) error {
 	}
 	d.passes++
 	V := d.runner.W.Vocab
-	row := 0
-	for k, ms := range d.seqs {
+	for k, ms := range d.seqs { // one logits row each: its last token's
 		i := d.rows[k]
-		end := ms.Pos + len(ms.Tokens)
 		d.tokens += float64(len(ms.Tokens))
-		r.DraftKV[i] = end
-		d.drafts[i] = append(d.drafts[i], sampling.Argmax(d.runner.Logits[row*V:(row+1)*V]))
-		d.next[i] = end
-		row++
+		r.DraftKV[i] = ms.Pos + len(ms.Tokens)
+		d.drafts[i] = append(d.drafts[i], sampling.Argmax(d.runner.Logits[k*V:(k+1)*V]))
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -56,13 +55,9 @@ func TestDraftModelGreedyTokenForToken(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			if err := e.AwaitIdle(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			c.mu.Lock()
-			defer c.mu.Unlock()
+			batchDone(t, e, &c, cfg.NumBlocks)
 			acc := float64(c.accepted) / float64(max(c.draftTokens, 1))
-			t.Logf("drafts %d, draft tokens %d, accepted %d (%.2f), preemptions %d", c.drafts, c.draftTokens, c.accepted, acc, c.pre)
+			t.Logf("acceptance %.2f", acc)
 			if c.draftTokens == 0 {
 				t.Fatal("nothing drafted")
 			}
@@ -71,12 +66,6 @@ func TestDraftModelGreedyTokenForToken(t *testing.T) {
 			}
 			if d.minAcceptance == 0 && c.accepted == c.draftTokens {
 				t.Errorf("a random draft had all %d drafts accepted", c.draftTokens)
-			}
-			if c.pre == 0 {
-				t.Errorf("no preemption with %d blocks", cfg.NumBlocks)
-			}
-			if s := e.Stats(); s.KVFree != s.KVBlocks || s.Running != 0 {
-				t.Errorf("after the batch: %d of %d KV blocks free, %d running", s.KVFree, s.KVBlocks, s.Running)
 			}
 		})
 	}

@@ -172,22 +172,31 @@ func TestSpeculativeGreedyTokenForToken(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			if err := e.AwaitIdle(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			t.Logf("drafts %d, draft tokens %d, accepted %d, preemptions %d", c.drafts, c.draftTokens, c.accepted, c.pre)
+			batchDone(t, e, &c, cfg.NumBlocks)
 			if c.accepted == 0 || c.accepted == c.draftTokens {
 				t.Errorf("accepted %d of %d draft tokens: the batch should have both", c.accepted, c.draftTokens)
 			}
-			if c.pre == 0 {
-				t.Errorf("no preemption with %d blocks", cfg.NumBlocks)
-			}
-			if s := e.Stats(); s.KVFree != s.KVBlocks || s.Running != 0 {
-				t.Errorf("after the batch: %d of %d KV blocks free, %d running", s.KVFree, s.KVBlocks, s.Running)
-			}
 		})
+	}
+}
+
+// batchDone waits until e is idle after a batch that was to preempt, and
+// checks what every such test wants afterwards: a preemption happened,
+// and every KV block is back in the free pool with nothing running. c's
+// counts are final when it returns.
+func batchDone(t *testing.T, e *engine.Engine, c *specCounts, blocks int) {
+	t.Helper()
+	if err := e.AwaitIdle(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t.Logf("drafts %d, draft tokens %d, accepted %d, preemptions %d", c.drafts, c.draftTokens, c.accepted, c.pre)
+	if c.pre == 0 {
+		t.Errorf("no preemption with %d blocks", blocks)
+	}
+	if s := e.Stats(); s.KVFree != s.KVBlocks || s.Running != 0 {
+		t.Errorf("after the batch: %d of %d KV blocks free, %d running", s.KVFree, s.KVBlocks, s.Running)
 	}
 }
 
