@@ -80,6 +80,14 @@ func runModelRandom(args []string, stdout, stderr io.Writer) error {
 	if *layers > 0 {
 		s.Layers = *layers
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	switch {
+	case set["quiet"] && *quietFrom == 0:
+		return errors.New("model random: -quiet scales the layers from -quiet-from on; give -quiet-from too")
+	case *quietFrom >= s.Layers:
+		return fmt.Errorf("model random: -quiet-from %d is past the model's %d layers (0 to %d)", *quietFrom, s.Layers, s.Layers-1)
+	}
 	spec := model.RandomSpec{Arch: *arch, Shape: s, Seed: *seed, QuietFrom: *quietFrom, Quiet: *quiet}
 	if spec.Pooling, err = model.ParsePooling(*pooling); err != nil {
 		return fmt.Errorf("model random --pooling: %w", err)

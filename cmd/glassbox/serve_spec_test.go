@@ -219,3 +219,24 @@ vllm:spec_decode_num_accepted_tokens_per_pos_total`+m8b+`,position="1"} 50.0
 		t.Errorf("a scrape without spec decoding: %v", err)
 	}
 }
+
+// TestModelRandomQuietRefusals: model random's speculative-decoding flags
+// refuse, by name, what they cannot make.
+func TestModelRandomQuietRefusals(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m.gguf")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-quiet", "0.1"}, "-quiet-from"},
+		{[]string{"-quiet-from", "2"}, "past the model's 2 layers"},
+		{[]string{"-layers", "4", "-quiet-from", "4"}, "past the model's 4 layers"},
+		{[]string{"-quiet-from", "1", "-quiet", "NaN"}, "finite"},
+		{[]string{"-layers", "-1"}, "not negative"},
+	} {
+		err := run(context.Background(), append([]string{"model", "random", "--shape", "tiny", "-o", out}, c.args...), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error naming %s", c.args, err, c.want)
+		}
+	}
+}

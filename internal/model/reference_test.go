@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -324,5 +325,57 @@ func TestRandomMixes(t *testing.T) {
 	}
 	if err := WriteRandom(io.Discard, RandomSpec{Shape: shape, Mix: "Q3_K_M"}); err == nil || !strings.Contains(err.Error(), "Q5_K_S") {
 		t.Errorf("an unknown mix: %v", err)
+	}
+}
+
+// TestRandomQuietTarget: a target quiet from layer 1 and the one-layer
+// model of the same seed share their embeddings, head and first layer
+// byte for byte (the draft is the target's first layer), and the quiet
+// layers' output projections are the scale asked for, the rest not.
+func TestRandomQuietTarget(t *testing.T) {
+	shape := Shape{Name: "q", Arch: "llama", Hidden: 64, Layers: 3, Heads: 4, KVHeads: 2, FFN: 128, Vocab: 512, Context: 256, RopeBase: 10000, NormEps: 1e-5}
+	open := func(spec RandomSpec) *gguf.File {
+		var buf bytes.Buffer
+		if err := WriteRandom(&buf, spec); err != nil {
+			t.Fatal(err)
+		}
+		f, err := gguf.Parse(buf.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	one := shape
+	one.Layers = 1
+	target := open(RandomSpec{Shape: shape, Type: gguf.F32, Seed: 4, QuietFrom: 1, Quiet: 0.01})
+	draft := open(RandomSpec{Shape: one, Type: gguf.F32, Seed: 4})
+	plain := open(RandomSpec{Shape: shape, Type: gguf.F32, Seed: 4})
+	data := func(f *gguf.File, name string) []byte {
+		ti, ok := f.Tensor(name)
+		if !ok {
+			t.Fatalf("no tensor %s", name)
+		}
+		return f.TensorData(ti)
+	}
+	for _, name := range []string{"token_embd.weight", "output.weight", "blk.0.attn_q.weight", "blk.0.attn_output.weight", "blk.0.ffn_down.weight"} {
+		if !bytes.Equal(data(target, name), data(draft, name)) {
+			t.Errorf("%s differs between the target and its draft", name)
+		}
+	}
+	rms := func(b []byte) float64 {
+		var s float64
+		for i := 0; i+4 <= len(b); i += 4 {
+			v := float64(math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
+			s += v * v
+		}
+		return math.Sqrt(s / float64(len(b)/4))
+	}
+	for _, name := range []string{"blk.1.attn_output.weight", "blk.2.ffn_down.weight"} {
+		if r := rms(data(target, name)) / rms(data(plain, name)); math.Abs(r-0.01) > 1e-4 {
+			t.Errorf("%s: scale %.4f of the plain model's, want 0.01", name, r)
+		}
+	}
+	if !bytes.Equal(data(target, "blk.2.ffn_up.weight"), data(plain, "blk.2.ffn_up.weight")) {
+		t.Error("a quiet layer's other matrices changed")
 	}
 }
