@@ -27,9 +27,11 @@ func (e *Engine) step() {
 			e.queued.Add(-1)
 			e.shrunk = true
 		}
-		// A prefix hit shares blocks whose draft K/V may have been
-		// computed (a draft model catches up when it next drafts).
-		rs.draftKV = e.sched.DraftedPrefix(q)
+		if e.drafting() {
+			// A prefix hit shares blocks whose draft K/V may have been
+			// computed (a draft model catches up when it next drafts).
+			rs.draftKV = e.sched.DraftedPrefix(q)
+		}
 	}
 	e.buildBatch()
 	scheduled := e.clock.Now()
