@@ -330,12 +330,13 @@ func main() {
 		for _, tokens := range []int{4, 2, 1} {
 			qx8AVX2(&w, f, tokens)
 		}
+		qx8AVX2S(&w, f)
 	}
 	data(&w, "dup01", [4]uint64{0x0504050401000100, 0x0d0c0d0c09080908, 0x0504050401000100, 0x0d0c0d0c09080908})
-	for _, tokens := range []int{4, 1} {
-		q4kx8AVX2(&w, tokens)
-		q5kx8AVX2(&w, tokens)
-		q6kx8AVX2(&w, tokens)
+	for _, u := range []kUnits{{4, 1}, {1, 1}, {1, x8Streams}} {
+		q4kx8AVX2(&w, u)
+		q5kx8AVX2(&w, u)
+		q6kx8AVX2(&w, u)
 	}
 	out := strings.ReplaceAll(w.String(), "\n\n\n", "\n\n")
 	path := "kernels_amd64.s"
@@ -351,8 +352,8 @@ func main() {
 // of n bytes each (n a positive multiple of 32), lane bytes apart, as
 // 64-bit words, so that nothing but the loads limits it, and in eight
 // interleaved streams, as the float decode kernels (floatLanes) read their
-// rows: one stream per thread read 10 % slower than those kernels here,
-// so it was no ceiling for them.
+// rows: one stream per thread reads about half as fast here
+// (BenchmarkReadStreams), so it is no ceiling for them.
 const readKernel = `// func readSumAVX2(p *byte, lane, n int) uint64
 TEXT ·readSumAVX2(SB), NOSPLIT, $0-32
 	MOVQ p+0(FP), SI
@@ -1333,12 +1334,12 @@ func flashKernel(w *bytes.Buffer, f16 bool) {
 //
 // Registers: Y0–Y3 int16 sums (Q4_0, Q5_0), Y4–Y7 the tokens' integer
 // sums, Y8 the weights, Y9 |w| or the fifth bits, Y10 and Y11
-// temporaries, Y12 the rows' scales, Y15 ones16.
+// temporaries, Y12 the rows' scales, Y13–Y15 x8Consts.
 func qx8AVX2(w *bytes.Buffer, f format, T int) {
 	name := fmt.Sprintf("%sx8AVX2T%d", f.name, T)
 	fmt.Fprintf(w, "// func %s(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)\n", name)
 	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $%d-56\n", name, 32*T)
-	fmt.Fprintf(w, "\tMOVQ w+0(FP), SI\n\tMOVQ groups+8(FP), R11\n\tMOVQ astride+32(FP), R10\n\tMOVQ out+40(FP), R9\n\tMOVQ ostride+48(FP), R8\n\tVMOVDQU ones16<>(SB), Y15\n%sgroup:\n\tVXORPS Y10, Y10, Y10\n", name)
+	fmt.Fprintf(w, "\tMOVQ w+0(FP), SI\n\tMOVQ groups+8(FP), R11\n\tMOVQ astride+32(FP), R10\n\tMOVQ out+40(FP), R9\n\tMOVQ ostride+48(FP), R8\n%s%sgroup:\n\tVXORPS Y10, Y10, Y10\n", x8Consts, name)
 	for t := range T {
 		fmt.Fprintf(w, "\tVMOVUPS Y10, %d(SP)\n", 32*t)
 	}
@@ -1368,13 +1369,7 @@ func qx8AVX2(w *bytes.Buffer, f format, T int) {
 			}
 			g, hi := k%4, k/4
 			fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n", quants+32*g)
-			if hi == 1 {
-				w.WriteString("\tVPSRLW $4, Y8, Y8\n")
-			}
-			w.WriteString("\tVPAND nib<>(SB), Y8, Y8\n")
-			if f.name == "q50" {
-				fmt.Fprintf(w, "\tVMOVDQU 16(SI), Y9\n\tVPSRLD $%d, Y9, Y9\n\tVPAND c0f<>(SB), Y9, Y9\n\tVPMULLD q5spread<>(SB), Y9, Y9\n\tVPAND bit10<>(SB), Y9, Y9\n\tVPOR Y9, Y8, Y8\n", 16*hi+4*g)
-			}
+			x8Nibbles(w, f, k, hi, "16(SI)", "Y9")
 			for t := range T {
 				fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDUBSW Y10, Y8, Y10\n\tVPADDW Y10, Y%[2]d, Y%[2]d\n", act(t, k), t)
 			}
@@ -1401,299 +1396,462 @@ func qx8AVX2(w *bytes.Buffer, f format, T int) {
 	fmt.Fprintf(w, "\tADDQ $32, R9\n\tDECQ R11\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
 }
 
-// kxAVX2Addr gives the KTile addresses of token t of a T-token tile: its
-// quants (plus off), its scale, its block sums (plus off), from BX.
-func kxAVX2Addr(T, t int) (q func(off int) string, d string, bs func(off int) string) {
-	q = func(off int) string { return fmt.Sprintf("%d(BX)", 256*t+off) }
-	d = fmt.Sprintf("%d(BX)", 256*T+4*t)
-	bs = func(off int) string { return fmt.Sprintf("%d(BX)", 260*T+32*t+off) }
-	return q, d, bs
-}
+// x8Consts loads the constants of the AVX2 Q8_0-family kernels: Y13 nib,
+// Y14 bit10, Y15 ones16.
+const x8Consts = "\tVMOVDQU nib<>(SB), Y13\n\tVMOVDQU bit10<>(SB), Y14\n\tVMOVDQU ones16<>(SB), Y15\n"
 
-// kxAVX2Floats ends a super-block for each token of the tile: Y0+t holds
-// the integer Σ sc·Σ q·a, Y4+t the minimums' Σ m·bsum (Q4_K; minus: true)
-// or nothing; Y8 the rows' d, Y9 their dmin; the running sums wait on the
-// stack at acc. The float steps are dotQ4K's and dotQ6K's.
-func kxAVX2Floats(w *bytes.Buffer, T, acc int, mins bool) {
-	for t := range T {
-		_, d, _ := kxAVX2Addr(T, t)
-		fmt.Fprintf(w, "\tVBROADCASTSS %[2]s, Y10\n\tVMULPS Y10, Y8, Y11\n\tVCVTDQ2PS Y%[1]d, Y%[1]d\n\tVMULPS Y11, Y%[1]d, Y%[1]d\n\tVADDPS %[3]d(SP), Y%[1]d, Y%[1]d\n", t, d, acc+32*t)
-		if mins {
-			fmt.Fprintf(w, "\tVMULPS Y10, Y9, Y11\n\tVCVTDQ2PS Y%[1]d, Y%[1]d\n\tVMULPS Y11, Y%[1]d, Y%[1]d\n\tVSUBPS Y%[1]d, Y%[2]d, Y%[2]d\n", 4+t, t)
-		}
-		fmt.Fprintf(w, "\tVMOVUPS Y%d, %d(SP)\n", t, acc+32*t)
+// x8Nibbles turns the Q4_0 or Q5_0 weight bytes in Y8 into step k's
+// quants (low nibbles, or high ones: hi): Q5_0's fifth bits come from the
+// rows' qh dwords at qh, laid out for AVX2 (q5hAVX2) so that one shift by
+// k−4 puts them at bit 4, through the temporary t.
+func x8Nibbles(w *bytes.Buffer, f format, k, hi int, qh, t string) {
+	if hi == 1 {
+		w.WriteString("\tVPSRLW $4, Y8, Y8\n")
 	}
+	w.WriteString("\tVPAND Y13, Y8, Y8\n")
+	if f.name != "q50" {
+		return
+	}
+	fmt.Fprintf(w, "\tVMOVDQU %s, %s\n", qh, t)
+	switch {
+	case k > 4:
+		fmt.Fprintf(w, "\tVPSRLD $%d, %s, %[2]s\n", k-4, t)
+	case k < 4:
+		fmt.Fprintf(w, "\tVPSLLD $%d, %s, %[2]s\n", 4-k, t)
+	}
+	fmt.Fprintf(w, "\tVPAND Y14, %s, %[1]s\n\tVPOR %[1]s, Y8, Y8\n", t)
 }
 
-// kxAVX2Frame opens a K-quant AVX2 kernel: arguments, constants, the group
-// loop with the tile's running sums cleared (on the stack at acc).
-func kxAVX2Frame(w *bytes.Buffer, name string, T, frame, acc int) {
-	fmt.Fprintf(w, "// func %s(w *byte, groups, nb int, a *byte, out *float32, ostride int)\n", name)
-	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $%d-48\n", name, frame)
-	fmt.Fprintf(w, "\tMOVQ w+0(FP), SI\n\tMOVQ groups+8(FP), R11\n\tMOVQ out+32(FP), R9\n\tMOVQ ostride+40(FP), R8\n%sgroup:\n\tVXORPS Y10, Y10, Y10\n", name)
-	for t := range T {
-		fmt.Fprintf(w, "\tVMOVUPS Y10, %d(SP)\n", acc+32*t)
+// x8Streams is how many runs of groups the one-token kernels of the
+// repacked formats read at once (<f>x8AVX2S): a run of groups is one
+// sequential stream, and one stream per thread read memory at half the
+// rate of eight interleaved ones here (BenchmarkReadStreams).
+const x8Streams = 4
+
+// streamAddr is stream s's address at off from SI, streams R12 bytes
+// apart (R14 = 3·R12).
+func streamAddr(s, off int) string {
+	return fmt.Sprintf("%d(SI)%s", off, [...]string{"", "(R12*1)", "(R12*2)", "(R14*1)"}[s])
+}
+
+// qx8AVX2S emits <f>x8AVX2S(w *byte, groups, nb int, a *byte, wstep int,
+// out *float32, ostep int): qx8AVX2's one-token kernel over x8Streams
+// runs of groups at once, run s at w + s·wstep writing out + s·ostep
+// (bytes). The activation broadcasts serve every run; each run's sums
+// are those of the one-token kernel.
+//
+// Registers: Y0–Y3 int16 sums (Q4_0, Q5_0), Y4–Y7 the runs' integer
+// sums, Y8 the weights, Y9 |w| or the fifth bits, Y10 the broadcast
+// activations (then their scale), Y11 a temporary, Y12 the rows' scales,
+// Y13–Y15 x8Consts.
+func qx8AVX2S(w *bytes.Buffer, f format) {
+	const S = x8Streams
+	name := fmt.Sprintf("%sx8AVX2S", f.name)
+	fmt.Fprintf(w, "// func %s(w *byte, groups, nb int, a *byte, wstep int, out *float32, ostep int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $%d-56\n", name, 32*S)
+	fmt.Fprintf(w, "\tMOVQ w+0(FP), SI\n\tMOVQ groups+8(FP), R11\n\tMOVQ wstep+32(FP), R12\n\tLEAQ (R12)(R12*2), R14\n\tMOVQ out+40(FP), R9\n\tMOVQ ostep+48(FP), R8\n%s%sgroup:\n\tVXORPS Y10, Y10, Y10\n", x8Consts, name)
+	for s := range S {
+		fmt.Fprintf(w, "\tVMOVUPS Y10, %d(SP)\n", 32*s)
 	}
 	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n", name)
-}
-
-// kxAVX2Close advances to the next super-block and group and stores the
-// tile's results.
-func kxAVX2Close(w *bytes.Buffer, name string, T, blockBytes, acc int) {
-	fmt.Fprintf(w, "\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ R13\n\tJNZ %sblock\n\tMOVQ R9, AX\n", 8*blockBytes, kTileBytes*T, name)
-	for t := range T {
-		fmt.Fprintf(w, "\tVMOVUPS %d(SP), Y10\n\tVMOVUPS Y10, (AX)\n", acc+32*t)
-		if t < T-1 {
+	for s := range S {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+s)
+	}
+	switch f.name {
+	case "q80":
+		for k := range 8 {
+			fmt.Fprintf(w, "\tVPBROADCASTD %d(BX), Y10\n", 4*k)
+			for s := range S {
+				fmt.Fprintf(w, "\tVMOVDQU %s, Y8\n\tVPABSB Y8, Y9\n\tVPSIGNB Y8, Y10, Y11\n\tVPMADDUBSW Y11, Y9, Y11\n\tVPMADDWD Y15, Y11, Y11\n\tVPADDD Y11, Y%d, Y%[2]d\n", streamAddr(s, 16+32*k), 4+s)
+			}
+		}
+	default:
+		quants, phase := 16, 8
+		if f.name == "q50" {
+			quants, phase = 48, 4
+		}
+		for k := range 8 {
+			if k%phase == 0 {
+				for s := range S {
+					fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", s)
+				}
+			}
+			g, hi := k%4, k/4
+			fmt.Fprintf(w, "\tVPBROADCASTD %d(BX), Y10\n", 4*k)
+			for s := range S {
+				fmt.Fprintf(w, "\tVMOVDQU %s, Y8\n", streamAddr(s, quants+32*g))
+				x8Nibbles(w, f, k, hi, streamAddr(s, 16), "Y9")
+				fmt.Fprintf(w, "\tVPMADDUBSW Y10, Y8, Y11\n\tVPADDW Y11, Y%[1]d, Y%[1]d\n", s)
+			}
+			if k%phase == phase-1 {
+				for s := range S {
+					fmt.Fprintf(w, "\tVPMADDWD Y15, Y%d, Y11\n\tVPADDD Y11, Y%[2]d, Y%[2]d\n", s, 4+s)
+				}
+			}
+		}
+		w.WriteString("\tVPBROADCASTD 32(BX), Y10\n")
+		for s := range S {
+			fmt.Fprintf(w, "\tVPADDD Y10, Y%[1]d, Y%[1]d\n", 4+s)
+		}
+	}
+	w.WriteString("\tVBROADCASTSS 36(BX), Y10\n")
+	for s := range S {
+		fmt.Fprintf(w, "\tVCVTPH2PS %s, Y12\n\tVCVTDQ2PS Y%[2]d, Y%[2]d\n\tVMULPS Y12, Y10, Y12\n\tVMULPS Y12, Y%[2]d, Y%[2]d\n\tVADDPS %[3]d(SP), Y%[2]d, Y%[2]d\n\tVMOVUPS Y%[2]d, %[3]d(SP)\n", streamAddr(s, 0), 4+s, 32*s)
+	}
+	fmt.Fprintf(w, "\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ R13\n\tJNZ %sblock\n\tMOVQ R9, AX\n", 8*f.bytes, x8ActBytes, name)
+	for s := range S {
+		fmt.Fprintf(w, "\tVMOVUPS %d(SP), Y10\n\tVMOVUPS Y10, (AX)\n", 32*s)
+		if s < S-1 {
 			w.WriteString("\tADDQ R8, AX\n")
 		}
 	}
 	fmt.Fprintf(w, "\tADDQ $32, R9\n\tDECQ R11\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
 }
 
-// q4kx8AVX2 emits q4kx8AVX2T<T>: Q4_K repacked eight rows at a time (x8.go)
-// against a tile of T tokens' Q8_K activations in the KTile layout, on
-// AVX2: per sub-block, the eight k's VPMADDUBSW sums (nibble ≤ 15, |a| ≤
-// 127: at most 8·3810 < 2^15) stay in int16, then one VPMADDWD by the
-// rows' scales (both words of each row's dword) makes them int32; the
-// minimums likewise from the block sums. Integer sums are exact and the
-// float steps are dotQ4K's, so the bits are the row kernels'.
-//
-// Registers: Y0–Y3 per token Σ sc·Σ q·a, Y4–Y7 per token int16 sums (then
-// Σ m·bsum), Y8 weights, Y9 scales, Y10–Y11 temporaries.
-func q4kx8AVX2(w *bytes.Buffer, T int) {
-	name := fmt.Sprintf("q4kx8AVX2T%d", T)
-	const sc, acc = 0, 128 // stack: sc0–3, sc4–7, m0–3, m4–7; the running sums
-	kxAVX2Frame(w, name, T, acc+32*T, acc)
-	// The rows' scales and minimums, four bytes to a row's dword.
-	w.WriteString(`	VMOVDQU 32(SI), Y8
-	VMOVDQU 64(SI), Y9
-	VMOVDQU 96(SI), Y10
+// kUnits are the register sets of a K-quant AVX2 kernel: T tokens of one
+// run of groups (S = 1), or one token of S runs of groups read at once
+// (T = 1; the streams of qx8AVX2S). Tokens share each decoded weight
+// vector; streams share each broadcast activation.
+type kUnits struct{ T, S int }
+
+func (u kUnits) n() int { return max(u.T, u.S) }
+
+// name is the kernel's: q4kx8AVX2T4, q4kx8AVX2S.
+func (u kUnits) name(f string) string {
+	if u.S > 1 {
+		return f + "x8AVX2S"
+	}
+	return fmt.Sprintf("%sx8AVX2T%d", f, u.T)
+}
+
+// w is unit i's weight address at off.
+func (u kUnits) w(i, off int) string {
+	if u.S > 1 {
+		return streamAddr(i, off)
+	}
+	return fmt.Sprintf("%d(SI)", off)
+}
+
+// q, d and bs are unit i's activation quants (plus off), scale and block
+// sums (plus off) in the KTile layout, from BX.
+func (u kUnits) q(i, off int) string { return fmt.Sprintf("%d(BX)", 256*u.tok(i)+off) }
+func (u kUnits) d(i int) string      { return fmt.Sprintf("%d(BX)", 256*u.T+4*u.tok(i)) }
+func (u kUnits) bs(i, off int) string {
+	return fmt.Sprintf("%d(BX)", 260*u.T+32*u.tok(i)+off)
+}
+
+func (u kUnits) tok(i int) int {
+	if u.S > 1 {
+		return 0
+	}
+	return i
+}
+
+// zero clears each unit's register base+i.
+func (u kUnits) zero(w *bytes.Buffer, base int) {
+	for i := range u.n() {
+		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", base+i)
+	}
+}
+
+// mulAdd adds, for each unit, the VPMADDUBSW products of the weights that
+// decode emits into Y8 (from the address function it is given; it may
+// use Y11, never Y10) and the four activation bytes at qoff to the int16
+// sums Y4+i.
+func (u kUnits) mulAdd(w *bytes.Buffer, decode func(addr func(off int) string), qoff int) {
+	if u.S > 1 {
+		fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n", u.q(0, qoff))
+		for i := range u.S {
+			decode(func(off int) string { return u.w(i, off) })
+			fmt.Fprintf(w, "\tVPMADDUBSW Y10, Y8, Y11\n\tVPADDW Y11, Y%[1]d, Y%[1]d\n", 4+i)
+		}
+		return
+	}
+	decode(func(off int) string { return u.w(0, off) })
+	for t := range u.T {
+		fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDUBSW Y10, Y8, Y10\n\tVPADDW Y10, Y%[2]d, Y%[2]d\n", u.q(t, qoff), 4+t)
+	}
+}
+
+// scaled adds to each unit's Y0+i its int16 sums Y4+i times the rows'
+// scales that scales emits into Y9 for unit i's weights (once for every
+// token; per stream for streams; nil: Y9 holds the tokens' already).
+func (u kUnits) scaled(w *bytes.Buffer, scales func(i int)) {
+	for i := range u.n() {
+		if scales != nil && (i == 0 || u.S > 1) {
+			scales(i)
+		}
+		fmt.Fprintf(w, "\tVPMADDWD Y9, Y%d, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", 4+i, i)
+	}
+}
+
+// bsums adds to each unit's Y4+i the VPMADDWD of the rows' int16 pairs
+// that pairs emits into Y9 (as scaled) with unit i's block sums at off.
+func (u kUnits) bsums(w *bytes.Buffer, pairs func(i int), off int) {
+	if u.S > 1 {
+		fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n", u.bs(0, off))
+		for i := range u.S {
+			pairs(i)
+			fmt.Fprintf(w, "\tVPMADDWD Y10, Y9, Y11\n\tVPADDD Y11, Y%[1]d, Y%[1]d\n", 4+i)
+		}
+		return
+	}
+	pairs(0)
+	for t := range u.T {
+		fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDWD Y10, Y9, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", u.bs(t, off), 4+t)
+	}
+}
+
+// floats ends a super-block for each unit: Y0+i holds the integer
+// Σ sc·Σ q·a, Y4+i the minimums' Σ m·bsum (Q4_K, Q5_K: mins) or nothing;
+// the rows' d (and dmin) are fp16 at offsets 0 (and 16) of the weights;
+// the running sums wait on the stack at acc. The float steps are
+// dotQ4K's and dotQ6K's.
+func (u kUnits) floats(w *bytes.Buffer, acc int, mins bool) {
+	for i := range u.n() {
+		if i == 0 || u.S > 1 {
+			fmt.Fprintf(w, "\tVCVTPH2PS %s, Y8\n", u.w(i, 0))
+			if mins {
+				fmt.Fprintf(w, "\tVCVTPH2PS %s, Y9\n", u.w(i, 16))
+			}
+		}
+		fmt.Fprintf(w, "\tVBROADCASTSS %[2]s, Y10\n\tVMULPS Y10, Y8, Y11\n\tVCVTDQ2PS Y%[1]d, Y%[1]d\n\tVMULPS Y11, Y%[1]d, Y%[1]d\n\tVADDPS %[3]d(SP), Y%[1]d, Y%[1]d\n", i, u.d(i), acc+32*i)
+		if mins {
+			fmt.Fprintf(w, "\tVMULPS Y10, Y9, Y11\n\tVCVTDQ2PS Y%[1]d, Y%[1]d\n\tVMULPS Y11, Y%[1]d, Y%[1]d\n\tVSUBPS Y%[1]d, Y%[2]d, Y%[2]d\n", 4+i, i)
+		}
+		fmt.Fprintf(w, "\tVMOVUPS Y%d, %d(SP)\n", i, acc+32*i)
+	}
+}
+
+// frame opens the kernel: arguments (streams take wstep, the bytes
+// between runs, after ostride), the constants consts loads into
+// registers (memory operands for them ran Q4_K at half the IPC that
+// llvm-mca predicts), the group loop with the units' running sums
+// cleared (on the stack at acc), the block label.
+func (u kUnits) frame(w *bytes.Buffer, name, consts string, frame, acc int) {
+	args, size := "", 48
+	if u.S > 1 {
+		args, size = ", wstep int", 56
+	}
+	fmt.Fprintf(w, "// func %s(w *byte, groups, nb int, a *byte, out *float32, ostride int%s)\n", name, args)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $%d-%d\n", name, frame, size)
+	fmt.Fprintf(w, "\tMOVQ w+0(FP), SI\n\tMOVQ groups+8(FP), R11\n\tMOVQ out+32(FP), R9\n\tMOVQ ostride+40(FP), R8\n")
+	if u.S > 1 {
+		w.WriteString("\tMOVQ wstep+48(FP), R12\n\tLEAQ (R12)(R12*2), R14\n")
+	}
+	w.WriteString(consts)
+	fmt.Fprintf(w, "%sgroup:\n\tVXORPS Y10, Y10, Y10\n", name)
+	for i := range u.n() {
+		fmt.Fprintf(w, "\tVMOVUPS Y10, %d(SP)\n", acc+32*i)
+	}
+	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n", name)
+}
+
+// close advances to the next super-block and group and stores the units'
+// results, ostride (R8) bytes apart.
+func (u kUnits) close(w *bytes.Buffer, name string, blockBytes, acc int) {
+	fmt.Fprintf(w, "\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ R13\n\tJNZ %sblock\n\tMOVQ R9, AX\n", 8*blockBytes, kTileBytes*u.T, name)
+	for i := range u.n() {
+		fmt.Fprintf(w, "\tVMOVUPS %d(SP), Y10\n\tVMOVUPS Y10, (AX)\n", acc+32*i)
+		if i < u.n()-1 {
+			w.WriteString("\tADDQ R8, AX\n")
+		}
+	}
+	fmt.Fprintf(w, "\tADDQ $32, R9\n\tDECQ R11\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
+}
+
+// kScales stages, for each weight run of u, the rows' 6-bit scales and
+// minimums of a Q4_K or Q5_K super-block (12 bytes a row at offset 32,
+// four bytes to a row's dword) on the stack at sc + 128·run: sc0–3,
+// sc4–7, m0–3, m4–7. kScaleOf leaves value j of the vectors at base
+// (both words of each dword) in Y9. Both take kConsts in registers.
+func kScales(w *bytes.Buffer, u kUnits, sc int) {
+	for s := range u.S {
+		fmt.Fprintf(w, `	VMOVDQU %s, Y8
+	VMOVDQU %s, Y9
+	VMOVDQU %s, Y10
 	VPAND c3f<>(SB), Y8, Y11
-	VMOVDQU Y11, 0(SP)
+	VMOVDQU Y11, %d(SP)
 	VPAND c3f<>(SB), Y9, Y11
-	VMOVDQU Y11, 64(SP)
+	VMOVDQU Y11, %d(SP)
 	VPSRLD $6, Y8, Y8
 	VPAND c03<>(SB), Y8, Y8
 	VPSLLD $4, Y8, Y8
-	VPAND nib<>(SB), Y10, Y11
+	VPAND Y12, Y10, Y11
 	VPOR Y8, Y11, Y11
-	VMOVDQU Y11, 32(SP)
+	VMOVDQU Y11, %d(SP)
 	VPSRLD $6, Y9, Y9
 	VPAND c03<>(SB), Y9, Y9
 	VPSLLD $4, Y9, Y9
 	VPSRLD $4, Y10, Y10
-	VPAND nib<>(SB), Y10, Y10
+	VPAND Y12, Y10, Y10
 	VPOR Y9, Y10, Y10
-	VMOVDQU Y10, 96(SP)
-`)
-	for t := range T {
-		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", t)
+	VMOVDQU Y10, %d(SP)
+`, u.w(s, 32), u.w(s, 64), u.w(s, 96), sc+128*s, sc+128*s+64, sc+128*s+32, sc+128*s+96)
 	}
-	// scaleOf leaves in Y9 the rows' 6-bit value j of the four-byte
-	// vectors at base (both words of each dword).
-	scaleOf := func(base, j int) {
-		fmt.Fprintf(w, "\tVMOVDQU %d(SP), Y9\n", base+32*(j/4))
-		if s := 8 * (j % 4); s > 0 {
-			fmt.Fprintf(w, "\tVPSRLD $%d, Y9, Y9\n", s)
-		}
-		w.WriteString("\tVPAND cff<>(SB), Y9, Y9\n\tVPSHUFB dup01<>(SB), Y9, Y9\n")
-	}
-	for j := range 8 {
-		p, hi := j/2, j%2
-		for t := range T {
-			fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
-		}
-		for k := range 8 {
-			fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n", 128+256*p+32*k)
-			if hi == 1 {
-				w.WriteString("\tVPSRLW $4, Y8, Y8\n")
-			}
-			w.WriteString("\tVPAND nib<>(SB), Y8, Y8\n")
-			for t := range T {
-				q, _, _ := kxAVX2Addr(T, t)
-				fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDUBSW Y10, Y8, Y10\n\tVPADDW Y10, Y%[2]d, Y%[2]d\n", q(64*p+32*hi+4*k), 4+t)
-			}
-		}
-		scaleOf(sc, j)
-		for t := range T {
-			fmt.Fprintf(w, "\tVPMADDWD Y9, Y%d, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", 4+t, t)
-		}
-	}
-	// Minimums: Σ_j m_j·(bsum_2j + bsum_2j+1).
-	for t := range T {
-		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
-	}
-	for j := range 8 {
-		scaleOf(sc+64, j)
-		for t := range T {
-			_, _, bs := kxAVX2Addr(T, t)
-			fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDWD Y10, Y9, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", bs(4*j), 4+t)
-		}
-	}
-	w.WriteString("\tVCVTPH2PS (SI), Y8\n\tVCVTPH2PS 16(SI), Y9\n")
-	kxAVX2Floats(w, T, acc, true)
-	kxAVX2Close(w, name, T, 144, acc)
 }
 
-// q6kx8AVX2 emits q6kx8AVX2T<T>, q4kx8AVX2's counterpart for Q6_K
-// repacked eight rows at a time: the 6-bit quants (≤ 63) of two k's at a
-// time stay in int16 (2·2·63·127 < 2^15) before one VPMADDWD by the
-// rows' int8 scale of their 16-quant group; the −32 offset comes from the
-// block sums against pairs of group scales. The bits are dotQ6K's.
-//
-// Registers: Y0–Y3 per token Σ sc·Σ q·a, Y4–Y7 per token int16 sums (then
-// Σ sc·bsum), Y8 quants, Y9 scales, Y10–Y11 temporaries, Y12 nib, Y13 m30.
-func q6kx8AVX2(w *bytes.Buffer, T int) {
-	name := fmt.Sprintf("q6kx8AVX2T%d", T)
-	const acc = 0
-	kxAVX2Frame(w, name, T, acc+32*T, acc)
-	w.WriteString("\tVMOVDQU nib<>(SB), Y12\n\tVMOVDQU m30<>(SB), Y13\n")
-	for t := range T {
-		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", t)
+// kConsts loads the constants of the Q4_K and Q5_K kernels: Y12 nib, Y13
+// cff, Y14 dup01, Y15 bit10.
+const kConsts = "\tVMOVDQU nib<>(SB), Y12\n\tVMOVDQU cff<>(SB), Y13\n\tVMOVDQU dup01<>(SB), Y14\n\tVMOVDQU bit10<>(SB), Y15\n"
+
+func kScaleOf(w *bytes.Buffer, base, j int) {
+	fmt.Fprintf(w, "\tVMOVDQU %d(SP), Y9\n", base+32*(j/4))
+	if s := 8 * (j % 4); s > 0 {
+		fmt.Fprintf(w, "\tVPSRLD $%d, Y9, Y9\n", s)
 	}
+	w.WriteString("\tVPAND Y13, Y9, Y9\n\tVPSHUFB Y14, Y9, Y9\n")
+}
+
+// q4kx8AVX2 emits Q4_K repacked eight rows at a time (x8.go) against
+// Q8_K activations in the KTile layout, on AVX2, for the units u: per
+// sub-block, the eight k's VPMADDUBSW sums (nibble ≤ 15, |a| ≤ 127: at
+// most 8·3810 < 2^15) stay in int16, then one VPMADDWD by the rows'
+// scales (both words of each row's dword) makes them int32; the minimums
+// likewise from the block sums. Integer sums are exact and the float
+// steps are dotQ4K's, so the bits are the row kernels'.
+//
+// Registers: Y0–Y3 per unit Σ sc·Σ q·a, Y4–Y7 per unit int16 sums (then
+// Σ m·bsum), Y8 weights, Y9 scales, Y10–Y11 temporaries, Y12–Y15
+// kConsts.
+func q4kx8AVX2(w *bytes.Buffer, u kUnits) {
+	name := u.name("q4k")
+	sc, acc := 0, 128*u.S // stack: each run's scales (kScales); the running sums
+	u.frame(w, name, kConsts, acc+32*u.n(), acc)
+	kScales(w, u, sc)
+	u.zero(w, 0)
+	for j := range 8 {
+		p, hi := j/2, j%2
+		u.zero(w, 4)
+		for k := range 8 {
+			u.mulAdd(w, func(addr func(int) string) {
+				fmt.Fprintf(w, "\tVMOVDQU %s, Y8\n", addr(128+256*p+32*k))
+				if hi == 1 {
+					w.WriteString("\tVPSRLW $4, Y8, Y8\n")
+				}
+				w.WriteString("\tVPAND Y12, Y8, Y8\n")
+			}, 64*p+32*hi+4*k)
+		}
+		u.scaled(w, func(s int) { kScaleOf(w, sc+128*s, j) })
+	}
+	// Minimums: Σ_j m_j·(bsum_2j + bsum_2j+1).
+	u.zero(w, 4)
+	for j := range 8 {
+		u.bsums(w, func(s int) { kScaleOf(w, sc+128*s+64, j) }, 4*j)
+	}
+	u.floats(w, acc, true)
+	u.close(w, name, 144, acc)
+}
+
+// q6kx8AVX2 is q4kx8AVX2's counterpart for Q6_K repacked eight rows at a
+// time: the 6-bit quants (≤ 63) of two k's at a time stay in int16
+// (2·2·63·127 < 2^15) before one VPMADDWD by the rows' int8 scale of
+// their 16-quant group; the −32 offset comes from the block sums against
+// pairs of group scales. The bits are dotQ6K's.
+//
+// Registers: Y0–Y3 per unit Σ sc·Σ q·a, Y4–Y7 per unit int16 sums (then
+// Σ sc·bsum), Y8 quants, Y9 scales, Y10–Y11 temporaries, Y12 nib, Y13
+// m30, Y14 dup01.
+func q6kx8AVX2(w *bytes.Buffer, u kUnits) {
+	name := u.name("q6k")
+	const acc = 0
+	u.frame(w, name, "\tVMOVDQU nib<>(SB), Y12\n\tVMOVDQU m30<>(SB), Y13\n\tVMOVDQU dup01<>(SB), Y14\n", acc+32*u.n(), acc)
+	u.zero(w, 0)
 	for n := range 2 {
 		for m := range 4 {
 			for kh := range 2 {
 				g := 8*n + 2*m + kh
 				for kp := range 2 {
-					for t := range T {
-						fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
-					}
+					u.zero(w, 4)
 					for k := 4*kh + 2*kp; k < 4*kh+2*kp+2; k++ {
 						base := 144 + 96*(8*n+k)
 						ql := base
 						if m%2 == 1 {
 							ql += 32
 						}
-						fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n", ql)
-						if m >= 2 {
-							w.WriteString("\tVPSRLW $4, Y8, Y8\n")
-						}
-						fmt.Fprintf(w, "\tVPAND Y12, Y8, Y8\n\tVMOVDQU %d(SI), Y11\n", base+64)
-						switch m {
-						case 0:
-							w.WriteString("\tVPSLLW $4, Y11, Y11\n")
-						case 1:
-							w.WriteString("\tVPSLLW $2, Y11, Y11\n")
-						case 3:
-							w.WriteString("\tVPSRLW $2, Y11, Y11\n")
-						}
-						w.WriteString("\tVPAND Y13, Y11, Y11\n\tVPOR Y11, Y8, Y8\n")
-						for t := range T {
-							q, _, _ := kxAVX2Addr(T, t)
-							fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDUBSW Y10, Y8, Y10\n\tVPADDW Y10, Y%[2]d, Y%[2]d\n", q(128*n+32*m+4*k), 4+t)
-						}
+						u.mulAdd(w, func(addr func(int) string) {
+							fmt.Fprintf(w, "\tVMOVDQU %s, Y8\n", addr(ql))
+							if m >= 2 {
+								w.WriteString("\tVPSRLW $4, Y8, Y8\n")
+							}
+							fmt.Fprintf(w, "\tVPAND Y12, Y8, Y8\n\tVMOVDQU %s, Y11\n", addr(base+64))
+							switch m {
+							case 0:
+								w.WriteString("\tVPSLLW $4, Y11, Y11\n")
+							case 1:
+								w.WriteString("\tVPSLLW $2, Y11, Y11\n")
+							case 3:
+								w.WriteString("\tVPSRLW $2, Y11, Y11\n")
+							}
+							w.WriteString("\tVPAND Y13, Y11, Y11\n\tVPOR Y11, Y8, Y8\n")
+						}, 128*n+32*m+4*k)
 					}
-					fmt.Fprintf(w, "\tVPMOVSXBD %d(SI), Y9\n\tVPSHUFB dup01<>(SB), Y9, Y9\n", 16+8*g)
-					for t := range T {
-						fmt.Fprintf(w, "\tVPMADDWD Y9, Y%d, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", 4+t, t)
-					}
+					u.scaled(w, func(s int) {
+						fmt.Fprintf(w, "\tVPMOVSXBD %s, Y9\n\tVPSHUFB Y14, Y9, Y9\n", u.w(s, 16+8*g))
+					})
 				}
 			}
 		}
 	}
 	// The offset: Σ_g sc_g·bsum_g, two groups per VPMADDWD.
-	for t := range T {
-		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
-	}
+	u.zero(w, 4)
 	for i := range 8 {
-		fmt.Fprintf(w, "\tVMOVQ %d(SI), X9\n\tVMOVQ %d(SI), X10\n\tVPUNPCKLBW X10, X9, X9\n\tVPMOVSXBW X9, Y9\n", 16+16*i, 24+16*i)
-		for t := range T {
-			_, _, bs := kxAVX2Addr(T, t)
-			fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDWD Y10, Y9, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", bs(4*i), 4+t)
-		}
+		u.bsums(w, func(s int) {
+			fmt.Fprintf(w, "\tVMOVQ %s, X9\n\tVMOVQ %s, X11\n\tVPUNPCKLBW X11, X9, X9\n\tVPMOVSXBW X9, Y9\n", u.w(s, 16+16*i), u.w(s, 24+16*i))
+		}, 4*i)
 	}
-	for t := range T {
-		fmt.Fprintf(w, "\tVPSLLD $5, Y%[1]d, Y%[1]d\n\tVPSUBD Y%[1]d, Y%[2]d, Y%[2]d\n", 4+t, t)
+	for i := range u.n() {
+		fmt.Fprintf(w, "\tVPSLLD $5, Y%[1]d, Y%[1]d\n\tVPSUBD Y%[1]d, Y%[2]d, Y%[2]d\n", 4+i, i)
 	}
-	w.WriteString("\tVCVTPH2PS (SI), Y8\n")
-	kxAVX2Floats(w, T, acc, false)
-	kxAVX2Close(w, name, T, 210, acc)
+	u.floats(w, acc, false)
+	u.close(w, name, 210, acc)
 }
 
-// q5kx8AVX2 emits q5kx8AVX2T<T>, q4kx8AVX2's counterpart for Q5_K
-// repacked eight rows at a time (x8.go): each quant gets its fifth bit
-// from the rows' qh dwords (bit j of byte l for sub-block j), and, the
-// quants reaching 31, the int16 sums take four k's (4·7874 < 2^15) before
-// each VPMADDWD by the rows' scales. The bits are dotQ5K's.
-func q5kx8AVX2(w *bytes.Buffer, T int) {
-	name := fmt.Sprintf("q5kx8AVX2T%d", T)
-	const sc, acc = 0, 128
-	kxAVX2Frame(w, name, T, acc+32*T, acc)
-	w.WriteString(`	VMOVDQU 32(SI), Y8
-	VMOVDQU 64(SI), Y9
-	VMOVDQU 96(SI), Y10
-	VPAND c3f<>(SB), Y8, Y11
-	VMOVDQU Y11, 0(SP)
-	VPAND c3f<>(SB), Y9, Y11
-	VMOVDQU Y11, 64(SP)
-	VPSRLD $6, Y8, Y8
-	VPAND c03<>(SB), Y8, Y8
-	VPSLLD $4, Y8, Y8
-	VPAND nib<>(SB), Y10, Y11
-	VPOR Y8, Y11, Y11
-	VMOVDQU Y11, 32(SP)
-	VPSRLD $6, Y9, Y9
-	VPAND c03<>(SB), Y9, Y9
-	VPSLLD $4, Y9, Y9
-	VPSRLD $4, Y10, Y10
-	VPAND nib<>(SB), Y10, Y10
-	VPOR Y9, Y10, Y10
-	VMOVDQU Y10, 96(SP)
-`)
-	for t := range T {
-		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", t)
-	}
-	scaleOf := func(base, j int) {
-		fmt.Fprintf(w, "\tVMOVDQU %d(SP), Y9\n", base+32*(j/4))
-		if s := 8 * (j % 4); s > 0 {
-			fmt.Fprintf(w, "\tVPSRLD $%d, Y9, Y9\n", s)
-		}
-		w.WriteString("\tVPAND cff<>(SB), Y9, Y9\n\tVPSHUFB dup01<>(SB), Y9, Y9\n")
-	}
+// q5kx8AVX2 is q4kx8AVX2's counterpart for Q5_K repacked eight rows at a
+// time (x8.go): each quant gets its fifth bit from the rows' qh dwords
+// (bit j of byte l for sub-block j), and, the quants reaching 31, the
+// int16 sums take four k's (4·7874 < 2^15) before each VPMADDWD by the
+// rows' scales. The bits are dotQ5K's.
+func q5kx8AVX2(w *bytes.Buffer, u kUnits) {
+	name := u.name("q5k")
+	sc, acc := 0, 128*u.S
+	u.frame(w, name, kConsts, acc+32*u.n(), acc)
+	kScales(w, u, sc)
+	u.zero(w, 0)
 	for j := range 8 {
 		p, hi := j/2, j%2
-		scaleOf(sc, j)
+		scales := func(s int) { kScaleOf(w, sc+128*s, j) }
+		if u.S == 1 { // one run: the scales serve both halves
+			scales(0)
+			scales = nil
+		}
 		for kh := range 2 {
-			for t := range T {
-				fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
-			}
+			u.zero(w, 4)
 			for k := 4 * kh; k < 4*kh+4; k++ {
-				fmt.Fprintf(w, "\tVMOVDQU %d(SI), Y8\n", 384+256*p+32*k)
-				if hi == 1 {
-					w.WriteString("\tVPSRLW $4, Y8, Y8\n")
-				}
-				fmt.Fprintf(w, "\tVPAND nib<>(SB), Y8, Y8\n\tVMOVDQU %d(SI), Y11\n", 128+32*k)
-				switch {
-				case j < 4:
-					fmt.Fprintf(w, "\tVPSLLW $%d, Y11, Y11\n", 4-j)
-				case j > 4:
-					fmt.Fprintf(w, "\tVPSRLW $%d, Y11, Y11\n", j-4)
-				}
-				w.WriteString("\tVPAND bit10<>(SB), Y11, Y11\n\tVPOR Y11, Y8, Y8\n")
-				for t := range T {
-					q, _, _ := kxAVX2Addr(T, t)
-					fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDUBSW Y10, Y8, Y10\n\tVPADDW Y10, Y%[2]d, Y%[2]d\n", q(64*p+32*hi+4*k), 4+t)
-				}
+				u.mulAdd(w, func(addr func(int) string) {
+					fmt.Fprintf(w, "\tVMOVDQU %s, Y8\n", addr(384+256*p+32*k))
+					if hi == 1 {
+						w.WriteString("\tVPSRLW $4, Y8, Y8\n")
+					}
+					fmt.Fprintf(w, "\tVPAND Y12, Y8, Y8\n\tVMOVDQU %s, Y11\n", addr(128+32*k))
+					switch {
+					case j < 4:
+						fmt.Fprintf(w, "\tVPSLLW $%d, Y11, Y11\n", 4-j)
+					case j > 4:
+						fmt.Fprintf(w, "\tVPSRLW $%d, Y11, Y11\n", j-4)
+					}
+					w.WriteString("\tVPAND Y15, Y11, Y11\n\tVPOR Y11, Y8, Y8\n")
+				}, 64*p+32*hi+4*k)
 			}
-			for t := range T {
-				fmt.Fprintf(w, "\tVPMADDWD Y9, Y%d, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", 4+t, t)
-			}
+			u.scaled(w, scales)
 		}
 	}
-	for t := range T {
-		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
-	}
+	u.zero(w, 4)
 	for j := range 8 {
-		scaleOf(sc+64, j)
-		for t := range T {
-			_, _, bs := kxAVX2Addr(T, t)
-			fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDWD Y10, Y9, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", bs(4*j), 4+t)
-		}
+		u.bsums(w, func(s int) { kScaleOf(w, sc+128*s+64, j) }, 4*j)
 	}
-	w.WriteString("\tVCVTPH2PS (SI), Y8\n\tVCVTPH2PS 16(SI), Y9\n")
-	kxAVX2Floats(w, T, acc, true)
-	kxAVX2Close(w, name, T, 176, acc)
+	u.floats(w, acc, true)
+	u.close(w, name, 176, acc)
 }
 
 // quantKernels emits quantQ8_0AVX2(x *float32, nb int, q *int8, d

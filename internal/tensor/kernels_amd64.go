@@ -464,7 +464,40 @@ func q50x8AVX2T2(w *byte, groups, nb int, a *byte, astride int, out *float32, os
 //go:noescape
 func q50x8AVX2T1(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
 
+//go:noescape
+func q80x8AVX2S(w *byte, groups, nb int, a *byte, wstep int, out *float32, ostep int)
+
+//go:noescape
+func q40x8AVX2S(w *byte, groups, nb int, a *byte, wstep int, out *float32, ostep int)
+
+//go:noescape
+func q50x8AVX2S(w *byte, groups, nb int, a *byte, wstep int, out *float32, ostep int)
+
 type x8AVX2Func = func(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+// x8AVX2Streams are the one-token kernels that read x8Streams runs of
+// groups at once (gen_kernels.go's qx8AVX2S).
+var x8AVX2Streams = map[gguf.TensorType]x8AVX2Func{
+	gguf.Q8_0: q80x8AVX2S,
+	gguf.Q4_0: q40x8AVX2S,
+	gguf.Q5_0: q50x8AVX2S,
+}
+
+// x8Streams is gen_kernels.go's: the runs those kernels read at once.
+const x8Streams = 4
+
+// streamRuns runs a one-token kernel f over groups of gbytes each as
+// x8Streams runs at once, and the groups left over with one, which
+// reads one run (out gets 32 bytes per group).
+func streamRuns(f, one func(w *byte, groups int, out *float32), w []byte, groups, gbytes int, out []float32) {
+	per := groups / x8Streams
+	if per > 0 {
+		f(&w[0], per, &out[0])
+	}
+	if done := per * x8Streams; done < groups {
+		one(&w[done*gbytes], groups-done, &out[8*done])
+	}
+}
 
 // x8AVX2Kernels are the AVX2 repacked kernels per format, for tiles of 4,
 // 2 and 1 tokens.
@@ -483,6 +516,14 @@ func x8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, out
 	_ = w[groups*nb*8*t.BlockBytes()-1]
 	_ = out[(n-1)*ostride+8*groups-1]
 	_ = q.X8[n*nb*x8ActBytes-1]
+	if k == isaAVX2 && n == 1 {
+		gb, s := nb*8*t.BlockBytes(), x8AVX2Streams[t]
+		per := groups / x8Streams
+		streamRuns(func(w *byte, g int, out *float32) { s(w, g, nb, &q.X8[0], per*gb, out, 32*per) },
+			func(w *byte, g int, out *float32) { x8AVX2Kernels[t][2](w, g, nb, &q.X8[0], x8ActBytes, out, 0) },
+			w, groups, gb, out)
+		return true
+	}
 	if k == isaAVX2 {
 		// Tiles of four tokens at most (registers), within each layout tile.
 		fs := x8AVX2Kernels[t]
@@ -602,10 +643,16 @@ func q4kx8AVX2T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 func q4kx8AVX2T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 
 //go:noescape
+func q4kx8AVX2S(w *byte, groups, nb int, a *byte, out *float32, ostride, wstep int)
+
+//go:noescape
 func q5kx8AVX2T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 
 //go:noescape
 func q5kx8AVX2T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q5kx8AVX2S(w *byte, groups, nb int, a *byte, out *float32, ostride, wstep int)
 
 //go:noescape
 func q6kx8AVX2T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
@@ -613,11 +660,26 @@ func q6kx8AVX2T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 //go:noescape
 func q6kx8AVX2T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 
+//go:noescape
+func q6kx8AVX2S(w *byte, groups, nb int, a *byte, out *float32, ostride, wstep int)
+
+// kx8AVX2Kernels are the AVX2 kernels of each repacked K-quant: four
+// tokens, one token, and one token over x8Streams runs of groups.
+var kx8AVX2Kernels = map[gguf.TensorType]struct {
+	t4, t1 func(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+	s      func(w *byte, groups, nb int, a *byte, out *float32, ostride, wstep int)
+}{
+	gguf.Q4_K: {q4kx8AVX2T4, q4kx8AVX2T1, q4kx8AVX2S},
+	gguf.Q5_K: {q5kx8AVX2T4, q5kx8AVX2T1, q5kx8AVX2S},
+	gguf.Q6_K: {q6kx8AVX2T4, q6kx8AVX2T1, q6kx8AVX2S},
+}
+
 // kx8Asm runs the AVX2 kernels of K-quants repacked eight rows at a time
 // (w: groups of them) over the token tiles of q.KTile (four tokens, the
 // rest one by one), writing out[t·ostride + r].
 func kx8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, out []float32, ostride int) bool {
-	if k != isaAVX2 || (t != gguf.Q4_K && t != gguf.Q5_K && t != gguf.Q6_K) {
+	fs, ok := kx8AVX2Kernels[t]
+	if k != isaAVX2 || !ok {
 		return false
 	}
 	if groups == 0 {
@@ -626,26 +688,20 @@ func kx8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, ou
 	_ = w[groups*nb*8*t.BlockBytes()-1]
 	_ = out[(n-1)*ostride+8*groups-1]
 	_ = q.KTile[n*nb*kTileBytes-1]
+	if n == 1 {
+		gb, per := nb*8*t.BlockBytes(), groups/x8Streams
+		streamRuns(func(w *byte, g int, out *float32) { fs.s(w, g, nb, &q.KTile[0], out, 32*per, per*gb) },
+			func(w *byte, g int, out *float32) { fs.t1(w, g, nb, &q.KTile[0], out, 0) },
+			w, groups, gb, out)
+		return true
+	}
 	for tok := 0; tok < n; {
 		a, o := &q.KTile[tok*nb*kTileBytes], &out[tok*ostride]
-		four := n-tok >= 4
-		switch {
-		case four && t == gguf.Q4_K:
-			q4kx8AVX2T4(&w[0], groups, nb, a, o, ostride*4)
-		case four && t == gguf.Q5_K:
-			q5kx8AVX2T4(&w[0], groups, nb, a, o, ostride*4)
-		case four:
-			q6kx8AVX2T4(&w[0], groups, nb, a, o, ostride*4)
-		case t == gguf.Q4_K:
-			q4kx8AVX2T1(&w[0], groups, nb, a, o, ostride*4)
-		case t == gguf.Q5_K:
-			q5kx8AVX2T1(&w[0], groups, nb, a, o, ostride*4)
-		default:
-			q6kx8AVX2T1(&w[0], groups, nb, a, o, ostride*4)
-		}
 		if n-tok >= 4 {
+			fs.t4(&w[0], groups, nb, a, o, ostride*4)
 			tok += 4
 		} else {
+			fs.t1(&w[0], groups, nb, a, o, ostride*4)
 			tok++
 		}
 	}

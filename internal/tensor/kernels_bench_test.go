@@ -17,7 +17,7 @@ import (
 // the machine's ≈45 GB/s read bandwidth. GFLOP/s counts 2 per multiply-add,
 // for every token of the batch.
 func BenchmarkMulBatch(b *testing.B) {
-	types := []gguf.TensorType{gguf.Q8_0, gguf.Q4_0, gguf.Q5_0, gguf.Q4_K, gguf.Q6_K, gguf.F16, gguf.BF16, gguf.F32}
+	types := []gguf.TensorType{gguf.Q8_0, gguf.Q4_0, gguf.Q5_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K, gguf.F16, gguf.BF16, gguf.F32}
 	for _, size := range []struct {
 		name            string
 		rows, cols, thr int

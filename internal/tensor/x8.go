@@ -21,7 +21,8 @@ import (
 //
 //	Q8_0  0: scales (fp16)   2R: quants 4k…4k+3, k = 0…7 (+128 for VNNI)
 //	Q4_0  0: scales          2R: nibble bytes 4g…4g+3, g = 0…3
-//	Q5_0  0: scales          2R: qh dwords   6R: nibble bytes as Q4_0
+//	Q5_0  0: scales          2R: qh dwords (for AVX2 as q5hAVX2 has them)
+//	      6R: nibble bytes as Q4_0
 //	Q4_K  0: d   2R: dmin   4R: scale bytes 0–3, 4–7, 8–11
 //	      16R: packed nibble bytes 32p+4k…, p = 0…3, k = 0…7
 //	Q5_K  as Q4_K, with 16R: qh dwords 0…7   48R: the nibble bytes
@@ -86,7 +87,7 @@ func (m *Matrix) Repack(dst []byte) bool {
 				blk := buf[r*rb+b*bb : r*rb+(b+1)*bb]
 				packOffsets(m.Type, r, R, func(oo, bo, n int) {
 					copy(o[oo:oo+n], blk[bo:bo+n])
-					m.flipQ8(bo, o[oo:oo+n])
+					m.toPacked(bo, o[oo:oo+n], true)
 				})
 			}
 		}
@@ -101,7 +102,7 @@ func (m *Matrix) unpackBlock(r, b int, blk []byte) {
 	o := m.Data[r/R*R*m.rowBytes+b*R*bb:][:R*bb]
 	packOffsets(m.Type, r%R, R, func(oo, bo, n int) {
 		copy(blk[bo:bo+n], o[oo:oo+n])
-		m.flipQ8(bo, blk[bo:bo+n])
+		m.toPacked(bo, blk[bo:bo+n], false)
 	})
 }
 
@@ -114,14 +115,38 @@ func repacks(k isa, t gguf.TensorType) bool {
 	return false
 }
 
-// flipQ8 moves Q8_0 quants (not the scale at offset 0) between signed and
-// +128 (the VNNI layout).
-func (m *Matrix) flipQ8(bo int, b []byte) {
-	if m.Type == gguf.Q8_0 && m.pack == isaVNNI && bo >= 2 {
+// toPacked changes a piece of a block (at offset bo in the block) to
+// (packed) or from its layout for m.pack: VNNI's Q8_0 quants are +128,
+// and AVX2's Q5_0 fifth bits are arranged as Q5_K's (q5hAVX2).
+func (m *Matrix) toPacked(bo int, b []byte, packed bool) {
+	switch {
+	case m.Type == gguf.Q8_0 && m.pack == isaVNNI && bo >= 2:
 		for i := range b {
 			b[i] ^= 0x80
 		}
+	case m.Type == gguf.Q5_0 && m.pack == isaAVX2 && bo == 2:
+		binary.LittleEndian.PutUint32(b, q5hAVX2(binary.LittleEndian.Uint32(b), packed))
 	}
+}
+
+// q5hAVX2 rearranges a Q5_0 block's fifth bits (bit e for element e) so
+// that byte i, bit k holds element 16·(k/4) + 4·(k%4) + i's: the AVX2
+// kernels' four bytes for step k (elements 4g+i of the low or high
+// nibbles, k = 4·hi + g) then get them at bit 4 with one shift by k−4
+// and a mask, as Q5_K's do, instead of a multiply that spreads them.
+// packed false undoes it.
+func q5hAVX2(qh uint32, packed bool) uint32 {
+	var out uint32
+	for k := range 8 {
+		for i := range 4 {
+			e, p := 16*(k/4)+4*(k%4)+i, 8*i+k
+			if !packed {
+				e, p = p, e
+			}
+			out |= (qh >> e & 1) << p
+		}
+	}
+	return out
 }
 
 // packOffsets calls f for each piece of row r's block: where it goes in a
