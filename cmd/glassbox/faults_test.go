@@ -326,8 +326,10 @@ func TestMetricsPortAnswersUnderLoad(t *testing.T) {
 		t.Fatalf("%d scrapes failed of %d", failures, failures+len(lat))
 	}
 	t.Logf("%d scrapes under load: p50 %v, p99 %v", len(lat), lat[len(lat)/2], lat[len(lat)*99/100])
-	if m := scrape(t, base); m["vllm:request_success_total{finished_reason=\"stop\"}"]+m["vllm:request_success_total{finished_reason=\"length\"}"] == 0 {
-		t.Error("the API served nothing while the metrics port was flooded")
+	// Generated tokens, not finished requests: on a loaded 2-core machine
+	// under -race none of the 128-token requests may finish in the 4 s.
+	if m := scrape(t, base); m["vllm:generation_tokens_total"] == 0 {
+		t.Error("the API generated nothing while the metrics port was flooded")
 	}
 }
 
