@@ -106,9 +106,9 @@ type IPAPI struct {
 
 // IPResponseFormat is api.response_format: structured output.
 type IPResponseFormat struct {
-	Type       string         `yaml:"type"` // json_schema (default) or json_object
-	Name       *string        `yaml:"name"` // default structured_output
-	JSONSchema map[string]any `yaml:"json_schema"`
+	Type       string  `yaml:"type"` // json_schema (default) or json_object
+	Name       *string `yaml:"name"` // default structured_output
+	JSONSchema JSONDoc `yaml:"json_schema"`
 }
 
 // IPServer is the server block.

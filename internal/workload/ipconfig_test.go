@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +90,50 @@ func TestDefaultsAsInferencePerf(t *testing.T) {
 	if rf["type"] != "json_schema" || js["name"] != "structured_output" || js["schema"] == nil {
 		t.Errorf("response_format body %v, want inference-perf's to_api_format", rf)
 	}
+}
+
+// TestResponseFormatSchemaKeepsOrder: the schema goes out as the file
+// writes it, properties in the file's order (the order the server
+// generates them in), anchors expanded; YAML with no JSON form, or a
+// billion laughs, is refused.
+func TestResponseFormatSchemaKeepsOrder(t *testing.T) {
+	rf := parse(t, `load: {stages: [{rate: 1, duration: 1}]}
+api:
+  response_format:
+    json_schema:
+      type: object
+      properties:
+        zeta: &s {type: string, maxLength: 8}
+        name: *s
+        age: {type: integer, minimum: 0, enum: [1, 2.5, null, true]}
+      required: [zeta, name, age]
+`).API.ResponseFormatBody()
+	got, err := json.Marshal(rf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"json_schema":{"name":"structured_output","schema":{"type":"object","properties":{"zeta":{"type":"string","maxLength":8},"name":{"type":"string","maxLength":8},"age":{"type":"integer","minimum":0,"enum":[1,2.5,null,true]}},"required":["zeta","name","age"]}},"type":"json_schema"}`
+	if string(got) != want {
+		t.Errorf("body\n%s\nwant\n%s", got, want)
+	}
+	laughs := "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+	for i := 'b'; i <= 'j'; i++ {
+		laughs += fmt.Sprintf("%c: &%c [*%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
+	}
+	for bad, want := range map[string]string{
+		"{type: object, x: .inf}": ".inf has no JSON form",
+		"{[1, 2]: x}":             "key must be a string",
+		"\n" + indent(laughs):     "too large",
+	} {
+		_, err := ParseInferencePerf(strings.NewReader("load: {stages: [{rate: 1, duration: 1}]}\napi:\n  response_format:\n    json_schema: " + bad + "\n"))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("json_schema %.40q: %v; want %q", bad, err, want)
+		}
+	}
+}
+
+func indent(s string) string {
+	return "      " + strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n      ")
 }
 
 // TestBreakerExpressions: the JMESPath circuit breakers are written in.
