@@ -281,8 +281,6 @@ func main() {
 	data(&w, "c3f", rep(0x3f3f3f3f3f3f3f3f))
 	data(&w, "c03", rep(0x0303030303030303))
 	data(&w, "cff", rep(0x000000ff000000ff))
-	data(&w, "c0f", rep(0x0000000f0000000f))
-	data(&w, "q5spread", rep(0x0204081002040810)) // 1<<4 | 1<<11 | 1<<18 | 1<<25
 	for _, f := range formats {
 		for _, s := range isas {
 			rows1(&w, f, s)
@@ -805,6 +803,9 @@ func qx8(w *bytes.Buffer, f format, T int) {
 		fmt.Fprintf(w, "\tVXORPS Y%[1]d, Y%[1]d, Y%[1]d\n", t)
 	}
 	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n\tVCVTPH2PS (SI), Y24\n", name)
+	if T == 1 {
+		vnniPrefetch(w, 8*f.bytes)
+	}
 	x8Decode(w, f)
 	for t := range T {
 		base := x8ActBytes * t
@@ -838,11 +839,28 @@ func qx8(w *bytes.Buffer, f format, T int) {
 	fmt.Fprintf(w, "\tADDQ $32, R9\n\tDECQ R11\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
 }
 
+// vnniPrefetch emits, at the top of a one-token VNNI kernel's block loop,
+// a software prefetch of the block vnniAhead bytes ahead, line by line
+// (n: the block's size in bytes). The hardware prefetchers alone left these
+// kernels at 55–65 % of the read rate of a plain sum on the Zen 5 EPYC of
+// docs/cpu.md (K-quants 25–31 GB/s, 38–44 with it; Q8_0 44–49, 52–66):
+// they compute too long per line to keep enough reads in flight. Reading
+// four runs at once instead, as the AVX2 kernels do, was slower there.
+func vnniPrefetch(w *bytes.Buffer, n int) {
+	for i := 0; i < n; i += 64 {
+		fmt.Fprintf(w, "\tPREFETCHT0 %d(SI)\n", vnniAhead+i)
+	}
+}
+
+// vnniAhead is how far ahead vnniPrefetch reads: 2–4 KiB gave the same
+// within the noise, 16 KiB less, 1 KiB less for Q6_K.
+const vnniAhead = 4096
+
 // x8Decode loads a group block's quants into Y16–Y23 as unsigned bytes,
 // Y16+k holding the eight rows' quants 4k…4k+3. Q8_0 is stored +128;
 // Q4_0's nibbles and Q5_0's five-bit values are unpacked here, Q5_0's
-// fifth bits moved from each row's qh dword (lanes are rows) to bit 4 of
-// their bytes with one multiply that spreads four bits a byte apart.
+// fifth bits taken from each row's qh dword (lanes are rows; laid out as
+// q5hPacked has them) to bit 4 of their bytes with one shift and a mask.
 // Uses Y26 and Y27 (the token accumulators are free until the token loop).
 func x8Decode(w *bytes.Buffer, f format) {
 	if f.name == "q80" {
@@ -864,7 +882,11 @@ func x8Decode(w *bytes.Buffer, f format) {
 			continue
 		}
 		for i, y := range []int{lo, hi} {
-			fmt.Fprintf(w, "\tVPSRLD $%d, Y26, Y27\n\tVPANDD.BCST c0f<>(SB), Y27, Y27\n\tVPMULLD.BCST q5spread<>(SB), Y27, Y27\n\tVPANDD.BCST bit10<>(SB), Y27, Y27\n\tVPORD Y27, Y%[2]d, Y%[2]d\n", 16*i+4*g, y)
+			src := "Y27"
+			if g+4*i == 4 {
+				src = "Y26"
+			}
+			fmt.Fprintf(w, "%s\tVPANDD.BCST bit10<>(SB), %s, Y27\n\tVPORD Y27, Y%d, Y%[3]d\n", q5Shift(g+4*i, "Y26", "Y27"), src, y)
 		}
 	}
 }
@@ -1001,7 +1023,9 @@ NAMEgroup:
 	MOVQ bsums+40(FP), DI
 	VPXORD @24, @24, @24
 NAMEblock:
-	VCVTPH2PS (SI), @16
+`)
+	vnniPrefetch(w, 144*R)
+	emit(`	VCVTPH2PS (SI), @16
 	VCVTPH2PS %[1]d(SI), @17
 	MOVX %[2]d(SI), @0
 	MOVX %[3]d(SI), @1
@@ -1109,7 +1133,9 @@ NAMEgroup:
 	MOVQ bsums+40(FP), DI
 	VPXORD @24, @24, @24
 NAMEblock:
-	VCVTPH2PS (SI), @16
+`)
+	vnniPrefetch(w, 210*R)
+	emit(`	VCVTPH2PS (SI), @16
 	VPMOVSXWD (DI), Y5
 	VMOVDQU Y5, 0(SP)
 	VPMOVSXWD 16(DI), Y5
@@ -1402,7 +1428,7 @@ const x8Consts = "\tVMOVDQU nib<>(SB), Y13\n\tVMOVDQU bit10<>(SB), Y14\n\tVMOVDQ
 
 // x8Nibbles turns the Q4_0 or Q5_0 weight bytes in Y8 into step k's
 // quants (low nibbles, or high ones: hi): Q5_0's fifth bits come from the
-// rows' qh dwords at qh, laid out for AVX2 (q5hAVX2) so that one shift by
+// rows' qh dwords at qh, laid out as q5hPacked has them so that one shift by
 // k−4 puts them at bit 4, through the temporary t.
 func x8Nibbles(w *bytes.Buffer, f format, k, hi int, qh, t string) {
 	if hi == 1 {
@@ -1412,14 +1438,20 @@ func x8Nibbles(w *bytes.Buffer, f format, k, hi int, qh, t string) {
 	if f.name != "q50" {
 		return
 	}
-	fmt.Fprintf(w, "\tVMOVDQU %s, %s\n", qh, t)
+	fmt.Fprintf(w, "\tVMOVDQU %s, %s\n%s\tVPAND Y14, %[2]s, %[2]s\n\tVPOR %[2]s, Y8, Y8\n", qh, t, q5Shift(k, t, t))
+}
+
+// q5Shift moves step k's fifth bits of Q5_0 (the qh dwords in src, laid
+// out as q5hPacked has them) to bit 4 of each byte, in dst, with other
+// bits around them for a mask to clear.
+func q5Shift(k int, src, dst string) string {
 	switch {
 	case k > 4:
-		fmt.Fprintf(w, "\tVPSRLD $%d, %s, %[2]s\n", k-4, t)
+		return fmt.Sprintf("\tVPSRLD $%d, %s, %s\n", k-4, src, dst)
 	case k < 4:
-		fmt.Fprintf(w, "\tVPSLLD $%d, %s, %[2]s\n", 4-k, t)
+		return fmt.Sprintf("\tVPSLLD $%d, %s, %s\n", 4-k, src, dst)
 	}
-	fmt.Fprintf(w, "\tVPAND Y14, %s, %[1]s\n\tVPOR %[1]s, Y8, Y8\n", t)
+	return "" // k = 4: they are there in src
 }
 
 // x8Streams is how many runs of groups the one-token kernels of the

@@ -21,7 +21,7 @@ import (
 //
 //	Q8_0  0: scales (fp16)   2R: quants 4k…4k+3, k = 0…7 (+128 for VNNI)
 //	Q4_0  0: scales          2R: nibble bytes 4g…4g+3, g = 0…3
-//	Q5_0  0: scales          2R: qh dwords (for AVX2 as q5hAVX2 has them)
+//	Q5_0  0: scales          2R: qh dwords (as q5hPacked has them)
 //	      6R: nibble bytes as Q4_0
 //	Q4_K  0: d   2R: dmin   4R: scale bytes 0–3, 4–7, 8–11
 //	      16R: packed nibble bytes 32p+4k…, p = 0…3, k = 0…7
@@ -117,25 +117,25 @@ func repacks(k isa, t gguf.TensorType) bool {
 
 // toPacked changes a piece of a block (at offset bo in the block) to
 // (packed) or from its layout for m.pack: VNNI's Q8_0 quants are +128,
-// and AVX2's Q5_0 fifth bits are arranged as Q5_K's (q5hAVX2).
+// and Q5_0's fifth bits are arranged as Q5_K's (q5hPacked).
 func (m *Matrix) toPacked(bo int, b []byte, packed bool) {
 	switch {
 	case m.Type == gguf.Q8_0 && m.pack == isaVNNI && bo >= 2:
 		for i := range b {
 			b[i] ^= 0x80
 		}
-	case m.Type == gguf.Q5_0 && m.pack == isaAVX2 && bo == 2:
-		binary.LittleEndian.PutUint32(b, q5hAVX2(binary.LittleEndian.Uint32(b), packed))
+	case m.Type == gguf.Q5_0 && bo == 2:
+		binary.LittleEndian.PutUint32(b, q5hPacked(binary.LittleEndian.Uint32(b), packed))
 	}
 }
 
-// q5hAVX2 rearranges a Q5_0 block's fifth bits (bit e for element e) so
+// q5hPacked rearranges a Q5_0 block's fifth bits (bit e for element e) so
 // that byte i, bit k holds element 16·(k/4) + 4·(k%4) + i's: the AVX2
 // kernels' four bytes for step k (elements 4g+i of the low or high
 // nibbles, k = 4·hi + g) then get them at bit 4 with one shift by k−4
 // and a mask, as Q5_K's do, instead of a multiply that spreads them.
 // packed false undoes it.
-func q5hAVX2(qh uint32, packed bool) uint32 {
+func q5hPacked(qh uint32, packed bool) uint32 {
 	var out uint32
 	for k := range 8 {
 		for i := range 4 {

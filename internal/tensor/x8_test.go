@@ -26,7 +26,7 @@ func TestRepackX8(t *testing.T) {
 				continue
 			}
 			for mode := range 3 {
-				for _, rows := range []int{24, 48, 104} { // Q4_K: groups of 8, of 16; 104: runs of groups and one left over
+				for _, rows := range []int{24, 48, 80, 104, 128} { // Q4_K: groups of 8, of 16; 80, 104: runs of groups and some left over (16 and 8 rows); 128: runs only
 					t.Run(fmt.Sprintf("%s/%s/mode%d/rows%d", pack, typ, mode, rows), func(t *testing.T) { testRepack(t, pack, typ, mode, rows) })
 				}
 			}
