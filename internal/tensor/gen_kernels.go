@@ -804,7 +804,7 @@ func qx8(w *bytes.Buffer, f format, T int) {
 	}
 	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n\tVCVTPH2PS (SI), Y24\n", name)
 	if T == 1 {
-		vnniPrefetch(w, 8*f.bytes)
+		prefetch(w, 8*f.bytes)
 	}
 	x8Decode(w, f)
 	for t := range T {
@@ -839,22 +839,24 @@ func qx8(w *bytes.Buffer, f format, T int) {
 	fmt.Fprintf(w, "\tADDQ $32, R9\n\tDECQ R11\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
 }
 
-// vnniPrefetch emits, at the top of a one-token VNNI kernel's block loop,
-// a software prefetch of the block vnniAhead bytes ahead, line by line
-// (n: the block's size in bytes). The hardware prefetchers alone left these
-// kernels at 55–65 % of the read rate of a plain sum on the Zen 5 EPYC of
-// docs/cpu.md (K-quants 25–31 GB/s, 38–44 with it; Q8_0 44–49, 52–66):
-// they compute too long per line to keep enough reads in flight. Reading
-// four runs at once instead, as the AVX2 kernels do, was slower there.
-func vnniPrefetch(w *bytes.Buffer, n int) {
+// prefetch emits, at the top of a one-token kernel's block loop (one run
+// of groups, from SI), a software prefetch of the block prefetchAhead
+// bytes ahead, line by line (n: the block's size in bytes). The hardware
+// prefetchers alone left the VNNI kernels at 55–65 % of the read rate of
+// a plain sum on the Zen 5 EPYC of docs/cpu.md (K-quants 25–31 GB/s,
+// 38–44 with it; Q8_0 44–49, 52–66): they compute too long per line to
+// keep enough reads in flight. Reading four runs at once instead, as the
+// AVX2 kernels do on Zen 3 (where prefetching changed nothing), was
+// slower there.
+func prefetch(w *bytes.Buffer, n int) {
 	for i := 0; i < n; i += 64 {
-		fmt.Fprintf(w, "\tPREFETCHT0 %d(SI)\n", vnniAhead+i)
+		fmt.Fprintf(w, "\tPREFETCHT0 %d(SI)\n", prefetchAhead+i)
 	}
 }
 
-// vnniAhead is how far ahead vnniPrefetch reads: 2–4 KiB gave the same
+// prefetchAhead is how far ahead prefetch reads: 2–4 KiB gave the same
 // within the noise, 16 KiB less, 1 KiB less for Q6_K.
-const vnniAhead = 4096
+const prefetchAhead = 4096
 
 // x8Decode loads a group block's quants into Y16–Y23 as unsigned bytes,
 // Y16+k holding the eight rows' quants 4k…4k+3. Q8_0 is stored +128;
@@ -1024,7 +1026,7 @@ NAMEgroup:
 	VPXORD @24, @24, @24
 NAMEblock:
 `)
-	vnniPrefetch(w, 144*R)
+	prefetch(w, 144*R)
 	emit(`	VCVTPH2PS (SI), @16
 	VCVTPH2PS %[1]d(SI), @17
 	MOVX %[2]d(SI), @0
@@ -1134,7 +1136,7 @@ NAMEgroup:
 	VPXORD @24, @24, @24
 NAMEblock:
 `)
-	vnniPrefetch(w, 210*R)
+	prefetch(w, 210*R)
 	emit(`	VCVTPH2PS (SI), @16
 	VPMOVSXWD (DI), Y5
 	VMOVDQU Y5, 0(SP)
@@ -1370,6 +1372,9 @@ func qx8AVX2(w *bytes.Buffer, f format, T int) {
 		fmt.Fprintf(w, "\tVMOVUPS Y10, %d(SP)\n", 32*t)
 	}
 	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n\tVCVTPH2PS (SI), Y12\n", name)
+	if T == 1 {
+		prefetch(w, 8*f.bytes)
+	}
 	for t := range T {
 		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
 	}
@@ -1660,7 +1665,7 @@ func (u kUnits) floats(w *bytes.Buffer, acc int, mins bool) {
 // registers (memory operands for them ran Q4_K at half the IPC that
 // llvm-mca predicts), the group loop with the units' running sums
 // cleared (on the stack at acc), the block label.
-func (u kUnits) frame(w *bytes.Buffer, name, consts string, frame, acc int) {
+func (u kUnits) frame(w *bytes.Buffer, name, consts string, frame, acc, blockBytes int) {
 	args, size := "", 48
 	if u.S > 1 {
 		args, size = ", wstep int", 56
@@ -1677,6 +1682,9 @@ func (u kUnits) frame(w *bytes.Buffer, name, consts string, frame, acc int) {
 		fmt.Fprintf(w, "\tVMOVUPS Y10, %d(SP)\n", acc+32*i)
 	}
 	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n", name)
+	if u.n() == 1 {
+		prefetch(w, 8*blockBytes)
+	}
 }
 
 // close advances to the next super-block and group and stores the units'
@@ -1749,7 +1757,7 @@ func kScaleOf(w *bytes.Buffer, base, j int) {
 func q4kx8AVX2(w *bytes.Buffer, u kUnits) {
 	name := u.name("q4k")
 	sc, acc := 0, 128*u.S // stack: each run's scales (kScales); the running sums
-	u.frame(w, name, kConsts, acc+32*u.n(), acc)
+	u.frame(w, name, kConsts, acc+32*u.n(), acc, 144)
 	kScales(w, u, sc)
 	u.zero(w, 0)
 	for j := range 8 {
@@ -1787,7 +1795,7 @@ func q4kx8AVX2(w *bytes.Buffer, u kUnits) {
 func q6kx8AVX2(w *bytes.Buffer, u kUnits) {
 	name := u.name("q6k")
 	const acc = 0
-	u.frame(w, name, "\tVMOVDQU nib<>(SB), Y12\n\tVMOVDQU m30<>(SB), Y13\n\tVMOVDQU dup01<>(SB), Y14\n", acc+32*u.n(), acc)
+	u.frame(w, name, "\tVMOVDQU nib<>(SB), Y12\n\tVMOVDQU m30<>(SB), Y13\n\tVMOVDQU dup01<>(SB), Y14\n", acc+32*u.n(), acc, 210)
 	u.zero(w, 0)
 	for n := range 2 {
 		for m := range 4 {
@@ -1847,7 +1855,7 @@ func q6kx8AVX2(w *bytes.Buffer, u kUnits) {
 func q5kx8AVX2(w *bytes.Buffer, u kUnits) {
 	name := u.name("q5k")
 	sc, acc := 0, 128*u.S
-	u.frame(w, name, kConsts, acc+32*u.n(), acc)
+	u.frame(w, name, kConsts, acc+32*u.n(), acc, 176)
 	kScales(w, u, sc)
 	u.zero(w, 0)
 	for j := range 8 {

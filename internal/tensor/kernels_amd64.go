@@ -486,11 +486,22 @@ var x8AVX2Streams = map[gguf.TensorType]x8AVX2Func{
 // x8Streams is gen_kernels.go's: the runs those kernels read at once.
 const x8Streams = 4
 
+// readRuns is how many runs of groups the one-token AVX2 kernels read at
+// once: x8Streams on AVX2 machines (one stream per thread read memory at
+// half the rate on Zen 3), one on AVX-512 machines, where Q5_K runs the
+// AVX2 kernels and one run with software prefetching read faster (Zen 5;
+// gen_kernels.go's prefetch). Tests set it to check both.
+var readRuns = map[bool]int{false: x8Streams, true: 1}[hostISA == isaVNNI]
+
 // streamRuns runs a one-token kernel f over groups of gbytes each as
 // x8Streams runs at once, and the groups left over with one, which
-// reads one run (out gets 32 bytes per group).
+// reads one run (out gets 32 bytes per group). Where readRuns is 1, one
+// takes every group.
 func streamRuns(f, one func(w *byte, groups int, out *float32), w []byte, groups, gbytes int, out []float32) {
 	per := groups / x8Streams
+	if readRuns == 1 {
+		per = 0
+	}
 	if per > 0 {
 		f(&w[0], per, &out[0])
 	}
@@ -518,7 +529,7 @@ func x8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, out
 	_ = q.X8[n*nb*x8ActBytes-1]
 	if k == isaAVX2 && n == 1 {
 		gb, s := nb*8*t.BlockBytes(), x8AVX2Streams[t]
-		per := groups / x8Streams
+		per := groups / x8Streams // as streamRuns splits them
 		streamRuns(func(w *byte, g int, out *float32) { s(w, g, nb, &q.X8[0], per*gb, out, 32*per) },
 			func(w *byte, g int, out *float32) { x8AVX2Kernels[t][2](w, g, nb, &q.X8[0], x8ActBytes, out, 0) },
 			w, groups, gb, out)
