@@ -300,8 +300,10 @@ func main() {
 			qx8(&w, f, tokens)
 		}
 	}
-	q4kxR(&w, 8)
-	q4kxR(&w, 16)
+	for _, q5 := range []bool{false, true} {
+		q4kxR(&w, 8, q5)
+		q4kxR(&w, 16, q5)
+	}
 	q6kxR(&w, 8)
 	q6kxR(&w, 16)
 	for _, tokens := range []int{1, 4} {
@@ -839,24 +841,25 @@ func qx8(w *bytes.Buffer, f format, T int) {
 	fmt.Fprintf(w, "\tADDQ $32, R9\n\tDECQ R11\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
 }
 
-// prefetch emits, at the top of a one-token kernel's block loop (one run
-// of groups, from SI), a software prefetch of the block prefetchAhead
-// bytes ahead, line by line (n: the block's size in bytes). The hardware
-// prefetchers alone left the VNNI kernels at 55–65 % of the read rate of
-// a plain sum on the Zen 5 EPYC of docs/cpu.md (K-quants 25–31 GB/s,
-// 38–44 with it; Q8_0 44–49, 52–66): they compute too long per line to
-// keep enough reads in flight. Reading four runs at once instead, as the
-// AVX2 kernels do on Zen 3 (where prefetching changed nothing), was
-// slower there.
+// prefetch emits, at the top of a one-token VNNI kernel's block loop (one
+// run of groups, from SI), a software prefetch of the block
+// prefetchAhead bytes ahead, line by line (n: the block's size in bytes).
+// The hardware prefetchers alone left these kernels at 55–65 % of the
+// read rate of a plain sum on the Zen 5 EPYC of docs/cpu.md (K-quants
+// 25–31 GB/s, 38–44 with it; Q8_0 44–49, 52–66): they compute too long
+// per line to keep enough reads in flight. Reading four runs at once
+// instead, as the AVX2 kernels do on Zen 3 (where prefetching changed
+// nothing), was slower there.
 func prefetch(w *bytes.Buffer, n int) {
 	for i := 0; i < n; i += 64 {
 		fmt.Fprintf(w, "\tPREFETCHT0 %d(SI)\n", prefetchAhead+i)
 	}
 }
 
-// prefetchAhead is how far ahead prefetch reads: 2–4 KiB gave the same
-// within the noise, 16 KiB less, 1 KiB less for Q6_K.
-const prefetchAhead = 4096
+// prefetchAhead is how far ahead prefetch reads: 2–8 KiB gave about the
+// same within the noise (8 KiB a little ahead for the Q8_0 family), 16
+// KiB less, 1 KiB less for Q6_K.
+const prefetchAhead = 8192
 
 // x8Decode loads a group block's quants into Y16–Y23 as unsigned bytes,
 // Y16+k holding the eight rows' quants 4k…4k+3. Q8_0 is stored +128;
@@ -997,13 +1000,18 @@ TEXT ·siluMulAVX2(SB), NOSPLIT, $0-24
 // unpacked at once with dotQ4K's shifts and masks; per sub-block,
 // VPDPBUSDs with the token's quants broadcast, then one VPMULLD by the
 // rows' scales; the minimums likewise against the block sums; the float
-// steps in dotQ4K's order.
-func q4kxR(w *bytes.Buffer, R int) {
+// steps in dotQ4K's order. With q5 it emits q5kx<R>VNNI for Q5_K, whose
+// fifth bits (the rows' qh dwords) each step moves to bit 4 with one
+// shift, as the AVX2 kernels do (q5Shift).
+func q4kxR(w *bytes.Buffer, R int, q5 bool) {
 	V, mov, and := "Y", "VMOVDQU", "VPAND"
 	if R == 16 {
 		V, mov, and = "Z", "VMOVDQU64", "VPANDD"
 	}
-	name := fmt.Sprintf("q4kx%dVNNI", R)
+	name, nibbles, bb, consts := fmt.Sprintf("q4kx%dVNNI", R), 16*R, 144*R, ""
+	if q5 {
+		name, nibbles, bb, consts = fmt.Sprintf("q5kx%dVNNI", R), 48*R, 176*R, "\tVPBROADCASTD bit10<>(SB), @29\n"
+	}
 	r := strings.NewReplacer("@", V, "MOVX ", mov+" ", "ANDX ", and+" ", "NAME", name)
 	emit := func(format string, args ...any) {
 		w.WriteString(r.Replace(fmt.Sprintf(format, args...)))
@@ -1018,15 +1026,15 @@ TEXT ·NAME(SB), NOSPLIT, $32-56
 	VPBROADCASTD c3f<>(SB), @13
 	VPBROADCASTD c03<>(SB), @12
 	VMOVDQU ones16<>(SB), Y11
-NAMEgroup:
+%sNAMEgroup:
 	MOVQ nb+16(FP), R13
 	MOVQ a+24(FP), BX
 	MOVQ d+32(FP), DX
 	MOVQ bsums+40(FP), DI
 	VPXORD @24, @24, @24
 NAMEblock:
-`)
-	prefetch(w, 144*R)
+`, consts)
+	prefetch(w, bb)
 	emit(`	VCVTPH2PS (SI), @16
 	VCVTPH2PS %[1]d(SI), @17
 	MOVX %[2]d(SI), @0
@@ -1066,7 +1074,17 @@ NAMEblock:
 		emit("\tVPXORD @25, @25, @25\n\tVPXORD @26, @26, @26\n\tVPXORD @27, @27, @27\n\tVPXORD @28, @28, @28\n")
 		for k := range 8 {
 			lo, hi := 25+2*(k%2), 26+2*(k%2)
-			emit("\tMOVX %d(SI), @6\n\tANDX @15, @6, @7\n\tVPSRLW $4, @6, @6\n\tANDX @15, @6, @6\n", 16*R+32*R*p+4*R*k)
+			emit("\tMOVX %d(SI), @6\n\tANDX @15, @6, @7\n\tVPSRLW $4, @6, @6\n\tANDX @15, @6, @6\n", nibbles+32*R*p+4*R*k)
+			if q5 {
+				emit("\tVMOVDQU64 %d(SI), @30\n", 16*R+4*R*k)
+				for i, q := range []string{"@7", "@6"} {
+					j, src := 2*p+i, "@31"
+					if j == 4 {
+						src = "@30"
+					}
+					emit("%s\tVPANDD @29, %s, @31\n\tVPORD @31, %s, %[3]s\n", q5Shift(j, "@30", "@31"), src, q)
+				}
+			}
 			emit("\tVPDPBUSD.BCST %d(BX), @7, @%d\n\tVPDPBUSD.BCST %d(BX), @6, @%d\n", 64*p+4*k, lo, 64*p+32+4*k, hi)
 		}
 		emit("\tVPADDD @27, @25, @25\n\tVPADDD @28, @26, @26\n")
@@ -1104,7 +1122,7 @@ NAMEblock:
 	VZEROUPPER
 	RET
 
-`, 144*R, 4*R)
+`, bb, 4*R)
 }
 
 // q6kxR emits q6kx<R>VNNI, q4kxR's counterpart for Q6_K repacked (x8.go):
@@ -1372,9 +1390,6 @@ func qx8AVX2(w *bytes.Buffer, f format, T int) {
 		fmt.Fprintf(w, "\tVMOVUPS Y10, %d(SP)\n", 32*t)
 	}
 	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n\tVCVTPH2PS (SI), Y12\n", name)
-	if T == 1 {
-		prefetch(w, 8*f.bytes)
-	}
 	for t := range T {
 		fmt.Fprintf(w, "\tVPXOR Y%[1]d, Y%[1]d, Y%[1]d\n", 4+t)
 	}
@@ -1665,7 +1680,7 @@ func (u kUnits) floats(w *bytes.Buffer, acc int, mins bool) {
 // registers (memory operands for them ran Q4_K at half the IPC that
 // llvm-mca predicts), the group loop with the units' running sums
 // cleared (on the stack at acc), the block label.
-func (u kUnits) frame(w *bytes.Buffer, name, consts string, frame, acc, blockBytes int) {
+func (u kUnits) frame(w *bytes.Buffer, name, consts string, frame, acc int) {
 	args, size := "", 48
 	if u.S > 1 {
 		args, size = ", wstep int", 56
@@ -1682,9 +1697,6 @@ func (u kUnits) frame(w *bytes.Buffer, name, consts string, frame, acc, blockByt
 		fmt.Fprintf(w, "\tVMOVUPS Y10, %d(SP)\n", acc+32*i)
 	}
 	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n", name)
-	if u.n() == 1 {
-		prefetch(w, 8*blockBytes)
-	}
 }
 
 // close advances to the next super-block and group and stores the units'
@@ -1757,7 +1769,7 @@ func kScaleOf(w *bytes.Buffer, base, j int) {
 func q4kx8AVX2(w *bytes.Buffer, u kUnits) {
 	name := u.name("q4k")
 	sc, acc := 0, 128*u.S // stack: each run's scales (kScales); the running sums
-	u.frame(w, name, kConsts, acc+32*u.n(), acc, 144)
+	u.frame(w, name, kConsts, acc+32*u.n(), acc)
 	kScales(w, u, sc)
 	u.zero(w, 0)
 	for j := range 8 {
@@ -1795,7 +1807,7 @@ func q4kx8AVX2(w *bytes.Buffer, u kUnits) {
 func q6kx8AVX2(w *bytes.Buffer, u kUnits) {
 	name := u.name("q6k")
 	const acc = 0
-	u.frame(w, name, "\tVMOVDQU nib<>(SB), Y12\n\tVMOVDQU m30<>(SB), Y13\n\tVMOVDQU dup01<>(SB), Y14\n", acc+32*u.n(), acc, 210)
+	u.frame(w, name, "\tVMOVDQU nib<>(SB), Y12\n\tVMOVDQU m30<>(SB), Y13\n\tVMOVDQU dup01<>(SB), Y14\n", acc+32*u.n(), acc)
 	u.zero(w, 0)
 	for n := range 2 {
 		for m := range 4 {
@@ -1855,7 +1867,7 @@ func q6kx8AVX2(w *bytes.Buffer, u kUnits) {
 func q5kx8AVX2(w *bytes.Buffer, u kUnits) {
 	name := u.name("q5k")
 	sc, acc := 0, 128*u.S
-	u.frame(w, name, kConsts, acc+32*u.n(), acc, 176)
+	u.frame(w, name, kConsts, acc+32*u.n(), acc)
 	kScales(w, u, sc)
 	u.zero(w, 0)
 	for j := range 8 {

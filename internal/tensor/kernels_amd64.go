@@ -486,22 +486,11 @@ var x8AVX2Streams = map[gguf.TensorType]x8AVX2Func{
 // x8Streams is gen_kernels.go's: the runs those kernels read at once.
 const x8Streams = 4
 
-// readRuns is how many runs of groups the one-token AVX2 kernels read at
-// once: x8Streams on AVX2 machines (one stream per thread read memory at
-// half the rate on Zen 3), one on AVX-512 machines, where Q5_K runs the
-// AVX2 kernels and one run with software prefetching read faster (Zen 5;
-// gen_kernels.go's prefetch). Tests set it to check both.
-var readRuns = map[bool]int{false: x8Streams, true: 1}[hostISA == isaVNNI]
-
 // streamRuns runs a one-token kernel f over groups of gbytes each as
 // x8Streams runs at once, and the groups left over with one, which
-// reads one run (out gets 32 bytes per group). Where readRuns is 1, one
-// takes every group.
+// reads one run (out gets 32 bytes per group).
 func streamRuns(f, one func(w *byte, groups int, out *float32), w []byte, groups, gbytes int, out []float32) {
 	per := groups / x8Streams
-	if readRuns == 1 {
-		per = 0
-	}
 	if per > 0 {
 		f(&w[0], per, &out[0])
 	}
@@ -529,7 +518,7 @@ func x8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, out
 	_ = q.X8[n*nb*x8ActBytes-1]
 	if k == isaAVX2 && n == 1 {
 		gb, s := nb*8*t.BlockBytes(), x8AVX2Streams[t]
-		per := groups / x8Streams // as streamRuns splits them
+		per := groups / x8Streams
 		streamRuns(func(w *byte, g int, out *float32) { s(w, g, nb, &q.X8[0], per*gb, out, 32*per) },
 			func(w *byte, g int, out *float32) { x8AVX2Kernels[t][2](w, g, nb, &q.X8[0], x8ActBytes, out, 0) },
 			w, groups, gb, out)
@@ -599,6 +588,12 @@ func q4kx8VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *
 func q4kx16VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
 
 //go:noescape
+func q5kx8VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
+
+//go:noescape
+func q5kx16VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
+
+//go:noescape
 func q6kx8VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
 
 //go:noescape
@@ -622,6 +617,10 @@ func kxAsm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q []int8, d []
 		q4kx16VNNI(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
 	case t == gguf.Q4_K:
 		q4kx8VNNI(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
+	case t == gguf.Q5_K && R == 16:
+		q5kx16VNNI(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
+	case t == gguf.Q5_K:
+		q5kx8VNNI(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
 	case t == gguf.Q6_K && R == 16:
 		q6kx16VNNI(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
 	default:

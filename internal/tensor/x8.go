@@ -60,7 +60,7 @@ func x8Tile(tok, n int) (int, int) {
 	panic("BUG: tensor: token outside the batch")
 }
 
-// Repack rearranges a Q8_0, Q4_0, Q5_0, Q4_K or Q6_K matrix into its
+// Repack rearranges a Q8_0, Q4_0, Q5_0, Q4_K, Q5_K or Q6_K matrix into its
 // repacked layout, writing dst (as long as Data; it may be Data itself,
 // when the caller owns those bytes), if this CPU runs the kernels for it
 // and Rows is a multiple of 8. It reports whether it did.
@@ -69,13 +69,10 @@ func (m *Matrix) Repack(dst []byte) bool {
 		return false
 	}
 	R := 8
-	if (m.Type == gguf.Q4_K || m.Type == gguf.Q6_K) && m.isa == isaVNNI && m.Rows%16 == 0 {
+	if m.Type.BlockElems() == 256 && m.isa == isaVNNI && m.Rows%16 == 0 {
 		R = 16
 	}
 	m.pack = m.isa
-	if m.Type == gguf.Q5_K {
-		m.pack = isaAVX2 // the only Q5_K kernels, on AVX-512 machines too
-	}
 	rb, bb := m.rowBytes, m.Type.BlockBytes()
 	buf := make([]byte, R*rb)
 	for g := range m.Rows / R {
