@@ -319,6 +319,8 @@ func main() {
 		}
 	}
 	w.WriteString(f16ToF32)
+	w.WriteString(bf16ToF32)
+	floatTileZ(&w)
 	data(&w, "bf16rnd", rep(0x00007fff00007fff))
 	data(&w, "bf16one", rep(0x0000000100000001))
 	data(&w, "bf16hi", rep(0xffff0000ffff0000))
@@ -2011,7 +2013,7 @@ func floatLoop(w *bytes.Buffer, name string, step func(k int), adv map[string]in
 	fmt.Fprintf(w, "\tMOVQ steps+40(FP), CX\n\tSHRQ $1, CX\n\tJZ %sodd\n%[1]sloop:\n", name)
 	step(0)
 	step(1)
-	for _, reg := range []string{"R12", "R13", "BX"} {
+	for _, reg := range []string{"R12", "R13", "BX", "R14"} {
 		if adv[reg] != 0 {
 			fmt.Fprintf(w, "\tADDQ $%d, %s\n", 2*adv[reg], reg)
 		}
@@ -2124,6 +2126,83 @@ func floatLanes(w *bytes.Buffer, kind string) {
 	fmt.Fprintf(w, "\tADDQ DX, SI\n\tADDQ $4, AX\n\tDECQ R10\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
 }
 
+// floatTileZ emits f32TileZ4x8(w unsafe.Pointer, laneStride, groups int,
+// x *float32, xstride, steps int, out *float32, ostride, rowBytes,
+// outLane int): floatTile's F32 tile on 512-bit registers (AVX-512F) for
+// four lanes of rows and eight tokens. Each register holds two tokens'
+// 8-lane accumulators of one row side by side (the row's eight weights
+// broadcast to both halves, the two tokens' activations one per half),
+// so every (row, token) pair runs floatTile's FMAs in floatTile's order
+// and is reduced by floatSum: the same bits, at twice the FMA width.
+//
+// Registers: Z0–Z15 the accumulators (row r, tokens 2p and 2p+1 in
+// Z<4r+p>), Z16–Z19 the rows' weights, Z20–Z23 the token pairs'
+// activations, Y24 and X25 the reduction's.
+func floatTileZ(w *bytes.Buffer) {
+	const R, P = 4, 4
+	name := "f32TileZ4x8"
+	fmt.Fprintf(w, "// func %s(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)\n", name)
+	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-80\n", name)
+	w.WriteString("\tMOVQ w+0(FP), SI\n\tMOVQ laneStride+8(FP), R8\n\tLEAQ (R8)(R8*2), R9\n\tMOVQ groups+16(FP), DX\n\tMOVQ out+48(FP), AX\n")
+	w.WriteString("\tMOVQ xstride+32(FP), R10\n\tLEAQ (R10)(R10*2), R11\n")
+	idx := [...]string{"", "(R8*1)", "(R8*2)", "(R9*1)"}
+	xidx := [...]string{"", "(R10*1)", "(R10*2)", "(R11*1)"}
+	fmt.Fprintf(w, "%sgroup:\n", name)
+	for i := range R * P {
+		fmt.Fprintf(w, "\tVPXORD Z%[1]d, Z%[1]d, Z%[1]d\n", i)
+	}
+	w.WriteString("\tMOVQ SI, R12\n\tMOVQ x+24(FP), BX\n\tLEAQ (BX)(R10*4), R14\n")
+	floatLoop(w, name, func(k int) {
+		for r := range R {
+			fmt.Fprintf(w, "\tVBROADCASTF64X4 %d(R12)%s, Z%d\n", 32*k, idx[r], 16+r)
+		}
+		for p := range P {
+			lo, hi := 2*p, 2*p+1 // tokens: 0–3 from BX, 4–7 from R14
+			base := func(t int) string {
+				if t >= 4 {
+					return fmt.Sprintf("%d(R14)%s", 32*k, xidx[t-4])
+				}
+				return fmt.Sprintf("%d(BX)%s", 32*k, xidx[t])
+			}
+			fmt.Fprintf(w, "\tVMOVUPS %s, Y%d\n\tVINSERTF64X4 $1, %s, Z%[2]d, Z%[2]d\n", base(lo), 20+p, base(hi))
+			for r := range R {
+				fmt.Fprintf(w, "\tVFMADD231PS Z%d, Z%d, Z%d\n", 20+p, 16+r, 4*r+p)
+			}
+		}
+	}, map[string]int{"R12": 32, "BX": 32, "R14": 32})
+	w.WriteString("\tMOVQ ostride+56(FP), CX\n\tLEAQ (CX)(CX*2), R12\n\tLEAQ (AX)(CX*4), R14\n\tMOVQ outLane+72(FP), R13\n")
+	oidx := [...]string{"", "(CX*1)", "(CX*2)", "(R12*1)"}
+	for r := range R {
+		for p := range P {
+			a := 4*r + p
+			fmt.Fprintf(w, "\tVEXTRACTF64X4 $1, Z%d, Y24\n", a)
+			for i, y := range []int{a, 24} {
+				t := 2*p + i
+				base := "AX"
+				if t >= 4 {
+					base = "R14"
+				}
+				switch r {
+				case 1, 2:
+					fmt.Fprintf(w, "\tLEAQ (%s)(R13*%d), BX\n", base, r)
+					base = "BX"
+				case 3:
+					fmt.Fprintf(w, "\tLEAQ (%s)(R13*2), BX\n\tADDQ R13, BX\n", base)
+					base = "BX"
+				}
+				floatSumT(w, y, 25, fmt.Sprintf("(%s)%s", base, oidx[t%4]))
+			}
+		}
+	}
+	fmt.Fprintf(w, "\tADDQ rowBytes+64(FP), SI\n\tADDQ $4, AX\n\tDECQ DX\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
+}
+
+// floatSumT is floatSum with the temporary X<t> (EVEX forms, for
+// registers past 15).
+func floatSumT(w *bytes.Buffer, a, t int, addr string) {
+	fmt.Fprintf(w, "\tVEXTRACTF32X4 $1, Y%[1]d, X%[2]d\n\tVADDPS X%[2]d, X%[1]d, X%[1]d\n\tVPERMILPS $0x4E, X%[1]d, X%[2]d\n\tVADDPS X%[2]d, X%[1]d, X%[1]d\n\tVPERMILPS $0xB1, X%[1]d, X%[2]d\n\tVADDSS X%[2]d, X%[1]d, X%[1]d\n\tVMOVSS X%[1]d, %[3]s\n", a, t, addr)
+}
+
 // roundActs: activations rounded through F16 (F16C, to nearest even:
 // RoundF16's bits, NaN payloads aside) and through BF16 (F32ToBF16's
 // integer rounding, NaNs made quiet), n a positive multiple of 8.
@@ -2180,6 +2259,25 @@ roundbf16loop:
 
 // f16ToF32 emits func f16ToF32AVX2(src *uint16, dst *float32, n int), n
 // a positive multiple of 8: F16 rows widened once for a batch's tiles.
+const bf16ToF32 = `// func bf16ToF32AVX2(src *uint16, dst *float32, n int)
+TEXT ·bf16ToF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ n+16(FP), CX
+	SHRQ $3, CX
+bf16tof32loop:
+	VPMOVZXWD (SI), Y0
+	VPSLLD $16, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	DECQ CX
+	JNZ bf16tof32loop
+	VZEROUPPER
+	RET
+
+`
+
 const f16ToF32 = `// func f16ToF32AVX2(src *uint16, dst *float32, n int)
 TEXT ·f16ToF32AVX2(SB), NOSPLIT, $0-24
 	MOVQ src+0(FP), SI

@@ -25,7 +25,9 @@ func floatRowsAsm(isa, floatKind, []byte, int, int, int, []float32, int, []float
 	return -1
 }
 
-func f16RowsWideAsm(_ isa, _ []uint16, _, _ int, _ []float32, _ int, _ []float32, _ int, buf []float32) (int, []float32) {
+func widens(isa, floatKind, int) bool { return false }
+
+func rowsWideAsm(_ isa, _ floatKind, _ []uint16, _, _ int, _ []float32, _ int, _ []float32, _ int, buf []float32) (int, []float32) {
 	return -1, buf
 }
 

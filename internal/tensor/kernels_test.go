@@ -286,10 +286,11 @@ func TestQuantizeQ8_0Levels(t *testing.T) {
 // TestFloatTiles checks the F32, F16 and BF16 tile kernels at every
 // feature level against float64 sums of the rounded weights and
 // activations, for row counts around the kernels' (eight lanes for one
-// token, tiles of 3 rows for more), widths with and without a tail after
-// the last 8 columns, and 20 tokens (F16 rows widened once for 16 and
-// more); and that a token's outputs are the same bits in any batch as
-// alone, as decode after prefill needs.
+// token, tiles of 3 rows for more, 4 rows × 8 tokens on AVX-512), widths
+// with and without a tail after the last 8 columns, and 20 tokens (F16
+// rows widened once for 16 and more, BF16 for 8 and more on AVX-512); and
+// that a token's outputs are the same bits in any batch as alone, as
+// decode after prefill needs.
 func TestFloatTiles(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	p := NewPool(2)
@@ -333,7 +334,7 @@ func TestFloatTiles(t *testing.T) {
 							}
 						}
 					}
-					for _, nb := range []int{1, 2, 3, 4, 5, 17} { // the first nb tokens as a batch
+					for _, nb := range []int{1, 2, 3, 4, 5, 8, 9, 12, 17} { // the first nb tokens as a batch
 						got := make([]float32, nb*rows)
 						m.MulBatch(x, nb, got, p, &s)
 						if i := firstDiff(got, out[:nb*rows]); i >= 0 {

@@ -269,8 +269,9 @@ func (m *Matrix) mulRows(lo, hi int, x []float32, n int, out []float32, s *Scrat
 }
 
 // mulFloatRows is mulRows for F32, F16 and BF16 weights on the tile
-// kernels (false where there are none): a long batch of F16 rows widens
-// them to F32 once; the columns after the last whole 8 are added in Go.
+// kernels (false where there are none): a long batch of F16 or BF16 rows
+// widens them to F32 once (widens); the columns after the last whole 8
+// are added in Go.
 func (m *Matrix) mulFloatRows(lo, hi int, x []float32, n int, out []float32, s *Scratch, worker int) bool {
 	if m.f32 == nil && m.u16 == nil {
 		return false // a big-endian host
@@ -284,8 +285,8 @@ func (m *Matrix) mulFloatRows(lo, hi int, x []float32, n int, out []float32, s *
 		kind = floatBF16
 	}
 	var done int
-	if kind == floatF16 && n >= 16 {
-		done, s.rows[worker] = f16RowsWideAsm(m.isa, m.u16[lo*cols:hi*cols], cols, hi-lo, x, n, out[lo:], m.Rows, s.rows[worker])
+	if widens(m.isa, kind, n) {
+		done, s.rows[worker] = rowsWideAsm(m.isa, kind, m.u16[lo*cols:hi*cols], cols, hi-lo, x, n, out[lo:], m.Rows, s.rows[worker])
 	} else {
 		done = floatRowsAsm(m.isa, kind, m.Data[lo*rb:hi*rb], rb, cols, hi-lo, x, n, out[lo:], m.Rows)
 	}
