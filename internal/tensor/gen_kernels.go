@@ -2013,7 +2013,7 @@ func floatLoop(w *bytes.Buffer, name string, step func(k int), adv map[string]in
 	fmt.Fprintf(w, "\tMOVQ steps+40(FP), CX\n\tSHRQ $1, CX\n\tJZ %sodd\n%[1]sloop:\n", name)
 	step(0)
 	step(1)
-	for _, reg := range []string{"R12", "R13", "BX", "R14"} {
+	for _, reg := range []string{"R12", "R13", "BX"} {
 		if adv[reg] != 0 {
 			fmt.Fprintf(w, "\tADDQ $%d, %s\n", 2*adv[reg], reg)
 		}
@@ -2131,9 +2131,10 @@ func floatLanes(w *bytes.Buffer, kind string) {
 // outLane int): floatTile's F32 tile on 512-bit registers (AVX-512F) for
 // four lanes of rows and eight tokens. Each register holds two tokens'
 // 8-lane accumulators of one row side by side (the row's eight weights
-// broadcast to both halves, the two tokens' activations one per half),
-// so every (row, token) pair runs floatTile's FMAs in floatTile's order
-// and is reduced by floatSum: the same bits, at twice the FMA width.
+// broadcast to both halves, the two tokens' activations one per half, as
+// pairTokens lays them out: pair p at x + p·xstride bytes, 64 bytes per
+// step), so every (row, token) pair runs floatTile's FMAs in floatTile's
+// order and is reduced by floatSum: the same bits, at twice the FMA width.
 //
 // Registers: Z0–Z15 the accumulators (row r, tokens 2p and 2p+1 in
 // Z<4r+p>), Z16–Z19 the rows' weights, Z20–Z23 the token pairs'
@@ -2151,25 +2152,18 @@ func floatTileZ(w *bytes.Buffer) {
 	for i := range R * P {
 		fmt.Fprintf(w, "\tVPXORD Z%[1]d, Z%[1]d, Z%[1]d\n", i)
 	}
-	w.WriteString("\tMOVQ SI, R12\n\tMOVQ x+24(FP), BX\n\tLEAQ (BX)(R10*4), R14\n")
+	w.WriteString("\tMOVQ SI, R12\n\tMOVQ x+24(FP), BX\n")
 	floatLoop(w, name, func(k int) {
 		for r := range R {
 			fmt.Fprintf(w, "\tVBROADCASTF64X4 %d(R12)%s, Z%d\n", 32*k, idx[r], 16+r)
 		}
 		for p := range P {
-			lo, hi := 2*p, 2*p+1 // tokens: 0–3 from BX, 4–7 from R14
-			base := func(t int) string {
-				if t >= 4 {
-					return fmt.Sprintf("%d(R14)%s", 32*k, xidx[t-4])
-				}
-				return fmt.Sprintf("%d(BX)%s", 32*k, xidx[t])
-			}
-			fmt.Fprintf(w, "\tVMOVUPS %s, Y%d\n\tVINSERTF64X4 $1, %s, Z%[2]d, Z%[2]d\n", base(lo), 20+p, base(hi))
+			fmt.Fprintf(w, "\tVMOVUPS %d(BX)%s, Z%d\n", 64*k, xidx[p], 20+p)
 			for r := range R {
 				fmt.Fprintf(w, "\tVFMADD231PS Z%d, Z%d, Z%d\n", 20+p, 16+r, 4*r+p)
 			}
 		}
-	}, map[string]int{"R12": 32, "BX": 32, "R14": 32})
+	}, map[string]int{"R12": 32, "BX": 64})
 	w.WriteString("\tMOVQ ostride+56(FP), CX\n\tLEAQ (CX)(CX*2), R12\n\tLEAQ (AX)(CX*4), R14\n\tMOVQ outLane+72(FP), R13\n")
 	oidx := [...]string{"", "(CX*1)", "(CX*2)", "(R12*1)"}
 	for r := range R {

@@ -210,6 +210,38 @@ const (
 
 func (k floatKind) bytes() int { return [...]int{2, 2, 4}[k] }
 
+// floatKindOf is t's floatKind (t F32, F16 or BF16).
+func floatKindOf(t gguf.TensorType) floatKind {
+	switch t {
+	case gguf.F16:
+		return floatF16
+	case gguf.BF16:
+		return floatBF16
+	}
+	return floatF32
+}
+
+// pairTokens lays out the whole 8-token tiles of x (n tokens, cols
+// apart) for the 512-bit F32 tile: per tile and pair of tokens, per 8
+// columns, the pair's 8 activations side by side (dst grows as needed and
+// is returned).
+func pairTokens(x []float32, n, cols int, dst []float32) []float32 {
+	steps := cols / 8
+	dst = resize(dst, n/8*64*steps)
+	i := 0
+	for t0 := 0; t0+8 <= n; t0 += 8 {
+		for p := range 4 {
+			a, b := x[(t0+2*p)*cols:], x[(t0+2*p+1)*cols:]
+			for k := range steps {
+				copy(dst[i:i+8], a[8*k:8*k+8])
+				copy(dst[i+8:i+16], b[8*k:8*k+8])
+				i += 16
+			}
+		}
+	}
+	return dst
+}
+
 // dotBF16 is dot(BF16 weights, x) in float32.
 func dotBF16(w []uint16, x []float32) float32 {
 	var s0, s1, s2, s3 float32

@@ -292,9 +292,10 @@ var floatKernels = [3]struct {
 // floatRowsAsm computes out[t·ostride + r] for rows [0, nrows) of the
 // kind weights w (rowBytes apart) and the n tokens of x (cols apart): the
 // dot products of the first cols&^7 elements, whose number it returns
-// (the caller adds the rest), up to four tokens per pass over the rows;
+// (the caller adds the rest), up to four tokens per pass over the rows,
+// eight for F32 with pairs (x laid out by pairTokens, where pairsTokens);
 // -1 when k has no kernel or cols < 8.
-func floatRowsAsm(k isa, kind floatKind, w []byte, rowBytes, cols, nrows int, x []float32, n int, out []float32, ostride int) int {
+func floatRowsAsm(k isa, kind floatKind, w []byte, rowBytes, cols, nrows int, x, pairs []float32, n int, out []float32, ostride int) int {
 	steps := cols / 8
 	if k == isaGeneric || steps == 0 {
 		return -1
@@ -309,11 +310,13 @@ func floatRowsAsm(k isa, kind floatKind, w []byte, rowBytes, cols, nrows int, x 
 	for t0 := 0; t0 < n; {
 		T := min(4, n-t0)
 		r0 := 0
-		if k == isaVNNI && kind == floatF32 && n-t0 >= 8 {
-			// Eight tokens on 512-bit registers: four lanes of L rows, the
-			// rest one row at a time, four tokens at a time.
+		if len(pairs) > 0 && n-t0 >= 8 {
+			// Eight tokens on 512-bit registers (pairs: pairTokens'): four
+			// lanes of L rows, the rest one row at a time, four tokens at a
+			// time.
 			if L := nrows / 4; L > 0 {
-				f32TileZ4x8(unsafe.Pointer(&w[0]), L*rowBytes, L, &x[t0*cols], 4*cols, steps, &out[t0*ostride], 4*ostride, rowBytes, 4*L)
+				_ = pairs[(t0/8+1)*64*steps-1]
+				f32TileZ4x8(unsafe.Pointer(&w[0]), L*rowBytes, L, &pairs[t0/8*64*steps], 64*steps, steps, &out[t0*ostride], 4*ostride, rowBytes, 4*L)
 				r0 = 4 * L
 			}
 			for t := t0; r0 < nrows && t < t0+8; t += 4 {
@@ -346,6 +349,12 @@ func bf16ToF32AVX2(src *uint16, dst *float32, n int)
 // time: a block that stays in L2 (512 KiB here) while every token meets it.
 const wideBytes = 256 << 10
 
+// pairsTokens reports whether a batch of n tokens against kind rows runs
+// the 512-bit F32 tile, whose activations pairTokens lays out.
+func pairsTokens(k isa, kind floatKind, n int) bool {
+	return k == isaVNNI && n >= 8 && (kind == floatF32 || widens(k, kind, n))
+}
+
 // widens reports whether a batch of n tokens against kind rows runs
 // rowsWideAsm: F16 from 16 tokens (VCVTPH2PS for every four tokens held
 // prefill to 105 tok/s where BF16 ran 184, on AVX2), BF16 where the
@@ -359,7 +368,7 @@ func widens(k isa, kind floatKind, n int) bool {
 // F32 tiles over them, which give the F16 and BF16 tiles' bits (the
 // widening is exact) without converting each weight again for every
 // tile of tokens. buf grows as needed and is returned.
-func rowsWideAsm(k isa, kind floatKind, w []uint16, cols, nrows int, x []float32, n int, out []float32, ostride int, buf []float32) (int, []float32) {
+func rowsWideAsm(k isa, kind floatKind, w []uint16, cols, nrows int, x, pairs []float32, n int, out []float32, ostride int, buf []float32) (int, []float32) {
 	steps := cols / 8
 	if k == isaGeneric || steps == 0 {
 		return -1, buf
@@ -377,7 +386,7 @@ func rowsWideAsm(k isa, kind floatKind, w []uint16, cols, nrows int, x []float32
 			widen(&w[(r0+r)*cols], &buf[r*cols], steps*8)
 		}
 		wb := unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), 4*len(buf))
-		floatRowsAsm(k, floatF32, wb, 4*cols, cols, rows, x, n, out[r0:], ostride)
+		floatRowsAsm(k, floatF32, wb, 4*cols, cols, rows, x, pairs, n, out[r0:], ostride)
 	}
 	return steps * 8, buf
 }

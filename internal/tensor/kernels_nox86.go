@@ -21,13 +21,15 @@ func kxAsm(isa, gguf.TensorType, []byte, int, int, int, []int8, []float32, []int
 
 func kx8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool { return false }
 
-func floatRowsAsm(isa, floatKind, []byte, int, int, int, []float32, int, []float32, int) int {
+func floatRowsAsm(isa, floatKind, []byte, int, int, int, []float32, []float32, int, []float32, int) int {
 	return -1
 }
 
+func pairsTokens(isa, floatKind, int) bool { return false }
+
 func widens(isa, floatKind, int) bool { return false }
 
-func rowsWideAsm(_ isa, _ floatKind, _ []uint16, _, _ int, _ []float32, _ int, _ []float32, _ int, buf []float32) (int, []float32) {
+func rowsWideAsm(_ isa, _ floatKind, _ []uint16, _, _ int, _, _ []float32, _ int, _ []float32, _ int, buf []float32) (int, []float32) {
 	return -1, buf
 }
 

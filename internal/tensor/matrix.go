@@ -67,6 +67,7 @@ func (m *Matrix) Row(r int, dst []float32) {
 // Scratch is per-call working memory for MulBatch; reuse it across calls.
 type Scratch struct {
 	act   []float32 // activations rounded for F16/BF16 weights
+	pairs []float32 // activations for the 512-bit F32 tile (pairTokens)
 	q     Q8
 	rows  [][]float32 // per worker: one dequantised weight row
 	task  mulTask
@@ -219,6 +220,12 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 			s.quantize(x, 256, layoutPlain, 0, 0, p)
 		}
 	}
+	s.pairs = s.pairs[:0]
+	if m.Type == gguf.F32 || m.Type == gguf.F16 || m.Type == gguf.BF16 {
+		if pairsTokens(m.isa, floatKindOf(m.Type), n) {
+			s.pairs = pairTokens(x, n, m.Cols, s.pairs)
+		}
+	}
 	s.same = false
 	for len(s.rows) < p.Size() {
 		s.rows = append(s.rows, nil)
@@ -277,18 +284,12 @@ func (m *Matrix) mulFloatRows(lo, hi int, x []float32, n int, out []float32, s *
 		return false // a big-endian host
 	}
 	cols, rb := m.Cols, m.rowBytes
-	kind := floatF32
-	switch m.Type {
-	case gguf.F16:
-		kind = floatF16
-	case gguf.BF16:
-		kind = floatBF16
-	}
+	kind := floatKindOf(m.Type)
 	var done int
 	if widens(m.isa, kind, n) {
-		done, s.rows[worker] = rowsWideAsm(m.isa, kind, m.u16[lo*cols:hi*cols], cols, hi-lo, x, n, out[lo:], m.Rows, s.rows[worker])
+		done, s.rows[worker] = rowsWideAsm(m.isa, kind, m.u16[lo*cols:hi*cols], cols, hi-lo, x, s.pairs, n, out[lo:], m.Rows, s.rows[worker])
 	} else {
-		done = floatRowsAsm(m.isa, kind, m.Data[lo*rb:hi*rb], rb, cols, hi-lo, x, n, out[lo:], m.Rows)
+		done = floatRowsAsm(m.isa, kind, m.Data[lo*rb:hi*rb], rb, cols, hi-lo, x, s.pairs, n, out[lo:], m.Rows)
 	}
 	if done < 0 {
 		return false
