@@ -318,8 +318,8 @@ func main() {
 			floatTile(&w, kind, rt[0], rt[1])
 		}
 	}
-	w.WriteString(f16ToF32)
-	w.WriteString(bf16ToF32)
+	widenKernel(&w, "f16")
+	widenKernel(&w, "bf16")
 	floatTileZ(&w)
 	data(&w, "bf16rnd", rep(0x00007fff00007fff))
 	data(&w, "bf16one", rep(0x0000000100000001))
@@ -2251,41 +2251,12 @@ roundbf16loop:
 
 `
 
-// f16ToF32 emits func f16ToF32AVX2(src *uint16, dst *float32, n int), n
-// a positive multiple of 8: F16 rows widened once for a batch's tiles.
-const bf16ToF32 = `// func bf16ToF32AVX2(src *uint16, dst *float32, n int)
-TEXT ·bf16ToF32AVX2(SB), NOSPLIT, $0-24
-	MOVQ src+0(FP), SI
-	MOVQ dst+8(FP), DI
-	MOVQ n+16(FP), CX
-	SHRQ $3, CX
-bf16tof32loop:
-	VPMOVZXWD (SI), Y0
-	VPSLLD $16, Y0, Y0
-	VMOVUPS Y0, (DI)
-	ADDQ $16, SI
-	ADDQ $32, DI
-	DECQ CX
-	JNZ bf16tof32loop
-	VZEROUPPER
-	RET
-
-`
-
-const f16ToF32 = `// func f16ToF32AVX2(src *uint16, dst *float32, n int)
-TEXT ·f16ToF32AVX2(SB), NOSPLIT, $0-24
-	MOVQ src+0(FP), SI
-	MOVQ dst+8(FP), DI
-	MOVQ n+16(FP), CX
-	SHRQ $3, CX
-f16tof32loop:
-	VCVTPH2PS (SI), Y0
-	VMOVUPS Y0, (DI)
-	ADDQ $16, SI
-	ADDQ $32, DI
-	DECQ CX
-	JNZ f16tof32loop
-	VZEROUPPER
-	RET
-
-`
+// widenKernel emits func <kind>ToF32AVX2(src *uint16, dst *float32, n
+// int), n a positive multiple of 8: F16 or BF16 rows widened (exactly)
+// once for a batch's F32 tiles.
+func widenKernel(w *bytes.Buffer, kind string) {
+	name := kind + "ToF32AVX2"
+	fmt.Fprintf(w, "// func %s(src *uint16, dst *float32, n int)\nTEXT ·%[1]s(SB), NOSPLIT, $0-24\n\tMOVQ src+0(FP), SI\n\tMOVQ dst+8(FP), DI\n\tMOVQ n+16(FP), CX\n\tSHRQ $3, CX\n%stof32loop:\n", name, kind)
+	floatLoad(w, kind, "(SI)", 0)
+	fmt.Fprintf(w, "\tVMOVUPS Y0, (DI)\n\tADDQ $16, SI\n\tADDQ $32, DI\n\tDECQ CX\n\tJNZ %stof32loop\n\tVZEROUPPER\n\tRET\n\n", kind)
+}
