@@ -377,7 +377,11 @@ func rowsWideAsm(k isa, kind floatKind, w []uint16, cols, nrows int, x, pairs []
 	if kind == floatBF16 {
 		widen = bf16ToF32AVX2
 	}
-	block := max(3, wideBytes/(4*cols)/3*3)
+	tile := 3 // rows of a tile: a block of whole tiles leaves no row to the one-row kernel
+	if len(pairs) > 0 {
+		tile = 4
+	}
+	block := max(tile, wideBytes/(4*cols)/tile*tile)
 	buf = resize(buf, min(block, nrows)*cols)
 	for r0 := 0; r0 < nrows; r0 += block {
 		rows := min(block, nrows-r0)
