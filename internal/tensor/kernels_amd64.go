@@ -293,7 +293,7 @@ var floatKernels = [3]struct {
 // kind weights w (rowBytes apart) and the n tokens of x (cols apart): the
 // dot products of the first cols&^7 elements, whose number it returns
 // (the caller adds the rest), up to four tokens per pass over the rows,
-// eight for F32 with pairs (x laid out by pairTokens, where pairsTokens);
+// eight for F32 with pairs (x laid out by pairTokens, where runsTileZ);
 // -1 when k has no kernel or cols < 8.
 func floatRowsAsm(k isa, kind floatKind, w []byte, rowBytes, cols, nrows int, x, pairs []float32, n int, out []float32, ostride int) int {
 	steps := cols / 8
@@ -349,9 +349,9 @@ func bf16ToF32AVX2(src *uint16, dst *float32, n int)
 // time: a block that stays in L2 (512 KiB here) while every token meets it.
 const wideBytes = 256 << 10
 
-// pairsTokens reports whether a batch of n tokens against kind rows runs
-// the 512-bit F32 tile, whose activations pairTokens lays out.
-func pairsTokens(k isa, kind floatKind, n int) bool {
+// runsTileZ reports whether a batch of n tokens against kind rows runs
+// the 512-bit F32 tile (floatTileZ), whose activations pairTokens lays out.
+func runsTileZ(k isa, kind floatKind, n int) bool {
 	return k == isaVNNI && n >= 8 && (kind == floatF32 || widens(k, kind, n))
 }
 

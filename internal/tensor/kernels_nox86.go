@@ -25,7 +25,7 @@ func floatRowsAsm(isa, floatKind, []byte, int, int, int, []float32, []float32, i
 	return -1
 }
 
-func pairsTokens(isa, floatKind, int) bool { return false }
+func runsTileZ(isa, floatKind, int) bool { return false }
 
 func widens(isa, floatKind, int) bool { return false }
 

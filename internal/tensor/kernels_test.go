@@ -203,14 +203,15 @@ func TestKernelInfo(t *testing.T) {
 }
 
 // TestSameInput: a matmul told that its input is the previous one's gives
-// what it gives alone, whether it reuses the quantised activations (same
-// layout) or not (another type came between, or another layout).
+// what it gives alone, whether it reuses the quantised, rounded or paired
+// activations (same layout, same float type) or not (another type came
+// between, or another layout). Nine tokens pair for the 512-bit F32 tile.
 func TestSameInput(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
-	const rows, cols, n = 16, 512, 3
+	const rows, cols, n = 16, 512, 9
 	mk := func(typ gguf.TensorType) *Matrix {
 		var data []byte
-		if typ == gguf.F32 {
+		if typ == gguf.F32 || typ == gguf.F16 || typ == gguf.BF16 {
 			data, _ = Quantize(typ, randFloats(r, rows*cols), nil)
 		} else {
 			data = randomBlocks(typ, rows, cols, r, 0)
@@ -230,7 +231,8 @@ func TestSameInput(t *testing.T) {
 		m.MulBatch(x, n, out, p, &s)
 		return out
 	}
-	for _, c := range []struct{ first, second gguf.TensorType }{{gguf.Q8_0, gguf.Q8_0}, {gguf.Q4_K, gguf.Q6_K}, {gguf.Q8_0, gguf.Q4_K}, {gguf.Q4_0, gguf.Q8_0}} {
+	for _, c := range []struct{ first, second gguf.TensorType }{{gguf.Q8_0, gguf.Q8_0}, {gguf.Q4_K, gguf.Q6_K}, {gguf.Q8_0, gguf.Q4_K}, {gguf.Q4_0, gguf.Q8_0},
+		{gguf.F16, gguf.F16}, {gguf.BF16, gguf.F16}, {gguf.F16, gguf.BF16}, {gguf.F32, gguf.F16}, {gguf.F16, gguf.F32}, {gguf.Q8_0, gguf.BF16}} {
 		a, b := mk(c.first), mk(c.second)
 		var s Scratch
 		out := make([]float32, n*rows)
@@ -242,6 +244,20 @@ func TestSameInput(t *testing.T) {
 		b.MulBatch(x1, n, out, p, &s)
 		if i := firstDiff(out, alone(b, x1)); i >= 0 {
 			t.Errorf("%s after %s: out[%d] differs from the matmul alone", c.second, c.first, i)
+		}
+	}
+	// A float matmul's activations are stale once another type's matmul
+	// took another input.
+	for _, typ := range []gguf.TensorType{gguf.F16, gguf.BF16, gguf.F32} {
+		f := mk(typ)
+		var s Scratch
+		out := make([]float32, n*rows)
+		f.MulBatch(x2, n, out, p, &s)
+		mk(gguf.Q8_0).MulBatch(x1, n, out, p, &s)
+		s.SameInput()
+		f.MulBatch(x1, n, out, p, &s)
+		if i := firstDiff(out, alone(f, x1)); i >= 0 {
+			t.Errorf("%s after Q8_0 on another input: out[%d] differs from the matmul alone", typ, i)
 		}
 	}
 }

@@ -68,6 +68,9 @@ func (m *Matrix) Row(r int, dst []float32) {
 type Scratch struct {
 	act   []float32 // activations rounded for F16/BF16 weights
 	pairs []float32 // activations for the 512-bit F32 tile (pairTokens)
+	// last is the previous matmul's weight type: for F32, F16 and BF16, act
+	// and pairs hold its input's, which SameInput keeps as it keeps q.
+	last  gguf.TensorType
 	q     Q8
 	rows  [][]float32 // per worker: one dequantised weight row
 	task  mulTask
@@ -78,7 +81,8 @@ type Scratch struct {
 // SameInput tells s that the next MulBatch multiplies the same activations
 // (x and n) as the previous one: Q, K and V of one layer, or gate and up.
 // It then keeps the quantised activations when the two matrices' kernels
-// read the same layout, instead of quantising x again.
+// read the same layout, and the rounded or paired ones when they are of
+// the same float type, instead of making them again.
 func (s *Scratch) SameInput() { s.same = true }
 
 // quantTask quantises activation blocks on the pool (prefill has many).
@@ -196,13 +200,17 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 		return
 	}
 	x = x[:n*m.Cols]
+	float := m.Type == gguf.F32 || m.Type == gguf.F16 || m.Type == gguf.BF16
+	keep := s.same && s.last == m.Type && (m.Type == gguf.F32 || len(s.act) == len(x))
 	switch m.Type {
 	case gguf.F32:
 		s.q.Block = 0 // the quantised activations are stale now
 	case gguf.F16, gguf.BF16:
 		s.q.Block = 0
-		s.act = resize(s.act, len(x))
-		roundActs(m.isa, m.Type == gguf.BF16, x, s.act)
+		if !keep {
+			s.act = resize(s.act, len(x))
+			roundActs(m.isa, m.Type == gguf.BF16, x, s.act)
+		}
 		x = s.act
 	case gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0:
 		switch off := vnniOffset(m.isa, m.Type); {
@@ -220,12 +228,13 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 			s.quantize(x, 256, layoutPlain, 0, 0, p)
 		}
 	}
-	s.pairs = s.pairs[:0]
-	if m.Type == gguf.F32 || m.Type == gguf.F16 || m.Type == gguf.BF16 {
-		if pairsTokens(m.isa, floatKindOf(m.Type), n) {
-			s.pairs = pairTokens(x, n, m.Cols, s.pairs)
-		}
+	switch {
+	case !float || !runsTileZ(m.isa, floatKindOf(m.Type), n):
+		s.pairs = s.pairs[:0]
+	case !keep || len(s.pairs) == 0:
+		s.pairs = pairTokens(x, n, m.Cols, s.pairs)
 	}
+	s.last = m.Type
 	s.same = false
 	for len(s.rows) < p.Size() {
 		s.rows = append(s.rows, nil)
