@@ -94,8 +94,8 @@ func TestDefaultsAsInferencePerf(t *testing.T) {
 
 // TestResponseFormatSchemaKeepsOrder: the schema goes out as the file
 // writes it, properties in the file's order (the order the server
-// generates them in), anchors expanded; YAML with no JSON form, or a
-// billion laughs, is refused.
+// generates them in), anchors expanded; YAML with no JSON form, a key
+// given twice, a merge key or a billion laughs is refused by line.
 func TestResponseFormatSchemaKeepsOrder(t *testing.T) {
 	rf := parse(t, `load: {stages: [{rate: 1, duration: 1}]}
 api:
@@ -121,9 +121,11 @@ api:
 		laughs += fmt.Sprintf("%c: &%c [*%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c, *%c]\n", i, i, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1, i-1)
 	}
 	for bad, want := range map[string]string{
-		"{type: object, x: .inf}": ".inf has no JSON form",
-		"{[1, 2]: x}":             "key must be a string",
-		"\n" + indent(laughs):     "too large",
+		"{type: object, x: .inf}":      ".inf has no JSON form",
+		"{[1, 2]: x}":                  "key must be a string",
+		"{type: object, type: string}": `key "type" is already defined`,
+		"\n      base: &b {type: string}\n      properties: {name: {<<: *b, maxLength: 3}}": "merge keys",
+		"\n" + indent(laughs): "too large",
 	} {
 		_, err := ParseInferencePerf(strings.NewReader("load: {stages: [{rate: 1, duration: 1}]}\napi:\n  response_format:\n    json_schema: " + bad + "\n"))
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -50,14 +50,21 @@ func writeJSON(b *bytes.Buffer, n *yaml.Node, budget *int) error {
 		return writeJSON(b, n.Content[0], budget)
 	case yaml.MappingNode:
 		b.WriteByte('{')
+		seen := map[string]bool{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
 			for k.Kind == yaml.AliasNode && k.Alias != nil {
 				k = k.Alias
 			}
-			if k.Kind != yaml.ScalarNode {
+			switch {
+			case k.Kind != yaml.ScalarNode:
 				return fmt.Errorf("line %d: a JSON object's key must be a string", k.Line)
+			case k.Tag == "!!merge":
+				return fmt.Errorf("line %d: YAML merge keys (<<) are not taken here: write the keys out", k.Line)
+			case seen[k.Value]:
+				return fmt.Errorf("line %d: key %q is already defined in this object", k.Line, k.Value)
 			}
+			seen[k.Value] = true
 			if i > 0 {
 				b.WriteByte(',')
 			}
