@@ -2001,9 +2001,7 @@ func floatLoad(w *bytes.Buffer, kind, addr string, y int) {
 
 // floatSum emits the float kernels' one reduction of accumulator Y<a>,
 // ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)), stored at addr (uses X15).
-func floatSum(w *bytes.Buffer, a int, addr string) {
-	fmt.Fprintf(w, "\tVEXTRACTF128 $1, Y%[1]d, X15\n\tVADDPS X15, X%[1]d, X%[1]d\n\tVPERMILPS $0x4E, X%[1]d, X15\n\tVADDPS X15, X%[1]d, X%[1]d\n\tVPERMILPS $0xB1, X%[1]d, X15\n\tVADDSS X15, X%[1]d, X%[1]d\n\tVMOVSS X%[1]d, %s\n", a, addr)
-}
+func floatSum(w *bytes.Buffer, a int, addr string) { floatSumT(w, a, 15, addr) }
 
 // floatLoop emits the column loop shared by the float kernels: steps
 // (from the frame) steps of 8 columns, two per iteration, step(k)
@@ -2191,10 +2189,14 @@ func floatTileZ(w *bytes.Buffer) {
 	fmt.Fprintf(w, "\tADDQ rowBytes+64(FP), SI\n\tADDQ $4, AX\n\tDECQ DX\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
 }
 
-// floatSumT is floatSum with the temporary X<t> (EVEX forms, for
-// registers past 15).
+// floatSumT is floatSum with the temporary X<t> (past 15, the extract's
+// EVEX form; the rest take either register file).
 func floatSumT(w *bytes.Buffer, a, t int, addr string) {
-	fmt.Fprintf(w, "\tVEXTRACTF32X4 $1, Y%[1]d, X%[2]d\n\tVADDPS X%[2]d, X%[1]d, X%[1]d\n\tVPERMILPS $0x4E, X%[1]d, X%[2]d\n\tVADDPS X%[2]d, X%[1]d, X%[1]d\n\tVPERMILPS $0xB1, X%[1]d, X%[2]d\n\tVADDSS X%[2]d, X%[1]d, X%[1]d\n\tVMOVSS X%[1]d, %[3]s\n", a, t, addr)
+	extract := "VEXTRACTF128"
+	if a > 15 || t > 15 {
+		extract = "VEXTRACTF32X4"
+	}
+	fmt.Fprintf(w, "\t%[4]s $1, Y%[1]d, X%[2]d\n\tVADDPS X%[2]d, X%[1]d, X%[1]d\n\tVPERMILPS $0x4E, X%[1]d, X%[2]d\n\tVADDPS X%[2]d, X%[1]d, X%[1]d\n\tVPERMILPS $0xB1, X%[1]d, X%[2]d\n\tVADDSS X%[2]d, X%[1]d, X%[1]d\n\tVMOVSS X%[1]d, %[3]s\n", a, t, addr, extract)
 }
 
 // roundActs: activations rounded through F16 (F16C, to nearest even:

@@ -310,7 +310,7 @@ func floatRowsAsm(k isa, kind floatKind, w []byte, rowBytes, cols, nrows int, x,
 	for t0 := 0; t0 < n; {
 		T := min(4, n-t0)
 		r0 := 0
-		if len(pairs) > 0 && n-t0 >= 8 {
+		if kind == floatF32 && len(pairs) > 0 && n-t0 >= 8 {
 			// Eight tokens on 512-bit registers (pairs: pairTokens'): four
 			// lanes of L rows, the rest one row at a time, four tokens at a
 			// time.
