@@ -889,11 +889,8 @@ func x8Decode(w *bytes.Buffer, f format) {
 			continue
 		}
 		for i, y := range []int{lo, hi} {
-			src := "Y27"
-			if g+4*i == 4 {
-				src = "Y26"
-			}
-			fmt.Fprintf(w, "%s\tVPANDD.BCST bit10<>(SB), %s, Y27\n\tVPORD Y27, Y%d, Y%[3]d\n", q5Shift(g+4*i, "Y26", "Y27"), src, y)
+			code, bits := q5Shift(g+4*i, "Y26", "Y27")
+			fmt.Fprintf(w, "%s\tVPANDD.BCST bit10<>(SB), %s, Y27\n\tVPORD Y27, Y%d, Y%[3]d\n", code, bits, y)
 		}
 	}
 }
@@ -1080,11 +1077,8 @@ NAMEblock:
 			if q5 {
 				emit("\tVMOVDQU64 %d(SI), @30\n", 16*R+4*R*k)
 				for i, q := range []string{"@7", "@6"} {
-					j, src := 2*p+i, "@31"
-					if j == 4 {
-						src = "@30"
-					}
-					emit("%s\tVPANDD @29, %s, @31\n\tVPORD @31, %s, %[3]s\n", q5Shift(j, "@30", "@31"), src, q)
+					code, bits := q5Shift(2*p+i, "@30", "@31")
+					emit("%s\tVPANDD @29, %s, @31\n\tVPORD @31, %s, %[3]s\n", code, bits, q)
 				}
 			}
 			emit("\tVPDPBUSD.BCST %d(BX), @7, @%d\n\tVPDPBUSD.BCST %d(BX), @6, @%d\n", 64*p+4*k, lo, 64*p+32+4*k, hi)
@@ -1460,20 +1454,22 @@ func x8Nibbles(w *bytes.Buffer, f format, k, hi int, qh, t string) {
 	if f.name != "q50" {
 		return
 	}
-	fmt.Fprintf(w, "\tVMOVDQU %s, %s\n%s\tVPAND Y14, %[2]s, %[2]s\n\tVPOR %[2]s, Y8, Y8\n", qh, t, q5Shift(k, t, t))
+	code, _ := q5Shift(k, t, t)
+	fmt.Fprintf(w, "\tVMOVDQU %s, %s\n%s\tVPAND Y14, %[2]s, %[2]s\n\tVPOR %[2]s, Y8, Y8\n", qh, t, code)
 }
 
-// q5Shift moves step k's fifth bits of Q5_0 (the qh dwords in src, laid
-// out as q5hPacked has them) to bit 4 of each byte, in dst, with other
-// bits around them for a mask to clear.
-func q5Shift(k int, src, dst string) string {
+// q5Shift moves step k's fifth bits of Q5_0 or Q5_K (the qh dwords in
+// src, laid out as q5hPacked has them) to bit 4 of each byte, with other
+// bits around them for a mask to clear: the code, and the register that
+// holds them (dst, or src itself for k = 4).
+func q5Shift(k int, src, dst string) (string, string) {
 	switch {
 	case k > 4:
-		return fmt.Sprintf("\tVPSRLD $%d, %s, %s\n", k-4, src, dst)
+		return fmt.Sprintf("\tVPSRLD $%d, %s, %s\n", k-4, src, dst), dst
 	case k < 4:
-		return fmt.Sprintf("\tVPSLLD $%d, %s, %s\n", 4-k, src, dst)
+		return fmt.Sprintf("\tVPSLLD $%d, %s, %s\n", 4-k, src, dst), dst
 	}
-	return "" // k = 4: they are there in src
+	return "", src
 }
 
 // x8Streams is how many runs of groups the one-token kernels of the
