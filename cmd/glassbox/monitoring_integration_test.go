@@ -111,17 +111,32 @@ func TestMonitoringStack(t *testing.T) {
 		}
 	}
 
-	// Phase 2: two dozen long generations overfill the KV cache until both
-	// alerts have reached the webhook.
+	// Phase 2: four dozen generations overfill the KV cache until both
+	// alerts have reached the webhook. Each request ends at about 10 of the
+	// 256 blocks: a request waiting for room (admission is first come first
+	// served) leaves at most that much free, so usage stays near 0.95, clear
+	// of the alert's 0.9. Two dozen requests of 30 blocks kept it at
+	// 0.84-0.94, and the alert came and went.
 	ctx, stopLoad = context.WithCancel(context.Background())
 	defer stopLoad()
-	wait = loadLoop(ctx, base, 24, 20, func(w, i int) map[string]any {
-		return map[string]any{"model": model, "prompt": words(150, 10000+w*100+i), "max_tokens": 300, "ignore_eos": true}
+	wait = loadLoop(ctx, base, 48, 100, func(w, i int) map[string]any {
+		return map[string]any{"model": model, "prompt": words(30, 10000+w*100+i), "max_tokens": 100, "ignore_eos": true}
 	})
 	want := []string{"GlassboxKVCacheNearlyFull", "GlassboxHighPreemptionRate"}
-	waitFor(t, "the KV and preemption alerts at the webhook", 90*time.Second, func() bool {
-		return hook.got("/warning", want[0]) && hook.got("/warning", want[1])
-	})
+	// What the alerts' inputs read, every few seconds, to say on a timeout
+	// whether the load, the rule or the routing fell short.
+	var trace []string
+	start, lastTrace := time.Now(), time.Time{}
+	for !hook.got("/warning", want[0]) || !hook.got("/warning", want[1]) {
+		if time.Since(lastTrace) >= 5*time.Second {
+			lastTrace = time.Now()
+			trace = append(trace, fmt.Sprintf("%4.0fs %s", time.Since(start).Seconds(), alertInputs(promURL, hook, want)))
+		}
+		if time.Since(start) > 90*time.Second {
+			t.Fatalf("gave up after 90s waiting for the KV and preemption alerts at the webhook; every 5s:\n%s", strings.Join(trace, "\n"))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 	firing := firingAlerts(t, promURL)
 	stopLoad()
 	okN, failN = wait()
@@ -131,6 +146,39 @@ func TestMonitoringStack(t *testing.T) {
 			t.Errorf("%s reached the webhook but is not firing in Prometheus", a)
 		}
 	}
+}
+
+// alertInputs reads what the KV and preemption alerts are computed from,
+// their state in Prometheus, and what has reached the webhook.
+func alertInputs(promURL string, hook *webhook, alerts []string) string {
+	var b strings.Builder
+	for _, q := range []struct{ name, expr string }{
+		{"preemptions/s", `sum(rate(vllm:num_preemptions_total[10s]))`},
+		{"kv usage", `max(avg_over_time(vllm:kv_cache_usage_perc[10s]))`},
+		{"running", `sum(vllm:num_requests_running)`},
+		{"waiting", `sum(vllm:num_requests_waiting)`},
+	} {
+		v := "none"
+		if s, err := promQuery(promURL, q.expr); err != nil {
+			v = err.Error()
+		} else if len(s) > 0 {
+			v = fmt.Sprintf("%.3g", s[0].Value)
+		}
+		fmt.Fprintf(&b, "%s %s; ", q.name, v)
+	}
+	if s, err := promQuery(promURL, `ALERTS`); err == nil {
+		for _, x := range s {
+			if slices.Contains(alerts, x.Metric["alertname"]) {
+				fmt.Fprintf(&b, "%s %s; ", x.Metric["alertname"], x.Metric["alertstate"])
+			}
+		}
+	}
+	for _, a := range alerts {
+		if hook.got("/warning", a) {
+			fmt.Fprintf(&b, "%s at the webhook; ", a)
+		}
+	}
+	return strings.TrimSuffix(b.String(), "; ")
 }
 
 // panelQuery is one query of one panel of one dashboard file.
