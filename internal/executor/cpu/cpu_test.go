@@ -55,21 +55,43 @@ func generate(t *testing.T, e *engine.Engine, id string, prompt []int, n int) []
 // generateWith is generate with min_tokens (past the whole output, a
 // speculative engine's sequence never drafts).
 func generateWith(t *testing.T, e *engine.Engine, id string, prompt []int, n, minTokens int) []int {
+	return tokens(submitWith(t, e, id, prompt, n, minTokens))
+}
+
+// submitWith submits generateWith's request and returns its stream (nil,
+// with the test failed, where the engine refuses it).
+func submitWith(t *testing.T, e *engine.Engine, id string, prompt []int, n, minTokens int) *engine.Stream {
 	p := sampling.Defaults()
 	p.Temperature, p.MaxTokens, p.MinTokens, p.IgnoreEOS = 0, n, minTokens, true
 	s, err := e.Submit(&engine.Request{ID: id, Prompt: prompt, Params: p})
 	if err != nil {
 		t.Error(err)
-		return nil
 	}
+	return s
+}
+
+// tokens reads a stream to its end.
+func tokens(s *engine.Stream) []int {
 	var out []int
-	for {
+	for s != nil {
 		o, ok := s.Next(context.Background())
 		if !ok {
-			return out
+			break
 		}
 		out = append(out, o.Tokens...)
 	}
+	return out
+}
+
+// readAll reads the streams concurrently, as their clients would.
+func readAll(streams []*engine.Stream) [][]int {
+	out := make([][]int, len(streams))
+	var wg sync.WaitGroup
+	for i, s := range streams {
+		wg.Go(func() { out[i] = tokens(s) })
+	}
+	wg.Wait()
+	return out
 }
 
 // TestGoldenStoryThroughTheEngine: the engine + CPU executor reproduce

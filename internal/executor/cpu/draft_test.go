@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
@@ -41,20 +40,21 @@ func TestDraftModelGreedyTokenForToken(t *testing.T) {
 			cfg.NumBlocks = 36 // 12 requests of up to 6 blocks (with the draft's lookahead): preemption
 			cfg.Speculative = spec.Config{Method: spec.MethodDraftModel, Model: "draft.gguf", NumSpeculativeTokens: 4}
 			var c specCounts
-			e := startDrafting(t, w, d.draft, cfg, &c)
-			var wg sync.WaitGroup
+			e, run := newDrafting(t, w, d.draft, cfg, &c)
+			streams := make([]*engine.Stream, len(prompts))
 			for i, p := range prompts {
-				wg.Go(func() {
-					min := 0
-					if i%4 == 3 {
-						min = n // never drafts
-					}
-					if got := generateWith(t, e, fmt.Sprint("spec", i), p, n, min); !slices.Equal(got, want[i]) {
-						t.Errorf("request %d: speculative %v, plain %v", i, got, want[i])
-					}
-				})
+				min := 0
+				if i%4 == 3 {
+					min = n // never drafts
+				}
+				streams[i] = submitWith(t, e, fmt.Sprint("spec", i), p, n, min)
 			}
-			wg.Wait()
+			run()
+			for i, got := range readAll(streams) {
+				if !slices.Equal(got, want[i]) {
+					t.Errorf("request %d: speculative %v, plain %v", i, got, want[i])
+				}
+			}
 			batchDone(t, e, &c, cfg.NumBlocks)
 			acc := float64(c.accepted) / float64(max(c.draftTokens, 1))
 			t.Logf("acceptance %.2f", acc)

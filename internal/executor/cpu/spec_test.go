@@ -51,6 +51,16 @@ func startEngine(t testing.TB, w *model.Weights, cfg engine.Config, obs engine.O
 // startDrafting is startEngine with a draft model (nil for none).
 func startDrafting(t testing.TB, w, draft *model.Weights, cfg engine.Config, obs engine.Observer) *engine.Engine {
 	t.Helper()
+	e, run := newDrafting(t, w, draft, cfg, obs)
+	run()
+	return e
+}
+
+// newDrafting is startDrafting with the engine's loop left to run: a
+// test that submits its whole batch first gets that batch in the first
+// steps, whatever the machine's load (one that must preempt then does).
+func newDrafting(t testing.TB, w, draft *model.Weights, cfg engine.Config, obs engine.Observer) (*engine.Engine, func()) {
+	t.Helper()
 	x, err := New(w, Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, Threads: 2, Draft: draft})
 	if err != nil {
 		t.Fatal(err)
@@ -61,9 +71,9 @@ func startDrafting(t testing.TB, w, draft *model.Weights, cfg engine.Config, obs
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { e.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; x.Close() })
-	return e
+	run := sync.OnceFunc(func() { go func() { e.Run(ctx); close(done) }() })
+	t.Cleanup(func() { run(); cancel(); <-done; x.Close() })
+	return e, run
 }
 
 // randomModel is a model our own code generates: shape's with random
@@ -154,24 +164,21 @@ func TestSpeculativeGreedyTokenForToken(t *testing.T) {
 			cfg.NumBlocks = 24 // 12 requests of up to 5 blocks each: preemption
 			cfg.Speculative = spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 2, PromptLookupMax: 5}
 			var c specCounts
-			e := startEngine(t, w, cfg, &c)
-			var wg sync.WaitGroup
+			e, run := newDrafting(t, w, nil, cfg, &c)
+			streams := make([]*engine.Stream, len(prompts))
 			for i, p := range prompts {
-				wg.Go(func() {
-					if i%4 == 3 {
-						// Not every sequence drafts: one under
-						// min_tokens decodes plainly throughout.
-						if got := generateWith(t, e, fmt.Sprint("min", i), p, n, n); !slices.Equal(got, want[i]) {
-							t.Errorf("request %d (min_tokens): speculative %v, plain %v", i, got, want[i])
-						}
-						return
-					}
-					if got := generate(t, e, fmt.Sprint("spec", i), p, n); !slices.Equal(got, want[i]) {
-						t.Errorf("request %d: speculative %v, plain %v", i, got, want[i])
-					}
-				})
+				min := 0
+				if i%4 == 3 {
+					min = n // not every sequence drafts: one under min_tokens decodes plainly throughout
+				}
+				streams[i] = submitWith(t, e, fmt.Sprint("spec", i), p, n, min)
 			}
-			wg.Wait()
+			run()
+			for i, got := range readAll(streams) {
+				if !slices.Equal(got, want[i]) {
+					t.Errorf("request %d: speculative %v, plain %v", i, got, want[i])
+				}
+			}
 			batchDone(t, e, &c, cfg.NumBlocks)
 			if c.accepted == 0 || c.accepted == c.draftTokens {
 				t.Errorf("accepted %d of %d draft tokens: the batch should have both", c.accepted, c.draftTokens)
