@@ -41,7 +41,7 @@ for name in "${!MODELS[@]}"; do
 done
 
 grep -m1 'model name' /proc/cpuinfo || true
-isa=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|f16c|avx512f|avx512_vnni|avx512vnni)$' | sort | tr '\n' ' ')
+isa=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|f16c|avx512f|avx512_vnni|avx512vnni|avx512_bf16)$' | sort | tr '\n' ' ')
 echo "ISA: ${isa:-unknown}; $THREADS threads (glassbox serve's banner names the kernels it picked)"
 
 # FORMATS="f16 q8_0 ..." (or "all") runs only the format matrix: each

@@ -10,7 +10,8 @@ import (
 // metric labels.
 type Kernels struct {
 	// ISA is the instruction set of the matmul and attention kernels:
-	// "avx512vnni", "avx2", "neon-dotprod", "neon" or "generic" (pure Go).
+	// "avx512bf16" (AVX-512 VNNI and BF16), "avx512vnni", "avx2",
+	// "neon-dotprod", "neon" or "generic" (pure Go).
 	ISA string
 	// Layout is "repacked" when weights of the Repacked types are
 	// rearranged at load (rows in SIMD lanes, tiles of tokens; models read

@@ -3,4 +3,4 @@
 package tensor
 
 // maxISA caps the kernel set (see isa_cap.go: the noavx512 build tag).
-const maxISA = isaVNNI
+const maxISA = isaBF16

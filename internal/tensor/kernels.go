@@ -14,17 +14,30 @@ const (
 	isaGeneric isa = iota // pure Go, every platform
 	isaAVX2               // AVX2 + FMA + F16C
 	isaVNNI               // AVX-512 BW/VL + VNNI, on ymm registers
+	isaBF16               // isaVNNI with AVX512_BF16: BF16 weights by VDPBF16PS
 	isaNEON               // arm64 Advanced SIMD (int8 dots by SMULL/SADALP)
 	isaDotProd            // arm64 NEON with SDOT (FEAT_DotProd)
 )
 
 func (k isa) String() string {
-	return [...]string{"generic", "avx2", "avx512vnni", "neon", "neon-dotprod"}[k]
+	return [...]string{"generic", "avx2", "avx512vnni", "avx512bf16", "neon", "neon-dotprod"}[k]
 }
 
 // x86 and arm64 report which architecture's kernel set k is.
-func (k isa) x86() bool   { return k == isaAVX2 || k == isaVNNI }
+func (k isa) x86() bool   { return k == isaAVX2 || k.avx512() }
 func (k isa) arm64() bool { return k == isaNEON || k == isaDotProd }
+
+// avx512 reports whether k runs the AVX-512 VNNI kernels (and layouts).
+func (k isa) avx512() bool { return k == isaVNNI || k == isaBF16 }
+
+// layout is the kernel set whose repacked layouts k reads: isaBF16
+// differs from isaVNNI only in its BF16 kernels.
+func (k isa) layout() isa {
+	if k == isaBF16 {
+		return isaVNNI
+	}
+	return k
+}
 
 // The pure-Go kernels below fix the order of every floating-point
 // operation to the one the assembly kernels use, so both give bit-identical

@@ -14,7 +14,8 @@ import (
 //go:generate go run gen_kernels.go
 
 // detect picks the best kernel set this CPU runs: AVX-512 VNNI (on ymm
-// registers, with BW and VL) or AVX2 with FMA and F16C, else pure Go; at
+// registers, with BW and VL; with BF16 where the CPU has it) or AVX2 with
+// FMA and F16C, else pure Go; at
 // most maxISA (the noavx512 build tag caps it at AVX2).
 func detect() isa {
 	x := &cpu.X86
@@ -22,6 +23,9 @@ func detect() isa {
 		return isaGeneric
 	}
 	if x.HasAVX512F && x.HasAVX512BW && x.HasAVX512VL && x.HasAVX512VNNI {
+		if x.HasAVX512BF16 {
+			return min(isaBF16, maxISA)
+		}
 		return min(isaVNNI, maxISA)
 	}
 	return isaAVX2
@@ -85,7 +89,7 @@ type rows1Func = func(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int,
 type rows4Func = func(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
 
 func q8Kernels(k isa, t gguf.TensorType) (rows1Func, rows4Func) {
-	vnni := k == isaVNNI
+	vnni := k.avx512()
 	switch {
 	case t == gguf.Q8_0 && vnni:
 		return q80Rows1VNNI, q80Rows4VNNI
@@ -119,7 +123,7 @@ func q8RowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n
 	_ = w[(nrows-1)*rowBytes+nb*t.BlockBytes()-1]
 	_ = out[(n-1)*ostride+nrows-1]
 	act, astride := q.Q, cols
-	if k == isaVNNI {
+	if k.avx512() {
 		if q.layout != layoutVNNI {
 			panic("BUG: tensor: VNNI kernel without the VNNI activation layout")
 		}
@@ -142,11 +146,11 @@ func kRowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n 
 	if k == isaGeneric || nrows == 0 {
 		return k != isaGeneric && (t == gguf.Q4_K || t == gguf.Q6_K)
 	}
-	if k == isaVNNI && t == gguf.Q4_K {
+	if k.avx512() && t == gguf.Q4_K {
 		kTileRows(q4kRows1VNNI, q4kRows4VNNI, w, rowBytes, nrows, t.BlockBytes(), q, n, out, ostride)
 		return true
 	}
-	if k == isaVNNI && t == gguf.Q6_K {
+	if k.avx512() && t == gguf.Q6_K {
 		kTileRows(q6kRows1VNNI, q6kRows4VNNI, w, rowBytes, nrows, t.BlockBytes(), q, n, out, ostride)
 		return true
 	}
@@ -352,7 +356,7 @@ const wideBytes = 256 << 10
 // runsTileZ reports whether a batch of n tokens against kind rows runs
 // the 512-bit F32 tile (floatTileZ), whose activations pairTokens lays out.
 func runsTileZ(k isa, kind floatKind, n int) bool {
-	return k == isaVNNI && n >= 8 && (kind == floatF32 || widens(k, kind, n))
+	return k.avx512() && n >= 8 && (kind == floatF32 || widens(k, kind, n))
 }
 
 // widens reports whether a batch of n tokens against kind rows runs
@@ -393,6 +397,98 @@ func rowsWideAsm(k isa, kind floatKind, w []uint16, cols, nrows int, x, pairs []
 		floatRowsAsm(k, floatF32, wb, 4*cols, cols, rows, x, pairs, n, out[r0:], ostride)
 	}
 	return steps * 8, buf
+}
+
+//go:noescape
+func packBF16AVX512(x *float32, dst *uint16, n int)
+
+//go:noescape
+func bf16DP8x1(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
+
+//go:noescape
+func bf16DP1x1(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
+
+//go:noescape
+func bf16DP4x2(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
+
+//go:noescape
+func bf16DP1x2(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
+
+//go:noescape
+func bf16DP4x3(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
+
+//go:noescape
+func bf16DP1x3(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
+
+//go:noescape
+func bf16DP4x4(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
+
+//go:noescape
+func bf16DP1x4(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
+
+//go:noescape
+func bf16DP4x5(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
+
+//go:noescape
+func bf16DP1x5(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
+
+//go:noescape
+func bf16DP4x6(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
+
+//go:noescape
+func bf16DP1x6(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
+
+type bf16DPFunc = func(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
+
+// bf16DPKernels are gen_kernels.go's bf16DP kernels by tokens: {lanes of
+// rows (eight for one token, else four), one row}.
+var bf16DPKernels = [7][2]bf16DPFunc{1: {bf16DP8x1, bf16DP1x1}, 2: {bf16DP4x2, bf16DP1x2}, 3: {bf16DP4x3, bf16DP1x3}, 4: {bf16DP4x4, bf16DP1x4}, 5: {bf16DP4x5, bf16DP1x5}, 6: {bf16DP4x6, bf16DP1x6}}
+
+// bf16RowsAsm computes out[t·ostride + r] for the nrows BF16 rows w (cols
+// apart) and the n tokens of BF16 activations x (cols apart, packBF16Asm's)
+// by VDPBF16PS, whole rows, six tokens per pass over the rows; false where
+// k is not isaBF16. A row and a token give the same bits in any batch.
+func bf16RowsAsm(k isa, w, x []uint16, cols, nrows, n int, out []float32, ostride int) bool {
+	if k != isaBF16 || cols == 0 {
+		return false
+	}
+	if nrows == 0 {
+		return true
+	}
+	_ = w[nrows*cols-1]
+	_ = x[n*cols-1]
+	_ = out[(n-1)*ostride+nrows-1]
+	rb := 2 * cols
+	for t0 := 0; t0 < n; {
+		T := min(6, n-t0)
+		R := 4
+		if T == 1 {
+			R = 8
+		}
+		ks := &bf16DPKernels[T]
+		r0 := 0
+		if L := nrows / R; L > 0 {
+			ks[0](unsafe.Pointer(&w[0]), L*rb, L, &x[t0*cols], rb, cols, &out[t0*ostride], 4*ostride, rb, 4*L)
+			r0 = R * L
+		}
+		if r0 < nrows {
+			ks[1](unsafe.Pointer(&w[r0*cols]), 0, nrows-r0, &x[t0*cols], rb, cols, &out[t0*ostride+r0], 4*ostride, rb, 0)
+		}
+		t0 += T
+	}
+	return true
+}
+
+// packBF16Asm rounds the whole groups of 8 of x to BF16 bits in dst (for
+// bf16RowsAsm) and returns how many elements it did.
+func packBF16Asm(k isa, x []float32, dst []uint16) int {
+	n := len(x) &^ 7
+	if k != isaBF16 || n == 0 {
+		return 0
+	}
+	_ = dst[n-1]
+	packBF16AVX512(&x[0], &dst[0], n)
+	return n
 }
 
 //go:noescape
@@ -646,7 +742,7 @@ func q6kx16VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out 
 // kxAsm runs the repacked K-quant kernel for groups of R rows (w) against
 // one token's Q8_K activations, out[0 : R·groups].
 func kxAsm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q []int8, d []float32, bsums []int16, out []float32) bool {
-	if k != isaVNNI {
+	if !k.avx512() {
 		return false
 	}
 	_ = w[groups*nb*t.BlockBytes()*R-1]

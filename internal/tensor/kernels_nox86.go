@@ -34,3 +34,7 @@ func rowsWideAsm(_ isa, _ floatKind, _ []uint16, _, _ int, _, _ []float32, _ int
 }
 
 func roundActsAsm(isa, bool, []float32, []float32) int { return 0 }
+
+func bf16RowsAsm(isa, []uint16, []uint16, int, int, int, []float32, int) bool { return false }
+
+func packBF16Asm(isa, []float32, []uint16) int { return 0 }

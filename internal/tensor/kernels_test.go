@@ -179,7 +179,7 @@ func TestFloatKernels(t *testing.T) {
 }
 
 func TestISAString(t *testing.T) {
-	if got := fmt.Sprint(isaGeneric, isaAVX2, isaVNNI, isaNEON, isaDotProd); got != "generic avx2 avx512vnni neon neon-dotprod" {
+	if got := fmt.Sprint(isaGeneric, isaAVX2, isaVNNI, isaBF16, isaNEON, isaDotProd); got != "generic avx2 avx512vnni avx512bf16 neon neon-dotprod" {
 		t.Errorf("%q", got)
 	}
 }
@@ -232,7 +232,7 @@ func TestSameInput(t *testing.T) {
 		return out
 	}
 	for _, c := range []struct{ first, second gguf.TensorType }{{gguf.Q8_0, gguf.Q8_0}, {gguf.Q4_K, gguf.Q6_K}, {gguf.Q8_0, gguf.Q4_K}, {gguf.Q4_0, gguf.Q8_0},
-		{gguf.F16, gguf.F16}, {gguf.BF16, gguf.F16}, {gguf.F16, gguf.BF16}, {gguf.F32, gguf.F16}, {gguf.F16, gguf.F32}, {gguf.Q8_0, gguf.BF16}} {
+		{gguf.F16, gguf.F16}, {gguf.BF16, gguf.BF16}, {gguf.BF16, gguf.F16}, {gguf.F16, gguf.BF16}, {gguf.F32, gguf.F16}, {gguf.F16, gguf.F32}, {gguf.Q8_0, gguf.BF16}} {
 		a, b := mk(c.first), mk(c.second)
 		var s Scratch
 		out := make([]float32, n*rows)

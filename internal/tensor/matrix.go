@@ -67,6 +67,7 @@ func (m *Matrix) Row(r int, dst []float32) {
 // Scratch is per-call working memory for MulBatch; reuse it across calls.
 type Scratch struct {
 	act   []float32 // activations rounded for F16/BF16 weights
+	bf    []uint16  // or, for the VDPBF16PS kernels, as BF16 bits
 	pairs []float32 // activations for the 512-bit F32 tile (pairTokens)
 	// last is the previous matmul's weight type: for F32, F16 and BF16, act
 	// and pairs hold its input's, which SameInput keeps as it keeps q.
@@ -107,7 +108,7 @@ func (s *Scratch) quantize(x []float32, block int, layout actLayout, off int32, 
 // vnniOffset is what the VNNI kernels add to a weight type's signed quants
 // to make them unsigned (0 when another kernel set runs).
 func vnniOffset(k isa, t gguf.TensorType) int32 {
-	if k != isaVNNI {
+	if !k.avx512() {
 		return 0
 	}
 	switch t {
@@ -125,7 +126,7 @@ func vnniOffset(k isa, t gguf.TensorType) int32 {
 // VNNI row tiles, and the AVX2 kernels of repacked matrices.
 func (m *Matrix) kTiled() bool {
 	if m.group == 0 {
-		return m.isa == isaVNNI && m.Type != gguf.Q5_K
+		return m.isa.avx512() && m.Type != gguf.Q5_K
 	}
 	return m.packedISA() == isaAVX2
 }
@@ -201,17 +202,31 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 	}
 	x = x[:n*m.Cols]
 	float := m.Type == gguf.F32 || m.Type == gguf.F16 || m.Type == gguf.BF16
-	keep := s.same && s.last == m.Type && (m.Type == gguf.F32 || len(s.act) == len(x))
+	dp := m.dotsBF16()
+	made := len(s.act)
+	if dp {
+		made = len(s.bf)
+	}
+	keep := s.same && s.last == m.Type && (m.Type == gguf.F32 || made == len(x))
 	switch m.Type {
 	case gguf.F32:
 		s.q.Block = 0 // the quantised activations are stale now
 	case gguf.F16, gguf.BF16:
 		s.q.Block = 0
-		if !keep {
-			s.act = resize(s.act, len(x))
+		switch {
+		case keep:
+		case dp:
+			s.bf, s.act = resize(s.bf, len(x)), s.act[:0]
+			for i := packBF16Asm(m.isa, x, s.bf); i < len(x); i++ {
+				s.bf[i] = F32ToBF16(x[i])
+			}
+		default:
+			s.act, s.bf = resize(s.act, len(x)), s.bf[:0]
 			roundActs(m.isa, m.Type == gguf.BF16, x, s.act)
 		}
-		x = s.act
+		if !dp {
+			x = s.act
+		}
 	case gguf.Q4_0, gguf.Q4_1, gguf.Q5_0, gguf.Q5_1, gguf.Q8_0:
 		switch off := vnniOffset(m.isa, m.Type); {
 		case m.group != 0:
@@ -284,6 +299,12 @@ func (m *Matrix) mulRows(lo, hi int, x []float32, n int, out []float32, s *Scrat
 	}
 }
 
+// dotsBF16 reports whether m's kernels are the VDPBF16PS ones, which read
+// the activations as BF16 bits (Scratch.bf).
+func (m *Matrix) dotsBF16() bool {
+	return m.Type == gguf.BF16 && m.isa == isaBF16 && m.u16 != nil
+}
+
 // mulFloatRows is mulRows for F32, F16 and BF16 weights on the tile
 // kernels (false where there are none): a long batch of F16 or BF16 rows
 // widens them to F32 once (widens); the columns after the last whole 8
@@ -293,6 +314,9 @@ func (m *Matrix) mulFloatRows(lo, hi int, x []float32, n int, out []float32, s *
 		return false // a big-endian host
 	}
 	cols, rb := m.Cols, m.rowBytes
+	if m.dotsBF16() {
+		return bf16RowsAsm(m.isa, m.u16[lo*cols:hi*cols], s.bf, cols, hi-lo, n, out[lo:], m.Rows)
+	}
 	kind := floatKindOf(m.Type)
 	var done int
 	if widens(m.isa, kind, n) {

@@ -69,10 +69,10 @@ func (m *Matrix) Repack(dst []byte) bool {
 		return false
 	}
 	R := 8
-	if m.Type.BlockElems() == 256 && m.isa == isaVNNI && m.Rows%16 == 0 {
+	if m.Type.BlockElems() == 256 && m.isa.avx512() && m.Rows%16 == 0 {
 		R = 16
 	}
-	m.pack = m.isa
+	m.pack = m.isa.layout()
 	rb, bb := m.rowBytes, m.Type.BlockBytes()
 	buf := make([]byte, R*rb)
 	for g := range m.Rows / R {
@@ -333,7 +333,7 @@ func x8Offset(t gguf.TensorType, k isa) int32 {
 		return 8
 	case t == gguf.Q5_0:
 		return 16
-	case k == isaVNNI:
+	case k.avx512():
 		return 128
 	}
 	return 0

@@ -56,3 +56,47 @@ func TestARM64Encodings(t *testing.T) {
 		}
 	}
 }
+
+// TestX86Encodings does the same for the x86 kernels' instructions Go's
+// assembler lacks (VDPBF16PS), spelled as BYTEs: GNU as must encode the
+// mnemonic beside them (Go's operand order is AT&T's) to the same bytes.
+func TestX86Encodings(t *testing.T) {
+	as := reftest.Tool(t, "as")
+	objdump := reftest.Tool(t, "objdump")
+	src, err := os.ReadFile("kernels_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^\s*((?:BYTE \$0x[0-9a-f]{2}; )*BYTE \$0x[0-9a-f]{2}) // (VDPBF16PS) (Z\d+), (Z\d+), (Z\d+)$`)
+	ms := re.FindAllStringSubmatch(string(src), -1)
+	if len(ms) < 100 {
+		t.Fatalf("%d VDPBF16PS BYTEs in kernels_amd64.s", len(ms))
+	}
+	zmm := func(z string) string { return "%zmm" + z[1:] }
+	var text strings.Builder
+	for _, m := range ms {
+		text.WriteString(strings.ToLower(m[2]) + " " + zmm(m[3]) + ", " + zmm(m[4]) + ", " + zmm(m[5]) + "\n")
+	}
+	dir := t.TempDir()
+	in, obj := filepath.Join(dir, "k.s"), filepath.Join(dir, "k.o")
+	if err := os.WriteFile(in, []byte(text.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(as, "-o", obj, in).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", as, err, out)
+	}
+	dump, err := exec.Command(objdump, "-d", obj).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	insns := regexp.MustCompile(`(?m)^\s*[0-9a-f]+:\s+((?:[0-9a-f]{2} )+)\s`).FindAllStringSubmatch(string(dump), -1)
+	if len(insns) != len(ms) {
+		t.Fatalf("%d instructions assembled from %d mnemonics", len(insns), len(ms))
+	}
+	for i, m := range ms {
+		got := strings.ReplaceAll(strings.ReplaceAll(m[1], "BYTE $0x", ""), "; ", " ")
+		if want := strings.TrimSpace(insns[i][1]); got != want {
+			t.Errorf("%s // VDPBF16PS %s, %s, %s: GNU as encodes it %s", m[1], m[3], m[4], m[5], want)
+		}
+	}
+}
