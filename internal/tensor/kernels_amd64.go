@@ -173,11 +173,13 @@ func kRowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n 
 	return true
 }
 
-// dotF32Asm and dotF16Asm are arm64's row kernels; here the tile
-// kernels (floatRowsAsm) serve F32 and F16 rows.
+// dotF32Asm, dotF16Asm and dotBF16Asm are arm64's row kernels; here the
+// tile kernels (floatRowsAsm, bf16RowsAsm) serve float rows.
 func dotF32Asm(isa, []float32, []float32) (float32, int) { return 0, 0 }
 
 func dotF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
+
+func dotBF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
 
 //go:noescape
 func f16Lanes8AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, rowBytes, steps int, out *float32, outLane int)

@@ -48,6 +48,9 @@ func dotF32NEON(a, b *float32, n int) float32
 //go:noescape
 func dotF16NEON(w *uint16, x *float32, n int) float32
 
+//go:noescape
+func dotBF16NEON(w *uint16, x *float32, n int) float32
+
 type rows1Func = func(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
 
 // q8Kernels are the Q8_0-family row kernels, [NEON, dot product].
@@ -136,8 +139,8 @@ func kRowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n 
 	return true
 }
 
-// dotF32Asm and dotF16Asm return the dot product of whole 32-element
-// groups and how many elements they covered.
+// dotF32Asm, dotF16Asm and dotBF16Asm return the dot product of whole
+// 32-element groups and how many elements they covered.
 func dotF32Asm(k isa, a, b []float32) (float32, int) {
 	n := len(a) &^ 31
 	if !k.arm64() || n == 0 {
@@ -154,6 +157,15 @@ func dotF16Asm(k isa, w []uint16, x []float32) (float32, int) {
 	}
 	_ = x[n-1]
 	return dotF16NEON(&w[0], &x[0], n), n
+}
+
+func dotBF16Asm(k isa, w []uint16, x []float32) (float32, int) {
+	n := len(w) &^ 31
+	if !k.arm64() || n == 0 {
+		return 0, 0
+	}
+	_ = x[n-1]
+	return dotBF16NEON(&w[0], &x[0], n), n
 }
 
 //go:noescape

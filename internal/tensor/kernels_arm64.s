@@ -73,6 +73,38 @@ f16loop:
 	FMOVS F16, ret+24(FP)
 	RET
 
+// func dotBF16NEON(w *uint16, x *float32, n int) float32
+// n: a positive multiple of 16. dotF16NEON with BF16 widened by a shift.
+TEXT ·dotBF16NEON(SB), NOSPLIT, $0-28
+	MOVD w+0(FP), R0
+	MOVD x+8(FP), R1
+	MOVD n+16(FP), R2
+	LSR $4, R2, R2
+	WORD $0x6f00e410 // movi v16.2d, #0
+	WORD $0x6f00e411 // movi v17.2d, #0
+	WORD $0x6f00e412 // movi v18.2d, #0
+	WORD $0x6f00e413 // movi v19.2d, #0
+bf16loop:
+	VLD1.P 32(R0), [V0.H8, V1.H8]
+	VLD1.P 64(R1), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD $0x2e613802 // shll v2.4s, v0.4h, #16
+	WORD $0x6e613803 // shll2 v3.4s, v0.8h, #16
+	WORD $0x2e613834 // shll v20.4s, v1.4h, #16
+	WORD $0x6e613835 // shll2 v21.4s, v1.8h, #16
+	WORD $0x4e24cc50 // fmla v16.4s, v2.4s, v4.4s
+	WORD $0x4e25cc71 // fmla v17.4s, v3.4s, v5.4s
+	WORD $0x4e26ce92 // fmla v18.4s, v20.4s, v6.4s
+	WORD $0x4e27ceb3 // fmla v19.4s, v21.4s, v7.4s
+	SUBS $1, R2, R2
+	BNE bf16loop
+	WORD $0x4e31d610 // fadd v16.4s, v16.4s, v17.4s
+	WORD $0x4e33d652 // fadd v18.4s, v18.4s, v19.4s
+	WORD $0x4e32d610 // fadd v16.4s, v16.4s, v18.4s
+	WORD $0x6e30d610 // faddp v16.4s, v16.4s, v16.4s
+	WORD $0x7e30da10 // faddp s16, v16.2s
+	FMOVS F16, ret+24(FP)
+	RET
+
 // func q80Rows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
 // Q8_0 (34-byte blocks: fp16 scale, 32 int8) rows against one token's Q8_0 activations: dotQ8Lanes's eight
 // lanes (V16: 0-3, V17: 4-7), block by block float32(Σ)·(dw·da) added, then

@@ -18,6 +18,8 @@ func dotF32Asm(isa, []float32, []float32) (float32, int) { return 0, 0 }
 
 func dotF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
 
+func dotBF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
+
 func readSumAsm(isa, []byte) (uint64, int) { return 0, 0 }
 
 func quantQ8_0Asm(isa, []float32, []int8, []float32) bool { return false }

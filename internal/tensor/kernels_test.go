@@ -151,19 +151,20 @@ func TestGenericKernelsAgainstFloat(t *testing.T) {
 	}
 }
 
-// TestFloatKernels compares arm64's F32 and F16 row kernels with float64
-// sums, for lengths around the 32-element groups.
+// TestFloatKernels compares arm64's F32, F16 and BF16 row kernels with
+// float64 sums, for lengths around the 32-element groups.
 func TestFloatKernels(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{1, 31, 32, 33, 64, 100, 896} {
 		a, b := make([]float32, n), make([]float32, n)
-		h := make([]uint16, n)
-		var want32, want16, mag float64
+		h, bf := make([]uint16, n), make([]uint16, n)
+		var want32, want16, wantBF, mag float64
 		for i := range a {
 			a[i], b[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
-			h[i] = F32ToF16(a[i])
+			h[i], bf[i] = F32ToF16(a[i]), F32ToBF16(a[i])
 			want32 += float64(a[i]) * float64(b[i])
 			want16 += float64(F16ToF32(h[i])) * float64(b[i])
+			wantBF += float64(BF16ToF32(bf[i])) * float64(b[i])
 			mag += math.Abs(float64(a[i]) * float64(b[i]))
 		}
 		for _, k := range levels() {
@@ -171,8 +172,15 @@ func TestFloatKernels(t *testing.T) {
 			got32 := v + dotF32(a[done:], b[done:])
 			v, done = dotF16Asm(k, h, b)
 			got16 := v + dotF16(h[done:], b[done:])
-			if math.Abs(float64(got32)-want32) > 1e-6*mag || math.Abs(float64(got16)-want16) > 1e-6*mag {
-				t.Errorf("n %d %s: f32 %v want %v, f16 %v want %v", n, k, got32, want32, got16, want16)
+			v, done = dotBF16Asm(k, bf, b)
+			gotBF := v + dotBF16(bf[done:], b[done:])
+			for _, c := range []struct {
+				kind      string
+				got, want float64
+			}{{"f32", float64(got32), want32}, {"f16", float64(got16), want16}, {"bf16", float64(gotBF), wantBF}} {
+				if math.Abs(c.got-c.want) > 1e-6*mag {
+					t.Errorf("n %d %s %s: %v, float64 %v", n, k, c.kind, c.got, c.want)
+				}
 			}
 		}
 	}

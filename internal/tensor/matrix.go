@@ -364,7 +364,9 @@ func (m *Matrix) dotRow(r int, row []byte, x []float32, q *Q8, t int, s *Scratch
 		}
 	case gguf.BF16:
 		if m.u16 != nil {
-			return dotBF16(m.u16[r*cols:(r+1)*cols], x)
+			w := m.u16[r*cols : (r+1)*cols]
+			v, done := dotBF16Asm(m.isa, w, x)
+			return v + dotBF16(w[done:], x[done:])
 		}
 	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0:
 		nb := cols / 32
