@@ -849,7 +849,8 @@ func qx8(w *bytes.Buffer, f format, T int) {
 
 // prefetch emits, at the top of a one-token VNNI kernel's block loop (one
 // run of groups, from SI), a software prefetch of the block
-// prefetchAhead bytes ahead, line by line (n: the block's size in bytes).
+// prefetchAhead bytes ahead, line by line (n: the block's size in bytes);
+// the K-quant kernels spread it over the block instead (spread).
 // The hardware prefetchers alone left these kernels at 55–65 % of the
 // read rate of a plain sum on the Zen 5 EPYC of docs/cpu.md (K-quants
 // 25–31 GB/s, 38–44 with it; Q8_0 44–49, 52–66): they compute too long
@@ -860,6 +861,29 @@ func prefetch(w *bytes.Buffer, n int) {
 	for i := 0; i < n; i += 64 {
 		fmt.Fprintf(w, "\tPREFETCHT0 %d(SI)\n", prefetchAhead+i)
 	}
+}
+
+// spread is prefetch spread over the steps of a K-quant kernel's block:
+// each step() emits its share of the block's lines, so the reads go out
+// while the block computes instead of 36–53 at its top, more than the
+// core keeps in flight. On the Zen 5 EPYC of docs/cpu.md, 64 Mi weights
+// from memory on two threads (BenchmarkMulBatch/mem, 4 KiB pages) against
+// Q8_0x8 in the same run: Q4_K 0.70–0.80 → 0.87–0.97 of its rate, Q6_K
+// 0.63–0.73 → 0.82–0.95, Q5_K 0.38–0.79 → 0.75–0.84.
+type spread struct {
+	w                *bytes.Buffer
+	next, end, steps int
+}
+
+func newSpread(w *bytes.Buffer, n, steps int) *spread { return &spread{w: w, end: n, steps: steps} }
+
+func (p *spread) step() {
+	k := (p.end - p.next + 64*p.steps - 1) / (64 * p.steps) // lines for this step
+	for ; k > 0 && p.next < p.end; k-- {
+		fmt.Fprintf(p.w, "\tPREFETCHT0 %d(SI)\n", prefetchAhead+p.next)
+		p.next += 64
+	}
+	p.steps--
 }
 
 // prefetchAhead is how far ahead prefetch reads: 2–8 KiB gave about the
@@ -1037,7 +1061,7 @@ TEXT ·NAME(SB), NOSPLIT, $32-56
 	VPXORD @24, @24, @24
 NAMEblock:
 `, consts)
-	prefetch(w, bb)
+	pf := newSpread(w, bb, 32)
 	emit(`	VCVTPH2PS (SI), @16
 	VCVTPH2PS %[1]d(SI), @17
 	MOVX %[2]d(SI), @0
@@ -1076,6 +1100,7 @@ NAMEblock:
 		// Four chains of four VPDPBUSDs (even and odd k apart), summed.
 		emit("\tVPXORD @25, @25, @25\n\tVPXORD @26, @26, @26\n\tVPXORD @27, @27, @27\n\tVPXORD @28, @28, @28\n")
 		for k := range 8 {
+			pf.step()
 			lo, hi := 25+2*(k%2), 26+2*(k%2)
 			emit("\tMOVX %d(SI), @6\n\tANDX @15, @6, @7\n\tVPSRLW $4, @6, @6\n\tANDX @15, @6, @6\n", nibbles+32*R*p+4*R*k)
 			if q5 {
@@ -1154,7 +1179,7 @@ NAMEgroup:
 	VPXORD @24, @24, @24
 NAMEblock:
 `)
-	prefetch(w, 210*R)
+	pf := newSpread(w, 210*R, 16)
 	emit(`	VCVTPH2PS (SI), @16
 	VPMOVSXWD (DI), Y5
 	VMOVDQU Y5, 0(SP)
@@ -1167,6 +1192,7 @@ NAMEblock:
 		for kh := range 2 {
 			emit("\tVPXORD @25, @25, @25\n\tVPXORD @26, @26, @26\n\tVPXORD @27, @27, @27\n\tVPXORD @28, @28, @28\n")
 			for k := 4 * kh; k < 4*kh+4; k++ {
+				pf.step()
 				base := 18*R + 12*R*(8*n+k)
 				emit("\tMOVX %d(SI), @0\n\tMOVX %d(SI), @1\n\tMOVX %d(SI), @2\n", base, base+4*R, base+8*R)
 				// quants m·32 + 4k… of this half: low or high nibbles of ql, and
