@@ -328,7 +328,8 @@ func main() {
 	data(&w, "f32inf", rep(0x7f8000007f800000))
 	data(&w, "f32quiet", rep(0x0040000000400000))
 	w.WriteString(roundActs)
-	packBF16(&w)
+	bf16Round(&w, false)
+	bf16Round(&w, true)
 	for _, rt := range bf16Tiles {
 		bf16DP(&w, rt[0], rt[1])
 	}
@@ -2226,8 +2227,8 @@ func floatSumT(w *bytes.Buffer, a, t int, addr string) {
 }
 
 // roundActs: activations rounded through F16 (F16C, to nearest even:
-// RoundF16's bits, NaN payloads aside) and through BF16 (F32ToBF16's
-// integer rounding, NaNs made quiet), n a positive multiple of 8.
+// RoundF16's bits, NaN payloads aside), n a positive multiple of 8; BF16's
+// are bf16Round's.
 const roundActs = `// func roundF16AVX2(x, dst *float32, n int)
 TEXT ·roundF16AVX2(SB), NOSPLIT, $0-24
 	MOVQ x+0(FP), SI
@@ -2243,37 +2244,6 @@ roundf16loop:
 	ADDQ $32, DI
 	DECQ CX
 	JNZ roundf16loop
-	VZEROUPPER
-	RET
-
-// func roundBF16AVX2(x, dst *float32, n int)
-TEXT ·roundBF16AVX2(SB), NOSPLIT, $0-24
-	MOVQ x+0(FP), SI
-	MOVQ dst+8(FP), DI
-	MOVQ n+16(FP), CX
-	SHRQ $3, CX
-	VMOVDQU bf16rnd<>(SB), Y10
-	VMOVDQU bf16one<>(SB), Y11
-	VMOVDQU bf16hi<>(SB), Y12
-	VMOVDQU f32abs<>(SB), Y13
-	VMOVDQU f32inf<>(SB), Y14
-	VMOVDQU f32quiet<>(SB), Y15
-roundbf16loop:
-	VMOVDQU (SI), Y0
-	VPSRLD $16, Y0, Y1
-	VPAND Y11, Y1, Y1
-	VPADDD Y10, Y0, Y2
-	VPADDD Y1, Y2, Y2
-	VPAND Y13, Y0, Y3
-	VPCMPGTD Y14, Y3, Y3
-	VPOR Y15, Y0, Y4
-	VPBLENDVB Y3, Y4, Y2, Y2
-	VPAND Y12, Y2, Y2
-	VMOVDQU Y2, (DI)
-	ADDQ $32, SI
-	ADDQ $32, DI
-	DECQ CX
-	JNZ roundbf16loop
 	VZEROUPPER
 	RET
 
@@ -2388,39 +2358,19 @@ func dpbf16(w *bytes.Buffer, a, b, dst int) {
 	fmt.Fprintf(w, "\tBYTE $0x62; BYTE $0x%02x; BYTE $0x%02x; BYTE $0x%02x; BYTE $0x52; BYTE $0x%02x // VDPBF16PS Z%d, Z%d, Z%d\n", p1, p2, p3, modrm, a, b, dst)
 }
 
-// packBF16 emits func packBF16AVX512(x *float32, dst *uint16, n int), n a
-// positive multiple of 8: roundBF16AVX2's rounding, stored as the BF16
-// bits the VDPBF16PS kernels read.
-func packBF16(w *bytes.Buffer) {
-	w.WriteString(`// func packBF16AVX512(x *float32, dst *uint16, n int)
-TEXT ·packBF16AVX512(SB), NOSPLIT, $0-24
-	MOVQ x+0(FP), SI
-	MOVQ dst+8(FP), DI
-	MOVQ n+16(FP), CX
-	SHRQ $3, CX
-	VMOVDQU bf16rnd<>(SB), Y10
-	VMOVDQU bf16one<>(SB), Y11
-	VMOVDQU f32abs<>(SB), Y13
-	VMOVDQU f32inf<>(SB), Y14
-	VMOVDQU f32quiet<>(SB), Y15
-packbf16loop:
-	VMOVDQU (SI), Y0
-	VPSRLD $16, Y0, Y1
-	VPAND Y11, Y1, Y1
-	VPADDD Y10, Y0, Y2
-	VPADDD Y1, Y2, Y2
-	VPAND Y13, Y0, Y3
-	VPCMPGTD Y14, Y3, Y3
-	VPOR Y15, Y0, Y4
-	VPBLENDVB Y3, Y4, Y2, Y2
-	VPSRLD $16, Y2, Y2
-	VPMOVDW Y2, (DI)
-	ADDQ $32, SI
-	ADDQ $16, DI
-	DECQ CX
-	JNZ packbf16loop
-	VZEROUPPER
-	RET
-
-`)
+// bf16Round emits roundBF16AVX2(x, dst *float32, n int) (pack false) or
+// packBF16AVX512(x *float32, dst *uint16, n int) (pack: the BF16 bits the
+// VDPBF16PS kernels read), n a positive multiple of 8: F32ToBF16's
+// integer rounding to nearest even, NaNs made quiet.
+func bf16Round(w *bytes.Buffer, pack bool) {
+	name, sig, dstStep, store := "roundBF16AVX2", "x, dst *float32, n int", 32, "\tVPAND Y12, Y2, Y2\n\tVMOVDQU Y2, (DI)\n"
+	if pack {
+		name, sig, dstStep, store = "packBF16AVX512", "x *float32, dst *uint16, n int", 16, "\tVPSRLD $16, Y2, Y2\n\tVPMOVDW Y2, (DI)\n"
+	}
+	fmt.Fprintf(w, "// func %s(%s)\nTEXT ·%[1]s(SB), NOSPLIT, $0-24\n", name, sig)
+	w.WriteString("\tMOVQ x+0(FP), SI\n\tMOVQ dst+8(FP), DI\n\tMOVQ n+16(FP), CX\n\tSHRQ $3, CX\n")
+	w.WriteString("\tVMOVDQU bf16rnd<>(SB), Y10\n\tVMOVDQU bf16one<>(SB), Y11\n\tVMOVDQU bf16hi<>(SB), Y12\n\tVMOVDQU f32abs<>(SB), Y13\n\tVMOVDQU f32inf<>(SB), Y14\n\tVMOVDQU f32quiet<>(SB), Y15\n")
+	fmt.Fprintf(w, "%sloop:\n", name)
+	w.WriteString("\tVMOVDQU (SI), Y0\n\tVPSRLD $16, Y0, Y1\n\tVPAND Y11, Y1, Y1\n\tVPADDD Y10, Y0, Y2\n\tVPADDD Y1, Y2, Y2\n\tVPAND Y13, Y0, Y3\n\tVPCMPGTD Y14, Y3, Y3\n\tVPOR Y15, Y0, Y4\n\tVPBLENDVB Y3, Y4, Y2, Y2\n")
+	fmt.Fprintf(w, "%s\tADDQ $32, SI\n\tADDQ $%d, DI\n\tDECQ CX\n\tJNZ %sloop\n\tVZEROUPPER\n\tRET\n\n", store, dstStep, name)
 }

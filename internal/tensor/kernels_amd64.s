@@ -13276,7 +13276,7 @@ TEXT ·roundBF16AVX2(SB), NOSPLIT, $0-24
 	VMOVDQU f32abs<>(SB), Y13
 	VMOVDQU f32inf<>(SB), Y14
 	VMOVDQU f32quiet<>(SB), Y15
-roundbf16loop:
+roundBF16AVX2loop:
 	VMOVDQU (SI), Y0
 	VPSRLD $16, Y0, Y1
 	VPAND Y11, Y1, Y1
@@ -13291,7 +13291,7 @@ roundbf16loop:
 	ADDQ $32, SI
 	ADDQ $32, DI
 	DECQ CX
-	JNZ roundbf16loop
+	JNZ roundBF16AVX2loop
 	VZEROUPPER
 	RET
 
@@ -13303,10 +13303,11 @@ TEXT ·packBF16AVX512(SB), NOSPLIT, $0-24
 	SHRQ $3, CX
 	VMOVDQU bf16rnd<>(SB), Y10
 	VMOVDQU bf16one<>(SB), Y11
+	VMOVDQU bf16hi<>(SB), Y12
 	VMOVDQU f32abs<>(SB), Y13
 	VMOVDQU f32inf<>(SB), Y14
 	VMOVDQU f32quiet<>(SB), Y15
-packbf16loop:
+packBF16AVX512loop:
 	VMOVDQU (SI), Y0
 	VPSRLD $16, Y0, Y1
 	VPAND Y11, Y1, Y1
@@ -13321,7 +13322,7 @@ packbf16loop:
 	ADDQ $32, SI
 	ADDQ $16, DI
 	DECQ CX
-	JNZ packbf16loop
+	JNZ packBF16AVX512loop
 	VZEROUPPER
 	RET
 
