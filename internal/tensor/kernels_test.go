@@ -402,4 +402,13 @@ func TestRoundActs(t *testing.T) {
 			}
 		}
 	}
+	// The packed BF16 bits of the VDPBF16PS kernels (where the CPU has them).
+	packed := make([]uint16, len(x))
+	done := packBF16Asm(detect(), x, packed)
+	for i, v := range x[:done] {
+		if want := F32ToBF16(v); packed[i] != want && !(v != v && packed[i]&0x7fc0 == 0x7fc0) {
+			t.Fatalf("packBF16: %v (%#x) packs to %#x, want %#x", v, math.Float32bits(v), packed[i], want)
+		}
+	}
+	t.Logf("packBF16Asm checked on %d of %d values (%s)", done, len(x), detect())
 }
