@@ -296,8 +296,10 @@ func main() {
 		data(&w, fmt.Sprintf("q6kperm%d", i), [4]uint64{lo, lo, hi, hi})
 	}
 	for _, f := range formats {
-		for _, tokens := range x8Tiles {
-			qx8(&w, f, tokens)
+		for _, R := range []int{8, 16} {
+			for _, tokens := range x8Tiles {
+				qx8(&w, f, tokens, R)
+			}
 		}
 	}
 	for _, q5 := range []bool{false, true} {
@@ -792,60 +794,64 @@ var x8Tiles = []int{16, 8, 4, 2, 1}
 // the int32 correction −128·Σq, the float32 scale.
 const x8ActBytes = 40
 
-// qx8 emits <f>x8T<T>(w *byte, groups, nb int, a *byte, out *float32,
-// ostride int) for Q8_0/Q4_0/Q5_0 weights repacked eight rows at a time
-// (x8.go): per group and block, eight fp16 row scales, then the eight
-// rows' quants four by four (Q8_0 +128; Q4_0 and Q5_0 packed as in their
+// qx8 emits <f>x<R>T<T>(w *byte, groups, nb int, a *byte, out *float32,
+// ostride int) for Q8_0/Q4_0/Q5_0 weights repacked R (8 or 16, on 256- or
+// 512-bit registers) rows at a time (x8.go): per group and block, R fp16
+// row scales, then the R rows' quants four by four (Q8_0 +128; Q4_0 and Q5_0 packed as in their
 // blocks, Q5_0's qh dwords first), unpacked by x8Decode. One VPDPBUSD with the
 // token's 4 quants broadcast advances all eight rows, so the lanes are rows
 // and every integer block sum is whole; per block and token the float
 // steps are those of dotX8 (convert, scale dw·da, add).
 //
-// Registers: Y16–Y23 the weights, Y24 the row scales, Y25 dw·da, Y26–Y29
-// integer accumulators, Y0–Y15 the tile's per-token sums.
-func qx8(w *bytes.Buffer, f format, T int) {
-	name := fmt.Sprintf("%sx8T%d", f.name, T)
+// Registers (Z for R = 16): Y16–Y23 the weights, Y24 the row scales, Y25
+// dw·da, Y26–Y29 integer accumulators, Y0–Y15 the tile's per-token sums.
+func qx8(w *bytes.Buffer, f format, T, R int) {
+	V, xor := "Y", "VXORPS"
+	if R == 16 {
+		V, xor = "Z", "VPXORD"
+	}
+	name := fmt.Sprintf("%sx%dT%d", f.name, R, T)
 	fmt.Fprintf(w, "// func %s(w *byte, groups, nb int, a *byte, out *float32, ostride int)\n", name)
 	fmt.Fprintf(w, "TEXT ·%s(SB), NOSPLIT, $0-48\n", name)
 	fmt.Fprintf(w, "\tMOVQ w+0(FP), SI\n\tMOVQ groups+8(FP), R11\n\tMOVQ out+32(FP), R9\n\tMOVQ ostride+40(FP), R8\n%sgroup:\n", name)
 	for t := range T {
-		fmt.Fprintf(w, "\tVXORPS Y%[1]d, Y%[1]d, Y%[1]d\n", t)
+		fmt.Fprintf(w, "\t%s %s%d, %[2]s%[3]d, %[2]s%[3]d\n", xor, V, t)
 	}
-	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n\tVCVTPH2PS (SI), Y24\n", name)
+	fmt.Fprintf(w, "\tMOVQ a+24(FP), BX\n\tMOVQ nb+16(FP), R13\n%sblock:\n\tVCVTPH2PS (SI), %s24\n", name, V)
 	if T == 1 {
-		prefetch(w, 8*f.bytes)
+		prefetch(w, R*f.bytes)
 	}
-	x8Decode(w, f)
+	x8Decode(w, f, R)
 	for t := range T {
 		base := x8ActBytes * t
 		if T == 1 {
 			// Alone, split the eight dependent VPDPBUSDs over two chains.
-			fmt.Fprintf(w, "\tVPBROADCASTD %d(BX), Y26\n\tVPXORD Y27, Y27, Y27\n", base+32)
+			fmt.Fprintf(w, "\tVPBROADCASTD %d(BX), %s26\n\tVPXORD %[2]s27, %[2]s27, %[2]s27\n", base+32, V)
 			for k := range 8 {
-				fmt.Fprintf(w, "\tVPDPBUSD.BCST %d(BX), Y%d, Y%d\n", base+4*k, 16+k, 26+k%2)
+				fmt.Fprintf(w, "\tVPDPBUSD.BCST %[1]d(BX), %[2]s%[3]d, %[2]s%[4]d\n", base+4*k, V, 16+k, 26+k%2)
 			}
-			w.WriteString("\tVPADDD Y27, Y26, Y26\n")
+			fmt.Fprintf(w, "\tVPADDD %s27, %[1]s26, %[1]s26\n", V)
 		} else {
 			acc := 26 + t%4
-			fmt.Fprintf(w, "\tVPBROADCASTD %d(BX), Y%d\n", base+32, acc)
+			fmt.Fprintf(w, "\tVPBROADCASTD %d(BX), %s%d\n", base+32, V, acc)
 			for k := range 8 {
-				fmt.Fprintf(w, "\tVPDPBUSD.BCST %d(BX), Y%d, Y%d\n", base+4*k, 16+k, acc)
+				fmt.Fprintf(w, "\tVPDPBUSD.BCST %[1]d(BX), %[2]s%[3]d, %[2]s%[4]d\n", base+4*k, V, 16+k, acc)
 			}
 		}
 		acc := 26 + t%4
 		if T == 1 {
 			acc = 26
 		}
-		fmt.Fprintf(w, "\tVCVTDQ2PS Y%[1]d, Y%[1]d\n\tVMULPS.BCST %[2]d(BX), Y24, Y25\n\tVMULPS Y25, Y%[1]d, Y%[1]d\n\tVADDPS Y%[1]d, Y%[3]d, Y%[3]d\n", acc, base+36, t)
+		fmt.Fprintf(w, "\tVCVTDQ2PS %[4]s%[1]d, %[4]s%[1]d\n\tVMULPS.BCST %[2]d(BX), %[4]s24, %[4]s25\n\tVMULPS %[4]s25, %[4]s%[1]d, %[4]s%[1]d\n\tVADDPS %[4]s%[1]d, %[4]s%[3]d, %[4]s%[3]d\n", acc, base+36, t, V)
 	}
-	fmt.Fprintf(w, "\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ R13\n\tJNZ %sblock\n\tMOVQ R9, AX\n", 8*f.bytes, x8ActBytes*T, name)
+	fmt.Fprintf(w, "\tADDQ $%d, SI\n\tADDQ $%d, BX\n\tDECQ R13\n\tJNZ %sblock\n\tMOVQ R9, AX\n", R*f.bytes, x8ActBytes*T, name)
 	for t := range T {
-		fmt.Fprintf(w, "\tVMOVUPS Y%d, (AX)\n", t)
+		fmt.Fprintf(w, "\tVMOVUPS %s%d, (AX)\n", V, t)
 		if t < T-1 {
 			w.WriteString("\tADDQ R8, AX\n")
 		}
 	}
-	fmt.Fprintf(w, "\tADDQ $32, R9\n\tDECQ R11\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", name)
+	fmt.Fprintf(w, "\tADDQ $%d, R9\n\tDECQ R11\n\tJNZ %sgroup\n\tVZEROUPPER\n\tRET\n\n", 4*R, name)
 }
 
 // prefetch emits, at the top of a one-token VNNI kernel's block loop (one
@@ -892,34 +898,35 @@ func (p *spread) step() {
 // KiB less, 1 KiB less for Q6_K.
 const prefetchAhead = 8192
 
-// x8Decode loads a group block's quants into Y16–Y23 as unsigned bytes,
-// Y16+k holding the eight rows' quants 4k…4k+3. Q8_0 is stored +128;
+// x8Decode loads a group block's quants into Y16–Y23 (Z16–Z23 for R =
+// 16) as unsigned bytes, register 16+k holding the R rows' quants 4k…4k+3. Q8_0 is stored +128;
 // Q4_0's nibbles and Q5_0's five-bit values are unpacked here, Q5_0's
 // fifth bits taken from each row's qh dword (lanes are rows; laid out as
 // q5hPacked has them) to bit 4 of their bytes with one shift and a mask.
 // Uses Y26 and Y27 (the token accumulators are free until the token loop).
-func x8Decode(w *bytes.Buffer, f format) {
+func x8Decode(w *bytes.Buffer, f format, R int) {
+	V := map[int]string{8: "Y", 16: "Z"}[R]
 	if f.name == "q80" {
 		for k := range 8 {
-			fmt.Fprintf(w, "\tVMOVDQU32 %d(SI), Y%d\n", 16+32*k, 16+k)
+			fmt.Fprintf(w, "\tVMOVDQU32 %d(SI), %s%d\n", 2*R+4*R*k, V, 16+k)
 		}
 		return
 	}
-	quants := 16
+	quants := 2 * R
 	if f.name == "q50" {
-		quants = 48
-		w.WriteString("\tVMOVDQU32 16(SI), Y26\n")
+		quants = 6 * R
+		fmt.Fprintf(w, "\tVMOVDQU32 %d(SI), %s26\n", 2*R, V)
 	}
 	for g := range 4 {
 		lo, hi := 16+g, 20+g
-		fmt.Fprintf(w, "\tVMOVDQU32 %d(SI), Y%d\n\tVPSRLW $4, Y%d, Y%d\n\tVPANDD.BCST nib<>(SB), Y%d, Y%d\n\tVPANDD.BCST nib<>(SB), Y%d, Y%d\n",
-			quants+32*g, lo, lo, hi, lo, lo, hi, hi)
+		fmt.Fprintf(w, "\tVMOVDQU32 %[1]d(SI), %[4]s%[2]d\n\tVPSRLW $4, %[4]s%[2]d, %[4]s%[3]d\n\tVPANDD.BCST nib<>(SB), %[4]s%[2]d, %[4]s%[2]d\n\tVPANDD.BCST nib<>(SB), %[4]s%[3]d, %[4]s%[3]d\n",
+			quants+4*R*g, lo, hi, V)
 		if f.name != "q50" {
 			continue
 		}
 		for i, y := range []int{lo, hi} {
-			code, bits := q5Shift(g+4*i, "Y26", "Y27")
-			fmt.Fprintf(w, "%s\tVPANDD.BCST bit10<>(SB), %s, Y27\n\tVPORD Y27, Y%d, Y%[3]d\n", code, bits, y)
+			code, bits := q5Shift(g+4*i, V+"26", V+"27")
+			fmt.Fprintf(w, "%s\tVPANDD.BCST bit10<>(SB), %s, %s27\n\tVPORD %[3]s27, %[3]s%d, %[3]s%[4]d\n", code, bits, V, y)
 		}
 	}
 }

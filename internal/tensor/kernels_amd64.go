@@ -570,13 +570,59 @@ func q50x8T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 //go:noescape
 func q50x8T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 
+//go:noescape
+func q80x16T16(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q80x16T8(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q80x16T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q80x16T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q80x16T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q40x16T16(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q40x16T8(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q40x16T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q40x16T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q40x16T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q50x16T16(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q50x16T8(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q50x16T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q50x16T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func q50x16T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
+
 type x8Func = func(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 
-// x8Kernels are the repacked kernels per format, in x8Tiles order.
-var x8Kernels = map[gguf.TensorType][5]x8Func{
-	gguf.Q8_0: {q80x8T16, q80x8T8, q80x8T4, q80x8T2, q80x8T1},
-	gguf.Q4_0: {q40x8T16, q40x8T8, q40x8T4, q40x8T2, q40x8T1},
-	gguf.Q5_0: {q50x8T16, q50x8T8, q50x8T4, q50x8T2, q50x8T1},
+// x8Kernels are the VNNI repacked kernels per format and group size (8
+// rows on 256-bit registers, 16 on 512-bit ones), in x8Tiles order.
+var x8Kernels = map[gguf.TensorType][2][5]x8Func{
+	gguf.Q8_0: {{q80x8T16, q80x8T8, q80x8T4, q80x8T2, q80x8T1}, {q80x16T16, q80x16T8, q80x16T4, q80x16T2, q80x16T1}},
+	gguf.Q4_0: {{q40x8T16, q40x8T8, q40x8T4, q40x8T2, q40x8T1}, {q40x16T16, q40x16T8, q40x16T4, q40x16T2, q40x16T1}},
+	gguf.Q5_0: {{q50x8T16, q50x8T8, q50x8T4, q50x8T2, q50x8T1}, {q50x16T16, q50x16T8, q50x16T4, q50x16T2, q50x16T1}},
 }
 
 //go:noescape
@@ -651,12 +697,12 @@ var x8AVX2Kernels = map[gguf.TensorType][3]x8AVX2Func{
 
 // x8Asm runs the repacked Q8_0-family kernels over groups of eight rows
 // (w) for each token tile of q.X8, writing out[t·ostride + r].
-func x8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, out []float32, ostride int) bool {
+func x8Asm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q *Q8, n int, out []float32, ostride int) bool {
 	if !repacks(k, t) || groups == 0 {
 		return repacks(k, t)
 	}
-	_ = w[groups*nb*8*t.BlockBytes()-1]
-	_ = out[(n-1)*ostride+8*groups-1]
+	_ = w[groups*nb*R*t.BlockBytes()-1]
+	_ = out[(n-1)*ostride+R*groups-1]
 	_ = q.X8[n*nb*x8ActBytes-1]
 	if k == isaAVX2 && n == 1 {
 		gb, s := nb*8*t.BlockBytes(), x8AVX2Streams[t]
@@ -687,7 +733,7 @@ func x8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, out
 		}
 		return true
 	}
-	fs := x8Kernels[t]
+	fs := x8Kernels[t][R/16]
 	for t0 := 0; t0 < n; {
 		_, T := x8Tile(t0, n)
 		fs[slices.Index(x8Tiles[:], T)](&w[0], groups, nb, &q.X8[t0*nb*x8ActBytes], &out[t0*ostride], ostride*4)

@@ -7,7 +7,7 @@ import "github.com/glassbox-llm/glassbox/internal/gguf"
 // The kernels only x86 has (repacked layouts, exp and SiLU): pure Go
 // runs them elsewhere.
 
-func x8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool {
+func x8Asm(isa, gguf.TensorType, []byte, int, int, int, *Q8, int, []float32, int) bool {
 	return false
 }
 
