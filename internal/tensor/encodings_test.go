@@ -14,21 +14,25 @@ import (
 )
 
 // TestARM64Encodings re-assembles the mnemonic beside every WORD of the
-// arm64 kernels with GNU as and requires the same instruction word, so
+// arm64 kernels (hand-written and generated) with GNU as and requires the same instruction word, so
 // that the hand-encoded NEON instructions say what they do. (It runs on
 // the x86 build, where the cross binutils are; the kernels themselves are
 // tested under qemu.)
 func TestARM64Encodings(t *testing.T) {
 	as := reftest.Tool(t, "aarch64-linux-gnu-as")
 	objdump := reftest.Tool(t, "aarch64-linux-gnu-objdump")
-	src, err := os.ReadFile("kernels_arm64.s")
-	if err != nil {
-		t.Fatal(err)
-	}
 	re := regexp.MustCompile(`(?m)^\s*WORD \$0x([0-9a-f]{8}) // (.+)$`)
-	ms := re.FindAllStringSubmatch(string(src), -1)
-	if len(ms) < 100 {
-		t.Fatalf("%d WORDs with mnemonics in kernels_arm64.s", len(ms))
+	var ms [][]string
+	for _, file := range []string{"kernels_arm64.s", "x8_arm64.s"} {
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := re.FindAllStringSubmatch(string(src), -1); len(m) >= 100 {
+			ms = append(ms, m...)
+		} else {
+			t.Fatalf("%d WORDs with mnemonics in %s", len(m), file)
+		}
 	}
 	var text strings.Builder
 	for _, m := range ms {

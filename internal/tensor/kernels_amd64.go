@@ -661,11 +661,9 @@ func q40x8AVX2S(w *byte, groups, nb int, a *byte, wstep int, out *float32, ostep
 //go:noescape
 func q50x8AVX2S(w *byte, groups, nb int, a *byte, wstep int, out *float32, ostep int)
 
-type x8AVX2Func = func(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
 // x8AVX2Streams are the one-token kernels that read x8Streams runs of
 // groups at once (gen_kernels.go's qx8AVX2S).
-var x8AVX2Streams = map[gguf.TensorType]x8AVX2Func{
+var x8AVX2Streams = map[gguf.TensorType]x8RunFunc{
 	gguf.Q8_0: q80x8AVX2S,
 	gguf.Q4_0: q40x8AVX2S,
 	gguf.Q5_0: q50x8AVX2S,
@@ -689,7 +687,7 @@ func streamRuns(f, one func(w *byte, groups int, out *float32), w []byte, groups
 
 // x8AVX2Kernels are the AVX2 repacked kernels per format, for tiles of 4,
 // 2 and 1 tokens.
-var x8AVX2Kernels = map[gguf.TensorType][3]x8AVX2Func{
+var x8AVX2Kernels = map[gguf.TensorType][3]x8RunFunc{
 	gguf.Q8_0: {q80x8AVX2T4, q80x8AVX2T2, q80x8AVX2T1},
 	gguf.Q4_0: {q40x8AVX2T4, q40x8AVX2T2, q40x8AVX2T1},
 	gguf.Q5_0: {q50x8AVX2T4, q50x8AVX2T2, q50x8AVX2T1},
@@ -713,24 +711,10 @@ func x8Asm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q *Q8, n int, 
 		return true
 	}
 	if k == isaAVX2 {
-		// Tiles of four tokens at most (registers), within each layout tile.
 		fs := x8AVX2Kernels[t]
-		for t0 := 0; t0 < n; {
-			_, T := x8Tile(t0, n)
-			a, as := q.X8[t0*nb*x8ActBytes:], T*x8ActBytes
-			for s := 0; s < T; {
-				i, step := 2, 1
-				switch {
-				case T-s >= 4:
-					i, step = 0, 4
-				case T-s >= 2:
-					i, step = 1, 2
-				}
-				fs[i](&w[0], groups, nb, &a[s*x8ActBytes], as, &out[(t0+s)*ostride], ostride*4)
-				s += step
-			}
-			t0 += T
-		}
+		x8Runs(n, nb, func(tok, a, size, astride int) {
+			fs[x8RunIndex(size)](&w[0], groups, nb, &q.X8[a], astride, &out[tok*ostride], ostride*4)
+		})
 		return true
 	}
 	fs := x8Kernels[t][R/16]

@@ -86,6 +86,59 @@ func q8RowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n
 	return true
 }
 
+//go:generate go run gen_arm64.go
+
+//go:noescape
+func q80x8T4Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q80x8T2Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q80x8T1Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q40x8T4Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q40x8T2Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q40x8T1Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q50x8T4Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q50x8T2Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
+func q50x8T1Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+// x8DotKernels are the dot-product kernels over the repacked Q8_0 family
+// (gen_arm64.go), for runs of 4, 2 and 1 tokens.
+var x8DotKernels = map[gguf.TensorType][3]x8RunFunc{
+	gguf.Q8_0: {q80x8T4Dot, q80x8T2Dot, q80x8T1Dot},
+	gguf.Q4_0: {q40x8T4Dot, q40x8T2Dot, q40x8T1Dot},
+	gguf.Q5_0: {q50x8T4Dot, q50x8T2Dot, q50x8T1Dot},
+}
+
+// x8Asm runs the repacked Q8_0-family kernels over groups of eight rows
+// (w) for the n tokens of q.X8, writing out[t·ostride + r].
+func x8Asm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q *Q8, n int, out []float32, ostride int) bool {
+	if !repacks(k, t) || groups == 0 {
+		return repacks(k, t)
+	}
+	_ = w[groups*nb*R*t.BlockBytes()-1]
+	_ = out[(n-1)*ostride+R*groups-1]
+	_ = q.X8[n*nb*x8ActBytes-1]
+	fs := x8DotKernels[t]
+	x8Runs(n, nb, func(tok, a, size, astride int) {
+		fs[x8RunIndex(size)](&w[0], groups, nb, &q.X8[a], astride, &out[tok*ostride], ostride*4)
+	})
+	return true
+}
+
 //go:noescape
 func q4kRows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
 

@@ -7,10 +7,6 @@ import "github.com/glassbox-llm/glassbox/internal/gguf"
 // The kernels only x86 has (repacked layouts, exp and SiLU): pure Go
 // runs them elsewhere.
 
-func x8Asm(isa, gguf.TensorType, []byte, int, int, int, *Q8, int, []float32, int) bool {
-	return false
-}
-
 func expShiftAsm(isa, []float32, float32, float32) int { return 0 }
 
 func siluMulAsm(isa, []float32, []float32) int { return 0 }

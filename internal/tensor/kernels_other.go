@@ -12,6 +12,10 @@ func detect() isa { return isaGeneric }
 
 func q8RowsAsm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool { return false }
 
+func x8Asm(isa, gguf.TensorType, []byte, int, int, int, *Q8, int, []float32, int) bool {
+	return false
+}
+
 func kRowsAsm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool { return false }
 
 func dotF32Asm(isa, []float32, []float32) (float32, int) { return 0, 0 }

@@ -9,7 +9,8 @@ import (
 
 // Weights can be repacked R rows at a time for the kernels whose SIMD
 // lanes are rows: one VPDPBUSD (AVX-512 VNNI; on AVX2 VPMADDUBSW and
-// VPMADDWD) against a token's four quants (broadcast) advances R rows at
+// VPMADDWD; on arm64 SDOT by element, four rows per register, Q8_0 family
+// only) against a token's four quants (broadcast) advances R rows at
 // once, with no horizontal sums, and each weight load serves every token
 // of a tile. The layout takes exactly the bytes of the original rows, so
 // it replaces them in place. R is 8, and on VNNI 16 where the row count
@@ -17,7 +18,7 @@ import (
 // family's one-token kernel read 45 → 83 GB/s from L2 for Q4_0, and 512
 // tokens ran 540–595 → 895–1017 GFLOP/s). The
 // layout is made for one kernel set (Matrix.pack): Q8_0's quants are
-// stored +128 for VNNI and signed for AVX2.
+// stored +128 for VNNI and signed for AVX2 and arm64.
 // Per group of R rows and block (offsets in bytes; "the rows'" means R
 // consecutive 4-byte or 2-byte pieces, one per row):
 //
@@ -47,6 +48,32 @@ const x8ActBytes = 40
 // x8Tiles are the token tiles of the Q8_0-family kernels, largest first;
 // a batch is split greedily.
 var x8Tiles = [...]int{16, 8, 4, 2, 1}
+
+// x8RunFunc is a kernel over runs of 4, 2 or 1 tokens (registers) within
+// a layout tile: groups of eight rows of w against the tokens whose
+// blocks are at a + b·astride + 40t, into out + t·ostride (bytes) + 32g.
+type x8RunFunc = func(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
+
+// x8Runs calls f for each run of a batch of n tokens (of nb blocks each):
+// its first token, the offset of its first block in Q8.X8, its size (4, 2
+// or 1) and its tile's block stride in bytes.
+func x8Runs(n, nb int, f func(tok, a, size, astride int)) {
+	for t0 := 0; t0 < n; {
+		_, T := x8Tile(t0, n)
+		for s := 0; s < T; {
+			size := min(T-s, 4)
+			if size == 3 {
+				size = 2
+			}
+			f(t0+s, (t0*nb+s)*x8ActBytes, size, T*x8ActBytes)
+			s += size
+		}
+		t0 += T
+	}
+}
+
+// x8RunIndex is a run's kernel in [3]x8RunFunc (sizes 4, 2, 1).
+func x8RunIndex(size int) int { return [...]int{4: 0, 2: 1, 1: 2}[size] }
 
 // x8Tile returns the tile (first token, size) that token tok of n is in.
 func x8Tile(tok, n int) (int, int) {
@@ -110,7 +137,7 @@ func (m *Matrix) unpackBlock(r, b int, blk []byte) {
 func repacks(k isa, t gguf.TensorType) bool {
 	switch t {
 	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
-		return k.x86()
+		return k.x86() || k == isaDotProd && t.BlockElems() == 32
 	}
 	return false
 }

@@ -1,0 +1,245 @@
+//go:build ignore
+
+// gen_arm64 writes x8_arm64.s, the arm64 dot-product kernels over the
+// repacked Q8_0-family layout (eight rows a group, x8.go): `go generate
+// ./internal/tensor` (the output is committed; TestKernelsGenerated checks
+// it is current). Go's assembler spells few NEON instructions, so each is
+// a WORD encoded here with its GNU mnemonic beside it, and
+// TestARM64Encodings re-assembles every mnemonic with GNU as.
+//
+// One SDOT by element (Vd.4S += Vn.16B · Vm.4B[i]) takes four rows' four
+// quants (a 16-byte piece of the layout) against one token's four
+// activations, so the rows are the lanes and no horizontal sum is needed;
+// each weight load serves the T tokens of a tile. Registers: V0–V6 the
+// weights and scratch, V7 a constant, then per token two activation
+// vectors (the block's 32 quants), two int32 sums (rows 0–3, 4–7) and two
+// float32 sums.
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"log"
+	"os"
+)
+
+type gen struct{ bytes.Buffer }
+
+func (g *gen) word(w uint32, mnemonic string, args ...any) {
+	fmt.Fprintf(g, "\tWORD $0x%08x // %s\n", w, fmt.Sprintf(mnemonic, args...))
+}
+
+func (g *gen) op(s string, args ...any) { fmt.Fprintf(g, "\t"+s+"\n", args...) }
+
+func rdn(d, n int) uint32 { return uint32(n)<<5 | uint32(d) }
+
+func rdnm(d, n, m int) uint32 { return uint32(m)<<16 | rdn(d, n) }
+
+// elem encodes the H:L index bits of a by-element instruction on 32-bit
+// elements.
+func elem(i int) uint32 { return uint32(i&1)<<21 | uint32(i>>1)<<11 }
+
+func (g *gen) sdot(d, n, m, i int) {
+	g.word(0x4f80e000|elem(i)|rdnm(d, n, m), "sdot v%d.4s, v%d.16b, v%d.4b[%d]", d, n, m, i)
+}
+func (g *gen) fmulElem(d, n, m, i int) {
+	g.word(0x4f809000|elem(i)|rdnm(d, n, m), "fmul v%d.4s, v%d.4s, v%d.s[%d]", d, n, m, i)
+}
+func (g *gen) add4s(d, n, m int) {
+	g.word(0x4ea08400|rdnm(d, n, m), "add v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+func (g *gen) fmul(d, n, m int) {
+	g.word(0x6e20dc00|rdnm(d, n, m), "fmul v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+func (g *gen) fadd(d, n, m int) {
+	g.word(0x4e20d400|rdnm(d, n, m), "fadd v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+func (g *gen) and(d, n, m int) {
+	g.word(0x4e201c00|rdnm(d, n, m), "and v%d.16b, v%d.16b, v%d.16b", d, n, m)
+}
+func (g *gen) bit(d, n, m int) {
+	g.word(0x6ea01c00|rdnm(d, n, m), "bit v%d.16b, v%d.16b, v%d.16b", d, n, m)
+}
+func (g *gen) scvtf(d, n int)  { g.word(0x4e21d800|rdn(d, n), "scvtf v%d.4s, v%d.4s", d, n) }
+func (g *gen) fcvtl(d, n int)  { g.word(0x0e217800|rdn(d, n), "fcvtl v%d.4s, v%d.4h", d, n) }
+func (g *gen) fcvtl2(d, n int) { g.word(0x4e217800|rdn(d, n), "fcvtl2 v%d.4s, v%d.8h", d, n) }
+func (g *gen) dupW(d, wn int)  { g.word(0x4e040c00|rdn(d, wn), "dup v%d.4s, w%d", d, wn) }
+func (g *gen) zero(d int)      { g.word(0x6f00e400|uint32(d), "movi v%d.2d, #0", d) }
+func (g *gen) ushr(d, n, s int) {
+	g.word(0x6f000400|uint32(16-s)<<16|rdn(d, n), "ushr v%d.16b, v%d.16b, #%d", d, n, s)
+}
+func (g *gen) shl(d, n, s int) {
+	g.word(0x4f005400|uint32(8+s)<<16|rdn(d, n), "shl v%d.16b, v%d.16b, #%d", d, n, s)
+}
+func (g *gen) movi8(d int, imm uint8) {
+	g.word(0x4f00e400|uint32(imm>>5)<<16|uint32(imm&31)<<5|uint32(d), "movi v%d.16b, #0x%x", d, imm)
+}
+
+// format is one weight format: the constant in V7, and the body that sums one block's integer products
+// (the weight pointer R0 at the block's scales on entry, at the next
+// block on exit) by calling dot for each piece.
+type format struct {
+	name  string
+	konst int // V7's bytes, or -1
+	body  func(g *gen, dot func(lo, hi, e0 int))
+}
+
+var formats = []format{
+	{"q80", -1, func(g *gen, dot func(lo, hi, e0 int)) {
+		g.op("ADD $16, R0")
+		for k := 0; k < 8; k += 2 { // steps k, k+1: quants 4k…4k+3 of rows 0–3, 4–7
+			g.op("VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]")
+			dot(0, 1, 4*k)
+			dot(2, 3, 4*k+4)
+		}
+	}},
+	{"q40", 0x0f, func(g *gen, dot func(lo, hi, e0 int)) {
+		g.op("ADD $16, R0")
+		for p := 0; p < 4; p += 2 { // nibble bytes 4p…4p+3: elements 4p+i (low), 16+4p+i (high)
+			g.op("VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]")
+			for j := range 2 {
+				g.and(4, 2*j, 7)
+				g.and(5, 2*j+1, 7)
+				dot(4, 5, 4*(p+j))
+				g.ushr(4, 2*j, 4)
+				g.ushr(5, 2*j+1, 4)
+				dot(4, 5, 16+4*(p+j))
+			}
+		}
+	}},
+	// Q5_0's fifth bits (q5hPacked): byte i, bit k of a row's qh dword is
+	// step k's (element 16·(k/4) + 4·(k%4) + i); BIT inserts it as bit 4.
+	{"q50", 0x10, func(g *gen, dot func(lo, hi, e0 int)) {
+		g.op("ADD $16, R0")
+		g.op("VLD1.P 32(R0), [V5.B16, V6.B16]")
+		hbits := func(dst, qh, k int) {
+			src := qh
+			switch {
+			case k < 4:
+				g.shl(4, qh, 4-k)
+				src = 4
+			case k > 4:
+				g.ushr(4, qh, k-4)
+				src = 4
+			}
+			g.bit(dst, src, 7)
+		}
+		for p := range 4 {
+			g.op("VLD1.P 32(R0), [V0.B16, V1.B16]")
+			for hi := range 2 {
+				for r := range 2 {
+					if hi == 0 {
+						g.shl(2+r, r, 4)
+						g.ushr(2+r, 2+r, 4)
+					} else {
+						g.ushr(2+r, r, 4)
+					}
+					hbits(2+r, 5+r, 4*hi+p)
+				}
+				dot(2, 3, 16*hi+4*p)
+			}
+		}
+	}},
+}
+
+// kernel writes <f>x8T<T>Dot(w *byte, groups, nb int, a *byte, astride
+// int, out *float32, ostride int): groups of eight rows of w against T
+// tokens whose 40-byte X8 blocks are at a + b·astride + 40t, into out +
+// t·ostride (bytes) + 32g. Per row, block and token: the exact integer
+// Σ w·a plus the activations' correction, then sum += float32(Σ)·(dw·da)
+// by FMUL and FADD (never fused), which are dotX8's bits.
+func kernel(g *gen, f format, T int) {
+	act := func(t, h int) int { return 8 + 2*t + h }
+	isum := func(t, r int) int { return 8 + 2*T + 2*t + r }
+	fsum := func(t, r int) int { return 8 + 4*T + 2*t + r }
+	name := fmt.Sprintf("%sx8T%dDot", f.name, T)
+	fmt.Fprintf(g, "\n// func %s(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)\n", name)
+	fmt.Fprintf(g, "TEXT ·%s(SB), NOSPLIT, $0-56\n", name)
+	for i, a := range []string{"w", "groups", "nb", "a", "astride", "out", "ostride"} {
+		g.op("MOVD %s+%d(FP), R%d", a, 8*i, i)
+	}
+	if f.konst >= 0 {
+		g.movi8(7, uint8(f.konst))
+	}
+	fmt.Fprintf(g, "%sgroup:\n", name)
+	for t := range T {
+		g.zero(fsum(t, 0))
+		g.zero(fsum(t, 1))
+	}
+	g.op("MOVD R3, R8")
+	g.op("MOVD R2, R7")
+	fmt.Fprintf(g, "%sblock:\n", name)
+	g.op("MOVD R0, R9")
+	for t := range T {
+		src := "R8"
+		if t > 0 {
+			g.op("ADD $%d, R8, R10", 40*t)
+			src = "R10"
+		}
+		g.op("VLD1 (%s), [V%d.B16, V%d.B16]", src, act(t, 0), act(t, 1))
+		g.zero(isum(t, 0))
+		g.zero(isum(t, 1))
+	}
+	f.body(g, func(lo, hi, e0 int) {
+		for t := range T {
+			g.sdot(isum(t, 0), lo, act(t, e0/16), e0%16/4)
+			g.sdot(isum(t, 1), hi, act(t, e0/16), e0%16/4)
+		}
+	})
+	// The rows' scales, then per token: Σ + correction, × (dw·da), added.
+	g.op("VLD1 (R9), [V0.H8]")
+	g.fcvtl(1, 0)
+	g.fcvtl2(2, 0)
+	for t := range T {
+		g.op("MOVWU %d(R8), R11", 40*t+32)
+		g.dupW(3, 11)
+		g.op("FMOVS %d(R8), F4", 40*t+36)
+		for r := range 2 {
+			g.add4s(isum(t, r), isum(t, r), 3)
+			g.scvtf(isum(t, r), isum(t, r))
+			g.fmulElem(5, 1+r, 4, 0)
+			g.fmul(isum(t, r), isum(t, r), 5)
+			g.fadd(fsum(t, r), fsum(t, r), isum(t, r))
+		}
+	}
+	g.op("ADD R4, R8")
+	g.op("SUBS $1, R7")
+	g.op("BNE %sblock", name)
+	g.op("MOVD R5, R10")
+	for t := range T {
+		g.op("VST1 [V%d.S4, V%d.S4], (R10)", fsum(t, 0), fsum(t, 1))
+		if t < T-1 {
+			g.op("ADD R6, R10")
+		}
+	}
+	g.op("ADD $32, R5")
+	g.op("SUBS $1, R1")
+	g.op("BNE %sgroup", name)
+	g.op("RET")
+}
+
+func main() {
+	var g gen
+	g.WriteString(`// Code generated by gen_arm64.go; DO NOT EDIT.
+
+// The arm64 dot-product kernels over the repacked Q8_0, Q4_0 and Q5_0
+// layouts (x8.go): SDOT by element, eight rows × tiles of 4, 2 and 1
+// tokens. Each WORD's mnemonic is checked by TestARM64Encodings.
+
+//go:build !purego
+
+#include "textflag.h"
+`)
+	for _, f := range formats {
+		for _, T := range []int{4, 2, 1} {
+			kernel(&g, f, T)
+		}
+	}
+	out := "x8_arm64.s"
+	if len(os.Args) > 1 {
+		out = os.Args[1]
+	}
+	if err := os.WriteFile(out, g.Bytes(), 0o644); err != nil {
+		log.Fatal(err)
+	}
+}
