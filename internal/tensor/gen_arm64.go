@@ -64,7 +64,40 @@ func (g *gen) scvtf(d, n int)  { g.word(0x4e21d800|rdn(d, n), "scvtf v%d.4s, v%d
 func (g *gen) fcvtl(d, n int)  { g.word(0x0e217800|rdn(d, n), "fcvtl v%d.4s, v%d.4h", d, n) }
 func (g *gen) fcvtl2(d, n int) { g.word(0x4e217800|rdn(d, n), "fcvtl2 v%d.4s, v%d.8h", d, n) }
 func (g *gen) dupW(d, wn int)  { g.word(0x4e040c00|rdn(d, wn), "dup v%d.4s, w%d", d, wn) }
-func (g *gen) zero(d int)      { g.word(0x6f00e400|uint32(d), "movi v%d.2d, #0", d) }
+func (g *gen) fsub(d, n, m int) {
+	g.word(0x4ea0d400|rdnm(d, n, m), "fsub v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+func (g *gen) bic(d, n, m int) {
+	g.word(0x4e601c00|rdnm(d, n, m), "bic v%d.16b, v%d.16b, v%d.16b", d, n, m)
+}
+func (g *gen) orr(d, n, m int) {
+	g.word(0x4ea01c00|rdnm(d, n, m), "orr v%d.16b, v%d.16b, v%d.16b", d, n, m)
+}
+func (g *gen) mla(d, n, m int) {
+	g.word(0x4ea09400|rdnm(d, n, m), "mla v%d.4s, v%d.4s, v%d.4s", d, n, m)
+}
+func (g *gen) mlaElem(d, n, m, i int) {
+	g.word(0x6f800000|elem(i)|rdnm(d, n, m), "mla v%d.4s, v%d.4s, v%d.s[%d]", d, n, m, i)
+}
+func (g *gen) addp8h(d, n, m int) {
+	g.word(0x4e60bc00|rdnm(d, n, m), "addp v%d.8h, v%d.8h, v%d.8h", d, n, m)
+}
+func (g *gen) sxtl(d, n int)  { g.word(0x0f10a400|rdn(d, n), "sxtl v%d.4s, v%d.4h", d, n) }
+func (g *gen) sxtl2(d, n int) { g.word(0x4f10a400|rdn(d, n), "sxtl2 v%d.4s, v%d.8h", d, n) }
+func (g *gen) movi4s(d int, imm uint8) {
+	g.word(0x4f000400|uint32(imm>>5)<<16|uint32(imm&31)<<5|uint32(d), "movi v%d.4s, #0x%x", d, imm)
+}
+
+// ushr4s shifts 32-bit lanes right (by 0: a copy unless d == n).
+func (g *gen) ushr4s(d, n, s int) {
+	switch {
+	case s > 0:
+		g.word(0x6f000400|uint32(64-s)<<16|rdn(d, n), "ushr v%d.4s, v%d.4s, #%d", d, n, s)
+	case d != n:
+		g.orr(d, n, n)
+	}
+}
+func (g *gen) zero(d int) { g.word(0x6f00e400|uint32(d), "movi v%d.2d, #0", d) }
 func (g *gen) ushr(d, n, s int) {
 	g.word(0x6f000400|uint32(16-s)<<16|rdn(d, n), "ushr v%d.16b, v%d.16b, #%d", d, n, s)
 }
@@ -218,6 +251,122 @@ func kernel(g *gen, f format, T int) {
 	g.op("RET")
 }
 
+// q4k writes q4kx8Dot(w *byte, groups, nb int, q *int8, d *float32, bsums
+// *int16, out *float32): groups of eight rows of a repacked Q4_K matrix
+// against one token's Q8_K activations (q, d, bsums in their plain
+// layout), into out + 32g. Per row and super-block it forms dotQ4K's exact
+// integers (sumi = Σ_j sc_j·Σ q·a by SDOT and MLA, summ = Σ_j m_j·(the
+// pair of block sums) by MLA by element), then kSuperBlock's float steps.
+// Registers: V0–V5 weights, V6 scratch, V7 0x0f bytes, V8–V11 the
+// activations of one 64-element step p, V12–V15 its two sub-blocks' sums,
+// V16–V19 sumi and summ, V20–V21 the float sums, V22–V27 the rows' scale
+// bytes 0–3, 4–7, 8–11, V28–V29 the block-sum pairs, V30 0x3f and V31 0x0f
+// lanes.
+func q4k(g *gen) {
+	const name = "q4kx8Dot"
+	fmt.Fprintf(g, "\n// func %s(w *byte, groups, nb int, q *int8, d *float32, bsums *int16, out *float32)\n", name)
+	fmt.Fprintf(g, "TEXT ·%s(SB), NOSPLIT, $0-56\n", name)
+	for i, a := range []string{"w", "groups", "nb", "q", "d", "bsums", "out"} {
+		g.op("MOVD %s+%d(FP), R%d", a, 8*i, i)
+	}
+	g.movi8(7, 0x0f)
+	g.movi4s(30, 0x3f)
+	g.movi4s(31, 0x0f)
+	fmt.Fprintf(g, "%sgroup:\n", name)
+	g.zero(20)
+	g.zero(21)
+	g.op("MOVD R3, R8")
+	g.op("MOVD R4, R9")
+	g.op("MOVD R5, R10")
+	g.op("MOVD R2, R7")
+	fmt.Fprintf(g, "%sblock:\n", name)
+	g.op("MOVD R0, R11")
+	g.op("ADD $32, R0")
+	g.op("VLD1.P 64(R0), [V22.B16, V23.B16, V24.B16, V25.B16]")
+	g.op("VLD1.P 32(R0), [V26.B16, V27.B16]")
+	g.op("VLD1.P 32(R10), [V28.H8, V29.H8]")
+	g.addp8h(28, 28, 29)
+	g.sxtl2(29, 28)
+	g.sxtl(28, 28)
+	for _, v := range []int{16, 17, 18, 19} {
+		g.zero(v)
+	}
+	// scaleMin leaves sub-block j's scale (min) of rows 4r…4r+3 in V4 (V5).
+	scaleMin := func(j, r int) {
+		a, b, c := 22+r, 24+r, 26+r
+		if j < 4 {
+			g.ushr4s(4, a, 8*j)
+			g.and(4, 4, 30)
+			g.ushr4s(5, b, 8*j)
+			g.and(5, 5, 30)
+			return
+		}
+		j -= 4
+		for i, hi := range []struct{ lo, hi, dst int }{{a, 0, 4}, {b, 4, 5}} {
+			_ = i
+			src := hi.lo // the two high bits: bits 6–7 of byte j of A (scale) or B (min)
+			g.ushr4s(6, src, 8*j+2)
+			g.and(6, 6, 30)
+			g.bic(6, 6, 31)
+			g.ushr4s(hi.dst, c, 8*j+hi.hi) // the low four: a nibble of byte j of C
+			g.and(hi.dst, hi.dst, 31)
+			g.orr(hi.dst, hi.dst, 6)
+		}
+	}
+	for p := range 4 {
+		g.op("VLD1.P 64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]")
+		for _, v := range []int{12, 13, 14, 15} {
+			g.zero(v)
+		}
+		for k := 0; k < 8; k += 2 {
+			g.op("VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]")
+			for s := range 2 {
+				kk := k + s
+				for r := range 2 {
+					g.and(4+r, 2*s+r, 7)
+				}
+				g.sdot(12, 4, 8+kk/4, kk%4)
+				g.sdot(13, 5, 8+kk/4, kk%4)
+				for r := range 2 {
+					g.ushr(4+r, 2*s+r, 4)
+				}
+				g.sdot(14, 4, 10+kk/4, kk%4)
+				g.sdot(15, 5, 10+kk/4, kk%4)
+			}
+		}
+		for h := range 2 {
+			j := 2*p + h
+			for r := range 2 {
+				scaleMin(j, r)
+				g.mla(16+r, 12+2*h+r, 4)
+				g.mlaElem(18+r, 5, 28+j/4, j%4)
+			}
+		}
+	}
+	g.op("VLD1 (R11), [V0.H8, V1.H8]")
+	g.fcvtl(2, 0)
+	g.fcvtl2(3, 0)
+	g.fcvtl(4, 1)
+	g.fcvtl2(5, 1)
+	g.op("FMOVS.P 4(R9), F6")
+	for r := range 2 {
+		g.scvtf(16+r, 16+r)
+		g.scvtf(18+r, 18+r)
+		g.fmulElem(0, 2+r, 6, 0)
+		g.fmul(16+r, 16+r, 0)
+		g.fadd(20+r, 20+r, 16+r)
+		g.fmulElem(0, 4+r, 6, 0)
+		g.fmul(18+r, 18+r, 0)
+		g.fsub(20+r, 20+r, 18+r)
+	}
+	g.op("SUBS $1, R7")
+	g.op("BNE %sblock", name)
+	g.op("VST1.P [V20.S4, V21.S4], 32(R6)")
+	g.op("SUBS $1, R1")
+	g.op("BNE %sgroup", name)
+	g.op("RET")
+}
+
 func main() {
 	var g gen
 	g.WriteString(`// Code generated by gen_arm64.go; DO NOT EDIT.
@@ -235,6 +384,7 @@ func main() {
 			kernel(&g, f, T)
 		}
 	}
+	q4k(&g)
 	out := "x8_arm64.s"
 	if len(os.Args) > 1 {
 		out = os.Args[1]

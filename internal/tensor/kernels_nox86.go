@@ -11,10 +11,6 @@ func expShiftAsm(isa, []float32, float32, float32) int { return 0 }
 
 func siluMulAsm(isa, []float32, []float32) int { return 0 }
 
-func kxAsm(isa, gguf.TensorType, []byte, int, int, int, []int8, []float32, []int16, []float32) bool {
-	return false
-}
-
 func kx8Asm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool { return false }
 
 func floatRowsAsm(isa, floatKind, []byte, int, int, int, []float32, []float32, int, []float32, int) int {

@@ -16,6 +16,10 @@ func x8Asm(isa, gguf.TensorType, []byte, int, int, int, *Q8, int, []float32, int
 	return false
 }
 
+func kxAsm(isa, gguf.TensorType, []byte, int, int, int, []int8, []float32, []int16, []float32) bool {
+	return false
+}
+
 func kRowsAsm(isa, gguf.TensorType, []byte, int, int, *Q8, int, []float32, int) bool { return false }
 
 func dotF32Asm(isa, []float32, []float32) (float32, int) { return 0, 0 }
