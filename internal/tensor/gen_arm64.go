@@ -67,12 +67,6 @@ func (g *gen) dupW(d, wn int)  { g.word(0x4e040c00|rdn(d, wn), "dup v%d.4s, w%d"
 func (g *gen) fsub(d, n, m int) {
 	g.word(0x4ea0d400|rdnm(d, n, m), "fsub v%d.4s, v%d.4s, v%d.4s", d, n, m)
 }
-func (g *gen) bic(d, n, m int) {
-	g.word(0x4e601c00|rdnm(d, n, m), "bic v%d.16b, v%d.16b, v%d.16b", d, n, m)
-}
-func (g *gen) orr(d, n, m int) {
-	g.word(0x4ea01c00|rdnm(d, n, m), "orr v%d.16b, v%d.16b, v%d.16b", d, n, m)
-}
 func (g *gen) mla(d, n, m int) {
 	g.word(0x4ea09400|rdnm(d, n, m), "mla v%d.4s, v%d.4s, v%d.4s", d, n, m)
 }
@@ -84,18 +78,18 @@ func (g *gen) addp8h(d, n, m int) {
 }
 func (g *gen) sxtl(d, n int)  { g.word(0x0f10a400|rdn(d, n), "sxtl v%d.4s, v%d.4h", d, n) }
 func (g *gen) sxtl2(d, n int) { g.word(0x4f10a400|rdn(d, n), "sxtl2 v%d.4s, v%d.8h", d, n) }
-func (g *gen) movi4s(d int, imm uint8) {
-	g.word(0x4f000400|uint32(imm>>5)<<16|uint32(imm&31)<<5|uint32(d), "movi v%d.4s, #0x%x", d, imm)
+func (g *gen) sxtl8(d, n int) { g.word(0x0f08a400|rdn(d, n), "sxtl v%d.8h, v%d.8b", d, n) }
+func (g *gen) shl4s(d, n, s int) {
+	g.word(0x4f005400|uint32(32+s)<<16|rdn(d, n), "shl v%d.4s, v%d.4s, #%d", d, n, s)
 }
-
-// ushr4s shifts 32-bit lanes right (by 0: a copy unless d == n).
 func (g *gen) ushr4s(d, n, s int) {
-	switch {
-	case s > 0:
-		g.word(0x6f000400|uint32(64-s)<<16|rdn(d, n), "ushr v%d.4s, v%d.4s, #%d", d, n, s)
-	case d != n:
-		g.orr(d, n, n)
-	}
+	g.word(0x6f000400|uint32(64-s)<<16|rdn(d, n), "ushr v%d.4s, v%d.4s, #%d", d, n, s)
+}
+func (g *gen) sli4s(d, n, s int) {
+	g.word(0x6f005400|uint32(32+s)<<16|rdn(d, n), "sli v%d.4s, v%d.4s, #%d", d, n, s)
+}
+func (g *gen) sli(d, n, s int) {
+	g.word(0x6f005400|uint32(8+s)<<16|rdn(d, n), "sli v%d.16b, v%d.16b, #%d", d, n, s)
 }
 func (g *gen) zero(d int) { g.word(0x6f00e400|uint32(d), "movi v%d.2d, #0", d) }
 func (g *gen) ushr(d, n, s int) {
@@ -252,26 +246,27 @@ func kernel(g *gen, f format, T int) {
 }
 
 // q4k writes q4kx8Dot(w *byte, groups, nb int, q *int8, d *float32, bsums
-// *int16, out *float32): groups of eight rows of a repacked Q4_K matrix
-// against one token's Q8_K activations (q, d, bsums in their plain
-// layout), into out + 32g. Per row and super-block it forms dotQ4K's exact
-// integers (sumi = Σ_j sc_j·Σ q·a by SDOT and MLA, summ = Σ_j m_j·(the
-// pair of block sums) by MLA by element), then kSuperBlock's float steps.
-// Registers: V0–V5 weights, V6 scratch, V7 0x0f bytes, V8–V11 the
-// activations of one 64-element step p, V12–V15 its two sub-blocks' sums,
-// V16–V19 sumi and summ, V20–V21 the float sums, V22–V27 the rows' scale
-// bytes 0–3, 4–7, 8–11, V28–V29 the block-sum pairs, V30 0x3f and V31 0x0f
-// lanes.
-func q4k(g *gen) {
-	const name = "q4kx8Dot"
+// *int16, out *float32), or with q5 q5kx8Dot: groups of eight rows of a
+// repacked Q4_K (Q5_K) matrix against one token's Q8_K activations (q, d,
+// bsums in their plain layout), into out + 32g. Per row and super-block it
+// forms dotQ4K's (dotQ5K's) exact integers (sumi = Σ_j sc_j·Σ q·a by SDOT
+// and MLA, summ = Σ_j m_j·(the pair of block sums) by MLA by element),
+// then kSuperBlock's float steps. Registers: V0–V5 weights, V6 scratch,
+// V7 0x0f bytes, V8–V11 the activations of one 64-element step p,
+// V12–V15 its two sub-blocks' sums, V16–V19 sumi and summ, V20–V21 the
+// float sums, V22–V27 the rows' scale bytes 0–3, 4–7, 8–11, V28–V29 the
+// block-sum pairs, V30–V31 (Q5_K) a step's qh dwords.
+func q4k(g *gen, q5 bool) {
+	name := "q4kx8Dot"
+	if q5 {
+		name = "q5kx8Dot"
+	}
 	fmt.Fprintf(g, "\n// func %s(w *byte, groups, nb int, q *int8, d *float32, bsums *int16, out *float32)\n", name)
 	fmt.Fprintf(g, "TEXT ·%s(SB), NOSPLIT, $0-56\n", name)
 	for i, a := range []string{"w", "groups", "nb", "q", "d", "bsums", "out"} {
 		g.op("MOVD %s+%d(FP), R%d", a, 8*i, i)
 	}
 	g.movi8(7, 0x0f)
-	g.movi4s(30, 0x3f)
-	g.movi4s(31, 0x0f)
 	fmt.Fprintf(g, "%sgroup:\n", name)
 	g.zero(20)
 	g.zero(21)
@@ -284,6 +279,9 @@ func q4k(g *gen) {
 	g.op("ADD $32, R0")
 	g.op("VLD1.P 64(R0), [V22.B16, V23.B16, V24.B16, V25.B16]")
 	g.op("VLD1.P 32(R0), [V26.B16, V27.B16]")
+	if q5 {
+		g.op("ADD $256, R0") // past the qh dwords, read through R12
+	}
 	g.op("VLD1.P 32(R10), [V28.H8, V29.H8]")
 	g.addp8h(28, 28, 29)
 	g.sxtl2(29, 28)
@@ -291,30 +289,40 @@ func q4k(g *gen) {
 	for _, v := range []int{16, 17, 18, 19} {
 		g.zero(v)
 	}
-	// scaleMin leaves sub-block j's scale (min) of rows 4r…4r+3 in V4 (V5).
+	// bits leaves n bits of each 32-bit lane of src from bit lo in dst.
+	bits := func(dst, src, lo, n int) {
+		g.shl4s(dst, src, 32-lo-n)
+		g.ushr4s(dst, dst, 32-n)
+	}
+	// scaleMin leaves sub-block j's scale (min) of rows 4r…4r+3 in V4
+	// (V5): scaleMinK4 on 32-bit lanes of scale bytes 0–3 (A), 4–7 (B),
+	// 8–11 (C).
 	scaleMin := func(j, r int) {
 		a, b, c := 22+r, 24+r, 26+r
 		if j < 4 {
-			g.ushr4s(4, a, 8*j)
-			g.and(4, 4, 30)
-			g.ushr4s(5, b, 8*j)
-			g.and(5, 5, 30)
+			bits(4, a, 8*j, 6)
+			bits(5, b, 8*j, 6)
 			return
 		}
 		j -= 4
-		for i, hi := range []struct{ lo, hi, dst int }{{a, 0, 4}, {b, 4, 5}} {
-			_ = i
-			src := hi.lo // the two high bits: bits 6–7 of byte j of A (scale) or B (min)
-			g.ushr4s(6, src, 8*j+2)
-			g.and(6, 6, 30)
-			g.bic(6, 6, 31)
-			g.ushr4s(hi.dst, c, 8*j+hi.hi) // the low four: a nibble of byte j of C
-			g.and(hi.dst, hi.dst, 31)
-			g.orr(hi.dst, hi.dst, 6)
-		}
+		bits(4, c, 8*j, 4)   // low four bits of the scale: byte j of C
+		bits(6, a, 8*j+6, 2) // its high two: bits 6–7 of byte j of A
+		g.sli4s(4, 6, 4)
+		bits(5, c, 8*j+4, 4) // the min's: C's high nibble, B's bits 6–7
+		bits(6, b, 8*j+6, 2)
+		g.sli4s(5, 6, 4)
+	}
+	// fifth inserts bit b of each qh byte (V30+r) as bit 4 of V4+r.
+	fifth := func(r, b int) {
+		g.shl(6, 30+r, 7-b)
+		g.ushr(6, 6, 7)
+		g.sli(4+r, 6, 4)
 	}
 	for p := range 4 {
 		g.op("VLD1.P 64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]")
+		if q5 {
+			g.op("ADD $128, R11, R12")
+		}
 		for _, v := range []int{12, 13, 14, 15} {
 			g.zero(v)
 		}
@@ -322,13 +330,22 @@ func q4k(g *gen) {
 			g.op("VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]")
 			for s := range 2 {
 				kk := k + s
+				if q5 {
+					g.op("VLD1.P 32(R12), [V30.B16, V31.B16]")
+				}
 				for r := range 2 {
 					g.and(4+r, 2*s+r, 7)
+					if q5 {
+						fifth(r, 2*p)
+					}
 				}
 				g.sdot(12, 4, 8+kk/4, kk%4)
 				g.sdot(13, 5, 8+kk/4, kk%4)
 				for r := range 2 {
 					g.ushr(4+r, 2*s+r, 4)
+					if q5 {
+						fifth(r, 2*p+1)
+					}
 				}
 				g.sdot(14, 4, 10+kk/4, kk%4)
 				g.sdot(15, 5, 10+kk/4, kk%4)
@@ -367,6 +384,106 @@ func q4k(g *gen) {
 	g.op("RET")
 }
 
+// q6k writes q6kx8Dot (q4k's arguments) for a repacked Q6_K matrix:
+// dotQ6K's integers, Σ_g sc_g·(Σ q·a − 32·bsum_g) over the 16 groups of
+// 16 elements, each group's sum starting at −32·bsum_g (so the offset
+// costs no multiply), then sum += float32(Σ)·(d·da). Per step (half n,
+// k) the layout gives the rows' ql bytes 64n+4k…, 64n+32+4k… and qh bytes
+// 32n+4k…: quants of elements 128n + 32c + 4k + i (c = 0…3, group 8n + 2c
+// + k/4), the low or high nibbles with qh's bits 2c, 2c+1 inserted as
+// bits 4–5 by BIT. Registers: V0–V5 a step's bytes, V6–V7 and V30–V31
+// scratch, V8–V15 the half's 128 activations, V16–V23 four groups' sums,
+// V24–V25 Σ, V26–V27 the float sums, V28 0x0f and V29 0x30 bytes.
+func q6k(g *gen) {
+	const name = "q6kx8Dot"
+	fmt.Fprintf(g, "\n// func %s(w *byte, groups, nb int, q *int8, d *float32, bsums *int16, out *float32)\n", name)
+	fmt.Fprintf(g, "TEXT ·%s(SB), NOSPLIT, $0-56\n", name)
+	for i, a := range []string{"w", "groups", "nb", "q", "d", "bsums", "out"} {
+		g.op("MOVD %s+%d(FP), R%d", a, 8*i, i)
+	}
+	g.movi8(28, 0x0f)
+	g.movi8(29, 0x30)
+	fmt.Fprintf(g, "%sgroup:\n", name)
+	g.zero(26)
+	g.zero(27)
+	g.op("MOVD R3, R8")
+	g.op("MOVD R4, R9")
+	g.op("MOVD R5, R10")
+	g.op("MOVD R2, R7")
+	fmt.Fprintf(g, "%sblock:\n", name)
+	g.op("MOVD R0, R11")
+	g.op("ADD $144, R0")
+	g.zero(24)
+	g.zero(25)
+	for n := range 2 {
+		g.op("VLD1.P 64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]")
+		g.op("VLD1.P 64(R8), [V12.B16, V13.B16, V14.B16, V15.B16]")
+		for kh := range 2 {
+			for c := range 4 { // group 8n+2c+kh's sums start at −32·bsum
+				g.op("MOVH %d(R10), R12", 2*(8*n+2*c+kh))
+				g.op("LSL $5, R12, R12")
+				g.op("NEG R12, R12")
+				g.dupW(16+2*c, 12)
+				g.dupW(17+2*c, 12)
+			}
+			for k := 4 * kh; k < 4*kh+4; k++ {
+				g.op("VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]")
+				g.op("VLD1.P 32(R0), [V4.B16, V5.B16]")
+				for c := range 4 {
+					for r := range 2 { // rows 4r…4r+3: quant in V6+r, scratch V30+r
+						q, tmp, ql, qh := 6+r, 30+r, 2*(c%2)+r, 4+r
+						if c < 2 {
+							g.and(q, ql, 28)
+						} else {
+							g.ushr(q, ql, 4)
+						}
+						src := qh
+						switch c {
+						case 0:
+							g.shl(tmp, qh, 4)
+							src = tmp
+						case 1:
+							g.shl(tmp, qh, 2)
+							src = tmp
+						case 3:
+							g.ushr(tmp, qh, 2)
+							src = tmp
+						}
+						g.bit(q, src, 29)
+						g.sdot(16+2*c+r, q, 8+2*c+kh, k%4)
+					}
+				}
+			}
+			for c := range 4 { // Σ += sc_g · the group's sum
+				g.op("ADD $%d, R11, R13", 16+8*(8*n+2*c+kh))
+				g.op("VLD1 (R13), [V6.B8]")
+				g.sxtl8(6, 6)
+				g.sxtl2(7, 6)
+				g.sxtl(6, 6)
+				g.mla(24, 16+2*c, 6)
+				g.mla(25, 17+2*c, 7)
+			}
+		}
+	}
+	g.op("VLD1 (R11), [V6.H8]")
+	g.fcvtl(30, 6)
+	g.fcvtl2(31, 6)
+	g.op("FMOVS.P 4(R9), F6")
+	for r := range 2 {
+		g.scvtf(24+r, 24+r)
+		g.fmulElem(30+r, 30+r, 6, 0)
+		g.fmul(24+r, 24+r, 30+r)
+		g.fadd(26+r, 26+r, 24+r)
+	}
+	g.op("ADD $32, R10")
+	g.op("SUBS $1, R7")
+	g.op("BNE %sblock", name)
+	g.op("VST1.P [V26.S4, V27.S4], 32(R6)")
+	g.op("SUBS $1, R1")
+	g.op("BNE %sgroup", name)
+	g.op("RET")
+}
+
 func main() {
 	var g gen
 	g.WriteString(`// Code generated by gen_arm64.go; DO NOT EDIT.
@@ -384,7 +501,9 @@ func main() {
 			kernel(&g, f, T)
 		}
 	}
-	q4k(&g)
+	q4k(&g, false)
+	q4k(&g, true)
+	q6k(&g)
 	out := "x8_arm64.s"
 	if len(os.Args) > 1 {
 		out = os.Args[1]

@@ -142,10 +142,16 @@ func x8Asm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q *Q8, n int, 
 //go:noescape
 func q4kx8Dot(w *byte, groups, nb int, q *int8, d *float32, bsums *int16, out *float32)
 
-// kxAsm runs the repacked Q4_K kernel over groups of eight rows (w)
+//go:noescape
+func q5kx8Dot(w *byte, groups, nb int, q *int8, d *float32, bsums *int16, out *float32)
+
+//go:noescape
+func q6kx8Dot(w *byte, groups, nb int, q *int8, d *float32, bsums *int16, out *float32)
+
+// kxAsm runs the repacked K-quant kernel over groups of eight rows (w)
 // against one token's Q8_K activations, writing out[0, 8·groups).
 func kxAsm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q []int8, d []float32, bsums []int16, out []float32) bool {
-	if k != isaDotProd || t != gguf.Q4_K || R != 8 || groups == 0 {
+	if k != isaDotProd || t.BlockElems() != 256 || R != 8 || groups == 0 {
 		return false
 	}
 	_ = w[groups*nb*t.BlockBytes()*R-1]
@@ -153,7 +159,16 @@ func kxAsm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q []int8, d []
 	_ = d[nb-1]
 	_ = bsums[nb*16-1]
 	_ = out[R*groups-1]
-	q4kx8Dot(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
+	// Direct calls (not through a func value) keep out on the caller's
+	// stack.
+	switch t {
+	case gguf.Q4_K:
+		q4kx8Dot(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
+	case gguf.Q5_K:
+		q5kx8Dot(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
+	default:
+		q6kx8Dot(&w[0], groups, nb, &q[0], &d[0], &bsums[0], &out[0])
+	}
 	return true
 }
 

@@ -9,10 +9,10 @@ import (
 
 // Weights can be repacked R rows at a time for the kernels whose SIMD
 // lanes are rows: one VPDPBUSD (AVX-512 VNNI; on AVX2 VPMADDUBSW and
-// VPMADDWD; on arm64 SDOT by element, four rows per register, for the
-// Q8_0 family and Q4_K) against a token's four quants (broadcast) advances R rows at
-// once, with no horizontal sums, and each weight load serves every token
-// of a tile. The layout takes exactly the bytes of the original rows, so
+// VPMADDWD; on arm64 with the dot product, SDOT by element on four rows)
+// against a token's four quants (broadcast) advances R rows at once,
+// with no horizontal sums, and each weight load serves every token of a
+// tile. The layout takes exactly the bytes of the original rows, so
 // it replaces them in place. R is 8, and on VNNI 16 where the row count
 // allows (512-bit registers: twice the rows per instruction; the Q8_0
 // family's one-token kernel read 45 → 83 GB/s from L2 for Q4_0, and 512
@@ -136,10 +136,8 @@ func (m *Matrix) unpackBlock(r, b int, blk []byte) {
 // repacks reports whether kernel set k has repacked kernels for t.
 func repacks(k isa, t gguf.TensorType) bool {
 	switch t {
-	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0, gguf.Q4_K:
+	case gguf.Q8_0, gguf.Q4_0, gguf.Q5_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K:
 		return k.x86() || k == isaDotProd
-	case gguf.Q5_K, gguf.Q6_K:
-		return k.x86()
 	}
 	return false
 }

@@ -1269,8 +1269,6 @@ TEXT ·q4kx8Dot(SB), NOSPLIT, $0-56
 	MOVD bsums+40(FP), R5
 	MOVD out+48(FP), R6
 	WORD $0x4f00e5e7 // movi v7.16b, #0xf
-	WORD $0x4f0107fe // movi v30.4s, #0x3f
-	WORD $0x4f0005ff // movi v31.4s, #0xf
 q4kx8Dotgroup:
 	WORD $0x6f00e414 // movi v20.2d, #0
 	WORD $0x6f00e415 // movi v21.2d, #0
@@ -1364,28 +1362,28 @@ q4kx8Dotblock:
 	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
 	WORD $0x4fabe88e // sdot v14.4s, v4.16b, v11.4b[3]
 	WORD $0x4fabe8af // sdot v15.4s, v5.16b, v11.4b[3]
-	WORD $0x4eb61ec4 // orr v4.16b, v22.16b, v22.16b
-	WORD $0x4e3e1c84 // and v4.16b, v4.16b, v30.16b
-	WORD $0x4eb81f05 // orr v5.16b, v24.16b, v24.16b
-	WORD $0x4e3e1ca5 // and v5.16b, v5.16b, v30.16b
+	WORD $0x4f3a56c4 // shl v4.4s, v22.4s, #26
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f3a5705 // shl v5.4s, v24.4s, #26
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
 	WORD $0x4ea49590 // mla v16.4s, v12.4s, v4.4s
 	WORD $0x6f9c00b2 // mla v18.4s, v5.4s, v28.s[0]
-	WORD $0x4eb71ee4 // orr v4.16b, v23.16b, v23.16b
-	WORD $0x4e3e1c84 // and v4.16b, v4.16b, v30.16b
-	WORD $0x4eb91f25 // orr v5.16b, v25.16b, v25.16b
-	WORD $0x4e3e1ca5 // and v5.16b, v5.16b, v30.16b
+	WORD $0x4f3a56e4 // shl v4.4s, v23.4s, #26
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f3a5725 // shl v5.4s, v25.4s, #26
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
 	WORD $0x4ea495b1 // mla v17.4s, v13.4s, v4.4s
 	WORD $0x6f9c00b3 // mla v19.4s, v5.4s, v28.s[0]
-	WORD $0x6f3806c4 // ushr v4.4s, v22.4s, #8
-	WORD $0x4e3e1c84 // and v4.16b, v4.16b, v30.16b
-	WORD $0x6f380705 // ushr v5.4s, v24.4s, #8
-	WORD $0x4e3e1ca5 // and v5.16b, v5.16b, v30.16b
+	WORD $0x4f3256c4 // shl v4.4s, v22.4s, #18
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f325705 // shl v5.4s, v24.4s, #18
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
 	WORD $0x4ea495d0 // mla v16.4s, v14.4s, v4.4s
 	WORD $0x6fbc00b2 // mla v18.4s, v5.4s, v28.s[1]
-	WORD $0x6f3806e4 // ushr v4.4s, v23.4s, #8
-	WORD $0x4e3e1c84 // and v4.16b, v4.16b, v30.16b
-	WORD $0x6f380725 // ushr v5.4s, v25.4s, #8
-	WORD $0x4e3e1ca5 // and v5.16b, v5.16b, v30.16b
+	WORD $0x4f3256e4 // shl v4.4s, v23.4s, #18
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f325725 // shl v5.4s, v25.4s, #18
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
 	WORD $0x4ea495f1 // mla v17.4s, v15.4s, v4.4s
 	WORD $0x6fbc00b3 // mla v19.4s, v5.4s, v28.s[1]
 	VLD1.P 64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
@@ -1461,28 +1459,28 @@ q4kx8Dotblock:
 	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
 	WORD $0x4fabe88e // sdot v14.4s, v4.16b, v11.4b[3]
 	WORD $0x4fabe8af // sdot v15.4s, v5.16b, v11.4b[3]
-	WORD $0x6f3006c4 // ushr v4.4s, v22.4s, #16
-	WORD $0x4e3e1c84 // and v4.16b, v4.16b, v30.16b
-	WORD $0x6f300705 // ushr v5.4s, v24.4s, #16
-	WORD $0x4e3e1ca5 // and v5.16b, v5.16b, v30.16b
+	WORD $0x4f2a56c4 // shl v4.4s, v22.4s, #10
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f2a5705 // shl v5.4s, v24.4s, #10
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
 	WORD $0x4ea49590 // mla v16.4s, v12.4s, v4.4s
 	WORD $0x6f9c08b2 // mla v18.4s, v5.4s, v28.s[2]
-	WORD $0x6f3006e4 // ushr v4.4s, v23.4s, #16
-	WORD $0x4e3e1c84 // and v4.16b, v4.16b, v30.16b
-	WORD $0x6f300725 // ushr v5.4s, v25.4s, #16
-	WORD $0x4e3e1ca5 // and v5.16b, v5.16b, v30.16b
+	WORD $0x4f2a56e4 // shl v4.4s, v23.4s, #10
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f2a5725 // shl v5.4s, v25.4s, #10
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
 	WORD $0x4ea495b1 // mla v17.4s, v13.4s, v4.4s
 	WORD $0x6f9c08b3 // mla v19.4s, v5.4s, v28.s[2]
-	WORD $0x6f2806c4 // ushr v4.4s, v22.4s, #24
-	WORD $0x4e3e1c84 // and v4.16b, v4.16b, v30.16b
-	WORD $0x6f280705 // ushr v5.4s, v24.4s, #24
-	WORD $0x4e3e1ca5 // and v5.16b, v5.16b, v30.16b
+	WORD $0x4f2256c4 // shl v4.4s, v22.4s, #2
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f225705 // shl v5.4s, v24.4s, #2
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
 	WORD $0x4ea495d0 // mla v16.4s, v14.4s, v4.4s
 	WORD $0x6fbc08b2 // mla v18.4s, v5.4s, v28.s[3]
-	WORD $0x6f2806e4 // ushr v4.4s, v23.4s, #24
-	WORD $0x4e3e1c84 // and v4.16b, v4.16b, v30.16b
-	WORD $0x6f280725 // ushr v5.4s, v25.4s, #24
-	WORD $0x4e3e1ca5 // and v5.16b, v5.16b, v30.16b
+	WORD $0x4f2256e4 // shl v4.4s, v23.4s, #2
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f225725 // shl v5.4s, v25.4s, #2
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
 	WORD $0x4ea495f1 // mla v17.4s, v15.4s, v4.4s
 	WORD $0x6fbc08b3 // mla v19.4s, v5.4s, v28.s[3]
 	VLD1.P 64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
@@ -1558,60 +1556,52 @@ q4kx8Dotblock:
 	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
 	WORD $0x4fabe88e // sdot v14.4s, v4.16b, v11.4b[3]
 	WORD $0x4fabe8af // sdot v15.4s, v5.16b, v11.4b[3]
-	WORD $0x6f3e06c6 // ushr v6.4s, v22.4s, #2
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x4eba1f44 // orr v4.16b, v26.16b, v26.16b
-	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
-	WORD $0x4ea61c84 // orr v4.16b, v4.16b, v6.16b
-	WORD $0x6f3e0706 // ushr v6.4s, v24.4s, #2
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x6f3c0745 // ushr v5.4s, v26.4s, #4
-	WORD $0x4e3f1ca5 // and v5.16b, v5.16b, v31.16b
-	WORD $0x4ea61ca5 // orr v5.16b, v5.16b, v6.16b
+	WORD $0x4f3c5744 // shl v4.4s, v26.4s, #28
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f3856c6 // shl v6.4s, v22.4s, #24
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f385745 // shl v5.4s, v26.4s, #24
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f385706 // shl v6.4s, v24.4s, #24
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
 	WORD $0x4ea49590 // mla v16.4s, v12.4s, v4.4s
 	WORD $0x6f9d00b2 // mla v18.4s, v5.4s, v29.s[0]
-	WORD $0x6f3e06e6 // ushr v6.4s, v23.4s, #2
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x4ebb1f64 // orr v4.16b, v27.16b, v27.16b
-	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
-	WORD $0x4ea61c84 // orr v4.16b, v4.16b, v6.16b
-	WORD $0x6f3e0726 // ushr v6.4s, v25.4s, #2
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x6f3c0765 // ushr v5.4s, v27.4s, #4
-	WORD $0x4e3f1ca5 // and v5.16b, v5.16b, v31.16b
-	WORD $0x4ea61ca5 // orr v5.16b, v5.16b, v6.16b
+	WORD $0x4f3c5764 // shl v4.4s, v27.4s, #28
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f3856e6 // shl v6.4s, v23.4s, #24
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f385765 // shl v5.4s, v27.4s, #24
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f385726 // shl v6.4s, v25.4s, #24
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
 	WORD $0x4ea495b1 // mla v17.4s, v13.4s, v4.4s
 	WORD $0x6f9d00b3 // mla v19.4s, v5.4s, v29.s[0]
-	WORD $0x6f3606c6 // ushr v6.4s, v22.4s, #10
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x6f380744 // ushr v4.4s, v26.4s, #8
-	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
-	WORD $0x4ea61c84 // orr v4.16b, v4.16b, v6.16b
-	WORD $0x6f360706 // ushr v6.4s, v24.4s, #10
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x6f340745 // ushr v5.4s, v26.4s, #12
-	WORD $0x4e3f1ca5 // and v5.16b, v5.16b, v31.16b
-	WORD $0x4ea61ca5 // orr v5.16b, v5.16b, v6.16b
+	WORD $0x4f345744 // shl v4.4s, v26.4s, #20
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f3056c6 // shl v6.4s, v22.4s, #16
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f305745 // shl v5.4s, v26.4s, #16
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f305706 // shl v6.4s, v24.4s, #16
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
 	WORD $0x4ea495d0 // mla v16.4s, v14.4s, v4.4s
 	WORD $0x6fbd00b2 // mla v18.4s, v5.4s, v29.s[1]
-	WORD $0x6f3606e6 // ushr v6.4s, v23.4s, #10
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x6f380764 // ushr v4.4s, v27.4s, #8
-	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
-	WORD $0x4ea61c84 // orr v4.16b, v4.16b, v6.16b
-	WORD $0x6f360726 // ushr v6.4s, v25.4s, #10
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x6f340765 // ushr v5.4s, v27.4s, #12
-	WORD $0x4e3f1ca5 // and v5.16b, v5.16b, v31.16b
-	WORD $0x4ea61ca5 // orr v5.16b, v5.16b, v6.16b
+	WORD $0x4f345764 // shl v4.4s, v27.4s, #20
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f3056e6 // shl v6.4s, v23.4s, #16
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f305765 // shl v5.4s, v27.4s, #16
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f305726 // shl v6.4s, v25.4s, #16
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
 	WORD $0x4ea495f1 // mla v17.4s, v15.4s, v4.4s
 	WORD $0x6fbd00b3 // mla v19.4s, v5.4s, v29.s[1]
 	VLD1.P 64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
@@ -1687,60 +1677,52 @@ q4kx8Dotblock:
 	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
 	WORD $0x4fabe88e // sdot v14.4s, v4.16b, v11.4b[3]
 	WORD $0x4fabe8af // sdot v15.4s, v5.16b, v11.4b[3]
-	WORD $0x6f2e06c6 // ushr v6.4s, v22.4s, #18
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x6f300744 // ushr v4.4s, v26.4s, #16
-	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
-	WORD $0x4ea61c84 // orr v4.16b, v4.16b, v6.16b
-	WORD $0x6f2e0706 // ushr v6.4s, v24.4s, #18
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x6f2c0745 // ushr v5.4s, v26.4s, #20
-	WORD $0x4e3f1ca5 // and v5.16b, v5.16b, v31.16b
-	WORD $0x4ea61ca5 // orr v5.16b, v5.16b, v6.16b
+	WORD $0x4f2c5744 // shl v4.4s, v26.4s, #12
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f2856c6 // shl v6.4s, v22.4s, #8
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f285745 // shl v5.4s, v26.4s, #8
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f285706 // shl v6.4s, v24.4s, #8
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
 	WORD $0x4ea49590 // mla v16.4s, v12.4s, v4.4s
 	WORD $0x6f9d08b2 // mla v18.4s, v5.4s, v29.s[2]
-	WORD $0x6f2e06e6 // ushr v6.4s, v23.4s, #18
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x6f300764 // ushr v4.4s, v27.4s, #16
-	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
-	WORD $0x4ea61c84 // orr v4.16b, v4.16b, v6.16b
-	WORD $0x6f2e0726 // ushr v6.4s, v25.4s, #18
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x6f2c0765 // ushr v5.4s, v27.4s, #20
-	WORD $0x4e3f1ca5 // and v5.16b, v5.16b, v31.16b
-	WORD $0x4ea61ca5 // orr v5.16b, v5.16b, v6.16b
+	WORD $0x4f2c5764 // shl v4.4s, v27.4s, #12
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f2856e6 // shl v6.4s, v23.4s, #8
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f285765 // shl v5.4s, v27.4s, #8
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f285726 // shl v6.4s, v25.4s, #8
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
 	WORD $0x4ea495b1 // mla v17.4s, v13.4s, v4.4s
 	WORD $0x6f9d08b3 // mla v19.4s, v5.4s, v29.s[2]
-	WORD $0x6f2606c6 // ushr v6.4s, v22.4s, #26
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x6f280744 // ushr v4.4s, v26.4s, #24
-	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
-	WORD $0x4ea61c84 // orr v4.16b, v4.16b, v6.16b
-	WORD $0x6f260706 // ushr v6.4s, v24.4s, #26
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x6f240745 // ushr v5.4s, v26.4s, #28
-	WORD $0x4e3f1ca5 // and v5.16b, v5.16b, v31.16b
-	WORD $0x4ea61ca5 // orr v5.16b, v5.16b, v6.16b
+	WORD $0x4f245744 // shl v4.4s, v26.4s, #4
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f2056c6 // shl v6.4s, v22.4s, #0
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f205745 // shl v5.4s, v26.4s, #0
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f205706 // shl v6.4s, v24.4s, #0
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
 	WORD $0x4ea495d0 // mla v16.4s, v14.4s, v4.4s
 	WORD $0x6fbd08b2 // mla v18.4s, v5.4s, v29.s[3]
-	WORD $0x6f2606e6 // ushr v6.4s, v23.4s, #26
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x6f280764 // ushr v4.4s, v27.4s, #24
-	WORD $0x4e3f1c84 // and v4.16b, v4.16b, v31.16b
-	WORD $0x4ea61c84 // orr v4.16b, v4.16b, v6.16b
-	WORD $0x6f260726 // ushr v6.4s, v25.4s, #26
-	WORD $0x4e3e1cc6 // and v6.16b, v6.16b, v30.16b
-	WORD $0x4e7f1cc6 // bic v6.16b, v6.16b, v31.16b
-	WORD $0x6f240765 // ushr v5.4s, v27.4s, #28
-	WORD $0x4e3f1ca5 // and v5.16b, v5.16b, v31.16b
-	WORD $0x4ea61ca5 // orr v5.16b, v5.16b, v6.16b
+	WORD $0x4f245764 // shl v4.4s, v27.4s, #4
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f2056e6 // shl v6.4s, v23.4s, #0
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f205765 // shl v5.4s, v27.4s, #0
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f205726 // shl v6.4s, v25.4s, #0
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
 	WORD $0x4ea495f1 // mla v17.4s, v15.4s, v4.4s
 	WORD $0x6fbd08b3 // mla v19.4s, v5.4s, v29.s[3]
 	VLD1 (R11), [V0.H8, V1.H8]
@@ -1770,4 +1752,1671 @@ q4kx8Dotblock:
 	VST1.P [V20.S4, V21.S4], 32(R6)
 	SUBS $1, R1
 	BNE q4kx8Dotgroup
+	RET
+
+// func q5kx8Dot(w *byte, groups, nb int, q *int8, d *float32, bsums *int16, out *float32)
+TEXT ·q5kx8Dot(SB), NOSPLIT, $0-56
+	MOVD w+0(FP), R0
+	MOVD groups+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD q+24(FP), R3
+	MOVD d+32(FP), R4
+	MOVD bsums+40(FP), R5
+	MOVD out+48(FP), R6
+	WORD $0x4f00e5e7 // movi v7.16b, #0xf
+q5kx8Dotgroup:
+	WORD $0x6f00e414 // movi v20.2d, #0
+	WORD $0x6f00e415 // movi v21.2d, #0
+	MOVD R3, R8
+	MOVD R4, R9
+	MOVD R5, R10
+	MOVD R2, R7
+q5kx8Dotblock:
+	MOVD R0, R11
+	ADD $32, R0
+	VLD1.P 64(R0), [V22.B16, V23.B16, V24.B16, V25.B16]
+	VLD1.P 32(R0), [V26.B16, V27.B16]
+	ADD $256, R0
+	VLD1.P 32(R10), [V28.H8, V29.H8]
+	WORD $0x4e7dbf9c // addp v28.8h, v28.8h, v29.8h
+	WORD $0x4f10a79d // sxtl2 v29.4s, v28.8h
+	WORD $0x0f10a79c // sxtl v28.4s, v28.4h
+	WORD $0x6f00e410 // movi v16.2d, #0
+	WORD $0x6f00e411 // movi v17.2d, #0
+	WORD $0x6f00e412 // movi v18.2d, #0
+	WORD $0x6f00e413 // movi v19.2d, #0
+	VLD1.P 64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	ADD $128, R11, R12
+	WORD $0x6f00e40c // movi v12.2d, #0
+	WORD $0x6f00e40d // movi v13.2d, #0
+	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0f57c6 // shl v6.16b, v30.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0f57e6 // shl v6.16b, v31.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f88e08c // sdot v12.4s, v4.16b, v8.4b[0]
+	WORD $0x4f88e0ad // sdot v13.4s, v5.16b, v8.4b[0]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0e57c6 // shl v6.16b, v30.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0e57e6 // shl v6.16b, v31.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8ae08e // sdot v14.4s, v4.16b, v10.4b[0]
+	WORD $0x4f8ae0af // sdot v15.4s, v5.16b, v10.4b[0]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0f57c6 // shl v6.16b, v30.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0f57e6 // shl v6.16b, v31.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa8e08c // sdot v12.4s, v4.16b, v8.4b[1]
+	WORD $0x4fa8e0ad // sdot v13.4s, v5.16b, v8.4b[1]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0e57c6 // shl v6.16b, v30.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0e57e6 // shl v6.16b, v31.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4faae08e // sdot v14.4s, v4.16b, v10.4b[1]
+	WORD $0x4faae0af // sdot v15.4s, v5.16b, v10.4b[1]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0f57c6 // shl v6.16b, v30.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0f57e6 // shl v6.16b, v31.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f88e88c // sdot v12.4s, v4.16b, v8.4b[2]
+	WORD $0x4f88e8ad // sdot v13.4s, v5.16b, v8.4b[2]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0e57c6 // shl v6.16b, v30.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0e57e6 // shl v6.16b, v31.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD $0x4f8ae8af // sdot v15.4s, v5.16b, v10.4b[2]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0f57c6 // shl v6.16b, v30.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0f57e6 // shl v6.16b, v31.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa8e88c // sdot v12.4s, v4.16b, v8.4b[3]
+	WORD $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0e57c6 // shl v6.16b, v30.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0e57e6 // shl v6.16b, v31.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4faae88e // sdot v14.4s, v4.16b, v10.4b[3]
+	WORD $0x4faae8af // sdot v15.4s, v5.16b, v10.4b[3]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0f57c6 // shl v6.16b, v30.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0f57e6 // shl v6.16b, v31.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f89e08c // sdot v12.4s, v4.16b, v9.4b[0]
+	WORD $0x4f89e0ad // sdot v13.4s, v5.16b, v9.4b[0]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0e57c6 // shl v6.16b, v30.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0e57e6 // shl v6.16b, v31.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8be08e // sdot v14.4s, v4.16b, v11.4b[0]
+	WORD $0x4f8be0af // sdot v15.4s, v5.16b, v11.4b[0]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0f57c6 // shl v6.16b, v30.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0f57e6 // shl v6.16b, v31.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa9e08c // sdot v12.4s, v4.16b, v9.4b[1]
+	WORD $0x4fa9e0ad // sdot v13.4s, v5.16b, v9.4b[1]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0e57c6 // shl v6.16b, v30.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0e57e6 // shl v6.16b, v31.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fabe08e // sdot v14.4s, v4.16b, v11.4b[1]
+	WORD $0x4fabe0af // sdot v15.4s, v5.16b, v11.4b[1]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0f57c6 // shl v6.16b, v30.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0f57e6 // shl v6.16b, v31.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f89e88c // sdot v12.4s, v4.16b, v9.4b[2]
+	WORD $0x4f89e8ad // sdot v13.4s, v5.16b, v9.4b[2]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0e57c6 // shl v6.16b, v30.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0e57e6 // shl v6.16b, v31.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD $0x4f8be8af // sdot v15.4s, v5.16b, v11.4b[2]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0f57c6 // shl v6.16b, v30.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0f57e6 // shl v6.16b, v31.16b, #7
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa9e88c // sdot v12.4s, v4.16b, v9.4b[3]
+	WORD $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0e57c6 // shl v6.16b, v30.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0e57e6 // shl v6.16b, v31.16b, #6
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fabe88e // sdot v14.4s, v4.16b, v11.4b[3]
+	WORD $0x4fabe8af // sdot v15.4s, v5.16b, v11.4b[3]
+	WORD $0x4f3a56c4 // shl v4.4s, v22.4s, #26
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f3a5705 // shl v5.4s, v24.4s, #26
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
+	WORD $0x4ea49590 // mla v16.4s, v12.4s, v4.4s
+	WORD $0x6f9c00b2 // mla v18.4s, v5.4s, v28.s[0]
+	WORD $0x4f3a56e4 // shl v4.4s, v23.4s, #26
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f3a5725 // shl v5.4s, v25.4s, #26
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
+	WORD $0x4ea495b1 // mla v17.4s, v13.4s, v4.4s
+	WORD $0x6f9c00b3 // mla v19.4s, v5.4s, v28.s[0]
+	WORD $0x4f3256c4 // shl v4.4s, v22.4s, #18
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f325705 // shl v5.4s, v24.4s, #18
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
+	WORD $0x4ea495d0 // mla v16.4s, v14.4s, v4.4s
+	WORD $0x6fbc00b2 // mla v18.4s, v5.4s, v28.s[1]
+	WORD $0x4f3256e4 // shl v4.4s, v23.4s, #18
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f325725 // shl v5.4s, v25.4s, #18
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
+	WORD $0x4ea495f1 // mla v17.4s, v15.4s, v4.4s
+	WORD $0x6fbc00b3 // mla v19.4s, v5.4s, v28.s[1]
+	VLD1.P 64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	ADD $128, R11, R12
+	WORD $0x6f00e40c // movi v12.2d, #0
+	WORD $0x6f00e40d // movi v13.2d, #0
+	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0d57c6 // shl v6.16b, v30.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0d57e6 // shl v6.16b, v31.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f88e08c // sdot v12.4s, v4.16b, v8.4b[0]
+	WORD $0x4f88e0ad // sdot v13.4s, v5.16b, v8.4b[0]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0c57c6 // shl v6.16b, v30.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0c57e6 // shl v6.16b, v31.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8ae08e // sdot v14.4s, v4.16b, v10.4b[0]
+	WORD $0x4f8ae0af // sdot v15.4s, v5.16b, v10.4b[0]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0d57c6 // shl v6.16b, v30.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0d57e6 // shl v6.16b, v31.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa8e08c // sdot v12.4s, v4.16b, v8.4b[1]
+	WORD $0x4fa8e0ad // sdot v13.4s, v5.16b, v8.4b[1]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0c57c6 // shl v6.16b, v30.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0c57e6 // shl v6.16b, v31.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4faae08e // sdot v14.4s, v4.16b, v10.4b[1]
+	WORD $0x4faae0af // sdot v15.4s, v5.16b, v10.4b[1]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0d57c6 // shl v6.16b, v30.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0d57e6 // shl v6.16b, v31.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f88e88c // sdot v12.4s, v4.16b, v8.4b[2]
+	WORD $0x4f88e8ad // sdot v13.4s, v5.16b, v8.4b[2]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0c57c6 // shl v6.16b, v30.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0c57e6 // shl v6.16b, v31.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD $0x4f8ae8af // sdot v15.4s, v5.16b, v10.4b[2]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0d57c6 // shl v6.16b, v30.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0d57e6 // shl v6.16b, v31.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa8e88c // sdot v12.4s, v4.16b, v8.4b[3]
+	WORD $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0c57c6 // shl v6.16b, v30.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0c57e6 // shl v6.16b, v31.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4faae88e // sdot v14.4s, v4.16b, v10.4b[3]
+	WORD $0x4faae8af // sdot v15.4s, v5.16b, v10.4b[3]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0d57c6 // shl v6.16b, v30.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0d57e6 // shl v6.16b, v31.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f89e08c // sdot v12.4s, v4.16b, v9.4b[0]
+	WORD $0x4f89e0ad // sdot v13.4s, v5.16b, v9.4b[0]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0c57c6 // shl v6.16b, v30.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0c57e6 // shl v6.16b, v31.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8be08e // sdot v14.4s, v4.16b, v11.4b[0]
+	WORD $0x4f8be0af // sdot v15.4s, v5.16b, v11.4b[0]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0d57c6 // shl v6.16b, v30.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0d57e6 // shl v6.16b, v31.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa9e08c // sdot v12.4s, v4.16b, v9.4b[1]
+	WORD $0x4fa9e0ad // sdot v13.4s, v5.16b, v9.4b[1]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0c57c6 // shl v6.16b, v30.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0c57e6 // shl v6.16b, v31.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fabe08e // sdot v14.4s, v4.16b, v11.4b[1]
+	WORD $0x4fabe0af // sdot v15.4s, v5.16b, v11.4b[1]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0d57c6 // shl v6.16b, v30.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0d57e6 // shl v6.16b, v31.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f89e88c // sdot v12.4s, v4.16b, v9.4b[2]
+	WORD $0x4f89e8ad // sdot v13.4s, v5.16b, v9.4b[2]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0c57c6 // shl v6.16b, v30.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0c57e6 // shl v6.16b, v31.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD $0x4f8be8af // sdot v15.4s, v5.16b, v11.4b[2]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0d57c6 // shl v6.16b, v30.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0d57e6 // shl v6.16b, v31.16b, #5
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa9e88c // sdot v12.4s, v4.16b, v9.4b[3]
+	WORD $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0c57c6 // shl v6.16b, v30.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0c57e6 // shl v6.16b, v31.16b, #4
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fabe88e // sdot v14.4s, v4.16b, v11.4b[3]
+	WORD $0x4fabe8af // sdot v15.4s, v5.16b, v11.4b[3]
+	WORD $0x4f2a56c4 // shl v4.4s, v22.4s, #10
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f2a5705 // shl v5.4s, v24.4s, #10
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
+	WORD $0x4ea49590 // mla v16.4s, v12.4s, v4.4s
+	WORD $0x6f9c08b2 // mla v18.4s, v5.4s, v28.s[2]
+	WORD $0x4f2a56e4 // shl v4.4s, v23.4s, #10
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f2a5725 // shl v5.4s, v25.4s, #10
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
+	WORD $0x4ea495b1 // mla v17.4s, v13.4s, v4.4s
+	WORD $0x6f9c08b3 // mla v19.4s, v5.4s, v28.s[2]
+	WORD $0x4f2256c4 // shl v4.4s, v22.4s, #2
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f225705 // shl v5.4s, v24.4s, #2
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
+	WORD $0x4ea495d0 // mla v16.4s, v14.4s, v4.4s
+	WORD $0x6fbc08b2 // mla v18.4s, v5.4s, v28.s[3]
+	WORD $0x4f2256e4 // shl v4.4s, v23.4s, #2
+	WORD $0x6f260484 // ushr v4.4s, v4.4s, #26
+	WORD $0x4f225725 // shl v5.4s, v25.4s, #2
+	WORD $0x6f2604a5 // ushr v5.4s, v5.4s, #26
+	WORD $0x4ea495f1 // mla v17.4s, v15.4s, v4.4s
+	WORD $0x6fbc08b3 // mla v19.4s, v5.4s, v28.s[3]
+	VLD1.P 64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	ADD $128, R11, R12
+	WORD $0x6f00e40c // movi v12.2d, #0
+	WORD $0x6f00e40d // movi v13.2d, #0
+	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0b57c6 // shl v6.16b, v30.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0b57e6 // shl v6.16b, v31.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f88e08c // sdot v12.4s, v4.16b, v8.4b[0]
+	WORD $0x4f88e0ad // sdot v13.4s, v5.16b, v8.4b[0]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0a57c6 // shl v6.16b, v30.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0a57e6 // shl v6.16b, v31.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8ae08e // sdot v14.4s, v4.16b, v10.4b[0]
+	WORD $0x4f8ae0af // sdot v15.4s, v5.16b, v10.4b[0]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0b57c6 // shl v6.16b, v30.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0b57e6 // shl v6.16b, v31.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa8e08c // sdot v12.4s, v4.16b, v8.4b[1]
+	WORD $0x4fa8e0ad // sdot v13.4s, v5.16b, v8.4b[1]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0a57c6 // shl v6.16b, v30.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0a57e6 // shl v6.16b, v31.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4faae08e // sdot v14.4s, v4.16b, v10.4b[1]
+	WORD $0x4faae0af // sdot v15.4s, v5.16b, v10.4b[1]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0b57c6 // shl v6.16b, v30.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0b57e6 // shl v6.16b, v31.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f88e88c // sdot v12.4s, v4.16b, v8.4b[2]
+	WORD $0x4f88e8ad // sdot v13.4s, v5.16b, v8.4b[2]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0a57c6 // shl v6.16b, v30.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0a57e6 // shl v6.16b, v31.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD $0x4f8ae8af // sdot v15.4s, v5.16b, v10.4b[2]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0b57c6 // shl v6.16b, v30.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0b57e6 // shl v6.16b, v31.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa8e88c // sdot v12.4s, v4.16b, v8.4b[3]
+	WORD $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0a57c6 // shl v6.16b, v30.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0a57e6 // shl v6.16b, v31.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4faae88e // sdot v14.4s, v4.16b, v10.4b[3]
+	WORD $0x4faae8af // sdot v15.4s, v5.16b, v10.4b[3]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0b57c6 // shl v6.16b, v30.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0b57e6 // shl v6.16b, v31.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f89e08c // sdot v12.4s, v4.16b, v9.4b[0]
+	WORD $0x4f89e0ad // sdot v13.4s, v5.16b, v9.4b[0]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0a57c6 // shl v6.16b, v30.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0a57e6 // shl v6.16b, v31.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8be08e // sdot v14.4s, v4.16b, v11.4b[0]
+	WORD $0x4f8be0af // sdot v15.4s, v5.16b, v11.4b[0]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0b57c6 // shl v6.16b, v30.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0b57e6 // shl v6.16b, v31.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa9e08c // sdot v12.4s, v4.16b, v9.4b[1]
+	WORD $0x4fa9e0ad // sdot v13.4s, v5.16b, v9.4b[1]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0a57c6 // shl v6.16b, v30.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0a57e6 // shl v6.16b, v31.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fabe08e // sdot v14.4s, v4.16b, v11.4b[1]
+	WORD $0x4fabe0af // sdot v15.4s, v5.16b, v11.4b[1]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0b57c6 // shl v6.16b, v30.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0b57e6 // shl v6.16b, v31.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f89e88c // sdot v12.4s, v4.16b, v9.4b[2]
+	WORD $0x4f89e8ad // sdot v13.4s, v5.16b, v9.4b[2]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0a57c6 // shl v6.16b, v30.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0a57e6 // shl v6.16b, v31.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD $0x4f8be8af // sdot v15.4s, v5.16b, v11.4b[2]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0b57c6 // shl v6.16b, v30.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0b57e6 // shl v6.16b, v31.16b, #3
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa9e88c // sdot v12.4s, v4.16b, v9.4b[3]
+	WORD $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0a57c6 // shl v6.16b, v30.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0a57e6 // shl v6.16b, v31.16b, #2
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fabe88e // sdot v14.4s, v4.16b, v11.4b[3]
+	WORD $0x4fabe8af // sdot v15.4s, v5.16b, v11.4b[3]
+	WORD $0x4f3c5744 // shl v4.4s, v26.4s, #28
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f3856c6 // shl v6.4s, v22.4s, #24
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f385745 // shl v5.4s, v26.4s, #24
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f385706 // shl v6.4s, v24.4s, #24
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
+	WORD $0x4ea49590 // mla v16.4s, v12.4s, v4.4s
+	WORD $0x6f9d00b2 // mla v18.4s, v5.4s, v29.s[0]
+	WORD $0x4f3c5764 // shl v4.4s, v27.4s, #28
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f3856e6 // shl v6.4s, v23.4s, #24
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f385765 // shl v5.4s, v27.4s, #24
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f385726 // shl v6.4s, v25.4s, #24
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
+	WORD $0x4ea495b1 // mla v17.4s, v13.4s, v4.4s
+	WORD $0x6f9d00b3 // mla v19.4s, v5.4s, v29.s[0]
+	WORD $0x4f345744 // shl v4.4s, v26.4s, #20
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f3056c6 // shl v6.4s, v22.4s, #16
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f305745 // shl v5.4s, v26.4s, #16
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f305706 // shl v6.4s, v24.4s, #16
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
+	WORD $0x4ea495d0 // mla v16.4s, v14.4s, v4.4s
+	WORD $0x6fbd00b2 // mla v18.4s, v5.4s, v29.s[1]
+	WORD $0x4f345764 // shl v4.4s, v27.4s, #20
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f3056e6 // shl v6.4s, v23.4s, #16
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f305765 // shl v5.4s, v27.4s, #16
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f305726 // shl v6.4s, v25.4s, #16
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
+	WORD $0x4ea495f1 // mla v17.4s, v15.4s, v4.4s
+	WORD $0x6fbd00b3 // mla v19.4s, v5.4s, v29.s[1]
+	VLD1.P 64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	ADD $128, R11, R12
+	WORD $0x6f00e40c // movi v12.2d, #0
+	WORD $0x6f00e40d // movi v13.2d, #0
+	WORD $0x6f00e40e // movi v14.2d, #0
+	WORD $0x6f00e40f // movi v15.2d, #0
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0957c6 // shl v6.16b, v30.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0957e6 // shl v6.16b, v31.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f88e08c // sdot v12.4s, v4.16b, v8.4b[0]
+	WORD $0x4f88e0ad // sdot v13.4s, v5.16b, v8.4b[0]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0857c6 // shl v6.16b, v30.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0857e6 // shl v6.16b, v31.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8ae08e // sdot v14.4s, v4.16b, v10.4b[0]
+	WORD $0x4f8ae0af // sdot v15.4s, v5.16b, v10.4b[0]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0957c6 // shl v6.16b, v30.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0957e6 // shl v6.16b, v31.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa8e08c // sdot v12.4s, v4.16b, v8.4b[1]
+	WORD $0x4fa8e0ad // sdot v13.4s, v5.16b, v8.4b[1]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0857c6 // shl v6.16b, v30.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0857e6 // shl v6.16b, v31.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4faae08e // sdot v14.4s, v4.16b, v10.4b[1]
+	WORD $0x4faae0af // sdot v15.4s, v5.16b, v10.4b[1]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0957c6 // shl v6.16b, v30.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0957e6 // shl v6.16b, v31.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f88e88c // sdot v12.4s, v4.16b, v8.4b[2]
+	WORD $0x4f88e8ad // sdot v13.4s, v5.16b, v8.4b[2]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0857c6 // shl v6.16b, v30.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0857e6 // shl v6.16b, v31.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8ae88e // sdot v14.4s, v4.16b, v10.4b[2]
+	WORD $0x4f8ae8af // sdot v15.4s, v5.16b, v10.4b[2]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0957c6 // shl v6.16b, v30.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0957e6 // shl v6.16b, v31.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa8e88c // sdot v12.4s, v4.16b, v8.4b[3]
+	WORD $0x4fa8e8ad // sdot v13.4s, v5.16b, v8.4b[3]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0857c6 // shl v6.16b, v30.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0857e6 // shl v6.16b, v31.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4faae88e // sdot v14.4s, v4.16b, v10.4b[3]
+	WORD $0x4faae8af // sdot v15.4s, v5.16b, v10.4b[3]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0957c6 // shl v6.16b, v30.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0957e6 // shl v6.16b, v31.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f89e08c // sdot v12.4s, v4.16b, v9.4b[0]
+	WORD $0x4f89e0ad // sdot v13.4s, v5.16b, v9.4b[0]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0857c6 // shl v6.16b, v30.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0857e6 // shl v6.16b, v31.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8be08e // sdot v14.4s, v4.16b, v11.4b[0]
+	WORD $0x4f8be0af // sdot v15.4s, v5.16b, v11.4b[0]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0957c6 // shl v6.16b, v30.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0957e6 // shl v6.16b, v31.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa9e08c // sdot v12.4s, v4.16b, v9.4b[1]
+	WORD $0x4fa9e0ad // sdot v13.4s, v5.16b, v9.4b[1]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0857c6 // shl v6.16b, v30.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0857e6 // shl v6.16b, v31.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fabe08e // sdot v14.4s, v4.16b, v11.4b[1]
+	WORD $0x4fabe0af // sdot v15.4s, v5.16b, v11.4b[1]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c04 // and v4.16b, v0.16b, v7.16b
+	WORD $0x4f0957c6 // shl v6.16b, v30.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c25 // and v5.16b, v1.16b, v7.16b
+	WORD $0x4f0957e6 // shl v6.16b, v31.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f89e88c // sdot v12.4s, v4.16b, v9.4b[2]
+	WORD $0x4f89e8ad // sdot v13.4s, v5.16b, v9.4b[2]
+	WORD $0x6f0c0404 // ushr v4.16b, v0.16b, #4
+	WORD $0x4f0857c6 // shl v6.16b, v30.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0425 // ushr v5.16b, v1.16b, #4
+	WORD $0x4f0857e6 // shl v6.16b, v31.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4f8be88e // sdot v14.4s, v4.16b, v11.4b[2]
+	WORD $0x4f8be8af // sdot v15.4s, v5.16b, v11.4b[2]
+	VLD1.P 32(R12), [V30.B16, V31.B16]
+	WORD $0x4e271c44 // and v4.16b, v2.16b, v7.16b
+	WORD $0x4f0957c6 // shl v6.16b, v30.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x4e271c65 // and v5.16b, v3.16b, v7.16b
+	WORD $0x4f0957e6 // shl v6.16b, v31.16b, #1
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fa9e88c // sdot v12.4s, v4.16b, v9.4b[3]
+	WORD $0x4fa9e8ad // sdot v13.4s, v5.16b, v9.4b[3]
+	WORD $0x6f0c0444 // ushr v4.16b, v2.16b, #4
+	WORD $0x4f0857c6 // shl v6.16b, v30.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c4 // sli v4.16b, v6.16b, #4
+	WORD $0x6f0c0465 // ushr v5.16b, v3.16b, #4
+	WORD $0x4f0857e6 // shl v6.16b, v31.16b, #0
+	WORD $0x6f0904c6 // ushr v6.16b, v6.16b, #7
+	WORD $0x6f0c54c5 // sli v5.16b, v6.16b, #4
+	WORD $0x4fabe88e // sdot v14.4s, v4.16b, v11.4b[3]
+	WORD $0x4fabe8af // sdot v15.4s, v5.16b, v11.4b[3]
+	WORD $0x4f2c5744 // shl v4.4s, v26.4s, #12
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f2856c6 // shl v6.4s, v22.4s, #8
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f285745 // shl v5.4s, v26.4s, #8
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f285706 // shl v6.4s, v24.4s, #8
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
+	WORD $0x4ea49590 // mla v16.4s, v12.4s, v4.4s
+	WORD $0x6f9d08b2 // mla v18.4s, v5.4s, v29.s[2]
+	WORD $0x4f2c5764 // shl v4.4s, v27.4s, #12
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f2856e6 // shl v6.4s, v23.4s, #8
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f285765 // shl v5.4s, v27.4s, #8
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f285726 // shl v6.4s, v25.4s, #8
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
+	WORD $0x4ea495b1 // mla v17.4s, v13.4s, v4.4s
+	WORD $0x6f9d08b3 // mla v19.4s, v5.4s, v29.s[2]
+	WORD $0x4f245744 // shl v4.4s, v26.4s, #4
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f2056c6 // shl v6.4s, v22.4s, #0
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f205745 // shl v5.4s, v26.4s, #0
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f205706 // shl v6.4s, v24.4s, #0
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
+	WORD $0x4ea495d0 // mla v16.4s, v14.4s, v4.4s
+	WORD $0x6fbd08b2 // mla v18.4s, v5.4s, v29.s[3]
+	WORD $0x4f245764 // shl v4.4s, v27.4s, #4
+	WORD $0x6f240484 // ushr v4.4s, v4.4s, #28
+	WORD $0x4f2056e6 // shl v6.4s, v23.4s, #0
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c4 // sli v4.4s, v6.4s, #4
+	WORD $0x4f205765 // shl v5.4s, v27.4s, #0
+	WORD $0x6f2404a5 // ushr v5.4s, v5.4s, #28
+	WORD $0x4f205726 // shl v6.4s, v25.4s, #0
+	WORD $0x6f2204c6 // ushr v6.4s, v6.4s, #30
+	WORD $0x6f2454c5 // sli v5.4s, v6.4s, #4
+	WORD $0x4ea495f1 // mla v17.4s, v15.4s, v4.4s
+	WORD $0x6fbd08b3 // mla v19.4s, v5.4s, v29.s[3]
+	VLD1 (R11), [V0.H8, V1.H8]
+	WORD $0x0e217802 // fcvtl v2.4s, v0.4h
+	WORD $0x4e217803 // fcvtl2 v3.4s, v0.8h
+	WORD $0x0e217824 // fcvtl v4.4s, v1.4h
+	WORD $0x4e217825 // fcvtl2 v5.4s, v1.8h
+	FMOVS.P 4(R9), F6
+	WORD $0x4e21da10 // scvtf v16.4s, v16.4s
+	WORD $0x4e21da52 // scvtf v18.4s, v18.4s
+	WORD $0x4f869040 // fmul v0.4s, v2.4s, v6.s[0]
+	WORD $0x6e20de10 // fmul v16.4s, v16.4s, v0.4s
+	WORD $0x4e30d694 // fadd v20.4s, v20.4s, v16.4s
+	WORD $0x4f869080 // fmul v0.4s, v4.4s, v6.s[0]
+	WORD $0x6e20de52 // fmul v18.4s, v18.4s, v0.4s
+	WORD $0x4eb2d694 // fsub v20.4s, v20.4s, v18.4s
+	WORD $0x4e21da31 // scvtf v17.4s, v17.4s
+	WORD $0x4e21da73 // scvtf v19.4s, v19.4s
+	WORD $0x4f869060 // fmul v0.4s, v3.4s, v6.s[0]
+	WORD $0x6e20de31 // fmul v17.4s, v17.4s, v0.4s
+	WORD $0x4e31d6b5 // fadd v21.4s, v21.4s, v17.4s
+	WORD $0x4f8690a0 // fmul v0.4s, v5.4s, v6.s[0]
+	WORD $0x6e20de73 // fmul v19.4s, v19.4s, v0.4s
+	WORD $0x4eb3d6b5 // fsub v21.4s, v21.4s, v19.4s
+	SUBS $1, R7
+	BNE q5kx8Dotblock
+	VST1.P [V20.S4, V21.S4], 32(R6)
+	SUBS $1, R1
+	BNE q5kx8Dotgroup
+	RET
+
+// func q6kx8Dot(w *byte, groups, nb int, q *int8, d *float32, bsums *int16, out *float32)
+TEXT ·q6kx8Dot(SB), NOSPLIT, $0-56
+	MOVD w+0(FP), R0
+	MOVD groups+8(FP), R1
+	MOVD nb+16(FP), R2
+	MOVD q+24(FP), R3
+	MOVD d+32(FP), R4
+	MOVD bsums+40(FP), R5
+	MOVD out+48(FP), R6
+	WORD $0x4f00e5fc // movi v28.16b, #0xf
+	WORD $0x4f01e61d // movi v29.16b, #0x30
+q6kx8Dotgroup:
+	WORD $0x6f00e41a // movi v26.2d, #0
+	WORD $0x6f00e41b // movi v27.2d, #0
+	MOVD R3, R8
+	MOVD R4, R9
+	MOVD R5, R10
+	MOVD R2, R7
+q6kx8Dotblock:
+	MOVD R0, R11
+	ADD $144, R0
+	WORD $0x6f00e418 // movi v24.2d, #0
+	WORD $0x6f00e419 // movi v25.2d, #0
+	VLD1.P 64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P 64(R8), [V12.B16, V13.B16, V14.B16, V15.B16]
+	MOVH 0(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d90 // dup v16.4s, w12
+	WORD $0x4e040d91 // dup v17.4s, w12
+	MOVH 4(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d92 // dup v18.4s, w12
+	WORD $0x4e040d93 // dup v19.4s, w12
+	MOVH 8(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d94 // dup v20.4s, w12
+	WORD $0x4e040d95 // dup v21.4s, w12
+	MOVH 12(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d96 // dup v22.4s, w12
+	WORD $0x4e040d97 // dup v23.4s, w12
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f88e0d0 // sdot v16.4s, v6.16b, v8.4b[0]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f88e0f1 // sdot v17.4s, v7.16b, v8.4b[0]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8ae0d2 // sdot v18.4s, v6.16b, v10.4b[0]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8ae0f3 // sdot v19.4s, v7.16b, v10.4b[0]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4f8ce0d4 // sdot v20.4s, v6.16b, v12.4b[0]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4f8ce0f5 // sdot v21.4s, v7.16b, v12.4b[0]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8ee0d6 // sdot v22.4s, v6.16b, v14.4b[0]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8ee0f7 // sdot v23.4s, v7.16b, v14.4b[0]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fa8e0d0 // sdot v16.4s, v6.16b, v8.4b[1]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fa8e0f1 // sdot v17.4s, v7.16b, v8.4b[1]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4faae0d2 // sdot v18.4s, v6.16b, v10.4b[1]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4faae0f3 // sdot v19.4s, v7.16b, v10.4b[1]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4face0d4 // sdot v20.4s, v6.16b, v12.4b[1]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4face0f5 // sdot v21.4s, v7.16b, v12.4b[1]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4faee0d6 // sdot v22.4s, v6.16b, v14.4b[1]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4faee0f7 // sdot v23.4s, v7.16b, v14.4b[1]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f88e8d0 // sdot v16.4s, v6.16b, v8.4b[2]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f88e8f1 // sdot v17.4s, v7.16b, v8.4b[2]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8ae8d2 // sdot v18.4s, v6.16b, v10.4b[2]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8ae8f3 // sdot v19.4s, v7.16b, v10.4b[2]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4f8ce8d4 // sdot v20.4s, v6.16b, v12.4b[2]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4f8ce8f5 // sdot v21.4s, v7.16b, v12.4b[2]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8ee8d6 // sdot v22.4s, v6.16b, v14.4b[2]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8ee8f7 // sdot v23.4s, v7.16b, v14.4b[2]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fa8e8d0 // sdot v16.4s, v6.16b, v8.4b[3]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fa8e8f1 // sdot v17.4s, v7.16b, v8.4b[3]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4faae8d2 // sdot v18.4s, v6.16b, v10.4b[3]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4faae8f3 // sdot v19.4s, v7.16b, v10.4b[3]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4face8d4 // sdot v20.4s, v6.16b, v12.4b[3]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4face8f5 // sdot v21.4s, v7.16b, v12.4b[3]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4faee8d6 // sdot v22.4s, v6.16b, v14.4b[3]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4faee8f7 // sdot v23.4s, v7.16b, v14.4b[3]
+	ADD $16, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea69618 // mla v24.4s, v16.4s, v6.4s
+	WORD $0x4ea79639 // mla v25.4s, v17.4s, v7.4s
+	ADD $32, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea69658 // mla v24.4s, v18.4s, v6.4s
+	WORD $0x4ea79679 // mla v25.4s, v19.4s, v7.4s
+	ADD $48, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea69698 // mla v24.4s, v20.4s, v6.4s
+	WORD $0x4ea796b9 // mla v25.4s, v21.4s, v7.4s
+	ADD $64, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea696d8 // mla v24.4s, v22.4s, v6.4s
+	WORD $0x4ea796f9 // mla v25.4s, v23.4s, v7.4s
+	MOVH 2(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d90 // dup v16.4s, w12
+	WORD $0x4e040d91 // dup v17.4s, w12
+	MOVH 6(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d92 // dup v18.4s, w12
+	WORD $0x4e040d93 // dup v19.4s, w12
+	MOVH 10(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d94 // dup v20.4s, w12
+	WORD $0x4e040d95 // dup v21.4s, w12
+	MOVH 14(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d96 // dup v22.4s, w12
+	WORD $0x4e040d97 // dup v23.4s, w12
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f89e0d0 // sdot v16.4s, v6.16b, v9.4b[0]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f89e0f1 // sdot v17.4s, v7.16b, v9.4b[0]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8be0d2 // sdot v18.4s, v6.16b, v11.4b[0]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8be0f3 // sdot v19.4s, v7.16b, v11.4b[0]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4f8de0d4 // sdot v20.4s, v6.16b, v13.4b[0]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4f8de0f5 // sdot v21.4s, v7.16b, v13.4b[0]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8fe0d6 // sdot v22.4s, v6.16b, v15.4b[0]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8fe0f7 // sdot v23.4s, v7.16b, v15.4b[0]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fa9e0d0 // sdot v16.4s, v6.16b, v9.4b[1]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fa9e0f1 // sdot v17.4s, v7.16b, v9.4b[1]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fabe0d2 // sdot v18.4s, v6.16b, v11.4b[1]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fabe0f3 // sdot v19.4s, v7.16b, v11.4b[1]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4fade0d4 // sdot v20.4s, v6.16b, v13.4b[1]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4fade0f5 // sdot v21.4s, v7.16b, v13.4b[1]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fafe0d6 // sdot v22.4s, v6.16b, v15.4b[1]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fafe0f7 // sdot v23.4s, v7.16b, v15.4b[1]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f89e8d0 // sdot v16.4s, v6.16b, v9.4b[2]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f89e8f1 // sdot v17.4s, v7.16b, v9.4b[2]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8be8d2 // sdot v18.4s, v6.16b, v11.4b[2]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8be8f3 // sdot v19.4s, v7.16b, v11.4b[2]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4f8de8d4 // sdot v20.4s, v6.16b, v13.4b[2]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4f8de8f5 // sdot v21.4s, v7.16b, v13.4b[2]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8fe8d6 // sdot v22.4s, v6.16b, v15.4b[2]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8fe8f7 // sdot v23.4s, v7.16b, v15.4b[2]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fa9e8d0 // sdot v16.4s, v6.16b, v9.4b[3]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fa9e8f1 // sdot v17.4s, v7.16b, v9.4b[3]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fabe8d2 // sdot v18.4s, v6.16b, v11.4b[3]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fabe8f3 // sdot v19.4s, v7.16b, v11.4b[3]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4fade8d4 // sdot v20.4s, v6.16b, v13.4b[3]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4fade8f5 // sdot v21.4s, v7.16b, v13.4b[3]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fafe8d6 // sdot v22.4s, v6.16b, v15.4b[3]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fafe8f7 // sdot v23.4s, v7.16b, v15.4b[3]
+	ADD $24, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea69618 // mla v24.4s, v16.4s, v6.4s
+	WORD $0x4ea79639 // mla v25.4s, v17.4s, v7.4s
+	ADD $40, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea69658 // mla v24.4s, v18.4s, v6.4s
+	WORD $0x4ea79679 // mla v25.4s, v19.4s, v7.4s
+	ADD $56, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea69698 // mla v24.4s, v20.4s, v6.4s
+	WORD $0x4ea796b9 // mla v25.4s, v21.4s, v7.4s
+	ADD $72, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea696d8 // mla v24.4s, v22.4s, v6.4s
+	WORD $0x4ea796f9 // mla v25.4s, v23.4s, v7.4s
+	VLD1.P 64(R8), [V8.B16, V9.B16, V10.B16, V11.B16]
+	VLD1.P 64(R8), [V12.B16, V13.B16, V14.B16, V15.B16]
+	MOVH 16(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d90 // dup v16.4s, w12
+	WORD $0x4e040d91 // dup v17.4s, w12
+	MOVH 20(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d92 // dup v18.4s, w12
+	WORD $0x4e040d93 // dup v19.4s, w12
+	MOVH 24(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d94 // dup v20.4s, w12
+	WORD $0x4e040d95 // dup v21.4s, w12
+	MOVH 28(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d96 // dup v22.4s, w12
+	WORD $0x4e040d97 // dup v23.4s, w12
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f88e0d0 // sdot v16.4s, v6.16b, v8.4b[0]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f88e0f1 // sdot v17.4s, v7.16b, v8.4b[0]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8ae0d2 // sdot v18.4s, v6.16b, v10.4b[0]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8ae0f3 // sdot v19.4s, v7.16b, v10.4b[0]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4f8ce0d4 // sdot v20.4s, v6.16b, v12.4b[0]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4f8ce0f5 // sdot v21.4s, v7.16b, v12.4b[0]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8ee0d6 // sdot v22.4s, v6.16b, v14.4b[0]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8ee0f7 // sdot v23.4s, v7.16b, v14.4b[0]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fa8e0d0 // sdot v16.4s, v6.16b, v8.4b[1]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fa8e0f1 // sdot v17.4s, v7.16b, v8.4b[1]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4faae0d2 // sdot v18.4s, v6.16b, v10.4b[1]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4faae0f3 // sdot v19.4s, v7.16b, v10.4b[1]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4face0d4 // sdot v20.4s, v6.16b, v12.4b[1]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4face0f5 // sdot v21.4s, v7.16b, v12.4b[1]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4faee0d6 // sdot v22.4s, v6.16b, v14.4b[1]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4faee0f7 // sdot v23.4s, v7.16b, v14.4b[1]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f88e8d0 // sdot v16.4s, v6.16b, v8.4b[2]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f88e8f1 // sdot v17.4s, v7.16b, v8.4b[2]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8ae8d2 // sdot v18.4s, v6.16b, v10.4b[2]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8ae8f3 // sdot v19.4s, v7.16b, v10.4b[2]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4f8ce8d4 // sdot v20.4s, v6.16b, v12.4b[2]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4f8ce8f5 // sdot v21.4s, v7.16b, v12.4b[2]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8ee8d6 // sdot v22.4s, v6.16b, v14.4b[2]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8ee8f7 // sdot v23.4s, v7.16b, v14.4b[2]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fa8e8d0 // sdot v16.4s, v6.16b, v8.4b[3]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fa8e8f1 // sdot v17.4s, v7.16b, v8.4b[3]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4faae8d2 // sdot v18.4s, v6.16b, v10.4b[3]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4faae8f3 // sdot v19.4s, v7.16b, v10.4b[3]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4face8d4 // sdot v20.4s, v6.16b, v12.4b[3]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4face8f5 // sdot v21.4s, v7.16b, v12.4b[3]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4faee8d6 // sdot v22.4s, v6.16b, v14.4b[3]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4faee8f7 // sdot v23.4s, v7.16b, v14.4b[3]
+	ADD $80, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea69618 // mla v24.4s, v16.4s, v6.4s
+	WORD $0x4ea79639 // mla v25.4s, v17.4s, v7.4s
+	ADD $96, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea69658 // mla v24.4s, v18.4s, v6.4s
+	WORD $0x4ea79679 // mla v25.4s, v19.4s, v7.4s
+	ADD $112, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea69698 // mla v24.4s, v20.4s, v6.4s
+	WORD $0x4ea796b9 // mla v25.4s, v21.4s, v7.4s
+	ADD $128, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea696d8 // mla v24.4s, v22.4s, v6.4s
+	WORD $0x4ea796f9 // mla v25.4s, v23.4s, v7.4s
+	MOVH 18(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d90 // dup v16.4s, w12
+	WORD $0x4e040d91 // dup v17.4s, w12
+	MOVH 22(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d92 // dup v18.4s, w12
+	WORD $0x4e040d93 // dup v19.4s, w12
+	MOVH 26(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d94 // dup v20.4s, w12
+	WORD $0x4e040d95 // dup v21.4s, w12
+	MOVH 30(R10), R12
+	LSL $5, R12, R12
+	NEG R12, R12
+	WORD $0x4e040d96 // dup v22.4s, w12
+	WORD $0x4e040d97 // dup v23.4s, w12
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f89e0d0 // sdot v16.4s, v6.16b, v9.4b[0]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f89e0f1 // sdot v17.4s, v7.16b, v9.4b[0]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8be0d2 // sdot v18.4s, v6.16b, v11.4b[0]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8be0f3 // sdot v19.4s, v7.16b, v11.4b[0]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4f8de0d4 // sdot v20.4s, v6.16b, v13.4b[0]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4f8de0f5 // sdot v21.4s, v7.16b, v13.4b[0]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8fe0d6 // sdot v22.4s, v6.16b, v15.4b[0]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8fe0f7 // sdot v23.4s, v7.16b, v15.4b[0]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fa9e0d0 // sdot v16.4s, v6.16b, v9.4b[1]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fa9e0f1 // sdot v17.4s, v7.16b, v9.4b[1]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fabe0d2 // sdot v18.4s, v6.16b, v11.4b[1]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fabe0f3 // sdot v19.4s, v7.16b, v11.4b[1]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4fade0d4 // sdot v20.4s, v6.16b, v13.4b[1]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4fade0f5 // sdot v21.4s, v7.16b, v13.4b[1]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fafe0d6 // sdot v22.4s, v6.16b, v15.4b[1]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fafe0f7 // sdot v23.4s, v7.16b, v15.4b[1]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f89e8d0 // sdot v16.4s, v6.16b, v9.4b[2]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f89e8f1 // sdot v17.4s, v7.16b, v9.4b[2]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8be8d2 // sdot v18.4s, v6.16b, v11.4b[2]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8be8f3 // sdot v19.4s, v7.16b, v11.4b[2]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4f8de8d4 // sdot v20.4s, v6.16b, v13.4b[2]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4f8de8f5 // sdot v21.4s, v7.16b, v13.4b[2]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4f8fe8d6 // sdot v22.4s, v6.16b, v15.4b[2]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4f8fe8f7 // sdot v23.4s, v7.16b, v15.4b[2]
+	VLD1.P 64(R0), [V0.B16, V1.B16, V2.B16, V3.B16]
+	VLD1.P 32(R0), [V4.B16, V5.B16]
+	WORD $0x4e3c1c06 // and v6.16b, v0.16b, v28.16b
+	WORD $0x4f0c549e // shl v30.16b, v4.16b, #4
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fa9e8d0 // sdot v16.4s, v6.16b, v9.4b[3]
+	WORD $0x4e3c1c27 // and v7.16b, v1.16b, v28.16b
+	WORD $0x4f0c54bf // shl v31.16b, v5.16b, #4
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fa9e8f1 // sdot v17.4s, v7.16b, v9.4b[3]
+	WORD $0x4e3c1c46 // and v6.16b, v2.16b, v28.16b
+	WORD $0x4f0a549e // shl v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fabe8d2 // sdot v18.4s, v6.16b, v11.4b[3]
+	WORD $0x4e3c1c67 // and v7.16b, v3.16b, v28.16b
+	WORD $0x4f0a54bf // shl v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fabe8f3 // sdot v19.4s, v7.16b, v11.4b[3]
+	WORD $0x6f0c0406 // ushr v6.16b, v0.16b, #4
+	WORD $0x6ebd1c86 // bit v6.16b, v4.16b, v29.16b
+	WORD $0x4fade8d4 // sdot v20.4s, v6.16b, v13.4b[3]
+	WORD $0x6f0c0427 // ushr v7.16b, v1.16b, #4
+	WORD $0x6ebd1ca7 // bit v7.16b, v5.16b, v29.16b
+	WORD $0x4fade8f5 // sdot v21.4s, v7.16b, v13.4b[3]
+	WORD $0x6f0c0446 // ushr v6.16b, v2.16b, #4
+	WORD $0x6f0e049e // ushr v30.16b, v4.16b, #2
+	WORD $0x6ebd1fc6 // bit v6.16b, v30.16b, v29.16b
+	WORD $0x4fafe8d6 // sdot v22.4s, v6.16b, v15.4b[3]
+	WORD $0x6f0c0467 // ushr v7.16b, v3.16b, #4
+	WORD $0x6f0e04bf // ushr v31.16b, v5.16b, #2
+	WORD $0x6ebd1fe7 // bit v7.16b, v31.16b, v29.16b
+	WORD $0x4fafe8f7 // sdot v23.4s, v7.16b, v15.4b[3]
+	ADD $88, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea69618 // mla v24.4s, v16.4s, v6.4s
+	WORD $0x4ea79639 // mla v25.4s, v17.4s, v7.4s
+	ADD $104, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea69658 // mla v24.4s, v18.4s, v6.4s
+	WORD $0x4ea79679 // mla v25.4s, v19.4s, v7.4s
+	ADD $120, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea69698 // mla v24.4s, v20.4s, v6.4s
+	WORD $0x4ea796b9 // mla v25.4s, v21.4s, v7.4s
+	ADD $136, R11, R13
+	VLD1 (R13), [V6.B8]
+	WORD $0x0f08a4c6 // sxtl v6.8h, v6.8b
+	WORD $0x4f10a4c7 // sxtl2 v7.4s, v6.8h
+	WORD $0x0f10a4c6 // sxtl v6.4s, v6.4h
+	WORD $0x4ea696d8 // mla v24.4s, v22.4s, v6.4s
+	WORD $0x4ea796f9 // mla v25.4s, v23.4s, v7.4s
+	VLD1 (R11), [V6.H8]
+	WORD $0x0e2178de // fcvtl v30.4s, v6.4h
+	WORD $0x4e2178df // fcvtl2 v31.4s, v6.8h
+	FMOVS.P 4(R9), F6
+	WORD $0x4e21db18 // scvtf v24.4s, v24.4s
+	WORD $0x4f8693de // fmul v30.4s, v30.4s, v6.s[0]
+	WORD $0x6e3edf18 // fmul v24.4s, v24.4s, v30.4s
+	WORD $0x4e38d75a // fadd v26.4s, v26.4s, v24.4s
+	WORD $0x4e21db39 // scvtf v25.4s, v25.4s
+	WORD $0x4f8693ff // fmul v31.4s, v31.4s, v6.s[0]
+	WORD $0x6e3fdf39 // fmul v25.4s, v25.4s, v31.4s
+	WORD $0x4e39d77b // fadd v27.4s, v27.4s, v25.4s
+	ADD $32, R10
+	SUBS $1, R7
+	BNE q6kx8Dotblock
+	VST1.P [V26.S4, V27.S4], 32(R6)
+	SUBS $1, R1
+	BNE q6kx8Dotgroup
 	RET
