@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
@@ -205,8 +204,8 @@ func TestKernelInfo(t *testing.T) {
 	if (k.Layout == "repacked") != (len(k.Repacked) > 0) || k.String() == "" {
 		t.Errorf("%+v", k)
 	}
-	if detect().x86() && !strings.Contains(k.String(), "Q8_0") {
-		t.Errorf("%v: Q8_0 is repacked on AVX2 and up", k)
+	if d := detect(); (d.x86() || d == isaDotProd) != (k.String() == d.String()+", repacked (Q8_0 Q4_0 Q5_0 Q4_K Q5_K Q6_K)") {
+		t.Errorf("%v: AVX2 and up, and arm64 with the dot product, repack the six formats; nothing else repacks", k)
 	}
 }
 
