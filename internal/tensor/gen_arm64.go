@@ -245,6 +245,38 @@ func kernel(g *gen, f format, T int) {
 	g.op("RET")
 }
 
+// kHead writes a K-quant kernel's frame (q4k's arguments in R0–R6), its
+// constants, the group loop's head (the float sums Vf, Vf+1 zeroed; R8, R9,
+// R10 the token's quants, scales and block sums; R7 the blocks left) and
+// the block loop's (R11 the block's start).
+func (g *gen) kHead(name string, f int, consts func()) {
+	fmt.Fprintf(g, "\n// func %s(w *byte, groups, nb int, q *int8, d *float32, bsums *int16, out *float32)\n", name)
+	fmt.Fprintf(g, "TEXT ·%s(SB), NOSPLIT, $0-56\n", name)
+	for i, a := range []string{"w", "groups", "nb", "q", "d", "bsums", "out"} {
+		g.op("MOVD %s+%d(FP), R%d", a, 8*i, i)
+	}
+	consts()
+	fmt.Fprintf(g, "%sgroup:\n", name)
+	g.zero(f)
+	g.zero(f + 1)
+	g.op("MOVD R3, R8")
+	g.op("MOVD R4, R9")
+	g.op("MOVD R5, R10")
+	g.op("MOVD R2, R7")
+	fmt.Fprintf(g, "%sblock:\n", name)
+	g.op("MOVD R0, R11")
+}
+
+// kTail closes kHead's loops, storing Vf, Vf+1 to out + 32g.
+func (g *gen) kTail(name string, f int) {
+	g.op("SUBS $1, R7")
+	g.op("BNE %sblock", name)
+	g.op("VST1.P [V%d.S4, V%d.S4], 32(R6)", f, f+1)
+	g.op("SUBS $1, R1")
+	g.op("BNE %sgroup", name)
+	g.op("RET")
+}
+
 // q4k writes q4kx8Dot(w *byte, groups, nb int, q *int8, d *float32, bsums
 // *int16, out *float32), or with q5 q5kx8Dot: groups of eight rows of a
 // repacked Q4_K (Q5_K) matrix against one token's Q8_K activations (q, d,
@@ -261,21 +293,7 @@ func q4k(g *gen, q5 bool) {
 	if q5 {
 		name = "q5kx8Dot"
 	}
-	fmt.Fprintf(g, "\n// func %s(w *byte, groups, nb int, q *int8, d *float32, bsums *int16, out *float32)\n", name)
-	fmt.Fprintf(g, "TEXT ·%s(SB), NOSPLIT, $0-56\n", name)
-	for i, a := range []string{"w", "groups", "nb", "q", "d", "bsums", "out"} {
-		g.op("MOVD %s+%d(FP), R%d", a, 8*i, i)
-	}
-	g.movi8(7, 0x0f)
-	fmt.Fprintf(g, "%sgroup:\n", name)
-	g.zero(20)
-	g.zero(21)
-	g.op("MOVD R3, R8")
-	g.op("MOVD R4, R9")
-	g.op("MOVD R5, R10")
-	g.op("MOVD R2, R7")
-	fmt.Fprintf(g, "%sblock:\n", name)
-	g.op("MOVD R0, R11")
+	g.kHead(name, 20, func() { g.movi8(7, 0x0f) })
 	g.op("ADD $32, R0")
 	g.op("VLD1.P 64(R0), [V22.B16, V23.B16, V24.B16, V25.B16]")
 	g.op("VLD1.P 32(R0), [V26.B16, V27.B16]")
@@ -376,12 +394,7 @@ func q4k(g *gen, q5 bool) {
 		g.fmul(18+r, 18+r, 0)
 		g.fsub(20+r, 20+r, 18+r)
 	}
-	g.op("SUBS $1, R7")
-	g.op("BNE %sblock", name)
-	g.op("VST1.P [V20.S4, V21.S4], 32(R6)")
-	g.op("SUBS $1, R1")
-	g.op("BNE %sgroup", name)
-	g.op("RET")
+	g.kTail(name, 20)
 }
 
 // q6k writes q6kx8Dot (q4k's arguments) for a repacked Q6_K matrix:
@@ -396,22 +409,10 @@ func q4k(g *gen, q5 bool) {
 // V24–V25 Σ, V26–V27 the float sums, V28 0x0f and V29 0x30 bytes.
 func q6k(g *gen) {
 	const name = "q6kx8Dot"
-	fmt.Fprintf(g, "\n// func %s(w *byte, groups, nb int, q *int8, d *float32, bsums *int16, out *float32)\n", name)
-	fmt.Fprintf(g, "TEXT ·%s(SB), NOSPLIT, $0-56\n", name)
-	for i, a := range []string{"w", "groups", "nb", "q", "d", "bsums", "out"} {
-		g.op("MOVD %s+%d(FP), R%d", a, 8*i, i)
-	}
-	g.movi8(28, 0x0f)
-	g.movi8(29, 0x30)
-	fmt.Fprintf(g, "%sgroup:\n", name)
-	g.zero(26)
-	g.zero(27)
-	g.op("MOVD R3, R8")
-	g.op("MOVD R4, R9")
-	g.op("MOVD R5, R10")
-	g.op("MOVD R2, R7")
-	fmt.Fprintf(g, "%sblock:\n", name)
-	g.op("MOVD R0, R11")
+	g.kHead(name, 26, func() {
+		g.movi8(28, 0x0f)
+		g.movi8(29, 0x30)
+	})
 	g.op("ADD $144, R0")
 	g.zero(24)
 	g.zero(25)
@@ -476,12 +477,7 @@ func q6k(g *gen) {
 		g.fadd(26+r, 26+r, 24+r)
 	}
 	g.op("ADD $32, R10")
-	g.op("SUBS $1, R7")
-	g.op("BNE %sblock", name)
-	g.op("VST1.P [V26.S4, V27.S4], 32(R6)")
-	g.op("SUBS $1, R1")
-	g.op("BNE %sgroup", name)
-	g.op("RET")
+	g.kTail(name, 26)
 }
 
 func main() {

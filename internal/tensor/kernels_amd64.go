@@ -711,10 +711,7 @@ func x8Asm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q *Q8, n int, 
 		return true
 	}
 	if k == isaAVX2 {
-		fs := x8AVX2Kernels[t]
-		x8Runs(n, nb, func(tok, a, size, astride int) {
-			fs[x8RunIndex(size)](&w[0], groups, nb, &q.X8[a], astride, &out[tok*ostride], ostride*4)
-		})
+		x8Runs(x8AVX2Kernels[t], w, groups, nb, q, n, out, ostride)
 		return true
 	}
 	fs := x8Kernels[t][R/16]

@@ -132,10 +132,7 @@ func x8Asm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q *Q8, n int, 
 	_ = w[groups*nb*R*t.BlockBytes()-1]
 	_ = out[(n-1)*ostride+R*groups-1]
 	_ = q.X8[n*nb*x8ActBytes-1]
-	fs := x8DotKernels[t]
-	x8Runs(n, nb, func(tok, a, size, astride int) {
-		fs[x8RunIndex(size)](&w[0], groups, nb, &q.X8[a], astride, &out[tok*ostride], ostride*4)
-	})
+	x8Runs(x8DotKernels[t], w, groups, nb, q, n, out, ostride)
 	return true
 }
 

@@ -54,26 +54,27 @@ var x8Tiles = [...]int{16, 8, 4, 2, 1}
 // blocks are at a + b·astride + 40t, into out + t·ostride (bytes) + 32g.
 type x8RunFunc = func(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
 
-// x8Runs calls f for each run of a batch of n tokens (of nb blocks each):
-// its first token, the offset of its first block in Q8.X8, its size (4, 2
-// or 1) and its tile's block stride in bytes.
-func x8Runs(n, nb int, f func(tok, a, size, astride int)) {
+// x8Runs runs kernels fs (for runs of 4, 2 and 1 tokens) over groups of
+// eight rows (w) for the n tokens of q.X8, writing out[t·ostride + r]: a
+// layout tile of T tokens (blocks T·x8ActBytes apart) is split into runs
+// of at most four.
+func x8Runs(fs [3]x8RunFunc, w []byte, groups, nb int, q *Q8, n int, out []float32, ostride int) {
 	for t0 := 0; t0 < n; {
 		_, T := x8Tile(t0, n)
 		for s := 0; s < T; {
-			size := min(T-s, 4)
-			if size == 3 {
-				size = 2
+			size, i := 1, 2
+			switch {
+			case T-s >= 4:
+				size, i = 4, 0
+			case T-s >= 2:
+				size, i = 2, 1
 			}
-			f(t0+s, (t0*nb+s)*x8ActBytes, size, T*x8ActBytes)
+			fs[i](&w[0], groups, nb, &q.X8[(t0*nb+s)*x8ActBytes], T*x8ActBytes, &out[(t0+s)*ostride], ostride*4)
 			s += size
 		}
 		t0 += T
 	}
 }
-
-// x8RunIndex is a run's kernel in [3]x8RunFunc (sizes 4, 2, 1).
-func x8RunIndex(size int) int { return [...]int{4: 0, 2: 1, 1: 2}[size] }
 
 // x8Tile returns the tile (first token, size) that token tok of n is in.
 func x8Tile(tok, n int) (int, int) {
