@@ -4,8 +4,8 @@ package tensor
 
 import "github.com/glassbox-llm/glassbox/internal/gguf"
 
-// The kernels only x86 has (repacked layouts, exp and SiLU): pure Go
-// runs them elsewhere.
+// The kernels only x86 has (exp and SiLU, the AVX2 K-quant tiles, the
+// float tiles, BF16 rounding and packing): pure Go runs them elsewhere.
 
 func expShiftAsm(isa, []float32, float32, float32) int { return 0 }
 
