@@ -42,7 +42,7 @@ done
 
 grep -m1 'model name' /proc/cpuinfo || true
 isa=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|fma|f16c|avx512f|avx512_vnni|avx512vnni|avx512_bf16)$' | sort | tr '\n' ' ')
-echo "ISA: ${isa:-unknown}; $THREADS threads (glassbox serve's banner names the kernels it picked)"
+echo "CPU flags: ${isa:-unknown}; $THREADS threads (the CPU's, not what a build uses: llama.cpp runs what it was built for, glassbox names its kernels below)"
 
 # FORMATS="f16 q8_0 ..." (or "all") runs only the format matrix: each
 # weight format on the Qwen2.5-0.5B shape, pp512 and tg128 on both sides,
@@ -72,7 +72,8 @@ for r in json.load(open(gf)):
     print(f'| {f} | {t} | {lmin:.1f} / {lmed:.1f} | {r["min_ts"]:.1f} / {r["median_ts"]:.1f} | {ratio} | {share} |')
 PY
   done
-  echo; echo "raw results in $WORK"
+  echo; python3 -c "import json, sys; print('glassbox kernels:', json.load(open(sys.argv[1]))[0]['kernels'])" "$WORK/glassbox-bench-$f.json"
+  echo "raw results in $WORK"
   exit 0
 fi
 
@@ -160,4 +161,5 @@ done
 
 printf '\n| workload | llama.cpp (min / median tok/s) | glassbox (min / median tok/s) | glassbox / llama.cpp (median) |\n|---|---|---|---|\n'
 for r in "${rows[@]}"; do IFS='|' read -r a b c d <<< "$r"; printf '| %s | %s | %s | %s |\n' "$a" "$b" "$c" "$d"; done
-echo; echo "raw results in $WORK"
+echo; python3 -c "import json, sys; print('glassbox kernels:', json.load(open(sys.argv[1]))[0]['kernels'])" "$WORK/glassbox-bench-qwen2.5-0.5b-q8_0.json"
+echo "raw results in $WORK"

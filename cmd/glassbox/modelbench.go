@@ -65,6 +65,9 @@ func runModelBench(args []string, stdout, stderr io.Writer) error {
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(results)
 	}
+	if len(results) > 0 {
+		fmt.Fprintf(stdout, "kernels: %s\n", results[0].Kernels)
+	}
 	for _, res := range results {
 		fmt.Fprintf(stdout, "%-8s threads %d  %8.2f tok/s median  %8.2f min  (%d runs)", res.Test, res.Threads, res.Median, res.Min, len(res.Samples))
 		if res.GBps > 0 {

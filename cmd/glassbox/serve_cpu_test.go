@@ -13,6 +13,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/model"
 	"github.com/glassbox-llm/glassbox/internal/reftest"
+	"github.com/glassbox-llm/glassbox/internal/tensor"
 )
 
 func storiesPath(t *testing.T) string {
@@ -135,6 +136,9 @@ func TestModelBench(t *testing.T) {
 	if len(res) != 2 || res[0].Test != "pp16" || res[1].Test != "tg4" || len(res[1].Samples) != 2 || res[1].Min <= 0 || res[1].Median < res[1].Min {
 		t.Errorf("results %+v", res)
 	}
+	if k := tensor.KernelInfo().String(); len(res) == 0 || res[0].Kernels != k {
+		t.Errorf("results name kernels %+v, this machine runs %q", res, k)
+	}
 	out.Reset()
 	if err := run(context.Background(), []string{"model", "bench", "-p", "8", "-n", "4", "-d", "200", "-r", "1", "-t", "1", "-json", storiesPath(t)}, &out, io.Discard); err != nil {
 		t.Fatal(err)
@@ -151,6 +155,9 @@ func TestModelBenchReadCeiling(t *testing.T) {
 	var out strings.Builder
 	if err := run(context.Background(), []string{"model", "bench", "-p", "0", "-n", "4", "-r", "1", "-t", "2", "-read-bandwidth", storiesPath(t)}, &out, io.Discard); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "kernels: "+tensor.KernelInfo().String()+"\n") {
+		t.Errorf("the text does not start with the kernels: %q", out.String())
 	}
 	if !strings.Contains(out.String(), "of the read ceiling (") || !strings.Contains(out.String(), "before,") {
 		t.Errorf("no ceiling in %q", out.String())
