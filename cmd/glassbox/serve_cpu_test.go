@@ -136,8 +136,8 @@ func TestModelBench(t *testing.T) {
 	if len(res) != 2 || res[0].Test != "pp16" || res[1].Test != "tg4" || len(res[1].Samples) != 2 || res[1].Min <= 0 || res[1].Median < res[1].Min {
 		t.Errorf("results %+v", res)
 	}
-	if k := tensor.KernelInfo().String(); len(res) == 0 || res[0].Kernels != k {
-		t.Errorf("results name kernels %+v, this machine runs %q", res, k)
+	if isa := tensor.KernelInfo().ISA; len(res) == 0 || res[0].Kernels != isa+", rows" {
+		t.Errorf("an F32 model runs %s on GGUF's rows; results say %+v", isa, res)
 	}
 	out.Reset()
 	if err := run(context.Background(), []string{"model", "bench", "-p", "8", "-n", "4", "-d", "200", "-r", "1", "-t", "1", "-json", storiesPath(t)}, &out, io.Discard); err != nil {
@@ -149,6 +149,34 @@ func TestModelBench(t *testing.T) {
 	}
 }
 
+// TestModelBenchKernels: a result names the layout the weights have, not
+// only the CPU's: a Q8_0 model read into memory is repacked where this CPU
+// repacks, the same file mapped (-mmap) keeps GGUF's rows.
+func TestModelBenchKernels(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tiny-q8.gguf")
+	if err := run(context.Background(), []string{"model", "random", "--arch", "qwen2", "--shape", "tiny", "--type", "q8_0", "-o", path}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	k := tensor.KernelInfo()
+	for _, mmap := range []bool{false, true} {
+		args := []string{"model", "bench", "-p", "0", "-n", "2", "-r", "1", "-t", "1", "-json", path}
+		want := k.ISA + ", rows"
+		if mmap {
+			args = append(args[:2], append([]string{"-mmap"}, args[2:]...)...)
+		} else if k.Layout == "repacked" {
+			want = k.ISA + ", repacked (Q8_0)"
+		}
+		var out strings.Builder
+		if err := run(context.Background(), args, &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		var res []model.BenchResult
+		if err := json.Unmarshal([]byte(out.String()), &res); err != nil || len(res) != 1 || res[0].Kernels != want {
+			t.Errorf("mmap %v: %v %+v, want kernels %q", mmap, err, res, want)
+		}
+	}
+}
+
 // TestModelBenchReadCeiling: -read-bandwidth puts the ceiling measured
 // around the tg test in the text, and says why when decode beat it.
 func TestModelBenchReadCeiling(t *testing.T) {
@@ -156,7 +184,7 @@ func TestModelBenchReadCeiling(t *testing.T) {
 	if err := run(context.Background(), []string{"model", "bench", "-p", "0", "-n", "4", "-r", "1", "-t", "2", "-read-bandwidth", storiesPath(t)}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(out.String(), "kernels: "+tensor.KernelInfo().String()+"\n") {
+	if !strings.HasPrefix(out.String(), "kernels: "+tensor.KernelInfo().ISA+", rows\n") {
 		t.Errorf("the text does not start with the kernels: %q", out.String())
 	}
 	if !strings.Contains(out.String(), "of the read ceiling (") || !strings.Contains(out.String(), "before,") {

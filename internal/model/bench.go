@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"time"
-
-	"github.com/glassbox-llm/glassbox/internal/tensor"
 )
 
 // BenchConfig is a llama-bench-style measurement: prompt processing (one
@@ -37,8 +35,9 @@ type BenchResult struct {
 	Min     float64   `json:"min_ts"`
 	Median  float64   `json:"median_ts"`
 	// Kernels is the kernel set and weight layout that ran
-	// (tensor.KernelInfo: "avx2, repacked (Q8_0 …)"), so that a result says
-	// which code it measured, not only which CPU.
+	// (Weights.Kernels: "avx2, repacked (Q8_0 Q6_K)", or "avx2, rows" for a
+	// mapped file), so that a result says which code it measured, not only
+	// which CPU.
 	Kernels string `json:"kernels"`
 	// BytesPerToken is what a tg step reads from memory, the weights and
 	// the cached K/V of the context (mean over the test), and GBps the
@@ -85,7 +84,7 @@ func Bench(w *Weights, cfg BenchConfig) ([]BenchResult, error) {
 	tok := func(i int) int { return 1 + i*7919%(w.Vocab-1) }
 	var results []BenchResult
 	measure := func(name string, tokens int, ceiling bool, run func() error) error {
-		res := BenchResult{Test: name, Threads: cfg.Threads, Kernels: tensor.KernelInfo().String()}
+		res := BenchResult{Test: name, Threads: cfg.Threads, Kernels: w.Kernels().String()}
 		if err := run(); err != nil { // warm-up, as llama-bench does
 			return err
 		}

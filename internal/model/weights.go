@@ -25,6 +25,25 @@ type Weights struct {
 	OutputNorm []float32
 	Output     *tensor.Matrix
 	Layers     []Layer
+	repacked   map[string]bool // the types repack rearranged
+}
+
+// Kernels is the kernel set these weights run on and the layout they
+// have: "repacked" with the types the loader rearranged, or GGUF's rows
+// (a mapped file, or no type this CPU repacks).
+func (w *Weights) Kernels() tensor.Kernels {
+	k := tensor.KernelInfo()
+	var types []string
+	for _, t := range k.Repacked {
+		if w.repacked[t] {
+			types = append(types, t)
+		}
+	}
+	k.Repacked, k.Layout = types, "rows"
+	if len(types) > 0 {
+		k.Layout = "repacked"
+	}
+	return k
 }
 
 // Load binds f's tensors; quantised matrices alias the file's mapping, and
@@ -116,8 +135,11 @@ func (w *Weights) repack() {
 	for _, l := range w.Layers {
 		ms = append(ms, l.Q, l.K, l.V, l.O, l.Gate, l.Up, l.Down)
 	}
+	w.repacked = map[string]bool{}
 	for _, m := range ms {
-		m.Repack(m.Data)
+		if m.Repack(m.Data) {
+			w.repacked[m.Type.String()] = true
+		}
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/model"
 	"github.com/glassbox-llm/glassbox/internal/server"
 	"github.com/glassbox-llm/glassbox/internal/spec"
-	"github.com/glassbox-llm/glassbox/internal/tensor"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
@@ -153,7 +152,7 @@ func cpuBackend(cfg *Config) (*backend, error) {
 		maxModelLen: l.ContextLen, defaultSeqs: cpu.DefaultMaxNumSeqs, defaultBatched: cpu.DefaultMaxNumBatchedTokens,
 		cacheDtype: cacheDtypeLabel(cfg.KVCacheDtype, dtype),
 		executorInfo: map[string]string{"executor": "cpu", "hardware": "cpu", "model": l.Weights.Arch, "tensor_parallel_size": "1",
-			"kernels": tensor.KernelInfo().String(), "kv_cache_dtype": dtype.String()},
+			"kernels": l.Weights.Kernels().String(), "kv_cache_dtype": dtype.String()},
 		blocks: func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs int) (int, error) {
 			return l.KVBlocks(kvBytes, blockSize, maxModelLen, maxNumSeqs), nil
 		},

@@ -9,7 +9,6 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/gguf"
 	"github.com/glassbox-llm/glassbox/internal/jinja"
 	"github.com/glassbox-llm/glassbox/internal/model"
-	"github.com/glassbox-llm/glassbox/internal/tensor"
 	"github.com/glassbox-llm/glassbox/internal/tokenizer"
 )
 
@@ -186,7 +185,7 @@ func (l *Loaded) Start(numBlocks, blockSize, threads int) (*Executor, error) {
 func (l *Loaded) Describe(threads int) string {
 	w := l.Weights
 	s := fmt.Sprintf("this CPU (%d threads, %s kernels): %s (%s, %d layers, %s weights, %s tokenizer, %s KV cache)",
-		threads, tensor.KernelInfo(), l.Name, w.Arch, w.Config.Layers, w.Layers[0].Q.Type, l.Vocab.t.Kind(), l.kvDtype)
+		threads, w.Kernels(), l.Name, w.Arch, w.Config.Layers, w.Layers[0].Q.Type, l.Vocab.t.Kind(), l.kvDtype)
 	if d := l.Draft; d != nil {
 		s += fmt.Sprintf(", drafting with a %s of %d layers (%s weights, %s KV cache)", d.Arch, d.Config.Layers, d.Layers[0].Q.Type, l.draftKVDtype)
 	}
