@@ -27,16 +27,18 @@ func TestRepackX8(t *testing.T) {
 			}
 			for mode := range 3 {
 				for _, rows := range []int{24, 48, 80, 104, 128} { // Q4_K: groups of 8, of 16; 80, 104: runs of groups and some left over (16 and 8 rows); 128: runs only
-					t.Run(fmt.Sprintf("%s/%s/mode%d/rows%d", pack, typ, mode, rows), func(t *testing.T) { testRepack(t, pack, typ, mode, rows) })
+					t.Run(fmt.Sprintf("%s/%s/mode%d/rows%d", pack, typ, mode, rows), func(t *testing.T) { testRepack(t, pack, typ, mode, rows, 512) })
 				}
+				// One block per row: the kernels' block loops run once.
+				one := typ.BlockElems()
+				t.Run(fmt.Sprintf("%s/%s/mode%d/rows48/cols%d", pack, typ, mode, one), func(t *testing.T) { testRepack(t, pack, typ, mode, 48, one) })
 			}
 		}
 	}
 }
 
-func testRepack(t *testing.T, pack isa, typ gguf.TensorType, mode, rows int) {
+func testRepack(t *testing.T, pack isa, typ gguf.TensorType, mode, rows, cols int) {
 	r := rand.New(rand.NewPCG(5, uint64(mode)))
-	const cols = 512
 	data := randomBlocks(typ, rows, cols, r, mode)
 	plain, _ := NewMatrix(typ, rows, cols, data)
 	m, _ := NewMatrix(typ, rows, cols, slices.Clone(data))
