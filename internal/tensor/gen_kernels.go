@@ -797,9 +797,10 @@ const x8ActBytes = 40
 // qx8 emits <f>x<R>T<T>(w *byte, groups, nb int, a *byte, out *float32,
 // ostride int) for Q8_0/Q4_0/Q5_0 weights repacked R (8 or 16, on 256- or
 // 512-bit registers) rows at a time (x8.go): per group and block, R fp16
-// row scales, then the R rows' quants four by four (Q8_0 +128; Q4_0 and Q5_0 packed as in their
-// blocks, Q5_0's qh dwords first), unpacked by x8Decode. One VPDPBUSD with the
-// token's 4 quants broadcast advances all eight rows, so the lanes are rows
+// row scales, then the R rows' quants four by four (Q8_0 +128; Q4_0 and
+// Q5_0 packed as in their blocks, Q5_0's qh dwords first), unpacked by
+// x8Decode. One VPDPBUSD with the token's 4 quants broadcast advances all
+// R rows, so the lanes are rows
 // and every integer block sum is whole; per block and token the float
 // steps are those of dotX8 (convert, scale dw·da, add).
 //
@@ -899,8 +900,8 @@ func (p *spread) step() {
 const prefetchAhead = 8192
 
 // x8Decode loads a group block's quants into Y16–Y23 (Z16–Z23 for R =
-// 16) as unsigned bytes, register 16+k holding the R rows' quants 4k…4k+3. Q8_0 is stored +128;
-// Q4_0's nibbles and Q5_0's five-bit values are unpacked here, Q5_0's
+// 16) as unsigned bytes, register 16+k holding the R rows' quants
+// 4k…4k+3. Q8_0 is stored +128; Q4_0's nibbles and Q5_0's five-bit values are unpacked here, Q5_0's
 // fifth bits taken from each row's qh dword (lanes are rows; laid out as
 // q5hPacked has them) to bit 4 of their bytes with one shift and a mask.
 // Uses Y26 and Y27 (the token accumulators are free until the token loop).

@@ -693,8 +693,8 @@ var x8AVX2Kernels = map[gguf.TensorType][3]x8RunFunc{
 	gguf.Q5_0: {q50x8AVX2T4, q50x8AVX2T2, q50x8AVX2T1},
 }
 
-// x8Asm runs the repacked Q8_0-family kernels over groups of eight rows
-// (w) for each token tile of q.X8, writing out[t·ostride + r].
+// x8Asm runs the repacked Q8_0-family kernels over groups of R rows (w)
+// for each token tile of q.X8, writing out[t·ostride + r].
 func x8Asm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q *Q8, n int, out []float32, ostride int) bool {
 	if !repacks(k, t) || groups == 0 {
 		return repacks(k, t)

@@ -12,11 +12,11 @@ import (
 // VPMADDWD; on arm64 with the dot product, SDOT by element on four rows)
 // against a token's four quants (broadcast) advances R rows at once,
 // with no horizontal sums, and each weight load serves every token of a
-// tile. The layout takes exactly the bytes of the original rows, so
-// it replaces them in place. R is 8, and on VNNI 16 where the row count
-// allows (512-bit registers: twice the rows per instruction; the Q8_0
-// family's one-token kernel read 45 → 83 GB/s from L2 for Q4_0, and 512
-// tokens ran 540–595 → 895–1017 GFLOP/s). The
+// tile. The layout takes exactly the bytes of the original rows, so it
+// replaces them in place. R is 8, and on VNNI 16 where the row count
+// allows (512-bit registers: twice the rows per instruction; on the Zen 5
+// of docs/cpu.md the Q8_0 family's one-token kernel read 45 → 83 GB/s
+// from L2 for Q4_0, and 512 tokens ran 540–595 → 895–1017 GFLOP/s). The
 // layout is made for one kernel set (Matrix.pack): Q8_0's quants are
 // stored +128 for VNNI and signed for AVX2 and arm64.
 // Per group of R rows and block (offsets in bytes; "the rows'" means R
