@@ -672,6 +672,16 @@ var x8AVX2Streams = map[gguf.TensorType]x8RunFunc{
 // x8Streams is gen_kernels.go's: the runs those kernels read at once.
 const x8Streams = 4
 
+// runsAtOnce is how many runs of groups kernel set k's one-token kernels
+// read at once: a decode chunk of groups a multiple of it leaves none to
+// the slower one-run kernel.
+func runsAtOnce(k isa) int {
+	if k == isaAVX2 {
+		return x8Streams
+	}
+	return 1
+}
+
 // streamRuns runs a one-token kernel f over groups of gbytes each as
 // x8Streams runs at once, and the groups left over with one, which
 // reads one run (out gets 32 bytes per group).

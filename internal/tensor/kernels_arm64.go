@@ -313,3 +313,6 @@ func flashAsm(f *Flash, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride
 		}
 	}
 }
+
+// runsAtOnce: these kernels read one run of groups at a time.
+func runsAtOnce(isa) int { return 1 }

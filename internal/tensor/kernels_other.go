@@ -35,3 +35,6 @@ func quantQ8_0Asm(isa, []float32, []int8, []float32) bool { return false }
 func flashAsm(*Flash, unsafe.Pointer, int, unsafe.Pointer, int, int, unsafe.Pointer, unsafe.Pointer, bool) {
 	panic("BUG: tensor: no flash assembly in this build")
 }
+
+// runsAtOnce: these kernels read one run of groups at a time.
+func runsAtOnce(isa) int { return 1 }

@@ -162,14 +162,15 @@ func (t *mulTask) Run(worker, lo, hi int) { t.m.mulRows(lo, hi, t.x, t.n, t.out,
 // 1 MB chunks lose it again to imbalance).
 const mulChunkMACs = 1 << 18
 
-// evenChunk adjusts a chunk of about want rows to a multiple of 16 (the
-// repacked groups) that splits rows into chunks the threads share evenly:
-// Qwen2.5-0.5B's 896-row matrices in chunks of 288 left one thread 576
-// rows and the other 320. A matrix within one chunk stays on one thread.
-func evenChunk(rows, want, threads int) int {
-	units, per := (rows+15)/16, max(1, want/16)
+// evenChunk adjusts a chunk of about want rows to a multiple of unit rows
+// (16, or what decodeUnit says) that splits rows into chunks the threads
+// share evenly: Qwen2.5-0.5B's 896-row matrices in chunks of 288 left one
+// thread 576 rows and the other 320. A matrix within one chunk stays on
+// one thread.
+func evenChunk(rows, want, unit, threads int) int {
+	units, per := (rows+unit-1)/unit, max(1, want/unit)
 	if units <= per || threads < 2 {
-		return want
+		return max(want, unit*per)
 	}
 	best, bestLoad := per, 0
 	for c := max(1, per/2); c <= 2*per; c++ {
@@ -179,7 +180,7 @@ func evenChunk(rows, want, threads int) int {
 			best, bestLoad = c, load
 		}
 	}
-	return 16 * best
+	return unit * best
 }
 
 func abs(x int) int {
@@ -256,7 +257,11 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 	}
 	chunk := max(16, mulChunkMACs/max(1, m.Cols*n))
 	if n < 16 {
-		chunk = evenChunk(m.Rows, chunk, p.Size())
+		unit := 16
+		if n == 1 {
+			unit = m.decodeUnit()
+		}
+		chunk = evenChunk(m.Rows, chunk, unit, p.Size())
 	}
 	if n >= 16 {
 		// A long batch (prefill) streams its activations once per chunk:

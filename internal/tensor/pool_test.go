@@ -160,24 +160,27 @@ func TestPoolZeroAllocs(t *testing.T) {
 }
 
 // TestEvenChunk: decode's chunks of a matrix bigger than one split evenly
-// between the threads (to within one chunk of 16 rows), stay multiples of
-// 16 near the size asked for, and a matrix within one chunk stays whole.
+// between the threads (to within one unit of rows), stay multiples of the
+// unit (16, or AVX2's four runs of eight-row groups) near the size asked
+// for, and a matrix within one chunk stays whole.
 func TestEvenChunk(t *testing.T) {
-	for _, c := range []struct{ rows, want, threads int }{{896, 288, 2}, {896, 48, 2}, {4864, 288, 2}, {151936, 288, 2}, {896, 288, 3}, {1000, 64, 4}, {128, 288, 2}, {17, 16, 2}} {
-		got := evenChunk(c.rows, c.want, c.threads)
-		if got%16 != 0 || got < c.want/2-16 || got > 2*c.want {
-			t.Errorf("%+v: chunk %d", c, got)
-		}
-		if c.rows <= c.want {
-			if got != c.want {
-				t.Errorf("%+v: chunk %d, want it whole", c, got)
+	for _, unit := range []int{16, 32} {
+		for _, c := range []struct{ rows, want, threads int }{{896, 288, 2}, {896, 48, 2}, {4864, 288, 2}, {4864, 53, 2}, {151936, 288, 2}, {896, 288, 3}, {1000, 64, 4}, {128, 288, 2}, {17, 16, 2}} {
+			got := evenChunk(c.rows, c.want, unit, c.threads)
+			if c.rows <= c.want {
+				if got != c.want {
+					t.Errorf("unit %d, %+v: chunk %d, want it whole", unit, c, got)
+				}
+				continue
 			}
-			continue
-		}
-		chunks := (c.rows + got - 1) / got
-		busiest := (chunks + c.threads - 1) / c.threads * got
-		if ideal := (c.rows + c.threads - 1) / c.threads; busiest > ideal+got/2+16 {
-			t.Errorf("%+v: chunk %d leaves the busiest thread %d rows of %d (ideal %d)", c, got, busiest, c.rows, ideal)
+			if got%unit != 0 || got < c.want/2-unit || got > 2*max(c.want, unit) {
+				t.Errorf("unit %d, %+v: chunk %d", unit, c, got)
+			}
+			chunks := (c.rows + got - 1) / got
+			busiest := (chunks + c.threads - 1) / c.threads * got
+			if ideal := (c.rows + c.threads - 1) / c.threads; busiest > ideal+got/2+unit {
+				t.Errorf("unit %d, %+v: chunk %d leaves the busiest thread %d rows of %d (ideal %d)", unit, c, got, busiest, c.rows, ideal)
+			}
 		}
 	}
 }
