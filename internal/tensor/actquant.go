@@ -149,42 +149,55 @@ func quantQ8_0Blocks(x []float32, q *Q8, lo, hi int) {
 }
 
 func quantQ8_KBlocks(x []float32, q *Q8, lo, hi int) {
+	for b := lo; b < hi; {
+		n := quantQ8_KAsm(hostISA, x[b*256:hi*256], q.Q[b*256:hi*256], q.D[b:hi], q.BSums[b*16:hi*16])
+		if n == 0 { // no assembly here, or a block it leaves to Go
+			quantQ8_KBlock(x[b*256:b*256+256], q.Q[b*256:b*256+256], &q.D[b], q.BSums[b*16:b*16+16])
+			n = 1
+		}
+		b += n
+	}
+	if q.layout != layoutKTile {
+		return
+	}
 	for b := lo; b < hi; b++ {
-		xs := x[b*256 : b*256+256]
-		qs := q.Q[b*256 : b*256+256]
-		var amax, mx float32
-		for _, v := range xs {
-			if a := float32(math.Abs(float64(v))); a > amax {
-				amax, mx = a, v
-			}
+		tq, td, tbs := q.kTile(b)
+		for j, v := range q.Q[b*256 : b*256+256] {
+			tq[j] = byte(v)
 		}
-		if amax == 0 {
-			q.D[b] = 0
-			clear(qs)
-		} else {
-			iscale := -127 / mx
-			for j, v := range xs {
-				qs[j] = int8(min(127, math.RoundToEven(float64(iscale*v))))
-			}
-			q.D[b] = 1 / iscale
+		binary.LittleEndian.PutUint32(td, math.Float32bits(q.D[b]))
+		for g := range 16 {
+			binary.LittleEndian.PutUint16(tbs[2*g:], uint16(q.BSums[b*16+g]))
 		}
-		for g := b * 16; g < b*16+16; g++ {
-			var s int16
-			for _, v := range q.Q[g*16 : g*16+16] {
-				s += int16(v)
-			}
-			q.BSums[g] = s
+	}
+}
+
+// quantQ8_KBlock is llama.cpp's quantize_row_q8_K for one block: the
+// scale −127/max from the first element of largest magnitude, the
+// products rounded half to even, and the sums of each 16 quants.
+func quantQ8_KBlock(xs []float32, qs []int8, d *float32, bsums []int16) {
+	var amax, mx float32
+	for _, v := range xs {
+		if a := float32(math.Abs(float64(v))); a > amax {
+			amax, mx = a, v
 		}
-		if q.layout == layoutKTile {
-			tq, td, tbs := q.kTile(b)
-			for j, v := range qs {
-				tq[j] = byte(v)
-			}
-			binary.LittleEndian.PutUint32(td, math.Float32bits(q.D[b]))
-			for g := range 16 {
-				binary.LittleEndian.PutUint16(tbs[2*g:], uint16(q.BSums[b*16+g]))
-			}
+	}
+	if amax == 0 {
+		*d = 0
+		clear(qs)
+	} else {
+		iscale := -127 / mx
+		for j, v := range xs {
+			qs[j] = int8(min(127, math.RoundToEven(float64(iscale*v))))
 		}
+		*d = 1 / iscale
+	}
+	for g := range 16 {
+		var s int16
+		for _, v := range qs[g*16 : g*16+16] {
+			s += int16(v)
+		}
+		bsums[g] = s
 	}
 }
 

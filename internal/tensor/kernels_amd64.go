@@ -900,6 +900,22 @@ func kx8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, ou
 //go:noescape
 func quantQ8_0AVX2(x *float32, nb int, q *int8, d *float32)
 
+//go:noescape
+func quantQ8_KAVX2(x *float32, nb int, q *int8, d *float32, bs *int16) int
+
+// quantQ8_KAsm quantises Q8_K blocks of x into q, d and their sums bs
+// (lengths checked by the caller), from the first block until one that
+// Go must do (gen_kernels.go's quantQ8KKernel), and returns how many.
+func quantQ8_KAsm(k isa, x []float32, q []int8, d []float32, bs []int16) int {
+	if k == isaGeneric || len(d) == 0 {
+		return 0
+	}
+	_ = x[len(d)*256-1]
+	_ = q[len(d)*256-1]
+	_ = bs[len(d)*16-1]
+	return quantQ8_KAVX2(&x[0], len(d), &q[0], &d[0], &bs[0])
+}
+
 // quantQ8_0Asm quantises whole Q8_0 blocks of x into q and d (their
 // lengths checked by the caller) and reports whether it did.
 func quantQ8_0Asm(k isa, x []float32, q []int8, d []float32) bool {

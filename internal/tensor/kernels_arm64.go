@@ -316,3 +316,6 @@ func flashAsm(f *Flash, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride
 
 // runsAtOnce: these kernels read one run of groups at a time.
 func runsAtOnce(isa) int { return 1 }
+
+// quantQ8_KAsm: no Q8_K quantiser here.
+func quantQ8_KAsm(isa, []float32, []int8, []float32, []int16) int { return 0 }

@@ -38,3 +38,6 @@ func flashAsm(*Flash, unsafe.Pointer, int, unsafe.Pointer, int, int, unsafe.Poin
 
 // runsAtOnce: these kernels read one run of groups at a time.
 func runsAtOnce(isa) int { return 1 }
+
+// quantQ8_KAsm: no Q8_K quantiser here.
+func quantQ8_KAsm(isa, []float32, []int8, []float32, []int16) int { return 0 }

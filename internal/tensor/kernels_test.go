@@ -1,11 +1,13 @@
 package tensor
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
@@ -302,6 +304,79 @@ func TestQuantizeQ8_0Levels(t *testing.T) {
 		}
 		if i := firstDiff(q.D, want.D); i >= 0 {
 			t.Fatalf("%s: d[%d] = %v, generic %v", k, i, q.D[i], want.D[i])
+		}
+	}
+}
+
+// TestQuantizeQ8_KLevels: the assembly Q8_K quantiser gives the pure-Go
+// bits (quants, scales, sums, and the KTile layout for four tokens and
+// one) on random blocks, an all-zero block, ties, a largest magnitude
+// that is negative or met twice with both signs, sums at ±127·16, huge
+// values, and the blocks it leaves to Go (subnormals, whose scale
+// overflows, infinities and NaNs) between blocks it does.
+func TestQuantizeQ8_KLevels(t *testing.T) {
+	defer func() { hostISA = detect() }()
+	r := rand.New(rand.NewPCG(9, 9))
+	const nb = 16
+	x := randFloats(r, 256*nb)
+	blk := func(b int) []float32 { return x[256*b : 256*b+256] }
+	clear(blk(1))
+	for i := range 256 { // ties: max 127 makes −127/max·x = −x
+		blk(2)[i] = float32(i%64) - 31.5
+	}
+	blk(2)[7] = 127
+	blk(3)[100] = -50 // the largest magnitude negative
+	blk(4)[10], blk(4)[200] = -40, 40
+	blk(5)[10], blk(5)[200] = 40, -40
+	for i := range blk(6) { // every sum of 16 at ±127·16
+		blk(6)[i] = float32(1 - 2*(i/16%2))
+	}
+	for i := range 256 {
+		blk(7)[i] = float32(r.NormFloat64()) * 1e-41
+		blk(8)[i] = float32(r.NormFloat64()) * 1e37
+	}
+	blk(9)[3] = float32(math.Inf(1))
+	blk(10)[250] = float32(math.NaN())
+	blk(11)[0] = float32(math.Inf(-1))
+	blk(12)[128] *= 1e3
+	if k := detect(); k != isaGeneric { // the assembly does ordinary blocks and stops at the NaN's
+		n := len(blk(12))
+		q, d, bs := make([]int8, 3*n), make([]float32, 3), make([]int16, 48)
+		if got := quantQ8_KAsm(k, x[12*n:15*n], q, d, bs); got != 3 {
+			t.Errorf("%s: the assembly did %d of 3 ordinary blocks", k, got)
+		}
+		if got := quantQ8_KAsm(k, x[7*n:10*n], q, d, bs); got != 0 {
+			t.Errorf("%s: the assembly did %d blocks of subnormals, huge values and an infinity, want 0", k, got)
+		}
+		if got := quantQ8_KAsm(k, x[8*n:11*n], q, d, bs); got != 1 {
+			t.Errorf("%s: the assembly did %d blocks of huge values, an infinity and a NaN, want 1", k, got)
+		}
+	}
+	for _, tokens := range []int{1, 4} { // KTile: one token, or a tile of four
+		xs := x
+		var want Q8
+		for _, k := range levels() {
+			hostISA = k
+			var q Q8
+			q.layout = layoutKTile
+			q.tokens = tokens
+			q.prepare(len(xs), 256)
+			q.quantize(xs, 0, len(xs)/256)
+			if k == isaGeneric {
+				want = q
+				continue
+			}
+			for i := range q.Q {
+				if q.Q[i] != want.Q[i] {
+					t.Fatalf("%s: q[%d] = %d, generic %d (x %v)", k, i, q.Q[i], want.Q[i], xs[i])
+				}
+			}
+			if i := firstDiff(q.D, want.D); i >= 0 {
+				t.Fatalf("%s: d[%d] = %v, generic %v", k, i, q.D[i], want.D[i])
+			}
+			if !slices.Equal(q.BSums, want.BSums) || !bytes.Equal(q.KTile, want.KTile) {
+				t.Fatalf("%s, %d tokens: block sums or KTile differ", k, tokens)
+			}
 		}
 	}
 }
