@@ -170,11 +170,7 @@ func (r *Runner) layer(L *Layer, l int, seqs []Seq, n int) {
 	for t := range n {
 		rmsNorm(r.h[t*H:(t+1)*H], r.x[t*H:(t+1)*H], L.AttnNorm, c.NormEps)
 	}
-	L.Q.MulBatch(r.h, n, r.q, r.pool, &r.mm)
-	r.mm.SameInput()
-	L.K.MulBatch(r.h, n, r.k, r.pool, &r.mm)
-	r.mm.SameInput()
-	L.V.MulBatch(r.h, n, r.v, r.pool, &r.mm)
+	tensor.MulBatches([]*tensor.Matrix{L.Q, L.K, L.V}, r.h, n, [][]float32{r.q, r.k, r.v}, r.pool, &r.mm)
 	for t := range n {
 		q, k, v := r.q[t*qd:(t+1)*qd], r.k[t*kvd:(t+1)*kvd], r.v[t*kvd:(t+1)*kvd]
 		addBias(q, L.QBias)
@@ -199,9 +195,7 @@ func (r *Runner) layer(L *Layer, l int, seqs []Seq, n int) {
 	for t := range n {
 		rmsNorm(r.h[t*H:(t+1)*H], r.x[t*H:(t+1)*H], L.FFNNorm, c.NormEps)
 	}
-	L.Gate.MulBatch(r.h, n, r.g, r.pool, &r.mm)
-	r.mm.SameInput()
-	L.Up.MulBatch(r.h, n, r.u, r.pool, &r.mm)
+	tensor.MulBatches([]*tensor.Matrix{L.Gate, L.Up}, r.h, n, [][]float32{r.g, r.u}, r.pool, &r.mm)
 	r.swiglu.g, r.swiglu.u = r.g[:n*c.FFN], r.u[:n*c.FFN]
 	r.pool.Run(&r.swiglu, n*c.FFN, 2048)
 	L.Down.MulBatch(r.g, n, r.o, r.pool, &r.mm)

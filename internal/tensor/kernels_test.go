@@ -271,6 +271,61 @@ func TestSameInput(t *testing.T) {
 	}
 }
 
+// TestMulBatches: several matrices on one input, fused into one parallel
+// operation (one type: Q/K/V-like rows of 256, 32 and 32, decode's whole
+// fours of groups and a matrix within one chunk) or one after another
+// (mixed types, as Q4_K_M's Q6_K V), give each matrix's MulBatch alone,
+// after a matmul of another input left its activations behind, and leave
+// the scratch holding none of the matrices.
+func TestMulBatches(t *testing.T) {
+	r := rand.New(rand.NewPCG(10, 10))
+	const cols = 512
+	mk := func(typ gguf.TensorType, rows int) *Matrix {
+		var data []byte
+		if typ == gguf.F32 || typ == gguf.F16 || typ == gguf.BF16 {
+			data, _ = Quantize(typ, randFloats(r, rows*cols), nil)
+		} else {
+			data = randomBlocks(typ, rows, cols, r, 0)
+		}
+		m, err := NewMatrix(typ, rows, cols, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Repack(m.Data)
+		return m
+	}
+	p := NewPool(2)
+	defer p.Close()
+	for _, types := range [][]gguf.TensorType{{gguf.Q8_0, gguf.Q8_0, gguf.Q8_0}, {gguf.Q4_0, gguf.Q4_0, gguf.Q4_0}, {gguf.Q4_K, gguf.Q4_K, gguf.Q4_K},
+		{gguf.Q4_K, gguf.Q4_K, gguf.Q6_K}, {gguf.F16, gguf.F16}, {gguf.Q8_0, gguf.F16, gguf.Q8_0}} {
+		var ms []*Matrix
+		for i, typ := range types {
+			ms = append(ms, mk(typ, []int{256, 32, 32}[i]))
+		}
+		for _, n := range []int{1, 3, 20} {
+			x, other := randFloats(r, n*cols), randFloats(r, n*cols)
+			outs := make([][]float32, len(ms))
+			for i, m := range ms {
+				outs[i] = make([]float32, n*m.Rows)
+			}
+			var s Scratch
+			mk(gguf.Q8_0, 16).MulBatch(other, n, make([]float32, n*16), p, &s)
+			MulBatches(ms, x, n, outs, p, &s)
+			for i, m := range ms {
+				var alone Scratch
+				want := make([]float32, n*m.Rows)
+				m.MulBatch(x, n, want, p, &alone)
+				if j := firstDiff(outs[i], want); j >= 0 {
+					t.Errorf("%v, n %d: matrix %d (%s) out[%d] = %v, alone %v", types, n, i, m.Type, j, outs[i][j], want[j])
+				}
+			}
+			if len(s.parts) != 0 || s.multi.parts != nil || s.task.m != nil {
+				t.Errorf("%v, n %d: the scratch keeps matrices reachable", types, n)
+			}
+		}
+	}
+}
+
 // TestQuantizeQ8_0Levels: the assembly quantiser gives the pure-Go bits:
 // random blocks, outliers, an all-zero block, ties (x·127/amax = k+½),
 // subnormals and huge values.
@@ -339,7 +394,7 @@ func TestQuantizeQ8_KLevels(t *testing.T) {
 	blk(10)[250] = float32(math.NaN())
 	blk(11)[0] = float32(math.Inf(-1))
 	blk(12)[128] *= 1e3
-	if k := detect(); k != isaGeneric { // the assembly does ordinary blocks and stops at the NaN's
+	if k := detect(); k.x86() { // the assembly (x86 only) does ordinary blocks and stops at the NaN's
 		n := len(blk(12))
 		q, d, bs := make([]int8, 3*n), make([]float32, 3), make([]int16, 48)
 		if got := quantQ8_KAsm(k, x[12*n:15*n], q, d, bs); got != 3 {

@@ -75,6 +75,8 @@ type Scratch struct {
 	q     Q8
 	rows  [][]float32 // per worker: one dequantised weight row
 	task  mulTask
+	parts []mulTask // MulBatches' chunks of its matrices
+	multi multiTask
 	quant quantTask
 	same  bool // the next MulBatch has the previous one's input (SameInput)
 }
@@ -143,16 +145,28 @@ func roundActs(k isa, bf16 bool, x, dst []float32) {
 	}
 }
 
-// mulTask is MulBatch's share of work for the pool: a range of rows.
+// mulTask is MulBatch's share of work for the pool: a range of rows (or,
+// as one of MulBatches' parts, the rows [lo, hi) of its matrix).
 type mulTask struct {
-	m   *Matrix
-	x   []float32
-	n   int
-	out []float32
-	s   *Scratch
+	m      *Matrix
+	x      []float32
+	n      int
+	out    []float32
+	s      *Scratch
+	lo, hi int
 }
 
 func (t *mulTask) Run(worker, lo, hi int) { t.m.mulRows(lo, hi, t.x, t.n, t.out, t.s, worker) }
+
+// multiTask runs MulBatches' parts, one item each.
+type multiTask struct{ parts []mulTask }
+
+func (t *multiTask) Run(worker, lo, hi int) {
+	for i := lo; i < hi; i++ {
+		c := &t.parts[i]
+		c.m.mulRows(c.lo, c.hi, c.x, c.n, c.out, c.s, worker)
+	}
+}
 
 // mulChunkMACs is about how much work one chunk of rows carries: tens of
 // microseconds, so that the atomic counter and the barrier cost little,
@@ -195,13 +209,74 @@ func abs(x int) int {
 // type exactly as llama.cpp does. Chunks of rows go to p's threads; every
 // token's activations meet each weight row while it is in cache.
 func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch) {
-	if len(x) < n*m.Cols || len(out) < n*m.Rows {
-		panic(fmt.Sprintf("BUG: tensor: MulBatch of %d tokens: x %d, out %d for %dx%d", n, len(x), len(out), m.Rows, m.Cols))
+	m.check(x, n, out)
+	if n == 0 {
+		return
+	}
+	x = m.prepare(x[:n*m.Cols], n, p, s)
+	s.task = mulTask{m: m, x: x, n: n, out: out, s: s}
+	p.Run(&s.task, m.Rows, m.chunkRows(n, p.Size()))
+	s.task = mulTask{}
+}
+
+// MulBatches is MulBatch of several matrices on one input x (Q, K and V
+// of a layer; gate and up), outs[i] for ms[i]. Matrices of one type and
+// layout read the same activations: they run as one parallel operation,
+// with one barrier instead of one each, and a matrix too small to split
+// (Qwen2.5-0.5B's K and V in decode) runs beside the others' chunks
+// instead of on one thread while the other waits. Others run one after
+// another, each reusing what it can of the previous one's activations.
+func MulBatches(ms []*Matrix, x []float32, n int, outs [][]float32, p *Pool, s *Scratch) {
+	if !sameKernels(ms) {
+		for i, m := range ms {
+			if i > 0 {
+				s.SameInput()
+			}
+			m.MulBatch(x, n, outs[i], p, s)
+		}
+		return
+	}
+	for i, m := range ms {
+		m.check(x, n, outs[i])
 	}
 	if n == 0 {
 		return
 	}
-	x = x[:n*m.Cols]
+	x = ms[0].prepare(x[:n*ms[0].Cols], n, p, s)
+	for i, m := range ms {
+		chunk := m.chunkRows(n, p.Size())
+		for lo := 0; lo < m.Rows; lo += chunk {
+			s.parts = append(s.parts, mulTask{m: m, x: x, n: n, out: outs[i], s: s, lo: lo, hi: min(lo+chunk, m.Rows)})
+		}
+	}
+	s.multi.parts = s.parts
+	p.Run(&s.multi, len(s.parts), 1)
+	clear(s.parts) // the scratch must not keep the matrices and outputs reachable
+	s.parts, s.multi.parts = s.parts[:0], nil
+}
+
+// sameKernels reports whether the matrices' kernels read the same
+// activations, prepared once (MulBatches).
+func sameKernels(ms []*Matrix) bool {
+	for _, m := range ms[1:] {
+		a := ms[0]
+		if m.Type != a.Type || m.Cols != a.Cols || m.group != a.group || m.pack != a.pack || m.isa != a.isa {
+			return false
+		}
+	}
+	return len(ms) > 1
+}
+
+func (m *Matrix) check(x []float32, n int, out []float32) {
+	if len(x) < n*m.Cols || len(out) < n*m.Rows {
+		panic(fmt.Sprintf("BUG: tensor: MulBatch of %d tokens: x %d, out %d for %dx%d", n, len(x), len(out), m.Rows, m.Cols))
+	}
+}
+
+// prepare rounds or quantises the activations x of n tokens for m's
+// kernels into s (keeping those of the previous matmul after SameInput
+// where they are the same) and returns what the float kernels read.
+func (m *Matrix) prepare(x []float32, n int, p *Pool, s *Scratch) []float32 {
 	float := m.Type == gguf.F32 || m.Type == gguf.F16 || m.Type == gguf.BF16
 	dp := m.dotsBF16()
 	made := len(s.act)
@@ -255,24 +330,26 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 	for len(s.rows) < p.Size() {
 		s.rows = append(s.rows, nil)
 	}
+	return x
+}
+
+// chunkRows is the rows of one chunk of a matmul over n tokens on threads.
+func (m *Matrix) chunkRows(n, threads int) int {
 	chunk := max(16, mulChunkMACs/max(1, m.Cols*n))
 	if n < 16 {
 		unit := 16
 		if n == 1 {
 			unit = m.decodeUnit()
 		}
-		chunk = evenChunk(m.Rows, chunk, unit, p.Size())
+		chunk = evenChunk(m.Rows, chunk, unit, threads)
 	}
 	if n >= 16 {
 		// A long batch (prefill) streams its activations once per chunk:
 		// chunks of 64 rows reuse each tile of them four times as long as
 		// 16 did (2x on AVX2 for Qwen2.5-0.5B's 896-wide matrices).
-		chunk = max(chunk, min(64, m.Rows/p.Size()))
+		chunk = max(chunk, min(64, m.Rows/threads))
 	}
-	chunk = max(16, chunk&^15)
-	s.task = mulTask{m: m, x: x, n: n, out: out, s: s}
-	p.Run(&s.task, m.Rows, chunk)
-	s.task = mulTask{}
+	return max(16, chunk&^15)
 }
 
 // mulRows computes rows [lo, hi) for every token.
