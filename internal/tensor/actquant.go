@@ -134,9 +134,6 @@ func quantQ8_0Blocks(x []float32, q *Q8, lo, hi int) {
 				qs[j] = int8(math.RoundToEven(float64(v * id)))
 			}
 		}
-		if q.layout == layoutX8 {
-			q.writeX8(b, qs, q.D[b])
-		}
 		if q.layout == layoutVNNI {
 			dst := q.VNNI[b*64 : b*64+64]
 			for l := range 8 {
@@ -145,6 +142,9 @@ func quantQ8_0Blocks(x []float32, q *Q8, lo, hi int) {
 				dst[4*l], dst[4*l+1], dst[4*l+2], dst[4*l+3] = byte(qs[4*l]), byte(qs[4*l+1]), byte(qs[4*l+2]), byte(qs[4*l+3])
 			}
 		}
+	}
+	if q.layout == layoutX8 {
+		q.writeX8(lo, hi)
 	}
 }
 

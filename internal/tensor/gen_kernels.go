@@ -315,6 +315,7 @@ func main() {
 	flashKernels(&w)
 	quantKernels(&w)
 	quantQ8KKernel(&w)
+	x8RecordsKernel(&w)
 	for _, kind := range []string{"f16", "bf16", "f32"} {
 		floatLanes(&w, kind)
 		for _, rt := range floatTiles {
@@ -2207,6 +2208,48 @@ quantq80:
 	ADDQ $4, DX
 	DECQ CX
 	JNZ quantq80
+	VZEROUPPER
+	RET
+
+`)
+}
+
+// x8RecordsKernel emits x8RecordsAVX2(q *int8, d *float32, nb int, off
+// int32, o *byte, ostride int): the X8 record of each Q8_0 block (its 32
+// quants, −off·Σq as int32, d) at o, ostride bytes apart.
+func x8RecordsKernel(w *bytes.Buffer) {
+	w.WriteString(`// func x8RecordsAVX2(q *int8, d *float32, nb int, off int32, o *byte, ostride int)
+TEXT ·x8RecordsAVX2(SB), NOSPLIT, $0-48
+	MOVQ q+0(FP), SI
+	MOVQ d+8(FP), DX
+	MOVQ nb+16(FP), CX
+	MOVL off+24(FP), R9
+	NEGL R9
+	MOVQ o+32(FP), DI
+	MOVQ ostride+40(FP), R8
+	VMOVDQU ones8<>(SB), Y14
+	VMOVDQU ones16<>(SB), Y12
+x8rec:
+	VMOVDQU (SI), Y0
+	VMOVDQU Y0, (DI)
+	VPMADDUBSW Y0, Y14, Y0
+	VPMADDWD Y12, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0x4e, X0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0xb1, X0, X1
+	VPADDD X1, X0, X0
+	VMOVD X0, AX
+	IMULL R9, AX
+	MOVL AX, 32(DI)
+	MOVL (DX), AX
+	MOVL AX, 36(DI)
+	ADDQ $32, SI
+	ADDQ $4, DX
+	ADDQ R8, DI
+	DECQ CX
+	JNZ x8rec
 	VZEROUPPER
 	RET
 

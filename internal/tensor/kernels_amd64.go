@@ -901,6 +901,21 @@ func kx8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, ou
 func quantQ8_0AVX2(x *float32, nb int, q *int8, d *float32)
 
 //go:noescape
+func x8RecordsAVX2(q *int8, d *float32, nb int, off int32, o *byte, ostride int)
+
+// x8RecordsAsm writes the X8 records of Q8_0 blocks (q, d) from o,
+// ostride bytes apart: the 32 quants, −off·Σq, d (Q8.writeX8).
+func x8RecordsAsm(k isa, q []int8, d []float32, off int32, o []byte, ostride int) bool {
+	if k == isaGeneric || len(d) == 0 {
+		return k != isaGeneric
+	}
+	_ = q[len(d)*32-1]
+	_ = o[(len(d)-1)*ostride+x8ActBytes-1]
+	x8RecordsAVX2(&q[0], &d[0], len(d), off, &o[0], ostride)
+	return true
+}
+
+//go:noescape
 func quantQ8_KAVX2(x *float32, nb int, q *int8, d *float32, bs *int16) int
 
 // quantQ8_KAsm quantises Q8_K blocks of x into q, d and their sums bs

@@ -12462,6 +12462,41 @@ q8kzero:
 	VMOVDQU Y1, 224(DI)
 	JMP q8knext
 
+// func x8RecordsAVX2(q *int8, d *float32, nb int, off int32, o *byte, ostride int)
+TEXT ·x8RecordsAVX2(SB), NOSPLIT, $0-48
+	MOVQ q+0(FP), SI
+	MOVQ d+8(FP), DX
+	MOVQ nb+16(FP), CX
+	MOVL off+24(FP), R9
+	NEGL R9
+	MOVQ o+32(FP), DI
+	MOVQ ostride+40(FP), R8
+	VMOVDQU ones8<>(SB), Y14
+	VMOVDQU ones16<>(SB), Y12
+x8rec:
+	VMOVDQU (SI), Y0
+	VMOVDQU Y0, (DI)
+	VPMADDUBSW Y0, Y14, Y0
+	VPMADDWD Y12, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0x4e, X0, X1
+	VPADDD X1, X0, X0
+	VPSHUFD $0xb1, X0, X1
+	VPADDD X1, X0, X0
+	VMOVD X0, AX
+	IMULL R9, AX
+	MOVL AX, 32(DI)
+	MOVL (DX), AX
+	MOVL AX, 36(DI)
+	ADDQ $32, SI
+	ADDQ $4, DX
+	ADDQ R8, DI
+	DECQ CX
+	JNZ x8rec
+	VZEROUPPER
+	RET
+
 // func f16Lanes8AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, rowBytes, steps int, out *float32, outLane int)
 TEXT ·f16Lanes8AVX2(SB), NOSPLIT, $0-64
 	MOVQ w+0(FP), SI

@@ -319,3 +319,6 @@ func runsAtOnce(isa) int { return 1 }
 
 // quantQ8_KAsm: no Q8_K quantiser here.
 func quantQ8_KAsm(isa, []float32, []int8, []float32, []int16) int { return 0 }
+
+// x8RecordsAsm: the X8 records are written in Go here.
+func x8RecordsAsm(isa, []int8, []float32, int32, []byte, int) bool { return false }

@@ -328,7 +328,7 @@ func TestMulBatches(t *testing.T) {
 
 // TestQuantizeQ8_0Levels: the assembly quantiser gives the pure-Go bits:
 // random blocks, outliers, an all-zero block, ties (x·127/amax = k+½),
-// subnormals and huge values.
+// subnormals and huge values; so do the X8 records made from them.
 func TestQuantizeQ8_0Levels(t *testing.T) {
 	defer func() { hostISA = detect() }()
 	r := rand.New(rand.NewPCG(4, 4))
@@ -359,6 +359,26 @@ func TestQuantizeQ8_0Levels(t *testing.T) {
 		}
 		if i := firstDiff(q.D, want.D); i >= 0 {
 			t.Fatalf("%s: d[%d] = %v, generic %v", k, i, q.D[i], want.D[i])
+		}
+	}
+	// The repacked kernels' X8 records, for tiles of four, two and one
+	// token (seven tokens of eight blocks) and each offset they add.
+	for _, tokens := range []int{1, 7} {
+		xs := x[:tokens*32*(64/tokens)]
+		for _, off := range []int32{0, 8, 16, 128} {
+			var want []byte
+			for _, k := range levels() {
+				hostISA = k
+				var q Q8
+				q.layout, q.off, q.tokens = layoutX8, off, tokens
+				q.prepare(len(xs), 32)
+				q.quantize(xs, 0, len(xs)/32)
+				if k == isaGeneric {
+					want = q.X8
+				} else if !bytes.Equal(q.X8, want) {
+					t.Fatalf("%s, %d tokens, offset %d: the X8 records differ from Go's", k, tokens, off)
+				}
+			}
 		}
 	}
 }
