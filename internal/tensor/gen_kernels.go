@@ -1649,31 +1649,24 @@ func (u kUnits) zero(w *bytes.Buffer, base int) {
 	}
 }
 
-// mulAdd adds, for each unit, the VPMADDUBSW products of the weights that
+// mulAdd adds, for each token, the VPMADDUBSW products of the weights that
 // decode emits into Y8 (from the address function it is given; it may
 // use Y11, never Y10) and the four activation bytes at qoff to the int16
 // sums Y4+i.
 func (u kUnits) mulAdd(w *bytes.Buffer, decode func(addr func(off int) string), qoff int) {
-	if u.S > 1 {
-		fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n", u.q(0, qoff))
-		for i := range u.S {
-			decode(func(off int) string { return u.w(i, off) })
-			fmt.Fprintf(w, "\tVPMADDUBSW Y10, Y8, Y11\n\tVPADDW Y11, Y%[1]d, Y%[1]d\n", 4+i)
-		}
-		return
-	}
 	decode(func(off int) string { return u.w(0, off) })
 	for t := range u.T {
 		fmt.Fprintf(w, "\tVPBROADCASTD %s, Y10\n\tVPMADDUBSW Y10, Y8, Y10\n\tVPADDW Y10, Y%[2]d, Y%[2]d\n", u.q(t, qoff), 4+t)
 	}
 }
 
-// scaled adds to each unit's Y0+i its int16 sums Y4+i times the rows'
-// scales that scales emits into Y9 for unit i's weights (once for every
-// token; per stream for streams; nil: Y9 holds the tokens' already).
+// scaled adds to each token's Y0+i its int16 sums Y4+i times the rows'
+// scales that scales emits into Y9 (once for every token; nil: Y9 holds
+// them already). The four-run kernels stage theirs (q45kx8AVX2S) or load
+// them per run (q6kx8AVX2S).
 func (u kUnits) scaled(w *bytes.Buffer, scales func(i int)) {
 	for i := range u.n() {
-		if scales != nil && (i == 0 || u.S > 1) {
+		if scales != nil && i == 0 {
 			scales(i)
 		}
 		fmt.Fprintf(w, "\tVPMADDWD Y9, Y%d, Y10\n\tVPADDD Y10, Y%[2]d, Y%[2]d\n", 4+i, i)
@@ -1729,7 +1722,7 @@ func (u kUnits) frame(w *bytes.Buffer, name, consts string, frame, acc int) {
 		args, size = ", wstep int", 56
 	}
 	// NOSPLIT frames may take 800 bytes in all: a bigger one (the staged
-	// scales of q4kx8AVX2S) lets Go check the stack.
+	// scales of q45kx8AVX2S) lets Go check the stack.
 	flags := "NOSPLIT, "
 	if frame > 640 {
 		flags = ""
@@ -1902,15 +1895,13 @@ func q45kx8AVX2S(w *bytes.Buffer, u kUnits, q5 bool) {
 	u.zero(w, 0)
 	// Q5_K's pairs 0–1 shift the fifth bits left (by 4−j), 2–3 right (by
 	// j−4): two loops, so that each shift is one instruction.
-	loops := []struct {
+	type pairLoop struct {
 		label, shift string
-		pairs, count int
-	}{{"pair", "", 4, 0}}
+		pairs, count int // pairs in the loop, the shift for its first
+	}
+	loops := []pairLoop{{"pair", "", 4, 0}}
 	if q5 {
-		loops = []struct {
-			label, shift string
-			pairs, count int
-		}{{"pairl", "VPSLLW", 2, 4}, {"pairr", "VPSRLW", 2, 0}}
+		loops = []pairLoop{{"pairl", "VPSLLW", 2, 4}, {"pairr", "VPSRLW", 2, 0}}
 		w.WriteString("\tMOVQ SI, DX\n")
 	}
 	fmt.Fprintf(w, "\tLEAQ %d(SP), DI\n", sc)
@@ -2110,11 +2101,7 @@ func q5kx8AVX2(w *bytes.Buffer, u kUnits) {
 	u.zero(w, 0)
 	for j := range 8 {
 		p, hi := j/2, j%2
-		scales := func(s int) { kScaleOf(w, sc+128*s, j) }
-		if u.S == 1 { // one run: the scales serve both halves
-			scales(0)
-			scales = nil
-		}
+		kScaleOf(w, sc, j) // the scales serve both halves
 		for kh := range 2 {
 			u.zero(w, 4)
 			for k := 4 * kh; k < 4*kh+4; k++ {
@@ -2133,7 +2120,7 @@ func q5kx8AVX2(w *bytes.Buffer, u kUnits) {
 					w.WriteString("\tVPAND Y15, Y11, Y11\n\tVPOR Y11, Y8, Y8\n")
 				}, 64*p+32*hi+4*k)
 			}
-			u.scaled(w, scales)
+			u.scaled(w, nil)
 		}
 	}
 	u.zero(w, 4)

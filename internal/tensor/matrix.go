@@ -258,13 +258,16 @@ func MulBatches(ms []*Matrix, x []float32, n int, outs [][]float32, p *Pool, s *
 // sameKernels reports whether the matrices' kernels read the same
 // activations, prepared once (MulBatches).
 func sameKernels(ms []*Matrix) bool {
+	if len(ms) < 2 {
+		return false
+	}
+	a := ms[0]
 	for _, m := range ms[1:] {
-		a := ms[0]
 		if m.Type != a.Type || m.Cols != a.Cols || m.group != a.group || m.pack != a.pack || m.isa != a.isa {
 			return false
 		}
 	}
-	return len(ms) > 1
+	return true
 }
 
 func (m *Matrix) check(x []float32, n int, out []float32) {

@@ -287,13 +287,10 @@ func (m *Matrix) mulRowsRepacked(lo, hi int, n int, out []float32, q *Q8) {
 	}
 }
 
-// packedISA is the kernel set that runs on m's repacked layout: the one
-// it was made for, when m's kernel set includes it (tests lower m.isa to
-// check the others against pure Go), else pure Go.
 // decodeUnit is the rows a one-token chunk is a multiple of: the groups
 // that the one-token kernels read at once (AVX2: four runs of eight-row
 // groups; Qwen2.5-0.5B's down projection in chunks of 48 rows left a
-// third of its groups to the one-run kernel, 5 % of a Q8_0 decode step),
+// third of its groups to the one-run kernel, 5 % of a Q8_0 decode profile),
 // and at least 16.
 func (m *Matrix) decodeUnit() int {
 	if m.group == 0 {
@@ -302,6 +299,9 @@ func (m *Matrix) decodeUnit() int {
 	return max(16, m.group*runsAtOnce(m.packedISA()))
 }
 
+// packedISA is the kernel set that runs on m's repacked layout: the one
+// it was made for, when m's kernel set includes it (tests lower m.isa to
+// check the others against pure Go), else pure Go.
 func (m *Matrix) packedISA() isa {
 	if m.isa >= m.pack {
 		return m.pack
