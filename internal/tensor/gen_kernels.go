@@ -1986,22 +1986,7 @@ func q6kx8AVX2(w *bytes.Buffer, u kUnits) {
 						if m%2 == 1 {
 							ql += 32
 						}
-						u.mulAdd(w, func(addr func(int) string) {
-							fmt.Fprintf(w, "\tVMOVDQU %s, Y8\n", addr(ql))
-							if m >= 2 {
-								w.WriteString("\tVPSRLW $4, Y8, Y8\n")
-							}
-							fmt.Fprintf(w, "\tVPAND Y12, Y8, Y8\n\tVMOVDQU %s, Y11\n", addr(base+64))
-							switch m {
-							case 0:
-								w.WriteString("\tVPSLLW $4, Y11, Y11\n")
-							case 1:
-								w.WriteString("\tVPSLLW $2, Y11, Y11\n")
-							case 3:
-								w.WriteString("\tVPSRLW $2, Y11, Y11\n")
-							}
-							w.WriteString("\tVPAND Y13, Y11, Y11\n\tVPOR Y11, Y8, Y8\n")
-						}, 128*n+32*m+4*k)
+						u.mulAdd(w, func(addr func(int) string) { q6kQuants(w, m, addr(ql), addr(base+64)) }, 128*n+32*m+4*k)
 					}
 					u.scaled(w, func(s int) {
 						fmt.Fprintf(w, "\tVPMOVSXBD %s, Y9\n\tVPSHUFB Y14, Y9, Y9\n", u.w(s, 16+8*g))
@@ -2010,7 +1995,33 @@ func q6kx8AVX2(w *bytes.Buffer, u kUnits) {
 			}
 		}
 	}
-	// The offset: Σ_g sc_g·bsum_g, two groups per VPMADDWD.
+	q6kEnd(w, u, name, acc)
+}
+
+// q6kQuants emits the 6-bit quants of quarter m of a Q6_K k into Y8: the
+// nibbles at ql (low for m < 2, high above), the two bits of m from the
+// qh bytes at qh put at bits 4–5 (Y12 nib, Y13 m30; uses Y11).
+func q6kQuants(w *bytes.Buffer, m int, ql, qh string) {
+	fmt.Fprintf(w, "\tVMOVDQU %s, Y8\n", ql)
+	if m >= 2 {
+		w.WriteString("\tVPSRLW $4, Y8, Y8\n")
+	}
+	fmt.Fprintf(w, "\tVPAND Y12, Y8, Y8\n\tVMOVDQU %s, Y11\n", qh)
+	switch m {
+	case 0:
+		w.WriteString("\tVPSLLW $4, Y11, Y11\n")
+	case 1:
+		w.WriteString("\tVPSLLW $2, Y11, Y11\n")
+	case 3:
+		w.WriteString("\tVPSRLW $2, Y11, Y11\n")
+	}
+	w.WriteString("\tVPAND Y13, Y11, Y11\n\tVPOR Y11, Y8, Y8\n")
+}
+
+// q6kEnd ends a Q6_K super-block for q6kx8AVX2 and q6kx8AVX2S: the −32
+// offset, Σ_g sc_g·bsum_g two groups per VPMADDWD, then the float steps,
+// and the loops' close.
+func q6kEnd(w *bytes.Buffer, u kUnits, name string, acc int) {
 	u.zero(w, 4)
 	for i := range 8 {
 		u.bsums(w, func(s int) {
@@ -2049,20 +2060,8 @@ func q6kx8AVX2S(w *bytes.Buffer, u kUnits) {
 				}
 				fmt.Fprintf(w, "\tVPBROADCASTD %d(BX), Y10\n", 32*m+4*k)
 				for s := range u.S {
-					fmt.Fprintf(w, "\tVMOVDQU %s, Y8\n", u.w(s, ql))
-					if m >= 2 {
-						w.WriteString("\tVPSRLW $4, Y8, Y8\n")
-					}
-					fmt.Fprintf(w, "\tVPAND Y12, Y8, Y8\n\tVMOVDQU %s, Y11\n", u.w(s, 144+96*k+64))
-					switch m {
-					case 0:
-						w.WriteString("\tVPSLLW $4, Y11, Y11\n")
-					case 1:
-						w.WriteString("\tVPSLLW $2, Y11, Y11\n")
-					case 3:
-						w.WriteString("\tVPSRLW $2, Y11, Y11\n")
-					}
-					fmt.Fprintf(w, "\tVPAND Y13, Y11, Y11\n\tVPOR Y11, Y8, Y8\n\tVPMADDUBSW Y10, Y8, Y11\n\tVPADDW Y11, Y%[1]d, Y%[1]d\n", 4+s)
+					q6kQuants(w, m, u.w(s, ql), u.w(s, 144+96*k+64))
+					fmt.Fprintf(w, "\tVPMADDUBSW Y10, Y8, Y11\n\tVPADDW Y11, Y%[1]d, Y%[1]d\n", 4+s)
 				}
 			}
 			for s := range u.S {
@@ -2074,18 +2073,7 @@ func q6kx8AVX2S(w *bytes.Buffer, u kUnits) {
 	// next group's scales; a half is 128 activations and 8 groups.
 	fmt.Fprintf(w, "\tADDQ $384, SI\n\tADDQ $16, BX\n\tADDQ $8, DI\n\tDECQ CX\n\tJNZ %skh\n", name)
 	fmt.Fprintf(w, "\tADDQ $96, BX\n\tADDQ $48, DI\n\tDECQ DX\n\tJNZ %shalf\n\tSUBQ $1536, SI\n\tSUBQ $256, BX\n", name)
-	// The offset: Σ_g sc_g·bsum_g, two groups per VPMADDWD.
-	u.zero(w, 4)
-	for i := range 8 {
-		u.bsums(w, func(s int) {
-			fmt.Fprintf(w, "\tVMOVQ %s, X9\n\tVMOVQ %s, X11\n\tVPUNPCKLBW X11, X9, X9\n\tVPMOVSXBW X9, Y9\n", u.w(s, 16+16*i), u.w(s, 24+16*i))
-		}, 4*i)
-	}
-	for i := range u.n() {
-		fmt.Fprintf(w, "\tVPSLLD $5, Y%[1]d, Y%[1]d\n\tVPSUBD Y%[1]d, Y%[2]d, Y%[2]d\n", 4+i, i)
-	}
-	u.floats(w, acc, false)
-	u.close(w, name, 210, acc)
+	q6kEnd(w, u, name, acc)
 }
 
 // q5kx8AVX2 is q4kx8AVX2's counterpart for Q5_K repacked eight rows at a

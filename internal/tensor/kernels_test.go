@@ -211,6 +211,22 @@ func TestKernelInfo(t *testing.T) {
 	}
 }
 
+// randomMatrix is a rows×cols matrix of typ with random weights (floats
+// rounded to typ, or random blocks).
+func randomMatrix(t *testing.T, r *rand.Rand, typ gguf.TensorType, rows, cols int) *Matrix {
+	var data []byte
+	if typ == gguf.F32 || typ == gguf.F16 || typ == gguf.BF16 {
+		data, _ = Quantize(typ, randFloats(r, rows*cols), nil)
+	} else {
+		data = randomBlocks(typ, rows, cols, r, 0)
+	}
+	m, err := NewMatrix(typ, rows, cols, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // TestSameInput: a matmul told that its input is the previous one's gives
 // what it gives alone, whether it reuses the quantised, rounded or paired
 // activations (same layout, same float type) or not (another type came
@@ -218,19 +234,7 @@ func TestKernelInfo(t *testing.T) {
 func TestSameInput(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 9))
 	const rows, cols, n = 16, 512, 9
-	mk := func(typ gguf.TensorType) *Matrix {
-		var data []byte
-		if typ == gguf.F32 || typ == gguf.F16 || typ == gguf.BF16 {
-			data, _ = Quantize(typ, randFloats(r, rows*cols), nil)
-		} else {
-			data = randomBlocks(typ, rows, cols, r, 0)
-		}
-		m, err := NewMatrix(typ, rows, cols, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
+	mk := func(typ gguf.TensorType) *Matrix { return randomMatrix(t, r, typ, rows, cols) }
 	x1, x2 := randFloats(r, n*cols), randFloats(r, n*cols)
 	p := NewPool(2)
 	defer p.Close()
@@ -281,16 +285,7 @@ func TestMulBatches(t *testing.T) {
 	r := rand.New(rand.NewPCG(10, 10))
 	const cols = 512
 	mk := func(typ gguf.TensorType, rows int) *Matrix {
-		var data []byte
-		if typ == gguf.F32 || typ == gguf.F16 || typ == gguf.BF16 {
-			data, _ = Quantize(typ, randFloats(r, rows*cols), nil)
-		} else {
-			data = randomBlocks(typ, rows, cols, r, 0)
-		}
-		m, err := NewMatrix(typ, rows, cols, data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := randomMatrix(t, r, typ, rows, cols)
 		m.Repack(m.Data)
 		return m
 	}
@@ -352,14 +347,7 @@ func TestQuantizeQ8_0Levels(t *testing.T) {
 			want = q
 			continue
 		}
-		for i := range q.Q {
-			if q.Q[i] != want.Q[i] {
-				t.Fatalf("%s: q[%d] = %d, generic %d (x %v)", k, i, q.Q[i], want.Q[i], x[i])
-			}
-		}
-		if i := firstDiff(q.D, want.D); i >= 0 {
-			t.Fatalf("%s: d[%d] = %v, generic %v", k, i, q.D[i], want.D[i])
-		}
+		sameQ8(t, k, &q, &want, x)
 	}
 	// The repacked kernels' X8 records, for tiles of four, two and one
 	// token (seven tokens of eight blocks) and each offset they add.
@@ -380,6 +368,20 @@ func TestQuantizeQ8_0Levels(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// sameQ8 fails t where kernel set k's quants or scales of x differ from
+// pure Go's (want).
+func sameQ8(t *testing.T, k isa, q, want *Q8, x []float32) {
+	t.Helper()
+	for i := range q.Q {
+		if q.Q[i] != want.Q[i] {
+			t.Fatalf("%s: q[%d] = %d, generic %d (x %v)", k, i, q.Q[i], want.Q[i], x[i])
+		}
+	}
+	if i := firstDiff(q.D, want.D); i >= 0 {
+		t.Fatalf("%s: d[%d] = %v, generic %v", k, i, q.D[i], want.D[i])
 	}
 }
 
@@ -441,14 +443,7 @@ func TestQuantizeQ8_KLevels(t *testing.T) {
 				want = q
 				continue
 			}
-			for i := range q.Q {
-				if q.Q[i] != want.Q[i] {
-					t.Fatalf("%s: q[%d] = %d, generic %d (x %v)", k, i, q.Q[i], want.Q[i], xs[i])
-				}
-			}
-			if i := firstDiff(q.D, want.D); i >= 0 {
-				t.Fatalf("%s: d[%d] = %v, generic %v", k, i, q.D[i], want.D[i])
-			}
+			sameQ8(t, k, &q, &want, xs)
 			if !slices.Equal(q.BSums, want.BSums) || !bytes.Equal(q.KTile, want.KTile) {
 				t.Fatalf("%s, %d tokens: block sums or KTile differ", k, tokens)
 			}
