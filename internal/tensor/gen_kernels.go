@@ -1840,8 +1840,8 @@ func q4kx8AVX2(w *bytes.Buffer, u kUnits) {
 // q45kx8AVX2S emits q4kx8AVX2's (q5 false) or q5kx8AVX2's kernel for one
 // token over x8Streams runs of groups (u.S > 1) as a loop over the four
 // pairs of sub-blocks: the unrolled super-blocks (1,763 and 2,971
-// instructions) did not fit Zen 3's op cache and ran slower in cache than
-// the one-run kernels. Each run's scales and minimums are staged once per
+// instructions, front-end bound on Zen 3) ran slower in cache than the
+// one-run kernels, the loops 13–20 % faster than those. Each run's scales and minimums are staged once per
 // super-block, each already in both words of its rows' dwords, so that the
 // loop takes them as memory operands of VPMADDWD (stack: sc_0–7 then
 // m_0–7, 32 bytes each, 512 a run). Q5_K's fifth bits (bit j of each qh
@@ -2038,7 +2038,7 @@ func q6kEnd(w *bytes.Buffer, u kUnits, name string, acc int) {
 // q6kx8AVX2S emits q6kx8AVX2's kernel for one token over x8Streams runs
 // of groups (u.S > 1) as two nested loops, over the super-block's halves
 // (n) and within each over its two kh's: one pass is an eighth of the
-// unrolled 3,063 instructions, which did not fit Zen 3's op cache. SI, BX
+// unrolled 3,063 instructions (front-end bound on Zen 3). SI, BX
 // and DI walk the weights, activations and scales (DX, CX count the
 // loops); the sums and float steps are q6kx8AVX2's, so are the bits.
 func q6kx8AVX2S(w *bytes.Buffer, u kUnits) {
