@@ -1841,7 +1841,7 @@ func q4kx8AVX2(w *bytes.Buffer, u kUnits) {
 // token over x8Streams runs of groups (u.S > 1) as a loop over the four
 // pairs of sub-blocks: the unrolled super-blocks (1,763 and 2,971
 // instructions, front-end bound on Zen 3) ran slower in cache than the
-// one-run kernels, the loops 13–20 % faster than those. Each run's scales and minimums are staged once per
+// one-run kernels; the loops are 12–25 % faster in cache. Each run's scales and minimums are staged once per
 // super-block, each already in both words of its rows' dwords, so that the
 // loop takes them as memory operands of VPMADDWD (stack: sc_0–7 then
 // m_0–7, 32 bytes each, 512 a run). Q5_K's fifth bits (bit j of each qh
