@@ -1850,7 +1850,7 @@ func q4kx8AVX2(w *bytes.Buffer, u kUnits) {
 // bits of the unrolled kernels.
 //
 // Registers: Y0–Y3 per run Σ sc·Σ q·a, Y4–Y7 per run int16 sums (then
-// Σ m·bsum), Y8 quants, Y10–Y11 temporaries, Y12 nib, Y15 bit10; SI, BX
+// Σ m·bsum), Y8 quants, Y10–Y11 temporaries, Y12 nib, Y15 bit10 (Q5_K); SI, BX
 // and DI walk the pairs' quants, activations and scales, DX stays on the
 // super-block (Q5_K's qh), CX counts the pairs and AX is the shift.
 func q45kx8AVX2S(w *bytes.Buffer, u kUnits, q5 bool) {
@@ -1860,7 +1860,11 @@ func q45kx8AVX2S(w *bytes.Buffer, u kUnits, q5 bool) {
 	}
 	name := u.name(f)
 	sc, acc := 0, 512*u.S
-	u.frame(w, name, "\tVMOVDQU nib<>(SB), Y12\n\tVMOVDQU bit10<>(SB), Y15\n", acc+32*u.n(), acc)
+	consts := "\tVMOVDQU nib<>(SB), Y12\n"
+	if q5 {
+		consts += "\tVMOVDQU bit10<>(SB), Y15\n"
+	}
+	u.frame(w, name, consts, acc+32*u.n(), acc)
 	for s := range u.S {
 		// Y0 sc0–3, Y1 sc4–7, Y2 m0–3, Y3 m4–7: byte b of each row's dword
 		// (as kScales has them), then each byte to both words of the dword.

@@ -906,8 +906,11 @@ func x8RecordsAVX2(q *int8, d *float32, nb int, off int32, o *byte, ostride int)
 // x8RecordsAsm writes the X8 records of Q8_0 blocks (q, d) from o,
 // ostride bytes apart: the 32 quants, −off·Σq, d (Q8.writeX8).
 func x8RecordsAsm(k isa, q []int8, d []float32, off int32, o []byte, ostride int) bool {
-	if k == isaGeneric || len(d) == 0 {
-		return k != isaGeneric
+	if k == isaGeneric {
+		return false
+	}
+	if len(d) == 0 {
+		return true
 	}
 	_ = q[len(d)*32-1]
 	_ = o[(len(d)-1)*ostride+x8ActBytes-1]

@@ -297,7 +297,7 @@ func TestMulBatches(t *testing.T) {
 		for i, typ := range types {
 			ms = append(ms, mk(typ, []int{256, 32, 32}[i]))
 		}
-		for _, n := range []int{1, 3, 20} {
+		for _, n := range []int{0, 1, 3, 20} {
 			x, other := randFloats(r, n*cols), randFloats(r, n*cols)
 			outs := make([][]float32, len(ms))
 			for i, m := range ms {
@@ -314,7 +314,11 @@ func TestMulBatches(t *testing.T) {
 					t.Errorf("%v, n %d: matrix %d (%s) out[%d] = %v, alone %v", types, n, i, m.Type, j, outs[i][j], want[j])
 				}
 			}
-			if len(s.parts) != 0 || s.multi.parts != nil || s.task.m != nil {
+			kept := len(s.multi.parts) != 0 || s.multi.x != nil || s.task.m != nil
+			for _, c := range s.multi.parts[:cap(s.multi.parts)] {
+				kept = kept || c.m != nil || c.out != nil
+			}
+			if kept {
 				t.Errorf("%v, n %d: the scratch keeps matrices reachable", types, n)
 			}
 		}

@@ -75,8 +75,7 @@ type Scratch struct {
 	q     Q8
 	rows  [][]float32 // per worker: one dequantised weight row
 	task  mulTask
-	parts []mulTask // MulBatches' chunks of its matrices
-	multi multiTask
+	multi multiTask // MulBatches'; its parts slice is kept for the next call
 	quant quantTask
 	same  bool // the next MulBatch has the previous one's input (SameInput)
 }
@@ -145,26 +144,35 @@ func roundActs(k isa, bf16 bool, x, dst []float32) {
 	}
 }
 
-// mulTask is MulBatch's share of work for the pool: a range of rows (or,
-// as one of MulBatches' parts, the rows [lo, hi) of its matrix).
+// mulTask is MulBatch's share of work for the pool: a range of rows.
 type mulTask struct {
-	m      *Matrix
-	x      []float32
-	n      int
-	out    []float32
-	s      *Scratch
-	lo, hi int
+	m   *Matrix
+	x   []float32
+	n   int
+	out []float32
+	s   *Scratch
 }
 
 func (t *mulTask) Run(worker, lo, hi int) { t.m.mulRows(lo, hi, t.x, t.n, t.out, t.s, worker) }
 
-// multiTask runs MulBatches' parts, one item each.
-type multiTask struct{ parts []mulTask }
+// multiTask is MulBatches' work: its matrices' chunks, one item each.
+type multiTask struct {
+	parts []mulPart
+	x     []float32
+	n     int
+	s     *Scratch
+}
+
+// mulPart is rows [lo, hi) of m into out.
+type mulPart struct {
+	m      *Matrix
+	out    []float32
+	lo, hi int
+}
 
 func (t *multiTask) Run(worker, lo, hi int) {
-	for i := lo; i < hi; i++ {
-		c := &t.parts[i]
-		c.m.mulRows(c.lo, c.hi, c.x, c.n, c.out, c.s, worker)
+	for _, c := range t.parts[lo:hi] {
+		c.m.mulRows(c.lo, c.hi, t.x, t.n, c.out, t.s, worker)
 	}
 }
 
@@ -227,6 +235,9 @@ func (m *Matrix) MulBatch(x []float32, n int, out []float32, p *Pool, s *Scratch
 // instead of on one thread while the other waits. Others run one after
 // another, each reusing what it can of the previous one's activations.
 func MulBatches(ms []*Matrix, x []float32, n int, outs [][]float32, p *Pool, s *Scratch) {
+	if len(outs) != len(ms) {
+		panic(fmt.Sprintf("BUG: tensor: MulBatches of %d matrices into %d outputs", len(ms), len(outs)))
+	}
 	if !sameKernels(ms) {
 		for i, m := range ms {
 			if i > 0 {
@@ -242,17 +253,17 @@ func MulBatches(ms []*Matrix, x []float32, n int, outs [][]float32, p *Pool, s *
 	if n == 0 {
 		return
 	}
-	x = ms[0].prepare(x[:n*ms[0].Cols], n, p, s)
+	t := &s.multi
+	t.x, t.n, t.s = ms[0].prepare(x[:n*ms[0].Cols], n, p, s), n, s
 	for i, m := range ms {
 		chunk := m.chunkRows(n, p.Size())
 		for lo := 0; lo < m.Rows; lo += chunk {
-			s.parts = append(s.parts, mulTask{m: m, x: x, n: n, out: outs[i], s: s, lo: lo, hi: min(lo+chunk, m.Rows)})
+			t.parts = append(t.parts, mulPart{m: m, out: outs[i], lo: lo, hi: min(lo+chunk, m.Rows)})
 		}
 	}
-	s.multi.parts = s.parts
-	p.Run(&s.multi, len(s.parts), 1)
-	clear(s.parts) // the scratch must not keep the matrices and outputs reachable
-	s.parts, s.multi.parts = s.parts[:0], nil
+	p.Run(t, len(t.parts), 1)
+	clear(t.parts) // the scratch must not keep the matrices and outputs reachable
+	*t = multiTask{parts: t.parts[:0]}
 }
 
 // sameKernels reports whether the matrices' kernels read the same
