@@ -293,7 +293,7 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 		seen := c // a copy, so that c itself stays on the stack
 		e.observe(now, &seen)
 	}
-	r.FLOPs, r.ReadBytes, r.WriteBytes = c.FLOPs, c.ReadBytes, c.WriteBytes
+	r.FLOPs, r.ReadBytes, r.WriteBytes, r.Activity = c.FLOPs, c.ReadBytes, c.WriteBytes, c.Activity
 	host := c.Host + e.host
 	if e.async {
 		host = max(host-c.Duration, 0) // hidden behind the GPU's work
