@@ -14,12 +14,13 @@ import (
 // the reference files of the measured H200 (reference/calibration/h200),
 // which have the same layout. Several files merge into one.
 type Probe struct {
-	GPU    string      // NVIDIA's name of the GPU, where a file gives it
-	GEMMs  []ProbeGEMM // projections alone, at M tokens
-	Steps  []ProbeStep // whole engine steps
-	Loads  []ProbeLoad // the GPU's counters under steady loads
-	Decode []ProbeAttention
-	Idle   []float64 // watts of the idle GPU
+	GPU   string      // NVIDIA's name of the GPU, where a file gives it
+	GEMMs []ProbeGEMM // projections alone, at M tokens
+	Steps []ProbeStep // whole engine steps
+	Loads []ProbeLoad // the GPU's counters under steady loads
+	// Decode and Prefill are attention kernels timed alone.
+	Decode, Prefill []ProbeAttention
+	Idle            []float64 // watts of the idle GPU
 }
 
 // ProbeGEMM is one projection's time alone (weights rotated past the L2).
@@ -117,15 +118,16 @@ type rawAttention struct {
 	Backend string  `json:"backend"`
 	B       int     `json:"B"`
 	Ctx     int     `json:"ctx"`
+	N       int     `json:"N"`
 	MS      float64 `json:"ms"`
 }
 
-// ProbeAttention is a decode attention kernel alone over all the layers'
-// KV: B sequences at Ctx tokens.
+// ProbeAttention is an attention kernel alone over all the layers: decode
+// of B sequences at Ctx tokens of KV, or a causal prefill of N tokens.
 type ProbeAttention struct {
-	Backend string
-	B, Ctx  int
-	MS      float64
+	Backend   string
+	B, Ctx, N int
+	MS        float64
 }
 
 // ReadProbe reads and merges probe files.
@@ -243,8 +245,12 @@ func (p *Probe) add(b []byte) error {
 		p.Loads = append(p.Loads, ld)
 	}
 	for _, a := range f.AttentionFA2 {
-		if a.Kind == "decode" {
+		switch {
+		case !(a.MS > 0):
+		case a.Kind == "decode":
 			p.Decode = append(p.Decode, ProbeAttention{Backend: "FLASH_ATTENTION", B: a.B, Ctx: a.Ctx, MS: a.MS})
+		case a.Kind == "prefill" && a.N > 0:
+			p.Prefill = append(p.Prefill, ProbeAttention{Backend: "FLASH_ATTENTION", N: a.N, MS: a.MS})
 		}
 	}
 	for _, a := range f.Decode {

@@ -151,8 +151,19 @@ func FitProbe(p *Probe, hw sim.Hardware) (*ProbeFit, error) {
 			f.SustainedClock = r
 		}
 	}
-	if kv, ok := kvReadFactor(p, &model, hw.MemBandwidth); ok {
+	// The attention kernels alone set their rates where the probe timed
+	// them: the steps alone cannot tell a chunk's quadratic attention from
+	// its linear terms.
+	// Decode's KV read is the steps' own where they read a lot of it
+	// (16 GB: then the read, not the kernels' latency, sets its time).
+	longKV := slices.ContainsFunc(steps, func(s ProbeStep) bool {
+		return float64(s.B)*float64(s.Ctx)*float64(model.KVBytesPerToken(1)) >= 16e9
+	})
+	if kv, ok := kvReadFactor(p, &model, hw.MemBandwidth); ok && !longKV {
 		cal.KVReadFactor, fixed[9] = kv, true
+	}
+	if eff, ok := prefillAttentionEfficiency(p, &model, hw.PeakFLOPs); ok {
+		cal.AttentionEfficiency, fixed[4] = eff, true
 	}
 	// Without a chunk after context among the steps, its rate comes from
 	// elsewhere, or is the causal rate (tie).
@@ -261,6 +272,23 @@ func kvReadFactor(p *Probe, m *sim.Model, bw float64) (float64, bool) {
 		return 0, false
 	}
 	return max(1, bw/best), true
+}
+
+// prefillAttentionEfficiency is the rate of the longest causal prefill
+// attention the probe timed alone, as a share of peak.
+func prefillAttentionEfficiency(p *Probe, m *sim.Model, peak float64) (float64, bool) {
+	var longest ProbeAttention
+	for _, a := range p.Prefill {
+		if a.N > longest.N {
+			longest = a
+		}
+	}
+	if longest.N < 2048 {
+		return 0, false
+	}
+	n := float64(longest.N)
+	flops := 4 * float64(m.Layers) * float64(m.Heads) * float64(m.HeadDim) * n * (n + 1) / 2
+	return flops / (longest.MS / 1e3) / peak, true
 }
 
 // contextEfficiency is the rate of a chunk's attention to its cached
