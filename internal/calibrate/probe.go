@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -35,6 +36,7 @@ type ProbeGEMM struct {
 // ran their elementwise kernels compiled (as vLLM V1 does); MS is the
 // faster of the attention kernels tried (FA2MS, CuDNNMS where both ran).
 type ProbeStep struct {
+	Source         string // the file it came from
 	Model          string
 	Fused          bool
 	B, Ctx, N      int
@@ -50,7 +52,8 @@ type ProbeStep struct {
 // SMClockMHz are NVML's readings while it ran; CopyUtil is NVML's memory
 // utilisation (%).
 type ProbeLoad struct {
-	Label string
+	Source string // the file it came from
+	Label  string
 	// Fused loads ran the fused steps the step model prices; Gaps loads
 	// came from a run of host gaps (the reference's read ~20 % less power
 	// than its steady loads for the same work).
@@ -138,7 +141,7 @@ func ReadProbe(paths ...string) (*Probe, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read probe: %w", err)
 		}
-		if err := p.add(b); err != nil {
+		if err := p.add(b, filepath.Base(path)); err != nil {
 			return nil, fmt.Errorf("read probe %s: %w", path, err)
 		}
 	}
@@ -151,13 +154,13 @@ func ReadProbe(paths ...string) (*Probe, error) {
 // ParseProbe reads one probe file's bytes.
 func ParseProbe(b []byte) (*Probe, error) {
 	p := &Probe{}
-	if err := p.add(b); err != nil {
+	if err := p.add(b, ""); err != nil {
 		return nil, fmt.Errorf("parse probe: %w", err)
 	}
 	return p, nil
 }
 
-func (p *Probe) add(b []byte) error {
+func (p *Probe) add(b []byte, source string) error {
 	var f probeFile
 	if err := json.Unmarshal(b, &f); err != nil {
 		return err
@@ -187,7 +190,7 @@ func (p *Probe) add(b []byte) error {
 		if s.B < 0 || s.N < 0 || s.Pos < 0 || s.B+s.N == 0 || !(s.Median > 0) {
 			return fmt.Errorf("step %+v: needs decode sequences or prefill tokens, and a positive time", s)
 		}
-		st := ProbeStep{Model: s.Model, Fused: s.Fused, B: s.B, Ctx: s.Ctx, N: s.N, Pos: s.Pos, MS: s.Median, Kernel: s.Kernel}
+		st := ProbeStep{Source: source, Model: s.Model, Fused: s.Fused, B: s.B, Ctx: s.Ctx, N: s.N, Pos: s.Pos, MS: s.Median, Kernel: s.Kernel}
 		if s.B == 0 {
 			st.Ctx = 0
 		}
@@ -215,7 +218,7 @@ func (p *Probe) add(b []byte) error {
 		if l.GPM == nil {
 			continue // the counters could not be read
 		}
-		ld := ProbeLoad{Label: l.Load, Fused: fused, Gaps: i >= len(f.GPM), Kernel: l.Kernel, Ctx: l.Ctx, N: l.N, StepMS: l.StepMS,
+		ld := ProbeLoad{Source: source, Label: l.Load, Fused: fused, Gaps: i >= len(f.GPM), Kernel: l.Kernel, Ctx: l.Ctx, N: l.N, StepMS: l.StepMS,
 			Graphics: l.GPM["graphics"] / 100, SMActive: l.GPM["sm_active"] / 100, SMOccupancy: l.GPM["sm_occupancy"] / 100,
 			Tensor: l.GPM["any_tensor"] / 100, DRAM: l.GPM["dram_bw"] / 100,
 			CopyUtil: l.NVML["util_mem"], Watts: l.NVML["power_w"], SMClockMHz: l.NVML["sm_mhz"]}

@@ -1,9 +1,12 @@
 package calibrate
 
 import (
+	"flag"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -210,4 +213,34 @@ func FuzzParseProbe(f *testing.F) {
 			}
 		}
 	})
+}
+
+var updateDocs = flag.Bool("update", false, "rewrite docs/simulator.md's H200 tables from the fit")
+
+// TestSimulatorDocsH200Tables: docs/simulator.md's tables of the measured
+// H200 against the fitted profile are the fit's.
+func TestSimulatorDocsH200Tables(t *testing.T) {
+	f, err := FitProbe(h200Probe(t), h200(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const path = "../../docs/simulator.md"
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?s)(<!-- h200:tables -->\n).*?(<!-- /h200:tables -->)`)
+	if !re.Match(doc) {
+		t.Fatalf("%s has no <!-- h200:tables --> section", path)
+	}
+	got := re.ReplaceAllLiteralString(string(doc), "<!-- h200:tables -->\n"+ProbeMarkdown(f)+"<!-- /h200:tables -->")
+	if *updateDocs {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if got != string(doc) {
+		t.Errorf("%s's H200 tables are stale: go test ./internal/calibrate -run TestSimulatorDocsH200Tables -update", path)
+	}
 }

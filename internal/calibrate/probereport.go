@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -61,4 +62,40 @@ func WriteProbeReport(w io.Writer, f *ProbeFit) {
 	k := c.Counters
 	fmt.Fprintf(w, "Counters: GR_ENGINE_ACTIVE %.3f while busy; idle %.0f W, %.0f W per unit of DRAM activity, %.0f of tensor, %.0f of SM; clock ∝ (limit/demand)^%.2f past the limit.\n",
 		k.EngineActive, k.IdleWatts, k.DRAMWatts, k.TensorWatts, k.SMWatts, k.ClockExponent)
+}
+
+// ProbeMarkdown is docs/simulator.md's tables of a probe fit: every step
+// (measured, simulated, error) and every steady load's counters
+// (measured / simulated).
+func ProbeMarkdown(f *ProbeFit) string {
+	var b strings.Builder
+	b.WriteString("| file | decode | prefill | measured ms (FA2 / cuDNN) | simulated ms | error |\n|---|---|---|---|---|---|\n")
+	var sum, worst float64
+	for _, s := range f.Steps {
+		e := s.Err()
+		sum, worst = sum+math.Abs(e), max(worst, math.Abs(e))
+		dec, pre := "—", "—"
+		if s.B > 0 {
+			dec = fmt.Sprintf("%d × %d", s.B, s.Ctx)
+		}
+		if s.N > 0 {
+			pre = fmt.Sprintf("%d @ %d", s.N, s.Pos)
+		}
+		both := ""
+		if s.FA2MS > 0 && s.CuDNNMS > 0 {
+			both = fmt.Sprintf(" (%.2f / %.2f)", s.FA2MS, s.CuDNNMS)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f%s | %.2f | %+.1f%% |\n", s.Source, dec, pre, s.MS, both, s.PredictedMS, 100*e)
+	}
+	if n := len(f.Steps); n > 0 {
+		fmt.Fprintf(&b, "| **mean \\|error\\|** | | | | | **%.1f%%** (worst %.1f%%) |\n", 100*sum/float64(n), 100*worst)
+	}
+	b.WriteString("\n| file | load | kernel | busy | GR_ENGINE_ACTIVE | SM_ACTIVE | SM_OCCUPANCY | PIPE_TENSOR_ACTIVE | DRAM_ACTIVE | power W | SM clock MHz |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, l := range f.Loads {
+		p := l.Predicted
+		fmt.Fprintf(&b, "| %s | %s | %s | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.0f / %.0f | %.0f / %.0f |\n",
+			l.Source, l.Label, l.Kernel, l.Busy, l.Graphics, p.EngineActive, l.SMActive, p.SMActive, l.SMOccupancy, p.SMOccupancy,
+			l.Tensor, p.TensorActive, l.DRAM, p.DRAMActive, l.Watts, p.Watts, l.SMClockMHz, p.SMClockMHz)
+	}
+	return b.String()
 }
