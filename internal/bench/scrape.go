@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/histogram"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 )
@@ -231,7 +232,7 @@ func histDelta(first, last *snapshot, name string, ps []float64) ServerHist {
 		delta[b] = c - before[b]
 	}
 	for _, p := range ps {
-		if q := promtext.Quantile(p/100, delta); !math.IsNaN(q) {
+		if q := histogram.Quantile(p/100, delta); !math.IsNaN(q) {
 			h.Percentiles = append(h.Percentiles, Percentile{p, q * 1000})
 		}
 	}

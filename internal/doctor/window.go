@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/glassbox-llm/glassbox/internal/promtext"
+	"github.com/glassbox-llm/glassbox/internal/histogram"
 )
 
 // Snapshot is one reading of a target's series at one instant, however it
@@ -149,7 +149,7 @@ func (w *Window) BucketIncrease(family string) map[float64]float64 {
 // Quantile is PromQL's histogram_quantile over the histogram's bucket
 // increases in the window; NaN with no observations.
 func (w *Window) Quantile(q float64, family string) float64 {
-	return promtext.Quantile(q, w.BucketIncrease(family))
+	return histogram.Quantile(q, w.BucketIncrease(family))
 }
 
 // stats summarises a gauge's readings.

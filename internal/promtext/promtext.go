@@ -1,8 +1,8 @@
 // Package promtext reads Prometheus' text exposition (a /metrics scrape of
 // glassbox, vLLM, dcgm-exporter or anything else) and answers the questions
 // bench, doctor and the dashboard ask of it: a family's value summed or
-// maxed over its series, a histogram's buckets, an info family's labels, and
-// PromQL's histogram_quantile over buckets. It is the one reader: every
+// maxed over its series, a histogram's buckets and an info family's labels
+// (internal/histogram turns buckets into quantiles). It is the one reader: every
 // consumer parses through it, so they cannot disagree about a scrape.
 //
 // It talks HTTP only to fetch a scrape and knows nothing of the engine.
