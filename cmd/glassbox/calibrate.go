@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/glassbox-llm/glassbox/internal/calibrate"
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
@@ -61,7 +60,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	hw, err := sim.LookupHardware(cmp.Or(*hardware, "h100"))
+	hw, err := profiles.LookupHardware(cmp.Or(*hardware, "h100"))
 	if err != nil {
 		return err
 	}
@@ -127,11 +126,11 @@ func calibrateFromProbe(paths []string, hardware, output string, stdout io.Write
 		h, ok := profiles.HardwareByDeviceName(p.GPU)
 		if !ok {
 			return fmt.Errorf("simulate calibrate: the probe measured %q, which no profile names: give --sim-hardware (one of %s) to fit that profile's terms to it",
-				p.GPU, strings.Join(sim.HardwareNames(), ", "))
+				p.GPU, strings.Join(profiles.HardwareNames(), ", "))
 		}
 		hardware = h.Name
 	}
-	hw, err := sim.LookupHardware(hardware)
+	hw, err := profiles.LookupHardware(hardware)
 	if err != nil {
 		return err
 	}

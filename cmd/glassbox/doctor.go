@@ -14,7 +14,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
@@ -163,7 +163,7 @@ func replayVirtual(ctx context.Context, rc doctor.ReplicaConfig, load doctor.Rep
 // replicaFlags are the serve flags of a replica configuration, sizing
 // --kv-cache-memory-bytes to its block count.
 func replicaFlags(rc doctor.ReplicaConfig) ([]string, error) {
-	m, err := sim.LookupModel(rc.Model)
+	m, err := profiles.LookupModel(rc.Model)
 	if err != nil {
 		return nil, fmt.Errorf("replica flags: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/metrics"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
@@ -91,7 +92,7 @@ func text(g prometheus.Gatherer) (string, error) {
 // vLLM's series and dcgm-exporter's (or vLLM's alone), the doctor must
 // name it KV-capacity bound, with the seeds' remedies weighed.
 func TestSeedsCase(t *testing.T) {
-	m, err := sim.LookupModel("llama-3.1-8b")
+	m, err := profiles.LookupModel("llama-3.1-8b")
 	if err != nil {
 		t.Fatal(err)
 	}

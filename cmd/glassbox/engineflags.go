@@ -12,6 +12,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/calibrate"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/server"
@@ -90,8 +91,8 @@ func spaceLists(args []string, names ...string) []string {
 
 func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.servedModelName, "served-model-name", "", "model name(s) clients use, comma-separated (default: the model)")
-	fs.StringVar(&e.simHardware, "sim-hardware", "h200", "simulated GPU: "+strings.Join(sim.HardwareNames(), ", "))
-	fs.StringVar(&e.simModel, "sim-model", "llama-3.1-8b", "simulated model: "+strings.Join(sim.ModelNames(), ", ")+" (or its Hugging Face name)")
+	fs.StringVar(&e.simHardware, "sim-hardware", "h200", "simulated GPU: "+strings.Join(profiles.HardwareNames(), ", "))
+	fs.StringVar(&e.simModel, "sim-model", "llama-3.1-8b", "simulated model: "+strings.Join(profiles.ModelNames(), ", ")+" (or its Hugging Face name)")
 	fs.StringVar(&e.simCalibration, "sim-calibration", "", "a profile file from 'glassbox simulate calibrate' to use instead of the built-in coefficients")
 	fs.StringVar(&e.tensorParallel, "tensor-parallel-size", "1", "GPUs the simulated model is split over")
 	fs.DurationVar(&e.simHostOverhead, "sim-host-overhead", 0, "host time per simulated step during which the GPU idles (a slow CPU, a Python-heavy engine), e.g. 5ms")

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/hub"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/server"
 )
@@ -159,7 +159,7 @@ func printBanner(w io.Writer, f *serveFlags, r *replica.Replica, addr string) {
 	fmt.Fprintf(w, "  try: curl %s://%s/v1/completions -H 'Content-Type: application/json' -d '{\"model\":%q,\"prompt\":\"Hello\",\"max_tokens\":32}'\n", scheme, addr, r.Names[0])
 	if f.model == "" {
 		fmt.Fprintf(w, "  other profiles: --sim-hardware %s --sim-model %s --tensor-parallel-size N\n",
-			strings.Join(sim.HardwareNames(), "|"), strings.Join(sim.ModelNames(), "|"))
+			strings.Join(profiles.HardwareNames(), "|"), strings.Join(profiles.ModelNames(), "|"))
 		fmt.Fprintln(w, "  a real model on this CPU: --model PATH.gguf (llama, qwen2, qwen3; F32/F16/BF16/Q8_0/Q4_0/Q5_0/Q4_K/Q5_K/Q6_K)")
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/reftest"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
@@ -126,7 +126,7 @@ func TestReadRuns(t *testing.T) {
 
 // shortRuns are small runs of three shapes, measured by replaying them
 // with truth.
-func shortRuns(t *testing.T, truth sim.Calibration) []Run {
+func shortRuns(t *testing.T, truth profiles.Calibration) []Run {
 	t.Helper()
 	var runs []Run
 	for _, c := range []struct {
@@ -159,7 +159,7 @@ func shortRuns(t *testing.T, truth sim.Calibration) []Run {
 // TestFitFindsKnownTerms: runs "measured" with known terms are fitted from
 // other starting terms until the replays reproduce the measurements.
 func TestFitFindsKnownTerms(t *testing.T) {
-	hw, _ := sim.LookupHardware("h100")
+	hw, _ := profiles.LookupHardware("h100")
 	truth := hw.Calib
 	truth.KVReadFactor, truth.StepOverhead, truth.Frontend.Arrival, truth.Frontend.LagSteps = 1.6, 150*time.Microsecond, 30*time.Millisecond, 1
 	runs := shortRuns(t, truth)
@@ -187,7 +187,7 @@ func TestFitFindsKnownTerms(t *testing.T) {
 func TestProfileReproducesTableA(t *testing.T) {
 	runs := tableRuns(t)
 	slack := shorten(t, runs)
-	hw, _ := sim.LookupHardware("h100")
+	hw, _ := profiles.LookupHardware("h100")
 	preds, err := Evaluate(context.Background(), runs, hw.Calib)
 	if err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func TestProfileReproducesTableA(t *testing.T) {
 }
 
 func TestProfileRoundTrip(t *testing.T) {
-	hw, _ := sim.LookupHardware("h100")
+	hw, _ := profiles.LookupHardware("h100")
 	var b strings.Builder
 	if err := WriteProfile(&b, "h100", "test", hw.Calib); err != nil {
 		t.Fatal(err)
@@ -239,7 +239,7 @@ func TestProfileRoundTrip(t *testing.T) {
 }
 
 func FuzzReadProfile(f *testing.F) {
-	hw, _ := sim.LookupHardware("h100")
+	hw, _ := profiles.LookupHardware("h100")
 	var b strings.Builder
 	_ = WriteProfile(&b, "h100", "", hw.Calib)
 	f.Add(b.String())
@@ -272,7 +272,7 @@ func TestHeldOutStages(t *testing.T) {
 		t.Fatalf("%d stage rows, want 7", len(runs))
 	}
 	slack := shorten(t, runs)
-	hw, _ := sim.LookupHardware("h100")
+	hw, _ := profiles.LookupHardware("h100")
 	preds, err := Evaluate(context.Background(), runs, hw.Calib)
 	if err != nil {
 		t.Fatal(err)

@@ -7,9 +7,10 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
-// fitCounters fits the counter relationships (sim.Counters) to the
+// fitCounters fits the counter relationships (profiles.Counters) to the
 // probe's loads: the graphics engine's share while busy and the power
 // and clock relations from every load (they are the board's physics,
 // whatever ran); the SM activity and occupancy of each kernel family,
@@ -67,10 +68,10 @@ func (f *ProbeFit) fitCounters(p *Probe) error {
 // drawn towards where the loads cannot tell them apart: round numbers of
 // a GPU whose memory-bound kernels keep about half its SMs busy and whose
 // GEMMs keep most of them.
-func counterStart(hw *sim.Hardware) sim.Counters {
-	return sim.Counters{EngineActive: 0.9,
-		SMActive:        sim.Families{Read: 0.6, Compute: 0.9, DecodeAttention: 0.85, PrefillAttention: 0.85, Other: 0.3},
-		SMOccupancy:     sim.Families{Read: 0.08, Compute: 0.25, DecodeAttention: 0.12, PrefillAttention: 0.2, Other: 0.05},
+func counterStart(hw *profiles.Hardware) profiles.Counters {
+	return profiles.Counters{EngineActive: 0.9,
+		SMActive:        profiles.Families{Read: 0.6, Compute: 0.9, DecodeAttention: 0.85, PrefillAttention: 0.85, Other: 0.3},
+		SMOccupancy:     profiles.Families{Read: 0.08, Compute: 0.25, DecodeAttention: 0.12, PrefillAttention: 0.2, Other: 0.05},
 		TensorPadTokens: 8, TensorSmallFactor: 3, TensorLargeFactor: 1, TensorKneeTokens: 384,
 		DRAMBandwidth: hw.MemBandwidth, DRAMBytesPerFLOP: 1e-3, CopyUtilPerDRAM: 1.4,
 		IdleWatts: hw.Calib.Counters.IdleWatts, DRAMWatts: 250, TensorWatts: 1000, SMWatts: 250, ClockExponent: 0.5}
@@ -116,9 +117,9 @@ func (f *ProbeFit) fitActivity(fused, all []ProbeLoad) {
 	}
 	unit := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 	logit := func(p float64) float64 { p = min(max(p, 0.01), 0.99); return math.Log(p / (1 - p)) }
-	families := func(fm *sim.Families) (func([]float64), []float64) {
+	families := func(fm *profiles.Families) (func([]float64), []float64) {
 		return func(x []float64) {
-			*fm = sim.Families{Read: unit(x[0]), Compute: unit(x[1]), DecodeAttention: unit(x[2]), PrefillAttention: unit(x[3]), Other: unit(x[4])}
+			*fm = profiles.Families{Read: unit(x[0]), Compute: unit(x[1]), DecodeAttention: unit(x[2]), PrefillAttention: unit(x[3]), Other: unit(x[4])}
 		}, []float64{logit(fm.Read), logit(fm.Compute), logit(fm.DecodeAttention), logit(fm.PrefillAttention), logit(fm.Other)}
 	}
 	const prior = 1e-3

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
 	"github.com/glassbox-llm/glassbox/internal/workload"
@@ -49,12 +50,12 @@ const (
 )
 
 // vector is a calibration's fitted terms, seconds for times.
-func vector(c sim.Calibration) []float64 {
+func vector(c profiles.Calibration) []float64 {
 	return []float64{c.KVReadFactor, c.StepOverhead.Seconds(), c.RequestOverhead.Seconds(), c.AllReduceLatency.Seconds(),
 		c.LayerOverhead.Seconds(), c.Frontend.Arrival.Seconds(), c.Frontend.PerToken.Seconds(), c.Frontend.LagSteps}
 }
 
-func withVector(c sim.Calibration, v []float64) sim.Calibration {
+func withVector(c profiles.Calibration, v []float64) profiles.Calibration {
 	d := func(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
 	c.KVReadFactor = v[termKV]
 	c.StepOverhead, c.RequestOverhead, c.AllReduceLatency, c.LayerOverhead = d(v[termStep]), d(v[termSeq]), d(v[termAllReduce]), d(v[termLayer])
@@ -75,7 +76,7 @@ type linear struct {
 }
 
 // Evaluate replays every run with calib.
-func Evaluate(ctx context.Context, runs []Run, calib sim.Calibration) ([]Prediction, error) {
+func Evaluate(ctx context.Context, runs []Run, calib profiles.Calibration) ([]Prediction, error) {
 	out := make([]Prediction, len(runs))
 	for i := range runs {
 		p, err := replay(ctx, &runs[i], calib)
@@ -94,8 +95,8 @@ type step struct {
 	basis      [gpuTerms]float64
 }
 
-func replay(ctx context.Context, r *Run, calib sim.Calibration) (Prediction, error) {
-	m, err := sim.LookupModel(r.Server.Model)
+func replay(ctx context.Context, r *Run, calib profiles.Calibration) (Prediction, error) {
+	m, err := profiles.LookupModel(r.Server.Model)
 	if err != nil {
 		return Prediction{}, err
 	}
@@ -215,7 +216,7 @@ type FitOptions struct {
 // the result; a round that does not lower the objective is walked back
 // halfway (twice at most). It returns the fitted calibration and the
 // replays with the starting and the fitted terms.
-func Fit(ctx context.Context, runs []Run, start sim.Calibration, o FitOptions) (sim.Calibration, []Prediction, []Prediction, error) {
+func Fit(ctx context.Context, runs []Run, start profiles.Calibration, o FitOptions) (profiles.Calibration, []Prediction, []Prediction, error) {
 	if o.Iterations == 0 {
 		o.Iterations = 4
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
 var printH200 = flag.Bool("print-h200", false, "print the H200 fit as the Go literal of internal/profiles/h200.go")
@@ -25,10 +25,10 @@ func TestPrintH200(t *testing.T) {
 	fmt.Println(goLiteral(f.Hardware.Calib))
 }
 
-func goLiteral(c sim.Calibration) string {
+func goLiteral(c profiles.Calibration) string {
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
 	d := func(x time.Duration) string { return strconv.FormatInt(x.Nanoseconds(), 10) + "*time.Nanosecond" }
-	fam := func(f sim.Families) string {
+	fam := func(f profiles.Families) string {
 		return "Families{Read: " + g(f.Read) + ", Compute: " + g(f.Compute) + ", DecodeAttention: " + g(f.DecodeAttention) +
 			", PrefillAttention: " + g(f.PrefillAttention) + ", Other: " + g(f.Other) + "}"
 	}

@@ -9,13 +9,14 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
 // ProbeFit is a hardware profile fitted to a GPU probe's measurements,
 // with how well it reproduces each of them.
 type ProbeFit struct {
-	Hardware sim.Hardware // the profile it started from, with Calib the fit
-	Model    sim.Model    // the shape whose steps were measured
+	Hardware profiles.Hardware // the profile it started from, with Calib the fit
+	Model    profiles.Model    // the shape whose steps were measured
 	Steps    []StepCheck
 	Loads    []LoadCheck
 	// Burst and BurstFP8 are the GEMMs alone (short runs on a cool GPU):
@@ -77,14 +78,14 @@ var stepTerms = []string{"weight_load_factor", "gemm_kernel_latency", "gemm_over
 	"attention_efficiency", "activation_passes", "layer_overhead", "step_overhead", "request_overhead",
 	"kv_read_factor", "context_attention_efficiency"}
 
-func stepVector(c sim.Calibration) []float64 {
+func stepVector(c profiles.Calibration) []float64 {
 	return []float64{math.Log(c.WeightLoadFactor), math.Log(c.GEMMKernelLatency.Seconds()), math.Log(c.GEMMOverlap - 1),
 		math.Log(c.GEMMEfficiency), math.Log(c.AttentionEfficiency), math.Log(c.ActivationPasses),
 		math.Log(c.LayerOverhead.Seconds()), math.Log(c.StepOverhead.Seconds()), math.Log(c.RequestOverhead.Seconds()),
 		math.Log(c.KVReadFactor), math.Log(c.ContextAttentionEfficiency)}
 }
 
-func withStepVector(c sim.Calibration, v []float64) sim.Calibration {
+func withStepVector(c profiles.Calibration, v []float64) profiles.Calibration {
 	d := func(x float64) time.Duration { return time.Duration(math.Round(math.Exp(x) * 1e9)) }
 	c.WeightLoadFactor, c.GEMMKernelLatency, c.GEMMOverlap = math.Exp(v[0]), d(v[1]), 1+math.Exp(v[2])
 	c.GEMMEfficiency, c.AttentionEfficiency, c.ActivationPasses = math.Exp(v[3]), math.Exp(v[4]), math.Exp(v[5])
@@ -94,7 +95,7 @@ func withStepVector(c sim.Calibration, v []float64) sim.Calibration {
 }
 
 // stepStart is where every fit starts: round numbers of a Hopper GPU.
-func stepStart(c sim.Calibration) sim.Calibration {
+func stepStart(c profiles.Calibration) profiles.Calibration {
 	c.WeightLoadFactor, c.GEMMKernelLatency, c.GEMMOverlap, c.GEMMEfficiency = 1.2, 2*time.Microsecond, 2.3, 0.6
 	c.AttentionEfficiency, c.ContextAttentionEfficiency, c.ActivationPasses = 0.45, 0.45, 10
 	c.LayerOverhead, c.StepOverhead, c.RequestOverhead = 15*time.Microsecond, 200*time.Microsecond, 3*time.Microsecond
@@ -109,15 +110,15 @@ func stepStart(c sim.Calibration) sim.Calibration {
 // the fastest decode attention kernel the probe timed alone, where it
 // timed one; the attention to a chunk's cached context from fused chunks
 // after context, else from pairs of eager steps that differ only in it.
-func FitProbe(p *Probe, hw sim.Hardware) (*ProbeFit, error) {
+func FitProbe(p *Probe, hw profiles.Hardware) (*ProbeFit, error) {
 	var steps []ProbeStep
-	var model sim.Model
+	var model profiles.Model
 	for _, s := range p.Steps {
 		if !s.Fused {
 			continue
 		}
 		if model.Name == "" {
-			m, err := sim.LookupModel(s.Model)
+			m, err := profiles.LookupModel(s.Model)
 			if err != nil {
 				continue
 			}
@@ -179,7 +180,7 @@ func FitProbe(p *Probe, hw sim.Hardware) (*ProbeFit, error) {
 			f.ContextFrom = "not measured: the causal rate"
 		}
 	}
-	price := func(c sim.Calibration, s *ProbeStep) float64 {
+	price := func(c profiles.Calibration, s *ProbeStep) float64 {
 		h := hw
 		h.Calib = c
 		if tie {
@@ -228,7 +229,7 @@ func FitProbe(p *Probe, hw sim.Hardware) (*ProbeFit, error) {
 		if f.BurstFP8, _ = fitGEMMs(p, "fp8", hw.PeakFP8FLOPs, hw.MemBandwidth, f.Burst.Overlap); f.BurstFP8 != nil {
 			// The FP8 GEMMs were timed alone, in bursts: they sustain the
 			// share of that the BF16 steps sustain of the BF16 bursts.
-			f.Hardware.Calib.FP8 = &sim.FP8Calibration{
+			f.Hardware.Calib.FP8 = &profiles.FP8Calibration{
 				GEMMEfficiency:    f.BurstFP8.Efficiency * cal.GEMMEfficiency / f.Burst.Efficiency,
 				WeightLoadFactor:  f.BurstFP8.WeightLoadFactor,
 				GEMMKernelLatency: f.BurstFP8.Latency,
@@ -244,7 +245,7 @@ func FitProbe(p *Probe, hw sim.Hardware) (*ProbeFit, error) {
 // sustainedClock is the SM clock under the heaviest sustained arithmetic
 // the probe ran (prefills of at least 2048 tokens back to back) over the
 // boost clock.
-func sustainedClock(p *Probe, hw *sim.Hardware) (float64, bool) {
+func sustainedClock(p *Probe, hw *profiles.Hardware) (float64, bool) {
 	var r []float64
 	for _, l := range p.Loads {
 		if !l.Gaps && l.B == 0 && l.N >= 2048 && l.SMClockMHz > 0 && l.Busy >= 0.95 {
@@ -260,7 +261,7 @@ func sustainedClock(p *Probe, hw *sim.Hardware) (float64, bool) {
 // kvReadFactor is the memory bandwidth over the fastest decode attention
 // read the probe timed alone, among shapes whose KV is at least 4 GB
 // (smaller ones are bound by the kernels' latency, which the steps fit).
-func kvReadFactor(p *Probe, m *sim.Model, bw float64) (float64, bool) {
+func kvReadFactor(p *Probe, m *profiles.Model, bw float64) (float64, bool) {
 	best := 0.0
 	for _, a := range p.Decode {
 		kv := float64(a.B) * float64(a.Ctx) * float64(m.KVBytesPerToken(1))
@@ -276,7 +277,7 @@ func kvReadFactor(p *Probe, m *sim.Model, bw float64) (float64, bool) {
 
 // prefillAttentionEfficiency is the rate of the longest causal prefill
 // attention the probe timed alone, as a share of peak.
-func prefillAttentionEfficiency(p *Probe, m *sim.Model, peak float64) (float64, bool) {
+func prefillAttentionEfficiency(p *Probe, m *profiles.Model, peak float64) (float64, bool) {
 	var longest ProbeAttention
 	for _, a := range p.Prefill {
 		if a.N > longest.N {
@@ -294,7 +295,7 @@ func prefillAttentionEfficiency(p *Probe, m *sim.Model, peak float64) (float64, 
 // contextEfficiency is the rate of a chunk's attention to its cached
 // context, from eager steps of the model with the same chunk at position
 // 0 and after context: their difference is that attention alone.
-func contextEfficiency(p *Probe, m *sim.Model, peak float64) (float64, bool) {
+func contextEfficiency(p *Probe, m *profiles.Model, peak float64) (float64, bool) {
 	at0 := map[int]float64{}
 	for _, s := range p.Steps {
 		if !s.Fused && s.Model == m.Name && s.B == 0 && s.Pos == 0 {

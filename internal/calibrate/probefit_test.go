@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
@@ -33,9 +34,9 @@ func h200Probe(t *testing.T) *Probe {
 	return p
 }
 
-func h200(t *testing.T) sim.Hardware {
+func h200(t *testing.T) profiles.Hardware {
 	t.Helper()
-	hw, err := sim.LookupHardware("h200")
+	hw, err := profiles.LookupHardware("h200")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func h200(t *testing.T) sim.Hardware {
 func TestH200ProfileMatchesMeasurements(t *testing.T) {
 	p := h200Probe(t)
 	hw := h200(t)
-	m, err := sim.LookupModel("llama-3.1-8b")
+	m, err := profiles.LookupModel("llama-3.1-8b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestReadProbeRefusesNonsense(t *testing.T) {
 			t.Errorf("%s: parsed", bad)
 		}
 	}
-	if _, err := FitProbe(&Probe{}, sim.Hardware{}); err == nil {
+	if _, err := FitProbe(&Probe{}, profiles.Hardware{}); err == nil {
 		t.Error("an empty probe fitted")
 	}
 }

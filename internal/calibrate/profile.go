@@ -11,7 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
 // profileFile is a calibration as a file: every coefficient, times in
@@ -42,12 +42,12 @@ type profileFile struct {
 	// Terms of a probe's fit (calibrate --from-probe); a file without them
 	// prices GEMMs additively, attention at the GEMMs' rate, no FP8, and
 	// keeps the hardware's built-in counters.
-	GEMMOverlap                float64       `yaml:"gemm_overlap,omitempty"`
-	GEMMKernelLatencyUS        float64       `yaml:"gemm_kernel_latency_us,omitempty"`
-	AttentionEfficiency        float64       `yaml:"attention_efficiency,omitempty"`
-	ContextAttentionEfficiency float64       `yaml:"context_attention_efficiency,omitempty"`
-	FP8                        *fp8File      `yaml:"fp8,omitempty"`
-	Counters                   *sim.Counters `yaml:"counters,omitempty"`
+	GEMMOverlap                float64            `yaml:"gemm_overlap,omitempty"`
+	GEMMKernelLatencyUS        float64            `yaml:"gemm_kernel_latency_us,omitempty"`
+	AttentionEfficiency        float64            `yaml:"attention_efficiency,omitempty"`
+	ContextAttentionEfficiency float64            `yaml:"context_attention_efficiency,omitempty"`
+	FP8                        *fp8File           `yaml:"fp8,omitempty"`
+	Counters                   *profiles.Counters `yaml:"counters,omitempty"`
 }
 
 type fp8File struct {
@@ -62,7 +62,7 @@ func fromUS(v float64) time.Duration {
 }
 
 // WriteProfile writes c, fitted for hardware, as a profile file.
-func WriteProfile(w io.Writer, hardware, note string, c sim.Calibration) error {
+func WriteProfile(w io.Writer, hardware, note string, c profiles.Calibration) error {
 	f := profileFile{Hardware: hardware, Note: note,
 		GEMMEfficiency: c.GEMMEfficiency, WeightLoadFactor: c.WeightLoadFactor, KVReadFactor: c.KVReadFactor, ActivationPasses: c.ActivationPasses,
 		StepOverheadUS: us(c.StepOverhead), LayerOverheadUS: us(c.LayerOverhead), RequestOverheadUS: us(c.RequestOverhead),
@@ -89,20 +89,20 @@ func WriteProfile(w io.Writer, hardware, note string, c sim.Calibration) error {
 
 // ReadProfile reads a profile file: the hardware it was fitted for and its
 // coefficients. Every field must be there and be sane.
-func ReadProfile(r io.Reader) (string, sim.Calibration, error) {
+func ReadProfile(r io.Reader) (string, profiles.Calibration, error) {
 	b, err := io.ReadAll(r)
 	if err != nil {
-		return "", sim.Calibration{}, err
+		return "", profiles.Calibration{}, err
 	}
 	var raw map[string]any
 	if err := yaml.Unmarshal(b, &raw); err != nil {
-		return "", sim.Calibration{}, fmt.Errorf("read profile: %w", err)
+		return "", profiles.Calibration{}, fmt.Errorf("read profile: %w", err)
 	}
 	var f profileFile
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
-		return "", sim.Calibration{}, fmt.Errorf("read profile: %w", err)
+		return "", profiles.Calibration{}, fmt.Errorf("read profile: %w", err)
 	}
 	// Every field the file format has, read off its tags: a missing term
 	// would silently be 0 (a KV cache without its activation reserve, say).
@@ -110,46 +110,46 @@ func ReadProfile(r io.Reader) (string, sim.Calibration, error) {
 	for i := range ft.NumField() {
 		k, opts, _ := strings.Cut(ft.Field(i).Tag.Get("yaml"), ",")
 		if _, ok := raw[k]; !ok && opts != "omitempty" {
-			return "", sim.Calibration{}, fmt.Errorf("read profile: %s is missing", k)
+			return "", profiles.Calibration{}, fmt.Errorf("read profile: %s is missing", k)
 		}
 	}
-	hw, err := sim.LookupHardware(f.Hardware)
+	hw, err := profiles.LookupHardware(f.Hardware)
 	if err != nil {
-		return "", sim.Calibration{}, fmt.Errorf("read profile: %w", err)
+		return "", profiles.Calibration{}, fmt.Errorf("read profile: %w", err)
 	}
 	switch {
 	case !(f.GEMMEfficiency > 0 && f.GEMMEfficiency <= 1):
-		return "", sim.Calibration{}, fmt.Errorf("read profile: gemm_efficiency %v is not in (0, 1]", f.GEMMEfficiency)
+		return "", profiles.Calibration{}, fmt.Errorf("read profile: gemm_efficiency %v is not in (0, 1]", f.GEMMEfficiency)
 	case !(f.WeightLoadFactor >= 1 && f.KVReadFactor >= 1):
-		return "", sim.Calibration{}, fmt.Errorf("read profile: weight_load_factor %v and kv_read_factor %v must be at least 1", f.WeightLoadFactor, f.KVReadFactor)
+		return "", profiles.Calibration{}, fmt.Errorf("read profile: weight_load_factor %v and kv_read_factor %v must be at least 1", f.WeightLoadFactor, f.KVReadFactor)
 	}
 	if f.GEMMOverlap < 0 || f.GEMMOverlap > 100 || f.AttentionEfficiency < 0 || f.AttentionEfficiency > 1 ||
 		f.ContextAttentionEfficiency < 0 || f.ContextAttentionEfficiency > 1 {
-		return "", sim.Calibration{}, fmt.Errorf("read profile: gemm_overlap %v, attention_efficiency %v or context_attention_efficiency %v out of range",
+		return "", profiles.Calibration{}, fmt.Errorf("read profile: gemm_overlap %v, attention_efficiency %v or context_attention_efficiency %v out of range",
 			f.GEMMOverlap, f.AttentionEfficiency, f.ContextAttentionEfficiency)
 	}
 	if f.FP8 != nil && !(f.FP8.GEMMEfficiency > 0 && f.FP8.GEMMEfficiency <= 1 && f.FP8.WeightLoadFactor >= 1 && f.FP8.GEMMKernelLatencyUS >= 0) {
-		return "", sim.Calibration{}, fmt.Errorf("read profile: fp8 terms out of range (%+v)", *f.FP8)
+		return "", profiles.Calibration{}, fmt.Errorf("read profile: fp8 terms out of range (%+v)", *f.FP8)
 	}
 	if k := f.Counters; k != nil && !(k.EngineActive > 0 && k.EngineActive <= 1 && k.DRAMBandwidth > 0 && k.IdleWatts >= 0 && k.ClockExponent >= 0) {
-		return "", sim.Calibration{}, fmt.Errorf("read profile: counters out of range (engine active %v, DRAM bandwidth %v)", k.EngineActive, k.DRAMBandwidth)
+		return "", profiles.Calibration{}, fmt.Errorf("read profile: counters out of range (engine active %v, DRAM bandwidth %v)", k.EngineActive, k.DRAMBandwidth)
 	}
 	for _, v := range []float64{f.GEMMKernelLatencyUS, f.ActivationPasses, f.StepOverheadUS, f.LayerOverheadUS, f.RequestOverheadUS, f.HostStepOverheadUS, f.HostSeqOverheadUS,
 		f.AllReduceLatencyUS, f.ActivationReserve, f.FrontendArrivalUS, f.FrontendPerTokenUS, f.FrontendFinishUS, f.FrontendLagSteps} {
 		if !(v >= 0) || v > 1e12 {
-			return "", sim.Calibration{}, fmt.Errorf("read profile: a term is negative or out of range (%v)", v)
+			return "", profiles.Calibration{}, fmt.Errorf("read profile: a term is negative or out of range (%v)", v)
 		}
 	}
-	c := sim.Calibration{GEMMEfficiency: f.GEMMEfficiency, WeightLoadFactor: f.WeightLoadFactor, KVReadFactor: f.KVReadFactor, ActivationPasses: f.ActivationPasses,
+	c := profiles.Calibration{GEMMEfficiency: f.GEMMEfficiency, WeightLoadFactor: f.WeightLoadFactor, KVReadFactor: f.KVReadFactor, ActivationPasses: f.ActivationPasses,
 		StepOverhead: fromUS(f.StepOverheadUS), LayerOverhead: fromUS(f.LayerOverheadUS), RequestOverhead: fromUS(f.RequestOverheadUS),
 		HostStepOverhead: fromUS(f.HostStepOverheadUS), HostSeqOverhead: fromUS(f.HostSeqOverheadUS), AllReduceLatency: fromUS(f.AllReduceLatencyUS),
 		ActivationReserveBytes: f.ActivationReserve,
-		Frontend:               sim.Frontend{Arrival: fromUS(f.FrontendArrivalUS), PerToken: fromUS(f.FrontendPerTokenUS), Finish: fromUS(f.FrontendFinishUS), LagSteps: f.FrontendLagSteps},
+		Frontend:               profiles.Frontend{Arrival: fromUS(f.FrontendArrivalUS), PerToken: fromUS(f.FrontendPerTokenUS), Finish: fromUS(f.FrontendFinishUS), LagSteps: f.FrontendLagSteps},
 		GEMMOverlap:            f.GEMMOverlap, GEMMKernelLatency: fromUS(f.GEMMKernelLatencyUS),
 		AttentionEfficiency: f.AttentionEfficiency, ContextAttentionEfficiency: f.ContextAttentionEfficiency,
 		Counters: hw.Calib.Counters}
 	if f.FP8 != nil {
-		c.FP8 = &sim.FP8Calibration{GEMMEfficiency: f.FP8.GEMMEfficiency, WeightLoadFactor: f.FP8.WeightLoadFactor, GEMMKernelLatency: fromUS(f.FP8.GEMMKernelLatencyUS)}
+		c.FP8 = &profiles.FP8Calibration{GEMMEfficiency: f.FP8.GEMMEfficiency, WeightLoadFactor: f.FP8.WeightLoadFactor, GEMMKernelLatency: fromUS(f.FP8.GEMMKernelLatencyUS)}
 	}
 	if f.Counters != nil {
 		c.Counters = *f.Counters
@@ -158,10 +158,10 @@ func ReadProfile(r io.Reader) (string, sim.Calibration, error) {
 }
 
 // ReadProfileFile reads a profile file from disk.
-func ReadProfileFile(path string) (string, sim.Calibration, error) {
+func ReadProfileFile(path string) (string, profiles.Calibration, error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return "", sim.Calibration{}, err
+		return "", profiles.Calibration{}, err
 	}
 	defer fh.Close()
 	return ReadProfile(fh)

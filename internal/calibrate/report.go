@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
 // Errors are one replay's relative errors (predicted/measured − 1).
@@ -103,7 +103,7 @@ func WriteSpeed(w io.Writer, preds []Prediction) {
 }
 
 // WriteTerms writes the fitted terms beside their starting values.
-func WriteTerms(w io.Writer, before, after sim.Calibration) {
+func WriteTerms(w io.Writer, before, after profiles.Calibration) {
 	a, b := vector(before), vector(after)
 	for k, name := range Terms {
 		unit, scale := "", 1.0

@@ -21,7 +21,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
@@ -192,7 +192,7 @@ func ParseServeArgs(line, hardware string) (Server, error) {
 		var err error
 		switch name {
 		case "model":
-			m, lerr := sim.LookupModel(val)
+			m, lerr := profiles.LookupModel(val)
 			if lerr != nil {
 				return s, fmt.Errorf("server.args: %w", lerr)
 			}

@@ -23,9 +23,9 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/glassbox-llm/glassbox/internal/dcgm"
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/metrics"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
 // exported is what a glassbox scrape carries: each sample name with its
@@ -80,7 +80,7 @@ func exportedSeries(t *testing.T) exported {
 		}
 	}
 	// The simulated GPU's dcgm-exporter, as serve --sim-dcgm-port serves it.
-	hw, _ := sim.LookupHardware("h100")
+	hw, _ := profiles.LookupHardware("h100")
 	exp, err := dcgm.New(dcgm.Config{Hardware: hw, GPUs: 2, GPUMemoryUtilization: 0.9, Hostname: "h"})
 	if err != nil {
 		t.Fatal(err)

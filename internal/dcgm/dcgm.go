@@ -20,11 +20,12 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
 // Config describes the simulated GPUs.
 type Config struct {
-	Hardware sim.Hardware
+	Hardware profiles.Hardware
 	GPUs     int // tensor-parallel ranks, one series set each
 	// GPUMemoryUtilization is what vLLM preallocates of each GPU's
 	// framebuffer at start-up: FB used is this share, flat under any load.

@@ -15,11 +15,12 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
-func h100(t *testing.T) sim.Hardware {
+func h100(t *testing.T) profiles.Hardware {
 	t.Helper()
-	hw, err := sim.LookupHardware("h100")
+	hw, err := profiles.LookupHardware("h100")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,11 +114,11 @@ func TestPowerCapThrottlesTheClock(t *testing.T) {
 // H200 back to back read what the measured H200 reads for them: engine
 // activity 0.88–0.96, not 1; NVML utilisation 100.
 func TestSimulatedSaturatedGPUReadsLikeAReal(t *testing.T) {
-	hw, err := sim.LookupHardware("h200")
+	hw, err := profiles.LookupHardware("h200")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sim.LookupModel("llama-3.1-8b")
+	m, err := profiles.LookupModel("llama-3.1-8b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestNewRejects(t *testing.T) {
 	hw := h100(t)
 	for name, cfg := range map[string]Config{
 		"no GPU":           {Hardware: hw},
-		"no device":        {Hardware: sim.Hardware{Name: "x"}, GPUs: 1},
+		"no device":        {Hardware: profiles.Hardware{Name: "x"}, GPUs: 1},
 		"window too big":   {Hardware: hw, GPUs: 1, Window: 2 * time.Minute},
 		"window too short": {Hardware: hw, GPUs: 1, Window: 50 * time.Millisecond},
 		"negative window":  {Hardware: hw, GPUs: 1, Window: -time.Second},

@@ -23,7 +23,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/router"
@@ -431,7 +431,7 @@ func commandLines(rc replica.Config) (glassbox, vllm []string) {
 	glassbox = []string{"glassbox", "serve", "--sim-hardware", rc.Sim.Hardware, "--sim-model", rc.Sim.Model,
 		"--tensor-parallel-size", itoa(rc.Sim.TensorParallel), "--max-num-seqs", itoa(rc.MaxNumSeqs)}
 	model := rc.Sim.Model
-	if m, err := sim.LookupModel(rc.Sim.Model); err == nil && len(m.HF) > 0 {
+	if m, err := profiles.LookupModel(rc.Sim.Model); err == nil && len(m.HF) > 0 {
 		model = m.HF[0]
 	}
 	vllm = []string{"vllm", "serve", model, "--tensor-parallel-size", itoa(rc.Sim.TensorParallel), "--max-num-seqs", itoa(rc.MaxNumSeqs)}

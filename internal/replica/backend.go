@@ -11,6 +11,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/executor/cpu"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/model"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/server"
 	"github.com/glassbox-llm/glassbox/internal/spec"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
@@ -36,7 +37,7 @@ type backend struct {
 
 	executorInfo             map[string]string
 	peakFLOPs, peakBandwidth float64
-	hardware                 *sim.Hardware // the simulated GPU, nil on the CPU
+	hardware                 *profiles.Hardware // the simulated GPU, nil on the CPU
 	gpus                     int
 
 	blocks func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs int) (int, error)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/engine"
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
@@ -75,7 +75,7 @@ func (e *events) Pop() any {
 type driver struct {
 	cfg     *Config
 	start   time.Time
-	fe      sim.Frontend
+	fe      profiles.Frontend
 	sch     *workload.Schedule
 	pending events
 	outputs []bench.Output

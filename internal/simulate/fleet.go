@@ -11,8 +11,8 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/autoscaler"
 	"github.com/glassbox-llm/glassbox/internal/engine"
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/kvcache"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/router"
 )
@@ -101,7 +101,7 @@ type fleet struct {
 }
 
 // newDriver builds the fleet's first replicas, ready at the start.
-func newDriver(cfg *Config, start time.Time, fe sim.Frontend) (*driver, error) {
+func newDriver(cfg *Config, start time.Time, fe profiles.Frontend) (*driver, error) {
 	d := &driver{cfg: cfg, start: start, fe: fe, sch: cfg.Plan.Start(), flights: make(map[int]*flight)}
 	n := max(cfg.Replicas, 1)
 	if a := cfg.Autoscaler; a != nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/router"
 	"github.com/glassbox-llm/glassbox/internal/workload"
@@ -102,7 +103,7 @@ type Result struct {
 	Wall     time.Duration       // what it took here
 	Steps    uint64              // over every replica
 	Gatherer prometheus.Gatherer // the first replica's metrics at the end
-	Frontend sim.Frontend
+	Frontend profiles.Frontend
 	Engine   engine.Config
 
 	// Stages are the stages the plan ran (a sweep's, once its probe found
@@ -220,13 +221,13 @@ type TokenTimes struct {
 }
 
 // calibration is the coefficients the executor will use.
-func calibration(c sim.Config) (sim.Calibration, error) {
+func calibration(c sim.Config) (profiles.Calibration, error) {
 	if c.Calib != nil {
 		return *c.Calib, nil
 	}
-	hw, err := sim.LookupHardware(c.Hardware)
+	hw, err := profiles.LookupHardware(c.Hardware)
 	if err != nil {
-		return sim.Calibration{}, fmt.Errorf("simulate: %w", err)
+		return profiles.Calibration{}, fmt.Errorf("simulate: %w", err)
 	}
 	return hw.Calib, nil
 }

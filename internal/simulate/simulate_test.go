@@ -18,6 +18,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/reftest"
 	"github.com/glassbox-llm/glassbox/internal/replica"
@@ -56,8 +57,8 @@ func TestOneRequestTimeline(t *testing.T) {
 	if !o.Success || o.OutputTokens != 10 || len(o.ITL) != 9 || o.PromptLen != 100 {
 		t.Fatalf("output %+v", o)
 	}
-	hw, _ := sim.LookupHardware("h100")
-	m, _ := sim.LookupModel("llama-3.1-8b")
+	hw, _ := profiles.LookupHardware("h100")
+	m, _ := profiles.LookupModel("llama-3.1-8b")
 	cm := sim.CostModel{HW: hw, Model: m, TP: 1}
 	prefill := cm.Step(&engine.Batch{Seqs: []engine.SeqBatch{{Tokens: s.PromptIDs, NumPrompt: 100, Sample: true}}})
 	fe := hw.Calib.Frontend

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
 // CostModel prices one engine step on TP GPUs of HW running Model with the
 // coefficients of HW.Calib; see Step.
 type CostModel struct {
-	HW    Hardware
-	Model Model
+	HW    profiles.Hardware
+	Model profiles.Model
 	TP    int // tensor-parallel degree, >= 1
 }
 
@@ -233,7 +234,7 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 // KVCacheBytes is the KV cache memory per GPU: override when positive (as
 // vLLM's --kv-cache-memory-bytes), else gpuMemoryUtilization of device
 // memory minus this GPU's share of the weights and the activation reserve.
-func KVCacheBytes(hw Hardware, m Model, tp int, gpuMemoryUtilization float64, override int64) (int64, error) {
+func KVCacheBytes(hw profiles.Hardware, m profiles.Model, tp int, gpuMemoryUtilization float64, override int64) (int64, error) {
 	if err := m.CheckTP(tp); err != nil {
 		return 0, fmt.Errorf("size kv cache: %w", err)
 	}
@@ -259,7 +260,7 @@ func KVCacheBytes(hw Hardware, m Model, tp int, gpuMemoryUtilization float64, ov
 }
 
 // KVBlocks is how many blocks of blockSize tokens fit in kvBytes per GPU.
-func KVBlocks(kvBytes int64, m Model, tp, blockSize int) int {
+func KVBlocks(kvBytes int64, m profiles.Model, tp, blockSize int) int {
 	if blockSize < 1 {
 		return 0
 	}

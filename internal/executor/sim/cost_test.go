@@ -11,16 +11,17 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 func costModel(t *testing.T, hw, model string, tp int) *CostModel {
 	t.Helper()
-	h, err := LookupHardware(hw)
+	h, err := profiles.LookupHardware(hw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := LookupModel(model)
+	m, err := profiles.LookupModel(model)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ func TestGEMMsMatchVidur(t *testing.T) {
 		if path == "" {
 			return
 		}
-		hw, err := LookupHardware(tc.hw)
+		hw, err := profiles.LookupHardware(tc.hw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +245,7 @@ func TestTensorParallel(t *testing.T) {
 }
 
 func TestReplicatedKVHeads(t *testing.T) {
-	m, err := LookupModel("llama-3.1-70b") // 8 KV heads
+	m, err := profiles.LookupModel("llama-3.1-70b") // 8 KV heads
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,11 +294,11 @@ func TestMixedStepSharesTheWeightRead(t *testing.T) {
 }
 
 func TestKVCacheBytes(t *testing.T) {
-	h200, _ := LookupHardware("h200")
-	a100, _ := LookupHardware("a100-80g")
-	m8, _ := LookupModel("llama-3.1-8b")
-	m70, _ := LookupModel("llama-3.1-70b")
-	q05, _ := LookupModel("qwen2.5-0.5b")
+	h200, _ := profiles.LookupHardware("h200")
+	a100, _ := profiles.LookupHardware("a100-80g")
+	m8, _ := profiles.LookupModel("llama-3.1-8b")
+	m70, _ := profiles.LookupModel("llama-3.1-70b")
+	q05, _ := profiles.LookupModel("qwen2.5-0.5b")
 
 	got, err := KVCacheBytes(h200, m8, 1, 0.92, 0)
 	if err != nil {
@@ -313,8 +314,8 @@ func TestKVCacheBytes(t *testing.T) {
 
 	for _, tc := range []struct {
 		name    string
-		hw      Hardware
-		m       Model
+		hw      profiles.Hardware
+		m       profiles.Model
 		tp      int
 		util    float64
 		errWant string

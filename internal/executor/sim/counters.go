@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
 // activity is what the GPU's activity counters read while the step's
@@ -21,14 +22,14 @@ func (cm *CostModel) activity(c *Cost, g *gemmWork, decodeAttn, prefillAttn time
 		return engine.GPUActivity{}
 	}
 	gemm := c.GEMM.Seconds()
-	t := Families{
+	t := profiles.Families{
 		Read:             gemm * (1 - g.compute),
 		Compute:          gemm * g.compute,
 		DecodeAttention:  decodeAttn.Seconds(),
 		PrefillAttention: prefillAttn.Seconds(),
 	}
 	t.Other = max(d-t.Read-t.Compute-t.DecodeAttention-t.PrefillAttention, 0)
-	weigh := func(f *Families) float64 {
+	weigh := func(f *profiles.Families) float64 {
 		return (t.Read*f.Read + t.Compute*f.Compute + t.DecodeAttention*f.DecodeAttention +
 			t.PrefillAttention*f.PrefillAttention + t.Other*f.Other) / d
 	}
@@ -66,7 +67,7 @@ type Reading struct {
 // boost × (available / demanded)^ClockExponent. NVML's GPU utilisation
 // is the share of the window with a kernel running: 100 under any load
 // that keeps the GPU fed, whatever the kernels do.
-func Steady(hw *Hardware, busy float64, a engine.GPUActivity) Reading {
+func Steady(hw *profiles.Hardware, busy float64, a engine.GPUActivity) Reading {
 	k, d := &hw.Calib.Counters, &hw.Device
 	busy = min(max(busy, 0), 1)
 	r := Reading{

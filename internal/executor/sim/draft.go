@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 	"github.com/glassbox-llm/glassbox/internal/spec"
 )
@@ -42,11 +43,11 @@ type draftModel struct {
 
 // newDraft builds the draft of sp for target on hw at the target's tp,
 // refusing by key what the simulator cannot run.
-func newDraft(sp *spec.Config, hw Hardware, target *Model, tp int) (*draftModel, error) {
-	m, err := LookupModel(sp.Model)
+func newDraft(sp *spec.Config, hw profiles.Hardware, target *profiles.Model, tp int) (*draftModel, error) {
+	m, err := profiles.LookupModel(sp.Model)
 	if err != nil {
 		return nil, &spec.Error{Key: "model", Msg: fmt.Sprintf("%q: on the simulator the draft is a model profile: %s, or its Hugging Face name",
-			sp.Model, strings.Join(ModelNames(), ", "))}
+			sp.Model, strings.Join(profiles.ModelNames(), ", "))}
 	}
 	if m.Vocab != target.Vocab {
 		return nil, &spec.Error{Key: "model", Msg: fmt.Sprintf("%s has %d token ids and the target %s has %d: "+

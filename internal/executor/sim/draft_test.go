@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 	"github.com/glassbox-llm/glassbox/internal/spec"
 )
@@ -134,9 +135,9 @@ func TestDraftModelCost(t *testing.T) {
 	}
 }
 
-func mustModel(t *testing.T, name string) Model {
+func mustModel(t *testing.T, name string) profiles.Model {
 	t.Helper()
-	m, err := LookupModel(name)
+	m, err := profiles.LookupModel(name)
 	if err != nil {
 		t.Fatal(err)
 	}

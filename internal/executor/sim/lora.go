@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
 // LoRA is the simulated GPU's adapter set-up, vLLM's --max-loras and
@@ -36,7 +37,7 @@ type LoRACost struct {
 
 // loraParams is an adapter's parameters at rank r over every linear layer
 // (q, k, v, o, gate, up and down, vLLM's usual targets): r·(in+out) each.
-func loraParams(m *Model, r int) float64 {
+func loraParams(m *profiles.Model, r int) float64 {
 	h, q, kv, in := float64(m.Hidden), float64(m.Heads*m.HeadDim), float64(m.KVHeads*m.HeadDim), float64(m.Intermediate)
 	perLayer := (h + q) + 2*(h+kv) + (q + h) + 2*(h+in) + (in + h)
 	return float64(r) * perLayer * float64(m.Layers)
@@ -44,7 +45,7 @@ func loraParams(m *Model, r int) float64 {
 
 // hostLink is the host-to-GPU copy rate the adapters load at: PCIe Gen5
 // x16 on Hopper, Gen4 x16 before, at about 85% of the link's 64 or 32 GB/s.
-func hostLink(hw *Hardware) float64 {
+func hostLink(hw *profiles.Hardware) float64 {
 	if n := strings.ToLower(hw.Name); strings.HasPrefix(n, "h100") || strings.HasPrefix(n, "h200") {
 		return 55e9
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 	"github.com/glassbox-llm/glassbox/internal/spec"
 )
@@ -50,7 +51,7 @@ type Config struct {
 
 	// Calib, when set, replaces the hardware profile's coefficients (the
 	// output of glassbox simulate calibrate).
-	Calib *Calibration
+	Calib *profiles.Calibration
 
 	// Observe, when set, sees every step's cost as the step starts (the
 	// calibration reads the terms it fits from it).
@@ -135,11 +136,11 @@ type Executor struct {
 
 // New builds the executor for cfg.
 func New(cfg Config) (*Executor, error) {
-	hw, err := LookupHardware(cfg.Hardware)
+	hw, err := profiles.LookupHardware(cfg.Hardware)
 	if err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
-	m, err := LookupModel(cfg.Model)
+	m, err := profiles.LookupModel(cfg.Model)
 	if err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
@@ -208,7 +209,7 @@ func New(cfg Config) (*Executor, error) {
 
 // setDtypes applies vLLM's --quantization and --kv-cache-dtype to the
 // simulated model, refusing by name what the simulator cannot price.
-func setDtypes(hw *Hardware, m *Model, quantization, kvDtype string) error {
+func setDtypes(hw *profiles.Hardware, m *profiles.Model, quantization, kvDtype string) error {
 	switch strings.ToLower(quantization) {
 	case "":
 	case "fp8":
@@ -233,8 +234,8 @@ func setDtypes(hw *Hardware, m *Model, quantization, kvDtype string) error {
 // fp8Hardware lists the profiles with FP8 GEMM terms.
 func fp8Hardware() []string {
 	var out []string
-	for _, n := range HardwareNames() {
-		if h, err := LookupHardware(n); err == nil && h.PeakFP8FLOPs > 0 && h.Calib.FP8 != nil {
+	for _, n := range profiles.HardwareNames() {
+		if h, err := profiles.LookupHardware(n); err == nil && h.PeakFP8FLOPs > 0 && h.Calib.FP8 != nil {
 			out = append(out, n)
 		}
 	}
