@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/live"
 )
 
@@ -32,10 +31,8 @@ func runDashboard(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	listen := fs.String("listen", "127.0.0.1:8080", "where to serve the page")
 	interval := fs.Duration("interval", 2*time.Second, "time between readings (with --prometheus-url: the finest query step, at least the scrape interval; default 15s there)")
 	apiKey := fs.String("api-key", "", "bearer token the targets want (their --api-key)")
-	var hints doctor.Hints
-	fs.StringVar(&hints.GPU, "gpu", "", "the targets' GPU (h100, h200, a100-80g, l40s), for MFU when their series do not say")
-	fs.IntVar(&hints.MaxNumSeqs, "max-num-seqs", 0, "the targets' --max-num-seqs, when their series do not say")
-	fs.IntVar(&hints.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "the targets' --max-num-batched-tokens, when their series do not say")
+	var doc diagnoserFlags
+	doc.register(fs, "targets'")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -50,12 +47,16 @@ func runDashboard(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *interval <= 0 || *since <= 0 {
 		return errors.New("dashboard: --interval and --since must be positive")
 	}
+	if _, err := doc.diagnoser(); err != nil {
+		return fmt.Errorf("dashboard: %w", err)
+	}
+	th, _ := doc.thresholds()
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: nil}}
 	header := http.Header{}
 	if *apiKey != "" {
 		header.Set("Authorization", "Bearer "+*apiKey)
 	}
-	cfg := live.Config{Interval: *interval, Hints: hints, HTTPClient: client}
+	cfg := live.Config{Interval: *interval, Thresholds: th, Hints: doc.hints, HTTPClient: client}
 	if *metricsURLs != "" {
 		urls, dcgms := strings.Split(*metricsURLs, ","), strings.Split(*dcgmURLs, ",")
 		if *dcgmURLs != "" && len(dcgms) != len(urls) {

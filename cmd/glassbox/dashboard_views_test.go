@@ -30,6 +30,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/live"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
+	"github.com/glassbox-llm/glassbox/internal/source"
 )
 
 // The page a person reads at a glance, looked at in headless Chromium at
@@ -281,7 +282,7 @@ func virtualLoad(t *testing.T, sc corpus.Scenario) (*live.Page, *doctor.Window) 
 			page.Sample(context.Background())
 			s, err2 := promtext.Parse(bytes.NewReader(body))
 			if err2 == nil {
-				all.Add(at, s)
+				source.Append(all, at, s)
 			}
 			errs = append(errs, err, err2)
 		}})
@@ -322,7 +323,7 @@ func TestDashboardAfterMinutesOfLoad(t *testing.T) {
 	first, last := all.Snapshots[0].T, all.Snapshots[len(all.Snapshots)-1].T
 	an := st.Items[0].Answered
 	var js bytes.Buffer
-	if err := doctor.Diagnose(windowBetween(all, an.From, an.To), nil).WriteJSON(&js); err != nil {
+	if err := defaults.Diagnose(windowBetween(all, an.From, an.To), nil).WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
 	want, _ := answersOf(t, js.Bytes(), simulate.DefaultInstance)
@@ -360,7 +361,7 @@ func TestDashboardAfterMinutesOfLoad(t *testing.T) {
 		document.getElementById("apply").click()`, "?from=2026-01-01T00%3A02%3A00Z&to=2026-01-01T00%3A04%3A00Z")
 	js.Reset()
 	from, to := seconds(simulate.Epoch.Add(2*time.Minute)), seconds(simulate.Epoch.Add(4*time.Minute))
-	if err := doctor.Diagnose(windowBetween(all, from, to), nil).WriteJSON(&js); err != nil {
+	if err := defaults.Diagnose(windowBetween(all, from, to), nil).WriteJSON(&js); err != nil {
 		t.Fatal(err)
 	}
 	fixed, _ := answersOf(t, js.Bytes(), simulate.DefaultInstance)

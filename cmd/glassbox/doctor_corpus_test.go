@@ -23,6 +23,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/metrics"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
+	"github.com/glassbox-llm/glassbox/internal/source"
 )
 
 var (
@@ -75,7 +76,7 @@ func generate(t *testing.T, sc corpus.Scenario, series string, extra ...string) 
 			errs = append(errs, err)
 			return
 		}
-		w.Add(at.Truncate(time.Millisecond), s) // as recorded, and as Prometheus stores it
+		source.Append(w, at.Truncate(time.Millisecond), s) // as recorded, and as Prometheus stores it
 	}
 	start := simulate.Epoch
 	cfg := simulate.Config{Replica: rc, Plan: plan, RequestTimeout: f.requestTimeout, ObserveInterval: sc.Interval,
@@ -128,7 +129,7 @@ func TestDoctorCorpusRegenerate(t *testing.T) {
 			hits := g.full.Increase("vllm:prefix_cache_hits_total") / g.full.Increase("vllm:prefix_cache_queries_total")
 			t.Logf("%s: %d readings, simulated %v in %v, prefix-cache hit rate %.3f", sc.Name, len(g.full.Snapshots), g.res.Duration.Round(time.Second), g.res.Wall.Round(time.Millisecond), hits)
 			for _, c := range corpus.Clothes {
-				rep := doctor.Diagnose(corpus.In(g.full, c), nil)
+				rep := defaults.Diagnose(corpus.In(g.full, c), nil)
 				var b strings.Builder
 				_ = rep.WriteText(&b)
 				misses := corpus.Check(rep, sc.Expect(c))
@@ -202,8 +203,8 @@ func TestDoctorCorpusFresh(t *testing.T) {
 				t.Errorf("the regenerated window differs from the recorded one (a change to the engine or the simulator? rerun TestDoctorCorpusRegenerate -corpus.run=. -corpus.update and review the golden reports):\n%.3000s", d)
 			}
 			for _, c := range corpus.Clothes {
-				derived := verdict(doctor.Diagnose(corpus.In(g.full, c), nil))
-				stripped := verdict(doctor.Diagnose(g.clothes[c], nil))
+				derived := verdict(defaults.Diagnose(corpus.In(g.full, c), nil))
+				stripped := verdict(defaults.Diagnose(g.clothes[c], nil))
 				if derived != stripped {
 					t.Errorf("%s: the derived clothes say %s; the stripped expositions %s", c, derived, stripped)
 				}
@@ -281,8 +282,8 @@ func startPromOn(t *testing.T, dir string) *promCorpus {
 func (p *promCorpus) read(t *testing.T, sc corpus.Scenario, instance string) *doctor.Report {
 	t.Helper()
 	end := simulate.Epoch.Add(sc.Skip + sc.Window)
-	rep, err := doctor.Run(context.Background(), doctor.Config{PrometheusURL: p.url, Selector: fmt.Sprintf(`{instance=%q}`, instance),
-		Since: sc.Window, End: end, Interval: sc.Interval})
+	rep, err := doctorRun(context.Background(), source.Prometheus{URL: p.url, Selector: fmt.Sprintf(`{instance=%q}`, instance),
+		Since: sc.Window, End: end, Step: sc.Interval})
 	if err != nil {
 		t.Fatalf("%s through Prometheus: %v", sc.Name, err)
 	}
@@ -313,7 +314,7 @@ func TestDoctorCorpusThroughPrometheus(t *testing.T) {
 			if misses := corpus.Check(rep, sc.Expect(c.clothes)); len(misses) > 0 {
 				t.Errorf("%s through Prometheus, read as %s: %v", sc.Name, c.clothes, misses)
 			}
-			direct := doctor.Diagnose(corpus.In(runs[2*i].full, c.clothes), nil)
+			direct := defaults.Diagnose(corpus.In(runs[2*i].full, c.clothes), nil)
 			if a, b := verdict(direct), verdict(rep); a != b {
 				t.Errorf("%s read as %s: directly %s; through Prometheus %s", sc.Name, c.clothes, a, b)
 			}
@@ -331,8 +332,8 @@ func TestDoctorCorpusRemedies(t *testing.T) {
 	for _, sc := range fastScenarios(t) {
 		t.Run(sc.Name, func(t *testing.T) {
 			w := corpus.In(recorded(t, sc), corpus.Glassbox)
-			rep := doctor.Diagnose(w, nil)
-			v := doctor.Verify(context.Background(), doctor.VerifyConfig{Replay: replayVirtual, Send: time.Minute, Seed: 1}, w, rep)
+			rep := defaults.Diagnose(w, nil)
+			v := doctor.Verify(context.Background(), doctor.VerifyConfig{Replay: replayVirtual, Send: time.Minute, Seed: 1}, rep)
 			if v.Skipped != "" {
 				t.Logf("%s: no replay (%s)", sc.Name, v.Skipped)
 				return
@@ -375,11 +376,11 @@ func TestDoctorCorpusFull(t *testing.T) {
 			t.Errorf("%s: the regenerated window differs from the recorded one", sc.Name)
 		}
 		for _, c := range corpus.Clothes {
-			results = append(results, corpus.Judge(sc, corpus.In(g.full, c), c, "direct"))
+			results = append(results, corpus.Judge(defaults, sc, corpus.In(g.full, c), c, "direct"))
 		}
 		w := corpus.In(g.full, corpus.Glassbox)
-		rep := doctor.Diagnose(w, nil)
-		ver := doctor.Verify(context.Background(), doctor.VerifyConfig{Replay: replayVirtual, Send: 2 * time.Minute, Seed: 1}, w, rep)
+		rep := defaults.Diagnose(w, nil)
+		ver := doctor.Verify(context.Background(), doctor.VerifyConfig{Replay: replayVirtual, Send: 2 * time.Minute, Seed: 1}, rep)
 		switch {
 		case ver.Skipped != "":
 			row.verdict = "not replayed"
@@ -401,7 +402,7 @@ func TestDoctorCorpusFull(t *testing.T) {
 			rep := prom.read(t, sc, c.instance)
 			r := corpus.Result{Scenario: sc, Clothes: c.clothes, Source: "prometheus", Report: rep, Misses: corpus.Check(rep, sc.Expect(c.clothes))}
 			results = append(results, r)
-			direct := verdict(doctor.Diagnose(corpus.In(full, c.clothes), nil))
+			direct := verdict(defaults.Diagnose(corpus.In(full, c.clothes), nil))
 			rows[i].prom[j] = "same"
 			if got := verdict(rep); got != direct {
 				rows[i].prom[j] = "differs: " + got

@@ -16,6 +16,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/corpus"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
+	"github.com/glassbox-llm/glassbox/internal/source"
 )
 
 // TestDoctorLiveKVAdmission is the corpus's KV-admission incident on a live
@@ -50,7 +51,7 @@ func TestDoctorLiveKVAdmission(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, v := range views {
 		wg.Go(func() {
-			reps[i], errs[i] = doctor.Run(context.Background(), doctor.Config{MetricsURL: v.url, Duration: window, Interval: time.Second})
+			reps[i], errs[i] = doctorRun(context.Background(), source.Scrape{URL: v.url, Duration: window, Interval: time.Second})
 		})
 	}
 	wg.Wait()
@@ -86,8 +87,8 @@ func TestDoctorLiveKVAdmission(t *testing.T) {
 		s, err := promQuery(promURL, fmt.Sprintf(`timestamp(up{instance=%q})`, target))
 		return err == nil && len(s) == 1 && s[0].Value > float64(direct.End.UnixMilli())/1000+1
 	})
-	viaProm, err := doctor.Run(context.Background(), doctor.Config{PrometheusURL: promURL, Selector: fmt.Sprintf(`{instance=%q}`, target),
-		Since: direct.End.Sub(direct.Start), End: direct.End, Interval: time.Second})
+	viaProm, err := doctorRun(context.Background(), source.Prometheus{URL: promURL, Selector: fmt.Sprintf(`{instance=%q}`, target),
+		Since: direct.End.Sub(direct.Start), End: direct.End, Step: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
+	"github.com/glassbox-llm/glassbox/internal/source"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
@@ -55,7 +56,7 @@ func virtualWindows(t *testing.T, rc replica.Config, plan *workload.Plan, skip, 
 					errs = append(errs, err)
 					continue
 				}
-				ws[view].Add(at, sc)
+				source.Append(ws[view], at, sc)
 			}
 			errs = append(errs, err1, err2)
 		}})
@@ -127,7 +128,7 @@ func TestSeedsCase(t *testing.T) {
 	}
 	for _, view := range corpus.Clothes {
 		w := ws[view]
-		rep := doctor.Diagnose(w, nil)
+		rep := defaults.Diagnose(w, nil)
 		var b strings.Builder
 		_ = rep.WriteText(&b)
 		t.Logf("read as %s:\n%s", view, b.String())

@@ -28,14 +28,14 @@ func TestDoctorSpeculationAroundThresholds(t *testing.T) {
 	for _, tc := range []struct {
 		name, rates, rate string
 		wide              bool
-		signal            string
+		signal            doctor.SignalName
 		lo, hi            float64 // the band the signal must land in
 		kind              string  // the finding's title says; "" for none
 	}{
-		{"light load, acceptance just under 0.3", "0.4,0.16,0.06,0.02", "2", false, "spec_acceptance_rate", 0.25, 0.3, "buys little: most drafts are rejected"},
-		{"light load, acceptance just over 0.3", "0.45,0.2,0.1,0.05", "2", false, "spec_acceptance_rate", 0.3, 0.34, ""},
-		{"wide load, 1.59 positions per token", "0.7,0.5,0.35,0.2", "60", true, "spec_scored_per_token", 1.5, 1.6, ""},
-		{"wide load, 1.66 positions per token", "0.65,0.42,0.27,0.14", "60", true, "spec_scored_per_token", 1.6, 1.7, "compute-bound"},
+		{"light load, acceptance just under 0.3", "0.4,0.16,0.06,0.02", "2", false, doctor.SigSpecAcceptance, 0.25, 0.3, "buys little: most drafts are rejected"},
+		{"light load, acceptance just over 0.3", "0.45,0.2,0.1,0.05", "2", false, doctor.SigSpecAcceptance, 0.3, 0.34, ""},
+		{"wide load, 1.59 positions per token", "0.7,0.5,0.35,0.2", "60", true, doctor.SigSpecScoredPerToken, 1.5, 1.6, ""},
+		{"wide load, 1.66 positions per token", "0.65,0.42,0.27,0.14", "60", true, doctor.SigSpecScoredPerToken, 1.6, 1.7, "compute-bound"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.wide && raceEnabled {
@@ -47,18 +47,18 @@ func TestDoctorSpeculationAroundThresholds(t *testing.T) {
 				Skip:  30 * time.Second, Window: 40 * time.Second, Interval: 5 * time.Second}
 			g := generate(t, sc, "")
 			w := corpus.In(g.full, corpus.Glassbox)
-			sig := doctor.Evaluate(w).Signal(tc.signal)
+			s := defaults.Evaluate(w)
+			sig := s.Signal(tc.signal)
 			if !(sig.Value >= tc.lo && sig.Value < tc.hi) {
 				t.Fatalf("%s = %.3f, want it in [%g, %g) for this case to sit by its threshold", tc.signal, sig.Value, tc.lo, tc.hi)
 			}
 			if tc.wide {
-				s := doctor.Evaluate(w)
-				if busy, per := s.Signal("busy").Value, s.Signal("spec_verify_tokens_per_step").Value; busy < 0.9 || per < 512 {
+				if busy, per := s.Signal(doctor.SigBusy).Value, s.Signal(doctor.SigSpecVerifyPerStep).Value; busy < 0.9 || per < 512 {
 					t.Fatalf("the wide load is not wide and busy: busy %.2f, %.0f positions per step", busy, per)
 				}
 			}
 			for _, c := range corpus.Clothes {
-				rep := doctor.Diagnose(corpus.In(g.full, c), nil)
+				rep := defaults.Diagnose(corpus.In(g.full, c), nil)
 				i := slices.Index(rep.Names(), "speculation-costly")
 				switch {
 				case tc.kind == "" && i >= 0:

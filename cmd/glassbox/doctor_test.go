@@ -16,10 +16,20 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
+	"github.com/glassbox-llm/glassbox/internal/source"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // kvBytes is n blocks of 16 tokens of llama-3.1-8b (128 KiB per token).
+// defaults is the doctor with its default thresholds and no hints.
+var defaults = doctor.NewDiagnoser(doctor.DefaultThresholds(), doctor.Hints{})
+
+// doctorRun diagnoses what src reads with the default doctor, as glassbox
+// doctor does.
+func doctorRun(ctx context.Context, src source.Source) (*doctor.Report, error) {
+	return diagnose(ctx, &request{src: src, doc: defaults})
+}
+
 func kvBytes(blocks int) string { return fmt.Sprint(blocks * 16 * 131072) }
 
 func random(in, out int) workload.DatasetConfig {
@@ -86,7 +96,7 @@ func TestDoctorTargetGoesDown(t *testing.T) {
 	base, stop := serveTest(t, "--sim-time-scale", "1")
 	timer := time.AfterFunc(1500*time.Millisecond, func() { _ = stop() })
 	defer timer.Stop()
-	rep, err := doctor.Run(context.Background(), doctor.Config{MetricsURL: base + "/metrics", Duration: 3 * time.Second, Interval: 250 * time.Millisecond})
+	rep, err := doctorRun(context.Background(), source.Scrape{URL: base + "/metrics", Duration: 3 * time.Second, Interval: 250 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +153,11 @@ func TestReplayVirtualSameLoadForBoth(t *testing.T) {
 	rec.NumBlocks = 8000
 	load := doctor.ReplayLoad{RequestRate: 4, InputTokens: 300, OutputTokens: 40, SendSeconds: 10, Seed: 3}
 	sent := func(rc doctor.ReplicaConfig) []string {
-		_, outs, _, err := replayVirtual(context.Background(), rc, load)
+		flags, err := replicaFlags(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs, _, err := replayRun(context.Background(), flags, rc, load)
 		if err != nil {
 			t.Fatal(err)
 		}

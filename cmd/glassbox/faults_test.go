@@ -21,6 +21,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/live"
+	"github.com/glassbox-llm/glassbox/internal/source"
 )
 
 // TestMain lets a test run this very binary as glassbox (with
@@ -99,7 +100,7 @@ func TestServerKilledAndRestartedUnderLoad(t *testing.T) {
 	var drep *doctor.Report
 	var derr error
 	wg.Go(func() {
-		drep, derr = doctor.Run(ctx, doctor.Config{MetricsURL: srv.base + "/metrics", Duration: 12 * time.Second, Interval: 500 * time.Millisecond})
+		drep, derr = doctorRun(ctx, source.Scrape{URL: srv.base + "/metrics", Duration: 12 * time.Second, Interval: 500 * time.Millisecond})
 	})
 	time.Sleep(4 * time.Second)
 	srv.kill(t)
@@ -226,8 +227,8 @@ func TestDoctorSurvivesAPrometheusRestart(t *testing.T) {
 	var rep *doctor.Report
 	go func() {
 		var err error
-		rep, err = doctor.Run(context.Background(), doctor.Config{PrometheusURL: promURL, Selector: fmt.Sprintf(`{instance=%q}`, target),
-			Since: 5 * time.Second, Interval: time.Second})
+		rep, err = doctorRun(context.Background(), source.Prometheus{URL: promURL, Selector: fmt.Sprintf(`{instance=%q}`, target),
+			Since: 5 * time.Second, Step: time.Second})
 		done <- err
 	}()
 	time.Sleep(time.Second)
@@ -263,17 +264,18 @@ func TestDoctorLosesDCGMMidWindow(t *testing.T) {
 	}))
 	defer proxy.Close()
 	time.AfterFunc(1500*time.Millisecond, func() { gone.Store(true) })
-	rep, err := doctor.Run(context.Background(), doctor.Config{MetricsURL: base + "/metrics", DCGMURL: proxy.URL + "/metrics", Duration: 3 * time.Second, Interval: 250 * time.Millisecond})
+	rep, err := doctorRun(context.Background(), source.Scrape{URL: base + "/metrics", DCGMURL: proxy.URL + "/metrics", Duration: 3 * time.Second, Interval: 250 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Missed != 0 || rep.Readings < 10 {
 		t.Errorf("losing DCGM lost readings: %d read, %d missed", rep.Readings, rep.Missed)
 	}
-	w, err := doctor.Collect(context.Background(), doctor.Config{MetricsURL: base + "/metrics", DCGMURL: proxy.URL + "/metrics", Duration: time.Second, Interval: 250 * time.Millisecond})
+	ms, err := source.Scrape{URL: base + "/metrics", DCGMURL: proxy.URL + "/metrics", Duration: time.Second, Interval: 250 * time.Millisecond}.Collect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
+	w := ms[0].Window
 	if !slices.ContainsFunc(w.Problems, func(p string) bool { return strings.Contains(p, "dcgm-exporter") }) {
 		t.Errorf("the window does not say DCGM was lost: %v", w.Problems)
 	}

@@ -14,6 +14,9 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 )
 
+// defaults is the doctor the corpus judges: its default thresholds.
+var defaults = doctor.NewDiagnoser(doctor.DefaultThresholds(), doctor.Hints{})
+
 var update = flag.Bool("update", false, "rewrite the golden reports and docs/doctor-corpus.md's direct-source tables from the recorded windows")
 
 const docPath = "../../docs/doctor-corpus.md"
@@ -29,7 +32,7 @@ func readAll(t *testing.T) []Result {
 			t.Fatalf("%s: %v (regenerate: go test ./cmd/glassbox -run TestDoctorCorpusRegenerate -args -corpus.run=. -corpus.update)", sc.Name, err)
 		}
 		for _, c := range Clothes {
-			out = append(out, Judge(sc, In(w, c), c, "direct"))
+			out = append(out, Judge(defaults, sc, In(w, c), c, "direct"))
 		}
 	}
 	return out
@@ -138,7 +141,7 @@ func TestWindowRoundTrip(t *testing.T) {
 	if d := cmp.Diff(w.Snapshots, back.Snapshots); d != "" {
 		t.Errorf("round trip (-wrote +read):\n%s", d)
 	}
-	if !slices.Equal(doctor.Diagnose(w, nil).Names(), doctor.Diagnose(back, nil).Names()) {
+	if !slices.Equal(defaults.Diagnose(w, nil).Names(), defaults.Diagnose(back, nil).Names()) {
 		t.Error("the window diagnoses differently after a round trip")
 	}
 }

@@ -17,9 +17,11 @@ type Result struct {
 	Misses   []string
 }
 
-// Judge diagnoses a scenario's window in the clothes and checks it.
-func Judge(sc Scenario, w *doctor.Window, clothes, source string) Result {
-	rep := doctor.Diagnose(w, nil)
+// Judge diagnoses a scenario's window in the clothes with d and checks
+// it: the corpus judges d's thresholds (the defaults, for its confusion
+// table).
+func Judge(d doctor.Diagnoser, sc Scenario, w *doctor.Window, clothes, source string) Result {
+	rep := d.Diagnose(w, nil)
 	return Result{Scenario: sc, Clothes: clothes, Source: source, Report: rep, Misses: Check(rep, sc.Expect(clothes))}
 }
 

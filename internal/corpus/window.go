@@ -178,10 +178,10 @@ func In(full *doctor.Window, clothes string) *doctor.Window {
 	dropGlassbox := clothes != Glassbox
 	dropDCGM := clothes != VLLMDCGM
 	drop := func(name string) bool {
-		return dropGlassbox && strings.HasPrefix(name, "glassbox_") || dropDCGM && (strings.HasPrefix(name, "DCGM_") || name == doctorInfoDCGM)
+		return dropGlassbox && strings.HasPrefix(name, "glassbox_") || dropDCGM && (strings.HasPrefix(name, "DCGM_") || name == doctor.InfoDCGM)
 	}
 	w := doctor.NewWindow(full.Source, full.Target+" ("+clothes+")")
-	w.Selector, w.Missed, w.Problems, w.Hints = full.Selector, full.Missed, full.Problems, full.Hints
+	w.Selector, w.Missed, w.Problems = full.Selector, full.Missed, full.Problems
 	for f, l := range full.Info {
 		if !drop(f) {
 			w.Info[f] = l
@@ -208,7 +208,3 @@ func In(full *doctor.Window, clothes string) *doctor.Window {
 	}
 	return w
 }
-
-// doctorInfoDCGM is the window's info entry for the GPUs' model name,
-// which DCGM's series carry.
-const doctorInfoDCGM = "dcgm"

@@ -6,10 +6,12 @@
 //
 // Every metric it queries is named through internal/metricspec's
 // constants, so a renamed family breaks the build or the drift test instead
-// of leaving an empty panel. It only generates files: from the rest of
-// glassbox it imports internal/metricspec alone (for names and bucket
-// bounds), never the engine, scheduler, executors or server, and it reads
-// no environment.
+// of leaving an empty panel, and every alert and threshold line fires on
+// the doctor's Thresholds (internal/doctor), so an alert and the finding
+// that explains it agree. It only generates files: from the rest of
+// glassbox it imports internal/metricspec (for names and bucket bounds) and
+// the doctor's pure core (for its thresholds), never the engine,
+// scheduler, executors or server, and it reads no environment.
 package dashboards
 
 import (
@@ -20,6 +22,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
+	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
@@ -67,22 +70,18 @@ type Config struct {
 	ShortFor    time.Duration
 	StallWindow time.Duration
 
-	// Alert thresholds.
-	PreemptionRate float64 // preemptions per second
-	KVCacheUsage   float64 // fraction of KV blocks in use, averaged over RateWindow
+	// Thresholds are the doctor's: the alerts of its findings
+	// (preemption rate, KV watermark, queue share, abort share, draft
+	// acceptance, load imbalance) and the dashboards' lines fire on them.
+	Thresholds doctor.Thresholds
+
+	// The SLOs' alerts, which no finding names: the doctor explains a
+	// breach by its capacity and latency findings.
 	E2EP95Seconds  float64 // p95 end-to-end latency
 	TTFTSLOSeconds float64 // p99 TTFT above it alerts; also the TTFT attainment tile's bound (a bucket bound)
 	ITLSLOSeconds  float64 // inter-token attainment tile's bound (a bucket bound)
 	E2ESLOSeconds  float64 // end-to-end attainment tile's bound (a bucket bound)
-	QueueTimeRatio float64 // share of end-to-end time spent queued
-	AbortRatio     float64 // share of finished requests aborted (client timeouts, disconnects)
 	ErrorRatio     float64 // share of HTTP responses that are 5xx
-	SpecAcceptance float64 // draft acceptance rate (accepted over draft tokens) below which speculation has collapsed
-	// A replica whose queue, averaged over RateWindow, is more than
-	// ImbalanceRatio times its fleet's mean and more than
-	// ImbalanceMinWaiting requests is the one the router overloads.
-	ImbalanceRatio      float64
-	ImbalanceMinWaiting float64
 }
 
 // FleetTarget is one replica of a fleet: the host:port Prometheus scrapes
@@ -97,35 +96,29 @@ type FleetTarget struct {
 // generated from: glassbox on 127.0.0.1:8000 scraped every 5 s.
 func Default() Config {
 	return Config{
-		Job:                 "glassbox",
-		Target:              "127.0.0.1:8000",
-		MetricsPath:         "/metrics",
-		ScrapeInterval:      5 * time.Second,
-		AlertmanagerTarget:  "127.0.0.1:9093",
-		DCGMJob:             "dcgm",
-		DCGMTarget:          "127.0.0.1:9400",
-		CriticalWebhookURL:  "http://127.0.0.1:5001/critical",
-		WarningWebhookURL:   "http://127.0.0.1:5001/warning",
-		GroupWait:           30 * time.Second,
-		GroupInterval:       5 * time.Minute,
-		RepeatInterval:      4 * time.Hour,
-		RunbookURL:          "https://github.com/glassbox-llm/glassbox/blob/main/docs/runbooks.md",
-		RateWindow:          5 * time.Minute,
-		For:                 5 * time.Minute,
-		ShortFor:            time.Minute,
-		StallWindow:         5 * time.Minute,
-		PreemptionRate:      metricspec.PreemptionRateHigh,
-		KVCacheUsage:        metricspec.KVWatermark,
-		E2EP95Seconds:       10,
-		TTFTSLOSeconds:      0.5,
-		ITLSLOSeconds:       0.1,
-		E2ESLOSeconds:       10,
-		QueueTimeRatio:      metricspec.QueueShareHigh,
-		AbortRatio:          metricspec.AbortShareHigh,
-		ErrorRatio:          0.05,
-		SpecAcceptance:      metricspec.SpecAcceptanceLow,
-		ImbalanceRatio:      1.5,
-		ImbalanceMinWaiting: 2,
+		Job:                "glassbox",
+		Target:             "127.0.0.1:8000",
+		MetricsPath:        "/metrics",
+		ScrapeInterval:     5 * time.Second,
+		AlertmanagerTarget: "127.0.0.1:9093",
+		DCGMJob:            "dcgm",
+		DCGMTarget:         "127.0.0.1:9400",
+		CriticalWebhookURL: "http://127.0.0.1:5001/critical",
+		WarningWebhookURL:  "http://127.0.0.1:5001/warning",
+		GroupWait:          30 * time.Second,
+		GroupInterval:      5 * time.Minute,
+		RepeatInterval:     4 * time.Hour,
+		RunbookURL:         "https://github.com/glassbox-llm/glassbox/blob/main/docs/runbooks.md",
+		RateWindow:         5 * time.Minute,
+		For:                5 * time.Minute,
+		ShortFor:           time.Minute,
+		StallWindow:        5 * time.Minute,
+		Thresholds:         doctor.DefaultThresholds(),
+		E2EP95Seconds:      10,
+		TTFTSLOSeconds:     0.5,
+		ITLSLOSeconds:      0.1,
+		E2ESLOSeconds:      10,
+		ErrorRatio:         0.05,
 	}
 }
 
@@ -149,24 +142,22 @@ func (c *Config) Validate() error {
 	if c.RateWindow < 2*c.ScrapeInterval || c.StallWindow < 2*c.ScrapeInterval {
 		return fmt.Errorf("rate window %v and stall window %v must span at least two scrapes of %v", c.RateWindow, c.StallWindow, c.ScrapeInterval)
 	}
+	if err := c.Thresholds.Validate(); err != nil {
+		return err
+	}
+	if !(c.Thresholds.PreemptionRate > 0) {
+		return fmt.Errorf("threshold preemption_rate must be positive, got %v", c.Thresholds.PreemptionRate)
+	}
 	for name, v := range map[string]float64{
-		"preemption rate": c.PreemptionRate, "e2e p95": c.E2EP95Seconds, "ttft slo": c.TTFTSLOSeconds,
+		"e2e p95": c.E2EP95Seconds, "ttft slo": c.TTFTSLOSeconds,
 		"itl slo": c.ITLSLOSeconds, "e2e slo": c.E2ESLOSeconds,
 	} {
 		if !(v > 0) {
 			return fmt.Errorf("%s threshold must be positive, got %v", name, v)
 		}
 	}
-	for name, v := range map[string]float64{
-		"kv cache usage": c.KVCacheUsage, "queue time ratio": c.QueueTimeRatio,
-		"abort ratio": c.AbortRatio, "error ratio": c.ErrorRatio, "spec acceptance": c.SpecAcceptance,
-	} {
-		if !(v > 0 && v < 1) {
-			return fmt.Errorf("%s threshold must be in (0, 1), got %v", name, v)
-		}
-	}
-	if !(c.ImbalanceRatio > 1) || !(c.ImbalanceMinWaiting >= 0) {
-		return fmt.Errorf("imbalance ratio %v must be above 1 and its minimum queue %v not negative", c.ImbalanceRatio, c.ImbalanceMinWaiting)
+	if !(c.ErrorRatio > 0 && c.ErrorRatio < 1) {
+		return fmt.Errorf("error ratio threshold must be in (0, 1), got %v", c.ErrorRatio)
 	}
 	seen := map[string]bool{}
 	for _, f := range c.Fleet {

@@ -285,7 +285,7 @@ func TestDashboardsRoundTrip(t *testing.T) {
 // for: each overlay queries all its signals, and the KV watermark is drawn.
 func TestDiagnosisOverlays(t *testing.T) {
 	c := Default()
-	c.KVCacheUsage = 0.85
+	c.Thresholds.KVWatermark = 0.85
 	files := generated(t, c)
 	qs := panelQueries(t, files[DiagnosisPath])
 	for title, want := range map[string][]string{
@@ -359,7 +359,7 @@ func TestConfigValidate(t *testing.T) {
 		{"empty job", func(c *Config) { c.Job = "" }, false},
 		{"zero window", func(c *Config) { c.RateWindow = 0 }, false},
 		{"window under two scrapes", func(c *Config) { c.RateWindow = c.ScrapeInterval }, false},
-		{"kv ratio 1", func(c *Config) { c.KVCacheUsage = 1 }, false},
+		{"kv ratio 1", func(c *Config) { c.Thresholds.KVWatermark = 1 }, false},
 		{"ttft slo off the buckets", func(c *Config) { c.TTFTSLOSeconds = 0.3 }, false},
 		{"ttft slo on a bucket", func(c *Config) { c.TTFTSLOSeconds = 0.25 }, true},
 		{"negative e2e", func(c *Config) { c.E2EP95Seconds = -1 }, false},

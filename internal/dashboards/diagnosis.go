@@ -73,13 +73,13 @@ func diagnosisOverlays(b *dashboard.DashboardBuilder, c *Config) {
 
 	queue := graph("Queue depth vs KV-cache watermark",
 		fmt.Sprintf("Left axis: KV-cache usage, with the %g watermark above which the scheduler runs out of blocks and preempts. "+
-			"Right axis: requests waiting, and preemptions per second. A queue growing at the watermark with preemptions is KV-capacity bound.", c.KVCacheUsage),
+			"Right axis: requests waiting, and preemptions per second. A queue growing at the watermark with preemptions is KV-capacity bound.", c.Thresholds.KVWatermark),
 		"percentunit", 24,
 		q("A", byInstance("max", metricspec.KVCacheUsagePerc), "{{instance}} KV usage"),
 		q("B", byInstance("sum", metricspec.NumRequestsWaiting), "{{instance}} waiting"),
 		q("C", rateByInstance(metricspec.NumPreemptions), "{{instance}} preemptions/s")).
 		Min(0).AxisSoftMax(1).Height(10).
-		Thresholds(thresholds("transparent", c.KVCacheUsage, "red")).
+		Thresholds(thresholds("transparent", c.Thresholds.KVWatermark, "red")).
 		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)).
 		Links(c.runbooks("GlassboxKVCacheNearlyFull", "GlassboxHighPreemptionRate", "GlassboxQueueTimeDominates"))
 	rightAxis(queue, "B", "short")
@@ -121,13 +121,13 @@ func diagnosisDetail(b *dashboard.DashboardBuilder, c *Config) {
 		Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal)))
 	b.WithPanel(graph("Requests waiting, by reason", "capacity: no room to schedule (KV blocks or --max-num-seqs); deferred: held back by transient constraints.",
 		"short", 8, q("A", fmt.Sprintf("sum by (reason) (%s%s)", metricspec.NumRequestsWaitingByReason, engineSel), "{{reason}}")))
-	b.WithPanel(graph("Queue share of request time", fmt.Sprintf("Queue time over end-to-end time; above %g the engine is saturated.", c.QueueTimeRatio),
+	b.WithPanel(graph("Queue share of request time", fmt.Sprintf("Queue time over end-to-end time; above %g the engine is saturated.", c.Thresholds.QueueShare),
 		"percentunit", 8,
 		q("A", fmt.Sprintf("%s / %s", rateOf(metricspec.RequestQueueTime+"_sum", ""), rateOf(metricspec.E2ERequestLatency+"_sum", "")), "queue share")).
-		Min(0).Max(1).Thresholds(thresholds("transparent", c.QueueTimeRatio, "red")).
+		Min(0).Max(1).Thresholds(thresholds("transparent", c.Thresholds.QueueShare, "red")).
 		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)).
 		Links(c.runbooks("GlassboxQueueTimeDominates")))
-	b.WithPanel(graph("Aborted share of finished requests", fmt.Sprintf("Requests ended by the client (disconnect or timeout); above %g clients are giving up.", c.AbortRatio),
+	b.WithPanel(graph("Aborted share of finished requests", fmt.Sprintf("Requests ended by the client (disconnect or timeout); above %g clients are giving up.", c.Thresholds.AbortShare),
 		"percentunit", 8,
 		q("A", fmt.Sprintf(`sum(rate(%s{instance=~"$instance", model_name=~"$model_name", finished_reason="abort"}%s)) / %s`,
 			metricspec.RequestSuccess, rateRange, rateOf(metricspec.RequestSuccess, "")), "aborted")).

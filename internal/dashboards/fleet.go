@@ -57,9 +57,9 @@ func fleetPerReplica(b *dashboard.DashboardBuilder, c *Config) {
 	b.WithPanel(graph("Requests running, per replica", "Each replica's running batch (capped by --max-num-seqs and by KV blocks).",
 		"short", 8, q("A", byInstance("sum", metricspec.NumRequestsRunning), "{{instance}}")).
 		Links(c.runbooks("GlassboxEngineStalled")))
-	b.WithPanel(graph("KV-cache usage, per replica", fmt.Sprintf("Each replica's share of KV blocks in use; above %g it queues and preempts.", c.KVCacheUsage),
+	b.WithPanel(graph("KV-cache usage, per replica", fmt.Sprintf("Each replica's share of KV blocks in use; above %g it queues and preempts.", c.Thresholds.KVWatermark),
 		"percentunit", 8, q("A", byInstance("max", metricspec.KVCacheUsagePerc), "{{instance}}")).
-		Min(0).Max(1).Thresholds(thresholds("green", c.KVCacheUsage, "red")).
+		Min(0).Max(1).Thresholds(thresholds("green", c.Thresholds.KVWatermark, "red")).
 		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)).
 		Links(c.runbooks("GlassboxKVCacheNearlyFull")))
 	b.WithPanel(graph("Generation throughput, per replica", "Tokens generated per second by each replica.",
@@ -76,10 +76,10 @@ func fleetBalance(b *dashboard.DashboardBuilder, c *Config) {
 	b.WithRow(dashboard.NewRowBuilder("Balance"))
 	mean := fmt.Sprintf("avg(%s)", byInstance("sum", metricspec.NumRequestsWaiting))
 	b.WithPanel(graph("Queue against the fleet mean",
-		fmt.Sprintf("Each replica's queue beside %g× the mean queue: a replica above that line for long (and above %g requests) fires GlassboxLoadImbalance.", c.ImbalanceRatio, c.ImbalanceMinWaiting),
+		fmt.Sprintf("Each replica's queue beside %g× the mean queue: a replica above that line for long (and above %g requests) fires GlassboxLoadImbalance.", c.Thresholds.ImbalanceRatio, c.Thresholds.ImbalanceMinWaiting),
 		"short", 12,
 		q("A", byInstance("sum", metricspec.NumRequestsWaiting), "{{instance}}"),
-		q("B", fmt.Sprintf("%g * %s", c.ImbalanceRatio, mean), "imbalance line")).
+		q("B", fmt.Sprintf("%g * %s", c.Thresholds.ImbalanceRatio, mean), "imbalance line")).
 		Links(c.runbooks("GlassboxLoadImbalance")))
 	share := fmt.Sprintf("%s / on () group_left () %s", rateByInstance(metricspec.RequestSuccess), rateOf(metricspec.RequestSuccess, ""))
 	b.WithPanel(graph("Share of finished requests, per replica",

@@ -103,9 +103,9 @@ func overviewLoad(b *dashboard.DashboardBuilder, c *Config) {
 		q("A", fmt.Sprintf("sum(%s%s)", metricspec.NumRequestsRunning, engineSel), "running"),
 		q("B", fmt.Sprintf("sum(%s%s)", metricspec.NumRequestsWaiting, engineSel), "waiting")).
 		Links(c.runbooks("GlassboxEngineStalled")))
-	b.WithPanel(graph("KV-cache usage", fmt.Sprintf("Share of KV blocks in use. Above %g new requests wait and running ones get preempted.", c.KVCacheUsage),
+	b.WithPanel(graph("KV-cache usage", fmt.Sprintf("Share of KV blocks in use. Above %g new requests wait and running ones get preempted.", c.Thresholds.KVWatermark),
 		"percentunit", 6, q("A", fmt.Sprintf("max by (instance) (%s%s)", metricspec.KVCacheUsagePerc, engineSel), "{{instance}}")).
-		Min(0).Max(1).Thresholds(thresholds("green", c.KVCacheUsage, "orange", 0.98, "red")).
+		Min(0).Max(1).Thresholds(thresholds("green", c.Thresholds.KVWatermark, "orange", 0.98, "red")).
 		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)).
 		Links(c.runbooks("GlassboxKVCacheNearlyFull")))
 	b.WithPanel(graph("Preemptions", "Requests preempted per second (their KV blocks freed, to be recomputed later).", "short", 6,
@@ -122,9 +122,9 @@ func overviewLoad(b *dashboard.DashboardBuilder, c *Config) {
 func overviewSpeculation(b *dashboard.DashboardBuilder, c *Config) {
 	b.WithRow(dashboard.NewRowBuilder("Speculative decoding"))
 	drafts := rateOf(metricspec.SpecDecodeDrafts, "")
-	b.WithPanel(graph("Draft acceptance rate", fmt.Sprintf("Draft tokens accepted over draft tokens verified. Below %g the verify passes score drafts that are thrown away: speculation buys little, and costs throughput at wide batches. Empty without --speculative-config.", c.SpecAcceptance),
+	b.WithPanel(graph("Draft acceptance rate", fmt.Sprintf("Draft tokens accepted over draft tokens verified. Below %g the verify passes score drafts that are thrown away: speculation buys little, and costs throughput at wide batches. Empty without --speculative-config.", c.Thresholds.SpecAcceptanceLow),
 		"percentunit", 8, q("A", fmt.Sprintf("%s / %s", rateOf(metricspec.SpecDecodeAcceptedTokens, ""), rateOf(metricspec.SpecDecodeDraftTokens, "")), "acceptance")).
-		Min(0).Max(1).Thresholds(thresholds("red", c.SpecAcceptance, "green")).
+		Min(0).Max(1).Thresholds(thresholds("red", c.Thresholds.SpecAcceptanceLow, "green")).
 		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)).
 		Links(c.runbooks("GlassboxSpecAcceptanceCollapsed")))
 	b.WithPanel(graph("Tokens per verify pass", "Mean acceptance length: 1 + accepted drafts per verify pass (a pass yields the accepted drafts and the token after them; plain decoding yields 1). Beside it, draft tokens per pass.",

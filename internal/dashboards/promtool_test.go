@@ -77,15 +77,15 @@ func TestRuleTestsCatchBrokenRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	broken := Default()
-	broken.PreemptionRate *= 2
-	broken.KVCacheUsage = 0.99
+	broken.Thresholds.PreemptionRate *= 2
+	broken.Thresholds.KVWatermark = 0.99
 	broken.E2EP95Seconds *= 3
 	broken.TTFTSLOSeconds *= 3
-	broken.QueueTimeRatio = 0.9
-	broken.AbortRatio = 0.6
+	broken.Thresholds.QueueShare = 0.9
+	broken.Thresholds.AbortShare = 0.6
 	broken.ErrorRatio = 0.6
-	broken.SpecAcceptance = 0.05
-	broken.ImbalanceRatio = 3
+	broken.Thresholds.SpecAcceptanceLow = 0.05
+	broken.Thresholds.ImbalanceRatio = 3
 	broken.ShortFor = time.Hour // engine stalled, target down
 	rules, err := RulesYAML(broken)
 	if err != nil {

@@ -59,20 +59,20 @@ func alerts(c *Config) []alertSpec {
 	model := []string{"job", "instance", "model_name"}
 	return []alertSpec{{
 		name: "GlassboxHighPreemptionRate", severity: severityWarning, forDur: c.For, labels: model,
-		expr:    fmt.Sprintf("%s > %g", c.sumRate(metricspec.NumPreemptions), c.PreemptionRate),
-		summary: fmt.Sprintf("%s preempts more than %g requests/s", on, c.PreemptionRate),
-		desc:    fmt.Sprintf("Over %s the engine preempted more than %g requests per second for %s: the KV cache is too small for the load, and preempted requests recompute their prefill.", w, c.PreemptionRate, f),
+		expr:    fmt.Sprintf("%s > %g", c.sumRate(metricspec.NumPreemptions), c.Thresholds.PreemptionRate),
+		summary: fmt.Sprintf("%s preempts more than %g requests/s", on, c.Thresholds.PreemptionRate),
+		desc:    fmt.Sprintf("Over %s the engine preempted more than %g requests per second for %s: the KV cache is too small for the load, and preempted requests recompute their prefill.", w, c.Thresholds.PreemptionRate, f),
 		series: func(e *testEnv, hot bool) []inputSeries {
-			return e.counter(metricspec.NumPreemptions, e.pick(hot, 1.5, 0.5)*c.PreemptionRate)
+			return e.counter(metricspec.NumPreemptions, e.pick(hot, 1.5, 0.5)*c.Thresholds.PreemptionRate)
 		},
 	}, {
 		name: "GlassboxKVCacheNearlyFull", severity: severityWarning, forDur: c.For, labels: model,
 		expr: fmt.Sprintf("max by (%s) (avg_over_time(%s%s[%s])) > %g",
-			byModel, metricspec.KVCacheUsagePerc, c.selector(), w, c.KVCacheUsage),
-		summary: fmt.Sprintf("KV cache of %s above %g%% for %s", on, 100*c.KVCacheUsage, f),
-		desc:    fmt.Sprintf("KV-cache usage averaged over %s has stayed above %g for %s. New requests wait for blocks and running ones get preempted.", w, c.KVCacheUsage, f),
+			byModel, metricspec.KVCacheUsagePerc, c.selector(), w, c.Thresholds.KVWatermark),
+		summary: fmt.Sprintf("KV cache of %s above %g%% for %s", on, 100*c.Thresholds.KVWatermark, f),
+		desc:    fmt.Sprintf("KV-cache usage averaged over %s has stayed above %g for %s. New requests wait for blocks and running ones get preempted.", w, c.Thresholds.KVWatermark, f),
 		series: func(e *testEnv, hot bool) []inputSeries {
-			return e.gauge(metricspec.KVCacheUsagePerc, e.pick(hot, (1+c.KVCacheUsage)/2, c.KVCacheUsage/2))
+			return e.gauge(metricspec.KVCacheUsagePerc, e.pick(hot, (1+c.Thresholds.KVWatermark)/2, c.Thresholds.KVWatermark/2))
 		},
 	}, {
 		name: "GlassboxHighE2ELatency", severity: severityWarning, forDur: c.For, labels: model,
@@ -93,32 +93,32 @@ func alerts(c *Config) []alertSpec {
 	}, {
 		name: "GlassboxQueueTimeDominates", severity: severityWarning, forDur: c.For, labels: model,
 		expr: fmt.Sprintf("%s / %s > %g",
-			c.sumRate(metricspec.RequestQueueTime+"_sum"), c.sumRate(metricspec.E2ERequestLatency+"_sum"), c.QueueTimeRatio),
-		summary: fmt.Sprintf("requests to %s spend over %g%% of their time queued", on, 100*c.QueueTimeRatio),
-		desc:    fmt.Sprintf("Over %s, queueing took more than %g of all end-to-end request time for %s: the engine is saturated (compute or KV), not slow.", w, c.QueueTimeRatio, f),
+			c.sumRate(metricspec.RequestQueueTime+"_sum"), c.sumRate(metricspec.E2ERequestLatency+"_sum"), c.Thresholds.QueueShare),
+		summary: fmt.Sprintf("requests to %s spend over %g%% of their time queued", on, 100*c.Thresholds.QueueShare),
+		desc:    fmt.Sprintf("Over %s, queueing took more than %g of all end-to-end request time for %s: the engine is saturated (compute or KV), not slow.", w, c.Thresholds.QueueShare, f),
 		series: func(e *testEnv, hot bool) []inputSeries {
 			return append(e.counter(metricspec.E2ERequestLatency+"_sum", 10),
-				e.counter(metricspec.RequestQueueTime+"_sum", 10*e.pick(hot, (1+c.QueueTimeRatio)/2, c.QueueTimeRatio/2))...)
+				e.counter(metricspec.RequestQueueTime+"_sum", 10*e.pick(hot, (1+c.Thresholds.QueueShare)/2, c.Thresholds.QueueShare/2))...)
 		},
 	}, {
 		name: "GlassboxLoadImbalance", severity: severityWarning, forDur: c.For, labels: model,
 		expr:    c.imbalanceExpr(),
-		summary: fmt.Sprintf("%s queues more than %g× its fleet's mean", on, c.ImbalanceRatio),
+		summary: fmt.Sprintf("%s queues more than %g× its fleet's mean", on, c.Thresholds.ImbalanceRatio),
 		desc: fmt.Sprintf("Averaged over %s, requests waiting on this replica have exceeded %g times the mean of the replicas serving the model, and %g requests, for %s: "+
-			"the router sends it more than its share (affinity, a stale endpoint list, a Service without a picker), or it is slower than its peers.", w, c.ImbalanceRatio, c.ImbalanceMinWaiting, f),
+			"the router sends it more than its share (affinity, a stale endpoint list, a Service without a picker), or it is slower than its peers.", w, c.Thresholds.ImbalanceRatio, c.Thresholds.ImbalanceMinWaiting, f),
 		series: func(e *testEnv, hot bool) []inputSeries {
 			// Two replicas: the hot one queues, the cold one does not, so
 			// the mean is half the hot queue.
-			return e.gauge(metricspec.NumRequestsWaiting, e.pick(hot, 2*c.ImbalanceMinWaiting+4, 0))
+			return e.gauge(metricspec.NumRequestsWaiting, e.pick(hot, 2*c.Thresholds.ImbalanceMinWaiting+4, 0))
 		},
 	}, {
 		name: "GlassboxHighAbortRate", severity: severityWarning, forDur: c.For, labels: model,
 		expr: fmt.Sprintf("%s / %s > %g",
-			c.sumRate(metricspec.RequestSuccess, `finished_reason="abort"`), c.sumRate(metricspec.RequestSuccess), c.AbortRatio),
-		summary: fmt.Sprintf("over %g%% of requests to %s are aborted", 100*c.AbortRatio, on),
-		desc:    fmt.Sprintf("Over %s more than %g of finished requests ended with finished_reason=\"abort\" for %s: clients disconnect or time out before their answer is complete.", w, c.AbortRatio, f),
+			c.sumRate(metricspec.RequestSuccess, `finished_reason="abort"`), c.sumRate(metricspec.RequestSuccess), c.Thresholds.AbortShare),
+		summary: fmt.Sprintf("over %g%% of requests to %s are aborted", 100*c.Thresholds.AbortShare, on),
+		desc:    fmt.Sprintf("Over %s more than %g of finished requests ended with finished_reason=\"abort\" for %s: clients disconnect or time out before their answer is complete.", w, c.Thresholds.AbortShare, f),
 		series: func(e *testEnv, hot bool) []inputSeries {
-			abort := 10 * e.pick(hot, (1+c.AbortRatio)/2, c.AbortRatio/2)
+			abort := 10 * e.pick(hot, (1+c.Thresholds.AbortShare)/2, c.Thresholds.AbortShare/2)
 			return append(e.counter(metricspec.RequestSuccess, abort, "finished_reason", "abort"),
 				e.counter(metricspec.RequestSuccess, 10-abort, "finished_reason", "stop")...)
 		},
@@ -127,13 +127,13 @@ func alerts(c *Config) []alertSpec {
 		// alert is quiet where nothing speculates, or nothing is drafted.
 		name: "GlassboxSpecAcceptanceCollapsed", severity: severityWarning, forDur: c.For, labels: model,
 		expr: fmt.Sprintf("%s / %s < %g",
-			c.sumRate(metricspec.SpecDecodeAcceptedTokens), c.sumRate(metricspec.SpecDecodeDraftTokens), c.SpecAcceptance),
-		summary: fmt.Sprintf("speculative decoding of %s accepts under %g%% of its drafts", on, 100*c.SpecAcceptance),
+			c.sumRate(metricspec.SpecDecodeAcceptedTokens), c.sumRate(metricspec.SpecDecodeDraftTokens), c.Thresholds.SpecAcceptanceLow),
+		summary: fmt.Sprintf("speculative decoding of %s accepts under %g%% of its drafts", on, 100*c.Thresholds.SpecAcceptanceLow),
 		desc: fmt.Sprintf("Over %s fewer than %g of the draft tokens were accepted for %s while drafts were being made: each verify pass scores drafts that are thrown away, "+
-			"so speculation buys little and, at wide batches, costs throughput.", w, c.SpecAcceptance, f),
+			"so speculation buys little and, at wide batches, costs throughput.", w, c.Thresholds.SpecAcceptanceLow, f),
 		series: func(e *testEnv, hot bool) []inputSeries {
 			return append(e.counter(metricspec.SpecDecodeDraftTokens, 10),
-				e.counter(metricspec.SpecDecodeAcceptedTokens, 10*e.pick(hot, c.SpecAcceptance/2, (1+c.SpecAcceptance)/2))...)
+				e.counter(metricspec.SpecDecodeAcceptedTokens, 10*e.pick(hot, c.Thresholds.SpecAcceptanceLow/2, (1+c.Thresholds.SpecAcceptanceLow)/2))...)
 		},
 	}, {
 		name: "GlassboxHighErrorRate", severity: severityCritical, forDur: c.For, labels: []string{"job", "instance"},
@@ -171,7 +171,7 @@ func (c *Config) imbalanceExpr() string {
 	waiting := fmt.Sprintf("avg_over_time(%s%s[%s])", metricspec.NumRequestsWaiting, c.selector(), promDuration(c.RateWindow))
 	each := fmt.Sprintf("max by (%s) (%s)", byModel, waiting)
 	return fmt.Sprintf("%s > on (job, model_name) group_left () (%g * avg by (job, model_name) (%s)) and %s > %g",
-		each, c.ImbalanceRatio, waiting, each, c.ImbalanceMinWaiting)
+		each, c.Thresholds.ImbalanceRatio, waiting, each, c.Thresholds.ImbalanceMinWaiting)
 }
 
 // recordingRule is one record: name = expr, with the promtool test input

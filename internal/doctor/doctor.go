@@ -1,200 +1,104 @@
-// Package doctor is `glassbox doctor`: it reads a serving engine's metrics
-// over a window, either by sampling its /metrics directly or through
-// Prometheus range queries, and names the bottleneck with evidence (the
+// Package doctor is `glassbox doctor`'s pure core: a Diagnoser (the
+// thresholds and what the user says of the target) reads a serving
+// engine's signal window and names the bottleneck with evidence (the
 // numbers and the PromQL that reproduces each one), the inference and the
-// recommended change (DESIGN.md §5, docs/doctor.md). With Verify it replays
-// the observed load through internal/bench against simulated replicas with
-// the current and the recommended flags.
+// recommended change (DESIGN.md §5, docs/doctor.md). Verify judges a
+// recommendation by replaying the observed load through a Replay its
+// caller provides.
 //
-// It owns the signal window (one shape for both sources), the rules, the
-// report and the replay. It is a black box over HTTP: it must never import
-// engine, sched, kvcache or an executor (internal/layering enforces this),
-// nor internal/metrics or internal/dashboards, which reach the engine; it
-// names the few families it reads itself (names.go). It reads no flags and
-// no environment: cmd/glassbox does, and starts the verification replicas.
+// It owns the window's shape and schema (what a source must read), the
+// signal registry, the thresholds, the rules, the report and the verdict
+// of a replay. It does no I/O: internal/source reads windows (a direct
+// scrape, Prometheus, a saved scrape), cmd/glassbox wires a source to a
+// Diagnoser and runs the replays. It must never import net/http or
+// internal/source (internal/layering enforces this), nor the engine side
+// (engine, sched, kvcache, an executor), nor internal/metrics; it names the
+// few families it reads itself (names.go). It reads no flags and no
+// environment.
 package doctor
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"net/http"
-	"net/url"
-	"os"
-	"strings"
+	"sort"
 	"time"
 
-	"github.com/glassbox-llm/glassbox/internal/profiles"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
-// Config is one doctor invocation: exactly one of MetricsURL and
-// PrometheusURL.
-type Config struct {
-	MetricsURL  string        // sample this /metrics directly
-	DCGMURL     string        // with MetricsURL: also sample this dcgm-exporter, the target's GPUs
-	MetricsFile string        // or read one saved scrape: a snapshot, not a window
-	Duration    time.Duration // for MetricsURL: how long; default 60s
-	Interval    time.Duration // between readings (the Prometheus step); default 5s
-
-	PrometheusURL string        // read from this Prometheus instead
-	Selector      string        // label matchers of the target, e.g. {instance="10.0.0.5:8000"}
-	Since         time.Duration // window length ending at End; default 30m
-	End           time.Time     // default one interval before now
-
-	// Hints say what a vLLM target's series do not: its GPU, for MFU and
-	// bandwidth utilisation, and its scheduler limits.
-	Hints Hints
-
-	Client *ClientView   // a bench result: the client's view; nil for none
-	Verify *VerifyConfig // replay the load against simulated replicas; nil for no
-
-	HTTPClient *http.Client
-	Now        func() time.Time
+// Diagnoser is the doctor: thresholds and hints in, and then a window in,
+// a diagnosis out. Each window's signals are evaluated once, and the
+// report keeps them (Report.Signals). The zero value has zero thresholds:
+// make one with NewDiagnoser.
+type Diagnoser struct {
+	th    Thresholds
+	hints Hints
 }
 
-func (c Config) withDefaults() (Config, error) {
-	given := 0
-	for _, u := range []string{c.MetricsURL, c.PrometheusURL, c.MetricsFile} {
-		if u != "" {
-			given++
-		}
+// Hints describe the target beyond its series; zero is unknown. A vLLM
+// server exports neither its GPU nor its scheduler limits: the user says
+// them (--gpu, --max-num-seqs, --max-num-batched-tokens).
+type Hints struct {
+	GPU                 string // a hardware profile name, for peak FLOP/s and bandwidth
+	MaxNumSeqs          int
+	MaxNumBatchedTokens int
+}
+
+// NewDiagnoser is a doctor with th (DefaultThresholds, or the user's) and
+// hints.
+func NewDiagnoser(th Thresholds, hints Hints) Diagnoser {
+	return Diagnoser{th: th, hints: hints}
+}
+
+// Thresholds are the numbers d compares signals with.
+func (d Diagnoser) Thresholds() Thresholds { return d.th }
+
+// Evaluate resolves every signal of the registry over w: what the live
+// page charts of a window it does not diagnose.
+func (d Diagnoser) Evaluate(w *Window) *Signals { return evaluate(w, d.th, d.hints) }
+
+// Diagnose evaluates the window's signals once and runs every rule over
+// them: the three answers first, then the findings that fire and are not
+// excluded, worst first. client is a bench result's view, or nil.
+func (d Diagnoser) Diagnose(w *Window, client *ClientView) *Report {
+	s := evaluate(w, d.th, d.hints)
+	s.client = client
+	rep := &Report{Source: w.Source, Target: w.Target, Selector: w.Selector, Readings: len(w.Snapshots),
+		Missed: w.Missed, Engine: "glassbox", Client: client, Findings: []Finding{}, signals: s}
+	if n := len(w.Snapshots); n > 0 {
+		rep.Start, rep.End = w.Snapshots[0].T, w.Snapshots[n-1].T
 	}
-	if given != 1 {
-		return c, errors.New("check config: give exactly one of a metrics URL, a Prometheus URL and a metrics file")
+	if !w.Has(metricspec.ExecutorBusySeconds) {
+		rep.Engine = "vllm"
 	}
-	if c.DCGMURL != "" && c.MetricsURL == "" {
-		return c, errors.New("check config: a DCGM URL goes with a metrics URL (through Prometheus, DCGM's series join by instance)")
+	if len(w.Snapshots) == 1 {
+		rep.Questions = s.snapshotAnswers()
+		rep.Findings = append(rep.Findings, singleReading(s))
+		return rep
 	}
-	if c.Hints.GPU != "" {
-		if _, err := profiles.LookupHardware(c.Hints.GPU); err != nil {
-			return c, fmt.Errorf("check config: --gpu: %w", err)
-		}
-	}
-	for _, u := range []string{c.MetricsURL, c.PrometheusURL, c.DCGMURL} {
-		if u == "" {
+	dg := &diagnosis{}
+	var fired []rule
+	excluded := map[string]bool{}
+	for _, r := range rules() {
+		if excluded[r.name] || !r.when(s) {
 			continue
 		}
-		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-			return c, fmt.Errorf("check URL %q: want http://host:port/…", u)
+		fired = append(fired, r)
+		dg.names = append(dg.names, r.name)
+		for _, x := range r.excludes {
+			excluded[x] = true
 		}
 	}
-	if c.Duration == 0 {
-		c.Duration = 60 * time.Second
-	}
-	if c.Interval == 0 {
-		c.Interval = 5 * time.Second
-	}
-	if c.Since == 0 {
-		c.Since = 30 * time.Minute
-	}
-	if c.Duration < 0 || c.Interval <= 0 || c.Since < 0 {
-		return c, errors.New("check config: durations must be positive")
-	}
-	if c.PrometheusURL != "" && c.Since/c.Interval > 10000 {
-		return c, fmt.Errorf("check config: %v at %v steps is over Prometheus' 11000-point limit: raise --interval", c.Since, c.Interval)
-	}
-	if c.MetricsURL != "" && c.Duration < c.Interval {
-		return c, errors.New("check config: --duration must be at least one --interval")
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.End.IsZero() {
-		// A step before now: the last scrape of every target is then in.
-		c.End = c.Now().Add(-c.Interval)
-	}
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}
-	}
-	return c, nil
-}
-
-// Collect reads the window cfg describes.
-func Collect(ctx context.Context, cfg Config) (*Window, error) {
-	cfg, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	var w *Window
-	if cfg.MetricsFile != "" {
-		return readFile(cfg.MetricsFile, cfg.Now(), cfg.Hints)
-	}
-	if cfg.MetricsURL != "" {
-		src := &scrapeSource{url: cfg.MetricsURL, dcgmURL: cfg.DCGMURL, duration: cfg.Duration, interval: cfg.Interval, client: cfg.HTTPClient, now: cfg.Now}
-		if w, err = src.collect(ctx); err != nil {
-			return nil, err
+	for _, r := range fired {
+		f := r.advise(s, dg)
+		f.Name, f.Answers = r.name, r.answers
+		if f.Severity < r.severity {
+			f.Severity = r.severity
 		}
-		if u, err := url.Parse(cfg.MetricsURL); err == nil {
-			w.Selector = fmt.Sprintf("{instance=%q}", u.Host)
-		}
-	} else {
-		matchers, err := ParseSelector(cfg.Selector)
-		if err != nil {
-			return nil, err
-		}
-		if w, err = newPromSource(cfg, matchers).collect(ctx); err != nil {
-			return nil, err
-		}
+		f.Sources, f.Confidence = s.provenance(r.uses)
+		rep.Findings = append(rep.Findings, *f)
 	}
-	if len(w.Snapshots) < 2 {
-		return nil, fmt.Errorf("read %s: %d of %d readings succeeded, need 2: %s",
-			w.Target, len(w.Snapshots), len(w.Snapshots)+w.Missed, strings.Join(w.Problems, "; "))
-	}
-	w.Hints = cfg.Hints
-	return w, nil
-}
-
-// readFile is the window of one saved scrape.
-func readFile(path string, now time.Time, hints Hints) (*Window, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read metrics file: %w", err)
-	}
-	defer f.Close()
-	w := NewWindow("file", path)
-	w.Hints = hints
-	snap, err := parseExposition(f, now, w)
-	if err != nil {
-		return nil, fmt.Errorf("read metrics file %s: %w", path, err)
-	}
-	w.Snapshots = append(w.Snapshots, *snap)
-	return w, nil
-}
-
-// Run collects the window, diagnoses it and, when asked, verifies the
-// recommendation.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
-	if cfg.PrometheusURL != "" {
-		c, err := cfg.withDefaults()
-		if err != nil {
-			return nil, err
-		}
-		matchers, err := ParseSelector(c.Selector)
-		if err != nil {
-			return nil, err
-		}
-		src := newPromSource(c, matchers)
-		insts, err := src.instances(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if len(insts) > 1 {
-			if cfg.Verify != nil {
-				return nil, fmt.Errorf("--verify replays one replica, and %s matches %d instances: add instance=\"…\" to the selector", c.Selector, len(insts))
-			}
-			c.End = src.end // every instance over the same window
-			return runFleet(ctx, c, matchers, insts)
-		}
-	}
-	w, err := Collect(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	rep := Diagnose(w, cfg.Client)
-	if cfg.Verify != nil {
-		rep.Verification = verify(ctx, *cfg.Verify, evaluate(w, DefaultThresholds()), rep.Findings)
-	}
-	return rep, nil
+	sort.SliceStable(rep.Findings, func(i, j int) bool { return rep.Findings[i].Severity > rep.Findings[j].Severity })
+	rep.Questions = s.answers()
+	return rep
 }
 
 // Report is the doctor's answer.
@@ -216,7 +120,16 @@ type Report struct {
 	// Fleet holds every instance's report when the selector matched
 	// several (Findings then holds the fleet's own).
 	Fleet *Fleet `json:"fleet,omitempty"`
+
+	// signals are the window's, as the rules read them; nil for a fleet's
+	// own report.
+	signals *Signals
 }
+
+// Signals are the signals the report was drawn from, so that nothing
+// evaluates its window again (the live page charts them); nil for a
+// fleet's own report.
+func (r *Report) Signals() *Signals { return r.signals }
 
 // Worst is the highest severity among the findings (Info with none).
 func (r *Report) Worst() Severity {

@@ -70,7 +70,7 @@ func (p promql) s(name string, extra ...string) string {
 	if p.matchers == "" && len(extra) == 0 {
 		return name
 	}
-	return sel(name, p.matchers, extra...)
+	return SeriesSelector(name, p.matchers, extra...)
 }
 
 func (p promql) rate(name string, extra ...string) string {
@@ -104,7 +104,49 @@ func (p promql) info(family string) string { return p.s(family) }
 // avgNoJob is a DCGM gauge's mean over the window and the target's GPUs,
 // joined by instance rather than job.
 func (p promql) avgNoJob(name string) string {
-	return fmt.Sprintf("avg_over_time(avg(%s)[%s:%s])", sel(name, withoutJob(p.matchers)), p.window, p.step)
+	return fmt.Sprintf("avg_over_time(avg(%s)[%s:%s])", SeriesSelector(name, WithoutJob(p.matchers)), p.window, p.step)
+}
+
+// ParseSelector reads a series selector's label matchers, without the
+// braces (which are optional); it refuses anything but matchers (a range,
+// a function).
+func ParseSelector(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	s = strings.TrimPrefix(s, "{")
+	s = strings.TrimSuffix(s, "}")
+	s = strings.TrimSpace(s)
+	if strings.ContainsAny(s, "{}[]()") {
+		return "", fmt.Errorf("parse selector %q: want label matchers such as {instance=\"host:8000\"}", s)
+	}
+	return s, nil
+}
+
+// SeriesSelector writes name{matchers, extra…}: the evidence's queries and
+// a Prometheus source's select series alike.
+func SeriesSelector(name, matchers string, extra ...string) string {
+	var parts []string
+	if matchers != "" {
+		parts = append(parts, matchers)
+	}
+	parts = append(parts, extra...)
+	return name + "{" + strings.Join(parts, ", ") + "}"
+}
+
+// WithoutJob drops a job matcher: dcgm-exporter is scraped by a job of
+// its own, and joins the target by the instance (or pod) its relabelling
+// gives it.
+func WithoutJob(matchers string) string {
+	var keep []string
+	for _, m := range strings.Split(matchers, ",") {
+		name := strings.TrimSpace(m)
+		if i := strings.IndexAny(name, "=!~"); i >= 0 {
+			name = strings.TrimSpace(name[:i])
+		}
+		if name != "job" && strings.TrimSpace(m) != "" {
+			keep = append(keep, strings.TrimSpace(m))
+		}
+	}
+	return strings.Join(keep, ", ")
 }
 
 // join lists names for a sentence.

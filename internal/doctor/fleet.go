@@ -1,16 +1,9 @@
 package doctor
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
 	"strings"
-	"time"
-
-	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // Fleet is the doctor's answer for a selector matching many instances:
@@ -30,95 +23,22 @@ type Instance struct {
 	Report    *Report `json:"report"`
 }
 
-// instances lists the instances the selector matches, from the running
-// gauge over the window, each with the model names it served (one, unless
-// it was restarted with another model within the window).
-func (p *promSource) instances(ctx context.Context) ([][2]string, error) {
-	m, err := p.queryRange(ctx, "count by (instance, model_name) ("+sel(metricspec.NumRequestsRunning, p.selector)+")", p.end.Add(-p.since))
-	if err != nil {
-		return nil, err
-	}
-	models := map[string][]string{}
-	for _, s := range m {
-		if in := s.Metric["instance"]; in != "" && !slices.Contains(models[in], s.Metric["model_name"]) {
-			models[in] = append(models[in], s.Metric["model_name"])
-		}
-	}
-	var out [][2]string
-	for _, in := range slices.Sorted(maps.Keys(models)) {
-		slices.Sort(models[in])
-		out = append(out, [2]string{in, strings.Join(models[in], ",")})
-	}
-	return out, nil
-}
-
 // Member is one instance of a fleet and its window.
 type Member struct {
 	Instance, ModelName string
 	Window              *Window
 }
 
-// CollectFleet reads, through Prometheus (cfg.PrometheusURL), the window
-// cfg describes of every instance its selector matches, each instance's
-// series alone: what the doctor reads of a fleet, and the live page of a
-// past incident.
-func CollectFleet(ctx context.Context, cfg Config) ([]Member, error) {
-	c, err := cfg.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	if c.PrometheusURL == "" {
-		return nil, errors.New("collect fleet: give a Prometheus URL")
-	}
-	matchers, err := ParseSelector(c.Selector)
-	if err != nil {
-		return nil, err
-	}
-	src := newPromSource(c, matchers)
-	insts, err := src.instances(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(insts) == 0 {
-		return nil, fmt.Errorf("collect fleet: prometheus has no %s series matching {%s} between %s and %s", metricspec.NumRequestsRunning, matchers,
-			src.end.Add(-src.since).UTC().Format(time.RFC3339), src.end.UTC().Format(time.RFC3339))
-	}
-	c.End = src.end // every instance over the same window
-	return collectMembers(ctx, c, matchers, insts)
-}
-
-func collectMembers(ctx context.Context, cfg Config, matchers string, insts [][2]string) ([]Member, error) {
-	var ms []Member
-	for _, in := range insts {
-		one := cfg
-		one.Selector = "{" + strings.Join(nonEmpty(matchers, fmt.Sprintf("instance=%q", in[0])), ", ") + "}"
-		w, err := Collect(ctx, one)
-		if err != nil {
-			return nil, fmt.Errorf("instance %s: %w", in[0], err)
-		}
-		ms = append(ms, Member{Instance: in[0], ModelName: in[1], Window: w})
-	}
-	return ms, nil
-}
-
-// runFleet diagnoses every instance and the fleet.
-func runFleet(ctx context.Context, cfg Config, matchers string, insts [][2]string) (*Report, error) {
-	ms, err := collectMembers(ctx, cfg, matchers, insts)
-	if err != nil {
-		return nil, err
-	}
-	return DiagnoseFleet(cfg.PrometheusURL, "{"+matchers+"}", ms), nil
-}
-
-// DiagnoseFleet diagnoses every member's window and ranks them worst
+// Fleet diagnoses every member's window (once each) and ranks them worst
 // first (then by mean requests waiting); the report's own findings are
-// what only the fleet shows.
-func DiagnoseFleet(target, selector string, ms []Member) *Report {
+// what only the fleet shows. target and selector say what was read (the
+// Prometheus and the selector that matched the members).
+func (d Diagnoser) Fleet(target, selector string, ms []Member) *Report {
 	fl := &Fleet{}
 	for _, m := range ms {
-		rep := Diagnose(m.Window, nil)
-		s := evaluate(m.Window, DefaultThresholds())
-		fl.Instances = append(fl.Instances, Instance{Instance: m.Instance, ModelName: m.ModelName, Running: s.v(sigRunning), Waiting: s.v(sigWaiting), KVUsage: s.v(sigKV), Report: rep})
+		rep := d.Diagnose(m.Window, nil)
+		s := rep.signals
+		fl.Instances = append(fl.Instances, Instance{Instance: m.Instance, ModelName: m.ModelName, Running: s.v(SigRunning), Waiting: s.v(SigWaiting), KVUsage: s.v(SigKV), Report: rep})
 	}
 	sort.SliceStable(fl.Instances, func(i, j int) bool {
 		a, b := fl.Instances[i], fl.Instances[j]
@@ -127,7 +47,7 @@ func DiagnoseFleet(target, selector string, ms []Member) *Report {
 		}
 		return a.Waiting > b.Waiting
 	})
-	top := &Report{Source: "prometheus", Target: target, Selector: selector, Findings: imbalance(fl.Instances, DefaultThresholds()), Fleet: fl}
+	top := &Report{Source: "prometheus", Target: target, Selector: selector, Findings: imbalance(fl.Instances, d.th), Fleet: fl}
 	if len(fl.Instances) > 0 {
 		first := fl.Instances[0].Report
 		top.Source, top.Engine, top.Start, top.End = first.Source, first.Engine, first.Start, first.End
@@ -139,18 +59,11 @@ func DiagnoseFleet(target, selector string, ms []Member) *Report {
 	return top
 }
 
-func nonEmpty(xs ...string) []string {
-	var out []string
-	for _, x := range xs {
-		if strings.TrimSpace(x) != "" {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// imbalance finds, per model_name, a replica that queues while another of
-// the same model sits idle: a router that does not balance by load.
+// imbalance finds, per model_name, a replica whose mean queue is more
+// than ImbalanceRatio times the mean of the model's replicas (itself
+// included) and more than ImbalanceMinWaiting requests: a router that does
+// not balance by load. It is GlassboxLoadImbalance's definition over the
+// window (internal/dashboards writes the alert from the same thresholds).
 func imbalance(insts []Instance, th Thresholds) []Finding {
 	by := map[string][]Instance{}
 	var models []string
@@ -178,21 +91,40 @@ func imbalance(insts []Instance, th Thresholds) []Finding {
 				cold = in
 			}
 		}
-		others := (sum - hot.Waiting) / float64(len(group)-1)
-		if !(hot.Waiting >= 1 && hot.Waiting > th.ImbalanceRatio*others && cold.Waiting < 0.5) {
+		mean := sum / float64(len(group))
+		if !Imbalanced(hot.Waiting, mean, th) {
 			continue
 		}
+		others := (sum - hot.Waiting) / float64(len(group)-1)
 		out = append(out, Finding{Name: "load-imbalance", Severity: Warning, Sources: []string{string(srcVLLM)}, Confidence: "high",
-			Title: fmt.Sprintf("load imbalance: %s queues while %s of the same model has room", hot.Instance, cold.Instance),
-			Evidence: []Evidence{ev("mean requests waiting on "+hot.Instance, hot.Waiting, "", ""), ev("mean requests waiting on the other replicas", others, "", ""),
+			Title: fmt.Sprintf("load imbalance: %s queues more than %g× its fleet's mean while %s of the same model queues least", hot.Instance, th.ImbalanceRatio, cold.Instance),
+			Evidence: []Evidence{ev("mean requests waiting on "+hot.Instance, hot.Waiting, "", ""), ev("mean requests waiting over the replicas of "+m, mean, "", ""),
+				ev("mean requests waiting on the other replicas", others, "", ""),
 				ev("mean KV-cache usage on "+hot.Instance, hot.KVUsage, "ratio", ""), ev("mean KV-cache usage on "+cold.Instance, cold.KVUsage, "ratio", ""),
 				ev("replicas of "+m, float64(len(group)), "", "")},
-			Inference: fmt.Sprintf("Replicas of %s are not equally loaded: %s had %.1f requests waiting on average, the others %.1f, and %s none. The fleet has capacity the router is not using: it sends work by something other than load (round robin, session affinity, a stale view).",
-				m, hot.Instance, hot.Waiting, others, cold.Instance),
+			Inference: fmt.Sprintf("Replicas of %s are not equally loaded: %s had %.1f requests waiting on average, over %g× the fleet's mean of %.1f, the others %.1f, and %s %.1f. The fleet has capacity the router is not using: it sends work by something other than load (round robin, session affinity, a stale view).",
+				m, hot.Instance, hot.Waiting, th.ImbalanceRatio, mean, others, cold.Instance, cold.Waiting),
 			Changes: []Change{{Why: "route by load: the endpoint picker's queue and KV-cache scorers read vllm:num_requests_waiting and vllm:kv_cache_usage_perc"},
 				{Why: "or, if affinity is intended (prefix-aware routing), give the hot prefixes more replicas"}}})
 	}
 	return out
+}
+
+// Imbalanced says whether a replica's mean queue is an imbalance against
+// its fleet's mean queue (the same model's replicas, itself included):
+// the load-imbalance finding's test, and GlassboxLoadImbalance's.
+func Imbalanced(waiting, fleetMean float64, th Thresholds) bool {
+	return waiting > th.ImbalanceRatio*fleetMean && waiting > th.ImbalanceMinWaiting
+}
+
+// Find is the instance of that name, or nil.
+func (f *Fleet) Find(instance string) *Instance {
+	for i := range f.Instances {
+		if f.Instances[i].Instance == instance {
+			return &f.Instances[i]
+		}
+	}
+	return nil
 }
 
 // Worst over the fleet.

@@ -7,16 +7,25 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
-// The doctor reads the families metricspec names; these are its own keys.
+// The window's schema: the series a source reads into a Window, by the
+// keys the signals read them under. The doctor reads the families
+// metricspec names; these are its own keys.
 const (
-	mUp             = "up" // Prometheus' own scrape health
-	keyAborts       = metricspec.RequestSuccess + `{finished_reason="abort"}`
-	kvAggregatorMax = "max" // KV usage is a fraction: the fullest engine, not a sum
-	aggAvg          = "avg" // DCGM activities: the mean over the target's GPUs
+	// FamilyUp is Prometheus' own scrape health.
+	FamilyUp  = "up"
+	keyAborts = metricspec.RequestSuccess + `{finished_reason="abort"}`
 
 	keyWaitingCapacity = metricspec.NumRequestsWaitingByReason + `{reason="capacity"}`
-	// infoDCGM holds the GPUs' modelName and count, from the DCGM series.
-	infoDCGM = "dcgm"
+	// InfoDCGM is the Window.Info entry of the GPUs' modelName, from the
+	// DCGM series.
+	InfoDCGM = "dcgm"
+)
+
+// How a Series reduces a family's label sets to one number.
+const (
+	AggSum = "sum"
+	AggMax = "max" // KV usage is a fraction: the fullest engine, not a sum
+	AggAvg = "avg" // DCGM activities: the mean over the target's GPUs
 )
 
 // maxSpecPositions is how many draft positions of
@@ -30,37 +39,38 @@ func keySpecPos(i int) string {
 	return metricspec.SpecDecodeAcceptedTokensPos + `{position="` + strconv.Itoa(i) + `"}`
 }
 
-// seriesSpec is one series the doctor reads: a family, summed (or maxed)
-// over every label set, optionally restricted to one label value.
-type seriesSpec struct {
-	key    string // the Snapshot.Values key
-	family string
-	label  string // restricting label name, or ""
-	value  string // its value
-	agg    string // "sum", "max" or "avg"
-	// dcgm marks dcgm-exporter's series: another job, joined to the target
-	// by its instance (Prometheus), or scraped from --dcgm-url.
-	dcgm bool
+// Series is one series the doctor reads: a family, summed (or maxed, or
+// averaged) over every label set, optionally restricted to one label
+// value.
+type Series struct {
+	Key    string // the Snapshot.Values key
+	Family string
+	Label  string // restricting label name, or ""
+	Value  string // its value
+	Agg    string // AggSum, AggMax or AggAvg
+	// DCGM marks dcgm-exporter's series: another job, joined to the target
+	// by its instance (Prometheus), or scraped from its own URL.
+	DCGM bool
 }
 
-// scalarSeries are the counters and gauges of a window.
-func scalarSeries() []seriesSpec {
-	sum := func(f string) seriesSpec { return seriesSpec{key: f, family: f, agg: "sum"} }
-	out := []seriesSpec{
-		sum(metricspec.NumRequestsRunning), sum(metricspec.NumRequestsWaiting), {key: metricspec.KVCacheUsagePerc, family: metricspec.KVCacheUsagePerc, agg: kvAggregatorMax},
+// ScalarSeries are the counters and gauges of a window.
+func ScalarSeries() []Series {
+	sum := func(f string) Series { return Series{Key: f, Family: f, Agg: AggSum} }
+	out := []Series{
+		sum(metricspec.NumRequestsRunning), sum(metricspec.NumRequestsWaiting), {Key: metricspec.KVCacheUsagePerc, Family: metricspec.KVCacheUsagePerc, Agg: AggMax},
 		sum(metricspec.PrefixCacheQueries), sum(metricspec.PrefixCacheHits), sum(metricspec.NumPreemptions), sum(metricspec.PromptTokens), sum(metricspec.PromptTokensCached),
-		sum(metricspec.GenerationTokens), sum(metricspec.EstimatedFLOPsPerGPU), sum(metricspec.ExecutorBusySeconds), sum(metricspec.EngineHostSeconds), sum(metricspec.EngineSteps), sum(metricspec.RequestSuccess), {key: metricspec.ExecutorPeakFLOPs, family: metricspec.ExecutorPeakFLOPs, agg: "max"},
-		{key: metricspec.ExecutorPeakMemBandwidth, family: metricspec.ExecutorPeakMemBandwidth, agg: "max"},
-		{key: keyAborts, family: metricspec.RequestSuccess, label: metricspec.LabelFinishedReason, value: "abort", agg: "sum"},
+		sum(metricspec.GenerationTokens), sum(metricspec.EstimatedFLOPsPerGPU), sum(metricspec.ExecutorBusySeconds), sum(metricspec.EngineHostSeconds), sum(metricspec.EngineSteps), sum(metricspec.RequestSuccess), {Key: metricspec.ExecutorPeakFLOPs, Family: metricspec.ExecutorPeakFLOPs, Agg: AggMax},
+		{Key: metricspec.ExecutorPeakMemBandwidth, Family: metricspec.ExecutorPeakMemBandwidth, Agg: AggMax},
+		{Key: keyAborts, Family: metricspec.RequestSuccess, Label: metricspec.LabelFinishedReason, Value: "abort", Agg: AggSum},
 		sum(metricspec.EstimatedReadBytesPerGPU),
-		{key: keyWaitingCapacity, family: metricspec.NumRequestsWaitingByReason, label: metricspec.LabelReason, value: "capacity", agg: "sum"},
+		{Key: keyWaitingCapacity, Family: metricspec.NumRequestsWaitingByReason, Label: metricspec.LabelReason, Value: "capacity", Agg: AggSum},
 		sum(metricspec.SpecDecodeDrafts), sum(metricspec.SpecDecodeDraftTokens), sum(metricspec.SpecDecodeAcceptedTokens),
 	}
 	for i := range maxSpecPositions {
-		out = append(out, seriesSpec{key: keySpecPos(i), family: metricspec.SpecDecodeAcceptedTokensPos, label: metricspec.LabelPosition, value: strconv.Itoa(i), agg: "sum"})
+		out = append(out, Series{Key: keySpecPos(i), Family: metricspec.SpecDecodeAcceptedTokensPos, Label: metricspec.LabelPosition, Value: strconv.Itoa(i), Agg: AggSum})
 	}
 	for _, f := range dcgmActivities {
-		out = append(out, seriesSpec{key: f, family: f, agg: aggAvg, dcgm: true})
+		out = append(out, Series{Key: f, Family: f, Agg: AggAvg, DCGM: true})
 	}
 	for _, h := range histogramFamilies() {
 		out = append(out, sum(h+"_sum"), sum(h+"_count"))
@@ -69,7 +79,7 @@ func scalarSeries() []seriesSpec {
 }
 
 // histogramFamilies are the histograms whose sums and counts a window
-// holds; quantileFamilies those whose buckets it also holds.
+// holds; BucketFamilies those whose buckets it also holds.
 func histogramFamilies() []string {
 	return []string{metricspec.TimeToFirstToken, metricspec.InterTokenLatency, metricspec.E2ERequestLatency, metricspec.RequestQueueTime, metricspec.RequestPrefillTime, metricspec.RequestDecodeTime, metricspec.RequestInferenceTime, metricspec.RequestGenerationTokens, metricspec.IterationTokens, metricspec.EngineStepDuration}
 }
@@ -77,13 +87,13 @@ func histogramFamilies() []string {
 // dcgmActivities are dcgm-exporter's profiling gauges the doctor reads.
 var dcgmActivities = []string{metricspec.DCGMGREngineActive, metricspec.DCGMSMActive, metricspec.DCGMTensorActive, metricspec.DCGMDRAMActive}
 
-func quantileFamilies() []string {
+func BucketFamilies() []string {
 	return []string{metricspec.TimeToFirstToken, metricspec.InterTokenLatency, metricspec.E2ERequestLatency, metricspec.RequestQueueTime, metricspec.IterationTokens}
 }
 
-// infoFamilies are the info gauges whose labels describe the target's
+// InfoFamilies are the info gauges whose labels describe the target's
 // configuration.
-func infoFamilies() []string {
+func InfoFamilies() []string {
 	return []string{metricspec.CacheConfigInfo, metricspec.SchedulerConfigInfo, metricspec.ExecutorInfo}
 }
 
@@ -97,8 +107,8 @@ var aliases = map[string]string{
 	metricspec.PrefixCacheHits:    metricspec.GPUPrefixCacheHits,
 }
 
-// aliasOf is the older name of a family or of a histogram's part, or "".
-func aliasOf(name string) string {
+// AliasOf is the older name of a family or of a histogram's part, or "".
+func AliasOf(name string) string {
 	for _, suffix := range []string{"", "_sum", "_count", "_bucket"} {
 		if base, ok := strings.CutSuffix(name, suffix); ok {
 			if a, ok := aliases[base]; ok {

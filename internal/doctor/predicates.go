@@ -6,19 +6,19 @@ import "math"
 // once over signals. They take a getter so that a signal's definition (the
 // plateau inference of max_num_seqs) can use them over its view too.
 
-type getter func(name string) float64
+type getter func(name SignalName) float64
 
 // kvFull: the KV cache sat at the watermark, or ran out often enough to
 // preempt (usage then drops below the line as blocks are freed, so the
 // mean understates it).
 func kvFull(g getter, th Thresholds) bool {
-	return g(sigKVHighShare) >= th.KVHighShare || g(sigPreemptRate) > 0 && g(sigKVPeak) >= th.KVWatermark
+	return g(SigKVHighShare) >= th.KVHighShare || g(SigPreemptRate) > 0 && g(SigKVPeak) >= th.KVWatermark
 }
 
 // kvAdmission: requests waited while the free blocks could not hold the
 // next one's prompt, below the watermark too (long prompts that each take
 // a large share of the cache).
-func kvAdmission(g getter, th Thresholds) bool { return g(sigAdmissionShare) >= th.AdmissionShare }
+func kvAdmission(g getter, th Thresholds) bool { return g(SigAdmissionShare) >= th.AdmissionShare }
 
 func kvLimited(g getter, th Thresholds) bool { return kvFull(g, th) || kvAdmission(g, th) }
 
@@ -28,7 +28,7 @@ func kvLimited(g getter, th Thresholds) bool { return kvFull(g, th) || kvAdmissi
 // admitted in part with a step's leftover budget does not change that).
 func (s *Signals) kvKind() string {
 	switch {
-	case s.v(sigKVHighShare) >= s.th.KVHighShare:
+	case s.v(SigKVHighShare) >= s.th.KVHighShare:
 		return "capacity"
 	case s.kvAdmission():
 		return "admission"
@@ -38,7 +38,7 @@ func (s *Signals) kvKind() string {
 	return ""
 }
 
-func (s *Signals) queued() bool { return s.v(sigWaitingShare) >= s.th.WaitingPersistent }
+func (s *Signals) queued() bool { return s.v(SigWaitingShare) >= s.th.WaitingPersistent }
 
 func (s *Signals) kvFull() bool      { return kvFull(s.v, s.th) }
 func (s *Signals) kvAdmission() bool { return kvAdmission(s.v, s.th) }
@@ -57,54 +57,54 @@ func (s *Signals) kvLimited() bool   { return kvLimited(s.v, s.th) }
 // KV): then larger steps take proportionally longer, and the budget's
 // headroom is no headroom.
 func (s *Signals) computeSaturated() bool {
-	return s.v(sigBusy) >= s.th.BusyHigh && (s.fullSteps() || s.wideComputeSteps())
+	return s.v(SigBusy) >= s.th.BusyHigh && (s.fullSteps() || s.wideComputeSteps())
 }
 
 // A GPU's utilisation estimated from vLLM's series counts host time, so
 // only steps at their budget tell saturation from a host that stretches
 // the steps.
 func (s *Signals) wideComputeSteps() bool {
-	if !(s.v(sigStepTokens) >= s.th.WideStep) || s.src(sigBusy) == srcEstimate {
+	if !(s.v(SigStepTokens) >= s.th.WideStep) || s.src(SigBusy) == srcEstimate {
 		return false
 	}
-	if roof := s.v(sigRoofline); !math.IsNaN(roof) {
+	if roof := s.v(SigRoofline); !math.IsNaN(roof) {
 		return roof >= s.th.RooflineCompute
 	}
-	return s.v(sigPromptPerGen) >= s.th.PromptHeavy
+	return s.v(SigPromptPerGen) >= s.th.PromptHeavy
 }
 
 // fullSteps: the steps carry most of the token budget. An inferred budget
 // is the smallest round number the mean step fits, so only steps nearly at
 // it count.
 func (s *Signals) fullSteps() bool {
-	if s.src(sigBudget) == srcInferred {
-		return s.v(sigFill) >= s.th.FillInferred
+	if s.src(SigBudget) == srcInferred {
+		return s.v(SigFill) >= s.th.FillInferred
 	}
-	return s.v(sigFill) >= s.th.FillHigh
+	return s.v(SigFill) >= s.th.FillHigh
 }
 
 // computeUnknown: the GPU seems busy on wide steps short of their budget,
 // and the doctor cannot weigh them: on decode without the GPU's peaks, or
 // at all when utilisation is vLLM's estimate (which counts host time).
 func (s *Signals) computeUnknown() bool {
-	if !(s.v(sigBusy) >= s.th.BusyHigh) || s.fullSteps() || !(s.v(sigStepTokens) >= s.th.WideStep) {
+	if !(s.v(SigBusy) >= s.th.BusyHigh) || s.fullSteps() || !(s.v(SigStepTokens) >= s.th.WideStep) {
 		return false
 	}
-	if s.src(sigBusy) == srcEstimate {
+	if s.src(SigBusy) == srcEstimate {
 		return true
 	}
-	return math.IsNaN(s.v(sigRoofline)) && !(s.v(sigPromptPerGen) >= s.th.PromptHeavy)
+	return math.IsNaN(s.v(SigRoofline)) && !(s.v(SigPromptPerGen) >= s.th.PromptHeavy)
 }
 
 // pinned: running sat at max_num_seqs for most of the window. A reading
 // within 10 % (or one) of the cap counts: a scrape can land between a
 // request finishing and the next one being scheduled.
-func (s *Signals) pinned() bool { return s.v(sigPinnedShare) >= s.th.PinnedShare }
+func (s *Signals) pinned() bool { return s.v(SigPinnedShare) >= s.th.PinnedShare }
 
 // hostBound: the engine steps back to back and the GPU waits for the host
 // through much of each step.
 func (s *Signals) hostBound() bool {
-	return s.v(sigEngineBusy) >= s.th.EngineBusy && s.v(sigHostShare) >= s.th.HostShare
+	return s.v(SigEngineBusy) >= s.th.EngineBusy && s.v(SigHostShare) >= s.th.HostShare
 }
 
 // noWork: nothing waits and the GPU is not saturated: everything offered
@@ -112,5 +112,5 @@ func (s *Signals) hostBound() bool {
 // may still be busy much of the time: a decode step of a few sequences
 // occupies it, but more would cost little.
 func (s *Signals) noWork() bool {
-	return s.v(sigWaitingShare) < s.th.NoWaiting && !s.computeSaturated()
+	return s.v(SigWaitingShare) < s.th.NoWaiting && !s.computeSaturated()
 }

@@ -50,7 +50,7 @@ func (q *Questions) List() []struct {
 	}{{"compute saturated?", q.Compute}, {"KV cache the limit?", q.KV}, {"scheduler idle?", q.Scheduler}}
 }
 
-func (s *Signals) answer(ans, kind, summary string, uses []string, evs ...string) Answer {
+func (s *Signals) answer(ans, kind, summary string, uses []SignalName, evs ...SignalName) Answer {
 	a := Answer{Answer: ans, Kind: kind, Summary: summary, Evidence: s.evs(evs...)}
 	a.Sources, a.Confidence = s.provenance(uses)
 	if ans == CantTell {
@@ -73,29 +73,29 @@ func (s *Signals) answers() *Questions {
 }
 
 func (s *Signals) computeAnswer() Answer {
-	busy, fill, roof := s.v(sigBusy), s.v(sigFill), s.v(sigRoofline)
-	uses := []string{sigBusy, sigBudget}
-	evs := []string{sigBusy, sigFill}
+	busy, fill, roof := s.v(SigBusy), s.v(SigFill), s.v(SigRoofline)
+	uses := []SignalName{SigBusy, SigBudget}
+	evs := []SignalName{SigBusy, SigFill}
 	if !math.IsNaN(roof) {
-		uses, evs = append(uses, sigPeakFLOPs), append(evs, sigRoofline)
+		uses, evs = append(uses, SigPeakFLOPs), append(evs, SigRoofline)
 	}
 	if math.IsNaN(busy) {
 		return s.answer(CantTell, "", "no reading of the GPU's utilisation: neither glassbox's busy counter, DCGM's engine activity nor vLLM's step series", uses, evs...)
 	}
-	by := fmt.Sprintf("the GPU was busy %s of the time (%s)", pct(busy), s.src(sigBusy))
+	by := fmt.Sprintf("the GPU was busy %s of the time (%s)", pct(busy), s.src(SigBusy))
 	switch {
-	case s.computeUnknown() && s.src(sigBusy) == srcEstimate:
-		return s.answer(CantTell, "", by+fmt.Sprintf(" on steps of %.0f tokens short of their budget: vLLM's series time the engine loop, host included, so whether the GPU or the host fills those steps cannot be told (DCGM's engine activity, --dcgm-url, would)", s.v(sigStepTokens)), uses, append(evs, sigStepTokens)...)
+	case s.computeUnknown() && s.src(SigBusy) == srcEstimate:
+		return s.answer(CantTell, "", by+fmt.Sprintf(" on steps of %.0f tokens short of their budget: vLLM's series time the engine loop, host included, so whether the GPU or the host fills those steps cannot be told (DCGM's engine activity, --dcgm-url, would)", s.v(SigStepTokens)), uses, append(evs, SigStepTokens)...)
 	case s.computeUnknown():
-		return s.answer(CantTell, "", by+fmt.Sprintf(" on decode steps of %.0f tokens: a batch that wide can be compute-bound, and without the GPU's peaks (--gpu, or DCGM's modelName) the doctor cannot weigh its arithmetic against its memory traffic", s.v(sigStepTokens)), uses, append(evs, sigStepTokens)...)
+		return s.answer(CantTell, "", by+fmt.Sprintf(" on decode steps of %.0f tokens: a batch that wide can be compute-bound, and without the GPU's peaks (--gpu, or DCGM's modelName) the doctor cannot weigh its arithmetic against its memory traffic", s.v(SigStepTokens)), uses, append(evs, SigStepTokens)...)
 	case s.computeSaturated():
-		what := fmt.Sprintf("on steps %s full of the %.0f-token budget", pct(fill), s.v(sigBudget))
+		what := fmt.Sprintf("on steps %s full of the %.0f-token budget", pct(fill), s.v(SigBudget))
 		switch {
 		case s.fullSteps():
 		case !math.IsNaN(roof):
-			what = fmt.Sprintf("on steps of %.0f tokens whose arithmetic takes %.1f× the time of their memory traffic at the GPU's peaks: the batch's own work sets the step", s.v(sigStepTokens), roof)
+			what = fmt.Sprintf("on steps of %.0f tokens whose arithmetic takes %.1f× the time of their memory traffic at the GPU's peaks: the batch's own work sets the step", s.v(SigStepTokens), roof)
 		default:
-			what = fmt.Sprintf("on prefill steps of %.0f tokens, compute-bound on any GPU (past its ridge point): larger steps would take proportionally longer", s.v(sigStepTokens))
+			what = fmt.Sprintf("on prefill steps of %.0f tokens, compute-bound on any GPU (past its ridge point): larger steps would take proportionally longer", s.v(SigStepTokens))
 		}
 		return s.answer(Yes, "", by+" "+what+": more work per second cannot fit", uses, evs...)
 	case busy >= s.th.BusyHigh:
@@ -105,51 +105,51 @@ func (s *Signals) computeAnswer() Answer {
 }
 
 func (s *Signals) kvAnswer() Answer {
-	if math.IsNaN(s.v(sigKV)) {
-		return s.answer(CantTell, "", "no KV-cache usage series", nil, sigKV)
+	if math.IsNaN(s.v(SigKV)) {
+		return s.answer(CantTell, "", "no KV-cache usage series", nil, SigKV)
 	}
-	uses := []string{sigBlocks}
+	uses := []SignalName{SigBlocks}
 	switch kind := s.kvKind(); {
 	case kind == "capacity":
 		return s.answer(Yes, "capacity", fmt.Sprintf("the KV cache sat at the %g watermark %s of the window (peak %.2f) with %.2f preemptions/s and %s of the window with a request waiting",
-			s.th.KVWatermark, pct(s.v(sigKVHighShare)), s.v(sigKVPeak), zeroNaN(s.v(sigPreemptRate)), pct(zeroNaN(s.v(sigWaitingShare)))), uses,
-			sigKVHighShare, sigKVPeak, sigPreemptRate)
+			s.th.KVWatermark, pct(s.v(SigKVHighShare)), s.v(SigKVPeak), zeroNaN(s.v(SigPreemptRate)), pct(zeroNaN(s.v(SigWaitingShare)))), uses,
+			SigKVHighShare, SigKVPeak, SigPreemptRate)
 	case kind == "admission":
-		free := (1 - s.v(sigKV)) * s.v(sigBlocks) * s.v(sigBlockSize)
+		free := (1 - s.v(SigKV)) * s.v(SigBlocks) * s.v(SigBlockSize)
 		return s.answer(Yes, "admission", fmt.Sprintf("in %s of the window a request waited while the free KV blocks (about %.0f tokens at the mean usage of %.2f) could not hold the next prompt (about %.0f tokens): each request takes a large share of the cache",
-			pct(s.v(sigAdmissionShare)), free, s.v(sigKV), admissionNeed(s)), uses, sigAdmissionShare, sigKV, sigPromptMean)
-	case math.IsNaN(s.v(sigAdmissionShare)) && s.queued() && s.v(sigKVPeak) >= s.th.KVSpare/2:
-		return s.answer(CantTell, "", fmt.Sprintf("requests waited at KV usage up to %.2f, and without the cache's size (num_gpu_blocks in vllm:cache_config_info) the doctor cannot tell whether the next prompt fit", s.v(sigKVPeak)),
-			uses, sigKVPeak, sigWaitingShare)
+			pct(s.v(SigAdmissionShare)), free, s.v(SigKV), s.v(SigAdmissionNeed)), uses, SigAdmissionShare, SigKV, SigPromptMean)
+	case math.IsNaN(s.v(SigAdmissionShare)) && s.queued() && s.v(SigKVPeak) >= s.th.KVSpare/2:
+		return s.answer(CantTell, "", fmt.Sprintf("requests waited at KV usage up to %.2f, and without the cache's size (num_gpu_blocks in vllm:cache_config_info) the doctor cannot tell whether the next prompt fit", s.v(SigKVPeak)),
+			uses, SigKVPeak, SigWaitingShare)
 	}
 	why := "nothing waited"
 	if s.queued() {
 		why = "requests waited, but their prompts fit in the free blocks"
 	}
-	return s.answer(No, "", fmt.Sprintf("peak KV usage %.2f, %.2f preemptions/s: %s", s.v(sigKVPeak), zeroNaN(s.v(sigPreemptRate)), why), uses, sigKVPeak, sigPreemptRate, sigAdmissionShare)
+	return s.answer(No, "", fmt.Sprintf("peak KV usage %.2f, %.2f preemptions/s: %s", s.v(SigKVPeak), zeroNaN(s.v(SigPreemptRate)), why), uses, SigKVPeak, SigPreemptRate, SigAdmissionShare)
 }
 
 func (s *Signals) schedulerAnswer() Answer {
-	host, eng := s.v(sigHostShare), s.v(sigEngineBusy)
+	host, eng := s.v(SigHostShare), s.v(SigEngineBusy)
 	switch {
 	case s.hostBound():
-		return s.answer(Yes, "host", fmt.Sprintf("the GPU waited for the host %s of each step (%s) while the engine stepped %s of the time", pct(host), s.src(sigHostShare), pct(eng)),
-			[]string{sigHostShare, sigEngineBusy}, sigHostShare, sigEngineBusy)
+		return s.answer(Yes, "host", fmt.Sprintf("the GPU waited for the host %s of each step (%s) while the engine stepped %s of the time", pct(host), s.src(SigHostShare), pct(eng)),
+			[]SignalName{SigHostShare, SigEngineBusy}, SigHostShare, SigEngineBusy)
 	case s.capSuggestion() > 0:
-		return s.answer(Yes, "cap", fmt.Sprintf("running sat at max_num_seqs %.0f in %s of the window while requests waited, with the KV cache and the steps to spare", s.v(sigMaxSeqs), pct(s.v(sigPinnedShare))),
-			[]string{sigMaxSeqs, sigBusy, sigBudget}, sigPinnedShare, sigMaxSeqs, sigWaitingShare)
+		return s.answer(Yes, "cap", fmt.Sprintf("running sat at max_num_seqs %.0f in %s of the window while requests waited, with the KV cache and the steps to spare", s.v(SigMaxSeqs), pct(s.v(SigPinnedShare))),
+			[]SignalName{SigMaxSeqs, SigBusy, SigBudget}, SigPinnedShare, SigMaxSeqs, SigWaitingShare)
 	case s.noWork():
 		stepped := ""
 		if !math.IsNaN(eng) {
 			stepped = fmt.Sprintf(" and the engine stepped %s of the time", pct(eng))
 		}
-		return s.answer(Yes, "no-work", fmt.Sprintf("nothing waited (a request in %s of the window)%s: it serves what arrives at once, so the load sets the pace", pct(s.v(sigWaitingShare)), stepped),
-			[]string{sigBusy}, sigWaitingShare, sigEngineBusy)
+		return s.answer(Yes, "no-work", fmt.Sprintf("nothing waited (a request in %s of the window)%s: it serves what arrives at once, so the load sets the pace", pct(s.v(SigWaitingShare)), stepped),
+			[]SignalName{SigBusy}, SigWaitingShare, SigEngineBusy)
 	case math.IsNaN(host):
-		return s.answer(CantTell, "", "whether the GPU waits for the host between steps needs glassbox's series or DCGM's engine activity beside vLLM's (--dcgm-url)", []string{sigHostShare}, sigEngineBusy)
+		return s.answer(CantTell, "", "whether the GPU waits for the host between steps needs glassbox's series or DCGM's engine activity beside vLLM's (--dcgm-url)", []SignalName{SigHostShare}, SigEngineBusy)
 	}
-	return s.answer(No, "", fmt.Sprintf("the engine stepped %s of the time and the GPU waited for the host only %s of each step (%s)", pct(zeroNaN(eng)), pct(host), s.src(sigHostShare)),
-		[]string{sigHostShare, sigEngineBusy}, sigHostShare, sigEngineBusy)
+	return s.answer(No, "", fmt.Sprintf("the engine stepped %s of the time and the GPU waited for the host only %s of each step (%s)", pct(zeroNaN(eng)), pct(host), s.src(SigHostShare)),
+		[]SignalName{SigHostShare, SigEngineBusy}, SigHostShare, SigEngineBusy)
 }
 
 // snapshotAnswers are what one reading can say: the gauges' state at
@@ -161,8 +161,8 @@ func (s *Signals) snapshotAnswers() *Questions {
 	q := &Questions{Compute: Answer{Answer: CantTell, Summary: "one reading has no rates: utilisation and step fill need two", Evidence: []Evidence{}}}
 	// Lifetime means: the counters since the server started.
 	prompt := ratio(snap[metricspec.PromptTokens], snap[metricspec.TimeToFirstToken+"_count"])
-	capacity := s.v(sigBlocks) * s.v(sigBlockSize)
-	need := math.Min(prompt, s.v(sigBudget))
+	capacity := s.v(SigBlocks) * s.v(SigBlockSize)
+	need := math.Min(prompt, s.v(SigBudget))
 	kvEv := []Evidence{ev("KV-cache usage at the reading", kv, "ratio", s.p.s(metricspec.KVCacheUsagePerc)), ev("requests waiting at the reading", wait, "", s.p.s(metricspec.NumRequestsWaiting))}
 	switch {
 	case !okKV:

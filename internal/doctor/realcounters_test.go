@@ -92,7 +92,7 @@ func TestRealCountersAnswerAsGlassboxSeries(t *testing.T) {
 				}
 			}
 			d.vllm, d.dcgm, d.gpuName = true, gr[i], "NVIDIA H200"
-			rg, rd := Diagnose(g.window(), nil), Diagnose(d.window(), nil)
+			rg, rd := diagnose(g.window(), nil), diagnose(d.window(), nil)
 			if rg.Questions == nil || rd.Questions == nil {
 				t.Fatalf("%s: no answers", name)
 			}

@@ -27,13 +27,11 @@ func absentFamilies(w *Window) []string {
 // stalled: requests ran but no token was generated (and, with glassbox's
 // series, no step was run).
 func (s *Signals) stalled() bool {
-	w := s.w
-	glassbox := w.Has(metricspec.EngineSteps)
-	return s.v(sigRunning) >= 1 && w.Increase(metricspec.GenerationTokens) == 0 && (!glassbox || w.Increase(metricspec.EngineSteps) == 0)
+	return s.v(SigRunning) >= 1 && s.v(SigGenerated) == 0 && !(s.v(SigSteps) > 0)
 }
 
 func stale(s *Signals) bool {
-	return s.w.Missed > 0 || len(absentFamilies(s.w)) > 0 || s.stalled() || s.v(sigRestarts) > 0
+	return s.w.Missed > 0 || len(absentFamilies(s.w)) > 0 || s.stalled() || s.v(SigRestarts) > 0
 }
 
 // metricsStale reports scrape problems: readings that failed or found the
@@ -48,22 +46,22 @@ func metricsStale(s *Signals, _ *diagnosis) *Finding {
 	if stalled || missedShare >= s.th.StaleShare {
 		sev = Critical
 	}
-	evs := []Evidence{ev("share of readings that failed or found the target down", missedShare, "ratio", "1 - avg_over_time(min("+p.s(mUp)+")["+p.window+":"+p.step+"])")}
+	evs := []Evidence{ev("share of readings that failed or found the target down", missedShare, "ratio", "1 - avg_over_time(min("+p.s(FamilyUp)+")["+p.window+":"+p.step+"])")}
 	var parts []string
 	if w.Missed > 0 {
 		parts = append(parts, fmt.Sprintf("%d of %d readings failed (%s)", w.Missed, total, strings.Join(w.Problems, "; ")))
 	}
-	if n := s.v(sigRestarts); n > 0 {
+	if n := s.v(SigRestarts); n > 0 {
 		parts = append(parts, fmt.Sprintf("the target restarted %.0f time(s): its counters fell back to zero, and every rate here counts from zero after the restart, as Prometheus's rate() does", n))
-		evs = append(evs, s.ev(sigRestarts))
+		evs = append(evs, s.ev(SigRestarts))
 	}
 	if len(absent) > 0 {
 		parts = append(parts, "never exported: "+join(absent))
 		evs = append(evs, ev("required families absent", float64(len(absent)), "", "absent("+p.s(absent[0])+")"))
 	}
 	if stalled {
-		parts = append(parts, fmt.Sprintf("%.1f requests were running on average but no token was generated", s.v(sigRunning)))
-		evs = append(evs, s.evs(sigRunning, sigGenRate)...)
+		parts = append(parts, fmt.Sprintf("%.1f requests were running on average but no token was generated", s.v(SigRunning)))
+		evs = append(evs, s.evs(SigRunning, SigGenRate)...)
 	}
 	return &Finding{Severity: sev, Title: "metrics missing or stale: the window is incomplete",
 		Evidence:  evs,
@@ -77,9 +75,9 @@ func metricsStale(s *Signals, _ *diagnosis) *Finding {
 // to say anything about rates, latencies or trends.
 func singleReading(s *Signals) Finding {
 	p := s.p
-	evs := []Evidence{ev("requests running", s.v(sigRunning), "", p.s(metricspec.NumRequestsRunning)),
-		ev("requests waiting", s.v(sigWaiting), "", p.s(metricspec.NumRequestsWaiting)),
-		ev("KV-cache usage", s.v(sigKV), "ratio", p.s(metricspec.KVCacheUsagePerc))}
+	evs := []Evidence{ev("requests running", s.v(SigRunning), "", p.s(metricspec.NumRequestsRunning)),
+		ev("requests waiting", s.v(SigWaiting), "", p.s(metricspec.NumRequestsWaiting)),
+		ev("KV-cache usage", s.v(SigKV), "ratio", p.s(metricspec.KVCacheUsagePerc))}
 	if c := s.cfg.kvMaxConcurrency; c > 0 {
 		evs = append(evs, ev("kv_cache_max_concurrency", c, "", p.info(metricspec.CacheConfigInfo)))
 	}

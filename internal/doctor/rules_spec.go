@@ -14,13 +14,13 @@ import "fmt"
 // does not (or the target does not speculate): "acceptance" or "compute".
 func (s *Signals) specCost() string {
 	th := s.th
-	if !(s.v(sigSpecDrafts) >= th.SpecMinDrafts) {
+	if !(s.v(SigSpecDrafts) >= th.SpecMinDrafts) {
 		return ""
 	}
 	switch {
-	case s.v(sigSpecAcceptance) < th.SpecAcceptanceLow:
+	case s.v(SigSpecAcceptance) < th.SpecAcceptanceLow:
 		return "acceptance"
-	case s.v(sigBusy) >= th.BusyHigh && s.v(sigSpecVerifyPerStep) >= th.WideStep && s.v(sigSpecScoredPerToken) >= th.SpecScoredPerToken:
+	case s.v(SigBusy) >= th.BusyHigh && s.v(SigSpecVerifyPerStep) >= th.WideStep && s.v(SigSpecScoredPerToken) >= th.SpecScoredPerToken:
 		return "compute"
 	}
 	return ""
@@ -30,7 +30,7 @@ func (s *Signals) specCost() string {
 // SpecPositionKeep of the time: the num_speculative_tokens worth keeping.
 func (s *Signals) specKeep() int {
 	n := 0
-	for n < int(zeroNaN(s.v(sigSpecK))) && n < maxSpecPositions && s.v(sigSpecPos(n)) >= s.th.SpecPositionKeep {
+	for n < int(zeroNaN(s.v(SigSpecK))) && n < maxSpecPositions && s.v(SigSpecPos(n)) >= s.th.SpecPositionKeep {
 		n++
 	}
 	return n
@@ -39,15 +39,15 @@ func (s *Signals) specKeep() int {
 // specPositions are the per-position acceptances as evidence.
 func (s *Signals) specPositions() []Evidence {
 	var out []Evidence
-	for i := range min(int(zeroNaN(s.v(sigSpecK))), maxSpecPositions) {
-		out = append(out, s.ev(sigSpecPos(i)))
+	for i := range min(int(zeroNaN(s.v(SigSpecK))), maxSpecPositions) {
+		out = append(out, s.ev(SigSpecPos(i)))
 	}
 	return out
 }
 
 func speculationCostly(s *Signals, _ *diagnosis) *Finding {
-	k, keep := int(zeroNaN(s.v(sigSpecK))), s.specKeep()
-	evs := s.evs(sigSpecAcceptance, sigSpecTokensPerPass, sigSpecDraftLen, sigSpecScoredPerToken, sigSpecK, sigSpecDrafts)
+	k, keep := int(zeroNaN(s.v(SigSpecK))), s.specKeep()
+	evs := s.evs(SigSpecAcceptance, SigSpecTokensPerPass, SigSpecDraftLen, SigSpecScoredPerToken, SigSpecK, SigSpecDrafts)
 	evs = append(evs, s.specPositions()...)
 	off := Change{Flag: "--speculative-config", Why: "remove it (speculation off): plain decoding scores one position per token it keeps"}
 	smaller := func(why string) Change {
@@ -61,7 +61,7 @@ func speculationCostly(s *Signals, _ *diagnosis) *Finding {
 		inf = fmt.Sprintf("Only %s of the draft tokens were accepted: a verify pass scored %.2f drafts and kept %.2f tokens, %.2f positions scored per token kept. "+
 			"Each rejected draft took a position of its step's compute, a K/V slot that is rolled back and its share of the proposer's work, for nothing; "+
 			"on a small batch that costs little, but the passes barely shorten a request, and as batches grow the rejected positions cost throughput.",
-			pct(s.v(sigSpecAcceptance)), s.v(sigSpecDraftLen), s.v(sigSpecTokensPerPass), s.v(sigSpecScoredPerToken))
+			pct(s.v(SigSpecAcceptance)), s.v(SigSpecDraftLen), s.v(SigSpecTokensPerPass), s.v(SigSpecScoredPerToken))
 		changes = []Change{off}
 		if keep > 0 && keep < k {
 			off.Why = "or " + off.Why
@@ -69,11 +69,11 @@ func speculationCostly(s *Signals, _ *diagnosis) *Finding {
 		}
 	} else {
 		title = "speculation costs more than it saves: the verify passes are compute-bound at this batch width"
-		evs = append(evs, s.evs(sigBusy, sigSpecVerifyPerStep, sigRunning)...)
+		evs = append(evs, s.evs(SigBusy, SigSpecVerifyPerStep, SigRunning)...)
 		inf = fmt.Sprintf("The GPU was busy %s of the time (%s) on steps whose verify passes scored %.0f positions: at that width a step's arithmetic, not its weight reads, sets its length, "+
 			"so each scored position costs about what a plain decode token does. The passes scored %.2f positions per token kept (acceptance %s), more than the %g at which speculation still pays: "+
 			"speculation lowers this replica's throughput at this load. It pays at small batches, where a verify pass costs little more than one decode step.",
-			pct(s.v(sigBusy)), s.src(sigBusy), s.v(sigSpecVerifyPerStep), s.v(sigSpecScoredPerToken), pct(s.v(sigSpecAcceptance)), s.th.SpecScoredPerToken)
+			pct(s.v(SigBusy)), s.src(SigBusy), s.v(SigSpecVerifyPerStep), s.v(SigSpecScoredPerToken), pct(s.v(SigSpecAcceptance)), s.th.SpecScoredPerToken)
 		changes = append(changes, off)
 		if keep > 0 && keep < k {
 			changes = append(changes, smaller("or draft fewer positions: fewer are scored and rejected per pass"))

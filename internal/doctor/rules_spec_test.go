@@ -46,7 +46,7 @@ func TestSpeculationAroundItsThresholds(t *testing.T) {
 	} {
 		l := healthy()
 		tc.modify(&l)
-		rep := Diagnose(l.window(), nil)
+		rep := diagnose(l.window(), nil)
 		fired := slices.Contains(rep.Names(), "speculation-costly")
 		if fired != (tc.kind != "") {
 			t.Errorf("%s: speculation-costly fired %v; findings %v", tc.name, fired, rep.Names())
@@ -72,7 +72,7 @@ func TestSpeculationAroundItsThresholds(t *testing.T) {
 func TestSpeculationRemedy(t *testing.T) {
 	l := healthy()
 	l.speculating(50, 4, 0.29) // positions 0.46, 0.35, 0.23, 0.12
-	f := find(t, Diagnose(l.window(), nil), "speculation-costly")
+	f := find(t, diagnose(l.window(), nil), "speculation-costly")
 	if c := f.Changes[0]; c.Value != `{…,"num_speculative_tokens":2}` || !strings.Contains(c.Why, "from 4") {
 		t.Errorf("first change %+v, want num_speculative_tokens 2 from 4", c)
 	}
@@ -97,7 +97,7 @@ func TestSpeculationRemedy(t *testing.T) {
 
 	l = healthy()
 	l.speculating(50, 4, 0.1) // every position under 0.3
-	f = find(t, Diagnose(l.window(), nil), "speculation-costly")
+	f = find(t, diagnose(l.window(), nil), "speculation-costly")
 	if len(f.Changes) != 1 || f.Changes[0].Value != "" || !strings.Contains(f.Changes[0].Why, "off") {
 		t.Errorf("changes %+v, want speculation off alone", f.Changes)
 	}

@@ -158,7 +158,7 @@ func TestEvidenceSources(t *testing.T) {
 	} {
 		l := healthy()
 		tc.modify(&l)
-		f := find(t, Diagnose(l.window(), nil), "kv-capacity-bound")
+		f := find(t, diagnose(l.window(), nil), "kv-capacity-bound")
 		if !slices.Equal(f.Sources, tc.sources) || f.Confidence != tc.conf {
 			t.Errorf("%s: sources %v, confidence %s; want %v, %s", tc.name, f.Sources, f.Confidence, tc.sources, tc.conf)
 		}
@@ -168,14 +168,14 @@ func TestEvidenceSources(t *testing.T) {
 	l := healthy()
 	kv(&l)
 	l.vllm, l.dcgm, l.steps = true, 0.97, 20
-	if f := find(t, Diagnose(l.window(), nil), "kv-capacity-bound"); !strings.Contains(f.Inference, "readings conflict") {
+	if f := find(t, diagnose(l.window(), nil), "kv-capacity-bound"); !strings.Contains(f.Inference, "readings conflict") {
 		t.Errorf("DCGM at 97%% against vLLM's 12%% estimate is not called a conflict: %s", f.Inference)
 	}
 	// The GPU's peaks from DCGM's modelName give MFU.
 	l = healthy()
 	l.busy, l.waiting, l.running, l.steps, l.prompt, l.gen, l.success = 0.99, constant(5), constant(20), 20, 150000, 100, 100
 	l.vllm, l.dcgm, l.gpuName = true, 0.99, "NVIDIA H100 80GB HBM3"
-	f := find(t, Diagnose(l.window(), nil), "compute-bound")
+	f := find(t, diagnose(l.window(), nil), "compute-bound")
 	if !slices.Contains(f.Sources, "gpu-profile") || !strings.Contains(evidenceText(f), "MFU") {
 		t.Errorf("compute-bound on an H100 by DCGM: sources %v, evidence %s", f.Sources, evidenceText(f))
 	}
@@ -195,7 +195,7 @@ func TestRules(t *testing.T) {
 		t.Run(tc.rule+"/"+tc.name, func(t *testing.T) {
 			l := healthy()
 			tc.modify(&l)
-			rep := Diagnose(l.window(), nil)
+			rep := diagnose(l.window(), nil)
 			got := slices.Contains(rep.Names(), tc.rule)
 			if got != tc.fires {
 				t.Errorf("%s fires = %v, want %v; findings %v", tc.rule, got, tc.fires, rep.Names())
@@ -225,7 +225,7 @@ func btoi(b bool) int {
 }
 
 func TestHealthyWindowHasNothingAboveInfo(t *testing.T) {
-	rep := Diagnose(healthy().window(), nil)
+	rep := diagnose(healthy().window(), nil)
 	if rep.Worst() != Info || rep.ExitCode() != 0 {
 		t.Errorf("healthy window: worst %v, findings %v", rep.Worst(), rep.Names())
 	}
@@ -234,7 +234,7 @@ func TestHealthyWindowHasNothingAboveInfo(t *testing.T) {
 func TestRecommendationsComputeFromEvidence(t *testing.T) {
 	l := healthy()
 	l.maxSeqs, l.running, l.waiting, l.kv, l.busy = 4, constant(4), constant(10), constant(0.05), 0.99
-	rep := Diagnose(l.window(), nil)
+	rep := diagnose(l.window(), nil)
 	f := find(t, rep, "concurrency-cap")
 	// ⌈1.25 × (4 running + 10 waiting)⌉ = 18, under both the KV limit
 	// (4 × 0.8 / 0.05 = 64) and the step-fill limit.
@@ -249,7 +249,7 @@ func TestRecommendationsComputeFromEvidence(t *testing.T) {
 
 	l = healthy()
 	l.kv, l.waiting, l.running, l.busy = constant(0.95), constant(6), constant(8), 0.99
-	f = find(t, Diagnose(l.window(), nil), "kv-capacity-bound")
+	f = find(t, diagnose(l.window(), nil), "kv-capacity-bound")
 	// (8 + 6) / 8 = 1.75× the 1000 blocks of 2 MiB.
 	if got := f.Changes[0]; got.Flag != "--kv-cache-memory-bytes" || got.Value != "3500M" {
 		t.Errorf("change = %+v, want --kv-cache-memory-bytes 3500M", got)

@@ -7,76 +7,94 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
-// Signal names: stable, as the live page and the JSON report use them.
+// The registry's signals.
 const (
-	sigRunning        = "running"
-	sigRunningPeak    = "running_peak"
-	sigWaiting        = "waiting"
-	sigWaitingShare   = "waiting_share"
-	sigWaitingCap     = "waiting_capacity"
-	sigKV             = "kv_usage"
-	sigKVPeak         = "kv_usage_peak"
-	sigKVHighShare    = "kv_high_share"
-	sigGenRate        = "generation_rate"
-	sigPromptRate     = "prompt_rate"
-	sigPreemptRate    = "preemption_rate"
-	sigPreemptions    = "preemptions"
-	sigFinished       = "finished"
-	sigRestarts       = "restarts"
-	sigFinishRate     = "finish_rate"
-	sigArrivalRate    = "arrival_rate"
-	sigAborts         = "aborts"
-	sigAbortShare     = "abort_share"
-	sigQueueShare     = "queue_share"
-	sigPrefillShare   = "prefill_share"
-	sigPrefills       = "prefills"
-	sigHitRate        = "prefix_hit_rate"
-	sigPromptMean     = "prompt_tokens_per_request"
-	sigGenMean        = "generation_tokens_per_request"
-	sigPromptPerGen   = "computed_prompt_per_generated"
-	sigRecompute      = "recompute_share"
-	sigStepTokens     = "tokens_per_step"
-	sigBudget         = "max_num_batched_tokens"
-	sigFill           = "step_fill"
-	sigBlocks         = "num_gpu_blocks"
-	sigBlockSize      = "block_size"
-	sigAdmissionShare = "kv_admission_share"
-	sigMaxSeqs        = "max_num_seqs"
-	sigPinnedShare    = "pinned_share"
-	sigPeakFLOPs      = "peak_flops"
-	sigPeakBandwidth  = "peak_bandwidth"
-	sigMFU            = "mfu"
-	sigMBU            = "mbu"
-	sigRoofline       = "roofline_compute_ratio"
-	sigDCGMActive     = "dcgm_engine_active"
-	sigDCGMSM         = "dcgm_sm_active"
-	sigDCGMTensor     = "dcgm_tensor_active"
-	sigDCGMDRAM       = "dcgm_dram_active"
-	sigBusyEstimate   = "engine_busy_vllm"
-	sigBusy           = "busy"
-	sigEngineBusy     = "engine_busy"
-	sigHostShare      = "host_share"
-	sigTTFTp50        = "ttft_p50"
-	sigTTFTp90        = "ttft_p90"
-	sigTTFTp99        = "ttft_p99"
-	sigITLp50         = "itl_p50"
-	sigITLp90         = "itl_p90"
-	sigITLp99         = "itl_p99"
-	sigE2Ep50         = "e2e_p50"
-	sigE2Ep99         = "e2e_p99"
-	sigQueueP50       = "queue_p50"
+	SigRunning        SignalName = "running"
+	SigRunningPeak    SignalName = "running_peak"
+	SigWaiting        SignalName = "waiting"
+	SigWaitingShare   SignalName = "waiting_share"
+	SigWaitingCap     SignalName = "waiting_capacity"
+	SigKV             SignalName = "kv_usage"
+	SigKVPeak         SignalName = "kv_usage_peak"
+	SigKVHighShare    SignalName = "kv_high_share"
+	SigGenRate        SignalName = "generation_rate"
+	SigPromptRate     SignalName = "prompt_rate"
+	SigPreemptRate    SignalName = "preemption_rate"
+	SigPreemptions    SignalName = "preemptions"
+	SigFinished       SignalName = "finished"
+	SigRestarts       SignalName = "restarts"
+	SigFinishRate     SignalName = "finish_rate"
+	SigArrivalRate    SignalName = "arrival_rate"
+	SigAborts         SignalName = "aborts"
+	SigAbortShare     SignalName = "abort_share"
+	SigQueueShare     SignalName = "queue_share"
+	SigPrefillShare   SignalName = "prefill_share"
+	SigPrefills       SignalName = "prefills"
+	SigHitRate        SignalName = "prefix_hit_rate"
+	SigPromptMean     SignalName = "prompt_tokens_per_request"
+	SigGenMean        SignalName = "generation_tokens_per_request"
+	SigPromptPerGen   SignalName = "computed_prompt_per_generated"
+	SigRecompute      SignalName = "recompute_share"
+	SigStepTokens     SignalName = "tokens_per_step"
+	SigBudget         SignalName = "max_num_batched_tokens"
+	SigFill           SignalName = "step_fill"
+	SigBlocks         SignalName = "num_gpu_blocks"
+	SigBlockSize      SignalName = "block_size"
+	SigAdmissionShare SignalName = "kv_admission_share"
+	SigMaxSeqs        SignalName = "max_num_seqs"
+	SigPinnedShare    SignalName = "pinned_share"
+	SigPeakFLOPs      SignalName = "peak_flops"
+	SigPeakBandwidth  SignalName = "peak_bandwidth"
+	SigMFU            SignalName = "mfu"
+	SigMBU            SignalName = "mbu"
+	SigRoofline       SignalName = "roofline_compute_ratio"
+	SigDCGMActive     SignalName = "dcgm_engine_active"
+	SigDCGMSM         SignalName = "dcgm_sm_active"
+	SigDCGMTensor     SignalName = "dcgm_tensor_active"
+	SigDCGMDRAM       SignalName = "dcgm_dram_active"
+	SigBusyEstimate   SignalName = "engine_busy_vllm"
+	SigBusy           SignalName = "busy"
+	SigEngineBusy     SignalName = "engine_busy"
+	SigHostShare      SignalName = "host_share"
+	SigTTFTp50        SignalName = "ttft_p50"
+	SigTTFTp90        SignalName = "ttft_p90"
+	SigTTFTp99        SignalName = "ttft_p99"
+	SigITLp50         SignalName = "itl_p50"
+	SigITLp90         SignalName = "itl_p90"
+	SigITLp99         SignalName = "itl_p99"
+	SigE2Ep50         SignalName = "e2e_p50"
+	SigE2Ep99         SignalName = "e2e_p99"
+	SigQueueP50       SignalName = "queue_p50"
 
-	sigSpecDrafts         = "spec_drafts"
-	sigSpecK              = "num_speculative_tokens"
-	sigSpecAcceptance     = "spec_acceptance_rate"
-	sigSpecDraftLen       = "spec_draft_length"
-	sigSpecTokensPerPass  = "spec_tokens_per_pass"
-	sigSpecScoredPerToken = "spec_scored_per_token"
-	sigSpecVerifyPerStep  = "spec_verify_tokens_per_step"
+	SigGenerated     SignalName = "generated_tokens"
+	SigSteps         SignalName = "engine_steps"
+	SigStepsTimesITL SignalName = "steps_times_itl"
+	SigAdmissionNeed SignalName = "kv_admission_need"
+
+	SigTTFTFirstThird  SignalName = "ttft_first_third"
+	SigTTFTLastThird   SignalName = "ttft_last_third"
+	SigGenFirstThird   SignalName = "generation_rate_first_third"
+	SigGenLastThird    SignalName = "generation_rate_last_third"
+	SigITLFitIntervals SignalName = "itl_fit_intervals"
+	SigITLBatchCorr    SignalName = "itl_batch_correlation"
+	SigITLFitIntercept SignalName = "itl_fit_intercept"
+	SigITLFitSlope     SignalName = "itl_fit_slope"
+	SigITLAtNarrowest  SignalName = "itl_at_narrowest_batch"
+	SigITLAtWidest     SignalName = "itl_at_widest_batch"
+	SigBatchNarrowest  SignalName = "batch_narrowest"
+	SigBatchWidest     SignalName = "batch_widest"
+
+	SigSpecDrafts         SignalName = "spec_drafts"
+	SigSpecK              SignalName = "num_speculative_tokens"
+	SigSpecAcceptance     SignalName = "spec_acceptance_rate"
+	SigSpecDraftLen       SignalName = "spec_draft_length"
+	SigSpecTokensPerPass  SignalName = "spec_tokens_per_pass"
+	SigSpecScoredPerToken SignalName = "spec_scored_per_token"
+	SigSpecVerifyPerStep  SignalName = "spec_verify_tokens_per_step"
 )
 
 // one is a signal with a single source.
-func one(name, unit string, src source, what string, value func(*view) float64, q func(promql, *Signals) string) signalDef {
+func one(name SignalName, unit string, src source, what string, value func(*view) float64, q func(promql, *Signals) string) signalDef {
 	return signalDef{name: name, unit: unit, alts: []signalAlt{{src: src, what: what, value: value, promql: q}}}
 }
 
@@ -89,66 +107,70 @@ func signalDefs() []signalDef {
 	hcount := func(f string) string { return f + "_count" }
 	return append([]signalDef{
 		// The queue and the batch.
-		one(sigRunning, "", srcVLLM, "mean requests running", func(v *view) float64 { return v.mean(m) },
+		one(SigRunning, "", srcVLLM, "mean requests running", func(v *view) float64 { return v.mean(m) },
 			func(p promql, _ *Signals) string { return p.avg(m, "sum") }),
-		one(sigRunningPeak, "", srcVLLM, "peak requests running", func(v *view) float64 { return v.peak(m) },
+		one(SigRunningPeak, "", srcVLLM, "peak requests running", func(v *view) float64 { return v.peak(m) },
 			func(p promql, _ *Signals) string { return p.maxOver(m, "sum") }),
-		one(sigWaiting, "", srcVLLM, "mean requests waiting", func(v *view) float64 { return v.mean(w) },
+		one(SigWaiting, "", srcVLLM, "mean requests waiting", func(v *view) float64 { return v.mean(w) },
 			func(p promql, _ *Signals) string { return p.avg(w, "sum") }),
-		one(sigWaitingShare, "ratio", srcVLLM, "share of the window with a request waiting",
+		one(SigWaitingShare, "ratio", srcVLLM, "share of the window with a request waiting",
 			func(v *view) float64 { return v.share(w, func(x float64) bool { return x >= 1 }) },
 			func(p promql, _ *Signals) string { return p.share(w, "sum", ">= bool 1") }),
-		one(sigWaitingCap, "", srcVLLM, "mean requests waiting for capacity (vLLM's reason label)", func(v *view) float64 { return v.mean(keyWaitingCapacity) },
+		one(SigWaitingCap, "", srcVLLM, "mean requests waiting for capacity (vLLM's reason label)", func(v *view) float64 { return v.mean(keyWaitingCapacity) },
 			func(p promql, _ *Signals) string {
 				return fmt.Sprintf("avg_over_time(sum(%s)[%s:%s])", p.s(metricspec.NumRequestsWaitingByReason, `reason="capacity"`), p.window, p.step)
 			}),
-		one(sigKV, "ratio", srcVLLM, "mean KV-cache usage", func(v *view) float64 { return v.mean(kv) },
+		one(SigKV, "ratio", srcVLLM, "mean KV-cache usage", func(v *view) float64 { return v.mean(kv) },
 			func(p promql, _ *Signals) string { return p.avg(kv, "max") }),
-		one(sigKVPeak, "ratio", srcVLLM, "peak KV-cache usage", func(v *view) float64 { return v.peak(kv) },
+		one(SigKVPeak, "ratio", srcVLLM, "peak KV-cache usage", func(v *view) float64 { return v.peak(kv) },
 			func(p promql, _ *Signals) string { return p.maxOver(kv, "max") }),
-		one(sigKVHighShare, "ratio", srcVLLM, "share of the window with KV usage at the watermark",
+		one(SigKVHighShare, "ratio", srcVLLM, "share of the window with KV usage at the watermark",
 			func(v *view) float64 { return v.share(kv, func(x float64) bool { return x >= v.th().KVWatermark }) },
 			func(p promql, s *Signals) string {
 				return p.share(kv, "max", fmt.Sprintf(">= bool %g", s.th.KVWatermark))
 			}),
 
 		// Throughput and the requests' shape.
-		one(sigGenRate, "tokens/s", srcVLLM, "generation throughput", func(v *view) float64 { return v.rate(metricspec.GenerationTokens) },
+		one(SigGenRate, "tokens/s", srcVLLM, "generation throughput", func(v *view) float64 { return v.rate(metricspec.GenerationTokens) },
 			func(p promql, _ *Signals) string { return p.rate(metricspec.GenerationTokens) }),
-		one(sigPromptRate, "tokens/s", srcVLLM, "prompt throughput", func(v *view) float64 { return v.rate(metricspec.PromptTokens) },
+		one(SigPromptRate, "tokens/s", srcVLLM, "prompt throughput", func(v *view) float64 { return v.rate(metricspec.PromptTokens) },
 			func(p promql, _ *Signals) string { return p.rate(metricspec.PromptTokens) }),
-		one(sigPreemptRate, "/s", srcVLLM, "preemptions per second", func(v *view) float64 { return v.rate(metricspec.NumPreemptions) },
+		one(SigPreemptRate, "/s", srcVLLM, "preemptions per second", func(v *view) float64 { return v.rate(metricspec.NumPreemptions) },
 			func(p promql, _ *Signals) string { return p.rate(metricspec.NumPreemptions) }),
-		one(sigPreemptions, "", srcVLLM, "preemptions", func(v *view) float64 { return v.inc(metricspec.NumPreemptions) },
+		one(SigPreemptions, "", srcVLLM, "preemptions", func(v *view) float64 { return v.inc(metricspec.NumPreemptions) },
 			func(p promql, _ *Signals) string { return p.inc(metricspec.NumPreemptions) }),
+		one(SigGenerated, "tokens", srcVLLM, "generated tokens", func(v *view) float64 { return v.inc(metricspec.GenerationTokens) },
+			func(p promql, _ *Signals) string { return p.inc(metricspec.GenerationTokens) }),
+		one(SigSteps, "", srcGlassbox, "engine steps", func(v *view) float64 { return v.inc(metricspec.EngineSteps) },
+			func(p promql, _ *Signals) string { return p.inc(metricspec.EngineSteps) }),
 		// A restart shows as counters falling back: each reading where
 		// finished requests (or, before any finish, generated tokens) drop.
-		one(sigRestarts, "", srcVLLM, "restarts seen (counters falling back to zero)", restarts,
+		one(SigRestarts, "", srcVLLM, "restarts seen (counters falling back to zero)", restarts,
 			func(p promql, _ *Signals) string {
 				return "resets(" + p.s(metricspec.RequestSuccess) + "[" + p.window + "])"
 			}),
-		one(sigFinished, "", srcVLLM, "finished requests", func(v *view) float64 { return v.inc(metricspec.RequestSuccess) },
+		one(SigFinished, "", srcVLLM, "finished requests", func(v *view) float64 { return v.inc(metricspec.RequestSuccess) },
 			func(p promql, _ *Signals) string { return p.inc(metricspec.RequestSuccess) }),
-		one(sigFinishRate, "requests/s", srcVLLM, "request completion rate", func(v *view) float64 { return v.rate(metricspec.RequestSuccess) },
+		one(SigFinishRate, "requests/s", srcVLLM, "request completion rate", func(v *view) float64 { return v.rate(metricspec.RequestSuccess) },
 			func(p promql, _ *Signals) string { return p.rate(metricspec.RequestSuccess) }),
-		one(sigArrivalRate, "requests/s", srcVLLM, "request arrival rate (finished + change in flight)", arrivalRate,
+		one(SigArrivalRate, "requests/s", srcVLLM, "request arrival rate (finished + change in flight)", arrivalRate,
 			func(p promql, s *Signals) string {
 				return fmt.Sprintf("(%s + delta((sum(%s) + sum(%s))[%s:%s])) / %g", p.inc(metricspec.RequestSuccess), p.s(m), p.s(w), p.window, p.step, math.Round(s.seconds))
 			}),
-		one(sigAborts, "", srcVLLM, "aborted requests", func(v *view) float64 { return v.inc(keyAborts) },
+		one(SigAborts, "", srcVLLM, "aborted requests", func(v *view) float64 { return v.inc(keyAborts) },
 			func(p promql, _ *Signals) string { return p.inc(metricspec.RequestSuccess, `finished_reason="abort"`) }),
-		one(sigAbortShare, "ratio", srcVLLM, "share of finished requests aborted", func(v *view) float64 { return ratio(v.inc(keyAborts), v.inc(metricspec.RequestSuccess)) },
+		one(SigAbortShare, "ratio", srcVLLM, "share of finished requests aborted", func(v *view) float64 { return ratio(v.inc(keyAborts), v.inc(metricspec.RequestSuccess)) },
 			func(p promql, _ *Signals) string {
 				return p.ratio(p.inc(metricspec.RequestSuccess, `finished_reason="abort"`), p.inc(metricspec.RequestSuccess))
 			}),
-		one(sigQueueShare, "ratio", srcVLLM, "share of end-to-end time spent queued",
+		one(SigQueueShare, "ratio", srcVLLM, "share of end-to-end time spent queued",
 			func(v *view) float64 {
 				return ratio(v.inc(hsum(metricspec.RequestQueueTime)), v.inc(hsum(metricspec.E2ERequestLatency)))
 			},
 			func(p promql, _ *Signals) string {
 				return p.ratio(p.inc(hsum(metricspec.RequestQueueTime)), p.inc(hsum(metricspec.E2ERequestLatency)))
 			}),
-		one(sigPrefillShare, "ratio", srcVLLM, "share of inference time in prefill",
+		one(SigPrefillShare, "ratio", srcVLLM, "share of inference time in prefill",
 			func(v *view) float64 {
 				pre := v.inc(hsum(metricspec.RequestPrefillTime))
 				return ratio(pre, pre+v.inc(hsum(metricspec.RequestDecodeTime)))
@@ -157,9 +179,9 @@ func signalDefs() []signalDef {
 				pre := p.inc(hsum(metricspec.RequestPrefillTime))
 				return p.ratio(pre, "("+pre+" + "+p.inc(hsum(metricspec.RequestDecodeTime))+")")
 			}),
-		one(sigPrefills, "", srcVLLM, "requests through prefill", func(v *view) float64 { return v.inc(hcount(metricspec.RequestPrefillTime)) },
+		one(SigPrefills, "", srcVLLM, "requests through prefill", func(v *view) float64 { return v.inc(hcount(metricspec.RequestPrefillTime)) },
 			func(p promql, _ *Signals) string { return p.inc(hcount(metricspec.RequestPrefillTime)) }),
-		one(sigHitRate, "ratio", srcVLLM, "prefix-cache hit rate",
+		one(SigHitRate, "ratio", srcVLLM, "prefix-cache hit rate",
 			func(v *view) float64 {
 				return ratio(v.inc(metricspec.PrefixCacheHits), v.inc(metricspec.PrefixCacheQueries))
 			},
@@ -170,21 +192,21 @@ func signalDefs() []signalDef {
 		// TTFT; generated tokens per finished request come from the
 		// histogram observed at finish: requests at the edges do not skew
 		// either.
-		one(sigPromptMean, "tokens", srcVLLM, "prompt tokens per request",
+		one(SigPromptMean, "tokens", srcVLLM, "prompt tokens per request",
 			func(v *view) float64 {
 				return ratio(v.inc(metricspec.PromptTokens), v.inc(hcount(metricspec.TimeToFirstToken)))
 			},
 			func(p promql, _ *Signals) string {
 				return p.ratio(p.inc(metricspec.PromptTokens), p.inc(hcount(metricspec.TimeToFirstToken)))
 			}),
-		one(sigGenMean, "tokens", srcVLLM, "generated tokens per finished request",
+		one(SigGenMean, "tokens", srcVLLM, "generated tokens per finished request",
 			func(v *view) float64 {
 				return ratio(v.inc(hsum(metricspec.RequestGenerationTokens)), v.inc(hcount(metricspec.RequestGenerationTokens)))
 			},
 			func(p promql, _ *Signals) string {
 				return p.ratio(p.inc(hsum(metricspec.RequestGenerationTokens)), p.inc(hcount(metricspec.RequestGenerationTokens)))
 			}),
-		one(sigPromptPerGen, "", srcVLLM, "computed prompt tokens per generated token",
+		one(SigPromptPerGen, "", srcVLLM, "computed prompt tokens per generated token",
 			func(v *view) float64 {
 				return ratio(v.inc(metricspec.PromptTokens)-zeroNaN(v.inc(metricspec.PromptTokensCached)), v.inc(metricspec.GenerationTokens))
 			},
@@ -193,9 +215,9 @@ func signalDefs() []signalDef {
 			}),
 		// A preempted request recomputes what it had: on average its prompt
 		// and half its output.
-		one(sigRecompute, "ratio", srcVLLM, "estimated share of computed tokens spent recomputing preempted requests",
+		one(SigRecompute, "ratio", srcVLLM, "estimated share of computed tokens spent recomputing preempted requests",
 			func(v *view) float64 {
-				waste := v.inc(metricspec.NumPreemptions) * (zeroNaN(v.sig(sigPromptMean)) + zeroNaN(v.sig(sigGenMean))/2)
+				waste := v.inc(metricspec.NumPreemptions) * (zeroNaN(v.sig(SigPromptMean)) + zeroNaN(v.sig(SigGenMean))/2)
 				computed := v.inc(metricspec.PromptTokens) - zeroNaN(v.inc(metricspec.PromptTokensCached)) + v.inc(metricspec.GenerationTokens)
 				return ratio(waste, computed+waste)
 			},
@@ -205,7 +227,7 @@ func signalDefs() []signalDef {
 			}),
 
 		// Steps against the token budget.
-		{name: sigStepTokens, unit: "tokens", alts: []signalAlt{
+		{name: SigStepTokens, unit: "tokens", alts: []signalAlt{
 			{src: srcVLLM, what: "computed tokens per step",
 				value: func(v *view) float64 {
 					return ratio(v.inc(hsum(metricspec.IterationTokens)), v.inc(hcount(metricspec.IterationTokens)))
@@ -218,10 +240,10 @@ func signalDefs() []signalDef {
 					return ratio(v.inc(metricspec.PromptTokens)-zeroNaN(v.inc(metricspec.PromptTokensCached))+v.inc(metricspec.GenerationTokens), v.inc(metricspec.EngineSteps))
 				}},
 		}},
-		{name: sigBudget, unit: "tokens", constant: true, alts: []signalAlt{
+		{name: SigBudget, unit: "tokens", constant: true, alts: []signalAlt{
 			{src: srcGlassbox, what: "max_num_batched_tokens", value: func(v *view) float64 { return positive(float64(v.cfg().maxBatchedTokens)) },
 				promql: func(p promql, _ *Signals) string { return p.info(metricspec.SchedulerConfigInfo) }},
-			{src: srcFlag, what: "max_num_batched_tokens (--max-num-batched-tokens)", value: func(v *view) float64 { return positive(float64(v.w.Hints.MaxNumBatchedTokens)) }},
+			{src: srcFlag, what: "max_num_batched_tokens (--max-num-batched-tokens)", value: func(v *view) float64 { return positive(float64(v.s.hints.MaxNumBatchedTokens)) }},
 			// vLLM exports no budget. Budgets are round numbers (2048 the
 			// smallest anyone sets, 8192 vLLM's default on big GPUs), and a
 			// step holds no more than its budget on average: the smallest
@@ -229,35 +251,45 @@ func signalDefs() []signalDef {
 			{src: srcInferred, what: "max_num_batched_tokens (inferred: the smallest round budget the mean step fits)", value: func(v *view) float64 {
 				b := 2048.0
 				for _, b = range []float64{2048, 4096, 8192, 16384} {
-					if !(v.sig(sigStepTokens) > 1.02*b) {
+					if !(v.sig(SigStepTokens) > 1.02*b) {
 						break
 					}
 				}
 				return b
 			}},
 		}},
-		one(sigFill, "ratio", srcVLLM, "computed tokens per step, of max_num_batched_tokens",
-			func(v *view) float64 { return v.sig(sigStepTokens) / v.sig(sigBudget) },
+		one(SigFill, "ratio", srcVLLM, "computed tokens per step, of max_num_batched_tokens",
+			func(v *view) float64 { return v.sig(SigStepTokens) / v.sig(SigBudget) },
 			func(p promql, s *Signals) string {
-				return fmt.Sprintf("%s / %g", p.ratio(p.inc(hsum(metricspec.IterationTokens)), p.inc(hcount(metricspec.IterationTokens))), s.v(sigBudget))
+				return fmt.Sprintf("%s / %g", p.ratio(p.inc(hsum(metricspec.IterationTokens)), p.inc(hcount(metricspec.IterationTokens))), s.v(SigBudget))
 			}),
 
 		// The KV cache's size, and whether the next prompt fits in it.
-		{name: sigBlocks, unit: "blocks", constant: true, alts: []signalAlt{{src: srcVLLM, what: "KV-cache blocks (num_gpu_blocks)",
+		{name: SigBlocks, unit: "blocks", constant: true, alts: []signalAlt{{src: srcVLLM, what: "KV-cache blocks (num_gpu_blocks)",
 			value:  func(v *view) float64 { return positive(float64(v.cfg().numBlocks)) },
 			promql: func(p promql, _ *Signals) string { return p.info(metricspec.CacheConfigInfo) }}}},
-		{name: sigBlockSize, unit: "tokens", constant: true, alts: []signalAlt{{src: srcVLLM, what: "tokens per KV block (block_size)",
+		{name: SigBlockSize, unit: "tokens", constant: true, alts: []signalAlt{{src: srcVLLM, what: "tokens per KV block (block_size)",
 			value:  func(v *view) float64 { return positive(float64(v.cfg().blockSize)) },
 			promql: func(p promql, _ *Signals) string { return p.info(metricspec.CacheConfigInfo) }}}},
+		// The KV tokens a typical waiting request needs: its prompt, less
+		// what the prefix cache served. It is the window's (even over an
+		// interval: one interval shows too few first tokens).
+		{name: SigAdmissionNeed, unit: "tokens", constant: true, alts: []signalAlt{{src: srcVLLM, what: "KV tokens the next prompt needs (prompt tokens less the prefix cache's, per request)",
+			value: func(v *view) float64 {
+				return ratio(v.inc(metricspec.PromptTokens)-zeroNaN(v.inc(metricspec.PromptTokensCached)), v.inc(hcount(metricspec.TimeToFirstToken)))
+			},
+			promql: func(p promql, _ *Signals) string {
+				return "(" + p.inc(metricspec.PromptTokens) + " - " + p.inc(metricspec.PromptTokensCached) + ") / " + p.inc(hcount(metricspec.TimeToFirstToken))
+			}}}},
 		// A waiting request's prompt needs its blocks: when the free ones
 		// cannot hold it, it cannot get through its prefill without
 		// evicting another, whether the scheduler admits it in chunks (and
 		// then preempts) or holds it in the queue: the KV cache is the
 		// limit, below its watermark too.
-		one(sigAdmissionShare, "ratio", srcVLLM, "share of the window in which a request waited and the free KV blocks could not hold the next prompt",
+		one(SigAdmissionShare, "ratio", srcVLLM, "share of the window in which a request waited and the free KV blocks could not hold the next prompt",
 			func(v *view) float64 {
-				capacity := v.sig(sigBlocks) * v.sig(sigBlockSize)
-				need := admissionNeed(v.s)
+				capacity := v.sig(SigBlocks) * v.sig(SigBlockSize)
+				need := v.sig(SigAdmissionNeed)
 				if !(capacity > 0) || !(need > 0) {
 					return math.NaN()
 				}
@@ -268,56 +300,56 @@ func signalDefs() []signalDef {
 			},
 			func(p promql, s *Signals) string {
 				return fmt.Sprintf("avg_over_time(((sum(%s) >= bool 1) * ((1 - max(%s)) * %g < bool %.0f))[%s:%s])", p.s(w), p.s(kv),
-					s.v(sigBlocks)*s.v(sigBlockSize), admissionNeed(s), p.window, p.step)
+					s.v(SigBlocks)*s.v(SigBlockSize), s.v(SigAdmissionNeed), p.window, p.step)
 			}),
 
 		// The sequence cap, and whether running sat at it.
-		{name: sigMaxSeqs, unit: "", constant: true, alts: []signalAlt{
+		{name: SigMaxSeqs, unit: "", constant: true, alts: []signalAlt{
 			{src: srcGlassbox, what: "max_num_seqs", value: func(v *view) float64 { return positive(float64(v.cfg().maxNumSeqs)) },
 				promql: func(p promql, _ *Signals) string { return p.info(metricspec.SchedulerConfigInfo) }},
-			{src: srcFlag, what: "max_num_seqs (--max-num-seqs)", value: func(v *view) float64 { return positive(float64(v.w.Hints.MaxNumSeqs)) }},
+			{src: srcFlag, what: "max_num_seqs (--max-num-seqs)", value: func(v *view) float64 { return positive(float64(v.s.hints.MaxNumSeqs)) }},
 			{src: srcPlateau, what: "max_num_seqs (inferred from the running gauge's plateau; give --max-num-seqs)", value: plateau},
 		}},
-		one(sigPinnedShare, "ratio", srcVLLM, "share of the window with running at max_num_seqs",
+		one(SigPinnedShare, "ratio", srcVLLM, "share of the window with running at max_num_seqs",
 			func(v *view) float64 {
-				n := v.sig(sigMaxSeqs)
+				n := v.sig(SigMaxSeqs)
 				if !(n > 0) {
 					return math.NaN()
 				}
 				return v.share(m, func(x float64) bool { return x >= v.th().PinnedNear*n-1 })
 			},
 			func(p promql, s *Signals) string {
-				return p.share(m, "sum", fmt.Sprintf(">= bool %g", s.th.PinnedNear*s.v(sigMaxSeqs)-1))
+				return p.share(m, "sum", fmt.Sprintf(">= bool %g", s.th.PinnedNear*s.v(SigMaxSeqs)-1))
 			}),
 
 		// The GPU: its peaks, how much of them the steps use, and whether
 		// it is busy.
-		peakDef(sigPeakFLOPs, "FLOP/s", "peak FLOP/s", func(f, _ float64) float64 { return f }),
-		peakDef(sigPeakBandwidth, "bytes/s", "peak memory bandwidth", func(_, b float64) float64 { return b }),
-		one(sigMFU, "ratio", srcVLLM, "MFU: vLLM's estimated FLOP/s over the GPU's peak",
-			func(v *view) float64 { return v.rate(metricspec.EstimatedFLOPsPerGPU) / v.sig(sigPeakFLOPs) },
+		peakDef(SigPeakFLOPs, "FLOP/s", "peak FLOP/s", func(f, _ float64) float64 { return f }),
+		peakDef(SigPeakBandwidth, "bytes/s", "peak memory bandwidth", func(_, b float64) float64 { return b }),
+		one(SigMFU, "ratio", srcVLLM, "MFU: vLLM's estimated FLOP/s over the GPU's peak",
+			func(v *view) float64 { return v.rate(metricspec.EstimatedFLOPsPerGPU) / v.sig(SigPeakFLOPs) },
 			func(p promql, s *Signals) string {
-				return fmt.Sprintf("%s / %g", p.rate(metricspec.EstimatedFLOPsPerGPU), s.v(sigPeakFLOPs))
+				return fmt.Sprintf("%s / %g", p.rate(metricspec.EstimatedFLOPsPerGPU), s.v(SigPeakFLOPs))
 			}),
-		one(sigMBU, "ratio", srcVLLM, "memory-bandwidth utilisation: vLLM's estimated read bytes/s over the GPU's bandwidth",
-			func(v *view) float64 { return v.rate(metricspec.EstimatedReadBytesPerGPU) / v.sig(sigPeakBandwidth) },
+		one(SigMBU, "ratio", srcVLLM, "memory-bandwidth utilisation: vLLM's estimated read bytes/s over the GPU's bandwidth",
+			func(v *view) float64 { return v.rate(metricspec.EstimatedReadBytesPerGPU) / v.sig(SigPeakBandwidth) },
 			func(p promql, s *Signals) string {
-				return fmt.Sprintf("%s / %g", p.rate(metricspec.EstimatedReadBytesPerGPU), s.v(sigPeakBandwidth))
+				return fmt.Sprintf("%s / %g", p.rate(metricspec.EstimatedReadBytesPerGPU), s.v(SigPeakBandwidth))
 			}),
 		// Above 1 the steps' arithmetic takes the GPU longer than their
 		// memory traffic: more tokens per step cost time in proportion.
-		one(sigRoofline, "", srcVLLM, "time the steps' arithmetic takes over their memory traffic's, at the GPU's peaks (MFU / MBU)",
-			func(v *view) float64 { return ratio(v.sig(sigMFU), v.sig(sigMBU)) }, nil),
+		one(SigRoofline, "", srcVLLM, "time the steps' arithmetic takes over their memory traffic's, at the GPU's peaks (MFU / MBU)",
+			func(v *view) float64 { return ratio(v.sig(SigMFU), v.sig(SigMBU)) }, nil),
 		// Each dcgm-exporter reading averages its last interval, so the
 		// first of a window can reach back before it: the mean of the rest.
-		one(sigDCGMActive, "ratio", srcDCGM, "GPU graphics-engine activity (DCGM, mean over the GPUs and the window)",
+		one(SigDCGMActive, "ratio", srcDCGM, "GPU graphics-engine activity (DCGM, mean over the GPUs and the window)",
 			func(v *view) float64 { return v.meanAfterFirst(metricspec.DCGMGREngineActive) },
 			func(p promql, _ *Signals) string { return p.avgNoJob(metricspec.DCGMGREngineActive) }),
-		one(sigDCGMSM, "ratio", srcDCGM, "SM activity (DCGM)", func(v *view) float64 { return v.mean(metricspec.DCGMSMActive) },
+		one(SigDCGMSM, "ratio", srcDCGM, "SM activity (DCGM)", func(v *view) float64 { return v.mean(metricspec.DCGMSMActive) },
 			func(p promql, _ *Signals) string { return p.avgNoJob(metricspec.DCGMSMActive) }),
-		one(sigDCGMTensor, "ratio", srcDCGM, "tensor-pipe activity (DCGM)", func(v *view) float64 { return v.mean(metricspec.DCGMTensorActive) },
+		one(SigDCGMTensor, "ratio", srcDCGM, "tensor-pipe activity (DCGM)", func(v *view) float64 { return v.mean(metricspec.DCGMTensorActive) },
 			func(p promql, _ *Signals) string { return p.avgNoJob(metricspec.DCGMTensorActive) }),
-		one(sigDCGMDRAM, "ratio", srcDCGM, "DRAM activity (DCGM)", func(v *view) float64 { return v.mean(metricspec.DCGMDRAMActive) },
+		one(SigDCGMDRAM, "ratio", srcDCGM, "DRAM activity (DCGM)", func(v *view) float64 { return v.mean(metricspec.DCGMDRAMActive) },
 			func(p promql, _ *Signals) string { return p.avgNoJob(metricspec.DCGMDRAMActive) }),
 		// vLLM's own view of the engine loop: steps per second × a decode
 		// step's length as requests see it (the mean inter-token latency),
@@ -325,45 +357,54 @@ func signalDefs() []signalDef {
 		// a token, so prefill-only chunks go unseen), the share of readings
 		// with a request running: the loop never idles while it has work.
 		// Either counts the host's share of each step too.
-		one(sigBusyEstimate, "ratio", srcEstimate, "engine steps per second × mean inter-token latency, or the share of the window with a request running (vLLM's series)",
+		one(SigStepsTimesITL, "ratio", srcEstimate, "engine steps per second × mean inter-token latency, at most 1 (vLLM's series)",
 			func(v *view) float64 {
 				steps := v.rate(hcount(metricspec.IterationTokens))
 				itl := ratio(v.inc(hsum(metricspec.InterTokenLatency)), v.inc(hcount(metricspec.InterTokenLatency)))
 				if !(steps > 0 && itl > 0) {
 					return math.NaN()
 				}
-				running := v.share(m, func(x float64) bool { return x >= 1 })
-				return math.Min(1, math.Max(steps*itl, zeroNaN(running)))
+				return math.Min(1, steps*itl)
 			},
 			func(p promql, _ *Signals) string {
-				return "clamp_max(" + p.rate(hcount(metricspec.IterationTokens)) + " * " + p.ratio(p.inc(hsum(metricspec.InterTokenLatency)), p.inc(hcount(metricspec.InterTokenLatency))) +
-					", 1) or " + p.share(m, "sum", ">= bool 1")
+				return "clamp_max(" + p.rate(hcount(metricspec.IterationTokens)) + " * " + p.ratio(p.inc(hsum(metricspec.InterTokenLatency)), p.inc(hcount(metricspec.InterTokenLatency))) + ", 1)"
 			}),
-		{name: sigBusy, unit: "ratio", alts: []signalAlt{
+		one(SigBusyEstimate, "ratio", srcEstimate, "engine steps per second × mean inter-token latency, or the share of the window with a request running (vLLM's series)",
+			func(v *view) float64 {
+				est := v.sig(SigStepsTimesITL)
+				if math.IsNaN(est) {
+					return math.NaN()
+				}
+				return math.Max(est, zeroNaN(v.share(m, func(x float64) bool { return x >= 1 })))
+			},
+			func(p promql, s *Signals) string {
+				return s.get(SigStepsTimesITL).PromQL + " or " + p.share(m, "sum", ">= bool 1")
+			}),
+		{name: SigBusy, unit: "ratio", alts: []signalAlt{
 			{src: srcGlassbox, what: "GPU utilisation: executor busy seconds per second", value: func(v *view) float64 { return v.rate(metricspec.ExecutorBusySeconds) },
 				promql: func(p promql, _ *Signals) string { return p.rate(metricspec.ExecutorBusySeconds) }},
 			// A GPU that always has work reads GR_ENGINE_ACTIVE below 1 (the
 			// gaps between its kernels): the share of the time it had work
 			// is the reading over that.
 			{src: srcDCGM, what: "GPU utilisation: DCGM's graphics-engine activity (DCGM_FI_PROF_GR_ENGINE_ACTIVE) over what a GPU reads while it always has work (about 0.9, for the gaps between its kernels)",
-				value: func(v *view) float64 { return math.Min(1, v.sig(sigDCGMActive)/v.th().EngineActiveBusy) },
+				value: func(v *view) float64 { return math.Min(1, v.sig(SigDCGMActive)/v.th().EngineActiveBusy) },
 				promql: func(p promql, s *Signals) string {
 					return fmt.Sprintf("clamp_max(%s / %g, 1)", p.avgNoJob(metricspec.DCGMGREngineActive), s.th.EngineActiveBusy)
 				}},
 			{src: srcEstimate, what: "GPU utilisation, estimated: engine steps per second × mean inter-token latency (an upper bound: it counts host time)",
-				value:  func(v *view) float64 { return v.sig(sigBusyEstimate) },
-				promql: func(p promql, s *Signals) string { return s.get(sigBusyEstimate).PromQL }},
+				value:  func(v *view) float64 { return v.sig(SigBusyEstimate) },
+				promql: func(p promql, s *Signals) string { return s.get(SigBusyEstimate).PromQL }},
 		}},
-		{name: sigEngineBusy, unit: "ratio", alts: []signalAlt{
+		{name: SigEngineBusy, unit: "ratio", alts: []signalAlt{
 			{src: srcGlassbox, what: "share of the time the engine spent in steps", value: func(v *view) float64 { return v.rate(hsum(metricspec.EngineStepDuration)) },
 				promql: func(p promql, _ *Signals) string { return p.rate(hsum(metricspec.EngineStepDuration)) }},
 			{src: srcEstimate, what: "share of the time the engine spent in steps, estimated: steps per second × mean inter-token latency",
-				value:  func(v *view) float64 { return v.sig(sigBusyEstimate) },
-				promql: func(p promql, s *Signals) string { return s.get(sigBusyEstimate).PromQL }},
+				value:  func(v *view) float64 { return v.sig(SigBusyEstimate) },
+				promql: func(p promql, s *Signals) string { return s.get(SigBusyEstimate).PromQL }},
 		}},
 		// The share of each step the GPU waits for the host (scheduling,
 		// detokenisation, a Python frontend): the third question's number.
-		{name: sigHostShare, unit: "ratio", alts: []signalAlt{
+		{name: SigHostShare, unit: "ratio", alts: []signalAlt{
 			{src: srcGlassbox, what: "share of engine step time the GPU waited for the host (host seconds over step seconds)",
 				value: func(v *view) float64 {
 					host := v.inc(metricspec.EngineHostSeconds)
@@ -374,36 +415,36 @@ func signalDefs() []signalDef {
 				}},
 			{src: srcDCGM, what: "share of engine step time the GPU was idle: 1 − DCGM's engine activity (over what the GPU reads while it always has work) over vLLM's steps × their latency",
 				value: func(v *view) float64 {
-					e := v.sig(sigBusyEstimate)
+					e := v.sig(SigBusyEstimate)
 					if !(e > 0) {
 						return math.NaN()
 					}
-					return math.Max(0, 1-math.Min(1, v.sig(sigDCGMActive)/v.th().EngineActiveBusy)/e)
+					return math.Max(0, 1-math.Min(1, v.sig(SigDCGMActive)/v.th().EngineActiveBusy)/e)
 				},
 				promql: func(p promql, s *Signals) string {
-					return fmt.Sprintf("1 - clamp_max(%s / %g, 1) / (%s)", p.avgNoJob(metricspec.DCGMGREngineActive), s.th.EngineActiveBusy, s.get(sigBusyEstimate).PromQL)
+					return fmt.Sprintf("1 - clamp_max(%s / %g, 1) / (%s)", p.avgNoJob(metricspec.DCGMGREngineActive), s.th.EngineActiveBusy, s.get(SigBusyEstimate).PromQL)
 				}},
 		}},
 
 		// Latencies.
-		quantileDef(sigTTFTp50, "TTFT p50", 0.5, metricspec.TimeToFirstToken),
-		quantileDef(sigTTFTp90, "TTFT p90", 0.9, metricspec.TimeToFirstToken),
-		quantileDef(sigTTFTp99, "TTFT p99", 0.99, metricspec.TimeToFirstToken),
-		quantileDef(sigITLp50, "ITL p50", 0.5, metricspec.InterTokenLatency),
-		quantileDef(sigITLp90, "ITL p90", 0.9, metricspec.InterTokenLatency),
-		quantileDef(sigITLp99, "ITL p99", 0.99, metricspec.InterTokenLatency),
-		quantileDef(sigE2Ep50, "end-to-end latency p50", 0.5, metricspec.E2ERequestLatency),
-		quantileDef(sigE2Ep99, "end-to-end latency p99", 0.99, metricspec.E2ERequestLatency),
-		quantileDef(sigQueueP50, "queue time p50", 0.5, metricspec.RequestQueueTime),
-	}, specSignalDefs()...)
+		quantileDef(SigTTFTp50, "TTFT p50", 0.5, metricspec.TimeToFirstToken),
+		quantileDef(SigTTFTp90, "TTFT p90", 0.9, metricspec.TimeToFirstToken),
+		quantileDef(SigTTFTp99, "TTFT p99", 0.99, metricspec.TimeToFirstToken),
+		quantileDef(SigITLp50, "ITL p50", 0.5, metricspec.InterTokenLatency),
+		quantileDef(SigITLp90, "ITL p90", 0.9, metricspec.InterTokenLatency),
+		quantileDef(SigITLp99, "ITL p99", 0.99, metricspec.InterTokenLatency),
+		quantileDef(SigE2Ep50, "end-to-end latency p50", 0.5, metricspec.E2ERequestLatency),
+		quantileDef(SigE2Ep99, "end-to-end latency p99", 0.99, metricspec.E2ERequestLatency),
+		quantileDef(SigQueueP50, "queue time p50", 0.5, metricspec.RequestQueueTime),
+	}, append(specSignalDefs(), trendSignalDefs()...)...)
 }
 
 // peakDef is one of the GPU's peaks, from glassbox's gauges or the
 // profile of the GPU --gpu or DCGM's modelName names.
-func peakDef(name, unit, what string, pick func(flops, bandwidth float64) float64) signalDef {
+func peakDef(name SignalName, unit, what string, pick func(flops, bandwidth float64) float64) signalDef {
 	from := func(want source) func(v *view) float64 {
 		return func(v *view) float64 {
-			f, b, src, _ := peaks(v.w, v.cfg().hardware)
+			f, b, src, _ := peaks(v.w, v.s.hints, v.cfg().hardware)
 			if src != want {
 				return math.NaN()
 			}
@@ -416,7 +457,7 @@ func peakDef(name, unit, what string, pick func(flops, bandwidth float64) float6
 	}}
 }
 
-func quantileDef(name, what string, q float64, family string) signalDef {
+func quantileDef(name SignalName, what string, q float64, family string) signalDef {
 	return one(name, "s", srcVLLM, what, func(v *view) float64 { return v.quantile(q, family) },
 		func(p promql, _ *Signals) string { return p.quantile(q, family) })
 }
@@ -436,23 +477,15 @@ func arrivalRate(v *view) float64 {
 // gauge with requests waiting is a cap, unless the KV cache holds it there
 // or full steps (the budget admits no more prefill) do.
 func plateau(v *view) float64 {
-	n := v.sig(sigRunningPeak)
+	n := v.sig(SigRunningPeak)
 	th := v.th()
-	if !(n >= 2) || !(v.sig(sigWaitingShare) >= th.WaitingPersistent) || kvLimited(v.sig, th) || v.sig(sigFill) >= th.FillInferred {
+	if !(n >= 2) || !(v.sig(SigWaitingShare) >= th.WaitingPersistent) || kvLimited(v.sig, th) || v.sig(SigFill) >= th.FillInferred {
 		return math.NaN()
 	}
 	if v.share(metricspec.NumRequestsRunning, func(x float64) bool { return x >= th.PinnedNear*n-1 }) < th.PinnedShare {
 		return math.NaN()
 	}
 	return n
-}
-
-// admissionNeed is the KV tokens a typical waiting request needs: its
-// prompt, less what the prefix cache served. It is the window's (even over
-// an interval: one interval shows too few first tokens).
-func admissionNeed(s *Signals) float64 {
-	w := s.w
-	return ratio(w.Increase(metricspec.PromptTokens)-w.Increase(metricspec.PromptTokensCached), w.Increase(metricspec.TimeToFirstToken+"_count"))
 }
 
 // restarts counts the readings at which the finished-request or the

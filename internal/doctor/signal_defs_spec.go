@@ -8,9 +8,9 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
-// sigSpecPos is the acceptance at draft position i: the share of verify
+// SigSpecPos is the acceptance at draft position i: the share of verify
 // passes whose draft i was accepted (and so every draft before it).
-func sigSpecPos(i int) string { return "spec_acceptance_pos_" + strconv.Itoa(i) }
+func SigSpecPos(i int) SignalName { return SignalName("spec_acceptance_pos_" + strconv.Itoa(i)) }
 
 // specSignalDefs are speculative decoding's signals, from vLLM's four
 // spec-decode counters; all NaN without speculation (the families are then
@@ -19,11 +19,11 @@ func specSignalDefs() []signalDef {
 	drafts, draftTok, acc := metricspec.SpecDecodeDrafts, metricspec.SpecDecodeDraftTokens, metricspec.SpecDecodeAcceptedTokens
 	steps := metricspec.IterationTokens + "_count"
 	out := []signalDef{
-		one(sigSpecDrafts, "", srcVLLM, "verify passes (sequences × steps with drafts)", func(v *view) float64 { return v.inc(drafts) },
+		one(SigSpecDrafts, "", srcVLLM, "verify passes (sequences × steps with drafts)", func(v *view) float64 { return v.inc(drafts) },
 			func(p promql, _ *Signals) string { return p.inc(drafts) }),
 		// Every position 0..k-1 is exported from zero, as vLLM does: their
 		// number is the configured k.
-		{name: sigSpecK, unit: "tokens", constant: true, alts: []signalAlt{{src: srcVLLM, what: "num_speculative_tokens (the draft positions exported)",
+		{name: SigSpecK, unit: "tokens", constant: true, alts: []signalAlt{{src: srcVLLM, what: "num_speculative_tokens (the draft positions exported)",
 			value: func(v *view) float64 {
 				n := 0
 				for n < maxSpecPositions && v.w.Has(keySpecPos(n)) {
@@ -34,26 +34,26 @@ func specSignalDefs() []signalDef {
 			promql: func(p promql, _ *Signals) string {
 				return "count(" + p.s(metricspec.SpecDecodeAcceptedTokensPos) + ")"
 			}}}},
-		one(sigSpecAcceptance, "ratio", srcVLLM, "draft acceptance rate: accepted over draft tokens",
+		one(SigSpecAcceptance, "ratio", srcVLLM, "draft acceptance rate: accepted over draft tokens",
 			func(v *view) float64 { return ratio(v.inc(acc), v.inc(draftTok)) },
 			func(p promql, _ *Signals) string { return p.ratio(p.inc(acc), p.inc(draftTok)) }),
-		one(sigSpecDraftLen, "tokens", srcVLLM, "draft tokens per verify pass",
+		one(SigSpecDraftLen, "tokens", srcVLLM, "draft tokens per verify pass",
 			func(v *view) float64 { return ratio(v.inc(draftTok), v.inc(drafts)) },
 			func(p promql, _ *Signals) string { return p.ratio(p.inc(draftTok), p.inc(drafts)) }),
-		one(sigSpecTokensPerPass, "tokens", srcVLLM, "tokens per verify pass (1 + accepted drafts)",
+		one(SigSpecTokensPerPass, "tokens", srcVLLM, "tokens per verify pass (1 + accepted drafts)",
 			func(v *view) float64 { return 1 + ratio(v.inc(acc), v.inc(drafts)) },
 			func(p promql, _ *Signals) string { return "1 + " + p.ratio(p.inc(acc), p.inc(drafts)) }),
 		// A verify pass scores the last token and its drafts and keeps the
 		// accepted ones and the token after them: where the pass is
 		// compute-bound, its cost per token against plain decoding's.
-		one(sigSpecScoredPerToken, "", srcVLLM, "positions a verify pass scores per token it keeps ((passes + drafts) / (passes + accepted))",
+		one(SigSpecScoredPerToken, "", srcVLLM, "positions a verify pass scores per token it keeps ((passes + drafts) / (passes + accepted))",
 			func(v *view) float64 { return ratio(v.inc(drafts)+v.inc(draftTok), v.inc(drafts)+v.inc(acc)) },
 			func(p promql, _ *Signals) string {
 				return "(" + p.inc(drafts) + " + " + p.inc(draftTok) + ") / (" + p.inc(drafts) + " + " + p.inc(acc) + ")"
 			}),
 		// vLLM's iteration tokens count a step's prompt tokens and its
 		// output, not the drafts it scored.
-		{name: sigSpecVerifyPerStep, unit: "tokens", alts: []signalAlt{
+		{name: SigSpecVerifyPerStep, unit: "tokens", alts: []signalAlt{
 			{src: srcVLLM, what: "positions scored by verify passes per engine step",
 				value: func(v *view) float64 { return ratio(v.inc(drafts)+v.inc(draftTok), v.inc(steps)) },
 				promql: func(p promql, _ *Signals) string {
@@ -66,7 +66,7 @@ func specSignalDefs() []signalDef {
 		}},
 	}
 	for i := range maxSpecPositions {
-		out = append(out, one(sigSpecPos(i), "ratio", srcVLLM, fmt.Sprintf("acceptance at draft position %d (accepted there per verify pass)", i),
+		out = append(out, one(SigSpecPos(i), "ratio", srcVLLM, fmt.Sprintf("acceptance at draft position %d (accepted there per verify pass)", i),
 			func(v *view) float64 {
 				if !v.w.Has(keySpecPos(i)) {
 					return math.NaN()

@@ -13,9 +13,13 @@ import (
 // preference. Rules, evidence, provenance, the three answers and the live
 // page's charts all read signals from here; none derives its own.
 
+// SignalName names a signal of the registry (the Sig… constants): stable,
+// as the live page and the JSON report use them.
+type SignalName string
+
 // Signal is one resolved number of a window.
 type Signal struct {
-	Name   string
+	Name   SignalName
 	What   string // what it is, for evidence
 	Unit   string // ratio, s, tokens/s, … ("" for a count)
 	Value  float64
@@ -25,7 +29,7 @@ type Signal struct {
 
 // signalDef is one row of the registry.
 type signalDef struct {
-	name string
+	name SignalName
 	unit string
 	// alts are the ways to compute it, in order of preference: the first
 	// that gives a number over the window is the signal's source.
@@ -47,19 +51,20 @@ type signalAlt struct {
 type Signals struct {
 	w       *Window
 	th      Thresholds
+	hints   Hints
 	cfg     targetConfig
 	client  *ClientView
 	seconds float64
-	vals    map[string]*Signal
-	alt     map[string]int // the chosen alternative of each signal
+	vals    map[SignalName]*Signal
+	alt     map[SignalName]int // the chosen alternative of each signal
 	p       promql
 }
 
 // evaluate resolves every signal of the registry over w, in the
 // registry's order: a definition may read the signals above it.
-func evaluate(w *Window, th Thresholds) *Signals {
-	s := &Signals{w: w, th: th, cfg: readConfig(w), seconds: w.Duration().Seconds(),
-		vals: map[string]*Signal{}, alt: map[string]int{}, p: newPromQL(w, medianStep(w))}
+func evaluate(w *Window, th Thresholds, hints Hints) *Signals {
+	s := &Signals{w: w, th: th, hints: hints, cfg: readConfig(w), seconds: w.Duration().Seconds(),
+		vals: map[SignalName]*Signal{}, alt: map[SignalName]int{}, p: newPromQL(w, medianStep(w))}
 	v := &view{w: w, s: s}
 	for _, d := range signalDefs() {
 		sig := &Signal{Name: d.name, Unit: d.unit, Value: math.NaN()}
@@ -84,24 +89,24 @@ func evaluate(w *Window, th Thresholds) *Signals {
 }
 
 // v is a signal's value over the window; NaN when the window cannot say.
-func (s *Signals) v(name string) float64 { return s.get(name).Value }
+func (s *Signals) v(name SignalName) float64 { return s.get(name).Value }
 
 // src is where a signal came from.
-func (s *Signals) src(name string) source { return s.get(name).Source }
+func (s *Signals) src(name SignalName) source { return s.get(name).Source }
 
-func (s *Signals) get(name string) *Signal {
+func (s *Signals) get(name SignalName) *Signal {
 	sig, ok := s.vals[name]
 	if !ok {
-		panic("BUG: doctor: signal " + name + " read before it is defined (or not defined)")
+		panic("BUG: doctor: signal " + string(name) + " read before it is defined (or not defined)")
 	}
 	return sig
 }
 
 // Signal returns a resolved signal by name.
-func (s *Signals) Signal(name string) Signal { return *s.get(name) }
+func (s *Signals) Signal(name SignalName) Signal { return *s.get(name) }
 
 // ev is a signal as evidence.
-func (s *Signals) ev(name string) Evidence {
+func (s *Signals) ev(name SignalName) Evidence {
 	sig := s.get(name)
 	e := ev(sig.What, sig.Value, sig.Unit, sig.PromQL)
 	if sig.Source != srcNone && sig.Source != srcVLLM {
@@ -111,7 +116,7 @@ func (s *Signals) ev(name string) Evidence {
 }
 
 // evs lists signals as evidence.
-func (s *Signals) evs(names ...string) []Evidence {
+func (s *Signals) evs(names ...SignalName) []Evidence {
 	out := make([]Evidence, 0, len(names))
 	for _, n := range names {
 		out = append(out, s.ev(n))
@@ -125,22 +130,22 @@ func (s *Signals) evs(names ...string) []Evidence {
 type IntervalSeries struct {
 	T  []time.Time
 	DT []float64 // the interval's length, seconds
-	V  map[string][]float64
+	V  map[SignalName][]float64
 }
 
 // Intervals evaluates the named signals over every interval ending after
 // since (compared to the millisecond, as the page's times are), each with
 // the source the window chose for it, so that a chart and the diagnosis
 // read the same thing.
-func (s *Signals) Intervals(since time.Time, names ...string) *IntervalSeries {
-	out := &IntervalSeries{V: map[string][]float64{}}
-	defs := map[string]signalDef{}
+func (s *Signals) Intervals(since time.Time, names ...SignalName) *IntervalSeries {
+	out := &IntervalSeries{V: map[SignalName][]float64{}}
+	defs := map[SignalName]signalDef{}
 	for _, d := range signalDefs() {
 		defs[d.name] = d
 	}
 	for _, n := range names {
 		if _, ok := defs[n]; !ok {
-			panic("BUG: doctor: no signal " + n)
+			panic("BUG: doctor: no signal " + string(n))
 		}
 	}
 	snaps := s.w.Snapshots
@@ -151,7 +156,7 @@ func (s *Signals) Intervals(since time.Time, names ...string) *IntervalSeries {
 		}
 		sub := *s.w
 		sub.Snapshots = []Snapshot{a, b}
-		v := &view{w: &sub, s: s, interval: true, defs: defs, memo: map[string]float64{}}
+		v := &view{w: &sub, s: s, interval: true, defs: defs, memo: map[SignalName]float64{}}
 		out.T = append(out.T, b.T)
 		out.DT = append(out.DT, b.T.Sub(a.T).Seconds())
 		for _, n := range names {
@@ -168,12 +173,13 @@ type view struct {
 	w        *Window
 	s        *Signals
 	interval bool
-	defs     map[string]signalDef
-	memo     map[string]float64
+	defs     map[SignalName]signalDef
+	memo     map[SignalName]float64
+	fit      *itlFit // the trend signals', made once (itlFit)
 }
 
 // sig is another signal's value: the window's, or over this interval.
-func (v *view) sig(name string) float64 {
+func (v *view) sig(name SignalName) float64 {
 	if !v.interval {
 		return v.s.v(name)
 	}
@@ -182,7 +188,7 @@ func (v *view) sig(name string) float64 {
 	}
 	d, ok := v.defs[name]
 	if !ok {
-		panic("BUG: doctor: no signal " + name)
+		panic("BUG: doctor: no signal " + string(name))
 	}
 	x := v.s.v(name)
 	if !d.constant {
@@ -303,9 +309,9 @@ func positive(x float64) float64 {
 	return math.NaN()
 }
 
-// Names of the signals, as the registry defines them.
-func signalNames() []string {
-	var out []string
+// SignalNames are the registry's signals, in its order.
+func SignalNames() []SignalName {
+	var out []SignalName
 	for _, d := range signalDefs() {
 		out = append(out, d.name)
 	}
@@ -316,7 +322,7 @@ func signalNames() []string {
 // compute it or a description. (One that reads a signal defined below it
 // panics as the window is evaluated.) Tests call it.
 func checkRegistry() error {
-	seen := map[string]bool{}
+	seen := map[SignalName]bool{}
 	for _, d := range signalDefs() {
 		if seen[d.name] {
 			return fmt.Errorf("signal %s defined twice", d.name)
@@ -334,17 +340,13 @@ func checkRegistry() error {
 	return nil
 }
 
-// Evaluate resolves a window's signals with the default thresholds: what
-// the live page charts.
-func Evaluate(w *Window) *Signals { return evaluate(w, DefaultThresholds()) }
-
 // SourceOf is where a resolved signal came from ("" when the window could
 // not say).
-func (s *Signals) SourceOf(name string) string { return string(s.src(name)) }
+func (s *Signals) SourceOf(name SignalName) string { return string(s.src(name)) }
 
 // WhatOf is what a signal is, as its chosen source reads it ("" when no
 // source gave a number).
-func (s *Signals) WhatOf(name string) string {
+func (s *Signals) WhatOf(name SignalName) string {
 	if v, ok := s.vals[name]; ok && !math.IsNaN(v.Value) {
 		return v.What
 	}

@@ -129,9 +129,9 @@ func (l load) window() *Window {
 		}
 		s := Snapshot{T: t0.Add(time.Duration(i) * time.Second), Values: map[string]float64{}, Buckets: map[string]map[float64]float64{}}
 		s.Values[metricspec.NumRequestsRunning], s.Values[metricspec.NumRequestsWaiting], s.Values[metricspec.KVCacheUsagePerc] = l.running(i), l.waiting(i), l.kv(i)
-		for _, spec := range scalarSeries() {
-			if _, ok := s.Values[spec.key]; !ok && spec.key != metricspec.ExecutorPeakFLOPs {
-				s.Values[spec.key] = cum[spec.key]
+		for _, spec := range ScalarSeries() {
+			if _, ok := s.Values[spec.Key]; !ok && spec.Key != metricspec.ExecutorPeakFLOPs {
+				s.Values[spec.Key] = cum[spec.Key]
 			}
 		}
 		// Without speculation the families are absent; with it, positions
@@ -157,7 +157,7 @@ func (l load) window() *Window {
 		if l.dcgm > 0 {
 			s.Values[metricspec.DCGMGREngineActive], s.Values[metricspec.DCGMSMActive] = l.dcgm, 0.8*l.dcgm
 			s.Values[metricspec.DCGMTensorActive], s.Values[metricspec.DCGMDRAMActive] = 0.1*l.dcgm, 0.5*l.dcgm
-			w.Info[infoDCGM] = map[string]string{"modelName": l.gpuName}
+			w.Info[InfoDCGM] = map[string]string{"modelName": l.gpuName}
 		}
 		for f, b := range buckets {
 			s.Buckets[f] = map[float64]float64{}
@@ -171,4 +171,9 @@ func (l load) window() *Window {
 		w.Present[f] = true
 	}
 	return w
+}
+
+// diagnose is the doctor with its default thresholds and no hints.
+func diagnose(w *Window, client *ClientView) *Report {
+	return NewDiagnoser(DefaultThresholds(), Hints{}).Diagnose(w, client)
 }

@@ -14,8 +14,8 @@ func TestRegistry(t *testing.T) {
 	if err := checkRegistry(); err != nil {
 		t.Fatal(err)
 	}
-	s := evaluate(healthy().window(), DefaultThresholds())
-	for _, n := range signalNames() {
+	s := evaluate(healthy().window(), DefaultThresholds(), Hints{})
+	for _, n := range SignalNames() {
 		if sig := s.Signal(n); sig.Name != n {
 			t.Errorf("signal %s resolved as %q", n, sig.Name)
 		}
@@ -50,24 +50,24 @@ func TestIntervalsReadTheWindowsSources(t *testing.T) {
 	l := healthy()
 	l.dcgm = 0.55 // glassbox's busy counter (0.3) is preferred over DCGM
 	w := l.window()
-	s := evaluate(w, DefaultThresholds())
-	iv := s.Intervals(time.Time{}, sigBusy, sigGenRate, sigKV, sigPreemptions)
+	s := evaluate(w, DefaultThresholds(), Hints{})
+	iv := s.Intervals(time.Time{}, SigBusy, SigGenRate, SigKV, SigPreemptions)
 	if len(iv.T) != len(w.Snapshots)-1 {
 		t.Fatalf("%d intervals from %d readings", len(iv.T), len(w.Snapshots))
 	}
-	for i, b := range iv.V[sigBusy] {
+	for i, b := range iv.V[SigBusy] {
 		if math.Abs(b-0.3) > 1e-9 {
-			t.Errorf("interval %d: busy %v, want glassbox's 0.3 (the window's source %s)", i, b, s.src(sigBusy))
+			t.Errorf("interval %d: busy %v, want glassbox's 0.3 (the window's source %s)", i, b, s.src(SigBusy))
 		}
 	}
-	if g := iv.V[sigGenRate]; math.Abs(g[0]-200) > 1e-9 || iv.V[sigKV][0] != 0.1 {
-		t.Errorf("first interval: generation %v tokens/s, KV %v; want 200 and 0.1", g[0], iv.V[sigKV][0])
+	if g := iv.V[SigGenRate]; math.Abs(g[0]-200) > 1e-9 || iv.V[SigKV][0] != 0.1 {
+		t.Errorf("first interval: generation %v tokens/s, KV %v; want 200 and 0.1", g[0], iv.V[SigKV][0])
 	}
 	since := w.Snapshots[len(w.Snapshots)-3].T
-	if n := len(s.Intervals(since, sigBusy).T); n != 2 {
+	if n := len(s.Intervals(since, SigBusy).T); n != 2 {
 		t.Errorf("%d intervals after the third reading from the end, want 2", n)
 	}
-	if !slices.Contains(signalNames(), sigHostShare) {
+	if !slices.Contains(SignalNames(), SigHostShare) {
 		t.Error("the registry has no host share")
 	}
 }
@@ -91,7 +91,7 @@ func TestSnapshotAnswers(t *testing.T) {
 		tc.modify(&l)
 		w := l.window()
 		w.Snapshots = w.Snapshots[len(w.Snapshots)-1:]
-		q := Diagnose(w, nil).Questions
+		q := diagnose(w, nil).Questions
 		if q.Compute.Answer != CantTell || q.KV.Answer != tc.kv || q.KV.Kind != tc.kind || q.Scheduler.Answer != tc.sc {
 			t.Errorf("%s: compute %q, KV %q (%s), scheduler %q; want can't tell, %q (%s), %q", tc.name, q.Compute.Answer, q.KV.Answer, q.KV.Kind, q.Scheduler.Answer, tc.kv, tc.kind, tc.sc)
 		}

@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,10 +22,9 @@ func thresholdTable() string {
 	var b strings.Builder
 	b.WriteString("| threshold | default | meaning |\n|---|---|---|\n")
 	th := DefaultThresholds()
-	v, ty := reflect.ValueOf(th), reflect.TypeOf(th)
-	for i := range ty.NumField() {
-		f := ty.Field(i)
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", f.Name, strconv.FormatFloat(v.Field(i).Float(), 'g', -1, 64), f.Tag.Get("doc"))
+	for _, name := range ThresholdNames() {
+		v, _ := th.Get(name)
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", name, strconv.FormatFloat(v, 'g', -1, 64), ThresholdDoc(name))
 	}
 	return b.String()
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
@@ -31,10 +30,25 @@ type ReplicaConfig struct {
 }
 
 // Replay runs load against a simulated replica configured as rc and
-// returns the serve flags that configure it, what its clients saw, and how
-// long the run took. cmd/glassbox provides it (glassbox simulate's engine,
-// in virtual time), since the doctor may not reach the engine.
-type Replay func(ctx context.Context, rc ReplicaConfig, load ReplayLoad) (flags []string, outputs []bench.Output, dur time.Duration, err error)
+// returns the serve flags that configure it and what its clients saw.
+// cmd/glassbox provides it (glassbox simulate's engine in virtual time,
+// and bench's summary of the outputs), since the doctor may reach neither
+// the engine nor a load generator.
+type Replay func(ctx context.Context, rc ReplicaConfig, load ReplayLoad) (flags []string, seen ReplayOutcome, err error)
+
+// ReplayOutcome is what one replayed replica's clients saw.
+type ReplayOutcome struct {
+	Completed, Failed int
+	OutputThroughput  float64 // tokens/s
+	RequestThroughput float64
+	MeanTTFTms        float64
+	MeanITLms         float64
+	MeanE2ELms        float64 // over completed requests
+	// CensoredE2ELms counts every failed request at the run's length (a
+	// lower bound of its latency), so that a configuration does not look
+	// faster by completing only its quickest requests.
+	CensoredE2ELms float64
+}
 
 // VerifyConfig says how to replay.
 type VerifyConfig struct {
@@ -88,10 +102,16 @@ type ReplayRun struct {
 	Error          string  `json:"error,omitempty"`
 }
 
-// verify replays the window's load against the current configuration and
-// the recommended one.
-func verify(ctx context.Context, cfg VerifyConfig, s *Signals, findings []Finding) *Verification {
+// Verify replays the load of rep's window against its current
+// configuration and the one rep's findings recommend, and judges the
+// recommendation by rep's thresholds.
+func Verify(ctx context.Context, cfg VerifyConfig, rep *Report) *Verification {
 	v := &Verification{}
+	s, findings := rep.signals, rep.Findings
+	if s == nil {
+		v.Skipped = "a fleet's report has no one replica to replay"
+		return v
+	}
 	cur, err := currentReplica(s)
 	if err != nil {
 		v.Skipped = err.Error()
@@ -127,7 +147,7 @@ func verify(ctx context.Context, cfg VerifyConfig, s *Signals, findings []Findin
 	}
 	v.Current = replay(ctx, cfg, cur, v.Load)
 	v.Recommended = replay(ctx, cfg, rec, v.Load)
-	v.judge(itl)
+	v.judge(itl, s.th)
 	return v
 }
 
@@ -138,7 +158,7 @@ func currentReplica(s *Signals) (ReplicaConfig, error) {
 	case "sim":
 	case "":
 		gpu := "hardware it does not name"
-		if _, _, _, name := peaks(s.w, c.hardware); name != "" {
+		if _, _, _, name := peaks(s.w, s.hints, c.hardware); name != "" {
 			gpu = "a " + name
 		}
 		return ReplicaConfig{}, fmt.Errorf("verify replays on glassbox's simulated GPU, which it can configure only from glassbox's own series; this vLLM target runs on %s, and a replay would be as faithful as that profile at best: glassbox simulate --sim-hardware with the target's vllm serve flags runs the experiment instead", gpu)
@@ -156,11 +176,11 @@ func currentReplica(s *Signals) (ReplicaConfig, error) {
 
 // estimateLoad takes the arrival rate and mean lengths from the counters.
 func estimateLoad(s *Signals, send time.Duration) ReplayLoad {
-	rate := s.v(sigArrivalRate)
+	rate := s.v(SigArrivalRate)
 	if !(rate > 0) {
-		rate = s.v(sigFinishRate)
+		rate = s.v(SigFinishRate)
 	}
-	in, out := int(math.Round(zeroNaN(s.v(sigPromptMean)))), int(math.Round(zeroNaN(s.v(sigGenMean))))
+	in, out := int(math.Round(zeroNaN(s.v(SigPromptMean)))), int(math.Round(zeroNaN(s.v(SigGenMean))))
 	if lim := s.cfg.maxModelLen; lim > 0 && in+out > lim {
 		in = max(1, lim-out) // a mean over a window can exceed what one request may hold
 	}
@@ -169,52 +189,28 @@ func estimateLoad(s *Signals, send time.Duration) ReplayLoad {
 
 func replay(ctx context.Context, cfg VerifyConfig, rc ReplicaConfig, load ReplayLoad) *ReplayRun {
 	run := &ReplayRun{}
-	flags, outs, dur, err := cfg.Replay(ctx, rc, load)
+	flags, o, err := cfg.Replay(ctx, rc, load)
 	run.Flags = flags
 	if err != nil {
 		run.Error = err.Error()
 		return run
 	}
-	res, err := bench.Offline(bench.Config{PercentileMetrics: []string{"ttft", "itl", "e2el"}}, rc.Model, "", bench.Pass{Outputs: outs}, dur, nil)
-	if err != nil {
-		run.Error = err.Error()
-		return run
-	}
-	m := res.Passes[0].Metrics
 	// With replicas the replay ran one of them at its share of the load:
 	// the fleet's throughput is theirs together.
 	n := float64(max(rc.Replicas, 1))
 	run.Replicas = max(rc.Replicas, 1)
-	run.Completed, run.Failed = m.Completed, m.Failed
-	run.OutputThroughput, run.RequestThroughput = n*m.OutputThroughput, n*m.RequestThroughput
-	run.MeanTTFTms, run.MeanITLms, run.MeanE2ELms = m.Dists["ttft"].Mean, m.Dists["itl"].Mean, m.Dists["e2el"].Mean
-	run.CensoredE2ELms = censoredMean(outs, dur)
+	run.Completed, run.Failed = o.Completed, o.Failed
+	run.OutputThroughput, run.RequestThroughput = n*o.OutputThroughput, n*o.RequestThroughput
+	run.MeanTTFTms, run.MeanITLms, run.MeanE2ELms, run.CensoredE2ELms = o.MeanTTFTms, o.MeanITLms, o.MeanE2ELms, o.CensoredE2ELms
 	return run
 }
 
-// censoredMean is the mean end-to-end latency with every failed request
-// counted at limit (a lower bound of its latency), so that a configuration
-// does not look faster by completing only its quickest requests.
-func censoredMean(outs []bench.Output, limit time.Duration) float64 {
-	if len(outs) == 0 {
-		return 0
-	}
-	var sum time.Duration
-	for _, o := range outs {
-		if o.Success {
-			sum += o.Latency
-		} else {
-			sum += limit
-		}
-	}
-	return float64(sum.Milliseconds()) / float64(len(outs))
-}
-
-// judge: better throughput (≥ 5 %) or latency (≥ 10 % lower censored
-// mean end-to-end), and neither worse by more than 5 %; or, for a change
-// that trades throughput for inter-token latency (itl), mean ITL ≥ 10 %
-// lower.
-func (v *Verification) judge(itl bool) {
+// judge: better throughput (by ReplayThroughputGain, 5 %) or latency (a
+// censored mean end-to-end lower by ReplayLatencyGain, 10 %), and neither
+// worse by more than ReplayTolerance (5 %); or, for a change that trades
+// throughput for inter-token latency (itl), mean ITL lower by
+// ReplayITLGain (10 %).
+func (v *Verification) judge(itl bool, th Thresholds) {
 	c, r := v.Current, v.Recommended
 	if c.Error != "" || r.Error != "" {
 		v.Verdict = "a replay failed: " + strings.TrimSpace(c.Error+" "+r.Error)
@@ -223,10 +219,10 @@ func (v *Verification) judge(itl bool) {
 	tput := r.OutputThroughput / math.Max(c.OutputThroughput, 1e-9)
 	lat := c.CensoredE2ELms / math.Max(r.CensoredE2ELms, 1e-9)
 	itlGain := c.MeanITLms / math.Max(r.MeanITLms, 1e-9)
-	v.Improved = (tput >= 1.05 || lat >= 1.1) && tput >= 0.95 && lat >= 1/1.05
+	v.Improved = (tput >= th.ReplayThroughputGain || lat >= th.ReplayLatencyGain) && tput >= 1-th.ReplayTolerance && lat >= 1/(1+th.ReplayTolerance)
 	goal := ""
 	if itl {
-		v.Improved = itlGain >= 1.1
+		v.Improved = itlGain >= th.ReplayITLGain
 		goal = fmt.Sprintf(", mean inter-token latency %.1f → %.1f ms (%.2f× faster; the change trades throughput for it)", c.MeanITLms, r.MeanITLms, itlGain)
 	}
 	word := "did not improve"
@@ -264,11 +260,4 @@ func (v *Verification) writeText(b *strings.Builder) {
 	for _, u := range v.Untested {
 		fmt.Fprintf(b, "  not replayed: %s\n", u)
 	}
-}
-
-// Verify replays the load of w against the current and the recommended
-// configuration of rep's findings, as Run does with Config.Verify: for
-// windows read elsewhere (the corpus's recorded ones).
-func Verify(ctx context.Context, cfg VerifyConfig, w *Window, rep *Report) *Verification {
-	return verify(ctx, cfg, evaluate(w, DefaultThresholds()), rep.Findings)
 }

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/histogram"
@@ -18,7 +19,7 @@ type Snapshot struct {
 // Window is the signal window every rule reads: the same shape from
 // either source, so the same rules give the same answer.
 type Window struct {
-	Source   string // "metrics" or "prometheus"
+	Source   string // "metrics", "prometheus", "file", "live" or "simulate"
 	Target   string // the URL read
 	Selector string // PromQL selector for the evidence, e.g. {instance="10.0.0.5:8000"}
 
@@ -28,17 +29,25 @@ type Window struct {
 
 	Info    map[string]map[string]string // info family → its labels
 	Present map[string]bool              // families seen in at least one reading
-
-	// Hints are what the user says of a target its series do not (a vLLM
-	// server exports neither its GPU nor its scheduler limits).
-	Hints Hints
 }
 
-// Hints describe the target beyond its series; zero is unknown.
-type Hints struct {
-	GPU                 string // a hardware profile name (--gpu), for peak FLOP/s and bandwidth
-	MaxNumSeqs          int
-	MaxNumBatchedTokens int
+// NewWindow starts a window of a target's readings; a source appends
+// each one in time order.
+func NewWindow(source, target string) *Window {
+	return &Window{Source: source, Target: target, Info: map[string]map[string]string{}, Present: map[string]bool{}}
+}
+
+// Fail records a reading that failed, and why.
+func (w *Window) Fail(why string) {
+	w.Missed++
+	w.Note(why)
+}
+
+// Note records why part of a reading failed, once.
+func (w *Window) Note(why string) {
+	if !slices.Contains(w.Problems, why) {
+		w.Problems = append(w.Problems, why)
+	}
 }
 
 // Point is one value of a series at a time.

@@ -64,7 +64,12 @@ var forbidden = map[string][]string{
 	module + "/internal/tracing":  {"github.com/prometheus/", module + "/internal/server", module + "/internal/metrics", module + "/internal/profiler", module + "/internal/executor"},
 	module + "/internal/profiler": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor"},
 	module + "/internal/bench":    {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
-	module + "/internal/doctor":   {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
+	// The doctor's core is pure, like the engine's: a window in, a
+	// diagnosis out. Collection (HTTP, Prometheus, files) is
+	// internal/source's, and the replays are cmd's.
+	module + "/internal/doctor": {"net/http", module + "/internal/source", module + "/internal/promtext", module + "/internal/bench", module + "/internal/metrics",
+		module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
+	module + "/internal/source": {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
 	// The corpus is data and checks over the doctor's windows: it
 	// generates nothing (cmd's tests run the scenarios through simulate).
 	module + "/internal/corpus": {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/simulate"},

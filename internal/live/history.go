@@ -14,7 +14,7 @@ type instance struct {
 	target Target
 	window *doctor.Window // every reading kept
 	// recent is the window's last FindingsWindow, and recentSig its
-	// signals: what a refresh charts.
+	// signals (those the doctor diagnosed it from): what a refresh charts.
 	recent    *doctor.Window
 	recentSig *doctor.Signals
 	// full is the whole window's signals, evaluated when a page first asks
@@ -77,13 +77,16 @@ func (p *Page) diagnose(now time.Time) {
 	for _, in := range p.inst {
 		in.recent = between(in.window, now.Add(-p.cfg.FindingsWindow), time.Time{})
 		in.recentSig = nil
-		if len(in.recent.Snapshots) == 0 {
-			continue
+		if len(in.recent.Snapshots) > 0 {
+			ms = append(ms, doctor.Member{Instance: in.target.Name, Window: in.recent})
 		}
-		in.recentSig = doctor.Evaluate(in.recent)
-		ms = append(ms, doctor.Member{Instance: in.target.Name, Window: in.recent})
 	}
-	p.fleet = doctor.DiagnoseFleet("live", "", ms)
+	p.fleet = p.doc.Fleet("live", "", ms)
+	for _, in := range p.inst {
+		if d := p.fleet.Fleet.Find(in.target.Name); d != nil {
+			in.recentSig = d.Report.Signals()
+		}
+	}
 }
 
 // sampledView is the sampled targets over the window q asks for: live
@@ -100,7 +103,7 @@ func (p *Page) sampledView(q query) *view {
 	}
 	rep := p.fleet
 	if rep == nil { // no reading yet
-		rep = doctor.DiagnoseFleet("live", "", nil)
+		rep = p.doc.Fleet("live", "", nil)
 	}
 	subs := map[int]*doctor.Window{}
 	if q.fixed() {
@@ -112,7 +115,7 @@ func (p *Page) sampledView(q query) *view {
 				ms = append(ms, doctor.Member{Instance: in.target.Name, Window: sub})
 			}
 		}
-		rep = doctor.DiagnoseFleet("live", "", ms)
+		rep = p.doc.Fleet("live", "", ms)
 	} else {
 		start := now.Add(-time.Minute) // at least a minute, so that one reading has an axis
 		if !v.kept.IsZero() && v.kept.Before(start) {
@@ -140,10 +143,7 @@ func (p *Page) sampledView(q query) *view {
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(at(a), at(b)) })
 	for _, id := range order {
 		in := p.inst[id]
-		r := row{id: id, name: in.target.Name, problem: in.problem, hasState: in.target.Engine != nil}
-		if i, ok := rank[in.target.Name]; ok {
-			r.doc = &rep.Fleet.Instances[i]
-		}
+		r := row{id: id, name: in.target.Name, problem: in.problem, hasState: in.target.Engine != nil, doc: rep.Fleet.Find(in.target.Name)}
 		for _, s := range in.window.Snapshots {
 			if !s.T.Before(v.span.from) && !s.T.After(v.span.to) {
 				r.readings++
@@ -151,12 +151,14 @@ func (p *Page) sampledView(q query) *view {
 		}
 		switch {
 		case q.fixed():
-			r.window = subs[id]
+			if r.window = subs[id]; r.doc != nil {
+				r.signals = r.doc.Report.Signals() // the diagnosis's own
+			}
 		case in.recentSig != nil && !q.since.IsZero() && !q.since.Before(in.recent.Snapshots[0].T):
 			r.window, r.signals = in.recent, in.recentSig // a refresh: only what is new
 		default:
 			if in.full == nil || in.fullAt != in.reads {
-				in.full, in.fullAt = doctor.Evaluate(in.window), in.reads
+				in.full, in.fullAt = p.doc.Evaluate(in.window), in.reads
 			}
 			r.window, r.signals = in.window, in.full
 		}
@@ -164,7 +166,7 @@ func (p *Page) sampledView(q query) *view {
 			r.window = between(in.window, v.span.from, v.span.to)
 		}
 		if r.signals == nil {
-			r.signals = doctor.Evaluate(r.window)
+			r.signals = p.doc.Evaluate(r.window)
 		}
 		v.rows = append(v.rows, r)
 	}

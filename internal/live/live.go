@@ -1,7 +1,7 @@
 // Package live is the diagnosis page glassbox serves at /dashboard (and
 // glassbox dashboard serves for any vLLM-compatible target or fleet): the
 // doctor's three answers per target, throughput against utilisation, the
-// queue against the KV cache and its 0.9 watermark, latency quantiles, the
+// queue against the KV cache and its watermark, latency quantiles, the
 // doctor's findings and, for glassbox, the engine's own state, over a
 // window the page chooses. Its data comes from one of two places: targets
 // the server samples into a bounded history (every reading of the last
@@ -9,9 +9,10 @@
 // holds any window, a past incident's included. Every asset is embedded:
 // it works offline.
 //
-// It reads expositions and Prometheus and serves JSON; it never reaches
-// the engine (cmd hands it readers), as the doctor does not, and it
-// derives nothing itself: every number is a doctor signal.
+// It reads expositions and Prometheus (through internal/source) and serves
+// JSON; it never reaches the engine (cmd hands it readers), as the doctor
+// does not, and it derives nothing itself: every number is a doctor
+// signal, read by its name, and every threshold the doctor's.
 package live
 
 import (
@@ -30,6 +31,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
+	"github.com/glassbox-llm/glassbox/internal/source"
 )
 
 //go:embed assets
@@ -74,9 +76,13 @@ type Config struct {
 	// FindingsWindow is how much of the history the doctor reads for the
 	// current answers and findings; default 2 minutes.
 	FindingsWindow time.Duration
-	Hints          doctor.Hints
-	HTTPClient     *http.Client // for Prometheus
-	Now            func() time.Time
+	// Thresholds and Hints make the page's doctor: the same answers as
+	// glassbox doctor with the same --threshold and hint flags. Zero
+	// Thresholds are the defaults.
+	Thresholds doctor.Thresholds
+	Hints      doctor.Hints
+	HTTPClient *http.Client // for Prometheus
+	Now        func() time.Time
 }
 
 // coarse is the spacing of readings older than Config.Detailed.
@@ -85,6 +91,7 @@ const coarse = time.Minute
 // Page samples its targets, or reads Prometheus, and serves the page.
 type Page struct {
 	cfg  Config
+	doc  doctor.Diagnoser
 	mu   sync.Mutex
 	inst []*instance
 	// fleet is the doctor's report over every instance's last
@@ -117,6 +124,12 @@ func New(cfg Config) (*Page, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}
 	}
+	if cfg.Thresholds == (doctor.Thresholds{}) {
+		cfg.Thresholds = doctor.DefaultThresholds()
+	}
+	if err := cfg.Thresholds.Validate(); err != nil {
+		return nil, fmt.Errorf("live page: %w", err)
+	}
 	if cfg.Prometheus != nil {
 		pr := *cfg.Prometheus // the caller's stays as given
 		if _, err := doctor.ParseSelector(pr.Selector); err != nil {
@@ -130,11 +143,9 @@ func New(cfg Config) (*Page, error) {
 		}
 		cfg.Prometheus = &pr
 	}
-	p := &Page{cfg: cfg}
+	p := &Page{cfg: cfg, doc: doctor.NewDiagnoser(cfg.Thresholds, cfg.Hints)}
 	for _, t := range cfg.Targets {
-		w := doctor.NewWindow("live", t.Name)
-		w.Hints = cfg.Hints
-		p.inst = append(p.inst, &instance{target: t, window: w})
+		p.inst = append(p.inst, &instance{target: t, window: doctor.NewWindow("live", t.Name)})
 	}
 	return p, nil
 }
@@ -186,7 +197,7 @@ func (p *Page) Sample(ctx context.Context) {
 		}
 		in.problem = ""
 		in.reads++
-		in.window.Add(got[i].at, got[i].sc)
+		source.Append(in.window, got[i].at, got[i].sc)
 		in.window.Snapshots = thin(in.window.Snapshots, got[i].at, p.cfg.Detailed, p.cfg.History)
 	}
 	p.diagnose(p.cfg.Now())

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/reftest"
+	"github.com/glassbox-llm/glassbox/internal/source"
 )
 
 // capture is a real vLLM 0.30 scrape, with its counters moved on by step
@@ -142,6 +145,9 @@ func benchState(b *testing.B, incremental, fresh bool) {
 // smaller bucket counts than before; the interval's quantile counts the
 // restart from zero (as the doctor and Prometheus do) instead of drawing
 // negative counts.
+// defaults is the doctor a page has without thresholds or hints.
+var defaults = doctor.NewDiagnoser(doctor.DefaultThresholds(), doctor.Hints{})
+
 func TestQuantileAcrossAReset(t *testing.T) {
 	const f = "vllm:time_to_first_token_seconds"
 	t0 := time.Unix(1_800_000_000, 0)
@@ -153,7 +159,7 @@ func TestQuantileAcrossAReset(t *testing.T) {
 	c := snap(4, map[float64]float64{0.1: 0, 1: 4, math.Inf(1): 4})
 	w := doctor.NewWindow("live", "t")
 	w.Snapshots = []doctor.Snapshot{a, b, c}
-	s := derive(nil, w, time.Time{}, time.Time{})
+	s := derive(defaults.Evaluate(w), w, time.Time{}, time.Time{})
 	if got := float64(s.Latency["ttft_p50"][0]); !(got > 0.1 && got <= 1) {
 		t.Errorf("p50 across a reset = %v, want within the (0.1, 1] bucket that holds the new observations", got)
 	}
@@ -331,10 +337,15 @@ func TestStepFor(t *testing.T) {
 
 // TestDoctorCommand: the command a Prometheus page names reads its window.
 func TestDoctorCommand(t *testing.T) {
-	cfg := doctor.Config{PrometheusURL: "http://p:9090", Selector: `{instance="a:8000"}`, Since: 4 * time.Minute, Interval: 10 * time.Second,
-		End: time.Date(2026, 1, 1, 0, 5, 30, 0, time.UTC), Hints: doctor.Hints{GPU: "h100"}}
-	want := `glassbox doctor --prometheus-url http://p:9090 --selector '{instance="a:8000"}' --since 4m --end 2026-01-01T00:05:30Z --interval 10s --gpu h100`
-	if got := doctorCommand(cfg); got != want {
+	th := doctor.DefaultThresholds()
+	th.KVWatermark = 0.85
+	p, err := New(Config{Prometheus: &Prometheus{URL: "http://p:9090"}, Hints: doctor.Hints{GPU: "h100"}, Thresholds: th})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := source.Prometheus{URL: "http://p:9090", Selector: `{instance="a:8000"}`, Since: 4 * time.Minute, Step: 10 * time.Second, End: time.Date(2026, 1, 1, 0, 5, 30, 0, time.UTC)}
+	want := `glassbox doctor --prometheus-url http://p:9090 --selector '{instance="a:8000"}' --since 4m --end 2026-01-01T00:05:30Z --interval 10s --gpu h100 --threshold kv_watermark=0.85`
+	if got := p.doctorCommand(src); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 	for d, want := range map[time.Duration]string{time.Hour: "1h", 90 * time.Second: "1m30s", 6 * time.Hour: "6h", 10 * time.Second: "10s"} {
@@ -440,7 +451,7 @@ func TestSpeculationSeries(t *testing.T) {
 	}
 	w := doctor.NewWindow("live", "t")
 	w.Snapshots = []doctor.Snapshot{snap(0, 0, 0, 0), snap(2, 100, 400, 100), snap(4, 300, 1200, 500)}
-	s := derive(nil, w, time.Time{}, time.Time{})
+	s := derive(defaults.Evaluate(w), w, time.Time{}, time.Time{})
 	if len(s.SpecAcceptance) != 2 || float64(s.SpecAcceptance[0]) != 0.25 || float64(s.SpecAcceptance[1]) != 0.5 {
 		t.Errorf("acceptance %v, want [0.25 0.5]", s.SpecAcceptance)
 	}
@@ -448,7 +459,62 @@ func TestSpeculationSeries(t *testing.T) {
 		t.Errorf("tokens per pass %v, want [2 3]", s.SpecTokensPerPass)
 	}
 	w.Snapshots = []doctor.Snapshot{snap(0, -1, 0, 0), snap(2, -1, 0, 0)}
-	if s := derive(nil, w, time.Time{}, time.Time{}); !math.IsNaN(float64(s.SpecAcceptance[0])) {
+	if s := derive(defaults.Evaluate(w), w, time.Time{}, time.Time{}); !math.IsNaN(float64(s.SpecAcceptance[0])) {
 		t.Errorf("acceptance without speculation %v, want NaN", s.SpecAcceptance)
+	}
+}
+
+// kvAt is a vLLM target whose KV cache sits at kv with four requests
+// waiting behind eight running, its counters moving on by step.
+func kvAt(kv float64, step int) []byte {
+	return []byte(fmt.Sprintf(`vllm:num_requests_running{model_name="m"} 8
+vllm:num_requests_waiting{model_name="m"} 4
+vllm:kv_cache_usage_perc{model_name="m"} %g
+vllm:generation_tokens_total{model_name="m"} %d
+vllm:request_success_total{finished_reason="stop",model_name="m"} %d
+`, kv, 100*step, step))
+}
+
+// TestThresholdsMoveThePage: the page's doctor has the thresholds it is
+// given: a KV cache at 0.85 with a queue is KV-capacity bound under a
+// kv_watermark of 0.8 and not under the default 0.9, and the watermark
+// the queue chart draws moves with it.
+func TestThresholdsMoveThePage(t *testing.T) {
+	moved := doctor.DefaultThresholds()
+	moved.KVWatermark = 0.8
+	for _, tc := range []struct {
+		th        doctor.Thresholds
+		watermark float64
+		fires     bool
+	}{{doctor.Thresholds{}, 0.9, false}, {moved, 0.8, true}} {
+		now := time.Unix(1_800_000_000, 0)
+		step := 0
+		p, err := New(Config{Interval: time.Second, Thresholds: tc.th, Now: func() time.Time { return now },
+			Targets: []Target{{Name: "t", Read: func(context.Context) ([]byte, error) { step++; return kvAt(0.85, step), nil }}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 10 {
+			p.Sample(context.Background())
+			now = now.Add(time.Second)
+		}
+		rec := httptest.NewRecorder()
+		p.Handler("/dashboard").ServeHTTP(rec, httptest.NewRequest("GET", "/dashboard/api/state", nil))
+		var st State
+		if err := json.Unmarshal(rec.Body.Bytes(), &st); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, f := range st.Items[0].Findings {
+			names = append(names, f.Name)
+		}
+		if fired := slices.Contains(names, "kv-capacity-bound"); fired != tc.fires || st.KVWatermark != tc.watermark {
+			t.Errorf("watermark %g: findings %v, the state's line at %g; want kv-capacity-bound %v and the line at %g", tc.watermark, names, st.KVWatermark, tc.fires, tc.watermark)
+		}
+	}
+	bad := doctor.DefaultThresholds()
+	bad.KVWatermark = 2
+	if _, err := New(Config{Thresholds: bad, Targets: []Target{{Name: "t"}}}); err == nil {
+		t.Error("a page with a KV watermark of 2 was made")
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/doctor"
+	"github.com/glassbox-llm/glassbox/internal/source"
 )
 
 // promCache holds the last window read from Prometheus: a live page asks
@@ -63,8 +65,7 @@ func (p *Page) promView(ctx context.Context, q query) *view {
 		to := time.UnixMilli(end - end%st.Milliseconds())
 		sp = span{from: to.Add(-rng), to: to, live: true, rng: rng, step: st}
 	}
-	cfg := doctor.Config{PrometheusURL: pr.URL, Selector: pr.Selector, Since: sp.to.Sub(sp.from), End: sp.to, Interval: sp.step,
-		Hints: p.cfg.Hints, HTTPClient: p.cfg.HTTPClient}
+	src := source.Prometheus{URL: pr.URL, Selector: pr.Selector, Since: sp.to.Sub(sp.from), End: sp.to, Step: sp.step, Client: p.cfg.HTTPClient, Now: p.cfg.Now}
 	key := fmt.Sprint(sp.from.UnixMilli(), sp.to.UnixMilli(), sp.step)
 	c := &p.prom
 	c.mu.Lock()
@@ -72,19 +73,19 @@ func (p *Page) promView(ctx context.Context, q query) *view {
 	if c.key == key {
 		return c.v
 	}
-	v := &view{span: sp, interval: sp.step, doctor: doctorCommand(cfg)}
-	ms, err := doctor.CollectFleet(ctx, cfg)
+	v := &view{span: sp, interval: sp.step, doctor: p.doctorCommand(src)}
+	ms, err := src.Collect(ctx)
 	if err != nil {
 		v.problem = err.Error() // not kept: the next refresh asks again
 		return v
 	}
-	rep := doctor.DiagnoseFleet(pr.URL, pr.Selector, ms)
+	rep := p.doc.Fleet(pr.URL, pr.Selector, ms)
 	v.fleet = rep.Findings
 	for i := range rep.Fleet.Instances {
 		in := &rep.Fleet.Instances[i]
 		for id, m := range ms {
 			if m.Instance == in.Instance {
-				v.rows = append(v.rows, row{id: id, name: in.Instance, window: m.Window, readings: len(m.Window.Snapshots), signals: doctor.Evaluate(m.Window), doc: in})
+				v.rows = append(v.rows, row{id: id, name: in.Instance, window: m.Window, readings: len(m.Window.Snapshots), signals: in.Report.Signals(), doc: in})
 			}
 		}
 	}
@@ -92,23 +93,30 @@ func (p *Page) promView(ctx context.Context, q query) *view {
 	return v
 }
 
-// doctorCommand is the glassbox doctor command line that reads cfg's
-// window, and so gives the page's answers.
-func doctorCommand(cfg doctor.Config) string {
-	args := []string{"glassbox doctor --prometheus-url " + cfg.PrometheusURL}
-	if cfg.Selector != "" {
-		args = append(args, "--selector '"+cfg.Selector+"'")
+// doctorCommand is the glassbox doctor command line that reads src's
+// window with the page's doctor, and so gives the page's answers.
+func (p *Page) doctorCommand(src source.Prometheus) string {
+	args := []string{"glassbox doctor --prometheus-url " + src.URL}
+	if src.Selector != "" {
+		args = append(args, "--selector '"+src.Selector+"'")
 	}
-	end := cfg.End.UTC().Format(time.RFC3339Nano)
-	args = append(args, "--since "+shortDuration(cfg.Since), "--end "+end, "--interval "+shortDuration(cfg.Interval))
-	if h := cfg.Hints; h.GPU != "" {
+	end := src.End.UTC().Format(time.RFC3339Nano)
+	args = append(args, "--since "+shortDuration(src.Since), "--end "+end, "--interval "+shortDuration(src.Step))
+	if h := p.cfg.Hints; h.GPU != "" {
 		args = append(args, "--gpu "+h.GPU)
 	}
-	if h := cfg.Hints; h.MaxNumSeqs > 0 {
+	if h := p.cfg.Hints; h.MaxNumSeqs > 0 {
 		args = append(args, fmt.Sprintf("--max-num-seqs %d", h.MaxNumSeqs))
 	}
-	if h := cfg.Hints; h.MaxNumBatchedTokens > 0 {
+	if h := p.cfg.Hints; h.MaxNumBatchedTokens > 0 {
 		args = append(args, fmt.Sprintf("--max-num-batched-tokens %d", h.MaxNumBatchedTokens))
+	}
+	def := doctor.DefaultThresholds()
+	for _, name := range doctor.ThresholdNames() {
+		v, _ := p.cfg.Thresholds.Get(name)
+		if d, _ := def.Get(name); v != d {
+			args = append(args, fmt.Sprintf("--threshold %s=%s", name, strconv.FormatFloat(v, 'g', -1, 64)))
+		}
 	}
 	return strings.Join(args, " ")
 }

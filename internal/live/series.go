@@ -64,24 +64,22 @@ type Series struct {
 
 // charted maps the page's series to the doctor's signals: the page
 // derives nothing itself.
-var charted = map[string]string{
-	"gen_tps": "generation_rate", "prompt_tps": "prompt_rate", "util": "busy", "host_share": "host_share",
-	"mfu": "mfu", "mbu": "mbu", "running": "running", "waiting": "waiting", "waiting_capacity": "waiting_capacity",
-	"kv": "kv_usage", "preemptions": "preemptions", "prefill_share": "prefill_share", "hit_rate": "prefix_hit_rate",
-	"spec_acceptance": "spec_acceptance_rate", "spec_tokens_per_pass": "spec_tokens_per_pass",
+var charted = map[string]doctor.SignalName{
+	"gen_tps": doctor.SigGenRate, "prompt_tps": doctor.SigPromptRate, "util": doctor.SigBusy, "host_share": doctor.SigHostShare,
+	"mfu": doctor.SigMFU, "mbu": doctor.SigMBU, "running": doctor.SigRunning, "waiting": doctor.SigWaiting, "waiting_capacity": doctor.SigWaitingCap,
+	"kv": doctor.SigKV, "preemptions": doctor.SigPreemptions, "prefill_share": doctor.SigPrefillShare, "hit_rate": doctor.SigHitRate,
+	"spec_acceptance": doctor.SigSpecAcceptance, "spec_tokens_per_pass": doctor.SigSpecTokensPerPass,
 }
 
-// latencies are the quantiles the latency chart draws.
-var latencies = []string{"ttft_p50", "ttft_p99", "itl_p50", "itl_p99", "e2e_p50", "e2e_p99"}
+// latencies are the quantiles the latency chart draws, by the names the
+// state gives them (the signals').
+var latencies = []doctor.SignalName{doctor.SigTTFTp50, doctor.SigTTFTp99, doctor.SigITLp50, doctor.SigITLp99, doctor.SigE2Ep50, doctor.SigE2Ep99}
 
 // derive computes the series of w's intervals ending in (since, to] (to
 // zero: no end), each signal from the source the doctor chose for the
-// window (sig, w's signals; evaluated here when nil).
+// window (sig, w's signals).
 func derive(sig *doctor.Signals, w *doctor.Window, since, to time.Time) *Series {
 	s := &Series{Latency: map[string][]num{}, Last: map[string]num{}}
-	if sig == nil {
-		sig = doctor.Evaluate(w)
-	}
 	if n := len(w.Snapshots); n > 0 {
 		last := w.Snapshots[n-1]
 		for k, key := range map[string]string{"running": metricspec.NumRequestsRunning, "waiting": metricspec.NumRequestsWaiting, "kv": metricspec.KVCacheUsagePerc} {
@@ -92,8 +90,8 @@ func derive(sig *doctor.Signals, w *doctor.Window, since, to time.Time) *Series 
 			s.Last[k] = num(v)
 		}
 	}
-	_, _, s.PeakSource = w.Peaks()
-	s.UtilSource, s.UtilWhat = sig.SourceOf("busy"), sig.WhatOf("busy")
+	_, _, s.PeakSource = sig.Peaks()
+	s.UtilSource, s.UtilWhat = sig.SourceOf(doctor.SigBusy), sig.WhatOf(doctor.SigBusy)
 	names := slices.Sorted(maps.Values(charted))
 	names = append(names, latencies...)
 	iv := sig.Intervals(since, names...)
@@ -119,7 +117,7 @@ func derive(sig *doctor.Signals, w *doctor.Window, since, to time.Time) *Series 
 		*f = nums(iv.V[charted[k]])
 	}
 	for _, l := range latencies {
-		s.Latency[l] = nums(iv.V[l])
+		s.Latency[string(l)] = nums(iv.V[l])
 	}
 	return s
 }

@@ -116,10 +116,13 @@ type State struct {
 	History float64 `json:"history_s,omitempty"`
 	// Doctor is the glassbox doctor command that reads the same window
 	// (Prometheus).
-	Doctor  string           `json:"doctor,omitempty"`
-	Problem string           `json:"problem,omitempty"`
-	Fleet   []doctor.Finding `json:"fleet_findings"` // what only the fleet shows
-	Items   []Instance       `json:"instances"`      // worst first
+	Doctor  string `json:"doctor,omitempty"`
+	Problem string `json:"problem,omitempty"`
+	// KVWatermark is the doctor's kv_watermark threshold: the line the
+	// queue chart draws.
+	KVWatermark float64          `json:"kv_watermark"`
+	Fleet       []doctor.Finding `json:"fleet_findings"` // what only the fleet shows
+	Items       []Instance       `json:"instances"`      // worst first
 }
 
 // Window is the state's time window, Unix seconds.
@@ -205,7 +208,7 @@ func (p *Page) serveState(w http.ResponseWriter, r *http.Request) {
 func (p *Page) draw(st *State, v *view, q query) {
 	st.Interval, st.Now = v.interval.Seconds(), unixSeconds(p.cfg.Now())
 	st.Window = Window{From: unixSeconds(v.span.from), To: unixSeconds(v.span.to), Live: v.span.live, Range: v.span.rng.Seconds(), Step: v.span.step.Seconds()}
-	st.Doctor, st.Problem = v.doctor, v.problem
+	st.Doctor, st.Problem, st.KVWatermark = v.doctor, v.problem, p.doc.Thresholds().KVWatermark
 	if v.fleet != nil {
 		st.Fleet = v.fleet
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/router"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
+	"github.com/glassbox-llm/glassbox/internal/source"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
@@ -69,6 +70,9 @@ type Config struct {
 	Precision float64       // stop when the bracket is this narrow, relative; default 0.025 (Vidur's)
 	Workers   int           // configurations searched at once; default GOMAXPROCS
 	Progress  func(done, total int)
+	// Thresholds are the doctor's, for what it finds past a row's limit;
+	// zero: the defaults.
+	Thresholds doctor.Thresholds
 }
 
 // SLO is one objective: a percentile of a latency at most a limit.
@@ -157,6 +161,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Duration == 0 {
 		c.Duration = 2 * time.Minute
+	}
+	if c.Thresholds == (doctor.Thresholds{}) {
+		c.Thresholds = doctor.DefaultThresholds()
 	}
 	if c.MaxRate == 0 {
 		c.MaxRate = 2000
@@ -346,7 +353,7 @@ func search(ctx context.Context, cfg *Config, r *Row) {
 		return
 	}
 	// Only this trial is diagnosed: the search reads the clients' latencies.
-	if rep := doctor.Diagnose(push.window, nil); len(rep.Findings) > 0 {
+	if rep := doctor.NewDiagnoser(cfg.Thresholds, doctor.Hints{}).Diagnose(push.window, nil); len(rep.Findings) > 0 {
 		f := rep.Findings[0]
 		r.Limit += fmt.Sprintf("; at %.3g req/s the doctor finds %s: %s", push.rate, f.Name, f.Title)
 	}
@@ -382,7 +389,7 @@ func runFleetTrial(ctx context.Context, cfg *Config, rc replica.Config, n int, r
 			if ws[in.Index] == nil {
 				ws[in.Index] = doctor.NewWindow("simulate", "virtual replica "+in.Name)
 			}
-			ws[in.Index].Add(at, promtext.FromFamilies(mfs))
+			source.Append(ws[in.Index], at, promtext.FromFamilies(mfs))
 		}}
 	if cfg.Fleet != nil && n > 1 {
 		cfg.Fleet(&sc)

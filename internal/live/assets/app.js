@@ -34,6 +34,7 @@ const STRIP = [["gen_tps", "generation", "tok/s"], ["util", "GPU utilisation", "
 
 let want = fromAddress();
 let since = 0, win = null, interval = 2, timer = null, generation = 0;
+let kvWatermark = null; // the doctor's kv_watermark threshold, as the state gives it
 const views = new Map(); // by instance name (a Prometheus fleet's order and members change)
 
 // What the tests read: the window, each instance's last point, errors.
@@ -145,21 +146,25 @@ function logSplits(u, ax, min, max) {
   return out.length > 7 ? out.filter((v) => v.toExponential().startsWith("1")) : out;
 }
 
-// The 0.9 watermark across chart ②, and a tick where preemptions happened.
+// The KV watermark (the doctor's threshold) across chart ②, and a tick
+// where preemptions happened.
 function queuePlugin(view) {
   return { hooks: { draw: (u) => {
-    const ctx = u.ctx, c4 = css("--c4"), y = u.valToPos(0.9, "%", true);
+    const ctx = u.ctx, c4 = css("--c4");
     ctx.save();
     ctx.strokeStyle = ctx.fillStyle = c4;
-    ctx.setLineDash([6, 4]);
-    ctx.lineWidth = 1.5;
-    ctx.beginPath();
-    ctx.moveTo(u.bbox.left, y);
-    ctx.lineTo(u.bbox.left + u.bbox.width, y);
-    ctx.stroke();
-    ctx.font = 11 * devicePixelRatio + "px system-ui, sans-serif";
-    ctx.globalAlpha = 0.85;
-    ctx.fillText("0.9 KV watermark (preemption line)", u.bbox.left + 6, y - 4);
+    if (num(kvWatermark)) {
+      const y = u.valToPos(kvWatermark, "%", true);
+      ctx.setLineDash([6, 4]);
+      ctx.lineWidth = 1.5;
+      ctx.beginPath();
+      ctx.moveTo(u.bbox.left, y);
+      ctx.lineTo(u.bbox.left + u.bbox.width, y);
+      ctx.stroke();
+      ctx.font = 11 * devicePixelRatio + "px system-ui, sans-serif";
+      ctx.globalAlpha = 0.85;
+      ctx.fillText(kvWatermark + " KV watermark (preemption line)", u.bbox.left + 6, y - 4);
+    }
     const p = view.data.preemptions;
     for (let i = 0; i < p.length; i++) {
       if (p[i] > 0) ctx.fillRect(u.valToPos(view.data.t[i], "x", true) - devicePixelRatio / 2, u.bbox.top + u.bbox.height - 8 * devicePixelRatio, devicePixelRatio, 8 * devicePixelRatio);
@@ -387,6 +392,7 @@ async function refresh() {
   const st = JSON.parse(text);
   win = st.window;
   interval = st.interval_s;
+  if (num(st.kv_watermark)) kvWatermark = st.kv_watermark;
   const problem = document.getElementById("problem");
   problem.hidden = !st.problem;
   problem.textContent = st.problem ? "Could not read the window: " + st.problem : "";

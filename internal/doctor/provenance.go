@@ -68,7 +68,7 @@ func readConfig(w *Window) targetConfig {
 // peaks are the GPU's peak FLOP/s and bandwidth (NaN when unknown): from
 // glassbox's gauges, else the profile --gpu names, else the one DCGM's
 // modelName matches; with where they came from and the GPU's name.
-func peaks(w *Window, hardware string) (flops, bandwidth float64, src source, gpu string) {
+func peaks(w *Window, hints Hints, hardware string) (flops, bandwidth float64, src source, gpu string) {
 	if g := w.Gauge(metricspec.ExecutorPeakFLOPs); len(g) > 0 && g[len(g)-1].V > 0 {
 		bandwidth = math.NaN()
 		if b := w.Gauge(metricspec.ExecutorPeakMemBandwidth); len(b) > 0 {
@@ -76,19 +76,19 @@ func peaks(w *Window, hardware string) (flops, bandwidth float64, src source, gp
 		}
 		return g[len(g)-1].V, bandwidth, srcGlassbox, hardware
 	}
-	if hw, ok := hardwareHint(w); ok {
+	if hw, ok := hardwareHint(w, hints); ok {
 		return hw.PeakFLOPs, hw.MemBandwidth, srcGPU, hw.Name
 	}
 	return math.NaN(), math.NaN(), srcNone, ""
 }
 
 // hardwareHint is the profile of --gpu, or of DCGM's modelName.
-func hardwareHint(w *Window) (profiles.Hardware, bool) {
-	if g := w.Hints.GPU; g != "" {
+func hardwareHint(w *Window, hints Hints) (profiles.Hardware, bool) {
+	if g := hints.GPU; g != "" {
 		hw, err := profiles.LookupHardware(g)
 		return hw, err == nil
 	}
-	if name := w.Info[infoDCGM]["modelName"]; name != "" {
+	if name := w.Info[InfoDCGM]["modelName"]; name != "" {
 		return profiles.HardwareByDeviceName(name)
 	}
 	return profiles.Hardware{}, false
@@ -97,22 +97,22 @@ func hardwareHint(w *Window) (profiles.Hardware, bool) {
 // Peaks are the target's GPU peak FLOP/s and bandwidth as the doctor finds
 // them (glassbox's gauges, --gpu, or DCGM's modelName), and where from; NaN
 // and "" when unknown.
-func (w *Window) Peaks() (flops, bandwidth float64, src string) {
-	f, b, s, gpu := peaks(w, readConfig(w).hardware)
-	switch s {
+func (s *Signals) Peaks() (flops, bandwidth float64, src string) {
+	f, b, from, gpu := peaks(s.w, s.hints, s.cfg.hardware)
+	switch from {
 	case srcNone:
 		return f, b, ""
 	case srcGPU:
-		return f, b, string(s) + ":" + gpu
+		return f, b, string(from) + ":" + gpu
 	}
-	return f, b, string(s)
+	return f, b, string(from)
 }
 
 // provenance lists the sources of the signals a finding rests on and how
 // sure it can be: high when every one was measured or given, medium when
 // one was inferred, low when utilisation (or the host's share of a step)
 // was estimated from vLLM's series alone.
-func (s *Signals) provenance(uses []string) ([]string, string) {
+func (s *Signals) provenance(uses []SignalName) ([]string, string) {
 	srcs := []string{string(srcVLLM)}
 	conf := "high"
 	for _, n := range uses {
@@ -121,7 +121,7 @@ func (s *Signals) provenance(uses []string) ([]string, string) {
 			srcs = append(srcs, string(src))
 		}
 		switch {
-		case src == srcEstimate || (src == srcNone && (n == sigBusy || n == sigHostShare)):
+		case src == srcEstimate || (src == srcNone && (n == SigBusy || n == SigHostShare)):
 			conf = "low"
 		case (src == srcInferred || src == srcPlateau) && conf == "high":
 			conf = "medium"
