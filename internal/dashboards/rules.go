@@ -25,14 +25,20 @@ const (
 
 // alertSpec is one alerting rule together with the series that make it fire
 // for one instance ("hot") and stay quiet for another ("cold") in its
-// promtool unit test.
+// promtool unit test, and the doctor's finding that explains it (a test
+// reads the same series as the doctor's window: the finding fires on the
+// hot instance alone, at whatever thresholds the Config holds).
 type alertSpec struct {
 	name, severity string
-	expr           string
-	forDur         time.Duration
-	summary, desc  string   // templates over $labels.instance and $labels.model_name only
-	labels         []string // labels the alert carries besides severity
-	series         func(e *testEnv, hot bool) []inputSeries
+	// finding is the doctor's finding that explains the alert; "" for an
+	// SLO or HTTP alert no finding names (the doctor explains a breach by
+	// its capacity and latency findings).
+	finding       string
+	expr          string
+	forDur        time.Duration
+	summary, desc string   // templates over $labels.instance and $labels.model_name only
+	labels        []string // labels the alert carries besides severity
+	series        func(e *testEnv, hot bool) []inputSeries
 }
 
 // selector is {job="<Job>"} plus extra matchers.
@@ -58,7 +64,7 @@ func alerts(c *Config) []alertSpec {
 	on := "{{ $labels.model_name }} on {{ $labels.instance }}"
 	model := []string{"job", "instance", "model_name"}
 	return []alertSpec{{
-		name: "GlassboxHighPreemptionRate", severity: severityWarning, forDur: c.For, labels: model,
+		name: "GlassboxHighPreemptionRate", finding: "preemption-storm", severity: severityWarning, forDur: c.For, labels: model,
 		expr:    fmt.Sprintf("%s > %g", c.sumRate(metricspec.NumPreemptions), c.Thresholds.PreemptionRate),
 		summary: fmt.Sprintf("%s preempts more than %g requests/s", on, c.Thresholds.PreemptionRate),
 		desc:    fmt.Sprintf("Over %s the engine preempted more than %g requests per second for %s: the KV cache is too small for the load, and preempted requests recompute their prefill.", w, c.Thresholds.PreemptionRate, f),
@@ -66,13 +72,15 @@ func alerts(c *Config) []alertSpec {
 			return e.counter(metricspec.NumPreemptions, e.pick(hot, 1.5, 0.5)*c.Thresholds.PreemptionRate)
 		},
 	}, {
-		name: "GlassboxKVCacheNearlyFull", severity: severityWarning, forDur: c.For, labels: model,
+		name: "GlassboxKVCacheNearlyFull", finding: "kv-capacity-bound", severity: severityWarning, forDur: c.For, labels: model,
 		expr: fmt.Sprintf("max by (%s) (avg_over_time(%s%s[%s])) > %g",
 			byModel, metricspec.KVCacheUsagePerc, c.selector(), w, c.Thresholds.KVWatermark),
 		summary: fmt.Sprintf("KV cache of %s above %g%% for %s", on, 100*c.Thresholds.KVWatermark, f),
 		desc:    fmt.Sprintf("KV-cache usage averaged over %s has stayed above %g for %s. New requests wait for blocks and running ones get preempted.", w, c.Thresholds.KVWatermark, f),
 		series: func(e *testEnv, hot bool) []inputSeries {
-			return e.gauge(metricspec.KVCacheUsagePerc, e.pick(hot, (1+c.Thresholds.KVWatermark)/2, c.Thresholds.KVWatermark/2))
+			// Requests wait on both: the cache, not the load, tells them apart.
+			return append(e.gauge(metricspec.KVCacheUsagePerc, e.pick(hot, (1+c.Thresholds.KVWatermark)/2, c.Thresholds.KVWatermark/2)),
+				e.gauge(metricspec.NumRequestsWaiting, 4)...)
 		},
 	}, {
 		name: "GlassboxHighE2ELatency", severity: severityWarning, forDur: c.For, labels: model,
@@ -91,7 +99,7 @@ func alerts(c *Config) []alertSpec {
 			return e.histogram(metricspec.TimeToFirstToken, c.TTFTSLOSeconds, hot)
 		},
 	}, {
-		name: "GlassboxQueueTimeDominates", severity: severityWarning, forDur: c.For, labels: model,
+		name: "GlassboxQueueTimeDominates", finding: "queueing-dominates", severity: severityWarning, forDur: c.For, labels: model,
 		expr: fmt.Sprintf("%s / %s > %g",
 			c.sumRate(metricspec.RequestQueueTime+"_sum"), c.sumRate(metricspec.E2ERequestLatency+"_sum"), c.Thresholds.QueueShare),
 		summary: fmt.Sprintf("requests to %s spend over %g%% of their time queued", on, 100*c.Thresholds.QueueShare),
@@ -101,7 +109,7 @@ func alerts(c *Config) []alertSpec {
 				e.counter(metricspec.RequestQueueTime+"_sum", 10*e.pick(hot, (1+c.Thresholds.QueueShare)/2, c.Thresholds.QueueShare/2))...)
 		},
 	}, {
-		name: "GlassboxLoadImbalance", severity: severityWarning, forDur: c.For, labels: model,
+		name: "GlassboxLoadImbalance", finding: "load-imbalance", severity: severityWarning, forDur: c.For, labels: model,
 		expr:    c.imbalanceExpr(),
 		summary: fmt.Sprintf("%s queues more than %g× its fleet's mean", on, c.Thresholds.ImbalanceRatio),
 		desc: fmt.Sprintf("Averaged over %s, requests waiting on this replica have exceeded %g times the mean of the replicas serving the model, and %g requests, for %s: "+
@@ -112,7 +120,7 @@ func alerts(c *Config) []alertSpec {
 			return e.gauge(metricspec.NumRequestsWaiting, e.pick(hot, 2*c.Thresholds.ImbalanceMinWaiting+4, 0))
 		},
 	}, {
-		name: "GlassboxHighAbortRate", severity: severityWarning, forDur: c.For, labels: model,
+		name: "GlassboxHighAbortRate", finding: "client-timeouts", severity: severityWarning, forDur: c.For, labels: model,
 		expr: fmt.Sprintf("%s / %s > %g",
 			c.sumRate(metricspec.RequestSuccess, `finished_reason="abort"`), c.sumRate(metricspec.RequestSuccess), c.Thresholds.AbortShare),
 		summary: fmt.Sprintf("over %g%% of requests to %s are aborted", 100*c.Thresholds.AbortShare, on),
@@ -125,14 +133,15 @@ func alerts(c *Config) []alertSpec {
 	}, {
 		// Without drafts the ratio is 0/0, which no comparison holds: the
 		// alert is quiet where nothing speculates, or nothing is drafted.
-		name: "GlassboxSpecAcceptanceCollapsed", severity: severityWarning, forDur: c.For, labels: model,
+		name: "GlassboxSpecAcceptanceCollapsed", finding: "speculation-costly", severity: severityWarning, forDur: c.For, labels: model,
 		expr: fmt.Sprintf("%s / %s < %g",
 			c.sumRate(metricspec.SpecDecodeAcceptedTokens), c.sumRate(metricspec.SpecDecodeDraftTokens), c.Thresholds.SpecAcceptanceLow),
 		summary: fmt.Sprintf("speculative decoding of %s accepts under %g%% of its drafts", on, 100*c.Thresholds.SpecAcceptanceLow),
 		desc: fmt.Sprintf("Over %s fewer than %g of the draft tokens were accepted for %s while drafts were being made: each verify pass scores drafts that are thrown away, "+
 			"so speculation buys little and, at wide batches, costs throughput.", w, c.Thresholds.SpecAcceptanceLow, f),
 		series: func(e *testEnv, hot bool) []inputSeries {
-			return append(e.counter(metricspec.SpecDecodeDraftTokens, 10),
+			// Verify passes of four drafts each.
+			return append(append(e.counter(metricspec.SpecDecodeDraftTokens, 10), e.counter(metricspec.SpecDecodeDrafts, 10.0/4)...),
 				e.counter(metricspec.SpecDecodeAcceptedTokens, 10*e.pick(hot, c.Thresholds.SpecAcceptanceLow/2, (1+c.Thresholds.SpecAcceptanceLow)/2))...)
 		},
 	}, {
@@ -146,7 +155,7 @@ func alerts(c *Config) []alertSpec {
 			return append(e.httpCounter("5xx", errs), e.httpCounter("2xx", 10-errs)...)
 		},
 	}, {
-		name: "GlassboxEngineStalled", severity: severityCritical, forDur: c.ShortFor, labels: model,
+		name: "GlassboxEngineStalled", finding: "metrics-stale", severity: severityCritical, forDur: c.ShortFor, labels: model,
 		expr: fmt.Sprintf("max by (%s) (%s%s) > 0 and on (%s) sum by (%s) (increase(%s%s[%s])) == 0",
 			byModel, metricspec.NumRequestsRunning, c.selector(), byModel, byModel, metricspec.GenerationTokens, c.selector(), promDuration(c.StallWindow)),
 		summary: fmt.Sprintf("engine of %s is stalled", on),
@@ -155,7 +164,7 @@ func alerts(c *Config) []alertSpec {
 			return append(e.gauge(metricspec.NumRequestsRunning, 3), e.counter(metricspec.GenerationTokens, e.pick(hot, 0, 50))...)
 		},
 	}, {
-		name: "GlassboxTargetDown", severity: severityCritical, forDur: c.ShortFor, labels: []string{"job", "instance"},
+		name: "GlassboxTargetDown", finding: "metrics-stale", severity: severityCritical, forDur: c.ShortFor, labels: []string{"job", "instance"},
 		expr:    fmt.Sprintf("up%s == 0", c.selector()),
 		summary: "Prometheus cannot scrape glassbox on {{ $labels.instance }}",
 		desc:    fmt.Sprintf("The scrape of {{ $labels.instance }} (job %s) has failed for %s: the server is down, unreachable, or /metrics is refused (auth).", c.Job, promDuration(c.ShortFor)),
