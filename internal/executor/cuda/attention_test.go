@@ -128,7 +128,7 @@ func (a *attnCase) runDecode(t *testing.T, d *Device, dt cuda.DType, splits int)
 	out := d.testAlloc(t, int64(a.n*qd*dt.Size()))
 	part := int64(nseq * a.c.Heads * splits)
 	args := decodeArgs{q: d.put(t, cuda.F32, a.q), qs: qd, qrow: putInts(t, d, qrow), ctx: putInts(t, d, ctx),
-		tables: putInts(t, d, flat), maxb: maxb, nseq: nseq, splits: splits,
+		tables: putInts(t, d, flat), maxb: putInts(t, d, []int32{int32(maxb)}), nseq: nseq, splits: splits,
 		po: d.testAlloc(t, 4*part*int64(a.c.HeadDim)), pm: d.testAlloc(t, 4*part), pl: d.testAlloc(t, 4*part),
 		kc: d.put(t, cuda.F16, a.kc), vc: d.put(t, cuda.F16, a.vc), out: out}
 	d.run(t, func() error { return d.decode(dt, s, args) })

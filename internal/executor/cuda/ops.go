@@ -74,14 +74,16 @@ const maxDecodeGroup = 8 // MAXG in attention.cuh
 
 // decodeArgs are one decode attention launch's buffers: nseq sequences,
 // each one query token (row qrow[s] of q, rows of qs floats) over ctx[s]
-// keys through its table (maxb ints a row); partials for splits > 1.
+// keys through its table (rows of *maxb ints: an int in device memory);
+// partials for splits > 1.
 type decodeArgs struct {
-	q                  cuda.Ptr
-	qs                 int
-	qrow, ctx, tables  cuda.Ptr
-	maxb, nseq, splits int
-	po, pm, pl         cuda.Ptr
-	kc, vc, out        cuda.Ptr
+	q                 cuda.Ptr
+	qs                int
+	qrow, ctx, tables cuda.Ptr
+	maxb              cuda.Ptr
+	nseq, splits      int
+	po, pm, pl        cuda.Ptr
+	kc, vc, out       cuda.Ptr
 }
 
 func (d *Device) decode(dt cuda.DType, s attnShape, a decodeArgs) error {
@@ -93,7 +95,7 @@ func (d *Device) decode(dt cuda.DType, s attnShape, a decodeArgs) error {
 		f = d.k.decode64[dt]
 	}
 	scale := float32(1 / math.Sqrt(float64(s.headDim)))
-	d.args.Reset().Ptr(a.q).Int(a.qs).Ptr(a.qrow).Ptr(a.ctx).Ptr(a.tables).Int(a.maxb).Ptr(a.kc).Ptr(a.vc).Ptr(a.out).
+	d.args.Reset().Ptr(a.q).Int(a.qs).Ptr(a.qrow).Ptr(a.ctx).Ptr(a.tables).Ptr(a.maxb).Ptr(a.kc).Ptr(a.vc).Ptr(a.out).
 		Ptr(a.po).Ptr(a.pm).Ptr(a.pl).Int(s.group()).Int(s.kvHeads).Int(s.blockSize).Float(scale)
 	if err := d.launch(f, cuda.Dim{X: s.kvHeads, Y: a.nseq, Z: a.splits}, cuda.Dim{X: 128}, 0); err != nil {
 		return err

@@ -82,7 +82,7 @@ func TestSpeedDecodeAttention(t *testing.T) {
 		})
 		for _, splits := range []int{1, 2, 4, 8, 16} {
 			part := int64(nseq * s.heads * splits)
-			a := decodeArgs{q: q, qs: qd, qrow: putInts(t, d, qrow), ctx: putInts(t, d, ctxs), tables: putInts(t, d, tables), maxb: maxb,
+			a := decodeArgs{q: q, qs: qd, qrow: putInts(t, d, qrow), ctx: putInts(t, d, ctxs), tables: putInts(t, d, tables), maxb: putInts(t, d, []int32{int32(maxb)}),
 				nseq: nseq, splits: splits, po: d.testAlloc(t, 4*part*int64(s.headDim)), pm: d.testAlloc(t, 4*part),
 				pl: d.testAlloc(t, 4*part), kc: kc, vc: vc, out: out}
 			ms := d.gpuTime(t, 20, func() error { return d.decode(cuda.BF16, s, a) })

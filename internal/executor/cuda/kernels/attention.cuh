@@ -11,11 +11,12 @@
 // decode<D>: grid (kvHeads, seqs, splits), block 128: eight groups of 16
 // lanes, each lane holding D/16 dims. Sequence s's query is row qrow[s]
 // of q (row stride qs floats, heads of D), its context ctx[s] tokens
-// reached through tables[s·maxb…]. With splits = 1 the result goes to out
+// reached through tables[s·maxb…], maxb read from device memory (*maxbp)
+// so that a captured graph takes tables of any width. With splits = 1 the result goes to out
 // (row qrow[s], Hq heads of D); else split z's normalised partial goes to
 // po/pm/pl for decode_combine.
 template <int D, typename T>
-DEV void decode(const float* q, int qs, const int* qrow, const int* ctx, const int* tables, int maxb, const u16* kc, const u16* vc,
+DEV void decode(const float* q, int qs, const int* qrow, const int* ctx, const int* tables, const int* maxbp, const u16* kc, const u16* vc,
                 T* out, float* po, float* pm, float* pl, int G, int kvheads, int B, float scale) {
   constexpr int E = D / 16;
   __shared__ float sm_m[8][MAXG], sm_l[8][MAXG];
@@ -38,7 +39,7 @@ DEV void decode(const float* q, int qs, const int* qrow, const int* ctx, const i
       acc[g][e] = 0;
     }
   }
-  const int* table = tables + (long)s * maxb;
+  const int* table = tables + (long)s * *maxbp;
   for (int j = from + grp; j < to; j += 8) {
     long base = (((long)table[j / B] * kvheads + kvh) * B + j % B) * D + lane * E;
     float kf[E], vf[E];
@@ -100,7 +101,7 @@ DEV void decode(const float* q, int qs, const int* qrow, const int* ctx, const i
 }
 
 #define DECODE(D, T, name)                                                                                                            \
-  extern "C" __global__ void name(const float* q, int qs, const int* qrow, const int* ctx, const int* tables, int maxb, const u16* kc, \
+  extern "C" __global__ void name(const float* q, int qs, const int* qrow, const int* ctx, const int* tables, const int* maxb, const u16* kc, \
                                   const u16* vc, T* out, float* po, float* pm, float* pl, int G, int kvheads, int B, float scale) { \
     decode<D, T>(q, qs, qrow, ctx, tables, maxb, kc, vc, out, po, pm, pl, G, kvheads, B, scale);                                      \
   }
