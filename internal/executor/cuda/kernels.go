@@ -12,10 +12,10 @@ var kernelsPTX []byte
 
 // kernels are the module's functions, looked up once.
 type kernels struct {
-	mod                                   *cuda.Module
-	embed, rmsnorm, siluMul               map[cuda.DType]*cuda.Function
-	decode64, decode128, combine, prefill map[cuda.DType]*cuda.Function
-	qkvRope, dequantQ80, sample, convert  *cuda.Function
+	mod                                              *cuda.Module
+	embed, rmsnorm, siluMul                          map[cuda.DType]*cuda.Function
+	decode64, decode128, combine, prefill            map[cuda.DType]*cuda.Function
+	qkvRope, dequantQ80, sample, convert, fillRandom *cuda.Function
 }
 
 // prefillMaxShared is the dynamic shared memory the prefill kernel may
@@ -41,7 +41,7 @@ func loadKernels(c *cuda.Context) (*kernels, error) {
 	}
 	k.embed, k.rmsnorm, k.siluMul = typed("embed"), typed("rmsnorm"), typed("silu_mul")
 	k.decode64, k.decode128, k.combine, k.prefill = typed("decode64"), typed("decode128"), typed("decode_combine"), typed("prefill")
-	k.qkvRope, k.dequantQ80, k.sample, k.convert = get("qkv_rope"), get("dequant_q8_0"), get("sample"), get("convert")
+	k.qkvRope, k.dequantQ80, k.sample, k.convert, k.fillRandom = get("qkv_rope"), get("dequant_q8_0"), get("sample"), get("convert"), get("fill_random")
 	if len(errs) > 0 {
 		m.Unload()
 		return nil, fmt.Errorf("load kernels: %v", errs)

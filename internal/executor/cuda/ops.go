@@ -174,3 +174,10 @@ func (d *Device) convert(src cuda.Ptr, st cuda.DType, dst cuda.Ptr, dt cuda.DTyp
 	d.args.Reset().Ptr(src).Int(dtypeCode(st)).Ptr(dst).Int(dtypeCode(dt)).Int64(n)
 	return d.launch(d.k.convert, cuda.Dim{X: int((n + 255) / 256)}, cuda.Dim{X: 256}, 0)
 }
+
+// fillRandom writes n random values of type dt (standard deviation
+// scale) at p.
+func (d *Device) fillRandom(p cuda.Ptr, dt cuda.DType, n int64, seed uint64, scale float32) error {
+	d.args.Reset().Ptr(p).Int(dtypeCode(dt)).Int64(n).Int64(int64(seed)).Float(scale)
+	return d.launch(d.k.fillRandom, cuda.Dim{X: int((n + 255) / 256)}, cuda.Dim{X: 256}, 0)
+}

@@ -50,6 +50,16 @@ func deviceType(t gguf.TensorType) (cuda.DType, error) {
 	return 0, fmt.Errorf("%s weights are not supported on the GPU yet (F32, F16, BF16 and Q8_0 are)", t)
 }
 
+// GEMMType names the type the GPU holds w's matrices in (and runs its
+// GEMMs with): f32, f16 (Q8_0 too) or bf16.
+func GEMMType(w *model.Weights) (string, error) {
+	t, err := deviceType(w.Layers[0].Q.Type)
+	if err != nil {
+		return "", err
+	}
+	return t.String(), nil
+}
+
 // CheckWeights reports whether the GPU executor runs w, before any
 // device memory is spent on it.
 func CheckWeights(w *model.Weights) error {

@@ -140,3 +140,22 @@ extern "C" __global__ void convert(const void* src, int st, void* dst, int dt, l
   else if (dt == 1) store((f16*)dst, i, v);
   else store((bf16*)dst, i, v);
 }
+
+// fill_random: n values of a float type (0 f32, 1 f16, 2 bf16), uniform
+// with standard deviation scale, from a hash of (seed, index): random
+// weights for benchmarks, made on the device instead of uploaded.
+extern "C" __global__ void fill_random(void* p, int dt, long n, u64 seed, float scale) {
+  long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  u64 x = (u64)i * 0x9E3779B97F4A7C15ull ^ seed;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  float u = (float)(x >> 40) * (1.0f / 16777216.0f);
+  float v = (2 * u - 1) * scale * 1.7320508f;
+  if (dt == 0) store((float*)p, i, v);
+  else if (dt == 1) store((f16*)p, i, v);
+  else store((bf16*)p, i, v);
+}
