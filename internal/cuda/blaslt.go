@@ -28,9 +28,9 @@ type blasFuncs struct {
 }
 
 // BLASLtCandidates lists where cuBLASLt is looked for when no file is
-// named: the loader's own path first, then CUDA toolkits (newest first)
-// and the Python environments' wheels, then dirs (a caller's extra
-// places, such as $CONDA_PREFIX/lib).
+// named: the loader's own path first, then dirs (a caller's places, such
+// as $CUDA_HOME/lib64; glob patterns allowed), CUDA toolkits (newest
+// first) and Python environments' wheels.
 func BLASLtCandidates(dirs []string) []string {
 	names := []string{"libcublasLt.so.13", "libcublasLt.so.12"}
 	var out []string
@@ -51,7 +51,15 @@ func BLASLtCandidates(dirs []string) []string {
 		places = append(places, glob(filepath.Join(site, "nvidia/cu13/lib"))...)
 	}
 	places = append(places, "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64")
+	var dirs2 []string
 	for _, d := range places {
+		if strings.ContainsAny(d, "*?[") {
+			dirs2 = append(dirs2, glob(d)...)
+		} else {
+			dirs2 = append(dirs2, d)
+		}
+	}
+	for _, d := range dirs2 {
 		for _, n := range names {
 			p := filepath.Join(d, n)
 			if _, err := os.Stat(p); err == nil && !slices.Contains(out, p) {
