@@ -15,7 +15,14 @@ type Sizes struct {
 }
 
 // maxSplits is the most pieces decode attention splits a context into.
-const maxSplits = 16
+const maxSplits = 64
+
+// partialRows bounds sequences × splits of one decode launch:
+// decodeSplits keeps it near two blocks per multiprocessor, so it is at
+// most the sequences plus that.
+func partialRows(s Sizes, sms, kvHeads int) int64 {
+	return int64(s.MaxSeqs + (2*sms+kvHeads-1)/kvHeads + 1)
+}
 
 // stepBufs are the device buffers of a step's activations and its
 // inputs and outputs, allocated once for the largest step.
@@ -47,23 +54,10 @@ func inputWords(s Sizes, maxb int) int {
 	return 3*n + 2*q + 7*q + 1 + q*maxb + 4*(q+n) + q*maxb + 64
 }
 
-// activationBytes is the device memory newStepBufs takes (for sizing the
-// KV cache before allocating).
-func activationBytes(w *devWeightsShape, s Sizes) int64 {
-	n, q := int64(max(s.MaxTokens, s.MaxSeqs)), int64(s.MaxSeqs)
-	dt := int64(w.dt.Size())
-	b := n*int64(w.hidden)*(4+dt+4) + n*int64(w.qd+2*w.kvd)*4 + n*int64(w.qd)*dt + n*int64(w.ffn)*(8+dt)
-	b += q*int64(w.hidden)*dt + q*int64(w.vocab)*4
-	b += q * int64(w.heads) * maxSplits * int64(w.headDim+2) * 4
-	maxb := (s.MaxModelLen + s.BlockSize - 1) / s.BlockSize
-	b += int64(4*inputWords(s, maxb)) + q*int64((w.vocab+63)/64)*8 + 8*q
-	return b
-}
-
 // devWeightsShape is what buffer sizes depend on.
 type devWeightsShape struct {
-	dt                                          cuda.DType
-	hidden, qd, kvd, ffn, vocab, heads, headDim int
+	dt                                                   cuda.DType
+	hidden, qd, kvd, ffn, vocab, heads, headDim, kvHeads int
 }
 
 func (d *Device) newStepBufs(w *devWeightsShape, s Sizes) (b *stepBufs, err error) {
@@ -75,6 +69,7 @@ func (d *Device) newStepBufs(w *devWeightsShape, s Sizes) (b *stepBufs, err erro
 	}()
 	n, q := int64(max(s.MaxTokens, s.MaxSeqs)), int64(s.MaxSeqs)
 	dt := int64(w.dt.Size())
+	parts := partialRows(s, d.Info.SMs, w.kvHeads) * int64(w.heads)
 	for _, a := range []struct {
 		dst *cuda.Ptr
 		n   int64
@@ -82,8 +77,7 @@ func (d *Device) newStepBufs(w *devWeightsShape, s Sizes) (b *stepBufs, err erro
 		{&b.x, n * int64(w.hidden) * 4}, {&b.hn, n * int64(w.hidden) * dt}, {&b.qkv, n * int64(w.qd+2*w.kvd) * 4},
 		{&b.att, n * int64(w.qd) * dt}, {&b.o, n * int64(w.hidden) * 4}, {&b.gu, n * int64(2*w.ffn) * 4},
 		{&b.act, n * int64(w.ffn) * dt}, {&b.hs, q * int64(w.hidden) * dt}, {&b.logits, q * int64(w.vocab) * 4},
-		{&b.po, q * int64(w.heads) * maxSplits * int64(w.headDim) * 4}, {&b.pm, q * int64(w.heads) * maxSplits * 4},
-		{&b.pl, q * int64(w.heads) * maxSplits * 4}, {&b.outTok, 4 * q}, {&b.outLP, 4 * q},
+		{&b.po, parts * int64(w.headDim) * 4}, {&b.pm, parts * 4}, {&b.pl, parts * 4}, {&b.outTok, 4 * q}, {&b.outLP, 4 * q},
 	} {
 		if *a.dst, err = d.ctx.Alloc(a.n); err != nil {
 			return nil, err

@@ -88,7 +88,7 @@ type Loaded struct {
 
 func (w *devWeights) shapeOf() *devWeightsShape {
 	c := &w.c
-	return &devWeightsShape{dt: w.dt, hidden: c.Hidden, qd: c.Heads * c.HeadDim, kvd: c.KVDim(), ffn: c.FFN, vocab: c.Vocab, heads: c.Heads, headDim: c.HeadDim}
+	return &devWeightsShape{dt: w.dt, hidden: c.Hidden, qd: c.Heads * c.HeadDim, kvd: c.KVDim(), ffn: c.FFN, vocab: c.Vocab, heads: c.Heads, headDim: c.HeadDim, kvHeads: c.KVHeads}
 }
 
 // KVBytesPerBlock is one block's K and V over all layers (fp16).
@@ -143,7 +143,7 @@ func (l *Loaded) Start(cfg Config) (*Executor, error) {
 	e := &Executor{dev: l.dev, cfg: cfg, sizes: l.sizes, w: l.w, bufs: l.bufs, graphs: !cfg.Eager, graph: map[int]*cuda.Graph{},
 		shape:  attnShape{heads: c.Heads, kvHeads: c.KVHeads, headDim: c.HeadDim, blockSize: cfg.BlockSize},
 		params: l.params, weightB: l.weightB}
-	e.buckets = graphBuckets(min(l.sizes.MaxSeqs, l.sizes.MaxTokens))
+	e.buckets = graphBuckets(min(l.sizes.MaxSeqs, l.sizes.MaxTokens, maxGraphBatch))
 	e.kvBytes = int64(cfg.NumBlocks+1) * l.KVBytesPerBlock(cfg.BlockSize)
 	err := l.dev.Do(func() (err error) {
 		if e.kv, err = l.dev.ctx.Alloc(e.kvBytes); err != nil {
@@ -161,6 +161,10 @@ func (l *Loaded) Start(cfg Config) (*Executor, error) {
 	}
 	return e, nil
 }
+
+// maxGraphBatch is the largest decode batch replayed from a graph
+// (vLLM's default capture sizes stop at 512); larger ones run eagerly.
+const maxGraphBatch = 512
 
 // graphBuckets are the batch sizes decode graphs are captured for, as
 // vLLM's: 1, 2, 4, then every 8 up to the most sequences a step runs.

@@ -80,7 +80,7 @@ func TestSpeedDecodeAttention(t *testing.T) {
 			}
 			return d.stream.Zero(q, int64(4*nseq*qd))
 		})
-		for _, splits := range []int{1, 2, 4, 8, 16} {
+		for _, splits := range []int{1, 2, 4, 8, 16, 32, 64} {
 			part := int64(nseq * s.heads * splits)
 			a := decodeArgs{q: q, qs: qd, qrow: putInts(t, d, qrow), ctx: putInts(t, d, ctxs), tables: putInts(t, d, tables), maxb: putInts(t, d, []int32{int32(maxb)}),
 				nseq: nseq, splits: splits, po: d.testAlloc(t, 4*part*int64(s.headDim)), pm: d.testAlloc(t, 4*part),

@@ -40,11 +40,20 @@ DEV void decode(const float* q, int qs, const int* qrow, const int* ctx, const i
     }
   }
   const int* table = tables + (long)s * *maxbp;
-  for (int j = from + grp; j < to; j += 8) {
-    long base = (((long)table[j / B] * kvheads + kvh) * B + j % B) * D + lane * E;
+  // Every lane runs every iteration (the shuffles need the whole warp):
+  // a group past the end computes on zeros and keeps its state.
+  for (int base = from; base < to; base += 8) {
+    int j = base + grp;
+    bool valid = j < to;
     float kf[E], vf[E];
-    load_halves<E>(kc + base, kf);
-    load_halves<E>(vc + base, vf);
+    if (valid) {
+      long at = (((long)table[j / B] * kvheads + kvh) * B + j % B) * D + lane * E;
+      load_halves<E>(kc + at, kf);
+      load_halves<E>(vc + at, vf);
+    } else {
+#pragma unroll
+      for (int e = 0; e < E; e++) kf[e] = vf[e] = 0;
+    }
 #pragma unroll
     for (int g = 0; g < MAXG; g++) {
       if (g < G) {
@@ -52,12 +61,14 @@ DEV void decode(const float* q, int qs, const int* qrow, const int* ctx, const i
 #pragma unroll
         for (int e = 0; e < E; e++) sc += qr[g][e] * kf[e];
         for (int mk = 8; mk > 0; mk >>= 1) sc += shfl_xor(sc, mk);
-        float mn = __builtin_fmaxf(m[g], sc);
-        float r = expf_(m[g] - mn), p = expf_(sc - mn);
-        l[g] = l[g] * r + p;
-        m[g] = mn;
+        if (valid) {
+          float mn = __builtin_fmaxf(m[g], sc);
+          float r = expf_(m[g] - mn), p = expf_(sc - mn);
+          l[g] = l[g] * r + p;
+          m[g] = mn;
 #pragma unroll
-        for (int e = 0; e < E; e++) acc[g][e] = acc[g][e] * r + p * vf[e];
+          for (int e = 0; e < E; e++) acc[g][e] = acc[g][e] * r + p * vf[e];
+        }
       }
     }
   }
