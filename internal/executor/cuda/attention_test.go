@@ -100,17 +100,21 @@ func TestKernelDecodeAttention(t *testing.T) {
 	for _, c := range attnShapes {
 		prefix := []int{0, 16, 299, 2047, 999, 40}
 		a := newAttnCase(t, c, prefix, []int{1, 1, 1, 1, 1, 1})
-		for _, splits := range []int{1, 3, 8} {
-			for _, dt := range dtypes {
-				t.Run(fmt.Sprintf("%s/splits%d/%s", c.Arch, splits, dt), func(t *testing.T) {
-					got := a.runDecode(t, d, dt, splits)
-					want := make([]float32, len(a.want))
-					for i, v := range a.want {
-						want[i] = roundTo(dt, v)
-					}
-					bound := map[cuda.DType]float64{cuda.F32: 1e-5, cuda.F16: 1e-3, cuda.BF16: 8e-3}[dt]
-					checkClose(t, "decode attention", got, want, bound)
-				})
+		for _, kernel := range []string{"tiled", "untiled"} {
+			for _, splits := range []int{1, 3, 8} {
+				for _, dt := range dtypes {
+					t.Run(fmt.Sprintf("%s/%s/splits%d/%s", c.Arch, kernel, splits, dt), func(t *testing.T) {
+						d.decodeV1 = kernel == "untiled"
+						defer func() { d.decodeV1 = false }()
+						got := a.runDecode(t, d, dt, splits)
+						want := make([]float32, len(a.want))
+						for i, v := range a.want {
+							want[i] = roundTo(dt, v)
+						}
+						bound := map[cuda.DType]float64{cuda.F32: 1e-5, cuda.F16: 1e-3, cuda.BF16: 8e-3}[dt]
+						checkClose(t, "decode attention", got, want, bound)
+					})
+				}
 			}
 		}
 	}
@@ -143,16 +147,29 @@ func TestKernelPrefillAttention(t *testing.T) {
 		// chunked prefill), and single tokens as the generic kernel runs
 		// them for head dims the decode kernel lacks.
 		a := newAttnCase(t, c, []int{0, 100, 7, 300}, []int{70, 33, 1, 1})
-		for _, dt := range dtypes {
-			t.Run(fmt.Sprintf("%s/%s", c.Arch, dt), func(t *testing.T) {
-				got := a.runPrefill(t, d, dt)
-				want := make([]float32, len(a.want))
-				for i, v := range a.want {
-					want[i] = roundTo(dt, v)
-				}
-				bound := map[cuda.DType]float64{cuda.F32: 1e-5, cuda.F16: 1e-3, cuda.BF16: 8e-3}[dt]
-				checkClose(t, "prefill attention", got, want, bound)
-			})
+		for _, flash := range []bool{true, false} {
+			if flash && !a.shape().flash() {
+				continue
+			}
+			for _, dt := range dtypes {
+				kernel := map[bool]string{true: "tensor cores", false: "CUDA cores"}[flash]
+				t.Run(fmt.Sprintf("%s/%s/%s", c.Arch, kernel, dt), func(t *testing.T) {
+					d.noFlash = !flash
+					defer func() { d.noFlash = false }()
+					got := a.runPrefill(t, d, dt)
+					want := make([]float32, len(a.want))
+					for i, v := range a.want {
+						want[i] = roundTo(dt, v)
+					}
+					// The tensor cores take Q and the softmax weights in
+					// fp16: a relative error of ~1e-3.
+					bound := map[cuda.DType]float64{cuda.F32: 1e-5, cuda.F16: 1e-3, cuda.BF16: 8e-3}[dt]
+					if flash {
+						bound = max(bound, 4e-3)
+					}
+					checkClose(t, "prefill attention", got, want, bound)
+				})
+			}
 		}
 	}
 }

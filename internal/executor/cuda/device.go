@@ -28,16 +28,18 @@ type DeviceConfig struct {
 // every call below runs on: inside Do), one stream, the kernels,
 // cuBLASLt and its workspace.
 type Device struct {
-	Driver  *cuda.Driver
-	Info    *cuda.Device
-	ctx     *cuda.Context
-	stream  *cuda.Stream
-	k       *kernels
-	blas    *cuda.BLASLt
-	ws      cuda.Ptr
-	wsBytes int64
-	gemms   map[gemmKey]*cuda.GEMM
-	args    cuda.Args
+	Driver   *cuda.Driver
+	Info     *cuda.Device
+	ctx      *cuda.Context
+	stream   *cuda.Stream
+	k        *kernels
+	blas     *cuda.BLASLt
+	ws       cuda.Ptr
+	wsBytes  int64
+	gemms    map[gemmKey]*cuda.GEMM
+	args     cuda.Args
+	noFlash  bool // tests: the CUDA-core prefill kernel instead of the tensor-core one
+	decodeV1 bool // tests: the untiled decode kernel instead of the tiled one
 }
 
 // workspaceBytes is cuBLASLt's scratch: 32 MiB, NVIDIA's advice for

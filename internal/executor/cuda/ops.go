@@ -90,9 +90,14 @@ func (d *Device) decode(dt cuda.DType, s attnShape, a decodeArgs) error {
 	if !s.fastDecode() {
 		return fmt.Errorf("decode attention: head dim %d with %d query heads per KV head has no kernel", s.headDim, s.group())
 	}
-	f := d.k.decode128[dt]
-	if s.headDim == 64 {
+	f := d.k.tdecode128[dt]
+	switch {
+	case d.decodeV1 && s.headDim == 64:
 		f = d.k.decode64[dt]
+	case d.decodeV1:
+		f = d.k.decode128[dt]
+	case s.headDim == 64:
+		f = d.k.tdecode64[dt]
 	}
 	scale := float32(1 / math.Sqrt(float64(s.headDim)))
 	d.args.Reset().Ptr(a.q).Int(a.qs).Ptr(a.qrow).Ptr(a.ctx).Ptr(a.tables).Ptr(a.maxb).Ptr(a.kc).Ptr(a.vc).Ptr(a.out).
@@ -114,6 +119,16 @@ const prefillRows = 64
 // prefillTokens is how many tokens one prefill item takes.
 func (s attnShape) prefillTokens() int { return max(1, prefillRows/s.group()) }
 
+// flash reports whether the tensor-core prefill kernel takes this
+// shape: head dims 64 and 128, up to 64 query heads per KV head.
+func (s attnShape) flash() bool {
+	return (s.headDim == 64 || s.headDim == 128) && s.group() <= prefillRows
+}
+
+// flashShared is the tensor-core kernel's dynamic shared memory: Q, K and
+// V tiles of 64 rows of padded fp16 (flash.cuh).
+func flashShared(headDim int) int { return 3 * 64 * (headDim + 8) * 2 }
+
 // prefillShared is the prefill kernel's dynamic shared memory for rows
 // query rows (attention.cuh's layout).
 func prefillShared(headDim, rows int) int {
@@ -124,6 +139,16 @@ func prefillShared(headDim, rows int) int {
 // prefill runs nitems items (4 ints each: sequence, first row, tokens,
 // first position) of causal attention over the paged cache.
 func (d *Device) prefill(dt cuda.DType, s attnShape, q cuda.Ptr, qs int, items, tables cuda.Ptr, maxb, nitems int, kc, vc, out cuda.Ptr) error {
+	if s.flash() && !d.noFlash {
+		f := d.k.flash128[dt]
+		if s.headDim == 64 {
+			f = d.k.flash64[dt]
+		}
+		scale := float32(1 / math.Sqrt(float64(s.headDim)))
+		d.args.Reset().Ptr(q).Int(qs).Ptr(items).Ptr(tables).Int(maxb).Ptr(kc).Ptr(vc).Ptr(out).
+			Int(s.group()).Int(s.kvHeads).Int(s.blockSize).Float(scale)
+		return d.launch(f, cuda.Dim{X: nitems, Y: s.kvHeads}, cuda.Dim{X: 128}, flashShared(s.headDim))
+	}
 	rows := s.prefillTokens() * s.group()
 	shared := prefillShared(s.headDim, rows)
 	if shared > min(prefillMaxShared, d.Info.SharedOptin) {

@@ -68,6 +68,7 @@ DEV int imax(int a, int b) { return a > b ? a : b; }
 // Vector words for 8- and 16-byte loads.
 struct __attribute__((aligned(16))) u32x4 { u32 x, y, z, w; };
 struct __attribute__((aligned(8))) u32x2 { u32 x, y; };
+struct __attribute__((aligned(16))) float4_ { float x, y, z, w; };
 
 // load_halves reads N fp16 values (N = 4 or 8, aligned) as floats.
 template <int N>

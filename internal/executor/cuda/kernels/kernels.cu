@@ -2,4 +2,6 @@
 // it to kernels.ptx with clang (gen.go), which the executor embeds.
 #include "layer.cuh"
 #include "attention.cuh"
+#include "decode.cuh"
 #include "sample.cuh"
+#include "flash.cuh"
