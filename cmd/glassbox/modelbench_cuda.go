@@ -74,6 +74,9 @@ func runModelBenchCUDA(fs *flag.FlagSet, cfg model.BenchConfig, batch int, shape
 		return json.NewEncoder(stdout).Encode(map[string]any{"device": dev.Describe(), "model": name, "results": results})
 	}
 	fmt.Fprintf(stdout, "%s on %s\n", name, dev.Describe())
+	if len(results) > 0 {
+		fmt.Fprintf(stdout, "attention: %s\n", results[0].Kernels)
+	}
 	for _, r := range results {
 		graphs := ""
 		if r.Graphs {

@@ -66,7 +66,7 @@ func cudaBackend(cfg *Config) (b *backend, err error) {
 	)
 	describe := fmt.Sprintf("%s: %s (%s, %d layers, %s weights on the GPU as %s, fp16 KV cache)", dev.Describe(), l.Name, w.Arch, w.Config.Layers,
 		w.Layers[0].Q.Type, gpuType(w))
-	return &backend{
+	b = &backend{
 		model: l.Vocab, chat: l.Chat, toolParser: templateParser(l.Chat.Template()), eos: l.EOG, name: cfg.Model, describe: describe,
 		maxModelLen: l.ContextLen, defaultSeqs: seqs, defaultBatched: batched, cacheDtype: cacheDtypeLabel(cfg.KVCacheDtype, model.KVF16),
 		executorInfo: map[string]string{"executor": "cuda", "hardware": dev.Info.Name, "model": w.Arch, "tensor_parallel_size": "1",
@@ -83,8 +83,12 @@ func cudaBackend(cfg *Config) (b *backend, err error) {
 		},
 		start: func(numBlocks, blockSize int) (engine.Executor, error) {
 			var err error
-			exec, err = loaded.Start(cudaexec.Config{Sizes: sizes, NumBlocks: numBlocks, Eager: cfg.EnforceEager})
-			return exec, err
+			if exec, err = loaded.Start(cudaexec.Config{Sizes: sizes, NumBlocks: numBlocks, Eager: cfg.EnforceEager}); err != nil {
+				return nil, err
+			}
+			b.describe += "; " + exec.Kernels()
+			b.executorInfo["kernels"] = "cuda ptx (clang): " + exec.Kernels() + "; cublaslt " + dev.BLASLt().VersionString()
+			return exec, nil
 		},
 		memoryLine: func() string {
 			return fmt.Sprintf("GPU memory: weights %.2f GiB, step buffers %.2f GiB, KV cache %.2f GiB, other %.2f GiB, of %.1f GiB (--gpu-memory-utilization %g)",
@@ -97,7 +101,8 @@ func cudaBackend(cfg *Config) (b *backend, err error) {
 			dev.Close()
 			l.Close()
 		},
-	}, nil
+	}
+	return b, nil
 }
 
 func gib(n int64) float64 { return float64(n) / (1 << 30) }

@@ -194,3 +194,20 @@ func (a *attnCase) runPrefill(t *testing.T, d *Device, dt cuda.DType) []float32 
 	d.run(t, func() error { return d.prefill(dt, s, q, qd, pitems, ptables, maxb, len(items)/4, kc, vc, out) })
 	return d.get(t, dt, out, a.n*qd)
 }
+
+// TestFastKernelsAgreeAtStart: the start-up check keeps the tensor-core
+// prefill and the tiled decode kernels on real shapes (they agree with
+// the plain kernels).
+func TestFastKernelsAgreeAtStart(t *testing.T) {
+	d := openTestDevice(t)
+	for _, c := range attnShapes {
+		s := attnShape{heads: c.Heads, kvHeads: c.KVHeads, headDim: c.HeadDim, blockSize: 16}
+		d.noFlash, d.decodeV1, d.fastNote = false, false, ""
+		d.run(t, func() error { return d.checkFastAttention(s) })
+		t.Logf("%s: %s", c.Arch, d.Kernels())
+		if d.noFlash || d.decodeV1 {
+			t.Errorf("%s: %s", c.Arch, d.fastNote)
+		}
+	}
+	d.noFlash, d.decodeV1, d.fastNote = false, false, ""
+}

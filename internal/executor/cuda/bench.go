@@ -30,6 +30,7 @@ type BenchResult struct {
 	GPUMedianMS  float64   `json:"gpu_median_ms"`
 	TokensPerSec float64   `json:"tokens_per_s"`
 	Graphs       bool      `json:"cuda_graphs"`
+	Kernels      string    `json:"attention_kernels"`
 }
 
 // BenchSizes is the step sizes a benchmark needs.
@@ -102,7 +103,7 @@ func Bench(l *Loaded, cfg BenchConfig, eager bool) ([]BenchResult, error) {
 			prompt[i] = tok(i)
 		}
 		b := &engine.Batch{NumTokens: cfg.Prompt, Seqs: []engine.SeqBatch{{Seq: 0, Tokens: prompt, Pos: cfg.Depth, BlockTable: tables[0], Sample: true, Params: &greedy}}}
-		res := BenchResult{Test: fmt.Sprintf("pp%d", cfg.Prompt) + suffix, Batch: 1, Depth: cfg.Depth, Tokens: cfg.Prompt}
+		res := BenchResult{Test: fmt.Sprintf("pp%d", cfg.Prompt) + suffix, Batch: 1, Depth: cfg.Depth, Tokens: cfg.Prompt, Kernels: e.Kernels()}
 		if err := measure(res, 1, func(int) *engine.Batch { return b }); err != nil {
 			return nil, err
 		}
@@ -115,7 +116,7 @@ func Bench(l *Loaded, cfg BenchConfig, eager bool) ([]BenchResult, error) {
 			b.Seqs[i] = engine.SeqBatch{Seq: i, Tokens: toks[i], BlockTable: tables[i], Sample: true, Params: &greedy}
 		}
 		res := BenchResult{Test: fmt.Sprintf("tg%d b%d", cfg.Gen, cfg.Batch) + suffix, Batch: cfg.Batch, Depth: cfg.Depth, Tokens: cfg.Batch,
-			Graphs: !eager && cfg.Batch <= e.buckets[len(e.buckets)-1]}
+			Graphs: !eager && cfg.Batch <= e.buckets[len(e.buckets)-1], Kernels: e.Kernels()}
 		if err := measure(res, cfg.Gen, func(step int) *engine.Batch {
 			for i := range b.Seqs {
 				b.Seqs[i].Pos = cfg.Depth + step

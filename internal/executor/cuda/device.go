@@ -38,8 +38,9 @@ type Device struct {
 	wsBytes  int64
 	gemms    map[gemmKey]*cuda.GEMM
 	args     cuda.Args
-	noFlash  bool // tests: the CUDA-core prefill kernel instead of the tensor-core one
-	decodeV1 bool // tests: the untiled decode kernel instead of the tiled one
+	noFlash  bool   // the CUDA-core prefill kernel instead of the tensor-core one
+	decodeV1 bool   // the untiled decode kernel instead of the tiled one
+	fastNote string // why checkFastAttention turned a fast kernel off
 }
 
 // workspaceBytes is cuBLASLt's scratch: 32 MiB, NVIDIA's advice for

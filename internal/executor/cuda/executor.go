@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/cuda"
@@ -146,6 +147,9 @@ func (l *Loaded) Start(cfg Config) (*Executor, error) {
 	e.buckets = graphBuckets(min(l.sizes.MaxSeqs, l.sizes.MaxTokens, maxGraphBatch))
 	e.kvBytes = int64(cfg.NumBlocks+1) * l.KVBytesPerBlock(cfg.BlockSize)
 	err := l.dev.Do(func() (err error) {
+		if err := l.dev.checkFastAttention(e.shape); err != nil {
+			return fmt.Errorf("check the attention kernels: %w", err)
+		}
 		if e.kv, err = l.dev.ctx.Alloc(e.kvBytes); err != nil {
 			return err
 		}
@@ -165,6 +169,16 @@ func (l *Loaded) Start(cfg Config) (*Executor, error) {
 // maxGraphBatch is the largest decode batch replayed from a graph
 // (vLLM's default capture sizes stop at 512); larger ones run eagerly.
 const maxGraphBatch = 512
+
+// Kernels names the attention kernels the executor runs, and why a fast
+// one is off when it is.
+func (e *Executor) Kernels() string {
+	k := e.dev.Kernels()
+	if e.dev.fastNote != "" {
+		k += " (" + strings.TrimSuffix(e.dev.fastNote, "; ") + ")"
+	}
+	return k
+}
 
 // graphBuckets are the batch sizes decode graphs are captured for, as
 // vLLM's: 1, 2, 4, then every 8 up to the most sequences a step runs.
