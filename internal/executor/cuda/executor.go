@@ -185,20 +185,14 @@ func (e *Executor) Kernels() string {
 func graphBuckets(most int) []int {
 	var b []int
 	for _, s := range []int{1, 2, 4} {
-		if s <= most {
+		if s < most {
 			b = append(b, s)
 		}
 	}
-	for s := 8; s < most+8; s += 8 {
-		b = append(b, min(s, most))
-		if s >= most {
-			break
-		}
+	for s := 8; s < most; s += 8 {
+		b = append(b, s)
 	}
-	if len(b) == 0 || b[len(b)-1] != most {
-		b = append(b, most)
-	}
-	return b
+	return append(b, most)
 }
 
 // Close releases the graphs, the cache, the buffers and the weights.
