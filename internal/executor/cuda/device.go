@@ -28,19 +28,20 @@ type DeviceConfig struct {
 // every call below runs on: inside Do), one stream, the kernels,
 // cuBLASLt and its workspace.
 type Device struct {
-	Driver   *cuda.Driver
-	Info     *cuda.Device
-	ctx      *cuda.Context
-	stream   *cuda.Stream
-	k        *kernels
-	blas     *cuda.BLASLt
-	ws       cuda.Ptr
-	wsBytes  int64
-	gemms    map[gemmKey]*cuda.GEMM
-	args     cuda.Args
-	noFlash  bool   // the CUDA-core prefill kernel instead of the tensor-core one
-	decodeV1 bool   // the untiled decode kernel instead of the tiled one
-	fastNote string // why checkFastAttention turned a fast kernel off
+	Driver        *cuda.Driver
+	Info          *cuda.Device
+	ctx           *cuda.Context
+	stream        *cuda.Stream
+	k             *kernels
+	blas          *cuda.BLASLt
+	ws            cuda.Ptr
+	wsBytes       int64
+	gemms         map[gemmKey]*cuda.GEMM
+	args          cuda.Args
+	noFlash       bool   // the CUDA-core prefill kernel instead of the tensor-core one
+	decodeV1      bool   // the untiled decode kernel instead of the tiled one
+	fastNote      string // why checkFastAttention turned a fast kernel off
+	driverVersion string // NVML's, "580.159.04"; empty without NVML
 }
 
 // workspaceBytes is cuBLASLt's scratch: 32 MiB, NVIDIA's advice for
@@ -73,6 +74,10 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 		return nil, err
 	}
 	d := &Device{Driver: drv, Info: info, ctx: ctx, gemms: map[gemmKey]*cuda.GEMM{}}
+	if n, err := cuda.OpenNVML(); err == nil { // the driver's own version, as nvidia-smi shows it
+		d.driverVersion, _ = n.DriverVersion()
+		n.Close()
+	}
 	if err := ctx.Do(func() error { return d.open(cfg) }); err != nil {
 		d.Close()
 		return nil, err
@@ -129,8 +134,12 @@ func (d *Device) BLASLt() *cuda.BLASLt { return d.blas }
 
 // Describe is one line naming the GPU, the driver and cuBLASLt.
 func (d *Device) Describe() string {
-	return fmt.Sprintf("%s (sm_%d%d, %d SMs, %.1f GiB), CUDA driver %s, cuBLASLt %s (%s)", d.Info.Name, d.Info.Major, d.Info.Minor,
-		d.Info.SMs, float64(d.Info.TotalMemory)/(1<<30), d.Driver.Version(), d.blas.VersionString(), d.blas.Path)
+	drv := "CUDA " + d.Driver.Version()
+	if d.driverVersion != "" {
+		drv = d.driverVersion + " (" + drv + ")"
+	}
+	return fmt.Sprintf("%s (sm_%d%d, %d SMs, %.1f GiB), driver %s, cuBLASLt %s (%s)", d.Info.Name, d.Info.Major, d.Info.Minor,
+		d.Info.SMs, float64(d.Info.TotalMemory)/(1<<30), drv, d.blas.VersionString(), d.blas.Path)
 }
 
 // gemmKey names a planned GEMM: types and shape.

