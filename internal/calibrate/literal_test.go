@@ -18,11 +18,7 @@ func TestPrintH200(t *testing.T) {
 	if !*printH200 {
 		t.Skip("SKIPPED: a tool, not a test: -args -print-h200 prints the fitted H200 profile as Go")
 	}
-	f, err := FitProbe(h200Probe(t), h200(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Println(goLiteral(f.Hardware.Calib))
+	fmt.Println(goLiteral(fitH200(t).Hardware.Calib))
 }
 
 func goLiteral(c profiles.Calibration) string {

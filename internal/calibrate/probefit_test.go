@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
@@ -32,6 +33,34 @@ func h200Probe(t *testing.T) *Probe {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// h200Fit is FitProbe on h200Probe, fitted once for every test that
+// reads it.
+var h200Fit = sync.OnceValues(func() (*ProbeFit, error) {
+	var paths []string
+	for _, f := range []string{"h200-fused.json", "h200-eager.json", "h200-gaps.json", "h200-extras.json"} {
+		paths = append(paths, filepath.Join("..", "..", "..", "shared", "reference", "calibration", "h200", f))
+	}
+	p, err := ReadProbe(append(paths, filepath.Join("testdata", "h200-probe-2026-12-04.json"))...)
+	if err != nil {
+		return nil, err
+	}
+	hw, err := profiles.LookupHardware("h200")
+	if err != nil {
+		return nil, err
+	}
+	return FitProbe(p, hw)
+})
+
+func fitH200(t *testing.T) *ProbeFit {
+	t.Helper()
+	h200Probe(t) // skips, or fails under CI, without ../shared
+	f, err := h200Fit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 func h200(t *testing.T) profiles.Hardware {
@@ -130,10 +159,7 @@ func TestH200ProfileMatchesMeasurements(t *testing.T) {
 // fitted, and gets the built-in profile's numbers back.
 func TestFitH200Probe(t *testing.T) {
 	hw := h200(t)
-	f, err := FitProbe(h200Probe(t), hw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := fitH200(t)
 	want, got := hw.Calib, f.Hardware.Calib
 	same(t, "", reflect.ValueOf(want), reflect.ValueOf(got))
 	if f.Burst == nil || f.BurstFP8 == nil {
@@ -221,10 +247,7 @@ var updateDocs = flag.Bool("update", false, "rewrite docs/simulator.md's H200 ta
 // TestSimulatorDocsH200Tables: docs/simulator.md's tables of the measured
 // H200 against the fitted profile are the fit's.
 func TestSimulatorDocsH200Tables(t *testing.T) {
-	f, err := FitProbe(h200Probe(t), h200(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := fitH200(t)
 	const path = "../../docs/simulator.md"
 	doc, err := os.ReadFile(path)
 	if err != nil {

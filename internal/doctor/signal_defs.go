@@ -386,7 +386,7 @@ func signalDefs() []signalDef {
 			// A GPU that always has work reads GR_ENGINE_ACTIVE below 1 (the
 			// gaps between its kernels): the share of the time it had work
 			// is the reading over that.
-			{src: srcDCGM, what: "GPU utilisation: DCGM's graphics-engine activity (DCGM_FI_PROF_GR_ENGINE_ACTIVE) over what a GPU reads while it always has work (about 0.9, for the gaps between its kernels)",
+			{src: srcDCGM, what: "GPU utilisation: DCGM's graphics-engine activity (DCGM_FI_PROF_GR_ENGINE_ACTIVE) over what a GPU reads while it always has work (about 0.9, for the gaps between its kernels; nvidia-smi's GPU-Util reads 100 under any load)",
 				value: func(v *view) float64 { return math.Min(1, v.sig(SigDCGMActive)/v.th().EngineActiveBusy) },
 				promql: func(p promql, s *Signals) string {
 					return fmt.Sprintf("clamp_max(%s / %g, 1)", p.avgNoJob(metricspec.DCGMGREngineActive), s.th.EngineActiveBusy)
