@@ -13,10 +13,6 @@ import (
 // preference. Rules, evidence, provenance, the three answers and the live
 // page's charts all read signals from here; none derives its own.
 
-// SignalName names a signal of the registry (the Sig… constants): stable,
-// as the live page and the JSON report use them.
-type SignalName string
-
 // Signal is one resolved number of a window.
 type Signal struct {
 	Name   SignalName
