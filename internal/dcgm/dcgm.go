@@ -19,7 +19,6 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
-	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // Config describes the simulated GPUs.
@@ -90,8 +89,7 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	e := &Exporter{cfg: cfg, start: cfg.Now()}
 	for i := range cfg.GPUs {
-		e.labels = append(e.labels, fmt.Sprintf(`gpu="%d",UUID="%s",pci_bus_id="%s",device="nvidia%d",modelName="%s",Hostname="%s",%s="%s"`,
-			i, gpuUUID(cfg.Hostname, i), pciBusID(i), i, d.ModelName, cfg.Hostname, metricspec.DCGMDriverVersionKey, DriverVersion))
+		e.labels = append(e.labels, gpuLabels(i, gpuUUID(cfg.Hostname, i), pciBusID(i), i, d.ModelName, cfg.Hostname, DriverVersion))
 	}
 	return e, nil
 }
