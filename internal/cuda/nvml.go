@@ -135,6 +135,13 @@ func (d *NVMLDevice) Power() (draw, limit float64, err error) {
 	return float64(mw) / 1000, float64(lim) / 1000, nil
 }
 
+// PowerUsage is the board's draw in watts.
+func (d *NVMLDevice) PowerUsage() (float64, error) {
+	var mw uint32
+	err := nvmlCheck("nvmlDeviceGetPowerUsage", call(d.n.fn.power, d.h, ptr(&mw)))
+	return float64(mw) / 1000, err
+}
+
 // Clock domains (nvmlClockType_t).
 const (
 	ClockGraphics = 0

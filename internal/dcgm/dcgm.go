@@ -1,13 +1,19 @@
-// Package dcgm is the simulated GPU's NVIDIA dcgm-exporter: the DCGM_FI_*
-// series a real GPU fleet exports next to vLLM (GPU activity, tensor and
-// memory pipes, framebuffer, power, clocks), one series set per simulated
-// GPU, with dcgm-exporter's names, HELP, labels and number format, derived
-// step by step from the cost model's work. It observes the engine (an
-// engine.Observer) and serves the text on its own listener, as
-// dcgm-exporter does on :9400.
+// Package dcgm is glassbox's NVIDIA dcgm-exporter: the DCGM_FI_* series a
+// real GPU fleet exports next to vLLM (GPU activity, tensor and memory
+// pipes, framebuffer, power, clocks), with dcgm-exporter's names, HELP,
+// labels and number format, served on their own listener as
+// dcgm-exporter serves them on :9400. It has two sources behind one
+// writer (expose.go):
+//
+//   - Exporter, the simulated GPUs: one series set per tensor-parallel
+//     rank, derived step by step from the cost model's work (it observes
+//     the engine: an engine.Observer).
+//   - NVMLExporter, a real GPU: a sampler reads NVML (GPM's profiling
+//     metrics on Hopper and later) every interval, through the Device
+//     interface declared here; the wiring adapts internal/cuda to it.
 //
 // It may import engine (for the events) and the sim's profiles; it must not
-// import server, metrics or tracing.
+// import server, metrics, tracing or internal/cuda.
 package dcgm
 
 import (
