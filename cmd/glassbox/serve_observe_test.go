@@ -158,9 +158,59 @@ func TestServeFlagCombinations(t *testing.T) {
 		{"--ssl-certfile", "x"},
 		{"--collect-detailed-traces", "all"},
 		{"--otlp-traces-endpoint", "127.0.0.1:1", "--collect-detailed-traces", "everything"},
+		{"--dcgm-port", "0", "--sim-dcgm-port", "0"},                               // one name of the flag
+		{"--dcgm-port", "0", "--dcgm-interval", "1s", "--sim-dcgm-interval", "2s"}, // likewise
+		{"--dcgm-interval", "2s"}, // nothing to read at that rate
+		{"--sim-dcgm-interval", "2s"},
 	} {
 		if _, err := parseServeFlags(args, io.Discard); err == nil {
 			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// TestServeDCGMPort: --dcgm-port serves the simulated GPUs' series under
+// the simulator (--sim-dcgm-port is its old name), says so in the
+// banner, and is refused by name where no GPU's counters exist.
+func TestServeDCGMPort(t *testing.T) {
+	for _, flag := range []string{"--dcgm-port", "--sim-dcgm-port"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		var banner strings.Builder
+		inst, err := startServe(ctx, []string{"--host", "127.0.0.1", "--port", "0", "--sim-time-scale", "0", flag, "0", "--dcgm-interval", "500ms"}, &banner, io.Discard)
+		if err != nil {
+			cancel()
+			t.Fatalf("%s: %v", flag, err)
+		}
+		resp, err := http.Get("http://" + inst.dcgmAddr + "/metrics")
+		var body []byte
+		if err == nil {
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		cancel()
+		if err := <-inst.done; err != nil {
+			t.Error(err)
+		}
+		if err != nil || !strings.Contains(string(body), "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\"") {
+			t.Errorf("%s: GET the exporter: %v\n%s", flag, err, body)
+		}
+		if !strings.Contains(banner.String(), "dcgm-exporter on http://"+inst.dcgmAddr+"/metrics") || !strings.Contains(banner.String(), "the simulated dcgm-exporter of 1× NVIDIA") {
+			t.Errorf("%s: banner\n%s", flag, banner.String())
+		}
+	}
+	stories := storiesPath(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dcgm-port", "0", "--dcgm-interval", "10ms"}, "--dcgm-interval"},
+		{[]string{"--model", stories, "--device", "cpu", "--dcgm-port", "0"}, "--dcgm-port: the CPU executor has no GPU counters"},
+		// This machine has no GPU: auto runs on the CPU, and says why.
+		{[]string{"--model", stories, "--dcgm-port", "0"}, "--device auto"},
+	} {
+		_, err := startServe(context.Background(), append([]string{"--host", "127.0.0.1", "--port", "0"}, c.args...), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error naming %s", c.args, err, c.want)
 		}
 	}
 }

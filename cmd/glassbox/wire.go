@@ -25,7 +25,7 @@ import (
 type instance struct {
 	addr        string
 	metricsAddr string // the --metrics-port listener, or ""
-	dcgmAddr    string // the --sim-dcgm-port listener, or ""
+	dcgmAddr    string // the --dcgm-port listener, or ""
 	engine      *engine.Engine
 	done        chan error
 }
@@ -70,7 +70,7 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 		inst.dcgmAddr = lns.DCGM.Addr().String()
 	}
 	printBanner(stdout, f, r, inst.addr)
-	printObserveBanner(stdout, f, inst.metricsAddr, inst.dcgmAddr)
+	printObserveBanner(stdout, f, inst.metricsAddr, inst.dcgmAddr, r.DCGM)
 
 	r.Start()
 	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)

@@ -83,9 +83,9 @@ func New(cfg Config) (*Exporter, error) {
 		return nil, fmt.Errorf("new dcgm exporter: %d GPUs", cfg.GPUs)
 	case d.TDPWatts <= 0 || d.FramebufferMiB <= 0 || cfg.Hardware.Calib.Counters.EngineActive <= 0:
 		return nil, fmt.Errorf("new dcgm exporter: hardware %s has no device profile", cfg.Hardware.Name)
-	case cfg.Window != 0 && (cfg.Window < bucketWidth || cfg.Window > maxWindow):
-		// Readings are kept in buckets: a shorter window could cover none.
-		return nil, fmt.Errorf("new dcgm exporter: window %v is not within [%v, %v]", cfg.Window, bucketWidth, maxWindow)
+	}
+	if err := CheckInterval(cfg.Window); err != nil {
+		return nil, fmt.Errorf("new dcgm exporter: %w", err)
 	}
 	if cfg.Window == 0 {
 		cfg.Window = time.Second
@@ -200,6 +200,17 @@ func (e *Exporter) read(now time.Time) reading {
 	r.fbUsed = int(math.Round(e.cfg.GPUMemoryUtilization * float64(d.FramebufferMiB)))
 	r.fbFree = max(d.FramebufferMiB-r.fbUsed-r.fbReserved, 0)
 	return r
+}
+
+// CheckInterval refuses a sampling interval (an averaging window) outside
+// [100 ms, 1 min]; 0 stands for the default. The simulated readings are
+// kept in buckets of 100 ms, so a shorter window could cover none; GPM
+// wants its samples at least 100 ms apart.
+func CheckInterval(d time.Duration) error {
+	if d != 0 && (d < bucketWidth || d > maxWindow) {
+		return fmt.Errorf("interval %v is not within [%v, %v]", d, bucketWidth, maxWindow)
+	}
+	return nil
 }
 
 // gpuUUID is a stable GPU-xxxxxxxx-xxxx-… id for a host's GPU i.

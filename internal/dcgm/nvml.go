@@ -102,11 +102,11 @@ type NVMLExporter struct {
 // profiling fields: GPM's first interval ends one Interval later), then
 // starts the sampler.
 func NewNVML(cfg NVMLConfig) (*NVMLExporter, error) {
-	switch {
-	case cfg.Device == nil:
+	if cfg.Device == nil {
 		return nil, errors.New("new NVML dcgm exporter: no device")
-	case cfg.Interval != 0 && (cfg.Interval < bucketWidth || cfg.Interval > maxWindow):
-		return nil, fmt.Errorf("new NVML dcgm exporter: interval %v is not within [%v, %v]", cfg.Interval, bucketWidth, maxWindow)
+	}
+	if err := CheckInterval(cfg.Interval); err != nil {
+		return nil, fmt.Errorf("new NVML dcgm exporter: %w", err)
 	}
 	if cfg.Interval == 0 {
 		cfg.Interval = time.Second

@@ -83,6 +83,12 @@ var forbidden = map[string][]string{
 	// NVIDIA's libraries, bound at run time: the GPU executor and the
 	// tools that read the board build on them; they know no engine.
 	module + "/internal/cuda": modelSide,
+	// dcgm-exporter's series, simulated or read from a real GPU: it
+	// declares what it reads of NVML (dcgm.Device) and the wiring adapts
+	// internal/cuda to it, so the exporter builds and tests without
+	// NVIDIA's libraries; it serves text, it registers no metrics.
+	module + "/internal/dcgm": {"github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/cuda", module + "/internal/executor/cuda",
+		module + "/internal/executor/cpu", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/replica"},
 	// The profile table is data: everything reads it, it reads nothing.
 	module + "/internal/profiles": {module + "/internal/", "net/http", "github.com/prometheus/"},
 	module + "/internal/hub":      {module + "/internal/engine", module + "/internal/server", module + "/internal/executor", module + "/internal/model"},

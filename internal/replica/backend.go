@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strconv"
+	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/dcgm"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/cpu"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
@@ -38,6 +41,9 @@ type backend struct {
 	peakFLOPs, peakBandwidth float64
 	hardware                 *sim.Hardware // the simulated GPU, nil on the CPU
 	gpus                     int
+	// gpuCounters, on a real GPU, starts dcgm's NVML exporter on it;
+	// close ends it.
+	gpuCounters func(interval time.Duration, hostname string, log *slog.Logger) (*dcgm.NVMLExporter, error)
 
 	blocks func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs, maxNumBatchedTokens int) (int, error)
 	start  func(numBlocks, blockSize int) (engine.Executor, error)

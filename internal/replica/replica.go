@@ -111,9 +111,10 @@ type Config struct {
 	RecordPhases bool
 	Profiler     server.Profiler // nil: no /start_profile
 
-	// DCGM, with the simulator, also builds its dcgm-exporter
-	// (DCGMHandler), averaging over DCGMWindow (0: one second) and
-	// labelled with Hostname.
+	// DCGM also builds a dcgm-exporter (DCGMHandler), labelled with
+	// Hostname: the simulated GPUs' under the simulator, averaging over
+	// DCGMWindow; the GPU's own under the CUDA executor, read from NVML
+	// every DCGMWindow (0: one second). The CPU executor refuses it.
 	DCGM       bool
 	DCGMWindow time.Duration
 	Hostname   string
@@ -146,6 +147,9 @@ type Replica struct {
 	Memory string
 	// Note says why Device auto runs on the CPU; empty otherwise.
 	Note string
+	// DCGM says what the dcgm-exporter serves (Config.DCGM); empty
+	// without one.
+	DCGM string
 	// Tokenizer is the served model's tokenizer as the API uses it
 	// (completion prompts get the model's BOS), for callers that submit
 	// to Engine themselves: the public package.
@@ -242,16 +246,35 @@ func New(cfg Config) (r *Replica, err error) {
 		return nil, err
 	}
 	observers := cfg.Observers
-	var exporter *dcgm.Exporter
+	var counters http.Handler
+	var countersLine string
 	if cfg.DCGM {
-		if b.hardware == nil {
-			return nil, errors.New("a DCGM listener needs the simulated GPU: it has no meaning for --model")
+		if err := dcgm.CheckInterval(cfg.DCGMWindow); err != nil {
+			return nil, fmt.Errorf("--dcgm-interval: %w", err)
 		}
-		if exporter, err = dcgm.New(dcgm.Config{Hardware: *b.hardware, GPUs: b.gpus, GPUMemoryUtilization: cfg.GPUMemoryUtilization,
-			Hostname: cfg.Hostname, Window: cfg.DCGMWindow, Now: cfg.Clock.Now}); err != nil {
-			return nil, err
+		switch {
+		case b.hardware != nil:
+			exporter, err := dcgm.New(dcgm.Config{Hardware: *b.hardware, GPUs: b.gpus, GPUMemoryUtilization: cfg.GPUMemoryUtilization,
+				Hostname: cfg.Hostname, Window: cfg.DCGMWindow, Now: cfg.Clock.Now})
+			if err != nil {
+				return nil, err
+			}
+			observers = append([]engine.Observer{exporter}, observers...)
+			counters = exporter
+			countersLine = fmt.Sprintf("the simulated dcgm-exporter of %d× %s", b.gpus, b.hardware.Device.ModelName)
+		case b.gpuCounters != nil:
+			exporter, err := b.gpuCounters(cfg.DCGMWindow, cfg.Hostname, cfg.Logger)
+			if err != nil {
+				return nil, fmt.Errorf("--dcgm-port: read the GPU's counters: %w", err)
+			}
+			counters, countersLine = exporter, describeCounters(exporter, cfg.DCGMWindow)
+		default:
+			msg := "--dcgm-port: the CPU executor has no GPU counters to serve: dcgm-exporter's series come from an NVIDIA GPU (--device cuda) or the simulated one (no --model)"
+			if note != "" {
+				msg += "; " + note
+			}
+			return nil, errors.New(msg)
 		}
-		observers = append([]engine.Observer{exporter}, observers...)
 	}
 	var obs engine.Observer = m
 	if len(observers) > 0 {
@@ -268,11 +291,9 @@ func New(cfg Config) (r *Replica, err error) {
 		}
 		mh = metrics.Handler(gather)
 	}
-	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Memory: b.memory(), Note: note, Tokenizer: b.model,
-		Grammars: server.NewGrammars(b.model, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather, back: b}
-	if exporter != nil {
-		r.dcgm = exporter
-	}
+	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Memory: b.memory(), Note: note, DCGM: countersLine,
+		Tokenizer: b.model, Grammars: server.NewGrammars(b.model, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather, back: b,
+		dcgm: counters}
 	var dash http.Handler
 	if mh != nil {
 		if r.page, err = live.New(live.Config{Targets: []live.Target{r.liveTarget(names[0], cfg.APIKey)}, Now: cfg.Clock.Now}); err != nil {
@@ -295,7 +316,7 @@ func New(cfg Config) (r *Replica, err error) {
 }
 
 // liveTarget reads the replica for its live page in process: /metrics
-// (with the simulated GPU's dcgm-exporter appended) and /debug/engine.
+// (with the dcgm-exporter's series appended) and /debug/engine.
 func (r *Replica) liveTarget(name, apiKey string) live.Target {
 	get := func(h http.Handler, path string) ([]byte, error) {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
@@ -383,8 +404,8 @@ func (r *Replica) Handler() http.Handler { return r.handler }
 // the caller gave a Registerer without a Gatherer.
 func (r *Replica) MetricsHandler() http.Handler { return r.metrics }
 
-// DCGMHandler serves the simulated GPUs' dcgm-exporter series, or is nil
-// without Config.DCGM.
+// DCGMHandler serves the dcgm-exporter's series (the simulated GPUs', or
+// the GPU's own from NVML), or is nil without Config.DCGM.
 func (r *Replica) DCGMHandler() http.Handler { return r.dcgm }
 
 // Start runs the engine goroutine until Close.
