@@ -1,7 +1,12 @@
 package dcgm
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
@@ -14,6 +19,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.uber.org/goleak"
 
+	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
@@ -343,4 +349,42 @@ func TestNewNVMLRejects(t *testing.T) {
 		}
 	}
 	goleak.VerifyNone(t)
+}
+
+// TestDoctorReadsTheNVMLExporter: the doctor's --dcgm-url scrape reads a
+// real GPU's exposition as it reads dcgm-exporter's: the board's name and
+// its GPM activities.
+func TestDoctorReadsTheNVMLExporter(t *testing.T) {
+	b := h200()
+	e, err := NewNVML(NVMLConfig{Device: b, DriverVersion: "580.159.04", Hostname: "node-7", Interval: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	// The minute-long interval keeps the sampler asleep: take GPM's
+	// first interval here.
+	e.mu.Lock()
+	e.latest, e.failing = e.read(true)
+	e.mu.Unlock()
+	vllm := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintf(w, "# TYPE %s gauge\n%s{engine=\"0\",model_name=\"m\"} 3\n", metricspec.NumRequestsRunning, metricspec.NumRequestsRunning)
+	}))
+	defer vllm.Close()
+	gpu := httptest.NewServer(e)
+	defer gpu.Close()
+	w, err := doctor.Collect(context.Background(), doctor.Config{MetricsURL: vllm.URL, DCGMURL: gpu.URL, Duration: 200 * time.Millisecond, Interval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Snapshots) == 0 || len(w.Problems) > 0 {
+		t.Fatalf("%d readings, problems %v", len(w.Snapshots), w.Problems)
+	}
+	for key, want := range map[string]float64{metricspec.DCGMGREngineActive: 0.746, metricspec.DCGMSMActive: 0.737, metricspec.DCGMDRAMActive: 0.409, metricspec.DCGMTensorActive: 0} {
+		if got, ok := w.Snapshots[0].Values[key]; !ok || math.Abs(got-want) > 1e-9 {
+			t.Errorf("the doctor read %s = %v (%v), want %v", key, got, ok, want)
+		}
+	}
+	if m := w.Info["dcgm"]["modelName"]; m != "NVIDIA H200" {
+		t.Errorf("the doctor names the GPU %q", m)
+	}
 }
