@@ -145,6 +145,26 @@ type Drafter interface {
 	Drafts() bool
 }
 
+// KernelTimer is an Executor that can time the parts of its steps — a
+// GPU's kernels, the phases of a CPU's forward pass — for a profile: the
+// view vLLM's users get from nsys. The engine turns it on while
+// Config.Profiling reports a recording and off after, from its own
+// goroutine; while on, Execute fills StepResult.Kernels, and while off
+// it times nothing.
+type KernelTimer interface {
+	Executor
+	TimeKernels(on bool)
+}
+
+// KernelTime is one timed part of a step. Start is from the start of the
+// step's execution (inside Execute; on a GPU, from the device's own start
+// of the step). Parts nest: one whose time lies inside another's is part
+// of it (a layer's matmuls inside the layer); others do not overlap.
+type KernelTime struct {
+	Name            string
+	Start, Duration time.Duration
+}
+
 // Batch is one step's work, flattened as vLLM's: for each scheduled sequence
 // the tokens to process, where they start, its block table and whether to
 // sample its next token. Slices alias engine state: read them, do not keep them.
@@ -227,6 +247,10 @@ type StepResult struct {
 	// step's busy time instead of the wall time inside Execute, whose
 	// rest is host work.
 	DeviceTime time.Duration
+	// Kernels are the step's parts in the order they began, from a
+	// KernelTimer while it times them (nil otherwise). The executor owns
+	// the slice; observers see it in StepEvent.Kernels.
+	Kernels []KernelTime
 }
 
 // GPUActivity is what a GPU's activity counters (DCGM's profiling
@@ -288,6 +312,10 @@ type StepEvent struct {
 
 	FLOPs, ReadBytes, WriteBytes float64
 	Activity                     GPUActivity
+
+	// Kernels are the executor's timed parts of the step (StepResult's),
+	// while a profile records and the executor is a KernelTimer.
+	Kernels []KernelTime
 }
 
 // FinishedEvent describes one sequence at its end.

@@ -24,6 +24,10 @@ type Config struct {
 	RecordPhases bool
 	// Clock is the engine's time; nil means the wall clock.
 	Clock Clock
+	// Profiling reports whether a profile is recording (the profiler's),
+	// so that a KernelTimer executor times its kernels meanwhile; nil
+	// means never. The engine asks once per step.
+	Profiling func() bool
 	// LoRAs are the LoRA adapters served (--lora-modules), by the name a
 	// Request gives; MaxLoRAs (--max-loras) is the most one step runs.
 	LoRAs    []string

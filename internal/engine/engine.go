@@ -62,7 +62,9 @@ type Engine struct {
 	steps   uint64
 	preempt uint64
 	seed    uint64
-	stepAt  time.Time // start of the current step, for Phase records
+	stepAt  time.Time   // start of the current step, for Phase records
+	timer   KernelTimer // the executor, when it times kernels and Config.Profiling is set
+	timing  bool        // timer is on
 
 	loraSeen []bool // scratch of adapters, by id
 }
@@ -131,6 +133,9 @@ func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
 	}
 	if sp.Enabled() {
 		e.perPos = make([]int, sp.NumSpeculativeTokens)
+	}
+	if kt, ok := exec.(KernelTimer); ok && cfg.Profiling != nil {
+		e.timer = kt
 	}
 	e.publish()
 	return e, nil
