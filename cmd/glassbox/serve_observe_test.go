@@ -257,8 +257,36 @@ func TestServeProfiler(t *testing.T) {
 	if resp, err := http.Post("http://"+off.addr+"/start_profile", "", nil); err != nil || resp.StatusCode != 404 {
 		t.Errorf("/start_profile without --profiler-dir: %v %v, want 404", err, resp)
 	}
+	names := profileOnce(t)
+	if names["step"] != 4 {
+		t.Errorf("%d steps in the profile, want the request's 4", names["step"])
+	}
+	if names["attention"] != 0 {
+		t.Errorf("the simulator's steps have %d attention slices: its step is one slice", names["attention"])
+	}
+}
+
+// TestServeProfilerCPUPhases: on the CPU executor the profile's steps
+// hold the forward pass's phases.
+func TestServeProfilerCPUPhases(t *testing.T) {
+	names := profileOnce(t, "--model", storiesPath(t), "--device", "cpu", "--threads", "2")
+	steps := names["step"]
+	if steps != 4 {
+		t.Errorf("%d steps in the profile, want the request's 4", steps)
+	}
+	for _, name := range []string{"embed", "layer 0", "attention", "qkv_proj", "mlp", "lm_head", "sample"} {
+		if names[name] < steps {
+			t.Errorf("%d %q slices in %d steps", names[name], name, steps)
+		}
+	}
+}
+
+// profileOnce serves with a profiler, profiles one 4-token completion
+// and counts the trace's slices by name.
+func profileOnce(t *testing.T, args ...string) map[string]int {
+	t.Helper()
 	dir := t.TempDir()
-	inst, _ := startInstance(t, "--profiler-dir", dir)
+	inst, _ := startInstance(t, append([]string{"--profiler-dir", dir}, args...)...)
 	base := "http://" + inst.addr
 	post := func(path, body string) string {
 		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
@@ -299,15 +327,13 @@ func TestServeProfiler(t *testing.T) {
 	if err := json.NewDecoder(zr).Decode(&tf); err != nil {
 		t.Fatal(err)
 	}
-	steps := 0
+	names := map[string]int{}
 	for _, e := range tf.TraceEvents {
-		if e.Ph == "X" && e.Name == "step" {
-			steps++
+		if e.Ph == "X" {
+			names[e.Name]++
 		}
 	}
-	if steps != 4 {
-		t.Errorf("%d steps in the profile, want the request's 4", steps)
-	}
+	return names
 }
 
 // otlpCollector is an OTLP/HTTP receiver keeping every span.

@@ -140,7 +140,7 @@ func newReplica(f *serveFlags, o *observability, log *slog.Logger) (*replica.Rep
 		c.ServedModelNames = []string{f.model} // vLLM serves the --model argument by name
 	}
 	if o.profiler != nil {
-		c.Profiler = o.profiler
+		c.Profiler, c.Profiling = o.profiler, o.profiler.Recording
 	}
 	if f.model != "" {
 		if f.specAcceptanceFrom != "" {

@@ -110,6 +110,9 @@ type Config struct {
 	Observers    []engine.Observer
 	RecordPhases bool
 	Profiler     server.Profiler // nil: no /start_profile
+	// Profiling reports whether the profiler records, so that an
+	// executor that times its kernels does so meanwhile (nil: never).
+	Profiling func() bool
 
 	// DCGM also builds a dcgm-exporter (DCGMHandler), labelled with
 	// Hostname: the simulated GPUs' under the simulator, averaging over
@@ -373,7 +376,7 @@ func engineConfig(cfg *Config, b *backend) (engine.Config, error) {
 		EnablePrefixCaching: !cfg.NoPrefixCaching,
 		MaxWaiting:          cfg.MaxQueuedRequests,
 		EOS:                 b.eos, Logger: cfg.Logger, RecordPhases: cfg.RecordPhases, Clock: cfg.Clock,
-		Speculative: cfg.Speculative,
+		Speculative: cfg.Speculative, Profiling: cfg.Profiling,
 	}
 	if l := cfg.LoRA; l != nil {
 		for _, m := range l.Modules {
