@@ -161,6 +161,7 @@ func (s *Server) Handler() http.Handler {
 	route("POST /v1/chat/completions", "/v1/chat/completions", s.handleChat, false)
 	route("POST /v1/embeddings", "/v1/embeddings", s.handleEmbeddings, false)
 	route("GET /v1/models", "/v1/models", s.handleModels, false)
+	route("GET /v1/models/{id...}", "/v1/models/{id}", s.handleModel, false)
 	route("POST /tokenize", "/tokenize", s.handleTokenize, false)
 	route("POST /detokenize", "/detokenize", s.handleDetokenize, false)
 	// Probes stay open: a kubelet has no API key.
@@ -238,7 +239,26 @@ func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	list := openai.ModelList{Object: "list", Data: []openai.ModelCard{}}
+	s.writeJSON(w, r, openai.ModelList{Object: "list", Data: s.modelCards()})
+}
+
+// handleModel serves GET /v1/models/{id} (the SDKs' models.retrieve): the
+// card of one served name, or the 404 a model the server does not serve
+// gets everywhere.
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	for _, c := range s.modelCards() {
+		if c.ID == id {
+			s.writeJSON(w, r, c)
+			return
+		}
+	}
+	s.fail(w, r, openai.ModelNotFound(id))
+}
+
+// modelCards describes every name the server answers to.
+func (s *Server) modelCards() []openai.ModelCard {
+	list := openai.ModelList{Data: []openai.ModelCard{}}
 	for _, name := range s.cfg.ServedModelNames {
 		list.Data = append(list.Data, openai.ModelCard{
 			ID: name, Object: "model", Created: s.started, OwnedBy: "glassbox",
@@ -252,7 +272,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 			Root: l.Path, Parent: &s.cfg.ServedModelNames[0], MaxModelLen: s.maxModelLen,
 		})
 	}
-	s.writeJSON(w, r, list)
+	return list.Data
 }
 
 // modelNames are the names requests may give: the served model's and the
@@ -295,10 +315,19 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		} else {
 			ids = s.model.Encode(*req.Prompt)
 		}
-	} else if text, err := s.renderChat(req.Messages, nil); err != nil {
-		s.fail(w, r, err)
-		return
 	} else {
+		var tools []any
+		if req.Tools != nil {
+			if tools, err = openai.ToolDefs(req.Tools); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+		}
+		text, err := s.renderChat(req.Messages, tools)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		ids = s.encodeChat(text)
 	}
 	resp := openai.TokenizeResponse{Count: len(ids), MaxModelLen: s.maxModelLen, Tokens: ids}
