@@ -143,7 +143,7 @@ func (s *Server) respondChat(w http.ResponseWriter, r *http.Request, j *job) {
 	for i := range resp.Choices {
 		content, deltas := readers[i].read(texts[i].String())
 		more, moreDeltas, reason := readers[i].finish(*reasons[i])
-		msg := openai.ChatMessage{Role: "assistant", Content: content + more, ToolCalls: mergeCalls(nil, append(deltas, moreDeltas...))}
+		msg := openai.ChatMessage{Role: "assistant", Content: content + more, ToolCalls: compactCalls(mergeCalls(nil, append(deltas, moreDeltas...)))}
 		resp.Choices[i] = openai.ChatChoice{Index: i, Message: msg, Logprobs: logprobs[i], FinishReason: &reason}
 	}
 	s.writeJSON(w, r, timedChat{resp, j.timings()})
