@@ -53,6 +53,7 @@ type engineFlags struct {
 	loraSizeSet         bool // --max-loras or --max-lora-rank given
 	speculativeConfig   string
 	specAcceptanceFrom  string
+	agent               agentFlags
 }
 
 // listFlag collects every value a repeated flag is given (vLLM's
@@ -87,6 +88,7 @@ func spaceLists(args []string, names ...string) []string {
 }
 
 func (e *engineFlags) register(fs *flag.FlagSet) {
+	e.agent.register(fs)
 	fs.StringVar(&e.servedModelName, "served-model-name", "", "model name(s) clients use, comma-separated (default: the model)")
 	fs.StringVar(&e.simHardware, "sim-hardware", "h200", "simulated GPU: "+strings.Join(sim.HardwareNames(), ", "))
 	fs.StringVar(&e.simModel, "sim-model", "llama-3.1-8b", "simulated model: "+strings.Join(sim.ModelNames(), ", ")+" (or its Hugging Face name)")
@@ -179,6 +181,9 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 		GPUMemoryUtilization: e.gpuMemoryUtil, MaxQueuedRequests: e.maxQueued, DisableLogStats: e.disableLogStats,
 		DisableGlassboxMetrics: e.disableGlassbox, KVCacheDtype: e.kvCacheDtype, AsyncScheduling: e.asyncScheduling,
 		ToolCallParser: e.toolCallParser, EnableAutoToolChoice: e.autoToolChoice,
+	}
+	if err := e.agent.apply(&c); err != nil {
+		return c, err
 	}
 	var err error
 	if e.speculativeConfig != "" {

@@ -70,6 +70,22 @@ func JSONSchema(schema []byte) (*Grammar, error) {
 	return build(c.b, "schema")
 }
 
+// jsonSchemaThen is JSONSchema's value between optional whitespace, then
+// suffix.
+func jsonSchemaThen(schema []byte, suffix string) (*Grammar, error) {
+	root, err := parseOrdered(schema)
+	if err != nil {
+		return nil, syntaxErr("schema", "the JSON schema is not valid JSON: %v", err)
+	}
+	c := &schemaCompiler{b: NewBuilder(), root: root, rules: map[string]string{}, ws: whitespace()}
+	x, err := c.value(root, "#")
+	if err != nil {
+		return nil, err
+	}
+	c.b.Define("root", Seq(c.ws, x, c.ws, Lit(suffix)))
+	return build(c.b, "schema")
+}
+
 // JSONObject is the grammar of any JSON object (response_format
 // json_object).
 func JSONObject() *Grammar {

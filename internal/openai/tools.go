@@ -28,7 +28,8 @@ type FunctionDef struct {
 }
 
 // ToolChoice is tool_choice: "none", "auto", "required", or a named
-// function ({"type":"function","function":{"name":…}}).
+// function ({"type":"function","function":{"name":…}}, or the Responses
+// API's {"type":"function","name":…}).
 type ToolChoice struct {
 	Mode string // none, auto, required, or "function" with Name
 	Name string
@@ -42,6 +43,7 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 	case "object":
 		var wire struct {
 			Type     string `json:"type"`
+			Name     string `json:"name"` // the Responses API's flat form
 			Function struct {
 				Name string `json:"name"`
 			} `json:"function"`
@@ -53,6 +55,9 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 			return BadRequest("tool_choice", "tool_choice object must have type \"function\", got %q", wire.Type)
 		}
 		c.Mode, c.Name = "function", wire.Function.Name
+		if c.Name == "" {
+			c.Name = wire.Name
+		}
 		return nil
 	}
 	return typeError[ToolChoice](data)

@@ -74,6 +74,9 @@ type Config struct {
 	// EnableAutoToolChoice (--enable-auto-tool-choice) requires that there is one.
 	ToolCallParser       string
 	EnableAutoToolChoice bool
+	// ResponsesStore is how many Responses API responses are kept
+	// (--responses-store-size; 0: none).
+	ResponsesStore int
 
 	// ServedModelNames are the names clients use; empty means the sim
 	// model's name or Model's path.
@@ -276,7 +279,7 @@ func New(cfg Config) (r *Replica, err error) {
 	srv := server.New(server.Config{
 		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger, LoRA: adapters,
 		Metrics: mh, Instrument: m.InstrumentHTTP, Rejected: m.Rejected, Chat: b.chat, Profiler: cfg.Profiler, Dashboard: dash,
-		Grammars: r.Grammars, ToolParser: parser, Embeddings: b.embeddings,
+		Grammars: r.Grammars, ToolParser: parser, Embeddings: b.embeddings, ResponsesStore: cfg.ResponsesStore,
 	}, eng, b.model)
 	r.handler = srv.Handler()
 	return r, nil

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 
+	"github.com/glassbox-llm/glassbox/internal/grammar"
 	"github.com/glassbox-llm/glassbox/internal/openai"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
@@ -137,6 +138,13 @@ func compactCalls(calls []openai.ToolCall) []openai.ToolCall {
 	}
 	return calls
 }
+
+// callListMatcher is a required tool choice's matcher, marked as a list
+// of calls for the simulated model, which ends such lists as models do.
+type callListMatcher struct{ *grammar.Matcher }
+
+// ToolCallList reports that the output is a list of tool calls.
+func (callListMatcher) ToolCallList() bool { return true }
 
 // mergeCalls folds deltas into whole calls, for a non-streaming answer.
 func mergeCalls(calls []openai.ToolCall, deltas []openai.ToolCallDelta) []openai.ToolCall {

@@ -7,9 +7,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/openai"
+	"github.com/glassbox-llm/glassbox/internal/sampling"
 )
 
 // chatCalls sends body and returns the calls and finish reason, whole or
@@ -93,5 +95,68 @@ func TestToolCallsCutByLength(t *testing.T) {
 				t.Errorf("%s cut at %d (stream %v): calls %+v finish %q content %q; want %+v %q", tc.choice, tc.maxTokens, stream, got, finish, content, tc.want, tc.finish)
 			}
 		}
+	}
+}
+
+// triggerExec writes prefix, then samples uniformly at random among the
+// tokens its constraint allows (the end of the sequence as soon as it may,
+// once the prefix is out): a model that starts a hermes call and then
+// writes anything the mask lets through.
+type triggerExec struct {
+	prefix string
+	mask   []uint64
+}
+
+func (x *triggerExec) Execute(b *engine.Batch, r *engine.StepResult) error {
+	r.Samples = r.Samples[:0]
+	for i := range b.Seqs {
+		sb := &b.Seqs[i]
+		r.Samples = append(r.Samples, sampling.Result{})
+		if !sb.Sample {
+			continue
+		}
+		out := sb.Pos + len(sb.Tokens) - sb.NumPrompt
+		if out < len(x.prefix) {
+			r.Samples[i] = sampling.Result{Token: int(x.prefix[out])}
+			continue
+		}
+		if x.mask == nil {
+			x.mask = make([]uint64, (vocabSize+63)/64)
+		}
+		sb.Constraint.FillMask(x.mask)
+		var allowed []int
+		for tok := range vocabSize {
+			if x.mask[tok/64]&(1<<(tok%64)) != 0 {
+				if tok == eosID {
+					allowed = []int{eosID}
+					break
+				}
+				allowed = append(allowed, tok)
+			}
+		}
+		r.Samples[i] = sampling.Result{Token: allowed[sb.RNG.IntN(len(allowed))]}
+	}
+	return nil
+}
+
+// TestToolChoiceAutoCallsFollowTheSchema: under auto the prose is free,
+// and from <tool_call> on the call is held to one tool's schema (a lazy
+// grammar), so a model writing at random still calls a tool with valid
+// arguments.
+func TestToolChoiceAutoCallsFollowTheSchema(t *testing.T) {
+	env := startExec(t, &triggerExec{prefix: "Let me see.<tool_call>"}, longContext, func(_ *engine.Config, c *Config) { c.ToolParser = "hermes" })
+	weather := mustValidator(t, `{"type":"object","properties":{"city":{"type":"string","maxLength":10},"days":{"type":"integer","minimum":1,"maximum":7}},"required":["city"],"additionalProperties":false}`)
+	zone := mustValidator(t, `{"type":"object","properties":{"zone":{"enum":["UTC","CET"]}},"required":["zone"]}`)
+	for seed := range 8 {
+		body := fmt.Sprintf(`{"messages":[{"role":"user","content":"x"}],"max_tokens":300,"seed":%d,%s}`, seed, weatherTools)
+		calls, finish, content := chatCalls(t, env, body, seed%2 == 1)
+		if finish != "tool_calls" || len(calls) != 1 || content != "Let me see." {
+			t.Fatalf("seed %d: calls %+v, finish %q, content %q", seed, calls, finish, content)
+		}
+		v := map[string]*jsonschema.Schema{"get_weather": weather, "get_time": zone}[calls[0].Function.Name]
+		if v == nil {
+			t.Fatalf("seed %d: call to %q", seed, calls[0].Function.Name)
+		}
+		validates(t, v, calls[0].Function.Arguments)
 	}
 }

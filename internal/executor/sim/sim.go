@@ -65,6 +65,10 @@ type Config struct {
 	// weights and arithmetic, and for copying in those not in a slot.
 	LoRA *LoRA
 
+	// ToolCalls is how the fake model calls the tools requests offer
+	// (the zero value: never under auto, one call per list).
+	ToolCalls ToolCalls
+
 	// Speculative is the engine's --speculative-config. The executor
 	// verifies the drafts it is given against its fake language model
 	// (each position sampled as a plain step would, a draft accepted when
@@ -115,6 +119,7 @@ type Executor struct {
 	deadline  time.Time // when the previous simulated step ends
 	lora      *loraState
 	draft     *draftModel // a draft model (speculative decoding), or nil
+	tools     ToolCalls
 
 	// Scratch reused by every step, so that Execute allocates nothing.
 	hist     []int      // history rewritten into candidate indices, for penalties
@@ -190,6 +195,10 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.HostOverhead < 0 {
 		return nil, fmt.Errorf("new sim executor: host overhead must not be negative, got %v", cfg.HostOverhead)
 	}
+	if err := cfg.ToolCalls.Check(); err != nil {
+		return nil, fmt.Errorf("new sim executor: %w", err)
+	}
+	e.tools = cfg.ToolCalls
 	for i := range e.local {
 		e.local[i] = -1
 	}
@@ -470,6 +479,12 @@ func (e *Executor) sample(s *engine.SeqBatch, out *sampling.Result) error {
 	if len(h) == 0 {
 		h = s.Tokens
 	}
+	if s.Constraint != nil {
+		if tok, ok := e.toolCall(s, e.rng(s.RNG)); ok {
+			*out = sampling.Result{Token: tok, Top: out.Top[:0]}
+			return nil
+		}
+	}
 	cands, logits := e.gen.candidates(h, s.NumPrompt)
 	if len(s.Banned) > 0 {
 		for i, id := range cands {
@@ -478,7 +493,7 @@ func (e *Executor) sample(s *engine.SeqBatch, out *sampling.Result) error {
 			}
 		}
 	}
-	if s.Constraint != nil && e.constrain(s, cands, logits, out) {
+	if s.Constraint != nil && !freeProse(s.Constraint) && e.constrain(s, h, cands, logits, out) {
 		return nil
 	}
 
@@ -502,8 +517,11 @@ func (e *Executor) sample(s *engine.SeqBatch, out *sampling.Result) error {
 // of the sequence when allowed, else a quote, else a closing bracket or
 // brace, else printable ASCII, else a token that is not a word, else any. It reports whether it picked (out
 // is then set).
-func (e *Executor) constrain(s *engine.SeqBatch, cands []int32, logits []float32, out *sampling.Result) bool {
+func (e *Executor) constrain(s *engine.SeqBatch, h []int, cands []int32, logits []float32, out *sampling.Result) bool {
 	s.Constraint.FillMask(e.mask)
+	if e.endOfCall(s, h, e.rng(s.RNG), out) {
+		return true
+	}
 	any := false
 	for i, id := range cands {
 		if !e.allowed(int(id)) || slices.Contains(s.Banned, int(id)) {
