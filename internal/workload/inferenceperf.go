@@ -142,13 +142,16 @@ type IPData struct {
 	Trace              *IPTrace        `yaml:"trace"`
 	UseChatTemplate    bool            `yaml:"use_chat_template"`
 
+	// ConversationReplay is data.type conversation_replay's agent
+	// sessions.
+	ConversationReplay *IPConversationReplay `yaml:"conversation_replay"`
+
 	// Read to be refused by name: glassbox generates no multimodal
 	// content and replays no agent traces.
-	Multimodal         any `yaml:"multimodal"`
-	OTelTraceReplay    any `yaml:"otel_trace_replay"`
-	WekaTraceReplay    any `yaml:"weka_trace_replay"`
-	ConversationReplay any `yaml:"conversation_replay"`
-	VisionArena        any `yaml:"visionarena"`
+	Multimodal      any `yaml:"multimodal"`
+	OTelTraceReplay any `yaml:"otel_trace_replay"`
+	WekaTraceReplay any `yaml:"weka_trace_replay"`
+	VisionArena     any `yaml:"visionarena"`
 }
 
 // IPDistribution is a length distribution (inference-perf's Distribution):

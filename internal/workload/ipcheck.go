@@ -252,17 +252,24 @@ func (c *InferencePerf) checkData() error {
 	case "":
 		d.Type = "mock"
 	case "mock", "random", "synthetic", "shared_prefix", "shareGPT":
+	case "conversation_replay":
+		if err := c.checkConversationReplay(); err != nil {
+			return err
+		}
 	case "cnn_dailymail", "infinity_instruct", "billsum_conversations":
 		return c.at("data.type", "%s: glassbox does not read that hub dataset (use shareGPT, random, synthetic or shared_prefix)", d.Type)
-	case "otel_trace_replay", "weka_trace_replay", "conversation_replay", "visionarena":
-		return c.at("data.type", "%s is not built in glassbox (it replays agent traces or multimodal chats)", d.Type)
+	case "otel_trace_replay", "weka_trace_replay", "visionarena":
+		return c.at("data.type", "%s is not built in glassbox (it replays recorded agent traces or multimodal chats; conversation_replay generates agent sessions)", d.Type)
 	default:
-		return c.at("data.type", "%q: want mock, shareGPT, random, synthetic or shared_prefix", d.Type)
+		return c.at("data.type", "%q: want mock, shareGPT, random, synthetic, shared_prefix or conversation_replay", d.Type)
+	}
+	if d.Type != "conversation_replay" && d.ConversationReplay != nil {
+		return c.at("data.conversation_replay", "is set for data.type %s", d.Type)
 	}
 	for key, v := range map[string]any{"multimodal": d.Multimodal, "otel_trace_replay": d.OTelTraceReplay, "weka_trace_replay": d.WekaTraceReplay,
-		"conversation_replay": d.ConversationReplay, "visionarena": d.VisionArena} {
+		"visionarena": d.VisionArena} {
 		if v != nil {
-			return c.at("data."+key, "glassbox does not generate multimodal prompts or replay agent traces")
+			return c.at("data."+key, "glassbox does not generate multimodal prompts or replay recorded agent traces")
 		}
 	}
 	if d.UseChatTemplate {

@@ -31,6 +31,8 @@ func prompts(ctx context.Context, c *InferencePerf, p *Plan, most int, dataTrace
 			}
 		}
 		return out, err
+	case "conversation_replay":
+		return conversationReplayPlan(ctx, d.ConversationReplay, p, tk, rng)
 	case "random":
 		return randomPrompts(ctx, d, most+1, dataTrace, tk, o, rng)
 	case "synthetic":

@@ -59,6 +59,8 @@ type Config struct {
 	// position, without the fake language model or the samplers: for runs
 	// in virtual time whose requests ignore EOS, where the tokens' values
 	// matter to nothing but the prefix cache and the cost is the sampling.
+	// A sequence with a constraint (a structured output) still goes through
+	// the model, which writes what its grammar allows.
 	PlainTokens bool
 
 	// LoRA, when set, serves adapters: each step pays for its adapters'
@@ -354,7 +356,7 @@ func (e *Executor) run(b *engine.Batch, r *engine.StepResult) error {
 			}
 			continue
 		}
-		if e.plain {
+		if e.plain && s.Constraint == nil {
 			r.Samples[i] = sampling.Result{Token: e.plainToken(s.Pos + len(s.Tokens))}
 			continue
 		}
