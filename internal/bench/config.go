@@ -161,8 +161,8 @@ func (c Config) ClientDefaults() (Config, error) {
 	if len(c.LoRAModules) > 0 && c.Workload != nil {
 		return c, errors.New("check config: --lora-modules with --config: the configuration's load.lora_traffic_split sends to the adapters")
 	}
-	if c.Dataset.Name == "agent" && (c.Sweep || c.Ramp != nil || c.Duration > 0 || c.Workload != nil || c.Agent == nil) {
-		return c, errors.New("check config: --dataset-name agent starts --num-prompts sessions at --request-rate: no --sweep, ramp, --duration or --config with it")
+	if c.Dataset.Name == "agent" && (c.Sweep || c.Ramp != nil || c.Workload != nil || c.Agent == nil) {
+		return c, errors.New("check config: --dataset-name agent starts --num-prompts sessions at --request-rate: no --sweep, ramp or --config with it")
 	}
 	if c.Dataset.Name == "trace" && (c.Sweep || c.Ramp != nil || c.Duration > 0 || c.Workload != nil) {
 		return c, errors.New("check config: --dataset-name trace sends the trace's requests at its times: no --sweep, ramp, --duration or --config with it")
@@ -236,7 +236,7 @@ func (c Config) ClientDefaults() (Config, error) {
 // sessions (NumPrompts), rate, burstiness and concurrency cap.
 func (c *Config) AgentPlan(ctx context.Context, tk workload.Tokenizer, rng *rand.Rand) (*workload.Plan, error) {
 	a := *c.Agent
-	a.Sessions, a.Rate, a.Burstiness, a.MaxConcurrency = c.NumPrompts, c.RequestRate, c.Burstiness, c.MaxConcurrency
+	a.Sessions, a.Rate, a.Burstiness, a.MaxConcurrency, a.Until = c.NumPrompts, c.RequestRate, c.Burstiness, c.MaxConcurrency, c.Duration
 	return workload.NewAgentPlan(ctx, a, tk, rng)
 }
 

@@ -53,8 +53,10 @@ type AgentConfig struct {
 	ToolLatency time.Duration // between an answer and the next turn
 	Rate        float64       // sessions started per second (+Inf: all at once)
 	Burstiness  float64       // gamma shape of the sessions' arrival gaps (1: Poisson)
-	// MaxConcurrency caps the requests in flight (0: none).
+	// MaxConcurrency caps the requests in flight (0: none); Until, when
+	// positive, stops sending then (--duration), sessions unfinished.
 	MaxConcurrency int
+	Until          time.Duration
 }
 
 // Check refuses what cannot run, by flag.
@@ -81,7 +83,7 @@ func NewAgentPlan(ctx context.Context, c AgentConfig, tk Tokenizer, rng *rand.Ra
 		return nil, err
 	}
 	n := c.Sessions
-	p := &Plan{Sessions: true, MaxConcurrency: c.MaxConcurrency, Agent: &AgentPlan{Sessions: make([]AgentSession, n)}}
+	p := &Plan{Sessions: true, MaxConcurrency: c.MaxConcurrency, Until: c.Until, Agent: &AgentPlan{Sessions: make([]AgentSession, n)}}
 	var system Sample
 	if c.SystemLen > 0 {
 		s, err := LoadSamples(ctx, DatasetConfig{Name: "random", RandomInputLen: c.SystemLen, RandomOutputLen: 1}, 1, tk, rng)
