@@ -167,6 +167,17 @@ type IPDistribution struct {
 	TotalCount *int     `yaml:"total_count"`
 }
 
+// UnmarshalYAML reads a distribution's mapping; inference-perf's
+// expression strings ("Min(100, Max(10, Normal(50, 10)))", SymPy's) are
+// refused by name.
+func (d *IPDistribution) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return fmt.Errorf("line %d: the expression distribution %q is not supported by glassbox: give a mapping {type, min, max, mean, std_dev}", n.Line, n.Value)
+	}
+	type plain IPDistribution
+	return n.Decode((*plain)(d))
+}
+
 // Length is a token count given as a number or as a distribution
 // (inference-perf's Union[int, Distribution]).
 type Length struct {

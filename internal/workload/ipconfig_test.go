@@ -46,6 +46,7 @@ func TestUnderstoodButRefused(t *testing.T) {
 		{stages + "data: {type: shared_prefix, shared_prefix: {question_len: {mean: 5}, question_distribution: {mean: 5}}}", "both given"},
 		{stages + "data: {type: random, input_distribution: {type: skew_normal}, output_distribution: {}}", "skew_normal"},
 		{stages + "data: {type: random, input_distribution: {mean: 5000}, output_distribution: {}}", "outside"},
+		{stages + "data: {type: random, input_distribution: 'Min(100, Normal(50, 10))', output_distribution: {}}", "expression distribution"},
 		{"load: {type: concurrent, stages: [{rate: 1, duration: 1}]}", "num_requests and concurrency_level"},
 		{"load: {stages: [{rate: 1, duration: 1, num_requests: 3}]}", "belong to load type concurrent"},
 		{"load: {type: trace_replay, stages: [{rate: 1, duration: 1}]}", "load.trace"},
