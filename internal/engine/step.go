@@ -36,7 +36,7 @@ func (e *Engine) step() {
 	e.buildBatch()
 	scheduled := e.clock.Now()
 
-	e.result.FLOPs, e.result.ReadBytes, e.result.WriteBytes = 0, 0, 0
+	e.result.FLOPs, e.result.ReadBytes, e.result.WriteBytes, e.result.Activity = 0, 0, 0, GPUActivity{}
 	e.result.HostTime = 0
 	err := e.exec.Execute(&e.batch, &e.result)
 	executed := e.clock.Now()
@@ -53,7 +53,7 @@ func (e *Engine) step() {
 		NumSeqs: len(p.Seqs), NumTokens: p.NumTokens,
 		Preemptions: len(p.Preempted), PrefixQueries: p.PrefixQueries, PrefixHits: p.PrefixHits,
 		TTFTs: ev.TTFTs[:0], ITLs: ev.ITLs[:0], Seqs: ev.Seqs[:0], Preempted: ev.Preempted[:0],
-		FLOPs: e.result.FLOPs, ReadBytes: e.result.ReadBytes, WriteBytes: e.result.WriteBytes,
+		FLOPs: e.result.FLOPs, ReadBytes: e.result.ReadBytes, WriteBytes: e.result.WriteBytes, Activity: e.result.Activity,
 		SpecAcceptedPerPos: e.perPos,
 	}
 	clear(e.perPos)

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"runtime"
@@ -44,10 +45,8 @@ type backend struct {
 }
 
 func simBackend(cfg *Config) (*backend, error) {
-	if d := cfg.KVCacheDtype; d != "" && d != "auto" {
-		return nil, fmt.Errorf("--kv-cache-dtype %s: the simulated GPU keeps KV in the model's dtype (auto)", d)
-	}
 	cfg.Sim.AsyncScheduling = cfg.AsyncScheduling
+	cfg.Sim.Quantization, cfg.Sim.KVCacheDtype = cfg.Quantization, cfg.KVCacheDtype
 	if l := cfg.LoRA; l != nil {
 		cfg.Sim.LoRA = &sim.LoRA{MaxLoRAs: l.MaxLoRAs, Rank: l.MaxRank}
 	}
@@ -61,7 +60,15 @@ func simBackend(cfg *Config) (*backend, error) {
 	info := exec.Info()
 	hw := exec.CostModel().HW
 	seqs, batched := hw.Defaults()
-	describe := fmt.Sprintf("the simulated executor: %s on %d× %s (bf16)", info.Model, info.TensorParallel, info.Hardware)
+	m := exec.CostModel().Model
+	weights, kv := "bf16", "bf16"
+	if m.FP8 {
+		weights = "fp8"
+	}
+	if m.KVElementBytes() == 1 {
+		kv = "fp8"
+	}
+	describe := fmt.Sprintf("the simulated executor: %s on %d× %s (%s weights, %s KV)", info.Model, info.TensorParallel, info.Hardware, weights, kv)
 	if info.Draft != "" {
 		describe += fmt.Sprintf(", drafting with %s on %d", info.Draft, info.DraftTensorParallel)
 		if cfg.Speculative.DraftMaxModelLen == 0 {
@@ -74,7 +81,7 @@ func simBackend(cfg *Config) (*backend, error) {
 		// its vectors may be shortened as a Matryoshka model's.
 		embeddings:  &server.Embeddings{Dim: exec.CostModel().Model.Hidden, Pooling: "simulated", Truncatable: true},
 		describe:    describe,
-		maxModelLen: info.MaxModelLen, defaultSeqs: seqs, defaultBatched: batched, cacheDtype: "auto",
+		maxModelLen: info.MaxModelLen, defaultSeqs: seqs, defaultBatched: batched, cacheDtype: cmp.Or(cfg.KVCacheDtype, "auto"),
 		executorInfo: map[string]string{
 			"executor": info.Executor, "hardware": info.Hardware, "model": info.Model,
 			"tensor_parallel_size": strconv.Itoa(info.TensorParallel),
@@ -116,6 +123,9 @@ func cacheDtypeLabel(flag string, dt model.KVDtype) string {
 func cpuBackend(cfg *Config) (*backend, error) {
 	if cfg.AsyncScheduling {
 		return nil, errors.New("--async-scheduling: the CPU executor's host work is its compute; only the simulated GPU overlaps it")
+	}
+	if cfg.Quantization != "" {
+		return nil, fmt.Errorf("--quantization %s: the CPU executor runs the GGUF file's own weight types (quantise the file instead, e.g. glassbox model random --type q8_0)", cfg.Quantization)
 	}
 	dtype, err := model.ParseKVDtype(cfg.KVCacheDtype)
 	if err != nil {

@@ -67,7 +67,8 @@ type Config struct {
 	AsyncScheduling      bool
 	GPUMemoryUtilization float64 // the simulator's; 0: 0.92
 	KVCacheMemoryBytes   int64
-	KVCacheDtype         string // --kv-cache-dtype: auto (fp16 on the CPU, the model's on the simulator), fp16 or fp32
+	KVCacheDtype         string // --kv-cache-dtype: auto (fp16 on the CPU, the model's on the simulator), fp16 or fp32 (the CPU), fp8 (the simulator)
+	Quantization         string // --quantization: fp8 on the simulator's Hopper profiles; refused on the CPU
 	MaxQueuedRequests    int
 	// ToolCallParser reads tool_choice auto's tool calls (--tool-call-parser);
 	// empty takes the one the chat template calls for.
