@@ -38,6 +38,7 @@ type engineFlags struct {
 	enablePrefix        bool
 	noEnablePrefix      bool
 	gpuMemoryUtil       float64
+	gpuMemoryUtilSet    bool // --gpu-memory-utilization was given
 	kvCacheMemoryBytes  string
 	kvCacheDtype        string
 	quantization        string
@@ -104,7 +105,7 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&e.blockSize, "block-size", replica.DefaultBlockSize, "tokens per KV-cache block")
 	fs.BoolVar(&e.enablePrefix, "enable-prefix-caching", true, "reuse KV blocks of shared prompt prefixes")
 	fs.BoolVar(&e.noEnablePrefix, "no-enable-prefix-caching", false, "turn automatic prefix caching off")
-	fs.Float64Var(&e.gpuMemoryUtil, "gpu-memory-utilization", 0.92, "fraction of GPU memory for weights, activations and the KV cache")
+	fs.Float64Var(&e.gpuMemoryUtil, "gpu-memory-utilization", 0.92, "fraction of GPU memory for weights, activations and the KV cache (a real GPU's default is vLLM's 0.9)")
 	fs.StringVar(&e.kvCacheMemoryBytes, "kv-cache-memory-bytes", "", "KV-cache size per GPU, e.g. 8G; overrides --gpu-memory-utilization")
 	fs.StringVar(&e.kvCacheDtype, "kv-cache-dtype", "auto", "KV cache element type: auto (fp16 on the CPU, the model's on the simulator), fp16 or fp32 (the CPU's), fp8, fp8_e4m3 or fp8_e5m2 (the simulator's: one byte an element)")
 	fs.StringVar(&e.quantization, "quantization", "", "weight quantization, vLLM's flag: fp8 (the simulator's Hopper profiles: FP8 linear layers at the FP8 GEMM rates measured on an H200)")
@@ -173,6 +174,7 @@ func (e *engineFlags) visited(fs *flag.FlagSet) {
 	fs.Visit(func(fl *flag.Flag) {
 		e.blockSizeSet = e.blockSizeSet || fl.Name == "block-size"
 		e.loraSizeSet = e.loraSizeSet || fl.Name == "max-loras" || fl.Name == "max-lora-rank"
+		e.gpuMemoryUtilSet = e.gpuMemoryUtilSet || fl.Name == "gpu-memory-utilization"
 	})
 }
 

@@ -222,6 +222,11 @@ type StepResult struct {
 	// the engine lets it pass before delivering outputs, outside the busy
 	// time. 0 for executors whose host work is real.
 	HostTime time.Duration
+	// DeviceTime, when above 0, is the time the accelerator was busy
+	// with the step as the device measured it (a GPU's events): the
+	// step's busy time instead of the wall time inside Execute, whose
+	// rest is host work.
+	DeviceTime time.Duration
 }
 
 // GPUActivity is what a GPU's activity counters (DCGM's profiling

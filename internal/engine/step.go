@@ -44,12 +44,17 @@ func (e *Engine) step() {
 		e.clock.Sleep(e.result.HostTime) // the host's share of the step: the GPU idles
 	}
 	done := e.clock.Now()
+	busy := executed.Sub(scheduled)
+	if d := e.result.DeviceTime; d > 0 && d < busy {
+		busy = d // the rest of Execute was the host's
+	}
+	e.result.DeviceTime = 0
 	e.steps++
 	e.preempt += uint64(len(p.Preempted))
 
 	ev := &e.ev
 	*ev = StepEvent{
-		Start: start, ScheduleTime: scheduled.Sub(start), ExecuteTime: executed.Sub(scheduled), HostTime: done.Sub(executed),
+		Start: start, ScheduleTime: scheduled.Sub(start), ExecuteTime: busy, HostTime: done.Sub(executed),
 		NumSeqs: len(p.Seqs), NumTokens: p.NumTokens,
 		Preemptions: len(p.Preempted), PrefixQueries: p.PrefixQueries, PrefixHits: p.PrefixHits,
 		TTFTs: ev.TTFTs[:0], ITLs: ev.ITLs[:0], Seqs: ev.Seqs[:0], Preempted: ev.Preempted[:0],

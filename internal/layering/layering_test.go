@@ -80,6 +80,9 @@ var forbidden = map[string][]string{
 	module + "/internal/model":     modelSide,
 	module + "/internal/tokenizer": modelSide,
 	module + "/internal/jinja":     modelSide,
+	// NVIDIA's libraries, bound at run time: the GPU executor and the
+	// tools that read the board build on them; they know no engine.
+	module + "/internal/cuda": modelSide,
 	// The profile table is data: everything reads it, it reads nothing.
 	module + "/internal/profiles": {module + "/internal/", "net/http", "github.com/prometheus/"},
 	module + "/internal/hub":      {module + "/internal/engine", module + "/internal/server", module + "/internal/executor", module + "/internal/model"},
