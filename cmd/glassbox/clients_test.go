@@ -280,7 +280,7 @@ func checkAISDKResponses(t *testing.T, node func(string, any)) {
 				Name  string
 				Input struct{ Word *string }
 			}
-			InputTokens []int
+			InputTokens, CallsByStep []int
 		}
 	}
 	node("ai-sdk-responses.mjs", &r)
@@ -296,6 +296,11 @@ func checkAISDKResponses(t *testing.T, node func(string, any)) {
 	a := r.Agent
 	if a.Steps < 2 || a.Executed == 0 || a.Executed != len(a.Calls) || len(a.InputTokens) != a.Steps {
 		t.Fatalf("agent loop: %+v", a)
+	}
+	for i, n := range a.CallsByStep {
+		if n > 1 {
+			t.Errorf("agent step %d made %d calls with parallel_tool_calls false", i, n)
+		}
 	}
 	for _, c := range a.Calls {
 		if c.Name != "lookup" || c.Input.Word == nil || utf8.RuneCountInString(*c.Input.Word) > 15 {

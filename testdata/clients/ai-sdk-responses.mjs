@@ -27,6 +27,10 @@ let executed = 0;
 const agent = await generateText({
   model, maxRetries: 0, maxOutputTokens: 200, stopWhen: stepCountIs(4),
   prepareStep: ({ stepNumber }) => ({ toolChoice: stepNumber === 0 ? "required" : "auto" }),
+  // One call a step: a sampled model under "required" may otherwise list
+  // calls until max_output_tokens cuts the list, and the SDK executes
+  // none of a step that ended on length.
+  providerOptions: { openai: { parallelToolCalls: false } },
   tools: { lookup: tool({ description: "Look a word up", inputSchema: z.object({ word: z.string().max(15) }), execute: async ({ word }) => { executed++; return `${word}: a happy accident`; } }) },
   prompt: "Define serendipity.",
 });
@@ -39,5 +43,6 @@ console.log(JSON.stringify({
     steps: agent.steps.length, executed, finish: agent.finishReason, text: agent.text,
     calls: agent.steps.flatMap((s) => s.toolCalls.map((c) => ({ name: c.toolName, input: c.input }))),
     inputTokens: agent.steps.map((s) => s.usage.inputTokens),
+    callsByStep: agent.steps.map((s) => s.toolCalls.length),
   },
 }));
