@@ -15,7 +15,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/server"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
@@ -182,7 +182,7 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 	}
 	var err error
 	if e.speculativeConfig != "" {
-		if c.Speculative, err = spec.Parse([]byte(e.speculativeConfig)); err != nil {
+		if c.Speculative, err = speculative.Parse([]byte(e.speculativeConfig)); err != nil {
 			return c, err
 		}
 	}
@@ -242,7 +242,7 @@ func fitAcceptance(arg string) ([]float64, error) {
 	if len(paths) > 2 {
 		return nil, errors.New("want one scrape, or two (before,after)")
 	}
-	var cs []spec.Counters
+	var cs []speculative.Counters
 	for _, p := range paths {
 		f, err := os.Open(p)
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/kvcache"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 	"github.com/glassbox-llm/glassbox/internal/sched"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
 // Engine is the serving loop. Create it with New and start Run in its own
@@ -57,7 +57,7 @@ type Engine struct {
 	out     Output
 	toks    []int // the tokens of the output being built
 	perPos  []int // the step's accepted drafts by position
-	ngram   spec.Ngram
+	ngram   speculative.Ngram
 	finals  []final // finished requests' last outputs, delivered after the step
 	steps   uint64
 	preempt uint64
@@ -80,7 +80,7 @@ type reqState struct {
 	numOutput int
 	// Speculative decoding: drafting's back-off, how many positions hold
 	// a draft model's K/V, and the step's tokens with the drafts.
-	backoff spec.Backoff
+	backoff speculative.Backoff
 	draftKV int
 	verify  []int
 
@@ -110,7 +110,7 @@ func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
 		return nil, err
 	}
 	sp := &cfg.Speculative
-	if sp.Method == spec.MethodDraftModel {
+	if sp.Method == speculative.MethodDraftModel {
 		if d, ok := exec.(Drafter); !ok || !d.Drafts() {
 			return nil, fmt.Errorf("engine config: speculative method %s: the executor has no draft model", sp.Method)
 		}
@@ -127,7 +127,7 @@ func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
 		sched: s, kv: kv,
 		byID:  make(map[string]*reqState),
 		seed:  uint64(cfg.Clock.Now().UnixNano()),
-		ngram: spec.Ngram{Min: sp.PromptLookupMin, Max: sp.PromptLookupMax},
+		ngram: speculative.Ngram{Min: sp.PromptLookupMin, Max: sp.PromptLookupMax},
 	}
 	if sp.Enabled() {
 		e.perPos = make([]int, sp.NumSpeculativeTokens)

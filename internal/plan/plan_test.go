@@ -12,7 +12,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/router"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
@@ -168,8 +168,8 @@ func TestSpeculationCrossover(t *testing.T) {
 	cfg := Config{
 		Base: replica.Config{Sim: sim.Config{Hardware: "h200", Model: "llama-3.1-8b"}, MaxModelLen: 4096, BlockSize: 16, MaxQueuedRequests: 100000,
 			GPUMemoryUtilization: 0.9, MaxNumBatchedTokens: 8192, MaxNumSeqs: 1024,
-			Speculative: spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 5, PromptLookupMax: 5,
-				RejectionSampleMethod: spec.RejectSynthetic, Synthetic: []float64{0.6, 0.35, 0.2, 0.1}}},
+			Speculative: speculative.Config{Method: speculative.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 5, PromptLookupMax: 5,
+				RejectionSampleMethod: speculative.RejectSynthetic, Synthetic: []float64{0.6, 0.35, 0.2, 0.1}}},
 		Load: randomLoad(t, 128, 512), Duration: 40 * time.Second,
 	}
 	pts, err := SpeculationSweep(context.Background(), cfg, []float64{2, 60})
@@ -188,7 +188,7 @@ func TestSpeculationCrossover(t *testing.T) {
 	if a := pts[0].Spec.Acceptance; !(a > 0.3 && a < 0.5) || !math.IsNaN(pts[0].Plain.Acceptance) {
 		t.Errorf("acceptance %v with speculation, %v without", a, pts[0].Plain.Acceptance)
 	}
-	cfg.Base.Speculative = spec.Config{}
+	cfg.Base.Speculative = speculative.Config{}
 	if _, err := SpeculationSweep(context.Background(), cfg, []float64{2}); err == nil || !strings.Contains(err.Error(), "--speculative-config") {
 		t.Errorf("a sweep without speculation: %v", err)
 	}
@@ -209,16 +209,16 @@ func TestDraftModelCrossover(t *testing.T) {
 	cfg := Config{
 		Base: replica.Config{Sim: sim.Config{Hardware: "h200", Model: "llama-3.1-8b"}, MaxModelLen: 4096, BlockSize: 16, MaxQueuedRequests: 100000,
 			GPUMemoryUtilization: 0.9, MaxNumBatchedTokens: 8192, MaxNumSeqs: 1024,
-			Speculative: spec.Config{Method: spec.MethodDraftModel, Model: "llama-3.2-1b", NumSpeculativeTokens: 4,
-				RejectionSampleMethod: spec.RejectSynthetic, Synthetic: rates}},
+			Speculative: speculative.Config{Method: speculative.MethodDraftModel, Model: "llama-3.2-1b", NumSpeculativeTokens: 4,
+				RejectionSampleMethod: speculative.RejectSynthetic, Synthetic: rates}},
 		Load: randomLoad(t, 128, 512), Duration: 30 * time.Second,
 	}
 	draft, err := SpeculationSweep(context.Background(), cfg, []float64{2, 30})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Base.Speculative = spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 5, PromptLookupMax: 5,
-		RejectionSampleMethod: spec.RejectSynthetic, Synthetic: rates}
+	cfg.Base.Speculative = speculative.Config{Method: speculative.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 5, PromptLookupMax: 5,
+		RejectionSampleMethod: speculative.RejectSynthetic, Synthetic: rates}
 	ngram, err := SpeculationSweep(context.Background(), cfg, []float64{30})
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
 // SpecCounters reads vLLM's four spec-decode counters from the scrape,
@@ -13,8 +13,8 @@ import (
 // the per-position one by its position label. A missing family is an
 // error that names it: vLLM and glassbox export none of them without
 // --speculative-config.
-func (s *Scrape) SpecCounters() (spec.Counters, error) {
-	var c spec.Counters
+func (s *Scrape) SpecCounters() (speculative.Counters, error) {
+	var c speculative.Counters
 	for _, f := range []struct {
 		name string
 		dst  *float64
@@ -31,9 +31,9 @@ func (s *Scrape) SpecCounters() (spec.Counters, error) {
 	}
 	for _, x := range series {
 		p, err := strconv.Atoi(x.Labels[metricspec.LabelPosition])
-		if err != nil || p < 0 || p >= spec.MaxSpeculativeTokens {
+		if err != nil || p < 0 || p >= speculative.MaxSpeculativeTokens {
 			return c, fmt.Errorf("read spec-decode counters: %s has position %q: want 0 to %d", metricspec.SpecDecodeAcceptedTokensPos,
-				x.Labels[metricspec.LabelPosition], spec.MaxSpeculativeTokens-1)
+				x.Labels[metricspec.LabelPosition], speculative.MaxSpeculativeTokens-1)
 		}
 		for len(c.PerPos) <= p {
 			c.PerPos = append(c.PerPos, 0)

@@ -30,7 +30,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/metrics"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/server"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
@@ -61,7 +61,7 @@ type Config struct {
 	UserSpecifiedBlockSize bool
 	NoPrefixCaching        bool
 	// Speculative is --speculative-config, parsed (the zero value: off).
-	Speculative spec.Config
+	Speculative speculative.Config
 	// AsyncScheduling overlaps the host's per-step work with the GPU's
 	// (vLLM's --async-scheduling); the simulator only.
 	AsyncScheduling      bool
@@ -325,7 +325,7 @@ func checkSpeculative(cfg *Config) error {
 	if !sp.Enabled() {
 		return nil
 	}
-	return sp.Check(spec.Deployment{Simulated: cfg.Model == "", TensorParallel: max(cfg.Sim.TensorParallel, 1)})
+	return sp.Check(speculative.Deployment{Simulated: cfg.Model == "", TensorParallel: max(cfg.Sim.TensorParallel, 1)})
 }
 
 // engineConfig turns the sizes into the engine's configuration, with the
