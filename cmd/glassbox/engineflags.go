@@ -5,14 +5,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/calibrate"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
-	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/server"
 	"github.com/glassbox-llm/glassbox/internal/speculative"
@@ -232,39 +230,4 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 		c.Sim.Calib = &cal
 	}
 	return c, nil
-}
-
-// fitAcceptance reads the per-position acceptance rates of a scrape, or of
-// the run between two scrapes ("before,after"), of a server's spec-decode
-// counters.
-func fitAcceptance(arg string) ([]float64, error) {
-	paths := strings.Split(arg, ",")
-	if len(paths) > 2 {
-		return nil, errors.New("want one scrape, or two (before,after)")
-	}
-	var cs []speculative.Counters
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, err
-		}
-		sc, err := promtext.Parse(f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		c, err := sc.SpecCounters()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		cs = append(cs, c)
-	}
-	c := cs[0]
-	if len(cs) == 2 {
-		var err error
-		if c, err = cs[1].Since(&cs[0]); err != nil {
-			return nil, err
-		}
-	}
-	return c.Rates()
 }

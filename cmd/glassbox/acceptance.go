@@ -1,19 +1,58 @@
-package promtext
+package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
+	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
-// SpecCounters reads vLLM's four spec-decode counters from the scrape,
+// fitAcceptance reads the per-position acceptance rates of a scrape, or of
+// the run between two scrapes ("before,after"), of a server's spec-decode
+// counters.
+func fitAcceptance(arg string) ([]float64, error) {
+	paths := strings.Split(arg, ",")
+	if len(paths) > 2 {
+		return nil, errors.New("want one scrape, or two (before,after)")
+	}
+	var cs []speculative.Counters
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		sc, err := promtext.Parse(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		c, err := specCounters(sc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		cs = append(cs, c)
+	}
+	c := cs[0]
+	if len(cs) == 2 {
+		var err error
+		if c, err = cs[1].Since(&cs[0]); err != nil {
+			return nil, err
+		}
+	}
+	return c.Rates()
+}
+
+// specCounters reads vLLM's four spec-decode counters from a scrape,
 // each summed over its series (every engine and model the scrape holds),
 // the per-position one by its position label. A missing family is an
 // error that names it: vLLM and glassbox export none of them without
 // --speculative-config.
-func (s *Scrape) SpecCounters() (speculative.Counters, error) {
+func specCounters(s *promtext.Scrape) (speculative.Counters, error) {
 	var c speculative.Counters
 	for _, f := range []struct {
 		name string
