@@ -284,7 +284,7 @@ func (e *Engine) newState(r *Request) *reqState {
 	rs.seq.Priority = r.Priority
 	rs.seq.NoPrefixCache = r.Embed
 	if r.LoRA != "" {
-		rs.seq.LoRA = slices.Index(e.cfg.LoRAs, r.LoRA) + 1
+		rs.seq.LoRA = int(e.Namespace(r.LoRA))
 	}
 	rs.maxLen = min(len(r.Prompt)+r.Params.MaxTokens, e.cfg.MaxModelLen)
 	if !r.Params.IgnoreEOS {
