@@ -334,8 +334,9 @@ func TestMetricsPortAnswersUnderLoad(t *testing.T) {
 }
 
 // TestLimitConcurrencyOnServe: serve --limit-concurrency refuses requests
-// past its limit with 503, Retry-After and OpenAI's body; probes and
-// /metrics still answer; the slots come back.
+// past its limit with 503, Retry-After and OpenAI's body, each counted in
+// vllm:admission_rejections_total; probes and /metrics still answer; the
+// slots come back.
 func TestLimitConcurrencyOnServe(t *testing.T) {
 	base, _ := serveTest(t, "--sim-time-scale", "1", "--limit-concurrency", "4")
 	body := `{"model":"llama-3.1-8b","prompt":"hello","max_tokens":200,"ignore_eos":true,"stream":true}`
@@ -374,6 +375,12 @@ func TestLimitConcurrencyOnServe(t *testing.T) {
 	}
 	if ok < 4 || refused == 0 || ok+refused != len(codes) {
 		t.Errorf("%d served, %d refused of %d: want at least 4 served and the rest refused", ok, refused, len(codes))
+	}
+	// Every 503 is counted, as the queue's are: a bench run reconciles
+	// the 503s it saw against this counter.
+	m := scrape(t, base)
+	if got := m[`vllm:admission_rejections_total{reason="limit_concurrency"}`]; got != float64(refused) {
+		t.Errorf("vllm:admission_rejections_total{reason=\"limit_concurrency\"} = %v after %d refusals", got, refused)
 	}
 	if resp, err := http.Post(base+"/v1/completions", "application/json", strings.NewReader(body)); err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("after the load a request got %v %v: the slots did not come back", resp.Status, err)

@@ -141,6 +141,7 @@ type Replica struct {
 	ToolParser string
 
 	handler, metrics, dcgm, dash http.Handler
+	rejected                     func(reason string) // counts a 503 refused at admission
 	gather                       prometheus.Gatherer // what metrics serves: hidden families added, glassbox's dropped as configured
 	page                         *live.Page
 	back                         *backend
@@ -257,7 +258,7 @@ func New(cfg Config) (r *Replica, err error) {
 		mh = metrics.Handler(gather)
 	}
 	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Tokenizer: b.model,
-		Grammars: server.NewGrammars(b.model, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather, back: b}
+		Grammars: server.NewGrammars(b.model, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather, back: b, rejected: m.Rejected}
 	if exporter != nil {
 		r.dcgm = exporter
 	}
@@ -366,6 +367,11 @@ func (r *Replica) ChatPrompt(msgs []jinja.Message) (text string, ids []int, err 
 
 // Handler is the OpenAI-compatible API (and /metrics, /health, …).
 func (r *Replica) Handler() http.Handler { return r.handler }
+
+// Rejected counts a request refused before it reached Handler (a 503 of
+// the server's --limit-concurrency guard) in vllm:admission_rejections_total,
+// with one of metricspec's Reject reasons.
+func (r *Replica) Rejected(reason string) { r.rejected(reason) }
 
 // MetricsHandler serves the metrics in vLLM's text format, or is nil when
 // the caller gave a Registerer without a Gatherer.
