@@ -265,6 +265,11 @@ func (e *Engine) check(r *Request) error {
 	if r.Params.MaxTokens < 1 {
 		return &sampling.ParamError{Param: "max_tokens", Msg: fmt.Sprintf("max_tokens must be at least 1, got %d", r.Params.MaxTokens)}
 	}
+	if r.Embed {
+		if x, ok := e.exec.(Embedder); !ok || !x.Embeds() {
+			return &sampling.ParamError{Param: "model", Msg: "this model does not serve embeddings: it has no pooling"}
+		}
+	}
 	if r.LoRA != "" && !slices.Contains(e.cfg.LoRAs, r.LoRA) {
 		return &sampling.ParamError{Param: "model", Msg: fmt.Sprintf("no LoRA adapter %q is served", r.LoRA)}
 	}

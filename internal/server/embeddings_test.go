@@ -18,6 +18,8 @@ import (
 // adapter, 0), normalised; it generates the alphabet otherwise.
 type vecExec struct{ alphabetExec }
 
+func (x *vecExec) Embeds() bool { return true }
+
 func (x *vecExec) Execute(b *engine.Batch, r *engine.StepResult) error {
 	if err := x.alphabetExec.Execute(b, r); err != nil {
 		return err

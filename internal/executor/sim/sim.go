@@ -356,6 +356,10 @@ func (e *Executor) run(b *engine.Batch, r *engine.StepResult) error {
 	return nil
 }
 
+// Embeds reports that the simulated model embeds (engine.Embedder): every
+// simulated model serves /v1/embeddings at its hidden size.
+func (e *Executor) Embeds() bool { return true }
+
 // embed is the simulated embedding of a prompt: the normalised sum of a
 // pseudo-random vector per token (the model's hidden size long), so equal
 // texts embed equally and texts that share words lie closer together,
