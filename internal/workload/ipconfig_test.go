@@ -55,6 +55,7 @@ func TestUnderstoodButRefused(t *testing.T) {
 		{stages + "circuit_breakers: [{name: b, metrics: {matches: ['error.error_type[0]']}, triggers: [{type: consecutive, threshold: 2}]}]", "unexpected"},
 		{stages + "metrics: {type: prometheus, prometheus: {scrape_interval: 15}}", "exactly one of url or google_managed"},
 		{stages + "report: {goodput: {constraints: {latency: 1}}}", "report.goodput.constraints.latency"},
+		{stages + "report: {request_lifecycle: {use_server_output_tokens: false}}", "report.request_lifecycle.use_server_output_tokens: false is not built"},
 	} {
 		_, err := ParseInferencePerf(strings.NewReader(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -64,6 +65,24 @@ func TestUnderstoodButRefused(t *testing.T) {
 	c := parse(t, stages+"metrics: {type: prometheus, prometheus: {url: http://p:9090}}\nstorage: {google_cloud_storage: {bucket_name: b}}\n")
 	if len(c.Notes) != 2 || !strings.Contains(c.Notes[0]+c.Notes[1], "Prometheus") || !strings.Contains(c.Notes[0]+c.Notes[1], "local storage") {
 		t.Errorf("notes %q, want one about Prometheus and one about cloud storage", c.Notes)
+	}
+	// Keys read but not honoured are never silent: each has its note.
+	for key, y := range map[string]string{
+		"tokenizer":                 "tokenizer: {pretrained_model_name_or_path: meta-llama/Llama-3.1-8B, trust_remote_code: true}",
+		"report.session_lifecycle":  "report: {session_lifecycle: {summary: true}}",
+		"metrics.prometheus":        "metrics: {type: prometheus, prometheus: {url: http://p:9090, filters: [a]}}",
+		"use_server_output_tokens?": "report: {request_lifecycle: {use_server_output_tokens: true}}",
+	} {
+		c := parse(t, stages+y)
+		if key == "use_server_output_tokens?" { // honoured: glassbox counts with the server's usage
+			if len(c.Notes) != 0 {
+				t.Errorf("%s: notes %q", y, c.Notes)
+			}
+			continue
+		}
+		if len(c.Notes) != 1 || !strings.HasPrefix(c.Notes[0], key+":") {
+			t.Errorf("%s: notes %q, want one on %s", y, c.Notes, key)
+		}
 	}
 }
 
