@@ -22,6 +22,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/live"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 // TestMain lets a test run this very binary as glassbox (with
@@ -72,6 +73,7 @@ func (p *serveProcess) kill(t *testing.T) {
 // names it and computes no negative rate; the live page draws no negative
 // throughput; and Prometheus's rate over the restart stays right.
 func TestServerKilledAndRestartedUnderLoad(t *testing.T) {
+	reftest.Long(t, "a server killed and restarted under load")
 	if testing.Short() {
 		t.Skip("kills and restarts a serve process under load; skipped with -short")
 	}
@@ -195,6 +197,7 @@ func evidenceOf(rep *doctor.Report) []doctor.Evidence {
 // starts reading it and comes back (on the same data) a moment later: the
 // doctor waits it out and gives its report, not a connection error.
 func TestDoctorSurvivesAPrometheusRestart(t *testing.T) {
+	reftest.Long(t, "a real Prometheus restarted under the doctor")
 	if testing.Short() {
 		t.Skip("restarts Prometheus; skipped with -short")
 	}
@@ -296,6 +299,7 @@ func TestDoctorLosesDCGMMidWindow(t *testing.T) {
 // metrics port flooded with scrapes at once: every scrape is answered and
 // every request served (the scrape latencies are logged, not judged).
 func TestMetricsPortAnswersUnderLoad(t *testing.T) {
+	reftest.Long(t, "the metrics port flooded under load")
 	if testing.Short() {
 		t.Skip("floods the metrics port under load; skipped with -short")
 	}

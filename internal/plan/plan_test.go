@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/router"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
@@ -107,6 +108,7 @@ func TestParseSLOs(t *testing.T) {
 // stream into smoother ones, which queue less), and the fewest replicas simulated at a target
 // rate meet the SLOs there while one fewer does not.
 func TestPlanFleets(t *testing.T) {
+	reftest.Long(t, "fleets of replicas searched in virtual time")
 	cfg := smallGrid(t)
 	cfg.Hardware, cfg.MaxNumSeqs, cfg.TargetRate = []string{"h100"}, []int{8}, 0
 	one, err := Run(context.Background(), cfg)
@@ -162,6 +164,7 @@ func TestPlanFleets(t *testing.T) {
 // (about a thousand sequences, the verify passes compute-bound) it costs
 // throughput and token time, and the sweep names that rate.
 func TestSpeculationCrossover(t *testing.T) {
+	reftest.Long(t, "a thousand sequences simulated with and without speculation")
 	if testing.Short() {
 		t.Skip("simulates a thousand sequences in virtual time (a minute under -race); skipped with -short")
 	}
@@ -202,6 +205,7 @@ func TestSpeculationCrossover(t *testing.T) {
 // drafts that cost nothing (n-gram lookup at the same rates still pays
 // there).
 func TestDraftModelCrossover(t *testing.T) {
+	reftest.Long(t, "hundreds of sequences simulated with and without a draft model")
 	if testing.Short() {
 		t.Skip("simulates hundreds of sequences in virtual time; skipped with -short")
 	}
