@@ -42,6 +42,10 @@ type Options struct {
 	// hf://OWNER/REPO/FILE to download one first. Exactly one of Model and
 	// Sim must be set.
 	Model string
+	// Device runs Model on "cpu" (empty too), "cuda" (an NVIDIA GPU:
+	// F32/F16/BF16/Q8_0 weights) or "auto" (the GPU when its driver loads
+	// and it runs the model, else the CPU), as serve's --device.
+	Device string
 	// Tokenizer is a tokenizer.json, or a directory holding one, to use
 	// instead of the GGUF's own (vLLM's tokenizer).
 	Tokenizer string
@@ -164,7 +168,7 @@ func Open(ctx context.Context, opts Options) (*LLM, error) {
 // resolving an hf:// model to its downloaded file.
 func replicaConfig(ctx context.Context, o *Options) (replica.Config, error) {
 	cfg := replica.Config{
-		Tokenizer: o.Tokenizer, MMap: o.MMap, Threads: o.Threads,
+		Tokenizer: o.Tokenizer, MMap: o.MMap, Threads: o.Threads, Device: cmp.Or(o.Device, "cpu"),
 		MaxNumSeqs: o.MaxNumSeqs, MaxNumBatchedTokens: o.MaxNumBatchedTokens, MaxModelLen: o.MaxModelLen,
 		BlockSize: cmp.Or(o.BlockSize, replica.DefaultBlockSize), UserSpecifiedBlockSize: o.BlockSize != 0,
 		NoPrefixCaching:      o.EnablePrefixCaching != nil && !*o.EnablePrefixCaching,

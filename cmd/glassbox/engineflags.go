@@ -36,8 +36,11 @@ type engineFlags struct {
 	enablePrefix        bool
 	noEnablePrefix      bool
 	gpuMemoryUtil       float64
+	gpuMemoryUtilSet    bool // --gpu-memory-utilization was given
 	kvCacheMemoryBytes  string
 	kvCacheDtype        string
+	quantization        string
+	simDtype            string
 	disableLogStats     bool
 	disableGlassbox     bool
 	showHidden          string
@@ -98,9 +101,11 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&e.blockSize, "block-size", replica.DefaultBlockSize, "tokens per KV-cache block")
 	fs.BoolVar(&e.enablePrefix, "enable-prefix-caching", true, "reuse KV blocks of shared prompt prefixes")
 	fs.BoolVar(&e.noEnablePrefix, "no-enable-prefix-caching", false, "turn automatic prefix caching off")
-	fs.Float64Var(&e.gpuMemoryUtil, "gpu-memory-utilization", 0.92, "fraction of GPU memory for weights, activations and the KV cache")
+	fs.Float64Var(&e.gpuMemoryUtil, "gpu-memory-utilization", 0.92, "fraction of GPU memory for weights, activations and the KV cache (a real GPU's default is vLLM's 0.9)")
 	fs.StringVar(&e.kvCacheMemoryBytes, "kv-cache-memory-bytes", "", "KV-cache size per GPU, e.g. 8G; overrides --gpu-memory-utilization")
-	fs.StringVar(&e.kvCacheDtype, "kv-cache-dtype", "auto", "KV cache element type: auto (fp16 on the CPU), fp16 or fp32 (the CPU's); the simulator takes auto")
+	fs.StringVar(&e.kvCacheDtype, "kv-cache-dtype", "auto", "KV cache element type: auto (fp16 on the CPU, the model's on the simulator), fp16 or fp32 (the CPU's), fp8, fp8_e4m3 or fp8_e5m2 (the simulator's: one byte an element)")
+	fs.StringVar(&e.quantization, "quantization", "", "weight quantization, vLLM's flag: fp8 (the simulator's Hopper profiles: FP8 linear layers at the FP8 GEMM rates measured on an H200)")
+	fs.StringVar(&e.simDtype, "sim-dtype", "bf16", "the simulated model's dtype: bf16, or fp8 (FP8 weights and KV cache: --quantization fp8 --kv-cache-dtype fp8)")
 	fs.BoolVar(&e.disableLogStats, "disable-log-stats", false, "export no vllm: engine metrics, as vLLM")
 	fs.BoolVar(&e.disableGlassbox, "disable-glassbox-metrics", false, "export exactly what vLLM exports: no glassbox_* (or Go runtime) series")
 	fs.StringVar(&e.showHidden, "show-hidden-metrics-for-version", "", "also export the metrics vLLM of this version (e.g. 0.10) exported that vLLM 0.30 has dropped, such as vllm:gpu_cache_usage_perc")
@@ -165,6 +170,7 @@ func (e *engineFlags) visited(fs *flag.FlagSet) {
 	fs.Visit(func(fl *flag.Flag) {
 		e.blockSizeSet = e.blockSizeSet || fl.Name == "block-size"
 		e.loraSizeSet = e.loraSizeSet || fl.Name == "max-loras" || fl.Name == "max-lora-rank"
+		e.gpuMemoryUtilSet = e.gpuMemoryUtilSet || fl.Name == "gpu-memory-utilization"
 	})
 }
 
@@ -175,8 +181,21 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 		BlockSize: e.blockSize, UserSpecifiedBlockSize: e.blockSizeSet,
 		NoPrefixCaching: !e.enablePrefix || e.noEnablePrefix, ShowHiddenMetricsForVersion: e.showHidden,
 		GPUMemoryUtilization: e.gpuMemoryUtil, MaxQueuedRequests: e.maxQueued, DisableLogStats: e.disableLogStats,
-		DisableGlassboxMetrics: e.disableGlassbox, KVCacheDtype: e.kvCacheDtype, AsyncScheduling: e.asyncScheduling,
+		DisableGlassboxMetrics: e.disableGlassbox, KVCacheDtype: e.kvCacheDtype, Quantization: e.quantization, AsyncScheduling: e.asyncScheduling,
 		ToolCallParser: e.toolCallParser, EnableAutoToolChoice: e.autoToolChoice,
+	}
+	switch strings.ToLower(e.simDtype) {
+	case "bf16", "auto", "":
+	case "fp8":
+		if e.quantization != "" && !strings.EqualFold(e.quantization, "fp8") || e.kvCacheDtype != "auto" && !strings.HasPrefix(strings.ToLower(e.kvCacheDtype), "fp8") {
+			return c, fmt.Errorf("--sim-dtype fp8 sets --quantization fp8 and --kv-cache-dtype fp8; it contradicts --quantization %q --kv-cache-dtype %q", e.quantization, e.kvCacheDtype)
+		}
+		c.Quantization = "fp8"
+		if c.KVCacheDtype == "auto" {
+			c.KVCacheDtype = "fp8"
+		}
+	default:
+		return c, fmt.Errorf("--sim-dtype %s: want bf16 or fp8", e.simDtype)
 	}
 	var err error
 	if e.speculativeConfig != "" {

@@ -24,6 +24,8 @@ Usage:
   glassbox bench [flags]     load-test any OpenAI-compatible server, as vllm bench serve
   glassbox simulate [flags]  run a load against the simulated GPU in virtual time (serve's and bench's flags)
   glassbox simulate calibrate --runs DIR   fit the simulator to measured vLLM runs, with its error before and after
+  glassbox simulate calibrate --from-probe FILE   fit a hardware profile to a GPU probe (scripts/gpu-probe.py)
+  glassbox simulate step --decode 64x2048 --prefill 1024@0   price one step, with the DCGM readings it gives
   glassbox plan [flags]      capacity planning: the highest rate each configuration sustains within SLOs, replicas and cost
   glassbox model inspect F   print a GGUF model's architecture, weights, tokenizer and KV cost
   glassbox model random      write a random-weight GGUF model of a real shape (-o FILE)

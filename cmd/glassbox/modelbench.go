@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
 	"github.com/glassbox-llm/glassbox/internal/model"
@@ -25,11 +26,25 @@ func runModelBench(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Reps, "r", 3, "repetitions")
 	fs.IntVar(&cfg.Threads, "t", runtime.NumCPU(), "threads")
 	asJSON := fs.Bool("json", false, "print JSON")
+	device := fs.String("device", "cpu", "cpu, or cuda: run the tests on an NVIDIA GPU (step times, wall and GPU)")
+	batch := fs.Int("b", 1, "with -device cuda: sequences decoding together in the tg test")
+	shape := fs.String("shape", "", "with -device cuda: instead of a file, random weights of this shape made on the GPU ("+strings.Join(shapeNames(), ", ")+")")
+	typ := fs.String("type", "bf16", "with -shape: the weights' type (f32, f16, bf16)")
+	eager := fs.Bool("enforce-eager", false, "with -device cuda: no CUDA graphs for the decode steps")
 	mmap := fs.Bool("mmap", false, "map the file instead of reading it into (huge-page) memory, as serve --mmap")
 	cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the measured runs to this file")
 	fs.BoolVar(&cfg.ReadCeiling, "read-bandwidth", false, "measure decode's memory ceiling just before and after each tg test: how fast the same threads stream the weights themselves (a STREAM-like read, best of 5 passes)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *device == "cuda" {
+		return runModelBenchCUDA(fs, cfg, *batch, *shape, *typ, *eager, *asJSON, stdout)
+	}
+	if *device != "cpu" {
+		return fmt.Errorf("model bench: -device %q: want cpu or cuda", *device)
+	}
+	if *batch != 1 || *shape != "" {
+		return errors.New("model bench: -b and -shape are for -device cuda")
 	}
 	if fs.NArg() != 1 {
 		return errors.New("model bench: give one GGUF file")

@@ -18,6 +18,8 @@ type serveFlags struct {
 	engineFlags
 	host, port      string
 	model           string
+	device          string
+	enforceEager    bool
 	simTimeScale    float64
 	apiKey          string
 	threads         int
@@ -37,7 +39,9 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.host, "host", "0.0.0.0", "address to listen on")
 	fs.StringVar(&f.port, "port", "8000", "port to listen on (0 picks a free one)")
-	fs.StringVar(&f.model, "model", "", "GGUF model to run on this CPU (a path, or hf://OWNER/REPO/FILE.gguf); empty serves the simulator")
+	fs.StringVar(&f.model, "model", "", "GGUF model to run (a path, or hf://OWNER/REPO/FILE.gguf); empty serves the simulator")
+	fs.StringVar(&f.device, "device", "auto", "where --model runs: cuda (an NVIDIA GPU), cpu, or auto (the GPU when its driver loads and it runs the model, else the CPU)")
+	fs.BoolVar(&f.enforceEager, "enforce-eager", false, "on the GPU, run every step kernel by kernel: no CUDA graphs for decode steps (vLLM's flag)")
 	fs.IntVar(&f.threads, "threads", runtime.NumCPU(), "compute threads of the CPU executor")
 	fs.StringVar(&f.tokenizer, "tokenizer", "", "with --model: a tokenizer.json (or a directory holding it and tokenizer_config.json) to use instead of the GGUF's")
 	fs.BoolVar(&f.mmap, "mmap", false, "map the GGUF file instead of reading it into (huge-page) memory: starts faster and shares the page cache, decodes slower")

@@ -15,8 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
-	"github.com/glassbox-llm/glassbox/internal/calibrate"
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
 	"github.com/glassbox-llm/glassbox/internal/workload"
@@ -73,6 +71,9 @@ func parseSimulateFlags(args []string, stderr io.Writer) (*simulateFlags, error)
 func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "calibrate" {
 		return runCalibrate(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "step" {
+		return runSimulateStep(args[1:], stdout, stderr)
 	}
 	f, err := parseSimulateFlags(args, stderr)
 	if err != nil {
@@ -270,97 +271,4 @@ func (f *simulateFlags) replayCount() int {
 		return f.cfg.NumPrompts
 	}
 	return 0
-}
-
-// runCalibrate runs 'glassbox simulate calibrate'.
-func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("simulate calibrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	runsDir := fs.String("runs", "", "a directory of measured runs (see docs/simulator.md: workload.yaml, server.args, result.json and run.yaml in each)")
-	reference := fs.String("reference", "", "reference/calibration/README.md: take its table A (vLLM 0.15.1 on H100) as the runs")
-	table := fs.String("table", "a", "with --reference: a (the request-level runs), or stages (the first round's stage-level runs, which a fit of A never sees)")
-	hardware := fs.String("sim-hardware", "h100", "the profile to start from")
-	from := fs.String("sim-calibration", "", "start from this profile file instead")
-	iterations := fs.Int("iterations", 4, "replay-and-fit rounds; 0 only replays and prints the errors")
-	output := fs.String("output", "", "write the fitted profile here (load it with --sim-calibration)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 || (*runsDir == "") == (*reference == "") {
-		return errors.New("simulate calibrate: give --runs DIR or --reference README.md")
-	}
-	var runs []calibrate.Run
-	var err error
-	if *runsDir != "" {
-		runs, err = calibrate.ReadRuns(*runsDir)
-	} else {
-		var fh *os.File
-		if fh, err = os.Open(*reference); err == nil {
-			switch *table {
-			case "a":
-				runs, err = calibrate.ReadTable(fh)
-			case "stages":
-				runs, err = calibrate.ReadStageTable(fh)
-			default:
-				err = fmt.Errorf("--table %q: want a or stages", *table)
-			}
-			fh.Close()
-		}
-	}
-	if err != nil {
-		return err
-	}
-	hw, err := sim.LookupHardware(*hardware)
-	if err != nil {
-		return err
-	}
-	start := hw.Calib
-	if *from != "" {
-		name, c, err := calibrate.ReadProfileFile(*from)
-		if err != nil {
-			return err
-		}
-		hw.Name, start = name, c
-	}
-	for i := range runs {
-		runs[i].Server.Hardware = hw.Name
-	}
-	if *iterations == 0 {
-		preds, err := calibrate.Evaluate(ctx, runs, start)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "The %s profile replaying %d measured runs:\n\n", hw.Name, len(runs))
-		calibrate.WriteTable(stdout, preds)
-		fmt.Fprintln(stdout)
-		calibrate.WriteSpeed(stdout, preds)
-		return nil
-	}
-	fitted, before, after, err := calibrate.Fit(ctx, runs, start, calibrate.FitOptions{Iterations: *iterations,
-		Progress: func(round int, p []calibrate.Prediction) {
-			s := calibrate.Summarize(p)
-			fmt.Fprintf(stderr, "round %d: mean absolute error TTFT %.1f%%, E2E %.1f%%, TPOT %.1f%%\n", round, 100*s.MeanAbs.TTFT, 100*s.MeanAbs.E2E, 100*s.MeanAbs.TPOT)
-		}})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "Before (the %s profile as it was):\n\n", hw.Name)
-	calibrate.WriteTable(stdout, before)
-	fmt.Fprintf(stdout, "\nAfter %d rounds of fitting:\n\n", *iterations)
-	calibrate.WriteTable(stdout, after)
-	fmt.Fprintln(stdout, "\nFitted terms (the rest of the profile is kept):")
-	calibrate.WriteTerms(stdout, start, fitted)
-	calibrate.WriteSpeed(stdout, after)
-	if *output != "" {
-		fh, err := os.Create(*output)
-		if err != nil {
-			return err
-		}
-		note := fmt.Sprintf("fitted by glassbox %s simulate calibrate on %d runs", version, len(runs))
-		if err := errors.Join(calibrate.WriteProfile(fh, hw.Name, note, fitted), fh.Close()); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "Profile written to %s (use it with --sim-hardware %s --sim-calibration %s)\n", *output, hw.Name, *output)
-	}
-	return nil
 }

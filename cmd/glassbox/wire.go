@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	cudaexec "github.com/glassbox-llm/glassbox/internal/executor/cuda"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/hub"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
@@ -129,6 +130,10 @@ func newReplica(f *serveFlags, o *observability, log *slog.Logger) (*replica.Rep
 		return nil, err
 	}
 	c.Tokenizer, c.MMap, c.Threads = f.tokenizer, f.mmap, f.threads
+	c.Device, c.EnforceEager, c.CUDA = f.device, f.enforceEager, cudaConfig(os.Getenv)
+	if !f.gpuMemoryUtilSet {
+		c.GPUMemoryUtilization = 0 // the executor's default: vLLM's 0.9 on a GPU, 0.92 on the simulator
+	}
 	c.Sim.TimeScale = f.simTimeScale
 	c.APIKey, c.Version, c.Logger = f.apiKey, version, log
 	c.Observers, c.RecordPhases = o.observers(), f.obs.detailed
@@ -152,7 +157,13 @@ func newReplica(f *serveFlags, o *observability, log *slog.Logger) (*replica.Rep
 
 func printBanner(w io.Writer, f *serveFlags, r *replica.Replica, addr string) {
 	fmt.Fprintf(w, "glassbox %s: serving %q on %s\n", version, r.Names[0], r.Describe)
+	if r.Note != "" {
+		fmt.Fprintf(w, "  note: %s\n", r.Note)
+	}
 	fmt.Fprintf(w, "  %s\n", r.DescribeSizes())
+	if r.Memory != "" {
+		fmt.Fprintf(w, "  %s\n", r.Memory)
+	}
 	scheme := "http"
 	if f.obs.sslCertfile != "" {
 		scheme = "https"
@@ -162,7 +173,7 @@ func printBanner(w io.Writer, f *serveFlags, r *replica.Replica, addr string) {
 	if f.model == "" {
 		fmt.Fprintf(w, "  other profiles: --sim-hardware %s --sim-model %s --tensor-parallel-size N\n",
 			strings.Join(sim.HardwareNames(), "|"), strings.Join(sim.ModelNames(), "|"))
-		fmt.Fprintln(w, "  a real model on this CPU: --model PATH.gguf (llama, qwen2, qwen3; F32/F16/BF16/Q8_0/Q4_0/Q5_0/Q4_K/Q5_K/Q6_K)")
+		fmt.Fprintln(w, "  a real model: --model PATH.gguf (llama, mistral, qwen2, qwen3) on an NVIDIA GPU (F32/F16/BF16/Q8_0) or this CPU (those and Q4_0/Q5_0/Q4_K/Q5_K/Q6_K)")
 	}
 }
 
@@ -213,4 +224,22 @@ func hubCache() (string, error) {
 		return "", fmt.Errorf("%w (set GLASSBOX_CACHE)", err)
 	}
 	return cache, nil
+}
+
+// cudaConfig is where the GPU executor finds cuBLASLt: $GLASSBOX_CUBLAS
+// names the file; else CUDA's and the active Python environment's
+// directories join the usual places.
+func cudaConfig(getenv func(string) string) cudaexec.DeviceConfig {
+	c := cudaexec.DeviceConfig{BLASLt: getenv("GLASSBOX_CUBLAS")}
+	for _, v := range []string{"CUDA_HOME", "CUDA_PATH"} {
+		if d := getenv(v); d != "" {
+			c.BLASLtDirs = append(c.BLASLtDirs, filepath.Join(d, "lib64"), filepath.Join(d, "targets", "*-linux", "lib"))
+		}
+	}
+	for _, v := range []string{"VIRTUAL_ENV", "CONDA_PREFIX"} {
+		if d := getenv(v); d != "" {
+			c.BLASLtDirs = append(c.BLASLtDirs, filepath.Join(d, "lib"), filepath.Join(d, "lib", "python3*", "site-packages", "nvidia", "cublas", "lib"))
+		}
+	}
+	return c
 }

@@ -38,6 +38,22 @@ type profileFile struct {
 	FrontendPerTokenUS float64 `yaml:"frontend_per_token_us"`
 	FrontendFinishUS   float64 `yaml:"frontend_finish_us"`
 	FrontendLagSteps   float64 `yaml:"frontend_lag_steps"`
+
+	// Terms of a probe's fit (calibrate --from-probe); a file without them
+	// prices GEMMs additively, attention at the GEMMs' rate, no FP8, and
+	// keeps the hardware's built-in counters.
+	GEMMOverlap                float64       `yaml:"gemm_overlap,omitempty"`
+	GEMMKernelLatencyUS        float64       `yaml:"gemm_kernel_latency_us,omitempty"`
+	AttentionEfficiency        float64       `yaml:"attention_efficiency,omitempty"`
+	ContextAttentionEfficiency float64       `yaml:"context_attention_efficiency,omitempty"`
+	FP8                        *fp8File      `yaml:"fp8,omitempty"`
+	Counters                   *sim.Counters `yaml:"counters,omitempty"`
+}
+
+type fp8File struct {
+	GEMMEfficiency      float64 `yaml:"gemm_efficiency"`
+	WeightLoadFactor    float64 `yaml:"weight_load_factor"`
+	GEMMKernelLatencyUS float64 `yaml:"gemm_kernel_latency_us"`
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
@@ -53,7 +69,16 @@ func WriteProfile(w io.Writer, hardware, note string, c sim.Calibration) error {
 		HostStepOverheadUS: us(c.HostStepOverhead), HostSeqOverheadUS: us(c.HostSeqOverhead), AllReduceLatencyUS: us(c.AllReduceLatency),
 		ActivationReserve: c.ActivationReserveBytes,
 		FrontendArrivalUS: us(c.Frontend.Arrival), FrontendPerTokenUS: us(c.Frontend.PerToken), FrontendFinishUS: us(c.Frontend.Finish),
-		FrontendLagSteps: c.Frontend.LagSteps}
+		FrontendLagSteps: c.Frontend.LagSteps,
+		GEMMOverlap:      c.GEMMOverlap, GEMMKernelLatencyUS: us(c.GEMMKernelLatency),
+		AttentionEfficiency: c.AttentionEfficiency, ContextAttentionEfficiency: c.ContextAttentionEfficiency}
+	if c.FP8 != nil {
+		f.FP8 = &fp8File{GEMMEfficiency: c.FP8.GEMMEfficiency, WeightLoadFactor: c.FP8.WeightLoadFactor, GEMMKernelLatencyUS: us(c.FP8.GEMMKernelLatency)}
+	}
+	if c.Counters.EngineActive > 0 {
+		k := c.Counters
+		f.Counters = &k
+	}
 	b, err := yaml.Marshal(f)
 	if err != nil {
 		return err
@@ -88,7 +113,8 @@ func ReadProfile(r io.Reader) (string, sim.Calibration, error) {
 			return "", sim.Calibration{}, fmt.Errorf("read profile: %s is missing", k)
 		}
 	}
-	if _, err := sim.LookupHardware(f.Hardware); err != nil {
+	hw, err := sim.LookupHardware(f.Hardware)
+	if err != nil {
 		return "", sim.Calibration{}, fmt.Errorf("read profile: %w", err)
 	}
 	switch {
@@ -97,7 +123,18 @@ func ReadProfile(r io.Reader) (string, sim.Calibration, error) {
 	case !(f.WeightLoadFactor >= 1 && f.KVReadFactor >= 1):
 		return "", sim.Calibration{}, fmt.Errorf("read profile: weight_load_factor %v and kv_read_factor %v must be at least 1", f.WeightLoadFactor, f.KVReadFactor)
 	}
-	for _, v := range []float64{f.ActivationPasses, f.StepOverheadUS, f.LayerOverheadUS, f.RequestOverheadUS, f.HostStepOverheadUS, f.HostSeqOverheadUS,
+	if f.GEMMOverlap < 0 || f.GEMMOverlap > 100 || f.AttentionEfficiency < 0 || f.AttentionEfficiency > 1 ||
+		f.ContextAttentionEfficiency < 0 || f.ContextAttentionEfficiency > 1 {
+		return "", sim.Calibration{}, fmt.Errorf("read profile: gemm_overlap %v, attention_efficiency %v or context_attention_efficiency %v out of range",
+			f.GEMMOverlap, f.AttentionEfficiency, f.ContextAttentionEfficiency)
+	}
+	if f.FP8 != nil && !(f.FP8.GEMMEfficiency > 0 && f.FP8.GEMMEfficiency <= 1 && f.FP8.WeightLoadFactor >= 1 && f.FP8.GEMMKernelLatencyUS >= 0) {
+		return "", sim.Calibration{}, fmt.Errorf("read profile: fp8 terms out of range (%+v)", *f.FP8)
+	}
+	if k := f.Counters; k != nil && !(k.EngineActive > 0 && k.EngineActive <= 1 && k.DRAMBandwidth > 0 && k.IdleWatts >= 0 && k.ClockExponent >= 0) {
+		return "", sim.Calibration{}, fmt.Errorf("read profile: counters out of range (engine active %v, DRAM bandwidth %v)", k.EngineActive, k.DRAMBandwidth)
+	}
+	for _, v := range []float64{f.GEMMKernelLatencyUS, f.ActivationPasses, f.StepOverheadUS, f.LayerOverheadUS, f.RequestOverheadUS, f.HostStepOverheadUS, f.HostSeqOverheadUS,
 		f.AllReduceLatencyUS, f.ActivationReserve, f.FrontendArrivalUS, f.FrontendPerTokenUS, f.FrontendFinishUS, f.FrontendLagSteps} {
 		if !(v >= 0) || v > 1e12 {
 			return "", sim.Calibration{}, fmt.Errorf("read profile: a term is negative or out of range (%v)", v)
@@ -107,7 +144,16 @@ func ReadProfile(r io.Reader) (string, sim.Calibration, error) {
 		StepOverhead: fromUS(f.StepOverheadUS), LayerOverhead: fromUS(f.LayerOverheadUS), RequestOverhead: fromUS(f.RequestOverheadUS),
 		HostStepOverhead: fromUS(f.HostStepOverheadUS), HostSeqOverhead: fromUS(f.HostSeqOverheadUS), AllReduceLatency: fromUS(f.AllReduceLatencyUS),
 		ActivationReserveBytes: f.ActivationReserve,
-		Frontend:               sim.Frontend{Arrival: fromUS(f.FrontendArrivalUS), PerToken: fromUS(f.FrontendPerTokenUS), Finish: fromUS(f.FrontendFinishUS), LagSteps: f.FrontendLagSteps}}
+		Frontend:               sim.Frontend{Arrival: fromUS(f.FrontendArrivalUS), PerToken: fromUS(f.FrontendPerTokenUS), Finish: fromUS(f.FrontendFinishUS), LagSteps: f.FrontendLagSteps},
+		GEMMOverlap:            f.GEMMOverlap, GEMMKernelLatency: fromUS(f.GEMMKernelLatencyUS),
+		AttentionEfficiency: f.AttentionEfficiency, ContextAttentionEfficiency: f.ContextAttentionEfficiency,
+		Counters: hw.Calib.Counters}
+	if f.FP8 != nil {
+		c.FP8 = &sim.FP8Calibration{GEMMEfficiency: f.FP8.GEMMEfficiency, WeightLoadFactor: f.FP8.WeightLoadFactor, GEMMKernelLatency: fromUS(f.FP8.GEMMKernelLatencyUS)}
+	}
+	if f.Counters != nil {
+		c.Counters = *f.Counters
+	}
 	return f.Hardware, c, nil
 }
 

@@ -51,7 +51,8 @@ func diagnosisOverlays(b *dashboard.DashboardBuilder, c *Config) {
 	b.WithRow(dashboard.NewRowBuilder("Throughput against utilisation; queue against KV watermark"))
 	tput := graph("Generation throughput vs GPU utilisation",
 		"Left axis: generated tokens/s. Right axis: DCGM's GPU engine activity (DCGM_FI_PROF_GR_ENGINE_ACTIVE, where dcgm-exporter is scraped; "+
-			"else glassbox's executor busy ratio, its equivalent), DCGM's SM, tensor-pipe and DRAM activity, "+
+			"else glassbox's executor busy ratio: a GPU that always has work reads about 0.9 on the first, 1 on the second, for the gaps between its kernels; "+
+			"nvidia-smi's GPU-Util, DCGM_FI_DEV_GPU_UTIL, reads 100 % under any load and is not shown), DCGM's SM, tensor-pipe and DRAM activity, "+
 			"model FLOPs utilisation (estimated FLOP rate / peak FLOP/s) and memory-bandwidth utilisation (estimated bytes read and written / peak bandwidth). "+
 			"Flat throughput with utilisation near 1 is compute or bandwidth bound; flat throughput with low utilisation is bound elsewhere.",
 		"suffix: tok/s", 24,

@@ -61,10 +61,13 @@ type Exporter struct {
 }
 
 // bucket is one bucketWidth of activity, identified by its index since the
-// epoch (a stale bucket has an older index and counts as empty).
+// epoch (a stale bucket has an older index and counts as empty). busy is
+// seconds; the others are seconds weighted by each step's activity.
 type bucket struct {
-	index                         int64
-	busy, flops, bytes, power, io float64 // seconds; FLOP; bytes; joules above idle; PCIe bytes
+	index int64
+	busy  float64
+	act   engine.GPUActivity
+	io    float64 // PCIe bytes
 }
 
 // New builds the exporter; its energy counter starts now ("since boot").
@@ -73,7 +76,7 @@ func New(cfg Config) (*Exporter, error) {
 	switch {
 	case cfg.GPUs < 1:
 		return nil, fmt.Errorf("new dcgm exporter: %d GPUs", cfg.GPUs)
-	case d.TDPWatts <= 0 || d.FramebufferMiB <= 0:
+	case d.TDPWatts <= 0 || d.FramebufferMiB <= 0 || cfg.Hardware.Calib.Counters.EngineActive <= 0:
 		return nil, fmt.Errorf("new dcgm exporter: hardware %s has no device profile", cfg.Hardware.Name)
 	case cfg.Window != 0 && (cfg.Window < bucketWidth || cfg.Window > maxWindow):
 		// Readings are kept in buckets: a shorter window could cover none.
@@ -95,27 +98,24 @@ func New(cfg Config) (*Exporter, error) {
 
 var _ engine.Observer = (*Exporter)(nil)
 
-// ObserveStep charges the step's execution to the buckets it spans.
+// ObserveStep charges the step's execution, and the activity the cost
+// model gives its kernels, to the buckets it spans.
 func (e *Exporter) ObserveStep(s *engine.StepEvent) {
 	busy := s.ExecuteTime.Seconds()
 	if busy <= 0 {
 		return
 	}
-	hw := &e.cfg.Hardware
-	d := &hw.Device
-	bytes := s.ReadBytes + s.WriteBytes
-	tensor := min(s.FLOPs/(hw.PeakFLOPs*busy), 1)
-	dram := min(bytes/(hw.MemBandwidth*busy), 1)
-	// Power while a kernel runs: even a memory-bound step draws close to
-	// half the board limit; compute and memory traffic push it to the TDP.
-	power := (d.TDPWatts - d.IdleWatts) * (0.45 + 0.55*max(tensor, dram)) * busy
+	a := s.Activity
+	// Energy above idle: the kernels' draw, held at the board's limit.
+	k, d := &e.cfg.Hardware.Calib.Counters, &e.cfg.Hardware.Device
+	energy := min(a.Watts, d.TDPWatts-k.IdleWatts) * busy
 	// PCIe: token ids in, sampled ids out, and the step's metadata.
 	io := float64(s.NumTokens+s.GenerationTokens)*8 + 4096
 	from := s.Start.Add(s.ScheduleTime)
 	to := from.Add(s.ExecuteTime)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.energy += power
+	e.energy += energy
 	for t := from; t.Before(to); {
 		idx := t.UnixNano() / int64(bucketWidth)
 		end := time.Unix(0, (idx+1)*int64(bucketWidth))
@@ -123,17 +123,24 @@ func (e *Exporter) ObserveStep(s *engine.StepEvent) {
 		if to.Before(stop) {
 			stop = to
 		}
-		part := stop.Sub(t).Seconds() / busy
+		sec := stop.Sub(t).Seconds()
 		b := &e.buckets[idx%int64(len(e.buckets))]
 		if b.index != idx {
 			*b = bucket{index: idx}
 		}
-		b.busy += part * busy
-		b.flops += part * s.FLOPs
-		b.bytes += part * bytes
-		b.power += part * power
-		b.io += part * io
+		b.busy += sec
+		b.act = addActivity(b.act, a, sec)
+		b.io += sec / busy * io
 		t = end
+	}
+}
+
+// addActivity is sum + a×w, field by field.
+func addActivity(sum, a engine.GPUActivity, w float64) engine.GPUActivity {
+	return engine.GPUActivity{
+		EngineActive: sum.EngineActive + a.EngineActive*w, SMActive: sum.SMActive + a.SMActive*w,
+		SMOccupancy: sum.SMOccupancy + a.SMOccupancy*w, TensorActive: sum.TensorActive + a.TensorActive*w,
+		DRAMActive: sum.DRAMActive + a.DRAMActive*w, Watts: sum.Watts + a.Watts*w,
 	}
 }
 
@@ -143,11 +150,11 @@ func (e *Exporter) ObserveFinished(*engine.FinishedEvent) {}
 
 // reading is one GPU's values at a scrape.
 type reading struct {
-	active, sm, occupancy, tensor, dram float64 // ratios over the window
-	watts, energyMJ                     float64
-	txBps, rxBps                        float64
-	smClock, memClock, temp, memTemp    int
-	fbUsed, fbFree, fbReserved          int
+	sim.Reading
+	energyMJ                   float64
+	txBps, rxBps               float64
+	memClock, temp, memTemp    int
+	fbUsed, fbFree, fbReserved int
 }
 
 // read sums the buckets of the last window before now: the whole buckets
@@ -158,39 +165,33 @@ func (e *Exporter) read(now time.Time) reading {
 	last := now.UnixNano() / int64(bucketWidth)
 	first := now.Add(-e.cfg.Window).UnixNano() / int64(bucketWidth)
 	w := now.Sub(time.Unix(0, (first+1)*int64(bucketWidth))).Seconds()
-	var busy, flops, bytes, power, io float64
+	var busy, io float64
+	var act engine.GPUActivity
 	e.mu.Lock()
 	for idx := first + 1; idx <= last; idx++ {
 		b := &e.buckets[idx%int64(len(e.buckets))]
 		if b.index == idx {
-			busy, flops, bytes, power, io = busy+b.busy, flops+b.flops, bytes+b.bytes, power+b.power, io+b.io
+			busy, io = busy+b.busy, io+b.io
+			act = addActivity(act, b.act, 1)
 		}
 	}
 	energy := e.energy
 	e.mu.Unlock()
 
-	r := reading{active: min(busy/w, 1), tensor: min(flops/(hw.PeakFLOPs*w), 1), dram: min(bytes/(hw.MemBandwidth*w), 1)}
-	u := 0.0
+	mean := engine.GPUActivity{}
 	if busy > 0 {
-		u = min(max(flops/(hw.PeakFLOPs*busy), bytes/(hw.MemBandwidth*busy)), 1)
+		mean = addActivity(mean, act, 1/busy)
 	}
-	// While a kernel runs most SMs hold warps; occupancy (warps per SM)
-	// stays low for the large-tile GEMMs of LLM inference.
-	r.sm = r.active * (0.75 + 0.25*u)
-	r.occupancy = r.sm * (0.15 + 0.25*u)
-	r.watts = d.IdleWatts + power/w
-	r.energyMJ = (d.IdleWatts*now.Sub(e.start).Seconds() + energy) * 1e3
+	r := reading{Reading: sim.Steady(hw, busy/w, mean)}
+	idle := hw.Calib.Counters.IdleWatts
+	r.energyMJ = (idle*now.Sub(e.start).Seconds() + energy) * 1e3
 	r.txBps, r.rxBps = 100_000+io/2/w, 20_000+io/2/w
-	heat := (r.watts - d.IdleWatts) / (d.TDPWatts - d.IdleWatts)
-	r.temp = int(math.Round(30 + 45*heat))
+	heat := (r.Watts - idle) / (d.TDPWatts - idle)
+	r.temp = int(math.Round(40 + 28*heat)) // 40 °C idle to 68 °C at the limit, as the H200 measured
 	if d.HBM {
 		r.memTemp = r.temp + 8
 	}
 	r.memClock = d.MemClockMHz
-	r.smClock = d.IdleSMClockMHz
-	if busy > 0 {
-		r.smClock = d.SMClockMHz
-	}
 	r.fbReserved = d.ReservedMiB
 	r.fbUsed = int(math.Round(e.cfg.GPUMemoryUtilization * float64(d.FramebufferMiB)))
 	r.fbFree = max(d.FramebufferMiB-r.fbUsed-r.fbReserved, 0)

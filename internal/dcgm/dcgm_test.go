@@ -26,10 +26,9 @@ func h100(t *testing.T) sim.Hardware {
 	return hw
 }
 
-// run feeds steps of busy seconds every period over d, each doing the
-// FLOPs and bytes that make its own tensor and DRAM utilisation tensor and
-// dram, and returns the exporter and the clock's end.
-func run(t *testing.T, gpus int, busy, period, d time.Duration, tensor, dram float64) (*Exporter, time.Time) {
+// run feeds steps of busy seconds every period over d, each with the
+// activity a while it runs, and returns the exporter and the clock's end.
+func run(t *testing.T, gpus int, busy, period, d time.Duration, a engine.GPUActivity) (*Exporter, time.Time) {
 	t.Helper()
 	hw := h100(t)
 	t0 := time.Unix(1_800_000_000, 0)
@@ -39,44 +38,46 @@ func run(t *testing.T, gpus int, busy, period, d time.Duration, tensor, dram flo
 		t.Fatal(err)
 	}
 	for at := t0; at.Before(t0.Add(d)); at = at.Add(period) {
-		b := busy.Seconds()
-		e.ObserveStep(&engine.StepEvent{Start: at, ExecuteTime: busy, End: at.Add(busy), NumTokens: 64, GenerationTokens: 64,
-			FLOPs: tensor * hw.PeakFLOPs * b, ReadBytes: dram * hw.MemBandwidth * b})
+		e.ObserveStep(&engine.StepEvent{Start: at, ExecuteTime: busy, End: at.Add(busy), NumTokens: 64, GenerationTokens: 64, Activity: a})
 	}
 	now = t0.Add(d)
 	return e, now
 }
 
+var light = engine.GPUActivity{EngineActive: 0.9, SMActive: 0.6, SMOccupancy: 0.1, TensorActive: 0.3, DRAMActive: 0.5, Watts: 400}
+
 func TestReadingFollowsTheSteps(t *testing.T) {
 	hw := h100(t)
-	e, now := run(t, 1, 10*time.Millisecond, 20*time.Millisecond, 3*time.Second, 0.3, 0.6)
+	k := hw.Calib.Counters
+	e, now := run(t, 1, 10*time.Millisecond, 20*time.Millisecond, 3*time.Second, light)
 	r := e.read(now)
 	for _, c := range []struct {
 		name      string
 		got, want float64
 	}{
-		{"engine active", r.active, 0.5},
-		{"tensor active", r.tensor, 0.15},
-		{"DRAM active", r.dram, 0.3},
-		{"power", r.watts, hw.Device.IdleWatts + 0.5*(hw.Device.TDPWatts-hw.Device.IdleWatts)*(0.45+0.55*0.6)},
+		// Busy half the time: every activity is half the kernels'.
+		{"engine active", r.EngineActive, 0.45},
+		{"SM active", r.SMActive, 0.3},
+		{"SM occupancy", r.SMOccupancy, 0.05},
+		{"tensor active", r.TensorActive, 0.15},
+		{"DRAM active", r.DRAMActive, 0.25},
+		{"GPU utilisation", r.GPUUtil, 50},
+		{"copy utilisation", r.CopyUtil, math.Round(100 * k.CopyUtilPerDRAM * 0.25)},
+		{"power", r.Watts, k.IdleWatts + 200},
+		{"SM clock", r.SMClockMHz, float64(hw.Device.SMClockMHz)},
 	} {
 		if math.Abs(c.got-c.want) > 0.01*math.Max(1, c.want) {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	if r.sm < r.tensor || r.sm > r.active || r.occupancy > r.sm {
-		t.Errorf("SM active %v, occupancy %v: want tensor ≤ SM ≤ engine active, occupancy ≤ SM", r.sm, r.occupancy)
-	}
 	if want := int(math.Round(0.9 * float64(hw.Device.FramebufferMiB))); r.fbUsed != want ||
 		r.fbUsed+r.fbFree+r.fbReserved != hw.Device.FramebufferMiB {
 		t.Errorf("FB used %d free %d reserved %d, want %d used of %d", r.fbUsed, r.fbFree, r.fbReserved, want, hw.Device.FramebufferMiB)
 	}
-	if r.smClock != hw.Device.SMClockMHz {
-		t.Errorf("SM clock %d under load, want %d", r.smClock, hw.Device.SMClockMHz)
-	}
 	// Two seconds later, with nothing running: idle.
 	idle := e.read(now.Add(2 * time.Second))
-	if idle.active != 0 || idle.tensor != 0 || idle.watts != hw.Device.IdleWatts || idle.smClock != hw.Device.IdleSMClockMHz {
+	if idle.EngineActive != 0 || idle.TensorActive != 0 || idle.GPUUtil != 0 || idle.Watts != k.IdleWatts ||
+		idle.SMClockMHz != float64(hw.Device.IdleSMClockMHz) {
 		t.Errorf("idle reading %+v", idle)
 	}
 	if idle.fbUsed != r.fbUsed {
@@ -87,12 +88,70 @@ func TestReadingFollowsTheSteps(t *testing.T) {
 	}
 }
 
+// TestPowerCapThrottlesTheClock: kernels that would draw more than the
+// board's limit hold it there, and the SM clock falls below boost, as a
+// real Hopper's does under sustained GEMMs.
+func TestPowerCapThrottlesTheClock(t *testing.T) {
+	hw := h100(t)
+	k, d := hw.Calib.Counters, hw.Device
+	heavy := light
+	heavy.Watts = 2 * (d.TDPWatts - k.IdleWatts)
+	e, now := run(t, 1, 20*time.Millisecond, 20*time.Millisecond, 3*time.Second, heavy)
+	r := e.read(now)
+	if r.Watts != d.TDPWatts || !r.Capped {
+		t.Errorf("power %v W (capped %v), want the board's %v W", r.Watts, r.Capped, d.TDPWatts)
+	}
+	if want := float64(d.SMClockMHz) * math.Pow(0.5, k.ClockExponent); math.Abs(r.SMClockMHz-want) > 1 || r.SMClockMHz >= float64(d.SMClockMHz) {
+		t.Errorf("SM clock %v MHz at twice the limit's demand, want %v", r.SMClockMHz, want)
+	}
+	if r.GPUUtil != 100 || r.EngineActive >= 1 {
+		t.Errorf("GPU util %v and engine active %v: a GPU fed back to back reads 100 %% utilisation and engine activity below 1", r.GPUUtil, r.EngineActive)
+	}
+}
+
+// TestSimulatedSaturatedGPUReadsLikeAReal: decode steps of the simulated
+// H200 back to back read what the measured H200 reads for them: engine
+// activity 0.88–0.96, not 1; NVML utilisation 100.
+func TestSimulatedSaturatedGPUReadsLikeAReal(t *testing.T) {
+	hw, err := sim.LookupHardware("h200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sim.LookupModel("llama-3.1-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := sim.CostModel{HW: hw, Model: m, TP: 1}
+	b := &engine.Batch{}
+	for i := range 64 {
+		b.Seqs = append(b.Seqs, engine.SeqBatch{Seq: i, Tokens: []int{1}, Pos: 2047, NumPrompt: 1, Sample: true})
+	}
+	c := cm.Step(b)
+	t0 := time.Unix(1_800_000_000, 0)
+	now := t0
+	e, err := New(Config{Hardware: hw, GPUs: 1, GPUMemoryUtilization: 0.9, Hostname: "node-1", Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for at := t0; at.Before(t0.Add(3 * time.Second)); at = at.Add(c.Duration) {
+		e.ObserveStep(&engine.StepEvent{Start: at, ExecuteTime: c.Duration, End: at.Add(c.Duration), Activity: c.Activity})
+	}
+	now = t0.Add(3 * time.Second)
+	r := e.read(now)
+	if r.EngineActive < 0.88 || r.EngineActive > 0.96 || r.GPUUtil != 100 {
+		t.Errorf("engine active %.3f, GPU util %v; the measured H200 reads 0.90–0.96 and 100 on this load", r.EngineActive, r.GPUUtil)
+	}
+	if r.SMActive < 0.65 || r.SMActive > 0.85 || r.TensorActive < 0.25 || r.TensorActive > 0.45 {
+		t.Errorf("SM active %.3f, tensor %.3f; measured 0.75–0.81 and 0.35–0.37", r.SMActive, r.TensorActive)
+	}
+}
+
 var dcgmLine = regexp.MustCompile(`^(DCGM_FI_\w+)\{gpu="(\d)",UUID="GPU-[0-9a-f-]+",pci_bus_id="00000000:[0-9A-F]{2}:00\.0",device="nvidia(\d)",modelName="NVIDIA H100 80GB HBM3",Hostname="node-1",DCGM_FI_DRIVER_VERSION="[0-9.]+"(,err_code="0",err_msg="No Error")?\} (\S+)$`)
 
 // TestExpositionIsDCGMExporters: the families in dcgm-exporter's order and
 // format, one series per GPU, readable by the parsers scrapers use.
 func TestExpositionIsDCGMExporters(t *testing.T) {
-	e, _ := run(t, 2, 10*time.Millisecond, 20*time.Millisecond, 3*time.Second, 0.3, 0.6)
+	e, _ := run(t, 2, 10*time.Millisecond, 20*time.Millisecond, 3*time.Second, light)
 	rec := httptest.NewRecorder()
 	e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	text := rec.Body.String()
@@ -132,8 +191,8 @@ func TestExpositionIsDCGMExporters(t *testing.T) {
 			t.Errorf("%s = %q: doubles have six decimals, integers none", f.Name, v0)
 		}
 	}
-	if values[metricspec.DCGMGREngineActive+"/0"] != "0.500000" {
-		t.Errorf("engine active %s, want 0.500000", values[metricspec.DCGMGREngineActive+"/0"])
+	if values[metricspec.DCGMGREngineActive+"/0"] != "0.450000" || values[metricspec.DCGMGPUUtil+"/0"] != "50" {
+		t.Errorf("engine active %s, GPU util %s, want 0.450000 and 50", values[metricspec.DCGMGREngineActive+"/0"], values[metricspec.DCGMGPUUtil+"/0"])
 	}
 	// The endpoint picker's parser (legacy names) and Prometheus' accept it.
 	for _, scheme := range []model.ValidationScheme{model.LegacyValidation, model.UTF8Validation} {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -50,7 +51,7 @@ func (e *Exporter) WriteText(w io.Writer) error {
 func (r *reading) value(name string) float64 {
 	switch name {
 	case metricspec.DCGMSMClock:
-		return float64(r.smClock)
+		return math.Round(r.SMClockMHz)
 	case metricspec.DCGMMemClock:
 		return float64(r.memClock)
 	case metricspec.DCGMMemoryTemp:
@@ -58,13 +59,13 @@ func (r *reading) value(name string) float64 {
 	case metricspec.DCGMGPUTemp:
 		return float64(r.temp)
 	case metricspec.DCGMPowerUsage:
-		return r.watts
+		return r.Watts
 	case metricspec.DCGMTotalEnergy:
 		return r.energyMJ
 	case metricspec.DCGMGPUUtil:
-		return float64(int(r.active*100 + 0.5))
+		return r.GPUUtil
 	case metricspec.DCGMMemCopyUtil:
-		return float64(int(r.dram*100 + 0.5))
+		return r.CopyUtil
 	case metricspec.DCGMFBFree:
 		return float64(r.fbFree)
 	case metricspec.DCGMFBUsed:
@@ -72,15 +73,15 @@ func (r *reading) value(name string) float64 {
 	case metricspec.DCGMFBReserved:
 		return float64(r.fbReserved)
 	case metricspec.DCGMGREngineActive:
-		return r.active
+		return r.EngineActive
 	case metricspec.DCGMSMActive:
-		return r.sm
+		return r.SMActive
 	case metricspec.DCGMSMOccupancy:
-		return r.occupancy
+		return r.SMOccupancy
 	case metricspec.DCGMTensorActive:
-		return r.tensor
+		return r.TensorActive
 	case metricspec.DCGMDRAMActive:
-		return r.dram
+		return r.DRAMActive
 	case metricspec.DCGMPCIeTxBytes:
 		return r.txBps
 	case metricspec.DCGMPCIeRxBytes:

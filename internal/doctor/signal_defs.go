@@ -342,8 +342,14 @@ func signalDefs() []signalDef {
 		{name: sigBusy, unit: "ratio", alts: []signalAlt{
 			{src: srcGlassbox, what: "GPU utilisation: executor busy seconds per second", value: func(v *view) float64 { return v.rate(metricspec.ExecutorBusySeconds) },
 				promql: func(p promql, _ *Signals) string { return p.rate(metricspec.ExecutorBusySeconds) }},
-			{src: srcDCGM, what: "GPU utilisation: graphics-engine activity (DCGM, mean over the GPUs and the window)", value: func(v *view) float64 { return v.sig(sigDCGMActive) },
-				promql: func(p promql, _ *Signals) string { return p.avgNoJob(metricspec.DCGMGREngineActive) }},
+			// A GPU that always has work reads GR_ENGINE_ACTIVE below 1 (the
+			// gaps between its kernels): the share of the time it had work
+			// is the reading over that.
+			{src: srcDCGM, what: "GPU utilisation: DCGM's graphics-engine activity (DCGM_FI_PROF_GR_ENGINE_ACTIVE) over what a GPU reads while it always has work (about 0.9, for the gaps between its kernels; nvidia-smi's GPU-Util reads 100 under any load)",
+				value: func(v *view) float64 { return math.Min(1, v.sig(sigDCGMActive)/v.th().EngineActiveBusy) },
+				promql: func(p promql, s *Signals) string {
+					return fmt.Sprintf("clamp_max(%s / %g, 1)", p.avgNoJob(metricspec.DCGMGREngineActive), s.th.EngineActiveBusy)
+				}},
 			{src: srcEstimate, what: "GPU utilisation, estimated: engine steps per second × mean inter-token latency (an upper bound: it counts host time)",
 				value:  func(v *view) float64 { return v.sig(sigBusyEstimate) },
 				promql: func(p promql, s *Signals) string { return s.get(sigBusyEstimate).PromQL }},
@@ -366,16 +372,16 @@ func signalDefs() []signalDef {
 				promql: func(p promql, _ *Signals) string {
 					return p.ratio(p.inc(metricspec.EngineHostSeconds), "("+p.inc(metricspec.EngineHostSeconds)+" + "+p.inc(metricspec.ExecutorBusySeconds)+")")
 				}},
-			{src: srcDCGM, what: "share of engine step time the GPU was idle: 1 − DCGM's engine activity over vLLM's steps × their latency",
+			{src: srcDCGM, what: "share of engine step time the GPU was idle: 1 − DCGM's engine activity (over what the GPU reads while it always has work) over vLLM's steps × their latency",
 				value: func(v *view) float64 {
 					e := v.sig(sigBusyEstimate)
 					if !(e > 0) {
 						return math.NaN()
 					}
-					return math.Max(0, 1-v.sig(sigDCGMActive)/e)
+					return math.Max(0, 1-math.Min(1, v.sig(sigDCGMActive)/v.th().EngineActiveBusy)/e)
 				},
 				promql: func(p promql, s *Signals) string {
-					return "1 - " + p.avgNoJob(metricspec.DCGMGREngineActive) + " / (" + s.get(sigBusyEstimate).PromQL + ")"
+					return fmt.Sprintf("1 - clamp_max(%s / %g, 1) / (%s)", p.avgNoJob(metricspec.DCGMGREngineActive), s.th.EngineActiveBusy, s.get(sigBusyEstimate).PromQL)
 				}},
 		}},
 

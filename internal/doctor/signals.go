@@ -341,3 +341,12 @@ func Evaluate(w *Window) *Signals { return evaluate(w, DefaultThresholds()) }
 // SourceOf is where a resolved signal came from ("" when the window could
 // not say).
 func (s *Signals) SourceOf(name string) string { return string(s.src(name)) }
+
+// WhatOf is what a signal is, as its chosen source reads it ("" when no
+// source gave a number).
+func (s *Signals) WhatOf(name string) string {
+	if v, ok := s.vals[name]; ok && !math.IsNaN(v.Value) {
+		return v.What
+	}
+	return ""
+}

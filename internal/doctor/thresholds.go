@@ -17,6 +17,7 @@ type Thresholds struct {
 	AdmissionShare float64 `doc:"share of readings in which a request waits and the free blocks cannot hold the next prompt"`
 
 	BusyHigh          float64 `doc:"GPU utilisation of a GPU busy all the time"`
+	EngineActiveBusy  float64 `doc:"DCGM's GR_ENGINE_ACTIVE per unit of the time a GPU has work: a measured H200 reads 0.88–0.96 with steps back to back and 0.78–0.86 with host gaps of a few percent (busy 0.93–0.98); the doctor divides the reading by this, so that such a GPU reads saturated"`
 	BusyLow           float64 `doc:"GPU utilisation of a GPU idle half the time"`
 	FillHigh          float64 `doc:"step fill (tokens per step over max_num_batched_tokens) of full steps"`
 	FillInferred      float64 `doc:"step fill of full steps when max_num_batched_tokens is only inferred (the smallest round budget the mean step fits, so half full means nothing)"`
@@ -66,6 +67,7 @@ func DefaultThresholds() Thresholds {
 		AdmissionShare: 0.5,
 
 		BusyHigh:          0.9,
+		EngineActiveBusy:  0.86,
 		BusyLow:           0.5,
 		FillHigh:          0.5,
 		FillInferred:      0.9,

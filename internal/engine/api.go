@@ -223,11 +223,30 @@ type StepResult struct {
 	FLOPs      float64
 	ReadBytes  float64
 	WriteBytes float64
+	// Activity is a simulated GPU's counters over the step; zero from
+	// executors that do not model them.
+	Activity GPUActivity
 	// HostTime is host work the executor models after the step (output
 	// processing, scheduling the next one) while the accelerator idles:
 	// the engine lets it pass before delivering outputs, outside the busy
 	// time. 0 for executors whose host work is real.
 	HostTime time.Duration
+	// DeviceTime, when above 0, is the time the accelerator was busy
+	// with the step as the device measured it (a GPU's events): the
+	// step's busy time instead of the wall time inside Execute, whose
+	// rest is host work.
+	DeviceTime time.Duration
+}
+
+// GPUActivity is what a GPU's activity counters (DCGM's profiling
+// fields) would average over a step while its kernels run: the shares of
+// the time its graphics engine, SMs, tensor pipes and DRAM were busy, the
+// SMs' mean occupancy, and the watts above idle the kernels draw at the
+// boost clock. A simulated executor models them; the simulated
+// dcgm-exporter averages them over its window.
+type GPUActivity struct {
+	EngineActive, SMActive, SMOccupancy, TensorActive, DRAMActive float64
+	Watts                                                         float64
 }
 
 // Observer receives the engine's events, on the engine goroutine: it must
@@ -277,6 +296,7 @@ type StepEvent struct {
 	KVUsage          float64
 
 	FLOPs, ReadBytes, WriteBytes float64
+	Activity                     GPUActivity
 }
 
 // FinishedEvent describes one sequence at its end.

@@ -36,7 +36,7 @@ func (e *Engine) step() {
 	e.buildBatch()
 	scheduled := e.clock.Now()
 
-	e.result.FLOPs, e.result.ReadBytes, e.result.WriteBytes = 0, 0, 0
+	e.result.FLOPs, e.result.ReadBytes, e.result.WriteBytes, e.result.Activity = 0, 0, 0, GPUActivity{}
 	e.result.HostTime = 0
 	err := e.exec.Execute(&e.batch, &e.result)
 	executed := e.clock.Now()
@@ -44,16 +44,21 @@ func (e *Engine) step() {
 		e.clock.Sleep(e.result.HostTime) // the host's share of the step: the GPU idles
 	}
 	done := e.clock.Now()
+	busy := executed.Sub(scheduled)
+	if d := e.result.DeviceTime; d > 0 && d < busy {
+		busy = d // the rest of Execute was the host's
+	}
+	e.result.DeviceTime = 0
 	e.steps++
 	e.preempt += uint64(len(p.Preempted))
 
 	ev := &e.ev
 	*ev = StepEvent{
-		Start: start, ScheduleTime: scheduled.Sub(start), ExecuteTime: executed.Sub(scheduled), HostTime: done.Sub(executed),
+		Start: start, ScheduleTime: scheduled.Sub(start), ExecuteTime: busy, HostTime: done.Sub(executed),
 		NumSeqs: len(p.Seqs), NumTokens: p.NumTokens,
 		Preemptions: len(p.Preempted), PrefixQueries: p.PrefixQueries, PrefixHits: p.PrefixHits,
 		TTFTs: ev.TTFTs[:0], ITLs: ev.ITLs[:0], Seqs: ev.Seqs[:0], Preempted: ev.Preempted[:0],
-		FLOPs: e.result.FLOPs, ReadBytes: e.result.ReadBytes, WriteBytes: e.result.WriteBytes,
+		FLOPs: e.result.FLOPs, ReadBytes: e.result.ReadBytes, WriteBytes: e.result.WriteBytes, Activity: e.result.Activity,
 		SpecAcceptedPerPos: e.perPos,
 	}
 	clear(e.perPos)

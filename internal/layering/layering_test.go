@@ -83,6 +83,9 @@ var forbidden = map[string][]string{
 	// The exposition reader knows the format, not what any family means:
 	// what a family says is its caller's (cmd reads spec-decode counters).
 	module + "/internal/promtext": {module + "/internal/"},
+	// NVIDIA's libraries, bound at run time: the GPU executor and the
+	// tools that read the board build on them; they know no engine.
+	module + "/internal/cuda": modelSide,
 	// The profile table is data: everything reads it, it reads nothing.
 	module + "/internal/profiles": {module + "/internal/", "net/http", "github.com/prometheus/"},
 	module + "/internal/hub":      {module + "/internal/engine", module + "/internal/server", module + "/internal/executor", module + "/internal/model"},

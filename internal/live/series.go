@@ -56,6 +56,7 @@ type Series struct {
 	SpecTokensPerPass []num `json:"spec_tokens_per_pass"`
 
 	UtilSource string `json:"util_source"` // glassbox, dcgm, vllm-estimate or ""
+	UtilWhat   string `json:"util_what"`   // what the doctor read as the GPU's utilisation
 	PeakSource string `json:"peak_source"`
 	// Last is the latest reading's gauges: what one reading can show.
 	Last map[string]num `json:"last"`
@@ -92,7 +93,7 @@ func derive(sig *doctor.Signals, w *doctor.Window, since, to time.Time) *Series 
 		}
 	}
 	_, _, s.PeakSource = w.Peaks()
-	s.UtilSource = sig.SourceOf("busy")
+	s.UtilSource, s.UtilWhat = sig.SourceOf("busy"), sig.WhatOf("busy")
 	names := slices.Sorted(maps.Values(charted))
 	names = append(names, latencies...)
 	iv := sig.Intervals(since, names...)

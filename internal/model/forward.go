@@ -216,12 +216,7 @@ func (r *Runner) rope(x []float32, pos int) {
 	nd := c.RopeDims
 	if len(r.ropeCS) != nd || r.ropePos != pos {
 		r.ropeCS = resize(r.ropeCS, nd)
-		thetaScale := float32(math.Pow(float64(c.RopeBase), -2/float64(nd)))
-		theta := float32(pos)
-		for i := 0; i < nd/2; i++ {
-			r.ropeCS[2*i], r.ropeCS[2*i+1] = float32(math.Cos(float64(theta))), float32(math.Sin(float64(theta)))
-			theta *= thetaScale
-		}
+		c.ropeAngles(pos, r.ropeCS)
 		r.ropePos = pos
 	}
 	for h := 0; h < len(x); h += c.HeadDim {
@@ -236,6 +231,19 @@ func (r *Runner) rope(x []float32, pos int) {
 			head[a] = x0*cos - x1*sin
 			head[b] = x0*sin + x1*cos
 		}
+	}
+}
+
+// ropeAngles writes cos and sin of position pos's RoPE angles, as pairs,
+// into cs (RopeDims values): the angles computed iteratively in float32
+// as ggml does.
+func (c *Config) ropeAngles(pos int, cs []float32) {
+	nd := c.RopeDims
+	thetaScale := float32(math.Pow(float64(c.RopeBase), -2/float64(nd)))
+	theta := float32(pos)
+	for i := 0; i < nd/2; i++ {
+		cs[2*i], cs[2*i+1] = float32(math.Cos(float64(theta))), float32(math.Sin(float64(theta)))
+		theta *= thetaScale
 	}
 }
 

@@ -32,8 +32,27 @@ func Shapes() []Shape {
 		{Name: "qwen2.5-0.5b", Arch: "qwen2", Hidden: 896, Layers: 24, Heads: 14, KVHeads: 2, FFN: 4864, Vocab: 151936, Context: 32768, RopeBase: 1e6, NormEps: 1e-6, Tied: true},
 		{Name: "qwen3-0.6b", Arch: "qwen3", Hidden: 1024, Layers: 28, Heads: 16, KVHeads: 8, HeadDim: 128, FFN: 3072, Vocab: 151936, Context: 40960, RopeBase: 1e6, NormEps: 1e-6, Tied: true},
 		{Name: "tinyllama-1.1b", Arch: "llama", Hidden: 2048, Layers: 22, Heads: 32, KVHeads: 4, FFN: 5632, Vocab: 32000, Context: 2048, RopeBase: 10000, NormEps: 1e-5},
+		{Name: "llama-3.1-8b", Arch: "llama", Hidden: 4096, Layers: 32, Heads: 32, KVHeads: 8, FFN: 14336, Vocab: 128256, Context: 131072, RopeBase: 500000, NormEps: 1e-5},
 		{Name: "smollm-135m", Arch: "llama", Hidden: 576, Layers: 30, Heads: 9, KVHeads: 3, FFN: 1536, Vocab: 49152, Context: 2048, RopeBase: 10000, NormEps: 1e-5, Tied: true},
 	}
+}
+
+// Config is the shape's hyperparameters as a GGUF of it would give them
+// (for runs on random weights made elsewhere, such as on a GPU).
+func (s Shape) Config() Config {
+	c := Config{Arch: s.Arch, Layers: s.Layers, Hidden: s.Hidden, Heads: s.Heads, KVHeads: s.KVHeads, HeadDim: s.HeadDim, FFN: s.FFN,
+		Vocab: s.Vocab, ContextLen: s.Context, RopeBase: s.RopeBase, NormEps: s.NormEps, TiedEmbedded: s.Tied}
+	if c.HeadDim == 0 {
+		c.HeadDim = s.Hidden / s.Heads
+	}
+	c.RopeDims = c.HeadDim
+	switch s.Arch {
+	case "qwen2":
+		c.RopeMode = RopeNeoX
+	case "qwen3":
+		c.RopeMode, c.QKNorm = RopeNeoX, true
+	}
+	return c
 }
 
 // LookupShape finds a shape by name.

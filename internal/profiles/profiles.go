@@ -17,6 +17,7 @@ type Hardware struct {
 	Name string
 
 	PeakFLOPs    float64 // dense BF16 FLOP/s per GPU (not the "with sparsity" figure)
+	PeakFP8FLOPs float64 // dense FP8 FLOP/s per GPU; 0 where the GPU has no FP8 tensor cores
 	MemBandwidth float64 // HBM (or GDDR) bytes/s per GPU
 	MemoryBytes  float64 // device memory per GPU, in datasheet (decimal) bytes
 
@@ -36,10 +37,9 @@ type Hardware struct {
 // nvidia-smi readings of each part; the sim's KV sizing keeps using
 // MemoryBytes.
 type Device struct {
-	ModelName      string // DCGM's modelName label
-	FramebufferMiB int    // DCGM_FI_DEV_FB_FREE + _USED + _RESERVED
-	ReservedMiB    int    // kept by the driver (DCGM_FI_DEV_FB_RESERVED)
-	IdleWatts      float64
+	ModelName      string  // DCGM's modelName label
+	FramebufferMiB int     // DCGM_FI_DEV_FB_FREE + _USED + _RESERVED
+	ReservedMiB    int     // kept by the driver (DCGM_FI_DEV_FB_RESERVED)
 	TDPWatts       float64 // board power limit
 	SMClockMHz     int     // boost clock under load
 	IdleSMClockMHz int
@@ -95,6 +95,105 @@ type Calibration struct {
 	// Frontend is vLLM's API server around the engine, which no GPU step
 	// pays for; glassbox simulate adds it to what clients see.
 	Frontend Frontend
+
+	// GEMMOverlap is how the GEMMs' weight read and arithmetic combine.
+	// At 1 (or 0) they add: the GEMMs take the slower of the weight read
+	// at WeightLoadFactor and the ideal read plus the arithmetic (the
+	// shape of Vidur's H100 kernel timings). Above 1 they overlap as an
+	// L^p norm, (read^p + arith^p)^(1/p), the read at WeightLoadFactor
+	// plus GEMMKernelLatency per GEMM: cuBLAS on a measured H200, where
+	// 128 tokens take 1.15× the read, not the 2× a sum would say.
+	GEMMOverlap       float64
+	GEMMKernelLatency time.Duration
+	// AttentionEfficiency is the share of PeakFLOPs a prefill chunk's
+	// causal attention runs at, ContextAttentionEfficiency the share its
+	// attention to the cached tokens before it runs at; 0 takes
+	// GEMMEfficiency (and AttentionEfficiency).
+	AttentionEfficiency        float64
+	ContextAttentionEfficiency float64
+	// FP8 is the GEMMs' terms with FP8 (e4m3) weights, as vLLM's
+	// --quantization fp8 runs them; nil where no FP8 GEMM was measured.
+	FP8 *FP8Calibration
+
+	// Counters relate a step's work to what the GPU's own activity
+	// counters (DCGM's profiling fields) read while it runs.
+	Counters Counters
+}
+
+// FP8Calibration is the GEMM terms of FP8 weights: GEMMEfficiency is a
+// share of Hardware.PeakFP8FLOPs; the read and latency are as BF16's.
+type FP8Calibration struct {
+	GEMMEfficiency    float64
+	WeightLoadFactor  float64
+	GEMMKernelLatency time.Duration
+}
+
+// Counters are the relationships between a step's composition and the
+// GPU's activity counters, fitted to a real GPU's (NVML's GPM counters,
+// which dcgm-exporter's DCGM_FI_PROF_* fields read on Hopper) under
+// steady loads of known composition. A step's kernels fall into
+// families: the GEMMs that stream weights (Read), those bound by their
+// arithmetic (Compute: the share of the GEMM time its L^p blend gives the
+// arithmetic), decode attention, prefill attention, and the rest
+// (elementwise kernels, launches, the step's fixed work).
+type Counters struct {
+	// EngineActive is GR_ENGINE_ACTIVE while the GPU has work queued:
+	// below 1, for the gaps between kernels (0.92 on a measured H200).
+	EngineActive float64 `yaml:"engine_active"`
+	// SMActive and SMOccupancy are each family's SM_ACTIVE and
+	// SM_OCCUPANCY while it runs; a step's are their time-weighted means.
+	SMActive    Families `yaml:"sm_active"`
+	SMOccupancy Families `yaml:"sm_occupancy"`
+	// The tensor pipe counts cycles, padded tiles included: a GEMM of M
+	// tokens keeps it TensorFactor(M) × max(M, TensorPadTokens) / M times
+	// as long as its FLOPs at the peak rate would; the factor falls from
+	// TensorSmallFactor at small M to TensorLargeFactor above
+	// TensorKneeTokens (cuBLAS's small-M kernels use the pipe poorly).
+	TensorPadTokens   float64 `yaml:"tensor_pad_tokens"`
+	TensorSmallFactor float64 `yaml:"tensor_small_factor"`
+	TensorLargeFactor float64 `yaml:"tensor_large_factor"`
+	TensorKneeTokens  float64 `yaml:"tensor_knee_tokens"`
+	// TensorDecodeAttentionFactor is the same for decode attention, whose
+	// kernels pad each KV head's few query rows to a whole tile.
+	TensorDecodeAttentionFactor float64 `yaml:"tensor_decode_attention_factor"`
+	// DRAM_ACTIVE is the step's DRAM traffic (weights, KV, elementwise
+	// traffic, and DRAMBytesPerFLOP of the GEMMs' arithmetic for their
+	// operands' re-reads) over DRAMBandwidth × the step's time.
+	DRAMBandwidth    float64 `yaml:"dram_bandwidth"`
+	DRAMBytesPerFLOP float64 `yaml:"dram_bytes_per_flop"`
+	// CopyUtilPerDRAM is DCGM_FI_DEV_MEM_COPY_UTIL (NVML's memory
+	// utilisation, %) per unit of DRAM_ACTIVE.
+	CopyUtilPerDRAM float64 `yaml:"copy_util_per_dram"`
+	// IdleWatts is the board's draw with the model loaded and nothing
+	// running. Power above it at the boost clock is DRAMWatts × DRAM_ACTIVE +
+	// TensorWatts × PIPE_TENSOR_ACTIVE + SMWatts × SM_ACTIVE; past the
+	// board's limit the board holds its limit and the SM clock falls to
+	// boost × (available / demanded)^ClockExponent.
+	IdleWatts     float64 `yaml:"idle_watts"`
+	DRAMWatts     float64 `yaml:"dram_watts"`
+	TensorWatts   float64 `yaml:"tensor_watts"`
+	SMWatts       float64 `yaml:"sm_watts"`
+	ClockExponent float64 `yaml:"clock_exponent"`
+}
+
+// Families holds one value per kernel family.
+type Families struct {
+	Read             float64 `yaml:"read"`
+	Compute          float64 `yaml:"compute"`
+	DecodeAttention  float64 `yaml:"decode_attention"`
+	PrefillAttention float64 `yaml:"prefill_attention"`
+	Other            float64 `yaml:"other"`
+}
+
+// TensorFactor is how many times longer than its FLOPs at the peak rate
+// the tensor pipe counts a GEMM of m tokens busy, padding included.
+func (c *Counters) TensorFactor(m float64) float64 {
+	if m <= 0 {
+		return 0
+	}
+	k2 := c.TensorKneeTokens * c.TensorKneeTokens
+	f := c.TensorLargeFactor + (c.TensorSmallFactor-c.TensorLargeFactor)*k2/(m*m+k2)
+	return f * max(m, c.TensorPadTokens) / m
 }
 
 // Frontend is the serving frontend's share of a request's latency as a
@@ -126,16 +225,37 @@ func frontend() Frontend {
 	return Frontend{Arrival: 17990 * time.Microsecond, PerToken: 34660 * time.Nanosecond, Finish: 777 * time.Microsecond, LagSteps: 0.5626}
 }
 
-// hopperCalibration is the H100 table: the GEMM terms from Vidur's H100
+// h100Calibration is the H100 table: the GEMM terms from Vidur's H100
 // kernel timings, the rest fitted to §A (mean absolute error 2.5 % E2E,
-// 2.6 % TPOT, 7.9 % TTFT on its ten runs; docs/simulator.md). H200 has the
-// same Hopper SMs, so it takes the same coefficients until measured.
-func hopperCalibration() Calibration {
+// 2.6 % TPOT, 7.9 % TTFT on its ten runs; docs/simulator.md). Its counters
+// and FP8 terms are the measured H200's (the same SMs and power limit;
+// the DRAM counter scaled to its bandwidth): stated, not measured.
+func h100Calibration() Calibration {
 	c := baseCalibration()
 	c.GEMMEfficiency, c.WeightLoadFactor, c.ActivationPasses = 0.795, 1.33, 38
 	c.KVReadFactor = 1.19
 	c.StepOverhead, c.RequestOverhead, c.AllReduceLatency = 41650*time.Nanosecond, 2315*time.Nanosecond, 1121*time.Nanosecond
+	h := h200Calibration()
+	c.Counters = h.Counters
+	c.Counters.DRAMBandwidth *= 3.35 / 4.8
+	// The H200's FP8 GEMMs sustain this share of its BF16 ones' rate.
+	c.FP8 = &FP8Calibration{GEMMEfficiency: h.FP8.GEMMEfficiency * c.GEMMEfficiency / h.GEMMEfficiency,
+		WeightLoadFactor: h.FP8.WeightLoadFactor, GEMMKernelLatency: h.FP8.GEMMKernelLatency}
 	return c
+}
+
+// guessCounters are a GPU's counter relationships without a measurement
+// of its own: the H200's, the DRAM counter scaled to its bandwidth, the
+// watts to its board limit above idleWatts (a typical nvidia-smi reading
+// of the part with a model loaded). A stated guess.
+func guessCounters(bandwidth, tdp, idleWatts float64) Counters {
+	h := h200Calibration()
+	k := h.Counters
+	k.DRAMBandwidth *= bandwidth / 4.8e12
+	scale := (tdp - idleWatts) / (700 - k.IdleWatts)
+	k.DRAMWatts, k.TensorWatts, k.SMWatts = k.DRAMWatts*scale, k.TensorWatts*scale, k.SMWatts*scale
+	k.IdleWatts = idleWatts
+	return k
 }
 
 // baseCalibration holds the coefficients of GPUs without a fit of their
@@ -172,37 +292,41 @@ func baseCalibration() Calibration {
 func hardwareProfiles() []Hardware {
 	a100 := baseCalibration()
 	a100.GEMMEfficiency, a100.WeightLoadFactor, a100.ActivationPasses = 0.75, 1.36, 43
+	a100.Counters = guessCounters(2.039e12, 400, 56)
 	// No kernel profile of the L40S is at hand: its GEMMs are assumed to
 	// reach a lower share of its peak (unvalidated).
 	l40s := baseCalibration()
 	l40s.GEMMEfficiency = 0.6
 	// Nor of the L4 or the A10G: they take the L40S's assumption, and
 	// nothing of theirs is calibrated against measurements.
-	gddr := l40s
+	l4, a10g := l40s, l40s
+	l40s.Counters = guessCounters(0.864e12, 350, 35)
+	l4.Counters = guessCounters(0.3e12, 72, 16)
+	a10g.Counters = guessCounters(0.6e12, 300, 25)
 	return []Hardware{
-		{Name: "h200", PeakFLOPs: 989e12, MemBandwidth: 4.8e12, MemoryBytes: 141e9,
-			InterconnectBandwidth: 450e9, Interconnect: "nvlink4", Calib: hopperCalibration(),
-			Device: Device{ModelName: "NVIDIA H200", FramebufferMiB: 143771, ReservedMiB: 594, IdleWatts: 76, TDPWatts: 700,
+		{Name: "h200", PeakFLOPs: 989e12, PeakFP8FLOPs: 1979e12, MemBandwidth: 4.8e12, MemoryBytes: 141e9,
+			InterconnectBandwidth: 450e9, Interconnect: "nvlink4", Calib: h200Calibration(),
+			Device: Device{ModelName: "NVIDIA H200", FramebufferMiB: 143771, ReservedMiB: 594, TDPWatts: 700,
 				SMClockMHz: 1980, IdleSMClockMHz: 345, MemClockMHz: 3201, HBM: true}},
-		{Name: "h100", PeakFLOPs: 989e12, MemBandwidth: 3.35e12, MemoryBytes: 80e9,
-			InterconnectBandwidth: 450e9, Interconnect: "nvlink4", Calib: hopperCalibration(),
-			Device: Device{ModelName: "NVIDIA H100 80GB HBM3", FramebufferMiB: 81559, ReservedMiB: 594, IdleWatts: 70, TDPWatts: 700,
+		{Name: "h100", PeakFLOPs: 989e12, PeakFP8FLOPs: 1979e12, MemBandwidth: 3.35e12, MemoryBytes: 80e9,
+			InterconnectBandwidth: 450e9, Interconnect: "nvlink4", Calib: h100Calibration(),
+			Device: Device{ModelName: "NVIDIA H100 80GB HBM3", FramebufferMiB: 81559, ReservedMiB: 594, TDPWatts: 700,
 				SMClockMHz: 1980, IdleSMClockMHz: 345, MemClockMHz: 2619, HBM: true}},
 		{Name: "a100-80g", PeakFLOPs: 312e12, MemBandwidth: 2.039e12, MemoryBytes: 80e9,
 			InterconnectBandwidth: 300e9, Interconnect: "nvlink3", Calib: a100,
-			Device: Device{ModelName: "NVIDIA A100-SXM4-80GB", FramebufferMiB: 81920, ReservedMiB: 532, IdleWatts: 56, TDPWatts: 400,
+			Device: Device{ModelName: "NVIDIA A100-SXM4-80GB", FramebufferMiB: 81920, ReservedMiB: 532, TDPWatts: 400,
 				SMClockMHz: 1410, IdleSMClockMHz: 210, MemClockMHz: 1593, HBM: true}},
-		{Name: "l40s", PeakFLOPs: 362e12, MemBandwidth: 0.864e12, MemoryBytes: 48e9,
+		{Name: "l40s", PeakFLOPs: 362e12, PeakFP8FLOPs: 733e12, MemBandwidth: 0.864e12, MemoryBytes: 48e9,
 			InterconnectBandwidth: 32e9, Interconnect: "pcie4", Calib: l40s,
-			Device: Device{ModelName: "NVIDIA L40S", FramebufferMiB: 46068, ReservedMiB: 473, IdleWatts: 35, TDPWatts: 350,
+			Device: Device{ModelName: "NVIDIA L40S", FramebufferMiB: 46068, ReservedMiB: 473, TDPWatts: 350,
 				SMClockMHz: 2520, IdleSMClockMHz: 210, MemClockMHz: 9001}},
-		{Name: "l4", PeakFLOPs: 121e12, MemBandwidth: 0.3e12, MemoryBytes: 24e9,
-			InterconnectBandwidth: 32e9, Interconnect: "pcie4", Calib: gddr,
-			Device: Device{ModelName: "NVIDIA L4", FramebufferMiB: 23034, ReservedMiB: 435, IdleWatts: 16, TDPWatts: 72,
+		{Name: "l4", PeakFLOPs: 121e12, PeakFP8FLOPs: 242.5e12, MemBandwidth: 0.3e12, MemoryBytes: 24e9,
+			InterconnectBandwidth: 32e9, Interconnect: "pcie4", Calib: l4,
+			Device: Device{ModelName: "NVIDIA L4", FramebufferMiB: 23034, ReservedMiB: 435, TDPWatts: 72,
 				SMClockMHz: 2040, IdleSMClockMHz: 210, MemClockMHz: 6251}},
 		{Name: "a10g", PeakFLOPs: 70e12, MemBandwidth: 0.6e12, MemoryBytes: 24e9,
-			InterconnectBandwidth: 32e9, Interconnect: "pcie4", Calib: gddr,
-			Device: Device{ModelName: "NVIDIA A10G", FramebufferMiB: 23028, ReservedMiB: 435, IdleWatts: 25, TDPWatts: 300,
+			InterconnectBandwidth: 32e9, Interconnect: "pcie4", Calib: a10g,
+			Device: Device{ModelName: "NVIDIA A10G", FramebufferMiB: 23028, ReservedMiB: 435, TDPWatts: 300,
 				SMClockMHz: 1710, IdleSMClockMHz: 210, MemClockMHz: 6251}},
 	}
 }
@@ -224,10 +348,31 @@ type Model struct {
 
 	Params        float64 // total parameters, from the model card
 	BytesPerParam float64 // 2 for bf16
+
+	// FP8 stores the linear layers' weights in FP8 (e4m3, one byte each)
+	// and runs their GEMMs on FP8 tensor cores, as vLLM's --quantization
+	// fp8 does; the embedding and the LM head stay at BytesPerParam.
+	FP8 bool
+	// KVBytes is the bytes of one cached K or V element: 0 takes
+	// BytesPerParam; 1 is vLLM's --kv-cache-dtype fp8.
+	KVBytes float64
 }
 
 // WeightBytes is the whole model's weight size.
-func (m *Model) WeightBytes() float64 { return m.Params * m.BytesPerParam }
+func (m *Model) WeightBytes() float64 {
+	if m.FP8 {
+		return m.MatmulParams() + (m.Params-m.MatmulParams())*m.BytesPerParam
+	}
+	return m.Params * m.BytesPerParam
+}
+
+// KVElementBytes is the bytes of one cached K or V element.
+func (m *Model) KVElementBytes() float64 {
+	if m.KVBytes > 0 {
+		return m.KVBytes
+	}
+	return m.BytesPerParam
+}
 
 // modelProfiles returns the known models, with values from each model's
 // Hugging Face config.json and parameter counts from its safetensors index
@@ -359,7 +504,7 @@ func (m *Model) KVHeadsPerGPU(tp int) int { return max(1, m.KVHeads/max(1, tp)) 
 // KVBytesPerToken is the KV cache one token takes on each GPU: K and V, for
 // every layer and local KV head, in the model's dtype.
 func (m *Model) KVBytesPerToken(tp int) int64 {
-	return int64(2 * m.Layers * m.KVHeadsPerGPU(tp) * m.HeadDim * int(m.BytesPerParam))
+	return int64(float64(2*m.Layers*m.KVHeadsPerGPU(tp)*m.HeadDim) * m.KVElementBytes())
 }
 
 // CheckTP reports whether the model can be split tp ways, with vLLM's rules:

@@ -91,8 +91,8 @@ func Long(t testing.TB, what string) {
 // form is long.
 func LongTests() bool { return os.Getenv("GLASSBOX_LONG_TESTS") == "1" }
 
-// ci says that everything a test needs must be there (CI=true). It and
-// LongTests are the environment reads of the tree outside cmd/.
+// ci, LongTests and NoGPU are the environment reads of the tree outside
+// cmd/: CI=true says that everything a test needs must be there.
 func ci() bool { return os.Getenv("CI") == "true" }
 
 // moduleRoot walks up from the working directory (a test's is its
@@ -112,4 +112,16 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// NoGPU ends a test that needs an NVIDIA GPU it could not open (why is
+// the error from opening it): skipped, saying why, or failed under
+// GLASSBOX_REQUIRE_GPU=1, which scripts/gpu-check.sh sets where a GPU must
+// be. CI has no GPU, so there every GPU test reports its skip.
+func NoGPU(t testing.TB, why error) {
+	t.Helper()
+	if os.Getenv("GLASSBOX_REQUIRE_GPU") == "1" {
+		t.Fatalf("no GPU under GLASSBOX_REQUIRE_GPU=1: %v", why)
+	}
+	t.Skipf("SKIPPED: this test needs an NVIDIA GPU with its driver, and this machine has none usable (%v); scripts/gpu-check.sh runs it where one is (GLASSBOX_REQUIRE_GPU=1 makes this a failure)", why)
 }

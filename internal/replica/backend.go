@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"runtime"
@@ -38,16 +39,17 @@ type backend struct {
 	hardware                 *sim.Hardware // the simulated GPU, nil on the CPU
 	gpus                     int
 
-	blocks func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs int) (int, error)
+	blocks func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs, maxNumBatchedTokens int) (int, error)
 	start  func(numBlocks, blockSize int) (engine.Executor, error)
 	close  func() // after the engine stops
+	// memoryLine, when set, describes a GPU's memory split once blocks
+	// ran.
+	memoryLine func() string
 }
 
 func simBackend(cfg *Config) (*backend, error) {
-	if d := cfg.KVCacheDtype; d != "" && d != "auto" {
-		return nil, fmt.Errorf("--kv-cache-dtype %s: the simulated GPU keeps KV in the model's dtype (auto)", d)
-	}
 	cfg.Sim.AsyncScheduling = cfg.AsyncScheduling
+	cfg.Sim.Quantization, cfg.Sim.KVCacheDtype = cfg.Quantization, cfg.KVCacheDtype
 	if l := cfg.LoRA; l != nil {
 		cfg.Sim.LoRA = &sim.LoRA{MaxLoRAs: l.MaxLoRAs, Rank: l.MaxRank}
 	}
@@ -61,7 +63,15 @@ func simBackend(cfg *Config) (*backend, error) {
 	info := exec.Info()
 	hw := exec.CostModel().HW
 	seqs, batched := hw.Defaults()
-	describe := fmt.Sprintf("the simulated executor: %s on %d× %s (bf16)", info.Model, info.TensorParallel, info.Hardware)
+	m := exec.CostModel().Model
+	weights, kv := "bf16", "bf16"
+	if m.FP8 {
+		weights = "fp8"
+	}
+	if m.KVElementBytes() == 1 {
+		kv = "fp8"
+	}
+	describe := fmt.Sprintf("the simulated executor: %s on %d× %s (%s weights, %s KV)", info.Model, info.TensorParallel, info.Hardware, weights, kv)
 	if info.Draft != "" {
 		describe += fmt.Sprintf(", drafting with %s on %d", info.Draft, info.DraftTensorParallel)
 		if cfg.Speculative.DraftMaxModelLen == 0 {
@@ -74,7 +84,7 @@ func simBackend(cfg *Config) (*backend, error) {
 		// its vectors may be shortened as a Matryoshka model's.
 		embeddings:  &server.Embeddings{Dim: exec.CostModel().Model.Hidden, Pooling: "simulated", Truncatable: true},
 		describe:    describe,
-		maxModelLen: info.MaxModelLen, defaultSeqs: seqs, defaultBatched: batched, cacheDtype: "auto",
+		maxModelLen: info.MaxModelLen, defaultSeqs: seqs, defaultBatched: batched, cacheDtype: cmp.Or(cfg.KVCacheDtype, "auto"),
 		executorInfo: map[string]string{
 			"executor": info.Executor, "hardware": info.Hardware, "model": info.Model,
 			"tensor_parallel_size": strconv.Itoa(info.TensorParallel),
@@ -83,12 +93,51 @@ func simBackend(cfg *Config) (*backend, error) {
 			"host_overhead_seconds": strconv.FormatFloat(cfg.Sim.HostOverhead.Seconds(), 'g', -1, 64),
 		},
 		peakFLOPs: info.PeakFLOPs, peakBandwidth: info.MemBandwidth, hardware: &hw, gpus: info.TensorParallel,
-		blocks: func(kvBytes int64, blockSize, _, _ int) (int, error) {
+		blocks: func(kvBytes int64, blockSize, _, _, _ int) (int, error) {
 			return exec.KVCacheBlocks(cfg.GPUMemoryUtilization, kvBytes, blockSize)
 		},
 		start: func(int, int) (engine.Executor, error) { return exec, nil },
 		close: func() {},
 	}, nil
+}
+
+// chooseBackend is the simulator without a model, else the executor
+// cfg.Device names; auto takes the GPU when it can run the model and says
+// in note why it took the CPU otherwise.
+func chooseBackend(cfg *Config) (b *backend, note string, err error) {
+	if cfg.Model == "" {
+		if cfg.Device == "cuda" {
+			return nil, "", errors.New("--device cuda runs a --model on the GPU; without one glassbox serves the simulator")
+		}
+		b, err = simBackend(cfg)
+		return b, "", err
+	}
+	switch cfg.Device {
+	case "cpu":
+		b, err = cpuBackend(cfg)
+	case "cuda":
+		if b, err = cudaBackend(cfg); err != nil {
+			err = fmt.Errorf("--device cuda: %w", err)
+		}
+	case "", "auto":
+		if b, err = cudaBackend(cfg); err == nil {
+			return b, "", nil
+		}
+		note = fmt.Sprintf("running on the CPU (--device auto): %v", err)
+		cfg.Logger.Debug(note)
+		b, err = cpuBackend(cfg)
+	default:
+		return nil, "", fmt.Errorf("--device %q: want cuda, cpu or auto", cfg.Device)
+	}
+	return b, note, err
+}
+
+// memory is the banner's GPU memory line, or "".
+func (b *backend) memory() string {
+	if b.memoryLine == nil {
+		return ""
+	}
+	return b.memoryLine()
 }
 
 // templateParser is the tool-call parser a chat template calls for:
@@ -116,6 +165,9 @@ func cacheDtypeLabel(flag string, dt model.KVDtype) string {
 func cpuBackend(cfg *Config) (*backend, error) {
 	if cfg.AsyncScheduling {
 		return nil, errors.New("--async-scheduling: the CPU executor's host work is its compute; only the simulated GPU overlaps it")
+	}
+	if cfg.Quantization != "" {
+		return nil, fmt.Errorf("--quantization %s: the CPU executor runs the GGUF file's own weight types (quantise the file instead, e.g. glassbox model random --type q8_0)", cfg.Quantization)
 	}
 	dtype, err := model.ParseKVDtype(cfg.KVCacheDtype)
 	if err != nil {
@@ -153,7 +205,7 @@ func cpuBackend(cfg *Config) (*backend, error) {
 		cacheDtype: cacheDtypeLabel(cfg.KVCacheDtype, dtype),
 		executorInfo: map[string]string{"executor": "cpu", "hardware": "cpu", "model": l.Weights.Arch, "tensor_parallel_size": "1",
 			"kernels": l.Weights.Kernels().String(), "kv_cache_dtype": dtype.String()},
-		blocks: func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs int) (int, error) {
+		blocks: func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs, _ int) (int, error) {
 			return l.KVBlocks(kvBytes, blockSize, maxModelLen, maxNumSeqs), nil
 		},
 		start: func(numBlocks, blockSize int) (engine.Executor, error) { return l.Start(numBlocks, blockSize, threads) },

@@ -23,6 +23,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/dcgm"
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	cudaexec "github.com/glassbox-llm/glassbox/internal/executor/cuda"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/grammar"
 	"github.com/glassbox-llm/glassbox/internal/jinja"
@@ -45,12 +46,21 @@ const (
 // defaults, as vLLM's unset flags do; BlockSize and MaxQueuedRequests must
 // be set (see the defaults above).
 type Config struct {
-	// Model is a local GGUF file to run on this CPU; empty runs Sim.
-	Model     string
-	Tokenizer string // a tokenizer.json to use instead of the GGUF's
-	MMap      bool
-	Threads   int
-	Sim       sim.Config
+	// Model is a local GGUF file to run; empty runs Sim.
+	Model string
+	// Device runs Model on "cuda" (an NVIDIA GPU), "cpu", or "auto"
+	// (empty too): the GPU when its driver loads and it runs the model,
+	// else the CPU, saying why in Note.
+	Device string
+	// CUDA is how to open the GPU: which one, and cuBLASLt's file.
+	CUDA cudaexec.DeviceConfig
+	// EnforceEager runs every GPU step kernel by kernel, with no CUDA
+	// graphs (vLLM's --enforce-eager).
+	EnforceEager bool
+	Tokenizer    string // a tokenizer.json to use instead of the GGUF's
+	MMap         bool
+	Threads      int
+	Sim          sim.Config
 
 	MaxNumSeqs          int
 	MaxNumBatchedTokens int
@@ -65,9 +75,10 @@ type Config struct {
 	// AsyncScheduling overlaps the host's per-step work with the GPU's
 	// (vLLM's --async-scheduling); the simulator only.
 	AsyncScheduling      bool
-	GPUMemoryUtilization float64 // the simulator's; 0: 0.92
+	GPUMemoryUtilization float64 // 0: 0.92 on the simulator, vLLM's 0.9 on a GPU
 	KVCacheMemoryBytes   int64
-	KVCacheDtype         string // --kv-cache-dtype: auto (fp16 on the CPU, the model's on the simulator), fp16 or fp32
+	KVCacheDtype         string // --kv-cache-dtype: auto (fp16 on the CPU, the model's on the simulator), fp16 or fp32 (the CPU), fp8 (the simulator)
+	Quantization         string // --quantization: fp8 on the simulator's Hopper profiles; refused on the CPU
 	MaxQueuedRequests    int
 	// ToolCallParser reads tool_choice auto's tool calls (--tool-call-parser);
 	// empty takes the one the chat template calls for.
@@ -130,6 +141,11 @@ type Replica struct {
 	EngineConfig engine.Config
 	Names        []string // served model names, the first the default
 	Describe     string   // what runs it, for a start-up banner
+	// Memory is how a GPU's memory is split (weights, step buffers, KV
+	// cache), for the banner; empty elsewhere.
+	Memory string
+	// Note says why Device auto runs on the CPU; empty otherwise.
+	Note string
 	// Tokenizer is the served model's tokenizer as the API uses it
 	// (completion prompts get the model's BOS), for callers that submit
 	// to Engine themselves: the public package.
@@ -165,11 +181,7 @@ func New(cfg Config) (r *Replica, err error) {
 		return nil, err
 	}
 	cfg.Sim.Speculative = cfg.Speculative
-	newBackend := simBackend
-	if cfg.Model != "" {
-		newBackend = cpuBackend
-	}
-	b, err := newBackend(&cfg)
+	b, note, err := chooseBackend(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -257,7 +269,7 @@ func New(cfg Config) (r *Replica, err error) {
 		}
 		mh = metrics.Handler(gather)
 	}
-	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Tokenizer: b.model,
+	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Memory: b.memory(), Note: note, Tokenizer: b.model,
 		Grammars: server.NewGrammars(b.model, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather, back: b, rejected: m.Rejected}
 	if exporter != nil {
 		r.dcgm = exporter
@@ -350,7 +362,7 @@ func engineConfig(cfg *Config, b *backend) (engine.Config, error) {
 		c.MaxLoRAs = l.MaxLoRAs
 	}
 	var err error
-	if c.NumBlocks, err = b.blocks(cfg.KVCacheMemoryBytes, c.BlockSize, c.MaxModelLen, c.MaxNumSeqs); err != nil {
+	if c.NumBlocks, err = b.blocks(cfg.KVCacheMemoryBytes, c.BlockSize, c.MaxModelLen, c.MaxNumSeqs, c.MaxNumBatchedTokens); err != nil {
 		return c, err
 	}
 	return c, c.Validate()

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
@@ -41,6 +43,9 @@ type Cost struct {
 	// Host is the profile's host work after the GPU part (Duration),
 	// with the GPU idle; the engine waits it out after Execute.
 	Host time.Duration
+	// Activity is what the GPU's activity counters read while the
+	// target's pass runs (Counters).
+	Activity engine.GPUActivity
 
 	FLOPs      float64 // per GPU
 	ReadBytes  float64 // per GPU: weights once plus the KV read
@@ -60,16 +65,20 @@ func (c *Cost) MemoryBound() bool { return c.memoryBound }
 
 // Step prices a batch as the sum of its kernel families, which run one
 // after another:
-//   - the GEMMs (projections, MLP, and the LM head when a sequence samples)
-//     take the slower of the weight read at the calibrated efficiency and
-//     the ideal weight read plus the arithmetic at GEMMEfficiency (2·params
-//     FLOPs per token). That is the shape of Vidur's kernel timings: flat
-//     while the read dominates, then linear in the step's tokens, so the
-//     achieved MFU rises with them (0.40 at 256 tokens, 0.78 at 2048 on
-//     H100); the input embedding is a row lookup and not read;
+//   - the GEMMs (projections, MLP, and the LM head on the sampled rows):
+//     with the additive profile (GEMMOverlap ≤ 1) the slower of the weight
+//     read at the calibrated efficiency and the ideal weight read plus the
+//     arithmetic at GEMMEfficiency (2·params FLOPs per token): the shape of
+//     Vidur's kernel timings, flat while the read dominates, then linear
+//     in the step's tokens. With GEMMOverlap p > 1 the read (plus a latency
+//     per GEMM) and the arithmetic overlap as (read^p + arith^p)^(1/p), the
+//     layers' GEMMs and the LM head's each on their own rows, as cuBLAS on
+//     a measured H200. The input embedding is a row lookup and not read;
 //   - attention reads every decoding sequence's KV (at KVReadFactor); a
 //     prefill chunk's attention takes the slower of its QK/AV arithmetic
-//     and its reads, and the new KV is written;
+//     (causal within the chunk at AttentionEfficiency, against its cached
+//     context at ContextAttentionEfficiency) and its reads; the new KV is
+//     written;
 //   - elementwise kernels stream the hidden vectors;
 //   - tensor parallelism adds two all-reduces per layer; fixed overheads.
 func (cm *CostModel) Step(b *engine.Batch) Cost {
@@ -81,7 +90,7 @@ func (cm *CostModel) Step(b *engine.Batch) Cost {
 	// QKᵀ and AV are each 2·head_dim multiply-adds per head.
 	attnPair := 4 * float64(m.Layers) * float64(m.Heads) * float64(m.HeadDim)
 
-	var attnFLOPs, kvReadPrefill, kvReadDecode, kvWrite float64
+	var causalFLOPs, contextFLOPs, decodeFLOPs, kvReadPrefill, kvReadDecode, kvWrite float64
 	tokens := 0
 	for i := range b.Seqs {
 		s := &b.Seqs[i]
@@ -100,41 +109,41 @@ func (cm *CostModel) Step(b *engine.Batch) Cost {
 		if n == 1 && s.Pos >= s.NumPrompt {
 			c.DecodeTokens++
 			kvReadDecode += read
-			attnFLOPs += attnPair * (pos + 1)
+			decodeFLOPs += attnPair * (pos + 1)
 		} else {
-			// Token i (0-based) of the chunk sees pos+i+1 keys.
+			// Token i (0-based) of the chunk sees pos+i+1 keys: pos of the
+			// cached context, i+1 of its own.
 			c.PrefillTokens += n
 			kvReadPrefill += read
-			attnFLOPs += attnPair * (nn*pos + nn*(nn+1)/2)
+			causalFLOPs += attnPair * nn * (nn + 1) / 2
+			contextFLOPs += attnPair * nn * pos
 		}
 	}
 	if tokens == 0 {
 		return Cost{}
 	}
+	attnFLOPs := (causalFLOPs + contextFLOPs + decodeFLOPs) / tp
 
-	params := m.MatmulParams() * float64(tokens)
-	weights := m.MatmulParams()
-	if c.Sampled > 0 {
-		params += m.HeadParams() * float64(c.Sampled)
-		weights += m.HeadParams()
-	}
-	weights *= m.BytesPerParam / tp
-	gemmFLOPs := 2 * params / tp
-	attnFLOPs /= tp
-	c.FLOPs = gemmFLOPs + attnFLOPs
+	g := cm.gemms(tokens, c.Sampled)
+	c.GEMM, c.memoryBound = g.time, g.memoryBound
+	c.FLOPs = g.flops + attnFLOPs
 	// kvTok is already per GPU, so the KV terms are not divided by tp again.
-	c.ReadBytes = weights + kvReadPrefill + kvReadDecode
+	c.ReadBytes = g.bytes + kvReadPrefill + kvReadDecode
 	c.WriteBytes = kvWrite
 
-	peak, bw := hw.PeakFLOPs*cal.GEMMEfficiency, hw.MemBandwidth
-	c.WeightRead, c.DecodeKVRead = seconds(weights/bw), seconds(kvReadDecode/bw)
-	read := weights * cal.WeightLoadFactor / bw
-	arith := weights/bw + gemmFLOPs/peak
-	c.GEMM, c.memoryBound = seconds(max(read, arith)), read >= arith
-	c.Attention = seconds(kvReadDecode*cal.KVReadFactor/bw + max(attnFLOPs/peak, kvReadPrefill/bw) + kvWrite/bw)
+	bw := hw.MemBandwidth
+	c.WeightRead, c.DecodeKVRead = seconds(g.bytes/bw), seconds(kvReadDecode/bw)
+	attnPeak := hw.PeakFLOPs * cmp.Or(cal.AttentionEfficiency, cal.GEMMEfficiency)
+	ctxPeak := hw.PeakFLOPs * cmp.Or(cal.ContextAttentionEfficiency, cal.AttentionEfficiency, cal.GEMMEfficiency)
+	decodeAttn := seconds(kvReadDecode * cal.KVReadFactor / bw)
+	// Decode attention is priced by its read; its arithmetic (small beside
+	// it) joins the chunks'.
+	prefillAttn := seconds(max((causalFLOPs+decodeFLOPs)/tp/attnPeak+contextFLOPs/tp/ctxPeak, kvReadPrefill/bw))
+	c.Attention = decodeAttn + prefillAttn + seconds(kvWrite/bw)
 	// Norms, RoPE, the activation function and residual adds stream the
 	// tokens' hidden vectors through memory, on every rank.
-	c.Elementwise = seconds(cal.ActivationPasses * float64(m.Layers) * float64(tokens) * float64(m.Hidden) * m.BytesPerParam / bw)
+	elementwise := cal.ActivationPasses * float64(m.Layers) * float64(tokens) * float64(m.Hidden) * m.BytesPerParam
+	c.Elementwise = seconds(elementwise / bw)
 
 	if cm.TP > 1 {
 		// Row-parallel attention output and MLP down projections each end
@@ -149,7 +158,74 @@ func (cm *CostModel) Step(b *engine.Batch) Cost {
 		time.Duration(c.Seqs)*cal.RequestOverhead
 	c.Duration = c.GEMM + c.Attention + c.Elementwise + c.AllReduce + c.Overhead
 	c.Host = cal.HostStepOverhead + time.Duration(c.Seqs)*cal.HostSeqOverhead
+	c.Activity = cm.activity(&c, &g, decodeAttn, prefillAttn, elementwise, decodeFLOPs/tp, (causalFLOPs+contextFLOPs)/tp)
 	return c
+}
+
+// gemmWork is a step's GEMMs: their time, work and traffic per GPU, and
+// the shares of the time that stream weights and that compute.
+type gemmWork struct {
+	time        time.Duration
+	memoryBound bool
+	flops       float64 // per GPU
+	bytes       float64 // weights read, per GPU
+	compute     float64 // of time, the arithmetic-bound share
+	tensor      float64 // seconds the tensor pipe counts busy
+}
+
+// gemms prices the step's GEMMs: the layers' on every token, the LM
+// head's on the sampled rows.
+func (cm *CostModel) gemms(tokens, sampled int) gemmWork {
+	m, hw, cal := &cm.Model, &cm.HW, &cm.HW.Calib
+	tp := float64(max(1, cm.TP))
+	layerParams, headParams := m.MatmulParams()/tp, 0.0
+	if sampled > 0 {
+		headParams = m.HeadParams() / tp
+	}
+	raw, eff, wlf, lat := hw.PeakFLOPs, cal.GEMMEfficiency, cal.WeightLoadFactor, cal.GEMMKernelLatency.Seconds()
+	layerBytes := layerParams * m.BytesPerParam
+	if m.FP8 {
+		f := cal.FP8
+		raw, eff, wlf, lat = hw.PeakFP8FLOPs, f.GEMMEfficiency, f.WeightLoadFactor, f.GEMMKernelLatency.Seconds()
+		layerBytes = layerParams // one byte a weight; the LM head stays BF16, as vLLM's fp8 leaves it
+	}
+	peak := raw * eff
+	headBytes := headParams * m.BytesPerParam
+	bw := hw.MemBandwidth
+	layerFLOPs, headFLOPs := 2*layerParams*float64(tokens), 2*headParams*float64(sampled)
+	w := gemmWork{flops: layerFLOPs + headFLOPs, bytes: layerBytes + headBytes}
+	// The tensor pipe's busy time: padded tiles at the peak rate.
+	tc := &cal.Counters
+	w.tensor = layerFLOPs*tc.TensorFactor(float64(tokens))/raw + headFLOPs*tc.TensorFactor(float64(sampled))/hw.PeakFLOPs
+	if p := cal.GEMMOverlap; p > 1 {
+		// Each GEMM's read (with its latency) and arithmetic overlap; the
+		// layers' and the LM head's are on different rows.
+		var t, comp float64
+		for _, g := range []struct{ bytes, flops, peak, wlf, lat, kernels float64 }{
+			{layerBytes, layerFLOPs, peak, wlf, lat, 4 * float64(m.Layers)},
+			{headBytes, headFLOPs, hw.PeakFLOPs * cal.GEMMEfficiency, cal.WeightLoadFactor, cal.GEMMKernelLatency.Seconds(), 1},
+		} {
+			if g.bytes == 0 {
+				continue
+			}
+			read := g.bytes*g.wlf/bw + g.kernels*g.lat
+			arith := g.flops / g.peak
+			rp, ap := math.Pow(read, p), math.Pow(arith, p)
+			gt := math.Pow(rp+ap, 1/p)
+			t += gt
+			comp += gt * ap / (rp + ap)
+		}
+		w.time, w.compute = seconds(t), comp/t
+		w.memoryBound = w.compute < 0.5
+		return w
+	}
+	read := w.bytes * wlf / bw
+	arith := w.bytes/bw + w.flops/peak
+	w.time, w.memoryBound = seconds(max(read, arith)), read >= arith
+	if !w.memoryBound {
+		w.compute = (w.flops / peak) / arith
+	}
+	return w
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

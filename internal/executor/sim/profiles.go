@@ -5,11 +5,14 @@ import "github.com/glassbox-llm/glassbox/internal/profiles"
 // The profiles the simulator prices steps with live in internal/profiles,
 // which the doctor and the planner read too.
 type (
-	Hardware    = profiles.Hardware
-	Device      = profiles.Device
-	Calibration = profiles.Calibration
-	Frontend    = profiles.Frontend
-	Model       = profiles.Model
+	Hardware       = profiles.Hardware
+	Device         = profiles.Device
+	Calibration    = profiles.Calibration
+	Frontend       = profiles.Frontend
+	Counters       = profiles.Counters
+	Families       = profiles.Families
+	FP8Calibration = profiles.FP8Calibration
+	Model          = profiles.Model
 )
 
 // HardwareNames lists the valid hardware profile names.

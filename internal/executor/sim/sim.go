@@ -16,6 +16,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
@@ -64,6 +65,12 @@ type Config struct {
 	// LoRA, when set, serves adapters: each step pays for its adapters'
 	// weights and arithmetic, and for copying in those not in a slot.
 	LoRA *LoRA
+
+	// Quantization is vLLM's --quantization: "" (the model's bf16) or
+	// "fp8" (FP8 linear layers on a GPU with a measured FP8 profile).
+	// KVCacheDtype is vLLM's --kv-cache-dtype: "", "auto" or an FP8 type
+	// (one byte a K or V element).
+	Quantization, KVCacheDtype string
 
 	// Speculative is the engine's --speculative-config. The executor
 	// verifies the drafts it is given against its fake language model
@@ -143,6 +150,9 @@ func New(cfg Config) (*Executor, error) {
 	if err := m.CheckTP(tp); err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
+	if err := setDtypes(&hw, &m, cfg.Quantization, cfg.KVCacheDtype); err != nil {
+		return nil, fmt.Errorf("new sim executor: %w", err)
+	}
 	if math.IsNaN(cfg.TimeScale) || math.IsInf(cfg.TimeScale, 0) || cfg.TimeScale < 0 {
 		return nil, fmt.Errorf("new sim executor: time scale must be a finite number >= 0, got %v", cfg.TimeScale)
 	}
@@ -194,6 +204,41 @@ func New(cfg Config) (*Executor, error) {
 		e.local[i] = -1
 	}
 	return e, nil
+}
+
+// setDtypes applies vLLM's --quantization and --kv-cache-dtype to the
+// simulated model, refusing by name what the simulator cannot price.
+func setDtypes(hw *Hardware, m *Model, quantization, kvDtype string) error {
+	switch strings.ToLower(quantization) {
+	case "":
+	case "fp8":
+		if hw.PeakFP8FLOPs <= 0 || hw.Calib.FP8 == nil {
+			return fmt.Errorf("--quantization fp8: the simulated %s has no FP8 GEMMs measured (profiles with them: %s)",
+				hw.Name, strings.Join(fp8Hardware(), ", "))
+		}
+		m.FP8 = true
+	default:
+		return fmt.Errorf("--quantization %s: the simulator prices bf16 and fp8 weights only", quantization)
+	}
+	switch strings.ToLower(kvDtype) {
+	case "", "auto":
+	case "fp8", "fp8_e4m3", "fp8_e5m2":
+		m.KVBytes = 1
+	default:
+		return fmt.Errorf("--kv-cache-dtype %s: the simulated GPU keeps KV in the model's dtype (auto) or in fp8 (fp8, fp8_e4m3, fp8_e5m2)", kvDtype)
+	}
+	return nil
+}
+
+// fp8Hardware lists the profiles with FP8 GEMM terms.
+func fp8Hardware() []string {
+	var out []string
+	for _, n := range HardwareNames() {
+		if h, err := LookupHardware(n); err == nil && h.PeakFP8FLOPs > 0 && h.Calib.FP8 != nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Info describes the simulated deployment.
@@ -293,7 +338,7 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 		seen := c // a copy, so that c itself stays on the stack
 		e.observe(now, &seen)
 	}
-	r.FLOPs, r.ReadBytes, r.WriteBytes = c.FLOPs, c.ReadBytes, c.WriteBytes
+	r.FLOPs, r.ReadBytes, r.WriteBytes, r.Activity = c.FLOPs, c.ReadBytes, c.WriteBytes, c.Activity
 	host := c.Host + e.host
 	if e.async {
 		host = max(host-c.Duration, 0) // hidden behind the GPU's work

@@ -25,6 +25,10 @@ const CHARTS = [
   ["prefill share of inference time, prefix-cache hit rate, speculative decoding", [["prefill_share", "prefill share", "%", 5], ["hit_rate", "prefix-cache hit rate", "%", 3, [6, 3]],
     ["spec_acceptance", "draft acceptance", "%", 2, [2, 2]], ["spec_tokens_per_pass", "tokens per verify pass", "tokens", 4]]],
 ];
+// nvidia-smi's GPU-Util (DCGM_FI_DEV_GPU_UTIL) reads 100 % under any load
+// that keeps a kernel running, saturated or not: the page never shows it,
+// and says so beside what it shows instead.
+const GPU_UTIL_NOTE = " (Not nvidia-smi's GPU-Util, DCGM_FI_DEV_GPU_UTIL: it reads 100 % under any load that keeps a kernel running, saturated or not.)";
 const STRIP = [["gen_tps", "generation", "tok/s"], ["util", "GPU utilisation", "%"], ["running", "running", "req"], ["waiting", "waiting", "req"],
   ["kv", "KV usage", "%"], ["ttft_p99", "TTFT p99", "s"], ["itl_p99", "ITL p99", "s"], ["preemptions", "preemptions in the interval", ""]];
 
@@ -235,10 +239,11 @@ function newView(inst) {
   }
   view.when = el("div", { class: "when" });
   strip.append(view.when);
+  view.utilNote = el("div", { class: "muted why", "data-util-note": "" });
   view.chartBox = el("div", { class: "charts" });
   view.findings = el("div", { class: "findings" });
   view.engine = el("div", { class: "engine" });
-  sec.append(view.title, view.answers, view.answered, view.notice, strip, view.chartBox, view.findings, view.engine);
+  sec.append(view.title, view.answers, view.answered, view.notice, strip, view.utilNote, view.chartBox, view.findings, view.engine);
   document.getElementById("instances").append(sec);
   for (const c of cols.concat(lat)) view.data[c] = [];
   build(view);
@@ -399,6 +404,7 @@ async function refresh() {
     view.notice.textContent = inst.problem ? "the last reading failed: " + inst.problem
       : inst.readings === 1 ? `one reading so far: running ${fmt(last.running)}, waiting ${fmt(last.waiting)}, KV usage ${fmt(last.kv, "%")}. Rates, latencies and trends need two readings; the charts fill as they come (every ${fmtSpan(interval)}).`
       : inst.readings === 0 ? "no reading in this window" : "";
+    if (changed(view, "util", inst.series.util_what)) view.utilNote.textContent = inst.series.util_what ? inst.series.util_what + "." + GPU_UTIL_NOTE : "";
     if (changed(view, "findings", inst.findings)) drawFindings(view, inst.findings);
     if (inst.has_engine_state && win.live) drawEngine(view, inst.id);
     window.__glassbox.instances[order.length - 1] = {

@@ -1,0 +1,99 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+)
+
+// Context is the device's primary context, current on one OS thread that
+// a goroutine of its own keeps locked: every call that touches the device
+// runs inside Do. (A context is current per thread: the driver answers
+// CUDA_ERROR_INVALID_CONTEXT to a call from any other.)
+type Context struct {
+	d      *Driver
+	Device *Device
+	ctx    uintptr
+	work   chan func()
+	closed chan struct{}
+}
+
+// ErrClosed is returned by Do after Close.
+var ErrClosed = errors.New("cuda context is closed")
+
+// NewContext retains dev's primary context (the one the CUDA runtime and
+// cuBLASLt share) on a new locked thread.
+func (d *Driver) NewContext(dev *Device) (*Context, error) {
+	c := &Context{d: d, Device: dev, work: make(chan func()), closed: make(chan struct{})}
+	started := make(chan error, 1)
+	go c.run(started)
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Context) run(started chan<- error) {
+	// The thread stays locked until the goroutine ends, and is then
+	// destroyed with it: no other goroutine ever runs on a thread where
+	// the context is current.
+	runtime.LockOSThread()
+	d := c.d
+	if err := d.check("cuDevicePrimaryCtxRetain", call(d.fn.primaryCtxRetain, ptr(&c.ctx), uintptr(c.Device.handle))); err != nil {
+		started <- fmt.Errorf("create a context on %s: %w", c.Device.Name, err)
+		return
+	}
+	if err := d.check("cuCtxSetCurrent", call(d.fn.ctxSetCurrent, c.ctx)); err != nil {
+		call(d.fn.primaryCtxRelease, uintptr(c.Device.handle))
+		started <- fmt.Errorf("create a context on %s: %w", c.Device.Name, err)
+		return
+	}
+	started <- nil
+	for f := range c.work {
+		f()
+	}
+	call(d.fn.ctxSynchronize)
+	call(d.fn.primaryCtxRelease, uintptr(c.Device.handle))
+	close(c.closed)
+}
+
+// Do runs f on the context's thread and returns its error. f must not
+// call Do (it would wait for itself).
+func (c *Context) Do(f func() error) (err error) {
+	done := make(chan struct{})
+	defer func() {
+		if recover() != nil { // a send on the closed work channel
+			err = ErrClosed
+		}
+	}()
+	c.work <- func() {
+		defer close(done)
+		err = f()
+	}
+	<-done
+	return err
+}
+
+// Close waits for the device to finish, releases the context and ends
+// its thread. Memory and modules not freed before are freed with it.
+func (c *Context) Close() {
+	close(c.work)
+	<-c.closed
+}
+
+// Driver is the driver the context was made by.
+func (c *Context) Driver() *Driver { return c.d }
+
+// Synchronize waits for all the context's work.
+func (c *Context) Synchronize() error {
+	return c.d.check("cuCtxSynchronize", call(c.d.fn.ctxSynchronize))
+}
+
+// MemInfo is the device's free and total memory, as the driver sees it.
+func (c *Context) MemInfo() (free, total int64, err error) {
+	var f, t uint64
+	if err := c.d.check("cuMemGetInfo", call(c.d.fn.memGetInfo, ptr(&f), ptr(&t))); err != nil {
+		return 0, 0, err
+	}
+	return int64(f), int64(t), nil
+}

@@ -1,0 +1,164 @@
+// Package cuda is the executor that runs a GGUF model on an NVIDIA GPU
+// behind the same engine as the CPU executor: weights uploaded once (F32,
+// F16 and BF16 as they are, Q8_0 dequantised to fp16), the paged KV cache
+// in device memory, kernels of our own (kernels/, compiled to PTX by
+// clang), GEMMs through cuBLASLt, sampling on the device, decode steps
+// replayed from CUDA graphs.
+//
+// It implements engine.Executor; it must not import net/http,
+// Prometheus, OpenTelemetry, or the server, metrics or tracing packages.
+package cuda
+
+import (
+	"fmt"
+
+	"github.com/glassbox-llm/glassbox/internal/cuda"
+)
+
+// DeviceConfig says which GPU to open and where cuBLASLt is.
+type DeviceConfig struct {
+	Ordinal int
+	// BLASLt is cuBLASLt's file; empty searches the usual places
+	// (cuda.BLASLtCandidates), with BLASLtDirs first.
+	BLASLt     string
+	BLASLtDirs []string
+}
+
+// Device is a GPU opened for the executor: its context (whose thread
+// every call below runs on: inside Do), one stream, the kernels,
+// cuBLASLt and its workspace.
+type Device struct {
+	Driver        *cuda.Driver
+	Info          *cuda.Device
+	ctx           *cuda.Context
+	stream        *cuda.Stream
+	k             *kernels
+	blas          *cuda.BLASLt
+	ws            cuda.Ptr
+	wsBytes       int64
+	gemms         map[gemmKey]*cuda.GEMM
+	args          cuda.Args
+	noFlash       bool   // the CUDA-core prefill kernel instead of the tensor-core one
+	decodeV1      bool   // the untiled decode kernel instead of the tiled one
+	fastNote      string // why checkFastAttention turned a fast kernel off
+	driverVersion string // NVML's, "580.159.04"; empty without NVML
+}
+
+// workspaceBytes is cuBLASLt's scratch: 32 MiB, NVIDIA's advice for
+// Hopper.
+const workspaceBytes = 32 << 20
+
+// OpenDevice loads the driver, makes a context on the GPU, loads the
+// kernels and cuBLASLt. Without a driver it says so in one line.
+func OpenDevice(cfg DeviceConfig) (*Device, error) {
+	drv, err := cuda.OpenDriver()
+	if err != nil {
+		return nil, err
+	}
+	n, err := drv.DeviceCount()
+	if err != nil {
+		return nil, fmt.Errorf("count GPUs: %w", err)
+	}
+	if cfg.Ordinal >= n {
+		return nil, fmt.Errorf("GPU %d: the driver sees %d", cfg.Ordinal, n)
+	}
+	info, err := drv.Device(cfg.Ordinal)
+	if err != nil {
+		return nil, err
+	}
+	if info.Major < 8 {
+		return nil, fmt.Errorf("%s has compute capability %d.%d: glassbox's kernels need 8.0 (Ampere) or later", info.Name, info.Major, info.Minor)
+	}
+	ctx, err := drv.NewContext(info)
+	if err != nil {
+		return nil, err
+	}
+	d := &Device{Driver: drv, Info: info, ctx: ctx, gemms: map[gemmKey]*cuda.GEMM{}}
+	if n, err := cuda.OpenNVML(); err == nil { // the driver's own version, as nvidia-smi shows it
+		d.driverVersion, _ = n.DriverVersion()
+		n.Close()
+	}
+	if err := ctx.Do(func() error { return d.open(cfg) }); err != nil {
+		d.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *Device) open(cfg DeviceConfig) error {
+	var err error
+	if d.stream, err = d.ctx.NewStream(); err != nil {
+		return err
+	}
+	if d.k, err = loadKernels(d.ctx); err != nil {
+		return err
+	}
+	if d.blas, err = cuda.OpenBLASLt(d.ctx, cfg.BLASLt, cfg.BLASLtDirs); err != nil {
+		return err
+	}
+	d.wsBytes = workspaceBytes
+	d.ws, err = d.ctx.Alloc(d.wsBytes)
+	return err
+}
+
+// Do runs f on the device's thread.
+func (d *Device) Do(f func() error) error { return d.ctx.Do(f) }
+
+// Close releases everything the device holds, its memory included.
+func (d *Device) Close() {
+	if d.ctx == nil {
+		return
+	}
+	_ = d.ctx.Do(func() error {
+		for _, g := range d.gemms {
+			g.Destroy()
+		}
+		if d.blas != nil {
+			d.blas.Close()
+		}
+		if d.k != nil {
+			d.k.mod.Unload()
+		}
+		d.ctx.Free(d.ws)
+		if d.stream != nil {
+			d.stream.Destroy()
+		}
+		return nil
+	})
+	d.ctx.Close()
+	d.ctx = nil
+}
+
+// BLASLt is the cuBLASLt the device uses (for the banner).
+func (d *Device) BLASLt() *cuda.BLASLt { return d.blas }
+
+// Describe is one line naming the GPU, the driver and cuBLASLt.
+func (d *Device) Describe() string {
+	drv := "CUDA " + d.Driver.Version()
+	if d.driverVersion != "" {
+		drv = d.driverVersion + " (" + drv + ")"
+	}
+	return fmt.Sprintf("%s (sm_%d%d, %d SMs, %.1f GiB), driver %s, cuBLASLt %s (%s)", d.Info.Name, d.Info.Major, d.Info.Minor,
+		d.Info.SMs, float64(d.Info.TotalMemory)/(1<<30), drv, d.blas.VersionString(), d.blas.Path)
+}
+
+// gemmKey names a planned GEMM: types and shape.
+type gemmKey struct {
+	in, out      cuda.DType
+	n, in_, out_ int
+}
+
+// gemm queues y (+)= x·wᵀ for n rows (on the device's thread): w is
+// outF×inF of type in, x n×inF of type in, y n×outF of type out.
+func (d *Device) gemm(in, out cuda.DType, n, inF, outF int, w, x, y cuda.Ptr, accumulate bool) error {
+	key := gemmKey{in, out, n, inF, outF}
+	g := d.gemms[key]
+	if g == nil {
+		var err error
+		if g, err = d.blas.Plan(in, out, n, inF, outF, d.wsBytes); err != nil {
+			return err
+		}
+		d.gemms[key] = g
+	}
+	return g.Run(d.stream, w, x, y, accumulate, d.ws, d.wsBytes)
+}

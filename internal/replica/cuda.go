@@ -1,0 +1,117 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/executor/cpu"
+	cudaexec "github.com/glassbox-llm/glassbox/internal/executor/cuda"
+	"github.com/glassbox-llm/glassbox/internal/model"
+)
+
+// cudaGPUMemoryUtilization is vLLM's default share of a GPU's memory.
+const cudaGPUMemoryUtilization = 0.9
+
+// cudaBackend opens the GPU and loads a GGUF model for the CUDA executor:
+// the file mapped (read as it is uploaded), the tokenizer and chat
+// template as on the CPU. What the GPU executor does not run yet is
+// refused by name before any device memory is spent.
+func cudaBackend(cfg *Config) (b *backend, err error) {
+	switch {
+	case cfg.AsyncScheduling:
+		return nil, errors.New("--async-scheduling is not on the GPU executor yet (the simulator's)")
+	case cfg.Speculative.Enabled():
+		return nil, errors.New("--speculative-config: speculative decoding is not on the GPU executor yet (the CPU and the simulator run it)")
+	}
+	switch cfg.KVCacheDtype {
+	case "", "auto", "fp16", "f16", "float16", "half":
+	default:
+		return nil, fmt.Errorf("--kv-cache-dtype %s: the GPU executor keeps K/V in fp16", cfg.KVCacheDtype)
+	}
+	dev, err := cudaexec.OpenDevice(cfg.CUDA)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			dev.Close()
+		}
+	}()
+	l, err := cpu.Load(cpu.LoadConfig{Path: cfg.Model, Tokenizer: cfg.Tokenizer, MMap: true, KVDtype: model.KVF16, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			l.Close()
+		}
+	}()
+	w := l.Weights
+	if err := cudaexec.CheckWeights(w); err != nil {
+		return nil, fmt.Errorf("%s on the GPU: %w", cfg.Model, err)
+	}
+	if cfg.GPUMemoryUtilization == 0 {
+		cfg.GPUMemoryUtilization = cudaGPUMemoryUtilization
+	}
+	seqs, batched := 256, 2048 // vLLM's defaults, raised on large GPUs as vLLM does
+	if dev.Info.TotalMemory >= 70<<30 {
+		seqs, batched = 1024, 8192
+	}
+	var (
+		loaded *cudaexec.Loaded
+		exec   *cudaexec.Executor
+		mem    cudaexec.Memory
+		sizes  cudaexec.Sizes
+	)
+	describe := fmt.Sprintf("%s: %s (%s, %d layers, %s weights on the GPU as %s, fp16 KV cache)", dev.Describe(), l.Name, w.Arch, w.Config.Layers,
+		w.Layers[0].Q.Type, gpuType(w))
+	b = &backend{
+		model: l.Vocab, chat: l.Chat, toolParser: templateParser(l.Chat.Template()), eos: l.EOG, name: cfg.Model, describe: describe,
+		maxModelLen: l.ContextLen, defaultSeqs: seqs, defaultBatched: batched, cacheDtype: cacheDtypeLabel(cfg.KVCacheDtype, model.KVF16),
+		executorInfo: map[string]string{"executor": "cuda", "hardware": dev.Info.Name, "model": w.Arch, "tensor_parallel_size": "1",
+			"kernels": "cuda ptx (clang), cublaslt " + dev.BLASLt().VersionString(), "kv_cache_dtype": "fp16"},
+		blocks: func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs, maxNumBatchedTokens int) (int, error) {
+			sizes = cudaexec.Sizes{MaxTokens: maxNumBatchedTokens, MaxSeqs: maxNumSeqs, MaxModelLen: maxModelLen, BlockSize: blockSize}
+			var err error
+			if loaded, err = dev.Upload(w, sizes); err != nil {
+				return 0, fmt.Errorf("load %s on the GPU: %w", cfg.Model, err)
+			}
+			n, m, err := loaded.KVBlocks(cfg.GPUMemoryUtilization, kvBytes, blockSize)
+			mem = m
+			return n, err
+		},
+		start: func(numBlocks, blockSize int) (engine.Executor, error) {
+			var err error
+			if exec, err = loaded.Start(cudaexec.Config{Sizes: sizes, NumBlocks: numBlocks, Eager: cfg.EnforceEager}); err != nil {
+				return nil, err
+			}
+			b.describe += "; " + exec.Kernels()
+			b.executorInfo["kernels"] = "cuda ptx (clang): " + exec.Kernels() + "; cublaslt " + dev.BLASLt().VersionString()
+			return exec, nil
+		},
+		memoryLine: func() string {
+			return fmt.Sprintf("GPU memory: weights %.2f GiB, step buffers %.2f GiB, KV cache %.2f GiB, other %.2f GiB, of %.1f GiB (--gpu-memory-utilization %g)",
+				gib(mem.Weights), gib(mem.Activations), gib(mem.KV), gib(mem.Other), gib(mem.Total), cfg.GPUMemoryUtilization)
+		},
+		close: func() {
+			if exec != nil {
+				exec.Close()
+			}
+			dev.Close()
+			l.Close()
+		},
+	}
+	return b, nil
+}
+
+func gib(n int64) float64 { return float64(n) / (1 << 30) }
+
+// gpuType names the type the GPU holds w's matrices in.
+func gpuType(w *model.Weights) string {
+	t, err := cudaexec.GEMMType(w)
+	if err != nil {
+		return "?"
+	}
+	return t
+}
