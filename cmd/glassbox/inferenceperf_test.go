@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/grammar"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 // ipExample is a configuration shaped like one inference-perf ships for
@@ -367,6 +368,7 @@ func ipFixtures(t *testing.T, dir string) {
 // right number of stages and no failure; the one glassbox's engine cannot
 // honour yet (structured output) is refused by simulate by name.
 func TestInferencePerfExamples(t *testing.T) {
+	reftest.Long(t, "every inference-perf example through bench and simulate")
 	dir := t.TempDir()
 	ipFixtures(t, dir)
 	lora := []string{"--enable-lora", "--lora-modules", "movie=/adapters/movie", "consumer=/adapters/consumer", "--max-loras", "1"}

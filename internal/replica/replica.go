@@ -31,7 +31,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/metrics"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/server"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
@@ -71,7 +71,7 @@ type Config struct {
 	UserSpecifiedBlockSize bool
 	NoPrefixCaching        bool
 	// Speculative is --speculative-config, parsed (the zero value: off).
-	Speculative spec.Config
+	Speculative speculative.Config
 	// AsyncScheduling overlaps the host's per-step work with the GPU's
 	// (vLLM's --async-scheduling); the simulator only.
 	AsyncScheduling      bool
@@ -160,6 +160,7 @@ type Replica struct {
 	ToolParser string
 
 	handler, metrics, dcgm, dash http.Handler
+	rejected                     func(reason string) // counts a 503 refused at admission
 	gather                       prometheus.Gatherer // what metrics serves: hidden families added, glassbox's dropped as configured
 	page                         *live.Page
 	back                         *backend
@@ -272,7 +273,7 @@ func New(cfg Config) (r *Replica, err error) {
 		mh = metrics.Handler(gather)
 	}
 	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Memory: b.memory(), Note: note, Tokenizer: b.model,
-		Grammars: server.NewGrammars(b.model, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather, back: b}
+		Grammars: server.NewGrammars(b.model, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather, back: b, rejected: m.Rejected}
 	if exporter != nil {
 		r.dcgm = exporter
 	}
@@ -340,7 +341,7 @@ func checkSpeculative(cfg *Config) error {
 	if !sp.Enabled() {
 		return nil
 	}
-	return sp.Check(spec.Deployment{Simulated: cfg.Model == "", TensorParallel: max(cfg.Sim.TensorParallel, 1)})
+	return sp.Check(speculative.Deployment{Simulated: cfg.Model == "", TensorParallel: max(cfg.Sim.TensorParallel, 1)})
 }
 
 // engineConfig turns the sizes into the engine's configuration, with the
@@ -381,6 +382,11 @@ func (r *Replica) ChatPrompt(msgs []jinja.Message) (text string, ids []int, err 
 
 // Handler is the OpenAI-compatible API (and /metrics, /health, …).
 func (r *Replica) Handler() http.Handler { return r.handler }
+
+// Rejected counts a request refused before it reached Handler (a 503 of
+// the server's --limit-concurrency guard) in vllm:admission_rejections_total,
+// with one of metricspec's Reject reasons.
+func (r *Replica) Rejected(reason string) { r.rejected(reason) }
 
 // MetricsHandler serves the metrics in vLLM's text format, or is nil when
 // the caller gave a Registerer without a Gatherer.

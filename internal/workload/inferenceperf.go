@@ -249,7 +249,7 @@ type IPLifecycleReport struct {
 	PerAdapter            *bool     `yaml:"per_adapter"`
 	PerAdapterStage       *bool     `yaml:"per_adapter_stage"`
 	Percentiles           []float64 `yaml:"percentiles"`
-	UseServerOutputTokens bool      `yaml:"use_server_output_tokens"`
+	UseServerOutputTokens *bool     `yaml:"use_server_output_tokens"` // only true is built
 	MaxErrorMessages      *int      `yaml:"max_error_messages"`
 }
 

@@ -21,7 +21,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
 // Config selects what to simulate and how fast.
@@ -85,7 +85,7 @@ type Config struct {
 	// "synthetic", accepts them at the configured rates. With a draft
 	// model (Model a model profile; synthetic acceptance) the executor
 	// drafts itself (engine.Drafter): see draft.go.
-	Speculative spec.Config
+	Speculative speculative.Config
 }
 
 // Info describes the simulated deployment, for glassbox_executor_info and
@@ -122,7 +122,7 @@ type Executor struct {
 	host      time.Duration // Config.HostOverhead
 	async     bool          // Config.AsyncScheduling
 	plain     bool
-	synthetic *spec.Curve // rejection_sample_method "synthetic"
+	synthetic *speculative.Curve // rejection_sample_method "synthetic"
 	observe   func(time.Time, *Cost)
 	clock     engine.Clock
 	deadline  time.Time // when the previous simulated step ends
@@ -166,14 +166,14 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Calib != nil {
 		hw.Calib = *cfg.Calib
 	}
-	var synthetic *spec.Curve
-	if cfg.Speculative.Enabled() && cfg.Speculative.RejectionSampleMethod == spec.RejectSynthetic {
-		if synthetic, err = spec.NewCurve(cfg.Speculative.Synthetic); err != nil {
+	var synthetic *speculative.Curve
+	if cfg.Speculative.Enabled() && cfg.Speculative.RejectionSampleMethod == speculative.RejectSynthetic {
+		if synthetic, err = speculative.NewCurve(cfg.Speculative.Synthetic); err != nil {
 			return nil, fmt.Errorf("new sim executor: %w", err)
 		}
 	}
 	var draft *draftModel
-	if cfg.Speculative.Method == spec.MethodDraftModel {
+	if cfg.Speculative.Method == speculative.MethodDraftModel {
 		if draft, err = newDraft(&cfg.Speculative, hw, &m, tp); err != nil {
 			return nil, fmt.Errorf("new sim executor: %w", err)
 		}
@@ -411,6 +411,10 @@ func (e *Executor) run(b *engine.Batch, r *engine.StepResult) error {
 	}
 	return nil
 }
+
+// Embeds reports that the simulated model embeds (engine.Embedder): every
+// simulated model serves /v1/embeddings at its hidden size.
+func (e *Executor) Embeds() bool { return true }
 
 // embed is the simulated embedding of a prompt: the normalised sum of a
 // pseudo-random vector per token (the model's hidden size long), so equal
