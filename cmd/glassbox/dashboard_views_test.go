@@ -29,6 +29,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/live"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
 )
 
@@ -302,6 +303,7 @@ func virtualLoad(t *testing.T, sc corpus.Scenario) (*live.Page, *doctor.Window) 
 // the doctor's over the last two minutes of the same readings; dark mode
 // redraws the charts in its colours.
 func TestDashboardAfterMinutesOfLoad(t *testing.T) {
+	reftest.Long(t, "minutes of simulated load, in Chromium")
 	if testing.Short() {
 		t.Skip("runs minutes of virtual load and drives Chromium; skipped with -short")
 	}
@@ -406,6 +408,7 @@ func TestDashboardAfterMinutesOfLoad(t *testing.T) {
 // same window, the one the page starts on and one chosen on the page (the
 // doctor command the page names, run as written).
 func TestDashboardPastIncident(t *testing.T) {
+	reftest.Long(t, "four simulated incidents in a real Prometheus, in Chromium")
 	if testing.Short() {
 		t.Skip("simulates four incidents into a real Prometheus and drives Chromium; skipped with -short")
 	}

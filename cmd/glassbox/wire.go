@@ -17,6 +17,7 @@ import (
 	cudaexec "github.com/glassbox-llm/glassbox/internal/executor/cuda"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/hub"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/server"
 )
@@ -74,7 +75,8 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 
 	r.Start()
 	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
-	api := server.Guard(server.GuardConfig{ReadTimeout: f.readTimeout, LimitConcurrency: f.limitConcur}, r.Handler())
+	api := server.Guard(server.GuardConfig{ReadTimeout: f.readTimeout, LimitConcurrency: f.limitConcur,
+		Rejected: func() { r.Rejected(metricspec.RejectConcurrency) }}, r.Handler())
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Duration(f.keepAlive * float64(time.Second)), ErrorLog: errLog}
 	srv.SetKeepAlivesEnabled(f.keepAlive > 0) // uvicorn's 0: close each connection after its response
 	served := make(chan error, 1)

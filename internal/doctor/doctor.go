@@ -164,11 +164,13 @@ func readFile(path string, now time.Time, hints Hints) (*Window, error) {
 // Run collects the window, diagnoses it and, when asked, verifies the
 // recommendation.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
-	if cfg.PrometheusURL != "" {
-		c, err := cfg.withDefaults()
-		if err != nil {
-			return nil, err
-		}
+	// The window is fixed once, here: a Prometheus that takes a while to
+	// answer (restarting) must not move it on for the later queries.
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if c.PrometheusURL != "" {
 		matchers, err := ParseSelector(c.Selector)
 		if err != nil {
 			return nil, err
@@ -186,7 +188,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return runFleet(ctx, c, matchers, insts)
 		}
 	}
-	w, err := Collect(ctx, cfg)
+	w, err := Collect(ctx, c)
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,8 @@ func rules() []rule {
 		{name: "decode-bound", severity: Warning, when: func(s *Signals) bool { return s.decodeFit() != nil }, advise: decodeBound},
 		{name: "queueing-dominates", severity: Warning, when: func(s *Signals) bool { return s.v(sigQueueShare) > s.th.QueueShare }, advise: queueingDominates},
 		{name: "client-timeouts", severity: Warning, when: clientTimeoutsWhen, advise: clientTimeouts},
-		{name: "prefix-caching", severity: Warning, when: func(s *Signals) bool { return s.prefixAdvice() != 0 }, advise: prefixCaching},
+		{name: "prefix-caching", severity: Warning, excludes: []string{"prefix-reuse"}, when: func(s *Signals) bool { return s.prefixAdvice() != 0 }, advise: prefixCaching},
+		{name: "prefix-reuse", severity: Info, uses: []string{sigHitRate}, when: prefixReuseWhen, advise: prefixReuse},
 		{name: "speculation-costly", severity: Warning, uses: []string{sigSpecAcceptance, sigBusy, sigSpecVerifyPerStep},
 			when: func(s *Signals) bool { return s.specCost() != "" }, advise: speculationCostly},
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -206,6 +208,59 @@ func TestSourcesAgree(t *testing.T) {
 				t.Errorf("readings: direct %d, prometheus %d, want %d", len(direct.Snapshots), len(prom.Snapshots), len(w.Snapshots))
 			}
 		})
+	}
+}
+
+// TestRunReadsOneWindow: doctor.Run through a Prometheus that is
+// restarting (its first answer a 503) reads every query over the window
+// it fixed when it started, not one that moves on by however long
+// Prometheus took to come back (Run applied its defaults twice: the
+// instances over one window, the target's series over a later one, whose
+// steps then missed the series the first one saw).
+func TestRunReadsOneWindow(t *testing.T) {
+	w := healthy().window()
+	n := len(w.Snapshots)
+	fake := fakePrometheus(t, w, `instance="test:8000"`)
+	var mu sync.Mutex
+	ends := map[string]bool{}
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		first := calls == 1
+		r.ParseForm()
+		ends[r.Form.Get("end")] = true
+		mu.Unlock()
+		if first {
+			http.Error(rw, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		resp, err := http.PostForm(fake.URL+r.URL.Path, r.Form)
+		if err != nil {
+			http.Error(rw, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		io.Copy(rw, resp.Body)
+	}))
+	defer srv.Close()
+	// The clock: the window's end is the last snapshot when Run starts;
+	// every later reading of the clock is ten seconds on.
+	now := w.Snapshots[n-1].T.Add(time.Second)
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t := now
+		now = now.Add(10 * time.Second)
+		return t
+	}
+	rep, err := Run(context.Background(), Config{PrometheusURL: srv.URL, Selector: `{instance="test:8000"}`,
+		Since: time.Duration(n-1) * time.Second, Interval: time.Second, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ends) != 1 || rep.Readings != n || !rep.End.Equal(w.Snapshots[n-1].T) {
+		t.Errorf("queries ended at %v; report %v to %v with %d readings; want one end, %v, and %d readings", slices.Sorted(maps.Keys(ends)), rep.Start, rep.End, rep.Readings, w.Snapshots[n-1].T, n)
 	}
 }
 

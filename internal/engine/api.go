@@ -134,6 +134,15 @@ type Executor interface {
 	Execute(b *Batch, r *StepResult) error
 }
 
+// Embedder is an Executor that can pool a prompt into a vector (an
+// embedding model, the simulator): it honours SeqBatch.Embed. The engine
+// refuses an Embed request at Submit unless its executor Embeds, so that
+// one request cannot fail a step that other requests share.
+type Embedder interface {
+	Executor
+	Embeds() bool
+}
+
 // Drafter is an Executor that drafts for speculative decoding itself
 // (a draft model beside the target): it honours SeqBatch.Propose and
 // DraftKV and fills StepResult.Drafts and DraftKV. Every executor that is

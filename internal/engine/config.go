@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
 // Config is the engine's scheduling and cache configuration, named after
@@ -36,7 +36,7 @@ type Config struct {
 	// Speculative is --speculative-config (the zero value: off). The
 	// engine drafts by prompt lookup itself; a draft model is the
 	// executor's (a Drafter).
-	Speculative spec.Config
+	Speculative speculative.Config
 }
 
 // Validate reports the first setting that cannot work.
@@ -56,8 +56,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max waiting requests must be at least 1, got %d", c.MaxWaiting)
 	case len(c.LoRAs) > 0 && c.MaxLoRAs < 1:
 		return fmt.Errorf("max-loras must be at least 1 with LoRA adapters, got %d", c.MaxLoRAs)
-	case c.Speculative.Enabled() && (c.Speculative.NumSpeculativeTokens < 1 || c.Speculative.NumSpeculativeTokens > spec.MaxSpeculativeTokens):
-		return fmt.Errorf("num_speculative_tokens must be in [1, %d], got %d", spec.MaxSpeculativeTokens, c.Speculative.NumSpeculativeTokens)
+	case c.Speculative.Enabled() && (c.Speculative.NumSpeculativeTokens < 1 || c.Speculative.NumSpeculativeTokens > speculative.MaxSpeculativeTokens):
+		return fmt.Errorf("num_speculative_tokens must be in [1, %d], got %d", speculative.MaxSpeculativeTokens, c.Speculative.NumSpeculativeTokens)
 	}
 	if need := (c.MaxModelLen + c.BlockSize - 1) / c.BlockSize; need > c.NumBlocks {
 		return fmt.Errorf("max-model-len %d needs %d KV blocks but the cache holds %d (%d tokens): lower --max-model-len or give the KV cache more memory",

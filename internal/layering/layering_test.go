@@ -58,13 +58,13 @@ var forbidden = map[string][]string{
 	module + "/internal/toolcall": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine", module + "/internal/grammar"},
 	// Speculative decoding's pure parts: the engine and the executors
 	// build on them.
-	module + "/internal/spec":     {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine"},
-	module + "/internal/sampling": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine"},
-	module + "/internal/server":   {"go.opentelemetry.io/", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/profiler", module + "/internal/executor"},
-	module + "/internal/tracing":  {"github.com/prometheus/", module + "/internal/server", module + "/internal/metrics", module + "/internal/profiler", module + "/internal/executor"},
-	module + "/internal/profiler": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor"},
-	module + "/internal/bench":    {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
-	module + "/internal/doctor":   {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
+	module + "/internal/speculative": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine"},
+	module + "/internal/sampling":    {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine"},
+	module + "/internal/server":      {"go.opentelemetry.io/", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/profiler", module + "/internal/executor"},
+	module + "/internal/tracing":     {"github.com/prometheus/", module + "/internal/server", module + "/internal/metrics", module + "/internal/profiler", module + "/internal/executor"},
+	module + "/internal/profiler":    {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor"},
+	module + "/internal/bench":       {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
+	module + "/internal/doctor":      {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
 	// The corpus is data and checks over the doctor's windows: it
 	// generates nothing (cmd's tests run the scenarios through simulate).
 	module + "/internal/corpus": {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/simulate"},
@@ -80,6 +80,9 @@ var forbidden = map[string][]string{
 	module + "/internal/model":     modelSide,
 	module + "/internal/tokenizer": modelSide,
 	module + "/internal/jinja":     modelSide,
+	// The exposition reader knows the format, not what any family means:
+	// what a family says is its caller's (cmd reads spec-decode counters).
+	module + "/internal/promtext": {module + "/internal/"},
 	// NVIDIA's libraries, bound at run time: the GPU executor and the
 	// tools that read the board build on them; they know no engine.
 	module + "/internal/cuda": modelSide,

@@ -15,7 +15,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/model"
 	"github.com/glassbox-llm/glassbox/internal/server"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
@@ -181,7 +181,7 @@ func cpuBackend(cfg *Config) (*backend, error) {
 	}
 	lc := cpu.LoadConfig{Path: cfg.Model, Tokenizer: cfg.Tokenizer, MMap: cfg.MMap, KVDtype: dtype, DraftKVDtype: dtype, Logger: cfg.Logger}
 	sp := &cfg.Speculative
-	if sp.Method == spec.MethodDraftModel {
+	if sp.Method == speculative.MethodDraftModel {
 		lc.Draft = sp.Model
 		if sp.DraftKVCacheDtype != "" {
 			if lc.DraftKVDtype, err = model.ParseKVDtype(sp.DraftKVCacheDtype); err != nil {

@@ -31,7 +31,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/metrics"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/server"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
@@ -71,7 +71,7 @@ type Config struct {
 	UserSpecifiedBlockSize bool
 	NoPrefixCaching        bool
 	// Speculative is --speculative-config, parsed (the zero value: off).
-	Speculative spec.Config
+	Speculative speculative.Config
 	// AsyncScheduling overlaps the host's per-step work with the GPU's
 	// (vLLM's --async-scheduling); the simulator only.
 	AsyncScheduling      bool
@@ -85,6 +85,9 @@ type Config struct {
 	// EnableAutoToolChoice (--enable-auto-tool-choice) requires that there is one.
 	ToolCallParser       string
 	EnableAutoToolChoice bool
+	// ResponsesStore is how many Responses API responses are kept
+	// (--responses-store-size; 0: none).
+	ResponsesStore int
 
 	// ServedModelNames are the names clients use; empty means the sim
 	// model's name or Model's path.
@@ -164,6 +167,7 @@ type Replica struct {
 	ToolParser string
 
 	handler, metrics, dcgm, dash http.Handler
+	rejected                     func(reason string) // counts a 503 refused at admission
 	gather                       prometheus.Gatherer // what metrics serves: hidden families added, glassbox's dropped as configured
 	page                         *live.Page
 	back                         *backend
@@ -296,7 +300,7 @@ func New(cfg Config) (r *Replica, err error) {
 	}
 	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Memory: b.memory(), Note: note, DCGM: countersLine,
 		Tokenizer: b.model, Grammars: server.NewGrammars(b.model, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather, back: b,
-		dcgm: counters}
+		rejected: m.Rejected, dcgm: counters}
 	var dash http.Handler
 	if mh != nil {
 		if r.page, err = live.New(live.Config{Targets: []live.Target{r.liveTarget(names[0], cfg.APIKey)}, Now: cfg.Clock.Now}); err != nil {
@@ -312,7 +316,7 @@ func New(cfg Config) (r *Replica, err error) {
 	srv := server.New(server.Config{
 		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger, LoRA: adapters,
 		Metrics: mh, Instrument: m.InstrumentHTTP, Rejected: m.Rejected, Chat: b.chat, Profiler: cfg.Profiler, Dashboard: dash,
-		Grammars: r.Grammars, ToolParser: parser, Embeddings: b.embeddings,
+		Grammars: r.Grammars, ToolParser: parser, Embeddings: b.embeddings, ResponsesStore: cfg.ResponsesStore,
 	}, eng, b.model)
 	r.handler = srv.Handler()
 	return r, nil
@@ -361,7 +365,7 @@ func checkSpeculative(cfg *Config) error {
 	if !sp.Enabled() {
 		return nil
 	}
-	return sp.Check(spec.Deployment{Simulated: cfg.Model == "", TensorParallel: max(cfg.Sim.TensorParallel, 1)})
+	return sp.Check(speculative.Deployment{Simulated: cfg.Model == "", TensorParallel: max(cfg.Sim.TensorParallel, 1)})
 }
 
 // engineConfig turns the sizes into the engine's configuration, with the
@@ -402,6 +406,11 @@ func (r *Replica) ChatPrompt(msgs []jinja.Message) (text string, ids []int, err 
 
 // Handler is the OpenAI-compatible API (and /metrics, /health, …).
 func (r *Replica) Handler() http.Handler { return r.handler }
+
+// Rejected counts a request refused before it reached Handler (a 503 of
+// the server's --limit-concurrency guard) in vllm:admission_rejections_total,
+// with one of metricspec's Reject reasons.
+func (r *Replica) Rejected(reason string) { r.rejected(reason) }
 
 // MetricsHandler serves the metrics in vLLM's text format, or is nil when
 // the caller gave a Registerer without a Gatherer.

@@ -69,6 +69,16 @@ func matmulParams(c *model.Config) float64 {
 	return layer * float64(c.Layers)
 }
 
+// Embeds reports whether the model pools its hidden states into an
+// embedding (engine.Embedder): its GGUF declares a pooling Execute runs.
+func (e *Executor) Embeds() bool {
+	switch e.runner.W.Config.Pooling {
+	case model.PoolMean, model.PoolCLS, model.PoolLast:
+		return true
+	}
+	return false
+}
+
 // Drafts reports whether the executor has a draft model (engine.Drafter).
 func (e *Executor) Drafts() bool { return e.draft != nil }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/model"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
 // stepKernels keeps each step's kernels (copied: the event's slice is
@@ -112,7 +112,7 @@ func TestProfileTimesThePhases(t *testing.T) {
 			cfg := engine.Config{MaxNumSeqs: 4, MaxNumBatchedTokens: 64, MaxModelLen: 256, BlockSize: 16, NumBlocks: 64,
 				MaxWaiting: 100, EOS: []int{-1}, Profiling: recording.Load}
 			if c.draft != nil {
-				cfg.Speculative = spec.Config{Method: spec.MethodDraftModel, Model: "draft.gguf", NumSpeculativeTokens: 2}
+				cfg.Speculative = speculative.Config{Method: speculative.MethodDraftModel, Model: "draft.gguf", NumSpeculativeTokens: 2}
 			}
 			obs := &stepKernels{}
 			e := startDrafting(t, w, c.draft, cfg, obs)
