@@ -7,8 +7,9 @@
 #   bash DIR/run.sh                    # there, from the repo root, with OUT set (default
 #                                      # ./gpu-out): every GPU test under GLASSBOX_REQUIRE_GPU=1,
 #                                      # model bench against the H200 reference, a serve smoke
+#                                      # (with --dcgm-port, the doctor on it, a profile's kernels)
 #
-# run.sh is this script; it needs bash, timeout, xz and curl or python3, NVIDIA's
+# run.sh is this script; it needs bash, timeout, xz, gzip and curl or python3, NVIDIA's
 # driver and cuBLASLt ($GLASSBOX_CUBLAS, else the usual places). It makes the
 # random Qwen2.5-0.5B-shaped F16 model itself (1 GB) and carries stories260K (1 MB).
 # Every program runs under timeout; the whole run takes about three minutes.
@@ -112,7 +113,9 @@ run() {
 # completion and reads /metrics.
 serve_smoke() {
   local W=/tmp/glassbox-gpu-check port=18765 pid
-  timeout 60 "$W/glassbox" serve --model "$W/stories260K.gguf" --device cuda --kv-cache-memory-bytes 256M --port $port --host 127.0.0.1 &
+  rm -rf "$W/prof"
+  timeout 60 "$W/glassbox" serve --model "$W/stories260K.gguf" --device cuda --kv-cache-memory-bytes 256M --port $port --host 127.0.0.1 \
+    --dcgm-port $((port + 1)) --dcgm-interval 500ms --profiler-dir "$W/prof" &
   pid=$!
   for _ in $(seq 100); do
     curl -fs "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
@@ -127,6 +130,17 @@ serve_smoke() {
   echo
   echo "== metrics"
   curl -s --max-time 20 "http://127.0.0.1:$port/metrics" | grep -E '^(vllm:(generation_tokens_total|prompt_tokens_total|kv_cache_usage_perc|num_requests_running)|glassbox_executor_(busy_seconds_total|info)|vllm:cache_config_info)' | head -20
+  echo "== dcgm-exporter from NVML (--dcgm-port)"
+  curl -s --max-time 10 "http://127.0.0.1:$((port + 1))/metrics" | grep -v '^#' | head -30
+  echo "== doctor on the GPU's counters (3 s, idle)"
+  timeout 20 "$W/glassbox" doctor --metrics-url "http://127.0.0.1:$port/metrics" --dcgm-url "http://127.0.0.1:$((port + 1))/metrics" \
+    --duration 3s --interval 1s 2>&1 | head -30
+  echo "== kernel timeline (/start_profile … /stop_profile)"
+  curl -s --max-time 10 -X POST "http://127.0.0.1:$port/start_profile"
+  curl -s --max-time 20 "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' \
+    -d '{"model":"'"$W"'/stories260K.gguf","prompt":"Once upon a time","max_tokens":8,"temperature":0}' >/dev/null
+  curl -s --max-time 20 -X POST "http://127.0.0.1:$port/stop_profile"
+  gzip -dc "$W"/prof/*.trace.json.gz | grep -o '"name":"[^"]*","cat":"kernel"' | sort | uniq -c | sort -rn | head -30
   kill -TERM $pid 2>/dev/null
   wait $pid
   echo "serve exited with $?"

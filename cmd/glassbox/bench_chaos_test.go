@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 // TestBenchChaosReconciles: bench --chaos against serve cuts streams (with
@@ -15,6 +16,7 @@ import (
 // server refuses what it must, closes the slow clients, counts every cut as
 // an abort, and ends with nothing running, waiting or holding KV blocks.
 func TestBenchChaosReconciles(t *testing.T) {
+	reftest.Long(t, "bench --chaos against serve")
 	if testing.Short() {
 		t.Skip("runs chaos against serve for half a minute; skipped with -short")
 	}
@@ -55,6 +57,7 @@ func TestBenchChaosReconciles(t *testing.T) {
 // and latencies every interval, fits the memory's trend, and draws the
 // curves in the HTML report.
 func TestBenchSoak(t *testing.T) {
+	reftest.Long(t, "bench --soak against serve")
 	if testing.Short() {
 		t.Skip("soaks serve for several seconds; skipped with -short")
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/metrics"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
 	"github.com/glassbox-llm/glassbox/internal/source"
 )
@@ -192,6 +193,7 @@ func verdict(rep *doctor.Report) string {
 // the expositions stripped the way serve --disable-glassbox-metrics
 // strips them.
 func TestDoctorCorpusFresh(t *testing.T) {
+	reftest.Long(t, "the doctor's corpus regenerated")
 	if testing.Short() {
 		t.Skip("regenerates corpus scenarios in virtual time; skipped with -short")
 	}
@@ -296,6 +298,7 @@ func (p *promCorpus) read(t *testing.T, sc corpus.Scenario, instance string) *do
 // scenario's expectations; in glassbox's clothes and in vLLM's with DCGM
 // (the same run served with --disable-glassbox-metrics).
 func TestDoctorCorpusThroughPrometheus(t *testing.T) {
+	reftest.Long(t, "the doctor's corpus through a real Prometheus")
 	if testing.Short() {
 		t.Skip("regenerates corpus scenarios and starts Prometheus; skipped with -short")
 	}
@@ -326,6 +329,7 @@ func TestDoctorCorpusThroughPrometheus(t *testing.T) {
 // a flag, the recommendation replayed in virtual time (--verify) improves
 // throughput or latency.
 func TestDoctorCorpusRemedies(t *testing.T) {
+	reftest.Long(t, "the doctor's corpus remedies replayed")
 	if testing.Short() {
 		t.Skip("replays corpus scenarios twice each; skipped with -short")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/corpus"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 	"github.com/glassbox-llm/glassbox/internal/source"
 )
 
@@ -26,6 +27,7 @@ import (
 // names it KV-capacity bound at admission each way, and the direct and
 // Prometheus readings of the same window agree.
 func TestDoctorLiveKVAdmission(t *testing.T) {
+	reftest.Long(t, "a live KV-bound load read directly and through a real Prometheus")
 	if testing.Short() {
 		t.Skip("serves load against Prometheus for several seconds; skipped with -short")
 	}

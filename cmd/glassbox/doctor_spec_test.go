@@ -8,6 +8,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/corpus"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 // TestDoctorSpeculationAroundThresholds: simulated runs whose speculation
@@ -19,6 +20,7 @@ import (
 // The measured signals are checked to be where each case means them to be,
 // so the case tests the threshold and not a far side of it.
 func TestDoctorSpeculationAroundThresholds(t *testing.T) {
+	reftest.Long(t, "speculation scenarios regenerated around the doctor's thresholds")
 	if testing.Short() {
 		t.Skip("simulates speculative loads in virtual time; skipped with -short")
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -13,10 +12,9 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/calibrate"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
-	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/server"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
@@ -57,6 +55,7 @@ type engineFlags struct {
 	loraSizeSet         bool // --max-loras or --max-lora-rank given
 	speculativeConfig   string
 	specAcceptanceFrom  string
+	agent               agentFlags
 }
 
 // listFlag collects every value a repeated flag is given (vLLM's
@@ -91,6 +90,7 @@ func spaceLists(args []string, names ...string) []string {
 }
 
 func (e *engineFlags) register(fs *flag.FlagSet) {
+	e.agent.register(fs)
 	fs.StringVar(&e.servedModelName, "served-model-name", "", "model name(s) clients use, comma-separated (default: the model)")
 	fs.StringVar(&e.simHardware, "sim-hardware", "h200", "simulated GPU: "+strings.Join(profiles.HardwareNames(), ", "))
 	fs.StringVar(&e.simModel, "sim-model", "llama-3.1-8b", "simulated model: "+strings.Join(profiles.ModelNames(), ", ")+" (or its Hugging Face name)")
@@ -187,6 +187,9 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 		DisableGlassboxMetrics: e.disableGlassbox, KVCacheDtype: e.kvCacheDtype, Quantization: e.quantization, AsyncScheduling: e.asyncScheduling,
 		ToolCallParser: e.toolCallParser, EnableAutoToolChoice: e.autoToolChoice,
 	}
+	if err := e.agent.apply(&c); err != nil {
+		return c, err
+	}
 	switch strings.ToLower(e.simDtype) {
 	case "bf16", "auto", "":
 	case "fp8":
@@ -202,7 +205,7 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 	}
 	var err error
 	if e.speculativeConfig != "" {
-		if c.Speculative, err = spec.Parse([]byte(e.speculativeConfig)); err != nil {
+		if c.Speculative, err = speculative.Parse([]byte(e.speculativeConfig)); err != nil {
 			return c, err
 		}
 	}
@@ -252,39 +255,4 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 		c.Sim.Calib = &cal
 	}
 	return c, nil
-}
-
-// fitAcceptance reads the per-position acceptance rates of a scrape, or of
-// the run between two scrapes ("before,after"), of a server's spec-decode
-// counters.
-func fitAcceptance(arg string) ([]float64, error) {
-	paths := strings.Split(arg, ",")
-	if len(paths) > 2 {
-		return nil, errors.New("want one scrape, or two (before,after)")
-	}
-	var cs []spec.Counters
-	for _, p := range paths {
-		f, err := os.Open(p)
-		if err != nil {
-			return nil, err
-		}
-		sc, err := promtext.Parse(f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		c, err := sc.SpecCounters()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		cs = append(cs, c)
-	}
-	c := cs[0]
-	if len(cs) == 2 {
-		var err error
-		if c, err = cs[1].Since(&cs[0]); err != nil {
-			return nil, err
-		}
-	}
-	return c.Rates()
 }

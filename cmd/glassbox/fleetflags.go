@@ -149,4 +149,4 @@ func (f *fleetFlags) routerConfig(policy string, seed int64) (router.Config, err
 
 type noKV struct{}
 
-func (noKV) CachedTokens(string, []int) int { return 0 }
+func (noKV) CachedTokens(string, *router.Request) int { return 0 }

@@ -38,6 +38,7 @@ type loadFlags struct {
 	ipReport                        string // --inference-perf-report
 	noStream                        bool
 	configRaw                       []byte // the --config file as given
+	agent                           agentLoadFlags
 }
 
 func (f *loadFlags) register(fs *flag.FlagSet) {
@@ -45,7 +46,8 @@ func (f *loadFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Label, "label", "", "result label (default the backend)")
 	fs.StringVar(&f.config, "config", "", "an inference-perf configuration (YAML: load stages, api, data) to run instead of the dataset and rate flags")
 	fs.StringVar(&f.compat, "inference-perf-compat", string(workload.Current), "run --config as inference-perf current does, or as e8e0aa99 (October 2025) did: it ignored shared_prefix's long names and multi-turn sessions")
-	fs.StringVar(&d.Name, "dataset-name", "random", "random, sharegpt, prefix-repetition, custom, sonnet, burstgpt, hf, or trace (a request trace at its times)")
+	fs.StringVar(&d.Name, "dataset-name", "random", "random, sharegpt, prefix-repetition, custom, sonnet, burstgpt, hf, trace (a request trace at its times), or agent (multi-turn agent sessions: --agent-*)")
+	f.agent.register(fs)
 	fs.StringVar(&d.Path, "dataset-path", "", "the dataset's file (ShareGPT JSON, custom JSONL, sonnet text, BurstGPT or trace CSV), or for hf the hub dataset")
 	fs.IntVar(&f.inputLen, "input-len", 0, "sets --random-input-len")
 	fs.IntVar(&f.outputLen, "output-len", 0, "sets every dataset's output length")
@@ -122,6 +124,7 @@ func (f *loadFlags) resolve() error {
 		return errors.New("--no-stream: glassbox reads an hf dataset's first records a page at a time and shuffles those; it cannot load the whole dataset")
 	}
 	c.Dataset.Rows = hubRows
+	f.agent.apply(c)
 	switch workload.Compat(f.compat) {
 	case workload.Current, workload.Legacy:
 	default:

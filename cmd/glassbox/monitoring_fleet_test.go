@@ -18,6 +18,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/dashboards"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/live"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 // localFleet is a fleet without Kubernetes: glassbox replicas in this
@@ -123,6 +124,7 @@ func (f *localFleet) bench(ctx context.Context, t *testing.T, i int, args ...str
 // GlassboxLoadImbalance fires for it alone and reaches the webhook, while
 // no alert names a cold replica.
 func TestLocalFleet(t *testing.T) {
+	reftest.Long(t, "three replicas, a real Prometheus and Alertmanager")
 	if testing.Short() {
 		t.Skip("starts three replicas, Prometheus and Alertmanager; skipped with -short")
 	}

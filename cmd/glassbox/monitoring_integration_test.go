@@ -37,6 +37,7 @@ var compatUnavailable = map[string]string{
 // the engine's own; then a workload that overfills the KV cache must make
 // the KV-usage and preemption alerts fire in Prometheus and reach the webhook.
 func TestMonitoringStack(t *testing.T) {
+	reftest.Long(t, "serve, a real Prometheus and Alertmanager under load")
 	if testing.Short() {
 		t.Skip("starts Prometheus and Alertmanager; skipped with -short")
 	}

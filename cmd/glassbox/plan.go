@@ -177,9 +177,6 @@ func planLoad(lf *loadFlags) (plan.Load, error) {
 	tk := simulate.Tokenizer()
 	c := lf.cfg
 	if w := lf.workload; w != nil {
-		if w.API.ResponseFormat != nil {
-			return nil, errors.New("plan: api.response_format (structured output) is not honoured by the simulated engine yet: remove it from the configuration to plan for the load without it")
-		}
 		o := c.PlanOptions
 		o.Compat, o.Seed, o.NoClientCap = c.Compat, c.Seed, true
 		return func(ctx context.Context, rate float64, d time.Duration) (*workload.Plan, error) {

@@ -58,6 +58,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 		return nil, err
 	}
 	f.engineFlags.visited(fs)
+	f.obs.visited(fs)
 	if fs.NArg() > 0 {
 		// vLLM's 'vllm serve MODEL' form.
 		if f.model != "" || fs.NArg() > 1 {

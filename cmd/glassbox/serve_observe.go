@@ -32,7 +32,10 @@ type observeFlags struct {
 	profilerMaxDuration time.Duration
 	dcgmPort            string
 	dcgmInterval        time.Duration
-	hostname            string // the DCGM series' Hostname: $NODE_NAME, else the host's name
+	simDCGMPort         string        // --sim-dcgm-port: the old name of --dcgm-port
+	simDCGMInterval     time.Duration // --sim-dcgm-interval: the old name of --dcgm-interval
+	hostname            string        // the DCGM series' Hostname: $NODE_NAME, else the host's name
+	set                 map[string]bool
 }
 
 func (o *observeFlags) register(fs *flag.FlagSet) {
@@ -45,8 +48,40 @@ func (o *observeFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.profilerDir, "profiler-dir", "", "enable POST /start_profile and /stop_profile, writing Perfetto traces and CPU profiles here")
 	fs.IntVar(&o.profilerMaxSteps, "profiler-max-steps", 2000, "a profile stops itself after this many engine steps")
 	fs.DurationVar(&o.profilerMaxDuration, "profiler-max-duration", 30*time.Second, "a profile stops itself after this long")
-	fs.StringVar(&o.dcgmPort, "sim-dcgm-port", "", "serve the simulated GPUs' NVIDIA dcgm-exporter metrics on this port (dcgm-exporter's is 9400; 0 picks a free one)")
-	fs.DurationVar(&o.dcgmInterval, "sim-dcgm-interval", time.Second, "the period DCGM's activity, utilisation and power readings average over")
+	fs.StringVar(&o.dcgmPort, "dcgm-port", "", "serve NVIDIA dcgm-exporter's metrics on this port: the GPU's own (NVML) with --device cuda, the simulated GPUs' without --model (dcgm-exporter's is 9400; 0 picks a free one)")
+	fs.DurationVar(&o.dcgmInterval, "dcgm-interval", time.Second, "how often the GPU's counters are read (dcgm-exporter's collection interval), or the period the simulated ones average over")
+	fs.StringVar(&o.simDCGMPort, "sim-dcgm-port", "", "the old name of --dcgm-port")
+	fs.DurationVar(&o.simDCGMInterval, "sim-dcgm-interval", 0, "the old name of --dcgm-interval")
+}
+
+// visited records which observe flags the command line set.
+func (o *observeFlags) visited(fs *flag.FlagSet) {
+	o.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { o.set[fl.Name] = true })
+}
+
+// resolveDCGM folds the old names into --dcgm-port and --dcgm-interval,
+// refusing both names at once.
+func (o *observeFlags) resolveDCGM() error {
+	for _, a := range []struct {
+		old, name string
+		apply     func()
+	}{
+		{"sim-dcgm-port", "dcgm-port", func() { o.dcgmPort = o.simDCGMPort }},
+		{"sim-dcgm-interval", "dcgm-interval", func() { o.dcgmInterval = o.simDCGMInterval }},
+	} {
+		if !o.set[a.old] {
+			continue
+		}
+		if o.set[a.name] {
+			return fmt.Errorf("--%s is the old name of --%s: give one of them", a.old, a.name)
+		}
+		a.apply()
+	}
+	if o.dcgmPort == "" && (o.set["dcgm-interval"] || o.set["sim-dcgm-interval"]) {
+		return errors.New("--dcgm-interval sets how the --dcgm-port exporter reads: give --dcgm-port too")
+	}
+	return nil
 }
 
 // resolve checks the flags together and reads the standard OTLP protocol
@@ -58,6 +93,9 @@ func (o *observeFlags) resolve(getenv func(string) string) error {
 	}
 	if o.metricsAuthFile != "" && o.metricsPort == "" {
 		return errors.New("--metrics-auth-file protects the --metrics-port listener: give --metrics-port too (the API port's /metrics takes --api-key)")
+	}
+	if err := o.resolveDCGM(); err != nil {
+		return err
 	}
 	if o.dcgmPort != "" {
 		// dcgm-exporter's own rule for its Hostname label.
@@ -152,14 +190,14 @@ func (o *observability) close(log *slog.Logger) {
 	}
 }
 
-func printObserveBanner(w io.Writer, f *serveFlags, metricsAddr, dcgmAddr string) {
+func printObserveBanner(w io.Writer, f *serveFlags, metricsAddr, dcgmAddr, dcgmWhat string) {
 	o := &f.obs
 	scheme := "http"
 	if o.sslCertfile != "" {
 		scheme = "https"
 	}
 	if dcgmAddr != "" {
-		fmt.Fprintf(w, "  simulated dcgm-exporter on %s://%s/metrics (Hostname %q)\n", scheme, dcgmAddr, o.hostname)
+		fmt.Fprintf(w, "  dcgm-exporter on %s://%s/metrics (Hostname %q): %s\n", scheme, dcgmAddr, o.hostname, dcgmWhat)
 	}
 	if metricsAddr != "" {
 		auth := "open"

@@ -158,9 +158,59 @@ func TestServeFlagCombinations(t *testing.T) {
 		{"--ssl-certfile", "x"},
 		{"--collect-detailed-traces", "all"},
 		{"--otlp-traces-endpoint", "127.0.0.1:1", "--collect-detailed-traces", "everything"},
+		{"--dcgm-port", "0", "--sim-dcgm-port", "0"},                               // one name of the flag
+		{"--dcgm-port", "0", "--dcgm-interval", "1s", "--sim-dcgm-interval", "2s"}, // likewise
+		{"--dcgm-interval", "2s"}, // nothing to read at that rate
+		{"--sim-dcgm-interval", "2s"},
 	} {
 		if _, err := parseServeFlags(args, io.Discard); err == nil {
 			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+// TestServeDCGMPort: --dcgm-port serves the simulated GPUs' series under
+// the simulator (--sim-dcgm-port is its old name), says so in the
+// banner, and is refused by name where no GPU's counters exist.
+func TestServeDCGMPort(t *testing.T) {
+	for _, flag := range []string{"--dcgm-port", "--sim-dcgm-port"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		var banner strings.Builder
+		inst, err := startServe(ctx, []string{"--host", "127.0.0.1", "--port", "0", "--sim-time-scale", "0", flag, "0", "--dcgm-interval", "500ms"}, &banner, io.Discard)
+		if err != nil {
+			cancel()
+			t.Fatalf("%s: %v", flag, err)
+		}
+		resp, err := http.Get("http://" + inst.dcgmAddr + "/metrics")
+		var body []byte
+		if err == nil {
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		cancel()
+		if err := <-inst.done; err != nil {
+			t.Error(err)
+		}
+		if err != nil || !strings.Contains(string(body), "DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\"") {
+			t.Errorf("%s: GET the exporter: %v\n%s", flag, err, body)
+		}
+		if !strings.Contains(banner.String(), "dcgm-exporter on http://"+inst.dcgmAddr+"/metrics") || !strings.Contains(banner.String(), "the simulated dcgm-exporter of 1× NVIDIA") {
+			t.Errorf("%s: banner\n%s", flag, banner.String())
+		}
+	}
+	stories := storiesPath(t)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dcgm-port", "0", "--dcgm-interval", "10ms"}, "--dcgm-interval"},
+		{[]string{"--model", stories, "--device", "cpu", "--dcgm-port", "0"}, "--dcgm-port: the CPU executor has no GPU counters"},
+		// This machine has no GPU: auto runs on the CPU, and says why.
+		{[]string{"--model", stories, "--dcgm-port", "0"}, "--device auto"},
+	} {
+		_, err := startServe(context.Background(), append([]string{"--host", "127.0.0.1", "--port", "0"}, c.args...), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error naming %s", c.args, err, c.want)
 		}
 	}
 }
@@ -207,8 +257,36 @@ func TestServeProfiler(t *testing.T) {
 	if resp, err := http.Post("http://"+off.addr+"/start_profile", "", nil); err != nil || resp.StatusCode != 404 {
 		t.Errorf("/start_profile without --profiler-dir: %v %v, want 404", err, resp)
 	}
+	names := profileOnce(t)
+	if names["step"] != 4 {
+		t.Errorf("%d steps in the profile, want the request's 4", names["step"])
+	}
+	if names["attention"] != 0 {
+		t.Errorf("the simulator's steps have %d attention slices: its step is one slice", names["attention"])
+	}
+}
+
+// TestServeProfilerCPUPhases: on the CPU executor the profile's steps
+// hold the forward pass's phases.
+func TestServeProfilerCPUPhases(t *testing.T) {
+	names := profileOnce(t, "--model", storiesPath(t), "--device", "cpu", "--threads", "2")
+	steps := names["step"]
+	if steps != 4 {
+		t.Errorf("%d steps in the profile, want the request's 4", steps)
+	}
+	for _, name := range []string{"embed", "layer 0", "attention", "qkv_proj", "mlp", "lm_head", "sample"} {
+		if names[name] < steps {
+			t.Errorf("%d %q slices in %d steps", names[name], name, steps)
+		}
+	}
+}
+
+// profileOnce serves with a profiler, profiles one 4-token completion
+// and counts the trace's slices by name.
+func profileOnce(t *testing.T, args ...string) map[string]int {
+	t.Helper()
 	dir := t.TempDir()
-	inst, _ := startInstance(t, "--profiler-dir", dir)
+	inst, _ := startInstance(t, append([]string{"--profiler-dir", dir}, args...)...)
 	base := "http://" + inst.addr
 	post := func(path, body string) string {
 		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
@@ -249,15 +327,13 @@ func TestServeProfiler(t *testing.T) {
 	if err := json.NewDecoder(zr).Decode(&tf); err != nil {
 		t.Fatal(err)
 	}
-	steps := 0
+	names := map[string]int{}
 	for _, e := range tf.TraceEvents {
-		if e.Ph == "X" && e.Name == "step" {
-			steps++
+		if e.Ph == "X" {
+			names[e.Name]++
 		}
 	}
-	if steps != 4 {
-		t.Errorf("%d steps in the profile, want the request's 4", steps)
-	}
+	return names
 }
 
 // otlpCollector is an OTLP/HTTP receiver keeping every span.

@@ -245,6 +245,9 @@ func (f *simulateFlags) plan(ctx context.Context) (*workload.Plan, error) {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(uint64(c.Seed), 0x9e3779b97f4a7c15))
+	if lc.Agent != nil {
+		return lc.AgentPlan(ctx, tk, rng)
+	}
 	samples, err := workload.LoadSamples(ctx, c.Dataset, lc.NumPrompts, tk, rng)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/router"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
@@ -216,6 +217,7 @@ func TestFleetFlagsAreTheChartsValues(t *testing.T) {
 // 2 --router ...) and fits the fewest replicas to a target (--replicas
 // auto); a router without fleets, or auto without a target, is refused.
 func TestPlanFleetFlags(t *testing.T) {
+	reftest.Long(t, "plan's fleet searches")
 	base := []string{"plan", "--slo", "ttft:p99<=400ms,tpot:p99<=20ms", "--sim-hardware", "h100", "--max-num-seqs", "32",
 		"--random-input-len", "200", "--random-output-len", "30", "--num-prompts", "20", "--trial-duration", "10s"}
 	var out strings.Builder

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 // sessionsConfig is an inference-perf file of two stages of multi-turn
@@ -209,6 +211,7 @@ func TestPlanSpeculationSweep(t *testing.T) {
 // a real Prometheus through promtool, and the doctor reads it there as it
 // reads a live server: a max-num-seqs of 4 under load is the concurrency cap.
 func TestSimulatedRunInPrometheus(t *testing.T) {
+	reftest.Long(t, "a simulated run loaded into a real Prometheus")
 	if testing.Short() {
 		t.Skip("starts Prometheus; skipped with -short")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	cudaexec "github.com/glassbox-llm/glassbox/internal/executor/cuda"
 	"github.com/glassbox-llm/glassbox/internal/hub"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/server"
@@ -25,7 +26,7 @@ import (
 type instance struct {
 	addr        string
 	metricsAddr string // the --metrics-port listener, or ""
-	dcgmAddr    string // the --sim-dcgm-port listener, or ""
+	dcgmAddr    string // the --dcgm-port listener, or ""
 	engine      *engine.Engine
 	done        chan error
 }
@@ -70,11 +71,12 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 		inst.dcgmAddr = lns.DCGM.Addr().String()
 	}
 	printBanner(stdout, f, r, inst.addr)
-	printObserveBanner(stdout, f, inst.metricsAddr, inst.dcgmAddr)
+	printObserveBanner(stdout, f, inst.metricsAddr, inst.dcgmAddr, r.DCGM)
 
 	r.Start()
 	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
-	api := server.Guard(server.GuardConfig{ReadTimeout: f.readTimeout, LimitConcurrency: f.limitConcur}, r.Handler())
+	api := server.Guard(server.GuardConfig{ReadTimeout: f.readTimeout, LimitConcurrency: f.limitConcur,
+		Rejected: func() { r.Rejected(metricspec.RejectConcurrency) }}, r.Handler())
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Duration(f.keepAlive * float64(time.Second)), ErrorLog: errLog}
 	srv.SetKeepAlivesEnabled(f.keepAlive > 0) // uvicorn's 0: close each connection after its response
 	served := make(chan error, 1)
@@ -140,7 +142,7 @@ func newReplica(f *serveFlags, o *observability, log *slog.Logger) (*replica.Rep
 		c.ServedModelNames = []string{f.model} // vLLM serves the --model argument by name
 	}
 	if o.profiler != nil {
-		c.Profiler = o.profiler
+		c.Profiler, c.Profiling = o.profiler, o.profiler.Recording
 	}
 	if f.model != "" {
 		if f.specAcceptanceFrom != "" {

@@ -30,6 +30,7 @@ type Output struct {
 	Latency       time.Duration   // to the last choices chunk
 	QueueTime     time.Duration   // from when it was due to when it was sent: waiting on --max-concurrency, or on the user's previous round
 	Stage         int             // the inference-perf stage it belongs to (0 otherwise; a sweep's probe is -1)
+	Turn          int             // its turn in its agent session, from 0 (0 without agent sessions)
 	// Unary is a request that did not stream (inference-perf's
 	// api.streaming false): its one answer is its first token and its last,
 	// so it has no TTFT, TPOT or ITL of its own.

@@ -13,11 +13,13 @@
 package bench
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -63,7 +65,11 @@ type Config struct {
 	// × worker_max_tcp_connections); 0: MaxConcurrency's.
 	MaxConnections int
 
-	Dataset     workload.DatasetConfig
+	Dataset workload.DatasetConfig
+	// Agent, with the dataset agent, is the sessions' shape: NumPrompts
+	// sessions arriving at RequestRate (with Burstiness), under
+	// MaxConcurrency.
+	Agent       *workload.AgentConfig
 	NumPrompts  int           // default 1000 (the dataset size, and the request count unless Duration is set)
 	Duration    time.Duration // when set, send until this much time has passed instead of NumPrompts requests
 	NumWarmups  int           // requests sent and awaited before the measured run, not counted
@@ -155,6 +161,9 @@ func (c Config) ClientDefaults() (Config, error) {
 	if len(c.LoRAModules) > 0 && c.Workload != nil {
 		return c, errors.New("check config: --lora-modules with --config: the configuration's load.lora_traffic_split sends to the adapters")
 	}
+	if c.Dataset.Name == "agent" && (c.Sweep || c.Ramp != nil || c.Workload != nil || c.Agent == nil) {
+		return c, errors.New("check config: --dataset-name agent starts --num-prompts sessions at --request-rate: no --sweep, ramp or --config with it")
+	}
 	if c.Dataset.Name == "trace" && (c.Sweep || c.Ramp != nil || c.Duration > 0 || c.Workload != nil) {
 		return c, errors.New("check config: --dataset-name trace sends the trace's requests at its times: no --sweep, ramp, --duration or --config with it")
 	}
@@ -221,6 +230,14 @@ func (c Config) ClientDefaults() (Config, error) {
 		c.HTTPClient = &http.Client{Transport: tr}
 	}
 	return c, c.Dataset.Check()
+}
+
+// AgentPlan is the agent sessions' plan: the flags' shape with the run's
+// sessions (NumPrompts), rate, burstiness and concurrency cap.
+func (c *Config) AgentPlan(ctx context.Context, tk workload.Tokenizer, rng *rand.Rand) (*workload.Plan, error) {
+	a := *c.Agent
+	a.Sessions, a.Rate, a.Burstiness, a.MaxConcurrency, a.Until = c.NumPrompts, c.RequestRate, c.Burstiness, c.MaxConcurrency, c.Duration
+	return workload.NewAgentPlan(ctx, a, tk, rng)
 }
 
 // SLOs are request-level service level objectives in milliseconds, as

@@ -114,6 +114,9 @@ func (r *Result) passFields(p *Pass, detailed bool) object {
 		}
 		o = append(o, field{"stages", stages})
 	}
+	if len(p.Turns) > 0 {
+		o = append(o, field{"turns", turnObjects(p.Turns)})
+	}
 	if p.Server != nil {
 		o = append(o, field{"server", serverObject(p.Server)})
 	}

@@ -36,6 +36,7 @@ type Pass struct {
 	Outputs        []Output
 	Metrics        Metrics
 	Stages         []StageMetrics // an inference-perf load's stages, when it has more than one
+	Turns          []TurnMetrics  // an agent-session load's turns
 	Server         *ServerView    // nil when scraping is off or the server has no /metrics
 	Chaos          *ChaosReport   // with Config.Chaos: what misbehaved and whether the server agrees
 	Soak           *SoakReport    // with Config.Soak: the server over time
@@ -96,6 +97,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 		r.plan.MaxConcurrency = cfg.MaxConcurrency
+		cfg.NumPrompts, cfg.IgnoreEOS = r.plan.NumRequests(), true
+		res.Config = cfg
+	} else if cfg.Agent != nil {
+		// Agent sessions run to their lengths, as random prompts do.
+		if r.plan, err = cfg.AgentPlan(ctx, tc, rng); err != nil {
+			return nil, err
+		}
 		cfg.NumPrompts, cfg.IgnoreEOS = r.plan.NumRequests(), true
 		res.Config = cfg
 	} else if r.samples, err = workload.LoadSamples(ctx, cfg.Dataset, cfg.NumPrompts, tc, rng); err != nil {
@@ -274,7 +282,7 @@ func (r *runner) drive(ctx context.Context, sch *workload.Schedule, start time.T
 		if !d.out.Start.IsZero() {
 			d.out.QueueTime = d.out.Start.Sub(start.Add(d.req.Due))
 		}
-		d.out.Stage = d.req.Stage
+		d.out.Stage, d.out.Turn = d.req.Stage, d.req.Turn
 		outputs[d.req.Index] = d.out
 		prog.done(d.out.Success)
 		sch.Finished(d.req, r.cfg.Now().Sub(start), workload.Outcome{OK: d.out.Success, Text: d.out.GeneratedText, OutputTokens: d.out.OutputTokens,

@@ -75,6 +75,9 @@ func (r *Result) writePass(w io.Writer, p *Pass) {
 			line(fmt.Sprintf("P%s %s (ms):", percentileWord(pc.P), t[1]), pc.Value)
 		}
 	}
+	if len(p.Turns) > 0 {
+		writeTurns(w, p)
+	}
 	if len(p.Stages) > 0 {
 		writeStages(w, p)
 	}

@@ -185,6 +185,7 @@ func TestFitFindsKnownTerms(t *testing.T) {
 // error at most 5 % on mean E2E and TPOT, 12 % on mean TTFT) and no run
 // more than twice that off. docs/simulator.md shows the table this checks.
 func TestProfileReproducesTableA(t *testing.T) {
+	reftest.Long(t, "the reference runs replayed in full")
 	runs := tableRuns(t)
 	slack := shorten(t, runs)
 	hw, _ := profiles.LookupHardware("h100")
@@ -259,6 +260,7 @@ func FuzzReadProfile(f *testing.F) {
 // caches make their decode steps KV-bound, which table A's GQA models are
 // not: see docs/simulator.md).
 func TestHeldOutStages(t *testing.T) {
+	reftest.Long(t, "the held-out reference stages replayed in full")
 	f, err := os.Open(reftest.Path(t, "reference", "calibration", "README.md"))
 	if err != nil {
 		t.Fatal(err)

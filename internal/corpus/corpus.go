@@ -177,6 +177,7 @@ func Classes() []Class {
 			Expect: Expect{MustNot: []string{"speculation-costly"}}},
 		{Name: "speculation-costly", Finding: "speculation-costly",
 			Expect: Expect{Must: []string{"speculation-costly"}}},
+		agentClass(),
 	}
 }
 

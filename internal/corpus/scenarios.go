@@ -78,7 +78,7 @@ func Scenarios() []Scenario {
 	random := func(in, out int, rate string) []string {
 		return flags("--random-input-len", fmt.Sprint(in), "--random-output-len", fmt.Sprint(out), "--request-rate", rate)
 	}
-	return []Scenario{
+	return append([]Scenario{
 		fast(sc("h200/llama-3.1-8b/chat", "healthy", "2 requests/s of 256 → 128 tokens on an H200 that serves far more: nothing waits, the GPU mostly idles",
 			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-8b"), random(256, 128, "2"))),
 		fast(sc("h200/llama-3.1-8b/long-generations", "kv-capacity", "a KV cache of 2048 blocks (32k tokens) holds about 21 requests of 512 + 1024 tokens while --max-num-seqs is 1024 and the steps carry a few dozen tokens: the batch is held by the blocks, which run out as sequences grow (preemptions)",
@@ -215,5 +215,5 @@ func Scenarios() []Scenario {
 			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--max-num-batched-tokens", "2048"), random(1500, 8, "15")),
 		sc("h200/llama-3.1-8b/cap-just-enough", "near-capacity", "--max-num-seqs 32 with about 25 requests running: near the cap, not pinned",
 			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-8b", "--max-num-seqs", "32"), random(128, 256, "4")),
-	}
+	}, agentScenarios(sc, fast)...)
 }

@@ -15,6 +15,7 @@ type nvmlFuncs struct {
 	init, shutdown, driverVersion, count, byIndex, byPCI, name, uuid uintptr
 	memory, power, powerLimit, clock, utilization, temperature       uintptr
 	gpmSupport, gpmAlloc, gpmFree, gpmSample, gpmMetrics             uintptr
+	board                                                            boardFuncs // optional: nvml_board.go
 }
 
 // OpenNVML loads libnvidia-ml.so.1 and initialises it.
@@ -40,6 +41,7 @@ func OpenNVML() (*NVML, error) {
 	f.gpmFree = dlsym(lib.h, "nvmlGpmSampleFree")
 	f.gpmSample = dlsym(lib.h, "nvmlGpmSampleGet")
 	f.gpmMetrics = dlsym(lib.h, "nvmlGpmMetricsGet")
+	f.board.bind(lib)
 	if err := nvmlCheck("nvmlInit", call(f.init)); err != nil {
 		return nil, err
 	}
@@ -133,6 +135,13 @@ func (d *NVMLDevice) Power() (draw, limit float64, err error) {
 	return float64(mw) / 1000, float64(lim) / 1000, nil
 }
 
+// PowerUsage is the board's draw in watts.
+func (d *NVMLDevice) PowerUsage() (float64, error) {
+	var mw uint32
+	err := nvmlCheck("nvmlDeviceGetPowerUsage", call(d.n.fn.power, d.h, ptr(&mw)))
+	return float64(mw) / 1000, err
+}
+
 // Clock domains (nvmlClockType_t).
 const (
 	ClockGraphics = 0
@@ -172,6 +181,8 @@ const (
 	GPMDRAMBWUtil    = 10 // DCGM_FI_PROF_DRAM_ACTIVE
 	GPMFP32Util      = 12 // DCGM_FI_PROF_PIPE_FP32_ACTIVE
 	GPMFP16Util      = 13 // DCGM_FI_PROF_PIPE_FP16_ACTIVE
+	GPMPCIeTxPerSec  = 20 // MiB/s: DCGM_FI_PROF_PCIE_TX_BYTES (in bytes/s)
+	GPMPCIeRxPerSec  = 21 // MiB/s: DCGM_FI_PROF_PCIE_RX_BYTES (in bytes/s)
 )
 
 // GPMSupported reports whether the board has GPM (Hopper and later).

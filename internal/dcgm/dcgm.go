@@ -1,13 +1,19 @@
-// Package dcgm is the simulated GPU's NVIDIA dcgm-exporter: the DCGM_FI_*
-// series a real GPU fleet exports next to vLLM (GPU activity, tensor and
-// memory pipes, framebuffer, power, clocks), one series set per simulated
-// GPU, with dcgm-exporter's names, HELP, labels and number format, derived
-// step by step from the cost model's work. It observes the engine (an
-// engine.Observer) and serves the text on its own listener, as
-// dcgm-exporter does on :9400.
+// Package dcgm is glassbox's NVIDIA dcgm-exporter: the DCGM_FI_* series a
+// real GPU fleet exports next to vLLM (GPU activity, tensor and memory
+// pipes, framebuffer, power, clocks), with dcgm-exporter's names, HELP,
+// labels and number format, served on their own listener as
+// dcgm-exporter serves them on :9400. It has two sources behind one
+// writer (expose.go):
+//
+//   - Exporter, the simulated GPUs: one series set per tensor-parallel
+//     rank, derived step by step from the cost model's work (it observes
+//     the engine: an engine.Observer).
+//   - NVMLExporter, a real GPU: a sampler reads NVML (GPM's profiling
+//     metrics on Hopper and later) every interval, through the Device
+//     interface declared here; the wiring adapts internal/cuda to it.
 //
 // It may import engine (for the events) and the sim's profiles; it must not
-// import server, metrics or tracing.
+// import server, metrics, tracing or internal/cuda.
 package dcgm
 
 import (
@@ -19,7 +25,6 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
-	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
@@ -79,9 +84,9 @@ func New(cfg Config) (*Exporter, error) {
 		return nil, fmt.Errorf("new dcgm exporter: %d GPUs", cfg.GPUs)
 	case d.TDPWatts <= 0 || d.FramebufferMiB <= 0 || cfg.Hardware.Calib.Counters.EngineActive <= 0:
 		return nil, fmt.Errorf("new dcgm exporter: hardware %s has no device profile", cfg.Hardware.Name)
-	case cfg.Window != 0 && (cfg.Window < bucketWidth || cfg.Window > maxWindow):
-		// Readings are kept in buckets: a shorter window could cover none.
-		return nil, fmt.Errorf("new dcgm exporter: window %v is not within [%v, %v]", cfg.Window, bucketWidth, maxWindow)
+	}
+	if err := CheckInterval(cfg.Window); err != nil {
+		return nil, fmt.Errorf("new dcgm exporter: %w", err)
 	}
 	if cfg.Window == 0 {
 		cfg.Window = time.Second
@@ -91,8 +96,7 @@ func New(cfg Config) (*Exporter, error) {
 	}
 	e := &Exporter{cfg: cfg, start: cfg.Now()}
 	for i := range cfg.GPUs {
-		e.labels = append(e.labels, fmt.Sprintf(`gpu="%d",UUID="%s",pci_bus_id="%s",device="nvidia%d",modelName="%s",Hostname="%s",%s="%s"`,
-			i, gpuUUID(cfg.Hostname, i), pciBusID(i), i, d.ModelName, cfg.Hostname, metricspec.DCGMDriverVersionKey, DriverVersion))
+		e.labels = append(e.labels, gpuLabels(i, gpuUUID(cfg.Hostname, i), pciBusID(i), i, d.ModelName, cfg.Hostname, DriverVersion))
 	}
 	return e, nil
 }
@@ -197,6 +201,17 @@ func (e *Exporter) read(now time.Time) reading {
 	r.fbUsed = int(math.Round(e.cfg.GPUMemoryUtilization * float64(d.FramebufferMiB)))
 	r.fbFree = max(d.FramebufferMiB-r.fbUsed-r.fbReserved, 0)
 	return r
+}
+
+// CheckInterval refuses a sampling interval (an averaging window) outside
+// [100 ms, 1 min]; 0 stands for the default. The simulated readings are
+// kept in buckets of 100 ms, so a shorter window could cover none; GPM
+// wants its samples at least 100 ms apart.
+func CheckInterval(d time.Duration) error {
+	if d != 0 && (d < bucketWidth || d > maxWindow) {
+		return fmt.Errorf("interval %v is not within [%v, %v]", d, bucketWidth, maxWindow)
+	}
+	return nil
 }
 
 // gpuUUID is a stable GPU-xxxxxxxx-xxxx-… id for a host's GPU i.

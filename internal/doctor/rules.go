@@ -61,7 +61,8 @@ func rules() []rule {
 		{name: "decode-bound", severity: Warning, when: (*Signals).itlGrowsWithBatch, advise: decodeBound},
 		{name: "queueing-dominates", severity: Warning, when: func(s *Signals) bool { return s.v(SigQueueShare) > s.th.QueueShare }, advise: queueingDominates},
 		{name: "client-timeouts", severity: Warning, when: clientTimeoutsWhen, advise: clientTimeouts},
-		{name: "prefix-caching", severity: Warning, when: func(s *Signals) bool { return s.prefixAdvice() != 0 }, advise: prefixCaching},
+		{name: "prefix-caching", severity: Warning, excludes: []string{"prefix-reuse"}, when: func(s *Signals) bool { return s.prefixAdvice() != 0 }, advise: prefixCaching},
+		{name: "prefix-reuse", severity: Info, uses: []SignalName{SigHitRate}, when: prefixReuseWhen, advise: prefixReuse},
 		{name: "speculation-costly", severity: Warning, uses: []SignalName{SigSpecAcceptance, SigBusy, SigSpecVerifyPerStep},
 			when: func(s *Signals) bool { return s.specCost() != "" }, advise: speculationCostly},
 	}

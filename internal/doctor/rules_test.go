@@ -108,6 +108,9 @@ func ruleCases() []ruleCase {
 		{"caching off, generation heavy", "prefix-caching", false, func(l *load) { l.prefix = false }},
 		{"caching on, hits evicted", "prefix-caching", true, func(l *load) { l.queries, l.hits, l.kv = 1000, 100, constant(0.95) }},
 		{"caching on, hits with room", "prefix-caching", false, func(l *load) { l.queries, l.hits = 1000, 100 }},
+		{"caching on, prompts mostly cache hits (agent sessions)", "prefix-reuse", true, func(l *load) { l.prompt, l.queries, l.hits = 2000, 1000, 800 }},
+		{"caching on, few hits", "prefix-reuse", false, func(l *load) { l.prompt, l.queries, l.hits = 2000, 1000, 100 }},
+		{"caching on, hits but generation heavy", "prefix-reuse", false, func(l *load) { l.queries, l.hits = 1000, 800 }},
 
 		{"generating nothing with requests running", "metrics-stale", true, func(l *load) { l.gen, l.steps, l.running = 0, 0, constant(3) }},
 		{"healthy counters", "metrics-stale", false, func(l *load) {}},

@@ -65,6 +65,7 @@ type Thresholds struct {
 
 	HitIneffective      float64 `yaml:"hit_ineffective" doc:"prefix-cache hit rate below which caching helps little"`
 	HitShared           float64 `yaml:"hit_shared" doc:"prefix-cache hit rate that shows prompts share prefixes"`
+	PrefixReuseHit      float64 `yaml:"prefix_reuse_hit" doc:"prefix-cache hit rate at which a load's prompts are mostly what earlier requests sent (agent sessions, conversations): not a tuned line, since below it the cache still helps and prefix-caching judges whether it is evicted"`
 	StaleShare          float64 `yaml:"stale_share" doc:"share of missed readings that makes the target down, not flaky"`
 	ImbalanceRatio      float64 `yaml:"imbalance_ratio" doc:"mean queue of one replica over its fleet's mean (the same model's replicas, itself included) that is an imbalance (the imbalance alert's)"`
 	ImbalanceMinWaiting float64 `yaml:"imbalance_min_waiting" doc:"mean requests waiting that one replica must exceed for an imbalance (the imbalance alert's)"`
@@ -125,6 +126,7 @@ func DefaultThresholds() Thresholds {
 
 		HitIneffective:      0.3,
 		HitShared:           0.05,
+		PrefixReuseHit:      0.5,
 		StaleShare:          0.25,
 		ImbalanceRatio:      1.5,
 		ImbalanceMinWaiting: 2,

@@ -134,6 +134,15 @@ type Executor interface {
 	Execute(b *Batch, r *StepResult) error
 }
 
+// Embedder is an Executor that can pool a prompt into a vector (an
+// embedding model, the simulator): it honours SeqBatch.Embed. The engine
+// refuses an Embed request at Submit unless its executor Embeds, so that
+// one request cannot fail a step that other requests share.
+type Embedder interface {
+	Executor
+	Embeds() bool
+}
+
 // Drafter is an Executor that drafts for speculative decoding itself
 // (a draft model beside the target): it honours SeqBatch.Propose and
 // DraftKV and fills StepResult.Drafts and DraftKV. Every executor that is
@@ -143,6 +152,26 @@ type Drafter interface {
 	// Drafts reports whether the executor drafts; false refuses a
 	// draft-model configuration.
 	Drafts() bool
+}
+
+// KernelTimer is an Executor that can time the parts of its steps — a
+// GPU's kernels, the phases of a CPU's forward pass — for a profile: the
+// view vLLM's users get from nsys. The engine turns it on while
+// Config.Profiling reports a recording and off after, from its own
+// goroutine; while on, Execute fills StepResult.Kernels, and while off
+// it times nothing.
+type KernelTimer interface {
+	Executor
+	TimeKernels(on bool)
+}
+
+// KernelTime is one timed part of a step. Start is from the start of the
+// step's execution (inside Execute; on a GPU, from the device's own start
+// of the step). Parts nest: one whose time lies inside another's is part
+// of it (a layer's matmuls inside the layer); others do not overlap.
+type KernelTime struct {
+	Name            string
+	Start, Duration time.Duration
 }
 
 // Batch is one step's work, flattened as vLLM's: for each scheduled sequence
@@ -227,6 +256,10 @@ type StepResult struct {
 	// step's busy time instead of the wall time inside Execute, whose
 	// rest is host work.
 	DeviceTime time.Duration
+	// Kernels are the step's parts in the order they began, from a
+	// KernelTimer while it times them (nil otherwise). The executor owns
+	// the slice; observers see it in StepEvent.Kernels.
+	Kernels []KernelTime
 }
 
 // GPUActivity is what a GPU's activity counters (DCGM's profiling
@@ -288,6 +321,10 @@ type StepEvent struct {
 
 	FLOPs, ReadBytes, WriteBytes float64
 	Activity                     GPUActivity
+
+	// Kernels are the executor's timed parts of the step (StepResult's),
+	// while a profile records and the executor is a KernelTimer.
+	Kernels []KernelTime
 }
 
 // FinishedEvent describes one sequence at its end.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
 // Config is the engine's scheduling and cache configuration, named after
@@ -24,6 +24,10 @@ type Config struct {
 	RecordPhases bool
 	// Clock is the engine's time; nil means the wall clock.
 	Clock Clock
+	// Profiling reports whether a profile is recording (the profiler's),
+	// so that a KernelTimer executor times its kernels meanwhile; nil
+	// means never. The engine asks once per step.
+	Profiling func() bool
 	// LoRAs are the LoRA adapters served (--lora-modules), by the name a
 	// Request gives; MaxLoRAs (--max-loras) is the most one step runs.
 	LoRAs    []string
@@ -32,7 +36,7 @@ type Config struct {
 	// Speculative is --speculative-config (the zero value: off). The
 	// engine drafts by prompt lookup itself; a draft model is the
 	// executor's (a Drafter).
-	Speculative spec.Config
+	Speculative speculative.Config
 }
 
 // Validate reports the first setting that cannot work.
@@ -52,8 +56,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max waiting requests must be at least 1, got %d", c.MaxWaiting)
 	case len(c.LoRAs) > 0 && c.MaxLoRAs < 1:
 		return fmt.Errorf("max-loras must be at least 1 with LoRA adapters, got %d", c.MaxLoRAs)
-	case c.Speculative.Enabled() && (c.Speculative.NumSpeculativeTokens < 1 || c.Speculative.NumSpeculativeTokens > spec.MaxSpeculativeTokens):
-		return fmt.Errorf("num_speculative_tokens must be in [1, %d], got %d", spec.MaxSpeculativeTokens, c.Speculative.NumSpeculativeTokens)
+	case c.Speculative.Enabled() && (c.Speculative.NumSpeculativeTokens < 1 || c.Speculative.NumSpeculativeTokens > speculative.MaxSpeculativeTokens):
+		return fmt.Errorf("num_speculative_tokens must be in [1, %d], got %d", speculative.MaxSpeculativeTokens, c.Speculative.NumSpeculativeTokens)
 	}
 	if need := (c.MaxModelLen + c.BlockSize - 1) / c.BlockSize; need > c.NumBlocks {
 		return fmt.Errorf("max-model-len %d needs %d KV blocks but the cache holds %d (%d tokens): lower --max-model-len or give the KV cache more memory",

@@ -14,7 +14,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/kvcache"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 	"github.com/glassbox-llm/glassbox/internal/sched"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
 // Engine is the serving loop. Create it with New and start Run in its own
@@ -57,12 +57,14 @@ type Engine struct {
 	out     Output
 	toks    []int // the tokens of the output being built
 	perPos  []int // the step's accepted drafts by position
-	ngram   spec.Ngram
+	ngram   speculative.Ngram
 	finals  []final // finished requests' last outputs, delivered after the step
 	steps   uint64
 	preempt uint64
 	seed    uint64
-	stepAt  time.Time // start of the current step, for Phase records
+	stepAt  time.Time   // start of the current step, for Phase records
+	timer   KernelTimer // the executor, when it times kernels and Config.Profiling is set
+	timing  bool        // timer is on
 
 	loraSeen []bool // scratch of adapters, by id
 }
@@ -80,7 +82,7 @@ type reqState struct {
 	numOutput int
 	// Speculative decoding: drafting's back-off, how many positions hold
 	// a draft model's K/V, and the step's tokens with the drafts.
-	backoff spec.Backoff
+	backoff speculative.Backoff
 	draftKV int
 	verify  []int
 
@@ -110,7 +112,7 @@ func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
 		return nil, err
 	}
 	sp := &cfg.Speculative
-	if sp.Method == spec.MethodDraftModel {
+	if sp.Method == speculative.MethodDraftModel {
 		if d, ok := exec.(Drafter); !ok || !d.Drafts() {
 			return nil, fmt.Errorf("engine config: speculative method %s: the executor has no draft model", sp.Method)
 		}
@@ -127,10 +129,13 @@ func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
 		sched: s, kv: kv,
 		byID:  make(map[string]*reqState),
 		seed:  uint64(cfg.Clock.Now().UnixNano()),
-		ngram: spec.Ngram{Min: sp.PromptLookupMin, Max: sp.PromptLookupMax},
+		ngram: speculative.Ngram{Min: sp.PromptLookupMin, Max: sp.PromptLookupMax},
 	}
 	if sp.Enabled() {
 		e.perPos = make([]int, sp.NumSpeculativeTokens)
+	}
+	if kt, ok := exec.(KernelTimer); ok && cfg.Profiling != nil {
+		e.timer = kt
 	}
 	e.publish()
 	return e, nil
@@ -265,6 +270,11 @@ func (e *Engine) check(r *Request) error {
 	if r.Params.MaxTokens < 1 {
 		return &sampling.ParamError{Param: "max_tokens", Msg: fmt.Sprintf("max_tokens must be at least 1, got %d", r.Params.MaxTokens)}
 	}
+	if r.Embed {
+		if x, ok := e.exec.(Embedder); !ok || !x.Embeds() {
+			return &sampling.ParamError{Param: "model", Msg: "this model does not serve embeddings: it has no pooling"}
+		}
+	}
 	if r.LoRA != "" && !slices.Contains(e.cfg.LoRAs, r.LoRA) {
 		return &sampling.ParamError{Param: "model", Msg: fmt.Sprintf("no LoRA adapter %q is served", r.LoRA)}
 	}
@@ -284,7 +294,7 @@ func (e *Engine) newState(r *Request) *reqState {
 	rs.seq.Priority = r.Priority
 	rs.seq.NoPrefixCache = r.Embed
 	if r.LoRA != "" {
-		rs.seq.LoRA = slices.Index(e.cfg.LoRAs, r.LoRA) + 1
+		rs.seq.LoRA = int(e.Namespace(r.LoRA))
 	}
 	rs.maxLen = min(len(r.Prompt)+r.Params.MaxTokens, e.cfg.MaxModelLen)
 	if !r.Params.IgnoreEOS {

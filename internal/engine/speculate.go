@@ -5,7 +5,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 	"github.com/glassbox-llm/glassbox/internal/sched"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
 // Speculative decoding, as vLLM's V1 engine runs it: after a step, each
@@ -46,7 +46,7 @@ func (e *Engine) verified(rs *reqState, sc sched.Scheduled, accepted []sampling.
 
 // drafting reports whether the engine has a draft model (the executor
 // drafts) rather than prompt lookup (the engine does).
-func (e *Engine) drafting() bool { return e.cfg.Speculative.Method == spec.MethodDraftModel }
+func (e *Engine) drafting() bool { return e.cfg.Speculative.Method == speculative.MethodDraftModel }
 
 // mayDraft reports whether rs may have drafts verified once it has
 // outputs outputs: not an embedding or a structured output (whose
@@ -93,7 +93,7 @@ func (e *Engine) propose() {
 			drafts = e.result.Drafts[i]
 		} else if sc.Sample && e.mayDraft(rs, rs.numOutput) {
 			n := rs.backoff.Next(k)
-			if e.cfg.Speculative.RejectionSampleMethod == spec.RejectSynthetic {
+			if e.cfg.Speculative.RejectionSampleMethod == speculative.RejectSynthetic {
 				// Synthetic acceptance (the simulator's) drafts every
 				// step, as a draft model would: the rates, not the
 				// drafts, decide what is accepted, and a simulated load

@@ -37,7 +37,8 @@ func (e *Engine) step() {
 	scheduled := e.clock.Now()
 
 	e.result.FLOPs, e.result.ReadBytes, e.result.WriteBytes, e.result.Activity = 0, 0, 0, GPUActivity{}
-	e.result.HostTime = 0
+	e.result.HostTime, e.result.Kernels = 0, nil
+	e.timeKernels()
 	err := e.exec.Execute(&e.batch, &e.result)
 	executed := e.clock.Now()
 	if e.result.HostTime > 0 {
@@ -59,7 +60,7 @@ func (e *Engine) step() {
 		Preemptions: len(p.Preempted), PrefixQueries: p.PrefixQueries, PrefixHits: p.PrefixHits,
 		TTFTs: ev.TTFTs[:0], ITLs: ev.ITLs[:0], Seqs: ev.Seqs[:0], Preempted: ev.Preempted[:0],
 		FLOPs: e.result.FLOPs, ReadBytes: e.result.ReadBytes, WriteBytes: e.result.WriteBytes, Activity: e.result.Activity,
-		SpecAcceptedPerPos: e.perPos,
+		SpecAcceptedPerPos: e.perPos, Kernels: e.result.Kernels,
 	}
 	clear(e.perPos)
 	for _, q := range p.Preempted {
@@ -88,6 +89,18 @@ func (e *Engine) step() {
 	ev.Running, ev.Waiting, ev.KVUsage = e.sched.NumRunning(), e.sched.NumWaiting(), e.kv.Usage()
 	e.obs.ObserveStep(ev)
 	e.deliver()
+}
+
+// timeKernels turns the executor's kernel timing on when a profile starts
+// recording and off when it ends: one call to Config.Profiling a step.
+func (e *Engine) timeKernels() {
+	if e.timer == nil {
+		return
+	}
+	if on := e.cfg.Profiling(); on != e.timing {
+		e.timing = on
+		e.timer.TimeKernels(on)
+	}
 }
 
 // final is a finished request's last output, held until the step's

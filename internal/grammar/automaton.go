@@ -84,7 +84,12 @@ func (n *nfa) compile(x Expr, from, to int, index map[int]int) error {
 	case repExpr:
 		return n.repeat(x, from, to, index)
 	case refExpr:
+		if index == nil {
+			return fmt.Errorf("BUG: grammar: a rule call in a regular expression")
+		}
 		n.states[from].calls = append(n.states[from].calls, ncall{index[int(x)], to})
+	case dfaExpr:
+		return n.embed(x.d, from, to)
 	default:
 		return fmt.Errorf("BUG: grammar: unknown expression %T", x)
 	}

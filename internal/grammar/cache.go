@@ -24,19 +24,30 @@ type Spec struct {
 	Kind    Kind
 	Text    string   // the schema's JSON, the regex or the grammar
 	Choices []string // KindChoice
+	// Suffix (KindJSON) follows the JSON value, after optional
+	// whitespace, which may also precede it: a tool call's body and its
+	// closing tag.
+	Suffix string
+	// Trigger makes the constraint lazy: the output is free until it
+	// generates Trigger, then follows the grammar to its end, then is free
+	// again (llama.cpp's lazy grammars): tool_choice auto's calls.
+	Trigger string
 }
 
 func (s Spec) key() string {
 	if s.Kind == KindChoice {
 		return string(s.Kind) + "\x00" + strings.Join(s.Choices, "\x00")
 	}
-	return string(s.Kind) + "\x00" + s.Text
+	return string(s.Kind) + "\x00" + s.Text + "\x00" + s.Suffix
 }
 
 // Parse compiles a spec into a grammar.
 func Parse(s Spec) (*Grammar, error) {
 	switch s.Kind {
 	case KindJSON:
+		if s.Suffix != "" {
+			return jsonSchemaThen([]byte(s.Text), s.Suffix)
+		}
 		return JSONSchema([]byte(s.Text))
 	case KindJSONObject:
 		return JSONObject(), nil

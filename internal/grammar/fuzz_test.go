@@ -7,13 +7,17 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzJSONSchema: no schema panics the compiler, and what compiles yields
 // JSON outputs.
 func FuzzJSONSchema(f *testing.F) {
 	for _, s := range []string{benchSchema, `{"type":"string","pattern":"[a-c]+"}`, `{"anyOf":[{"type":"null"},{"$ref":"#"}]}`,
-		`{"type":"number","minimum":-3,"exclusiveMaximum":7}`, `{"type":"array","prefixItems":[{"const":1}],"items":false}`, `true`, `{}`} {
+		`{"type":"number","minimum":-3,"exclusiveMaximum":7}`, `{"type":"array","prefixItems":[{"const":1}],"items":false}`, `true`, `{}`,
+		`{"type":"string","format":"uuid","pattern":"^[0-9a-f-]{36}$","maxLength":40}`, `{"type":"number","minimum":0.5,"exclusiveMaximum":2.25}`,
+		`{"type":"object","propertyNames":{"enum":["a"]},"additionalProperties":{"type":"integer"}}`,
+		`{"oneOf":[{"type":"object","properties":{"k":{"const":1}},"required":["k"]},{"type":"object","properties":{"k":{"const":2}},"required":["k"]}]}`} {
 		f.Add([]byte(s))
 	}
 	v := jsonAlphabetVocab(rand.New(rand.NewPCG(1, 1)))
@@ -35,7 +39,7 @@ func FuzzJSONSchema(f *testing.F) {
 // FuzzRegex: no expression panics the parser, and outputs match it whole
 // whenever Go's regexp reads it.
 func FuzzRegex(f *testing.F) {
-	for _, s := range []string{`[a-z]{2,5}`, `(foo|bar)+`, `\d+\.\d*`, `[^"]{0,3}`, `a|`, `()`} {
+	for _, s := range []string{`[a-z]{2,5}`, `(foo|bar)+`, `\d+\.\d*`, `[^"]{0,3}`, `a|`, `()`, `^(?!^[-+.]*$)[+-]?\d*\.?\d*$`, `(?=.*a)(?!b)[ab]{1,3}`} {
 		f.Add(s)
 	}
 	v := jsonAlphabetVocab(rand.New(rand.NewPCG(1, 1)))
@@ -51,6 +55,10 @@ func FuzzRegex(f *testing.F) {
 		}
 		if err == nil && done && !std.Match(out) {
 			t.Fatalf("%q: output %q does not match", src, out)
+		}
+		// Lookaheads, which RE2 lacks: ECMAScript's reading.
+		if ecma, eerr := ecmaRegexp(`^(?:` + strings.TrimSuffix(strings.TrimPrefix(src, "^"), "$") + `)$`); err != nil && eerr == nil && done && utf8.Valid(out) && !ecma.MatchString(string(out)) {
+			t.Fatalf("%q: output %q does not match in ECMAScript", src, out)
 		}
 	})
 }

@@ -52,7 +52,7 @@ func TestRegexOutputsFullMatch(t *testing.T) {
 
 func TestRegexRefusesWhatItCannotBuild(t *testing.T) {
 	for src, what := range map[string]string{
-		`(?=a)b`: "lookaround", `a(?!b)`: "lookaround", `(a)\1`: "backreference", `\bword`: "word boundary",
+		`(?<=a)b`: "lookaround", `(?=a)b`: "regex", `a(?!b)`: "lookaround", `(a)\1`: "backreference", `\bword`: "word boundary",
 		`(?i)abc`: "inline flags", `\p{L}+`: "unicode property", `a^b`: "anchor", `a++`: "possessive quantifier",
 		`a{5000}`: "repetition", `(ab`: "regex", `[[:alpha:]]`: "POSIX class",
 	} {
@@ -115,23 +115,34 @@ number ::= [0-9]+ ("." [0-9]+)?
 // an error naming the keyword, never a looser grammar.
 func TestSchemaRefusesKeywordsByName(t *testing.T) {
 	cases := map[string]string{
-		`{"type":"integer","multipleOf":3}`:                           "multipleOf",
-		`{"not":{"type":"string"}}`:                                   "not",
-		`{"type":"object","patternProperties":{"^x":{}}}`:             "patternProperties",
-		`{"type":"object","minProperties":1}`:                         "minProperties",
-		`{"type":"array","uniqueItems":true}`:                         "uniqueItems",
-		`{"type":"array","contains":{"type":"string"}}`:               "contains",
-		`{"if":{"type":"string"},"then":{"minLength":1}}`:             "if",
-		`{"type":"number","maximum":0.5}`:                             "maximum",
-		`{"type":"string","format":"hostname"}`:                       "format",
-		`{"type":"string","pattern":"(?=x)"}`:                         "pattern",
-		`{"type":"string","pattern":"a+","maxLength":3}`:              "pattern",
-		`{"allOf":[{"type":"string"},{"maxLength":2}]}`:               "allOf",
-		`{"oneOf":[{"type":"integer"},{"type":"number"}]}`:            "oneOf",
-		`{"type":"string","anyOf":[{"maxLength":1}]}`:                 "anyOf",
-		`{"$ref":"http://example.com/s.json"}`:                        "$ref",
-		`{"type":"string","maxLength":100000}`:                        "maxLength",
-		`{"type":"object","properties":{"a":false},"required":["a"]}`: "false",
+		`{"type":"integer","multipleOf":3}`:                            "multipleOf",
+		`{"not":{"type":"string"}}`:                                    "not",
+		`{"type":"object","patternProperties":{"^x":{}}}`:              "patternProperties",
+		`{"type":"object","minProperties":1}`:                          "minProperties",
+		`{"type":"array","uniqueItems":true}`:                          "uniqueItems",
+		`{"type":"array","contains":{"type":"string"}}`:                "contains",
+		`{"if":{"type":"string"},"then":{"minLength":1}}`:              "if",
+		`{"type":"number","maximum":1e40}`:                             "maximum",
+		`{"type":"string","format":"idn-hostname"}`:                    "format",
+		`{"type":"string","pattern":"(?=x)"}`:                          "pattern",
+		`{"type":"string","pattern":"a+","minLength":4,"maxLength":3}`: "minLength",
+		`{"type":"string","pattern":"a{2}","maxLength":1}`:             "pattern",
+		`{"allOf":[{"type":"string"},{"maxLength":2}]}`:                "allOf",
+		`{"oneOf":[{"type":"integer"},{"type":"number"}]}`:             "oneOf",
+		`{"type":"string","anyOf":[{"maxLength":1}]}`:                  "anyOf",
+		`{"$ref":"http://example.com/s.json"}`:                         "$ref",
+		`{"type":"string","maxLength":100000}`:                         "maxLength",
+		`{"type":"object","properties":{"a":false},"required":["a"]}`:  "false",
+		// Object branches told apart by nothing, or by a discriminator
+		// two of them share.
+		`{"oneOf":[{"type":"object","properties":{"k":{"const":"a"}},"required":["k"]},{"type":"object","properties":{"k":{"enum":["b","a"]}},"required":["k"]}]}`: "oneOf",
+		`{"oneOf":[{"type":"object","properties":{"k":{"const":"a"}}},{"type":"object","properties":{"k":{"const":"b"}},"required":["k"]}]}`:                       "oneOf",
+		`{"type":"object","propertyNames":{"type":"integer"}}`:                      "propertyNames",
+		`{"type":"object","propertyNames":{"enum":["a"]},"required":["b"]}`:         "propertyNames",
+		`{"type":"object","propertyNames":{"pattern":"^a"},"properties":{"ab":{}}}`: "propertyNames",
+		`{"type":"object","propertyNames":{"anyOf":[{"maxLength":1}]}}`:             "propertyNames",
+		`{"type":"string","format":"email","pattern":"^[0-9]+$"}`:                   "pattern",
+		`{"type":"number","minimum":0.1234567890123456789012345678901234567890123}`: "minimum",
 	}
 	for schema, what := range cases {
 		_, err := JSONSchema([]byte(schema))

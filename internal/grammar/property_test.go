@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/dlclark/regexp2/v2"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
@@ -39,7 +40,18 @@ func (g *schemaGen) schema(depth int) string {
 	}
 	switch g.pick(kinds...) {
 	case "string":
-		switch g.r.IntN(5) {
+		switch g.r.IntN(7) {
+		case 5: // what zod and pydantic write: a format with its own pattern, a pattern with lengths
+			return g.pick(`{"type":"string","format":"email","pattern":"^(?:[A-Za-z0-9_'+\\-]+\\.)*[A-Za-z0-9_'+\\-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9][A-Za-z0-9\\-]*\\.)+[A-Za-z]{2,}$"}`,
+				`{"type":"string","format":"uuid","pattern":"^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[1-8][0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12})$"}`,
+				`{"type":"string","format":"date","pattern":"^\\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\\d)$"}`,
+				`{"type":"string","pattern":"^[a-z]+$","minLength":2,"maxLength":5}`,
+				`{"type":"string","format":"uri","minLength":1,"maxLength":2083}`,
+				`{"type":"string","format":"cuid","pattern":"^[cC][0-9a-z]{6,}$"}`)
+		case 6: // leading lookaheads (pydantic's decimal, older zod emails)
+			return g.pick(`{"type":"string","pattern":"^(?!^[-+.]*$)[+-]?0*\\d*\\.?\\d*$"}`,
+				`{"type":"string","pattern":"^(?!\\.)(?!.*\\.\\.)[a-z.]{1,8}$"}`,
+				`{"type":"string","pattern":"^(?=.*\\d)[a-z0-9]{2,4}$"}`)
 		case 0:
 			return `{"type":"string"}`
 		case 1:
@@ -50,7 +62,7 @@ func (g *schemaGen) schema(depth int) string {
 				`\\w{1,4}@\\w{1,3}\\.com`, `x\\s?y`, `[\"\\\\/]{1,3}`, `é[ü-ÿ]+`)
 			return fmt.Sprintf(`{"type":"string","pattern":"%s"}`, p)
 		case 3:
-			return fmt.Sprintf(`{"type":"string","format":"%s"}`, g.pick("date", "time", "date-time", "uuid", "ipv4", "email"))
+			return fmt.Sprintf(`{"type":"string","format":"%s"}`, g.pick("date", "time", "date-time", "uuid", "ipv4", "ipv6", "email", "hostname", "duration"))
 		default:
 			return `{"type":"string","maxLength":3}`
 		}
@@ -62,8 +74,13 @@ func (g *schemaGen) schema(depth int) string {
 		return fmt.Sprintf(`{"type":"integer","%s":%d,"%s":%d}`, g.pick("minimum", "exclusiveMinimum"), lo,
 			g.pick("maximum", "exclusiveMaximum"), lo+2+g.r.IntN(300))
 	case "number":
-		if g.r.IntN(2) == 0 {
+		switch g.r.IntN(3) {
+		case 0:
 			return `{"type":"number"}`
+		case 1: // decimal bounds, as zod's .min(0.5) and pydantic's confloat write them
+			lo := float64(g.r.IntN(400)-200) / 8
+			return fmt.Sprintf(`{"type":"%s","%s":%g,"%s":%g}`, g.pick("number", "number", "integer"), g.pick("minimum", "exclusiveMinimum"), lo,
+				g.pick("maximum", "exclusiveMaximum"), lo+float64(17+g.r.IntN(30))/16) // wide enough for an integer
 		}
 		lo := g.r.IntN(20) - 10
 		return fmt.Sprintf(`{"type":"number","%s":%d,"%s":%d}`, g.pick("minimum", "exclusiveMinimum"), lo,
@@ -95,12 +112,19 @@ func (g *schemaGen) schema(depth int) string {
 		if len(required) > 0 {
 			s += fmt.Sprintf(`,"required":[%s]`, strings.Join(required, ","))
 		}
-		switch g.r.IntN(3) {
+		switch g.r.IntN(4) {
 		case 0:
 			s += `,"additionalProperties":false`
 		case 1:
 			if n == 0 {
 				s += `,"additionalProperties":{"type":"integer"}`
+			}
+		case 2: // z.record's keys
+			if n == 0 {
+				return g.pick(`{"type":"object","propertyNames":{"type":"string"},"additionalProperties":{"type":"integer"}}`,
+					`{"type":"object","propertyNames":{"type":"string","enum":["a","b"]},"additionalProperties":{"type":"number"},"required":["a","b"]}`,
+					`{"type":"object","propertyNames":{"pattern":"^k[0-9]$"},"additionalProperties":{"type":"boolean"}}`,
+					`{"type":"object","propertyNames":{"maxLength":2},"additionalProperties":{"type":"null"}}`)
 			}
 		}
 		return s + "}"
@@ -113,6 +137,13 @@ func (g *schemaGen) schema(depth int) string {
 	case "anyOf":
 		return fmt.Sprintf(`{"anyOf":[%s,%s]}`, g.schema(depth-1), g.schema(depth-1))
 	case "oneOf":
+		if g.r.IntN(2) == 0 { // z.discriminatedUnion, a pydantic discriminated union by $ref
+			def := fmt.Sprintf(`{"type":"object","properties":{"kind":{"const":"dog"},"bark":%s},"required":["kind","bark"]}`, g.schema(depth-1))
+			i := len(g.defs)
+			g.defs = append(g.defs, def)
+			return fmt.Sprintf(`{"oneOf":[{"type":"object","properties":{"kind":{"type":"string","const":"cat"},"lives":%s},"required":["kind","lives"],"additionalProperties":false},`+
+				`{"$ref":"#/$defs/d%d"},{"type":"object","properties":{"kind":{"enum":["fish","bird"]}},"required":["kind"]},{"type":"string"}]}`, g.schema(depth-1), i)
+		}
 		return fmt.Sprintf(`{"oneOf":[{"type":"string","maxLength":5},{"type":"integer"},%s]}`, `{"type":"object","properties":{"k":{"type":"boolean"}},"required":["k"]}`)
 	case "ref":
 		// A recursive list: each node may have one next node.
@@ -145,6 +176,7 @@ func validator(t *testing.T, schema string) *jsonschema.Schema {
 	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
+	c.UseRegexpEngine(ecmaRegexp)
 	if err := c.AddResource("schema.json", doc); err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +186,25 @@ func validator(t *testing.T, schema string) *jsonschema.Schema {
 	}
 	return s
 }
+
+// ecmaRegexp reads patterns as JSON Schema does (ECMA-262, lookaheads
+// included), which Go's RE2 cannot.
+func ecmaRegexp(src string) (jsonschema.Regexp, error) {
+	re, err := regexp2.Compile(src, regexp2.ECMAScript)
+	if err != nil {
+		return nil, err
+	}
+	return ecma{re}, nil
+}
+
+type ecma struct{ re *regexp2.Regexp }
+
+func (e ecma) MatchString(s string) bool {
+	ok, err := e.re.MatchString(s)
+	return ok && err == nil
+}
+
+func (e ecma) String() string { return e.re.String() }
 
 // generate samples one output: uniformly among allowed tokens, ending as
 // soon as the grammar allows with probability pEnd per step. It returns

@@ -48,15 +48,56 @@ type reNode struct {
 }
 
 type reParser struct {
-	src string
-	pos int
+	src   string
+	pos   int
+	ahead bool // inside a leading lookahead, where "$)" ends it
 }
 
-// parseRegex reads a whole expression.
-func parseRegex(src string) (*reNode, error) {
+// regex is a parsed expression: the match, and the lookaheads at its
+// start that the whole string must also pass.
+type regex struct {
+	main  *reNode
+	ahead []lookahead
+}
+
+// lookahead is (?=x) or, negated, (?!x) at the start of an expression:
+// the string must (not) start with a match of x, or with end set be one.
+type lookahead struct {
+	neg, end bool
+	x        *reNode
+}
+
+// parseRegex reads a whole expression. Lookaheads are read only at its
+// start (after ^), where they constrain the whole string (pydantic's
+// decimal, older zod emails); elsewhere they are refused.
+func parseRegex(src string) (*regex, error) {
 	p := &reParser{src: src}
 	if strings.HasPrefix(src, "^") {
 		p.pos = 1
+	}
+	var ahead []lookahead
+	for strings.HasPrefix(p.src[p.pos:], "(?=") || strings.HasPrefix(p.src[p.pos:], "(?!") {
+		la := lookahead{neg: p.src[p.pos+2] == '!'}
+		p.pos += 3
+		if p.more() && p.peek() == '^' {
+			p.pos++ // the lookahead is at the start already
+		}
+		p.ahead = true
+		x, err := p.alt()
+		p.ahead = false
+		if err != nil {
+			return nil, err
+		}
+		if strings.HasPrefix(p.src[p.pos:], "$)") {
+			la.end = true
+			p.pos++
+		}
+		if !p.more() || p.peek() != ')' {
+			return nil, syntaxErr("regex", "regex %q: missing ) after a lookahead", src)
+		}
+		p.pos++
+		la.x = x
+		ahead = append(ahead, la)
 	}
 	n, err := p.alt()
 	if err != nil {
@@ -74,7 +115,38 @@ func parseRegex(src string) (*reNode, error) {
 		}
 		return nil, syntaxErr("regex", "regex %q: unexpected %q at %d", src, p.src[p.pos], p.pos)
 	}
-	return n, nil
+	return &regex{main: n, ahead: ahead}, nil
+}
+
+// expr is the expression's language with each character encoded by chars;
+// lookaheads intersect it as automata.
+func (r *regex) expr(chars func(runeSet) Expr) (Expr, error) {
+	x := r.main.toExpr(chars)
+	if len(r.ahead) == 0 {
+		return x, nil
+	}
+	d, err := regularDFA(x)
+	if err != nil {
+		return nil, err
+	}
+	anything := Star(chars(anyRune()))
+	for _, la := range r.ahead {
+		y := la.x.toExpr(chars)
+		if !la.end {
+			y = Seq(y, anything)
+		}
+		l, err := regularDFA(y)
+		if err != nil {
+			return nil, err
+		}
+		if la.neg {
+			l = complement(l)
+		}
+		if d, err = intersect(d, l); err != nil {
+			return nil, err
+		}
+	}
+	return dfaExpr{d}, nil
 }
 
 func (p *reParser) more() bool { return p.pos < len(p.src) }
@@ -107,7 +179,7 @@ func (p *reParser) cat() (*reNode, error) {
 		if c == '|' || c == ')' {
 			break
 		}
-		if c == '$' && p.pos == len(p.src)-1 {
+		if c == '$' && (p.pos == len(p.src)-1 || p.ahead && strings.HasPrefix(p.src[p.pos:], "$)")) {
 			break
 		}
 		atom, err := p.atom()
@@ -205,7 +277,7 @@ func (p *reParser) atom() (*reNode, error) {
 				}
 				p.pos += end + 1
 			case strings.HasPrefix(rest, "?="), strings.HasPrefix(rest, "?!"), strings.HasPrefix(rest, "?<="), strings.HasPrefix(rest, "?<!"):
-				return nil, syntaxErr("lookaround", "regex %q: lookahead and lookbehind are not supported", p.src)
+				return nil, syntaxErr("lookaround", "regex %q: lookbehind, and lookahead other than at the start, are not supported", p.src)
 			default:
 				return nil, syntaxErr("inline flags", "regex %q: inline flags and other (? groups are not supported", p.src)
 			}
@@ -424,12 +496,16 @@ func (n *reNode) toExpr(chars func(runeSet) Expr) Expr {
 
 // Regex compiles a regular expression the whole output must match.
 func Regex(src string) (*Grammar, error) {
-	n, err := parseRegex(src)
+	re, err := parseRegex(src)
 	if err != nil {
 		return nil, err
 	}
+	x, err := re.expr(utf8Expr)
+	if err != nil {
+		return nil, regularErr("regex", err)
+	}
 	b := NewBuilder()
-	b.Define("root", n.toExpr(utf8Expr))
+	b.Define("root", x)
 	return build(b, "regex")
 }
 
@@ -448,6 +524,14 @@ func Choice(choices []string) (*Grammar, error) {
 	b := NewBuilder()
 	b.Define("root", altExpr(alts))
 	return build(b, "choice")
+}
+
+// regularErr names what an automaton operation failed on.
+func regularErr(what string, err error) error {
+	if errors.Is(err, errTooLarge) {
+		return syntaxErr(what, "the %s compiles to too large an automaton", what)
+	}
+	return err
 }
 
 // build compiles b from its root rule, naming what in the errors that are

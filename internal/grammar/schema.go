@@ -28,13 +28,13 @@ func annotationKeywords() []string {
 
 func refusedKeywords() []string {
 	return []string{"not", "if", "then", "else", "dependentSchemas", "dependentRequired", "dependencies",
-		"patternProperties", "propertyNames", "unevaluatedItems", "contains", "minContains", "maxContains",
+		"patternProperties", "unevaluatedItems", "contains", "minContains", "maxContains",
 		"minProperties", "maxProperties", "multipleOf", "$dynamicRef", "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor"}
 }
 
 // validationKeywords are the keywords a schema is built from here.
 func validationKeywords() []string {
-	return []string{"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "required",
+	return []string{"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "required", "propertyNames",
 		"additionalProperties", "unevaluatedProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
 		"uniqueItems", "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}
 }
@@ -67,6 +67,22 @@ func JSONSchema(schema []byte) (*Grammar, error) {
 		return nil, err
 	}
 	c.b.Define("root", x)
+	return build(c.b, "schema")
+}
+
+// jsonSchemaThen is JSONSchema's value between optional whitespace, then
+// suffix.
+func jsonSchemaThen(schema []byte, suffix string) (*Grammar, error) {
+	root, err := parseOrdered(schema)
+	if err != nil {
+		return nil, syntaxErr("schema", "the JSON schema is not valid JSON: %v", err)
+	}
+	c := &schemaCompiler{b: NewBuilder(), root: root, rules: map[string]string{}, ws: whitespace()}
+	x, err := c.value(root, "#")
+	if err != nil {
+		return nil, err
+	}
+	c.b.Define("root", Seq(c.ws, x, c.ws, Lit(suffix)))
 	return build(c.b, "schema")
 }
 
@@ -238,7 +254,7 @@ func schemaTypes(s *object, path string) ([]string, error) {
 	if !ok {
 		for _, k := range s.keys {
 			switch k {
-			case "properties", "required", "additionalProperties":
+			case "properties", "required", "additionalProperties", "propertyNames":
 				return []string{"object"}, nil
 			case "items", "prefixItems", "minItems", "maxItems":
 				return []string{"array"}, nil
@@ -333,7 +349,7 @@ func (c *schemaCompiler) combine(keyword string, v any, path string) (Expr, erro
 		return c.value(list[0], path+"/allOf/0")
 	}
 	if keyword == "oneOf" {
-		if err := disjoint(list, path); err != nil {
+		if err := c.disjoint(list, path); err != nil {
 			return nil, err
 		}
 	}
@@ -348,12 +364,16 @@ func (c *schemaCompiler) combine(keyword string, v any, path string) (Expr, erro
 	return altExpr(alts), nil
 }
 
-// disjoint checks that oneOf's branches allow no type in common, so that a
-// value matching one branch matches exactly one.
-func disjoint(list []any, path string) error {
-	seen := map[string]bool{}
+// disjoint checks that no value can match two of oneOf's branches, so
+// that a value matching one matches exactly one: the branches allow no
+// type in common, or the object branches that share one are told apart
+// by a discriminator (z.discriminatedUnion, pydantic's discriminated
+// unions): a property every one of them requires, whose const or enum
+// values no two of them share. A branch may be a $ref to its schema.
+func (c *schemaCompiler) disjoint(list []any, path string) error {
+	byType := map[string][]*object{}
 	for _, sub := range list {
-		o, ok := sub.(*object)
+		o, ok := c.deref(sub)
 		if !ok {
 			return syntaxErr("oneOf", "oneOf at %s with a boolean branch is not supported", path)
 		}
@@ -368,15 +388,108 @@ func disjoint(list []any, path string) error {
 			types = append(types, "integer")
 		}
 		for _, t := range types {
-			if seen[t] || (t == "integer" && seen["number"]) || (t == "number" && seen["integer"]) {
-				return syntaxErr("oneOf", "oneOf at %s has branches of the same type (%s): branches that may match the same value are not supported", path, t)
-			}
-		}
-		for _, t := range types {
-			seen[t] = true
+			byType[t] = append(byType[t], o)
 		}
 	}
+	for _, t := range []string{"object", "array", "string", "number", "integer", "boolean", "null"} {
+		group := byType[t]
+		if len(group) < 2 || t == "object" && discriminated(group) {
+			continue
+		}
+		return syntaxErr("oneOf", "oneOf at %s has branches of the same type (%s) and no discriminator (a property each requires with const or enum values no two share): branches that may match the same value are not supported", path, t)
+	}
 	return nil
+}
+
+// deref follows a schema that is only a local $ref to the schema it names.
+func (c *schemaCompiler) deref(s any) (*object, bool) {
+	for range 16 {
+		o, ok := s.(*object)
+		if !ok {
+			return nil, false
+		}
+		ref, isRef := o.get("$ref")
+		target, isString := ref.(string)
+		if !isRef || !isString || !strings.HasPrefix(target, "#") {
+			return o, true
+		}
+		next, err := resolvePointer(c.root, strings.TrimPrefix(target, "#"))
+		if err != nil {
+			return o, true // compiling it reports the error
+		}
+		s = next
+	}
+	return nil, false
+}
+
+// discriminated reports whether some property is required by every
+// object schema of group with const or enum values no two schemas share.
+func discriminated(group []*object) bool {
+	props, _ := group[0].get("properties")
+	first, _ := props.(*object)
+	if first == nil {
+		return false
+	}
+	for _, key := range first.keys {
+		seen := map[string]bool{}
+		ok := true
+		for _, o := range group {
+			vals, found := literalValues(o, key)
+			if !found {
+				ok = false
+				break
+			}
+			for _, v := range vals {
+				if seen[v] {
+					ok = false
+				}
+				seen[v] = true
+			}
+			if !ok {
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// literalValues are the encoded values an object schema's required
+// property key may take, when its schema is a const or an enum.
+func literalValues(o *object, key string) ([]string, bool) {
+	req, _ := o.get("required")
+	list, _ := req.([]any)
+	if !slices.Contains(list, any(key)) {
+		return nil, false
+	}
+	props, _ := o.get("properties")
+	po, _ := props.(*object)
+	if po == nil {
+		return nil, false
+	}
+	ps, _ := po.get(key)
+	p, _ := ps.(*object)
+	if p == nil {
+		return nil, false
+	}
+	var vals []any
+	if v, ok := p.get("const"); ok {
+		vals = []any{v}
+	} else if v, ok := p.get("enum"); ok {
+		vals, _ = v.([]any)
+	}
+	if len(vals) == 0 {
+		return nil, false
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		var b strings.Builder
+		encodeJSON(&b, v)
+		out[i] = b.String()
+	}
+	return out, true
 }
 
 // ref compiles a local reference ("#", "#/$defs/x", any JSON pointer into

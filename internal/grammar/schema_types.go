@@ -1,9 +1,9 @@
 package grammar
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
-	"math/big"
+	"slices"
 	"strings"
 )
 
@@ -20,12 +20,21 @@ func formats() map[string]string {
 		"uuid":      `[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`,
 		"ipv4":      `(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)`,
 		"email":     `[a-z0-9]{1,20}(?:\.[a-z0-9]{1,20}){0,2}@[a-z0-9]{1,20}(?:-[a-z0-9]{1,20})?(?:\.[a-z]{2,6}){1,2}`,
+		"ipv6":      `(?:[0-9a-f]{1,4}:){7}[0-9a-f]{1,4}`,
+		"hostname":  `[a-z0-9]{1,20}(?:\.[a-z0-9]{1,20}){0,3}`,
+		"duration":  `P(?:\d{1,4}D|T\d{1,2}H\d{1,2}M\d{1,2}S|\d{1,4}DT\d{1,2}H\d{1,2}M\d{1,2}S)`,
 		"uri":       `https://[a-z0-9]{1,20}(?:-[a-z0-9]{1,20})?(?:\.[a-z0-9]{1,20}){0,2}\.[a-z]{2,6}(?:/[A-Za-z0-9_-]{1,20}){0,4}`,
 	}
 }
 
 // str compiles a string schema: its own rule when constrained, the shared
-// string rule otherwise.
+// string rule otherwise. A pattern, a known format and length bounds
+// together are all enforced: their languages are intersected (a length
+// the pattern or format already implies adds nothing). A format glassbox
+// does not know is an annotation when a pattern says what the string is,
+// as validators leave unknown formats unasserted (zod writes its own
+// pattern beside formats such as cuid or starts_with); alone it is
+// refused.
 func (c *schemaCompiler) str(s *object, path string) (Expr, error) {
 	minLen, err := count(s, "minLength", path)
 	if err != nil {
@@ -35,280 +44,121 @@ func (c *schemaCompiler) str(s *object, path string) (Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, hasPattern := s.get("pattern")
-	fv, hasFormat := s.get("format")
-	if hasPattern || hasFormat {
-		what := "pattern"
-		if !hasPattern {
-			what = "format"
-		}
-		if minLen >= 0 || maxLen >= 0 {
-			return nil, syntaxErr(what, "%s together with minLength or maxLength (at %s) is not supported", what, path)
-		}
-		if hasPattern && hasFormat {
-			return nil, syntaxErr("format", "format together with pattern (at %s) is not supported", path)
-		}
-		var src string
-		if hasPattern {
-			p, ok := s.vals["pattern"].(string)
-			if !ok {
-				return nil, syntaxErr("pattern", "pattern at %s must be a string", path)
-			}
-			src = p
-		} else {
-			f, _ := fv.(string)
-			re, ok := formats()[f]
-			if !ok {
-				return nil, syntaxErr("format", "string format %q (at %s) is not supported", f, path)
-			}
-			src = re
-		}
-		n, err := parseRegex(src)
-		if err != nil {
-			if se, ok := err.(*SyntaxError); ok {
-				se.What = what
-			}
-			return nil, err
-		}
-		name := c.ruleName("str")
-		c.b.Define(name, Seq(Lit(`"`), n.toExpr(jsonChars), Lit(`"`)))
-		return c.b.Rule(name), nil
-	}
-	if minLen < 0 && maxLen < 0 {
-		return c.stringRule(), nil
-	}
 	if maxLen >= 0 && minLen > maxLen {
 		return nil, syntaxErr("minLength", "minLength %d exceeds maxLength %d at %s", minLen, maxLen, path)
 	}
+	var langs []*regex
+	var whats []string
+	pv, hasPattern := s.get("pattern")
+	if fv, ok := s.get("format"); ok {
+		f, _ := fv.(string)
+		src, known := formats()[f]
+		switch {
+		case known:
+			re, err := parseRegex(src)
+			if err != nil {
+				return nil, fmt.Errorf("BUG: grammar: format %q: %w", f, err)
+			}
+			langs, whats = append(langs, re), append(whats, "format")
+		case !hasPattern:
+			return nil, syntaxErr("format", "string format %q (at %s) is not supported", f, path)
+		}
+	}
+	if hasPattern {
+		p, ok := pv.(string)
+		if !ok {
+			return nil, syntaxErr("pattern", "pattern at %s must be a string", path)
+		}
+		re, err := parseRegex(p)
+		if err != nil {
+			if se, ok := err.(*SyntaxError); ok {
+				se.What = "pattern"
+			}
+			return nil, err
+		}
+		langs, whats = append(langs, re), append(whats, "pattern")
+	}
+	if len(langs) == 0 {
+		if minLen < 0 && maxLen < 0 {
+			return c.stringRule(), nil
+		}
+		name := c.ruleName("str")
+		c.b.Define(name, Seq(Lit(`"`), Rep(jsonStringChar(), max(minLen, 0), maxLen), Lit(`"`)))
+		return c.b.Rule(name), nil
+	}
+	body, err := stringLanguage(langs, minLen, maxLen)
+	if err != nil {
+		what := whats[len(whats)-1]
+		if errors.Is(err, ErrEmpty) {
+			return nil, syntaxErr(what, "no string satisfies the %s together at %s", strings.Join(append(whats, lengthWords(minLen, maxLen)...), " and "), path)
+		}
+		if errors.Is(err, errTooLarge) {
+			return nil, syntaxErr(what, "the %s at %s compiles to too large an automaton", strings.Join(append(whats, lengthWords(minLen, maxLen)...), " and "), path)
+		}
+		return nil, err
+	}
 	name := c.ruleName("str")
-	c.b.Define(name, Seq(Lit(`"`), Rep(jsonStringChar(), max(minLen, 0), maxLen), Lit(`"`)))
+	c.b.Define(name, Seq(Lit(`"`), body, Lit(`"`)))
 	return c.b.Rule(name), nil
 }
 
-// numeric compiles an integer or number schema. Bounds must be integers;
-// a bounded number is generated without an exponent.
-func numeric(s *object, integer bool, path string) (Expr, error) {
-	b, err := readBounds(s, path)
-	if err != nil {
-		return nil, err
+// lengthWords names the length bounds given, for errors.
+func lengthWords(minLen, maxLen int) []string {
+	var out []string
+	if minLen >= 0 {
+		out = append(out, "minLength")
 	}
-	if !b.bounded {
-		if integer {
-			return integerExpr(), nil
-		}
-		return numberExpr(), nil
+	if maxLen >= 0 {
+		out = append(out, "maxLength")
 	}
-	alts := []Expr{}
-	if b.ilo == nil || b.ihi == nil || b.ilo.Cmp(b.ihi) <= 0 {
-		if x := intRange(b.ilo, b.ihi); x != nil {
-			alts = append(alts, x)
-		}
-	}
-	if !integer {
-		// A non-integer with integer part i lies strictly between i and
-		// i+1 (its last fraction digit is not 0), so "i.f" is in range
-		// when lo ≤ i ≤ hi-1 and "-i.f" when -hi ≤ i ≤ -lo-1, whether
-		// the bounds are exclusive or not.
-		frac := Seq(Lit("."), Rep(Bytes('0', '9'), 0, maxFracDigits-1), Bytes('1', '9'))
-		if x := natRange(maxInt(b.lo, big.NewInt(0)), addInt(b.hi, -1)); x != nil && (b.hi == nil || b.hi.Sign() > 0) {
-			alts = append(alts, Seq(x, frac))
-		}
-		if b.lo == nil || b.lo.Sign() < 0 {
-			if x := natRange(maxInt(negInt(b.hi), big.NewInt(0)), addInt(negInt(b.lo), -1)); x != nil {
-				alts = append(alts, Seq(Lit("-"), x, frac))
-			}
-		}
-	}
-	if len(alts) == 0 {
-		return nil, syntaxErr("minimum", "no value satisfies the bounds at %s", path)
-	}
-	return altExpr(alts), nil
+	return out
 }
 
-// numBounds are a numeric schema's bounds: lo and hi as written (the
-// tighter of the inclusive and exclusive forms), ilo and ihi the
-// inclusive bounds of the integers in range; nil is none.
-type numBounds struct {
-	lo, hi, ilo, ihi *big.Int
-	bounded          bool
-}
-
-// readBounds reads minimum, maximum and the exclusive forms of both
-// drafts (a number, or draft 4's flag on minimum and maximum).
-func readBounds(s *object, path string) (numBounds, error) {
-	var nb numBounds
-	read := func(k string) (*big.Int, error) {
-		v, ok := s.get(k)
-		if !ok {
-			return nil, nil
-		}
-		if _, isBool := v.(bool); isBool {
-			return nil, nil // draft 4's exclusive flag
-		}
-		n, ok := v.(json.Number)
-		if !ok {
-			return nil, syntaxErr(k, "%s at %s must be a number", k, path)
-		}
-		r, ok := new(big.Rat).SetString(n.String())
-		if !ok || !r.IsInt() {
-			return nil, syntaxErr(k, "%s %s at %s: only integer bounds are supported", k, n, path)
-		}
-		if new(big.Int).Abs(r.Num()).Cmp(new(big.Int).Exp(big.NewInt(10), big.NewInt(maxIntDigits), nil)) >= 0 {
-			return nil, syntaxErr(k, "%s at %s is out of range (at most %d digits)", k, path, maxIntDigits)
-		}
-		return new(big.Int).Set(r.Num()), nil
+// stringLanguage is a JSON string's content matching every regex of langs
+// and the length bounds (-1: none), or ErrEmpty when none does.
+func stringLanguage(langs []*regex, minLen, maxLen int) (Expr, error) {
+	implied := func(re *regex) bool {
+		lo, hi := re.main.lengths()
+		return lo >= minLen && (maxLen < 0 || (hi >= 0 && hi <= maxLen))
 	}
-	flag := func(k string) bool { v, _ := s.get(k); return v == true }
-	var vals [4]*big.Int
-	for i, k := range []string{"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"} {
-		v, err := read(k)
+	if len(langs) == 1 && len(langs[0].ahead) == 0 && implied(langs[0]) {
+		return langs[0].main.toExpr(jsonChars), nil
+	}
+	var d *dfa
+	add := func(x Expr) error {
+		l, err := regularDFA(x)
 		if err != nil {
-			return nb, err
+			return err
 		}
-		vals[i] = v
+		if d == nil {
+			d = l
+			return nil
+		}
+		d, err = intersect(d, l)
+		return err
 	}
-	lower := func(v *big.Int, exclusive bool) {
-		if v == nil {
-			return
+	needLength := minLen > 0 || maxLen >= 0
+	for _, re := range langs {
+		x, err := re.expr(jsonChars)
+		if err != nil {
+			return nil, err
 		}
-		i := v
-		if exclusive {
-			i = addInt(v, 1)
+		if err := add(x); err != nil {
+			return nil, err
 		}
-		if nb.ilo == nil || i.Cmp(nb.ilo) > 0 {
-			nb.ilo = i
-		}
-		if nb.lo == nil || v.Cmp(nb.lo) > 0 {
-			nb.lo = v
-		}
-	}
-	upper := func(v *big.Int, exclusive bool) {
-		if v == nil {
-			return
-		}
-		i := v
-		if exclusive {
-			i = addInt(v, -1)
-		}
-		if nb.ihi == nil || i.Cmp(nb.ihi) < 0 {
-			nb.ihi = i
-		}
-		if nb.hi == nil || v.Cmp(nb.hi) < 0 {
-			nb.hi = v
+		if implied(re) {
+			needLength = false
 		}
 	}
-	lower(vals[0], flag("exclusiveMinimum"))
-	lower(vals[1], true)
-	upper(vals[2], flag("exclusiveMaximum"))
-	upper(vals[3], true)
-	nb.bounded = nb.lo != nil || nb.hi != nil
-	return nb, nil
-}
-
-func addInt(x *big.Int, d int64) *big.Int {
-	if x == nil {
-		return nil
-	}
-	return new(big.Int).Add(x, big.NewInt(d))
-}
-
-func negInt(x *big.Int) *big.Int {
-	if x == nil {
-		return nil
-	}
-	return new(big.Int).Neg(x)
-}
-
-// maxInt is the larger of two lower bounds, nil being no bound.
-func maxInt(a, b *big.Int) *big.Int {
-	switch {
-	case a == nil:
-		return b
-	case b == nil:
-		return a
-	case a.Cmp(b) > 0:
-		return a
-	}
-	return b
-}
-
-// intRange matches the integers in [lo, hi] (nil: unbounded, within the
-// digit limit), written without leading zeros or "-0".
-func intRange(lo, hi *big.Int) Expr {
-	var alts []Expr
-	zero := big.NewInt(0)
-	if lo == nil || lo.Sign() < 0 {
-		// Negative part: -n for n in [max(1, -hi), -lo].
-		nlo := big.NewInt(1)
-		if hi != nil && hi.Sign() < 0 {
-			nlo = negInt(hi)
-		}
-		if x := natRange(nlo, negInt(lo)); x != nil {
-			alts = append(alts, Seq(Lit("-"), x))
+	if needLength {
+		if err := add(Rep(jsonChars(anyRune()), max(minLen, 0), maxLen)); err != nil {
+			return nil, err
 		}
 	}
-	if hi == nil || hi.Sign() >= 0 {
-		if x := natRange(maxInt(lo, zero), hi); x != nil {
-			alts = append(alts, x)
-		}
+	if d.empty() {
+		return nil, ErrEmpty
 	}
-	if len(alts) == 0 {
-		return nil
-	}
-	return altExpr(alts)
-}
-
-// natRange matches the decimal natural numbers in [lo, hi] (hi nil: up to
-// maxIntDigits digits), or is nil when there are none.
-func natRange(lo, hi *big.Int) Expr {
-	limit := new(big.Int).Sub(new(big.Int).Exp(big.NewInt(10), big.NewInt(maxIntDigits), nil), big.NewInt(1))
-	if hi == nil || hi.Cmp(limit) > 0 {
-		hi = limit
-	}
-	if lo == nil || lo.Sign() < 0 {
-		lo = big.NewInt(0)
-	}
-	if lo.Cmp(hi) > 0 {
-		return nil
-	}
-	var alts []Expr
-	a, b := lo.String(), hi.String()
-	// Split by digit count: [a, 9…9], [10…0, 9…9] per length, [10…0, b].
-	for n := len(a); n <= len(b); n++ {
-		from, to := "1"+strings.Repeat("0", n-1), strings.Repeat("9", n)
-		if n == 1 {
-			from = "0"
-		}
-		if n == len(a) {
-			from = a
-		}
-		if n == len(b) {
-			to = b
-		}
-		alts = append(alts, fixedRange(from, to))
-	}
-	return altExpr(alts)
-}
-
-// fixedRange matches the digit strings of len(x) between x and y.
-func fixedRange(x, y string) Expr {
-	if x == "" {
-		return Empty()
-	}
-	digits := func(n int) Expr { return Rep(Bytes('0', '9'), n, n) }
-	n := len(x) - 1
-	if x[0] == y[0] {
-		return Seq(Lit(x[:1]), fixedRange(x[1:], y[1:]))
-	}
-	if strings.Trim(x[1:], "0") == "" && strings.Trim(y[1:], "9") == "" {
-		return Seq(Bytes(x[0], y[0]), digits(n))
-	}
-	alts := []Expr{Seq(Lit(x[:1]), fixedRange(x[1:], strings.Repeat("9", n)))}
-	if x[0]+1 <= y[0]-1 {
-		alts = append(alts, Seq(Bytes(x[0]+1, y[0]-1), digits(n)))
-	}
-	alts = append(alts, Seq(Lit(y[:1]), fixedRange(strings.Repeat("0", n), y[1:])))
-	return altExpr(alts)
+	return dfaExpr{d}, nil
 }
 
 // array compiles an array schema: prefixItems (or draft 4's items list)
@@ -434,9 +284,19 @@ func (c *schemaCompiler) obj(s *object, path string) (Expr, error) {
 		value    Expr
 		required bool
 	}
+	keys, err := c.propertyNames(s, path)
+	if err != nil {
+		return nil, err
+	}
 	var list []prop
 	if po != nil {
 		for _, k := range po.keys {
+			if !keys.allows(k) {
+				if contains(required, k) {
+					return nil, syntaxErr("propertyNames", "required property %q at %s is not allowed by propertyNames", k, path)
+				}
+				continue // an optional property no key may name
+			}
 			x, err := c.sub(po.vals[k], path+"/properties/"+k)
 			if err != nil {
 				return nil, err
@@ -452,6 +312,9 @@ func (c *schemaCompiler) obj(s *object, path string) (Expr, error) {
 		}
 		if additional == false {
 			return nil, syntaxErr("required", "required property %q at %s is not allowed by additionalProperties false", r, path)
+		}
+		if !keys.allows(r) {
+			return nil, syntaxErr("propertyNames", "required property %q at %s is not allowed by propertyNames", r, path)
 		}
 		var x Expr
 		if hasAdditional && additional != true {
@@ -481,7 +344,7 @@ func (c *schemaCompiler) obj(s *object, path string) (Expr, error) {
 			}
 			val = v
 		}
-		pair := Seq(c.stringRule(), ws, Lit(":"), ws, val)
+		pair := Seq(keys.expr, ws, Lit(":"), ws, val)
 		body = Opt(Seq(pair, Star(Seq(sep, pair))))
 	default:
 		first := -1
@@ -524,6 +387,90 @@ func (c *schemaCompiler) obj(s *object, path string) (Expr, error) {
 	name := c.ruleName("object")
 	c.b.Define(name, Seq(Lit("{"), ws, body, ws, Lit("}")))
 	return c.b.Rule(name), nil
+}
+
+// keySchema is what propertyNames allows of an object's keys: the
+// expression generated keys follow, and a check of listed ones.
+type keySchema struct {
+	expr   Expr
+	values []string // an enum's or const's keys; nil for any that expr allows
+	open   bool     // expr allows every string
+}
+
+func (k keySchema) allows(key string) bool { return k.open || contains(k.values, key) }
+
+// propertyNames reads an object's propertyNames (z.record's keys): a
+// string schema — its type, an enum or const of strings, or minLength,
+// maxLength, pattern and format — that generated keys follow. Keys the
+// object lists must be allowed by it; with a pattern or a length, that is
+// checked only for keys the grammar generates, so listed properties beside
+// one are refused.
+func (c *schemaCompiler) propertyNames(s *object, path string) (keySchema, error) {
+	pn, ok := s.get("propertyNames")
+	if !ok || pn == true {
+		return keySchema{expr: c.stringRule(), open: true}, nil
+	}
+	o, ok := pn.(*object)
+	if !ok {
+		return keySchema{}, syntaxErr("propertyNames", "propertyNames false (at %s) allows only the empty object: not supported", path)
+	}
+	at := path + "/propertyNames"
+	for _, k := range o.keys {
+		switch k {
+		case "type":
+			if t, _ := o.vals[k].(string); t != "string" {
+				return keySchema{}, syntaxErr("propertyNames", "propertyNames at %s must describe strings (type \"string\")", path)
+			}
+		case "enum", "const", "minLength", "maxLength", "pattern", "format":
+		default:
+			if slices.Contains(validationKeywords(), k) || slices.Contains(refusedKeywords(), k) {
+				return keySchema{}, syntaxErr("propertyNames", "propertyNames with %q (at %s) is not supported: give a string schema (enum, const, pattern, format, lengths)", k, path)
+			}
+		}
+	}
+	for _, k := range []string{"enum", "const"} {
+		v, ok := o.get(k)
+		if !ok {
+			continue
+		}
+		list := []any{v}
+		if k == "enum" {
+			list, _ = v.([]any)
+		}
+		var keys []string
+		var alts []Expr
+		for _, x := range list {
+			if str, isString := x.(string); isString {
+				keys = append(keys, str)
+				alts = append(alts, Lit(quote(str)))
+			}
+		}
+		if len(alts) == 0 {
+			return keySchema{}, syntaxErr("propertyNames", "propertyNames %s at %s holds no string", k, path)
+		}
+		return keySchema{expr: altExpr(alts), values: keys}, nil
+	}
+	x, err := c.str(o, at)
+	if err != nil {
+		return keySchema{}, err
+	}
+	_, constrained := o.get("pattern")
+	for _, k := range []string{"format", "minLength", "maxLength"} {
+		if _, ok := o.get(k); ok {
+			constrained = true
+		}
+	}
+	if props, ok := s.get("properties"); ok && constrained {
+		if po, _ := props.(*object); po != nil && len(po.keys) > 0 {
+			return keySchema{}, syntaxErr("propertyNames", "propertyNames with a pattern, format or length beside properties (at %s) is not supported", path)
+		}
+	}
+	if req, ok := s.get("required"); ok && constrained {
+		if list, _ := req.([]any); len(list) > 0 {
+			return keySchema{}, syntaxErr("propertyNames", "propertyNames with a pattern, format or length beside required properties (at %s) is not supported", path)
+		}
+	}
+	return keySchema{expr: x, open: true}, nil
 }
 
 func contains(list []string, s string) bool {

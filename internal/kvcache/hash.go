@@ -23,15 +23,28 @@ func (h *hasher) sum(parent Hash, tokens []int) Hash {
 	return out
 }
 
-// ChainHashes are the prefix cache's keys of tokens' full blocks: what a
-// router holding the engines' KV events would compute for a prompt.
-func ChainHashes(blockSize int, tokens []int) []Hash {
+// ChainHashes are the prefix cache's keys of tokens' full blocks in a
+// namespace (Seq.SetNamespace's: 0 the base model, a LoRA adapter's
+// otherwise): what a router holding the engines' KV events would compute
+// for a prompt, since vLLM's block hashes include the adapter too.
+func ChainHashes(blockSize int, namespace uint32, tokens []int) []Hash {
 	var h hasher
 	out := make([]Hash, 0, len(tokens)/blockSize)
-	var parent Hash
+	parent := namespaceRoot(namespace)
 	for i := 0; i+blockSize <= len(tokens); i += blockSize {
 		parent = h.sum(parent, tokens[i:i+blockSize])
 		out = append(out, parent)
 	}
 	return out
+}
+
+// namespaceRoot is the parent of a namespace's first block: the zero hash
+// for the default namespace, one no chain can reach for the others.
+func namespaceRoot(id uint32) Hash {
+	var root Hash
+	if id != 0 {
+		binary.LittleEndian.PutUint32(root[:], id)
+		root[15] = 0x10 // never the zero hash
+	}
+	return root
 }

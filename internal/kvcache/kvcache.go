@@ -10,7 +10,6 @@
 package kvcache
 
 import (
-	"encoding/binary"
 	"fmt"
 )
 
@@ -57,13 +56,7 @@ type Seq struct {
 // namespaces' (a LoRA adapter's KV differs from the base model's for the
 // same tokens, as vLLM adds the adapter to its block hashes); 0 is the
 // default, shared one. Set it before the first lookup.
-func (s *Seq) SetNamespace(id uint32) {
-	s.root = Hash{}
-	if id != 0 {
-		binary.LittleEndian.PutUint32(s.root[:], id)
-		s.root[15] = 0x10 // never the zero hash
-	}
-}
+func (s *Seq) SetNamespace(id uint32) { s.root = namespaceRoot(id) }
 
 // BlockTable returns the physical block ids, in order. Callers must not
 // modify it.

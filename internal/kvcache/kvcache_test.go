@@ -269,30 +269,47 @@ func TestNamespacesDoNotShare(t *testing.T) {
 	}
 }
 
+// TestChainHashesKeepTheNamespace: a router's chain hashes of a prompt sent
+// to a LoRA adapter name the blocks the engine cached for that adapter, and
+// not the base model's, nor another adapter's.
+func TestChainHashesKeepTheNamespace(t *testing.T) {
+	m, _ := New(Config{NumBlocks: 8, BlockSize: 4, EnablePrefixCaching: true})
+	prompt := seqTokens(10, 0)
+	var a Seq
+	a.SetNamespace(3)
+	m.Allocate(&a, prompt, 0, 10)
+	m.Cache(&a, prompt, 10)
+	for ns, want := range map[uint32]int{3: 2, 0: 0, 4: 0} {
+		if n := m.CachedBlocks(ChainHashes(4, ns, prompt)); n != want {
+			t.Errorf("namespace %d: %d blocks cached, want %d", ns, n, want)
+		}
+	}
+}
+
 // TestCachedBlocksMatchesTheCache: a router's chain hashes of a prompt name
 // the blocks the engine cached for it, full blocks only, in order, freed
 // ones included until evicted; the prompt's last full block counts too.
 func TestCachedBlocksMatchesTheCache(t *testing.T) {
 	m, _ := New(Config{NumBlocks: 8, BlockSize: 4, EnablePrefixCaching: true})
 	prompt := seqTokens(10, 0)
-	if n := m.CachedBlocks(ChainHashes(4, prompt)); n != 0 {
+	if n := m.CachedBlocks(ChainHashes(4, 0, prompt)); n != 0 {
 		t.Fatalf("cold cache holds %d blocks", n)
 	}
 	a := &Seq{}
 	m.Allocate(a, prompt, 0, 10)
 	m.Cache(a, prompt, 10)
-	if h := ChainHashes(4, prompt); len(h) != 2 || m.CachedBlocks(h) != 2 {
+	if h := ChainHashes(4, 0, prompt); len(h) != 2 || m.CachedBlocks(h) != 2 {
 		t.Fatalf("%d hashes, %d cached; want the 2 full blocks", len(h), m.CachedBlocks(h))
 	}
 	m.Free(a)
-	if n := m.CachedBlocks(ChainHashes(4, seqTokens(8, 0))); n != 2 {
+	if n := m.CachedBlocks(ChainHashes(4, 0, seqTokens(8, 0))); n != 2 {
 		t.Errorf("a prompt of exactly the cached blocks: %d, want 2", n)
 	}
-	if n := m.CachedBlocks(ChainHashes(4, append(seqTokens(4, 0), 9, 9, 9, 9))); n != 1 {
+	if n := m.CachedBlocks(ChainHashes(4, 0, append(seqTokens(4, 0), 9, 9, 9, 9))); n != 1 {
 		t.Errorf("a prompt diverging in its second block: %d, want 1", n)
 	}
 	off, _ := New(Config{NumBlocks: 8, BlockSize: 4})
-	if n := off.CachedBlocks(ChainHashes(4, prompt)); n != 0 {
+	if n := off.CachedBlocks(ChainHashes(4, 0, prompt)); n != 0 {
 		t.Errorf("prefix caching off: %d", n)
 	}
 }

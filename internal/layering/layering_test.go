@@ -58,12 +58,12 @@ var forbidden = map[string][]string{
 	module + "/internal/toolcall": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine", module + "/internal/grammar"},
 	// Speculative decoding's pure parts: the engine and the executors
 	// build on them.
-	module + "/internal/spec":     {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine"},
-	module + "/internal/sampling": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine"},
-	module + "/internal/server":   {"go.opentelemetry.io/", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/profiler", module + "/internal/executor"},
-	module + "/internal/tracing":  {"github.com/prometheus/", module + "/internal/server", module + "/internal/metrics", module + "/internal/profiler", module + "/internal/executor"},
-	module + "/internal/profiler": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor"},
-	module + "/internal/bench":    {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
+	module + "/internal/speculative": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine"},
+	module + "/internal/sampling":    {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor", module + "/internal/engine"},
+	module + "/internal/server":      {"go.opentelemetry.io/", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/profiler", module + "/internal/executor"},
+	module + "/internal/tracing":     {"github.com/prometheus/", module + "/internal/server", module + "/internal/metrics", module + "/internal/profiler", module + "/internal/executor"},
+	module + "/internal/profiler":    {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor"},
+	module + "/internal/bench":       {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
 	// The doctor's core is pure, like the engine's: a window in, a
 	// diagnosis out. Collection (HTTP, Prometheus, files) is
 	// internal/source's, and the replays are cmd's.
@@ -85,9 +85,18 @@ var forbidden = map[string][]string{
 	module + "/internal/model":     modelSide,
 	module + "/internal/tokenizer": modelSide,
 	module + "/internal/jinja":     modelSide,
+	// The exposition reader knows the format, not what any family means:
+	// what a family says is its caller's (cmd reads spec-decode counters).
+	module + "/internal/promtext": {module + "/internal/"},
 	// NVIDIA's libraries, bound at run time: the GPU executor and the
 	// tools that read the board build on them; they know no engine.
 	module + "/internal/cuda": modelSide,
+	// dcgm-exporter's series, simulated or read from a real GPU: it
+	// declares what it reads of NVML (dcgm.Device) and the wiring adapts
+	// internal/cuda to it, so the exporter builds and tests without
+	// NVIDIA's libraries; it serves text, it registers no metrics.
+	module + "/internal/dcgm": {"github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/cuda", module + "/internal/executor/cuda",
+		module + "/internal/executor/cpu", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/replica"},
 	// The profile table is data: everything reads it, it reads nothing.
 	module + "/internal/profiles": {module + "/internal/", "net/http", "github.com/prometheus/"},
 	module + "/internal/hub":      {module + "/internal/engine", module + "/internal/server", module + "/internal/executor", module + "/internal/model"},

@@ -118,7 +118,7 @@ func New(cfg Config, reg prometheus.Registerer) (*Metrics, error) {
 			b.register(m.lora)
 		}
 		frontend := &builder{reg: reg, labels: prometheus.Labels{labelModel: cfg.ModelName}}
-		m.admissions = frontend.counterVec(metricspec.AdmissionRejections, []string{metricspec.RejectQueueFull, metricspec.RejectShutdown})
+		m.admissions = frontend.counterVec(metricspec.AdmissionRejections, []string{metricspec.RejectQueueFull, metricspec.RejectShutdown, metricspec.RejectConcurrency})
 		b.err = cmp.Or(b.err, frontend.err)
 	}
 	if b.err != nil {

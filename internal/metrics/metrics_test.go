@@ -129,7 +129,7 @@ func expectedFamilies() map[string]familySpec {
 			"user_specified_mamba_block_size"}},
 		"vllm:prompt_tokens_by_source_total": {typ: c, labels: with("source"), label: "source", values: []string{"local_compute", "local_cache_hit", "external_kv_transfer"}},
 		"vllm:request_success_total":         {typ: c, labels: with("finished_reason"), label: "finished_reason", values: []string{"stop", "length", "abort", "error", "repetition"}},
-		"vllm:admission_rejections_total":    {typ: c, labels: []string{"model_name", "reason"}, label: "reason", values: []string{"max_num_queued_reqs", "shutdown"}},
+		"vllm:admission_rejections_total":    {typ: c, labels: []string{"model_name", "reason"}, label: "reason", values: []string{"max_num_queued_reqs", "shutdown", "limit_concurrency"}},
 		"glassbox_scheduler_config_info": {typ: g, labels: []string{"engine",
 			"max_model_len", "max_num_batched_tokens", "max_num_seqs", "model_name"}},
 		"glassbox_executor_info":   {typ: g, labels: []string{"engine", "executor", "hardware", "model", "model_name"}},

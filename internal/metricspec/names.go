@@ -79,10 +79,12 @@ const (
 
 // Reasons a request is refused at admission, the reason label of
 // vllm:admission_rejections_total: the waiting queue is full
-// (--max-num-queued-reqs), or the engine is shutting down.
+// (--max-num-queued-reqs), the engine is shutting down, or the server is
+// handling its limit of requests at once (--limit-concurrency).
 const (
-	RejectQueueFull = "max_num_queued_reqs"
-	RejectShutdown  = "shutdown"
+	RejectQueueFull   = "max_num_queued_reqs"
+	RejectShutdown    = "shutdown"
+	RejectConcurrency = "limit_concurrency"
 )
 
 // Label names.

@@ -38,6 +38,9 @@ type Runner struct {
 	// Hidden holds the final hidden states asked for (Seq.HiddenFrom..To):
 	// one row of Hidden per position, in batch order.
 	Hidden []float32
+	// Trace, when set, is told of Forward's phases (a profile's); nil
+	// costs a branch a phase.
+	Trace Tracer
 
 	x, h, q, k, v, att, o, g, u []float32
 	pos                         []int
@@ -49,6 +52,7 @@ type Runner struct {
 	shared                      bool // pool is another runner's
 	attn                        attnTask
 	swiglu                      swigluTask
+	layerNames                  []string // "layer 0", …: Trace's names, made once
 }
 
 // RunnerConfig sizes a runner: its KV cache (NumBlocks blocks of
@@ -134,6 +138,7 @@ func (r *Runner) Forward(seqs []Seq) error {
 	r.grow(n)
 	H := c.Hidden
 	t := 0
+	r.begin(PhaseEmbed)
 	for i, s := range seqs {
 		for j, tok := range s.Tokens {
 			r.W.Embed.Row(tok, r.x[t*H:(t+1)*H])
@@ -142,9 +147,14 @@ func (r *Runner) Forward(seqs []Seq) error {
 		}
 	}
 	r.planAttention(seqs)
+	r.end()
 	for l := range r.W.Layers {
+		r.begin(r.layerName(l))
 		r.layer(&r.W.Layers[l], l, seqs, n)
+		r.end()
 	}
+	r.begin(PhaseLMHead)
+	defer r.end()
 	return r.logits(seqs)
 }
 
@@ -167,10 +177,15 @@ func (r *Runner) grow(n int) {
 func (r *Runner) layer(L *Layer, l int, seqs []Seq, n int) {
 	c := &r.W.Config
 	H, qd, kvd := c.Hidden, c.Heads*c.HeadDim, c.KVDim()
+	r.begin(PhaseAttnNorm)
 	for t := range n {
 		rmsNorm(r.h[t*H:(t+1)*H], r.x[t*H:(t+1)*H], L.AttnNorm, c.NormEps)
 	}
+	r.end()
+	r.begin(PhaseQKV)
 	tensor.MulBatches([]*tensor.Matrix{L.Q, L.K, L.V}, r.h, n, [][]float32{r.q, r.k, r.v}, r.pool, &r.mm)
+	r.end()
+	r.begin(PhaseRoPE)
 	for t := range n {
 		q, k, v := r.q[t*qd:(t+1)*qd], r.k[t*kvd:(t+1)*kvd], r.v[t*kvd:(t+1)*kvd]
 		addBias(q, L.QBias)
@@ -188,18 +203,33 @@ func (r *Runner) layer(L *Layer, l int, seqs []Seq, n int) {
 		r.rope(k, r.pos[t])
 		r.KV.write(l, seqs[r.owner[t]].BlockTable, r.pos[t], k, v)
 	}
+	r.end()
+	r.begin(PhaseAttention)
 	r.attention(l, seqs)
+	r.end()
+	r.begin(PhaseOProj)
 	L.O.MulBatch(r.att, n, r.o, r.pool, &r.mm)
 	add(r.x[:n*H], r.o[:n*H])
+	r.end()
 
+	r.begin(PhaseFFNNorm)
 	for t := range n {
 		rmsNorm(r.h[t*H:(t+1)*H], r.x[t*H:(t+1)*H], L.FFNNorm, c.NormEps)
 	}
+	r.end()
+	r.begin(PhaseMLP)
+	r.begin(PhaseGateUp)
 	tensor.MulBatches([]*tensor.Matrix{L.Gate, L.Up}, r.h, n, [][]float32{r.g, r.u}, r.pool, &r.mm)
+	r.end()
+	r.begin(PhaseSiLUMul)
 	r.swiglu.g, r.swiglu.u = r.g[:n*c.FFN], r.u[:n*c.FFN]
 	r.pool.Run(&r.swiglu, n*c.FFN, 2048)
+	r.end()
+	r.begin(PhaseDown)
 	L.Down.MulBatch(r.g, n, r.o, r.pool, &r.mm)
 	add(r.x[:n*H], r.o[:n*H])
+	r.end()
+	r.end()
 }
 
 // swigluTask computes g = silu(g)·u over a range, on the pool: exp over

@@ -66,9 +66,6 @@ func ModelNotFound(model string) *Error {
 // as OpenAI's ("Invalid URL").
 func RouteNotFound(method, path string) *Error {
 	msg := fmt.Sprintf("Invalid URL (%s %s): glassbox does not serve this route (docs/api.md lists the routes)", method, path)
-	if path == "/v1/responses" || strings.HasPrefix(path, "/v1/responses/") {
-		msg = fmt.Sprintf("Invalid URL (%s %s): glassbox does not implement the Responses API; use /v1/chat/completions", method, path)
-	}
 	return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Message: msg}
 }
 

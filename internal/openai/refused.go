@@ -28,6 +28,7 @@ const (
 	endpointChat       = "chat"
 	endpointCompletion = "completion"
 	endpointEmbedding  = "embedding"
+	endpointResponses  = "responses"
 )
 
 // refusals lists, per endpoint, what is refused.
@@ -97,6 +98,20 @@ func refusals(endpoint string) []refusal {
 			{"documents", always, "documents are not supported"},
 			{"chat_template", always, "the model's own chat template is always used"},
 			{"chat_template_kwargs", empty, "chat_template_kwargs is not supported"},
+		}
+	case endpointResponses:
+		more = []refusal{
+			{"background", is("false"), "background responses are not supported: a response is answered while its request is open"},
+			{"reasoning", always, "reasoning models are not supported"},
+			{"prompt", always, "prompt templates are not supported"},
+			{"conversation", always, "conversations are not supported: use previous_response_id"},
+			{"max_tool_calls", always, "max_tool_calls limits built-in tools, which are not served"},
+			{"truncation", is(`"disabled"`), "truncation is not supported: send a shorter input"},
+			{"previous_response", always, "previous_response (stateless turns with encrypted reasoning) is not supported: use previous_response_id"},
+			{"previous_input_messages", always, "previous_input_messages (Harmony messages) is not supported"},
+			{"enable_response_messages", is("false"), "enable_response_messages is not supported"},
+			{"context_management", empty, "server-side context compaction is not supported"},
+			{"prompt_cache_retention", always, "prompt_cache_retention is not supported: cached prefixes stay while the KV cache has room"},
 		}
 	case endpointCompletion:
 		more = []refusal{

@@ -69,11 +69,13 @@ type ChatCompletionRequest struct {
 }
 
 // TokenizeRequest is the body of POST /tokenize: either a prompt or the
-// messages of a chat, as vLLM accepts.
+// messages of a chat, with the tools the template shows them, as vLLM
+// accepts.
 type TokenizeRequest struct {
 	Model           string        `json:"model"`
 	Prompt          *string       `json:"prompt"`
 	Messages        []ChatMessage `json:"messages"`
+	Tools           []Tool        `json:"tools"`
 	ReturnTokenStrs bool          `json:"return_token_strs"`
 	// AddSpecialTokens (vLLM's, default true) adds the model's BOS to a
 	// prompt; chat messages follow the template either way.
@@ -138,6 +140,9 @@ func DecodeTokenizeRequest(r io.Reader) (*TokenizeRequest, error) {
 	}
 	if (req.Prompt == nil) == (req.Messages == nil) {
 		return nil, BadRequest("prompt", "give exactly one of `prompt` and `messages`")
+	}
+	if req.Tools != nil && req.Prompt != nil {
+		return nil, BadRequest("tools", "`tools` are rendered with `messages` by the chat template: give `messages`, not `prompt`")
 	}
 	return &req, checkMessages(req.Messages, true)
 }

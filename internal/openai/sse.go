@@ -42,6 +42,22 @@ func (s *SSEWriter) Send(v any) error {
 	return s.write(s.buf.Bytes())
 }
 
+// SendEvent writes v as one event named name (`event: name`), as the
+// Responses API streams.
+func (s *SSEWriter) SendEvent(name string, v any) error {
+	s.buf.Reset()
+	s.buf.WriteString("event: ")
+	s.buf.WriteString(name)
+	s.buf.WriteString("\ndata: ")
+	enc := json.NewEncoder(&s.buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode event: %w", err)
+	}
+	s.buf.WriteByte('\n')
+	return s.write(s.buf.Bytes())
+}
+
 // SendError writes an error event, for a failure after the stream started
 // (the status line is already out), as vLLM does.
 func (s *SSEWriter) SendError(err error) error {

@@ -28,7 +28,8 @@ type FunctionDef struct {
 }
 
 // ToolChoice is tool_choice: "none", "auto", "required", or a named
-// function ({"type":"function","function":{"name":…}}).
+// function ({"type":"function","function":{"name":…}}, or the Responses
+// API's {"type":"function","name":…}).
 type ToolChoice struct {
 	Mode string // none, auto, required, or "function" with Name
 	Name string
@@ -42,6 +43,7 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 	case "object":
 		var wire struct {
 			Type     string `json:"type"`
+			Name     string `json:"name"` // the Responses API's flat form
 			Function struct {
 				Name string `json:"name"`
 			} `json:"function"`
@@ -53,6 +55,9 @@ func (c *ToolChoice) UnmarshalJSON(data []byte) error {
 			return BadRequest("tool_choice", "tool_choice object must have type \"function\", got %q", wire.Type)
 		}
 		c.Mode, c.Name = "function", wire.Function.Name
+		if c.Name == "" {
+			c.Name = wire.Name
+		}
 		return nil
 	}
 	return typeError[ToolChoice](data)
@@ -98,6 +103,52 @@ type Tools struct {
 
 var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
+// toolDefs checks a request's tools: their names and schemas, and the
+// definitions as the chat template sees them (key order kept).
+func toolDefs(tools []Tool) ([]toolcall.Tool, []any, error) {
+	var list []toolcall.Tool
+	var defs []any
+	seen := map[string]bool{}
+	for i, tool := range tools {
+		fn := tool.Function
+		param := fmt.Sprintf("tools[%d]", i)
+		switch {
+		case tool.Type != "function":
+			return nil, nil, BadRequest("tools", "%s.type must be \"function\", got %q", param, tool.Type)
+		case !functionName.MatchString(fn.Name):
+			return nil, nil, BadRequest("tools", "%s.function.name must be 1 to 64 letters, digits, _ or -, got %q", param, fn.Name)
+		case seen[fn.Name]:
+			return nil, nil, BadRequest("tools", "%s.function.name %q is used twice", param, fn.Name)
+		}
+		seen[fn.Name] = true
+		params := bytes.TrimSpace(fn.Parameters)
+		if len(params) > 0 && jsonKind(params) != "object" && jsonKind(params) != "null" {
+			return nil, nil, BadRequest("tools", "%s.function.parameters must be a JSON Schema object", param)
+		}
+		if jsonKind(params) == "null" {
+			params = nil
+		}
+		list = append(list, toolcall.Tool{Name: fn.Name, Parameters: string(params)})
+		raw, err := json.Marshal(tool)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode %s: %w", param, err)
+		}
+		def, err := jinja.FromJSON(raw)
+		if err != nil {
+			return nil, nil, BadRequest("tools", "%s: %v", param, err)
+		}
+		defs = append(defs, def)
+	}
+	return list, defs, nil
+}
+
+// ToolDefs checks tools and returns them as the chat template sees them
+// (for /tokenize).
+func ToolDefs(tools []Tool) ([]any, error) {
+	_, defs, err := toolDefs(tools)
+	return defs, err
+}
+
 // tools checks tools, tool_choice and parallel_tool_calls, and for a
 // required or named choice sets the grammar that holds the output to the
 // tools' schemas.
@@ -123,36 +174,13 @@ func (r *ChatCompletionRequest) tools(g *Generation) error {
 		return nil
 	}
 	t := &Tools{Mode: mode, Name: name, Parallel: r.ParallelToolCalls == nil || *r.ParallelToolCalls}
+	var err error
+	if t.List, t.Defs, err = toolDefs(r.Tools); err != nil {
+		return err
+	}
 	seen := map[string]bool{}
-	for i, tool := range r.Tools {
-		fn := tool.Function
-		param := fmt.Sprintf("tools[%d]", i)
-		switch {
-		case tool.Type != "function":
-			return BadRequest("tools", "%s.type must be \"function\", got %q", param, tool.Type)
-		case !functionName.MatchString(fn.Name):
-			return BadRequest("tools", "%s.function.name must be 1 to 64 letters, digits, _ or -, got %q", param, fn.Name)
-		case seen[fn.Name]:
-			return BadRequest("tools", "%s.function.name %q is used twice", param, fn.Name)
-		}
-		seen[fn.Name] = true
-		params := bytes.TrimSpace(fn.Parameters)
-		if len(params) > 0 && jsonKind(params) != "object" && jsonKind(params) != "null" {
-			return BadRequest("tools", "%s.function.parameters must be a JSON Schema object", param)
-		}
-		if jsonKind(params) == "null" {
-			params = nil
-		}
-		t.List = append(t.List, toolcall.Tool{Name: fn.Name, Parameters: string(params)})
-		raw, err := json.Marshal(tool)
-		if err != nil {
-			return fmt.Errorf("encode %s: %w", param, err)
-		}
-		def, err := jinja.FromJSON(raw)
-		if err != nil {
-			return BadRequest("tools", "%s: %v", param, err)
-		}
-		t.Defs = append(t.Defs, def)
+	for _, tool := range t.List {
+		seen[tool.Name] = true
 	}
 	if mode == "function" && !seen[name] {
 		return BadRequest("tool_choice", "tool_choice names %q, which is not one of the tools", name)

@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/router"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
@@ -107,6 +108,7 @@ func TestParseSLOs(t *testing.T) {
 // stream into smoother ones, which queue less), and the fewest replicas simulated at a target
 // rate meet the SLOs there while one fewer does not.
 func TestPlanFleets(t *testing.T) {
+	reftest.Long(t, "fleets of replicas searched in virtual time")
 	cfg := smallGrid(t)
 	cfg.Hardware, cfg.MaxNumSeqs, cfg.TargetRate = []string{"h100"}, []int{8}, 0
 	one, err := Run(context.Background(), cfg)
@@ -162,14 +164,15 @@ func TestPlanFleets(t *testing.T) {
 // (about a thousand sequences, the verify passes compute-bound) it costs
 // throughput and token time, and the sweep names that rate.
 func TestSpeculationCrossover(t *testing.T) {
+	reftest.Long(t, "a thousand sequences simulated with and without speculation")
 	if testing.Short() {
 		t.Skip("simulates a thousand sequences in virtual time (a minute under -race); skipped with -short")
 	}
 	cfg := Config{
 		Base: replica.Config{Sim: sim.Config{Hardware: "h200", Model: "llama-3.1-8b"}, MaxModelLen: 4096, BlockSize: 16, MaxQueuedRequests: 100000,
 			GPUMemoryUtilization: 0.9, MaxNumBatchedTokens: 8192, MaxNumSeqs: 1024,
-			Speculative: spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 5, PromptLookupMax: 5,
-				RejectionSampleMethod: spec.RejectSynthetic, Synthetic: []float64{0.6, 0.35, 0.2, 0.1}}},
+			Speculative: speculative.Config{Method: speculative.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 5, PromptLookupMax: 5,
+				RejectionSampleMethod: speculative.RejectSynthetic, Synthetic: []float64{0.6, 0.35, 0.2, 0.1}}},
 		Load: randomLoad(t, 128, 512), Duration: 40 * time.Second,
 	}
 	pts, err := SpeculationSweep(context.Background(), cfg, []float64{2, 60})
@@ -188,7 +191,7 @@ func TestSpeculationCrossover(t *testing.T) {
 	if a := pts[0].Spec.Acceptance; !(a > 0.3 && a < 0.5) || !math.IsNaN(pts[0].Plain.Acceptance) {
 		t.Errorf("acceptance %v with speculation, %v without", a, pts[0].Plain.Acceptance)
 	}
-	cfg.Base.Speculative = spec.Config{}
+	cfg.Base.Speculative = speculative.Config{}
 	if _, err := SpeculationSweep(context.Background(), cfg, []float64{2}); err == nil || !strings.Contains(err.Error(), "--speculative-config") {
 		t.Errorf("a sweep without speculation: %v", err)
 	}
@@ -202,6 +205,7 @@ func TestSpeculationCrossover(t *testing.T) {
 // drafts that cost nothing (n-gram lookup at the same rates still pays
 // there).
 func TestDraftModelCrossover(t *testing.T) {
+	reftest.Long(t, "hundreds of sequences simulated with and without a draft model")
 	if testing.Short() {
 		t.Skip("simulates hundreds of sequences in virtual time; skipped with -short")
 	}
@@ -209,16 +213,16 @@ func TestDraftModelCrossover(t *testing.T) {
 	cfg := Config{
 		Base: replica.Config{Sim: sim.Config{Hardware: "h200", Model: "llama-3.1-8b"}, MaxModelLen: 4096, BlockSize: 16, MaxQueuedRequests: 100000,
 			GPUMemoryUtilization: 0.9, MaxNumBatchedTokens: 8192, MaxNumSeqs: 1024,
-			Speculative: spec.Config{Method: spec.MethodDraftModel, Model: "llama-3.2-1b", NumSpeculativeTokens: 4,
-				RejectionSampleMethod: spec.RejectSynthetic, Synthetic: rates}},
+			Speculative: speculative.Config{Method: speculative.MethodDraftModel, Model: "llama-3.2-1b", NumSpeculativeTokens: 4,
+				RejectionSampleMethod: speculative.RejectSynthetic, Synthetic: rates}},
 		Load: randomLoad(t, 128, 512), Duration: 30 * time.Second,
 	}
 	draft, err := SpeculationSweep(context.Background(), cfg, []float64{2, 30})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Base.Speculative = spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 5, PromptLookupMax: 5,
-		RejectionSampleMethod: spec.RejectSynthetic, Synthetic: rates}
+	cfg.Base.Speculative = speculative.Config{Method: speculative.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 5, PromptLookupMax: 5,
+		RejectionSampleMethod: speculative.RejectSynthetic, Synthetic: rates}
 	ngram, err := SpeculationSweep(context.Background(), cfg, []float64{30})
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
 // Speculative decoding shortens each request's token time while a verify
@@ -58,7 +58,7 @@ func SpeculationSweep(ctx context.Context, cfg Config, rates []float64) ([]SpecP
 		return nil, errors.New("speculation sweep: the trial duration must be positive")
 	}
 	plain := cfg.Base
-	plain.Speculative = spec.Config{}
+	plain.Speculative = speculative.Config{}
 	var out []SpecPoint
 	for _, rate := range rates {
 		if !(rate > 0) {

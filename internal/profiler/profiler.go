@@ -160,6 +160,10 @@ func (p *Profiler) Stop() error {
 // Close stops a recording in progress, writing its files.
 func (p *Profiler) Close() error { return p.Stop() }
 
+// Recording reports whether a recording accepts steps: the engine's
+// Config.Profiling, so that an executor times its kernels meanwhile.
+func (p *Profiler) Recording() bool { return p.active.Load() }
+
 // ObserveStep records a step while a recording is active.
 func (p *Profiler) ObserveStep(ev *engine.StepEvent) {
 	if !p.active.Load() {

@@ -113,6 +113,7 @@ func TestProfileStructure(t *testing.T) {
 	if steps == 0 {
 		t.Fatal("no step recorded")
 	}
+	checkNesting(t, tf.TraceEvents)
 	count := map[string]int{}
 	tracks := map[string][]event{}
 	for _, e := range tf.TraceEvents {

@@ -13,7 +13,8 @@ type recording struct {
 	full       chan struct{} // closed when maxSteps steps are in
 
 	steps     []step
-	seqs      []engine.StepSeq // every step's sequences, back to back; step.seqs indexes it
+	seqs      []engine.StepSeq    // every step's sequences, back to back; step.seqs indexes it
+	kernels   []engine.KernelTime // every step's timed parts, back to back; step.kernels indexes it
 	preempted []string
 	finished  []finish
 }
@@ -27,6 +28,7 @@ type step struct {
 	running, waiting      int
 	kvUsage               float64
 	seqs, preempted       [2]int // [from, to) in recording.seqs and .preempted
+	kernels               [2]int // [from, to) in recording.kernels
 }
 
 // finish is one request's end.
@@ -51,6 +53,9 @@ func (r *recording) addStep(ev *engine.StepEvent) {
 	s.preempted[0] = len(r.preempted)
 	r.preempted = append(r.preempted, ev.Preempted...)
 	s.preempted[1] = len(r.preempted)
+	s.kernels[0] = len(r.kernels)
+	r.kernels = append(r.kernels, ev.Kernels...) // names are the executor's constants
+	s.kernels[1] = len(r.kernels)
 	r.steps = append(r.steps, s)
 }
 

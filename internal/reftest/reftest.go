@@ -6,7 +6,8 @@
 //
 // Where one is missing, the test is skipped, saying loudly what and why;
 // under CI=true, where .ci/run provides all of them, it fails instead, so a
-// reference test can never pass by not running.
+// reference test can never pass by not running. Long integration runs are
+// skipped unless GLASSBOX_LONG_TESTS=1 (Long).
 package reftest
 
 import (
@@ -73,8 +74,25 @@ func NodePackages(t testing.TB, rel string) string {
 	return dir
 }
 
-// ci and NoGPU are the environment reads of the tree outside cmd/:
-// CI=true says that everything a test needs must be there.
+// Long marks a long integration run (a real Prometheus, chaos, the
+// doctor's corpus regenerated, a full-length calibration, minutes of
+// simulated load): the README's `go test -race ./...` skips it, saying
+// what it skipped, and GLASSBOX_LONG_TESTS=1 runs it, as .ci/run does in a
+// step of its own (which finds these tests by this call).
+func Long(t testing.TB, what string) {
+	t.Helper()
+	if !LongTests() {
+		t.Skipf("SKIPPED: a long integration run (%s); GLASSBOX_LONG_TESTS=1 runs it, as .ci/run does", what)
+	}
+}
+
+// LongTests reports whether GLASSBOX_LONG_TESTS=1 asks for the long runs:
+// for a test whose quick form the README's command runs and whose whole
+// form is long.
+func LongTests() bool { return os.Getenv("GLASSBOX_LONG_TESTS") == "1" }
+
+// ci, LongTests and NoGPU are the environment reads of the tree outside
+// cmd/: CI=true says that everything a test needs must be there.
 func ci() bool { return os.Getenv("CI") == "true" }
 
 // moduleRoot walks up from the working directory (a test's is its

@@ -4,16 +4,19 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strconv"
+	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/dcgm"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/cpu"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/model"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/server"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
@@ -39,6 +42,9 @@ type backend struct {
 	peakFLOPs, peakBandwidth float64
 	hardware                 *profiles.Hardware // the simulated GPU, nil on the CPU
 	gpus                     int
+	// gpuCounters, on a real GPU, starts dcgm's NVML exporter on it;
+	// close ends it.
+	gpuCounters func(interval time.Duration, hostname string, log *slog.Logger) (*dcgm.NVMLExporter, error)
 
 	blocks func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs, maxNumBatchedTokens int) (int, error)
 	start  func(numBlocks, blockSize int) (engine.Executor, error)
@@ -176,7 +182,7 @@ func cpuBackend(cfg *Config) (*backend, error) {
 	}
 	lc := cpu.LoadConfig{Path: cfg.Model, Tokenizer: cfg.Tokenizer, MMap: cfg.MMap, KVDtype: dtype, DraftKVDtype: dtype, Logger: cfg.Logger}
 	sp := &cfg.Speculative
-	if sp.Method == spec.MethodDraftModel {
+	if sp.Method == speculative.MethodDraftModel {
 		lc.Draft = sp.Model
 		if sp.DraftKVCacheDtype != "" {
 			if lc.DraftKVDtype, err = model.ParseKVDtype(sp.DraftKVCacheDtype); err != nil {

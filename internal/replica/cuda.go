@@ -3,7 +3,10 @@ package replica
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/dcgm"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/cpu"
 	cudaexec "github.com/glassbox-llm/glassbox/internal/executor/cuda"
@@ -59,10 +62,11 @@ func cudaBackend(cfg *Config) (b *backend, err error) {
 		seqs, batched = 1024, 8192
 	}
 	var (
-		loaded *cudaexec.Loaded
-		exec   *cudaexec.Executor
-		mem    cudaexec.Memory
-		sizes  cudaexec.Sizes
+		closeCounters func() // the NVML exporter's, once started
+		loaded        *cudaexec.Loaded
+		exec          *cudaexec.Executor
+		mem           cudaexec.Memory
+		sizes         cudaexec.Sizes
 	)
 	describe := fmt.Sprintf("%s: %s (%s, %d layers, %s weights on the GPU as %s, fp16 KV cache)", dev.Describe(), l.Name, w.Arch, w.Config.Layers,
 		w.Layers[0].Q.Type, gpuType(w))
@@ -95,12 +99,20 @@ func cudaBackend(cfg *Config) (b *backend, err error) {
 				gib(mem.Weights), gib(mem.Activations), gib(mem.KV), gib(mem.Other), gib(mem.Total), cfg.GPUMemoryUtilization)
 		},
 		close: func() {
+			if closeCounters != nil {
+				closeCounters()
+			}
 			if exec != nil {
 				exec.Close()
 			}
 			dev.Close()
 			l.Close()
 		},
+	}
+	b.gpuCounters = func(interval time.Duration, hostname string, log *slog.Logger) (*dcgm.NVMLExporter, error) {
+		e, stop, err := gpuCounters(dev.Info.PCIBusID, interval, hostname, log)
+		closeCounters = stop
+		return e, err
 	}
 	return b, nil
 }

@@ -31,7 +31,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/metrics"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/server"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
 
@@ -71,7 +71,7 @@ type Config struct {
 	UserSpecifiedBlockSize bool
 	NoPrefixCaching        bool
 	// Speculative is --speculative-config, parsed (the zero value: off).
-	Speculative spec.Config
+	Speculative speculative.Config
 	// AsyncScheduling overlaps the host's per-step work with the GPU's
 	// (vLLM's --async-scheduling); the simulator only.
 	AsyncScheduling      bool
@@ -85,6 +85,9 @@ type Config struct {
 	// EnableAutoToolChoice (--enable-auto-tool-choice) requires that there is one.
 	ToolCallParser       string
 	EnableAutoToolChoice bool
+	// ResponsesStore is how many Responses API responses are kept
+	// (--responses-store-size; 0: none).
+	ResponsesStore int
 
 	// ServedModelNames are the names clients use; empty means the sim
 	// model's name or Model's path.
@@ -110,10 +113,14 @@ type Config struct {
 	Observers    []engine.Observer
 	RecordPhases bool
 	Profiler     server.Profiler // nil: no /start_profile
+	// Profiling reports whether the profiler records, so that an
+	// executor that times its kernels does so meanwhile (nil: never).
+	Profiling func() bool
 
-	// DCGM, with the simulator, also builds its dcgm-exporter
-	// (DCGMHandler), averaging over DCGMWindow (0: one second) and
-	// labelled with Hostname.
+	// DCGM also builds a dcgm-exporter (DCGMHandler), labelled with
+	// Hostname: the simulated GPUs' under the simulator, averaging over
+	// DCGMWindow; the GPU's own under the CUDA executor, read from NVML
+	// every DCGMWindow (0: one second). The CPU executor refuses it.
 	DCGM       bool
 	DCGMWindow time.Duration
 	Hostname   string
@@ -146,6 +153,9 @@ type Replica struct {
 	Memory string
 	// Note says why Device auto runs on the CPU; empty otherwise.
 	Note string
+	// DCGM says what the dcgm-exporter serves (Config.DCGM); empty
+	// without one.
+	DCGM string
 	// Tokenizer is the served model's tokenizer as the API uses it
 	// (completion prompts get the model's BOS), for callers that submit
 	// to Engine themselves: the public package.
@@ -157,6 +167,7 @@ type Replica struct {
 	ToolParser string
 
 	handler, metrics, dcgm, dash http.Handler
+	rejected                     func(reason string) // counts a 503 refused at admission
 	gather                       prometheus.Gatherer // what metrics serves: hidden families added, glassbox's dropped as configured
 	page                         *live.Page
 	back                         *backend
@@ -242,16 +253,35 @@ func New(cfg Config) (r *Replica, err error) {
 		return nil, err
 	}
 	observers := cfg.Observers
-	var exporter *dcgm.Exporter
+	var counters http.Handler
+	var countersLine string
 	if cfg.DCGM {
-		if b.hardware == nil {
-			return nil, errors.New("a DCGM listener needs the simulated GPU: it has no meaning for --model")
+		if err := dcgm.CheckInterval(cfg.DCGMWindow); err != nil {
+			return nil, fmt.Errorf("--dcgm-interval: %w", err)
 		}
-		if exporter, err = dcgm.New(dcgm.Config{Hardware: *b.hardware, GPUs: b.gpus, GPUMemoryUtilization: cfg.GPUMemoryUtilization,
-			Hostname: cfg.Hostname, Window: cfg.DCGMWindow, Now: cfg.Clock.Now}); err != nil {
-			return nil, err
+		switch {
+		case b.hardware != nil:
+			exporter, err := dcgm.New(dcgm.Config{Hardware: *b.hardware, GPUs: b.gpus, GPUMemoryUtilization: cfg.GPUMemoryUtilization,
+				Hostname: cfg.Hostname, Window: cfg.DCGMWindow, Now: cfg.Clock.Now})
+			if err != nil {
+				return nil, err
+			}
+			observers = append([]engine.Observer{exporter}, observers...)
+			counters = exporter
+			countersLine = fmt.Sprintf("the simulated dcgm-exporter of %d× %s", b.gpus, b.hardware.Device.ModelName)
+		case b.gpuCounters != nil:
+			exporter, err := b.gpuCounters(cfg.DCGMWindow, cfg.Hostname, cfg.Logger)
+			if err != nil {
+				return nil, fmt.Errorf("--dcgm-port: read the GPU's counters: %w", err)
+			}
+			counters, countersLine = exporter, describeCounters(exporter, cfg.DCGMWindow)
+		default:
+			msg := "--dcgm-port: the CPU executor has no GPU counters to serve: dcgm-exporter's series come from an NVIDIA GPU (--device cuda) or the simulated one (no --model)"
+			if note != "" {
+				msg += "; " + note
+			}
+			return nil, errors.New(msg)
 		}
-		observers = append([]engine.Observer{exporter}, observers...)
 	}
 	var obs engine.Observer = m
 	if len(observers) > 0 {
@@ -268,11 +298,9 @@ func New(cfg Config) (r *Replica, err error) {
 		}
 		mh = metrics.Handler(gather)
 	}
-	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Memory: b.memory(), Note: note, Tokenizer: b.model,
-		Grammars: server.NewGrammars(b.model, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather, back: b}
-	if exporter != nil {
-		r.dcgm = exporter
-	}
+	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Memory: b.memory(), Note: note, DCGM: countersLine,
+		Tokenizer: b.model, Grammars: server.NewGrammars(b.model, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather, back: b,
+		rejected: m.Rejected, dcgm: counters}
 	var dash http.Handler
 	if mh != nil {
 		if r.page, err = live.New(live.Config{Targets: []live.Target{r.liveTarget(names[0], cfg.APIKey)}, Now: cfg.Clock.Now}); err != nil {
@@ -288,14 +316,14 @@ func New(cfg Config) (r *Replica, err error) {
 	srv := server.New(server.Config{
 		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger, LoRA: adapters,
 		Metrics: mh, Instrument: m.InstrumentHTTP, Rejected: m.Rejected, Chat: b.chat, Profiler: cfg.Profiler, Dashboard: dash,
-		Grammars: r.Grammars, ToolParser: parser, Embeddings: b.embeddings,
+		Grammars: r.Grammars, ToolParser: parser, Embeddings: b.embeddings, ResponsesStore: cfg.ResponsesStore,
 	}, eng, b.model)
 	r.handler = srv.Handler()
 	return r, nil
 }
 
 // liveTarget reads the replica for its live page in process: /metrics
-// (with the simulated GPU's dcgm-exporter appended) and /debug/engine.
+// (with the dcgm-exporter's series appended) and /debug/engine.
 func (r *Replica) liveTarget(name, apiKey string) live.Target {
 	get := func(h http.Handler, path string) ([]byte, error) {
 		req := httptest.NewRequest(http.MethodGet, path, nil)
@@ -337,7 +365,7 @@ func checkSpeculative(cfg *Config) error {
 	if !sp.Enabled() {
 		return nil
 	}
-	return sp.Check(spec.Deployment{Simulated: cfg.Model == "", TensorParallel: max(cfg.Sim.TensorParallel, 1)})
+	return sp.Check(speculative.Deployment{Simulated: cfg.Model == "", TensorParallel: max(cfg.Sim.TensorParallel, 1)})
 }
 
 // engineConfig turns the sizes into the engine's configuration, with the
@@ -352,7 +380,7 @@ func engineConfig(cfg *Config, b *backend) (engine.Config, error) {
 		EnablePrefixCaching: !cfg.NoPrefixCaching,
 		MaxWaiting:          cfg.MaxQueuedRequests,
 		EOS:                 b.eos, Logger: cfg.Logger, RecordPhases: cfg.RecordPhases, Clock: cfg.Clock,
-		Speculative: cfg.Speculative,
+		Speculative: cfg.Speculative, Profiling: cfg.Profiling,
 	}
 	if l := cfg.LoRA; l != nil {
 		for _, m := range l.Modules {
@@ -379,12 +407,17 @@ func (r *Replica) ChatPrompt(msgs []jinja.Message) (text string, ids []int, err 
 // Handler is the OpenAI-compatible API (and /metrics, /health, …).
 func (r *Replica) Handler() http.Handler { return r.handler }
 
+// Rejected counts a request refused before it reached Handler (a 503 of
+// the server's --limit-concurrency guard) in vllm:admission_rejections_total,
+// with one of metricspec's Reject reasons.
+func (r *Replica) Rejected(reason string) { r.rejected(reason) }
+
 // MetricsHandler serves the metrics in vLLM's text format, or is nil when
 // the caller gave a Registerer without a Gatherer.
 func (r *Replica) MetricsHandler() http.Handler { return r.metrics }
 
-// DCGMHandler serves the simulated GPUs' dcgm-exporter series, or is nil
-// without Config.DCGM.
+// DCGMHandler serves the dcgm-exporter's series (the simulated GPUs', or
+// the GPU's own from NVML), or is nil without Config.DCGM.
 func (r *Replica) DCGMHandler() http.Handler { return r.dcgm }
 
 // Start runs the engine goroutine until Close.

@@ -73,14 +73,15 @@ type Config struct {
 // KVIndex is the engines' KV block state as the precise prefix scorer's
 // index holds it.
 type KVIndex interface {
-	// CachedTokens is how many leading tokens of prompt endpoint holds,
-	// in whole blocks of its cache.
-	CachedTokens(endpoint string, prompt []int) int
+	// CachedTokens is how many leading tokens of req's prompt endpoint
+	// holds for req's model (the base model or a LoRA adapter, whose KV is
+	// its own), in whole blocks of its cache.
+	CachedTokens(endpoint string, req *Request) int
 }
 
 // Request is what the picker reads of a request.
 type Request struct {
-	Model  string // the model the client named (the prefix hashes' seed)
+	Model  string // the model the client named, a LoRA adapter's name for one (the prefix hashes' seed)
 	Prompt []int  // token ids, as the picker's token producer gives them
 }
 
@@ -237,7 +238,7 @@ func (r *Router) pickScored(req *Request, eps []Endpoint) int {
 				continue
 			}
 			for i, e := range eps {
-				matched := r.cfg.KV.CachedTokens(e.ID, req.Prompt) / bs
+				matched := r.cfg.KV.CachedTokens(e.ID, req) / bs
 				r.scores[i] += s.Weight * clamp01(float64(matched)/float64(total))
 			}
 		}

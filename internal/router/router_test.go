@@ -142,7 +142,7 @@ func TestPrefixLRUForgets(t *testing.T) {
 
 type fakeKV map[string]int
 
-func (f fakeKV) CachedTokens(ep string, _ []int) int { return f[ep] }
+func (f fakeKV) CachedTokens(ep string, _ *Request) int { return f[ep] }
 
 func TestPrecisePrefixReadsTheCaches(t *testing.T) {
 	kv := fakeKV{"a": 0, "b": 480, "c": 160}

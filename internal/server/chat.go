@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/grammar"
 	"github.com/glassbox-llm/glassbox/internal/openai"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
@@ -48,6 +49,14 @@ func (s *Server) prepareChat(req *openai.ChatCompletionRequest, arrival time.Tim
 				`start glassbox serve with --tool-call-parser (%s), or ask for tool_choice "required" or a named function`, strings.Join(toolcall.Parsers(), ", "))
 		}
 		tools = gen.Tools.Defs
+		if gen.Tools.Mode == "auto" && s.cfg.ToolParser == toolcall.Hermes && gen.Constraint == nil {
+			// The calls, not the prose, are held to the tools' schemas,
+			// from <tool_call> on (llama.cpp's lazy grammar; vLLM leaves
+			// auto's calls unchecked). The simulated model reads the
+			// trigger to decide when it calls a tool.
+			schema, trigger, suffix := toolcall.HermesCall(gen.Tools.List)
+			gen.Constraint, gen.ConstraintParam = &grammar.Spec{Kind: grammar.KindJSON, Text: schema, Suffix: suffix, Trigger: trigger}, "tools"
+		}
 	}
 	text, err := s.renderChat(req.Messages, tools)
 	if err != nil {
@@ -143,7 +152,7 @@ func (s *Server) respondChat(w http.ResponseWriter, r *http.Request, j *job) {
 	for i := range resp.Choices {
 		content, deltas := readers[i].read(texts[i].String())
 		more, moreDeltas, reason := readers[i].finish(*reasons[i])
-		msg := openai.ChatMessage{Role: "assistant", Content: content + more, ToolCalls: mergeCalls(nil, append(deltas, moreDeltas...))}
+		msg := openai.ChatMessage{Role: "assistant", Content: content + more, ToolCalls: compactCalls(mergeCalls(nil, append(deltas, moreDeltas...)))}
 		resp.Choices[i] = openai.ChatChoice{Index: i, Message: msg, Logprobs: logprobs[i], FinishReason: &reason}
 	}
 	s.writeJSON(w, r, timedChat{resp, j.timings()})

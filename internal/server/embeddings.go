@@ -52,7 +52,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	params := sampling.Defaults()
 	params.MaxTokens = 1 // the engine's rule; an embedding generates nothing
 	for i, ids := range inputs {
-		base := engine.Request{Prompt: ids, Params: params, Embed: true, Arrival: arrival,
+		base := engine.Request{Prompt: ids, Params: params, Embed: true, Arrival: arrival, LoRA: s.adapter(req.Model),
 			TraceParent: r.Header.Get("traceparent"), TraceState: r.Header.Get("tracestate")}
 		if len(inputs) > 1 {
 			base.Group = fmt.Sprintf("%s-%d", id, i)

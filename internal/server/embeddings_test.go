@@ -14,9 +14,11 @@ import (
 	oa "github.com/glassbox-llm/glassbox/internal/openai"
 )
 
-// vecExec embeds a prompt as (its length, its first token, 0, 0),
-// normalised; it generates the alphabet otherwise.
+// vecExec embeds a prompt as (its length, its first token, its LoRA
+// adapter, 0), normalised; it generates the alphabet otherwise.
 type vecExec struct{ alphabetExec }
+
+func (x *vecExec) Embeds() bool { return true }
 
 func (x *vecExec) Execute(b *engine.Batch, r *engine.StepResult) error {
 	if err := x.alphabetExec.Execute(b, r); err != nil {
@@ -24,9 +26,9 @@ func (x *vecExec) Execute(b *engine.Batch, r *engine.StepResult) error {
 	}
 	for i, s := range b.Seqs {
 		if s.Embed && s.Sample {
-			v := []float32{float32(len(s.History)), float32(s.History[0]), 0, 0}
-			n := float32(math.Hypot(float64(v[0]), float64(v[1])))
-			r.Embeddings[i] = []float32{v[0] / n, v[1] / n, 0, 0}
+			v := []float64{float64(len(s.History)), float64(s.History[0]), float64(s.LoRA)}
+			n := math.Sqrt(v[0]*v[0] + v[1]*v[1] + v[2]*v[2])
+			r.Embeddings[i] = []float32{float32(v[0] / n), float32(v[1] / n), float32(v[2] / n), 0}
 		}
 	}
 	return nil
@@ -105,6 +107,29 @@ func TestEmbeddingErrors(t *testing.T) {
 		decodeBody(t, resp, resp.StatusCode, &body)
 		if body.Error.Param == nil || *body.Error.Param != tt.param || !strings.Contains(body.Error.Message, tt.msg) {
 			t.Errorf("%s: error %+v, want param %s and %q", tt.body, body.Error, tt.param, tt.msg)
+		}
+	}
+}
+
+// TestEmbeddingsRunTheAdapter: a LoRA adapter named as the model embeds
+// with that adapter, as a completion runs with it, not with the base
+// model under the adapter's name.
+func TestEmbeddingsRunTheAdapter(t *testing.T) {
+	env := startExec(t, &vecExec{}, withEmbeddings(false), func(e *engine.Config, c *Config) {
+		e.LoRAs, e.MaxLoRAs = []string{"sql"}, 1
+		c.LoRA = []LoRAModule{{Name: "sql", Path: "/adapters/sql"}}
+	})
+	for model, adapter := range map[string]bool{"sql": true, modelName: false} {
+		var resp struct {
+			Model string
+			Data  []struct{ Embedding []float64 }
+		}
+		decodeBody(t, env.post(t, "/v1/embeddings", `{"model":"`+model+`","input":"abc"}`), 200, &resp)
+		if resp.Model != model || len(resp.Data) != 1 || len(resp.Data[0].Embedding) != 4 {
+			t.Fatalf("%s: response %+v", model, resp)
+		}
+		if ran := resp.Data[0].Embedding[2] > 0; ran != adapter {
+			t.Errorf("model %s: embedded with the adapter %v, want %v", model, ran, adapter)
 		}
 	}
 }

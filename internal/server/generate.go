@@ -70,9 +70,20 @@ func (s *Server) compile(j *job) error {
 		return nil
 	}
 	if s.cfg.Grammars.Vocab().Size() == 0 {
+		if j.gen.Constraint.Trigger != "" {
+			j.gen.Constraint = nil // auto's calls unchecked: the vocabulary is unknown
+			return nil
+		}
 		return openai.BadRequest(j.gen.ConstraintParam, "this model's vocabulary is unknown: structured outputs are not available")
 	}
 	c, err := s.cfg.Grammars.Get(*j.gen.Constraint)
+	if err != nil && j.gen.Constraint.Trigger != "" {
+		// auto's calls are served unchecked, as vLLM serves them, when
+		// their schemas have what the grammar does not build.
+		s.log.Debug("tool calls not held to their schemas", "err", err)
+		j.gen.Constraint = nil
+		return nil
+	}
 	if err != nil {
 		return openai.BadRequest(j.gen.ConstraintParam, "%s", err)
 	}
@@ -120,7 +131,13 @@ func (s *Server) submit(j *job) error {
 		}
 		err := j.group.Add(base, func(_ int, r *engine.Request) {
 			r.Sink = tokenizer.NewTextSink(s.model, j.gen.Stop, j.gen.IncludeStop)
-			if j.grammar != nil {
+			switch {
+			case j.grammar == nil:
+			case j.gen.Constraint.Trigger != "":
+				r.Constraint = j.grammar.NewLazy(j.gen.Constraint.Trigger)
+			case j.gen.Tools != nil && j.gen.Tools.Mode == "required":
+				r.Constraint = callListMatcher{j.grammar.NewMatcher()}
+			default:
 				r.Constraint = j.grammar.NewMatcher()
 			}
 		})

@@ -159,6 +159,20 @@ func TestInfoRoutes(t *testing.T) {
 		models.Data[1].Root != modelName || models.Data[0].MaxModelLen != 256 || models.Object != "list" {
 		t.Errorf("models %+v", models)
 	}
+	var card openai.ModelCard
+	get("/v1/models/alias", &card)
+	if card != models.Data[1] {
+		t.Errorf("models/alias %+v, want the list's card %+v", card, models.Data[1])
+	}
+	if resp, err := env.srv.Client().Get(env.url + "/v1/models/nope"); err != nil {
+		t.Fatal(err)
+	} else {
+		var e openai.ErrorBody
+		decodeBody(t, resp, 404, &e)
+		if e.Error.Param == nil || *e.Error.Param != "model" || !strings.Contains(e.Error.Message, "`nope` does not exist") {
+			t.Errorf("models/nope: %+v", e.Error)
+		}
+	}
 	var v openai.Version
 	get("/version", &v)
 	if v.Version != "v-test" {
@@ -179,17 +193,33 @@ func TestInfoRoutes(t *testing.T) {
 	if diff := cmp.Diff(want, tok); diff != "" {
 		t.Errorf("tokenize (-want +got):\n%s", diff)
 	}
+	var e openai.ErrorBody
 	decodeBody(t, env.post(t, "/tokenize", `{"messages":[{"role":"user","content":"hi"}]}`), 200, &tok)
 	rendered := chatML(openai.ChatMessage{Role: "user", Content: "hi"})
 	if tok.Count != len(rendered) || (byteModel{}).Decode(tok.Tokens) != rendered {
 		t.Errorf("tokenize messages: %+v, want the ChatML rendering %q", tok, rendered)
+	}
+	// With tools the count is the prompt the template renders for them,
+	// as a chat request with those tools would be.
+	tools := `[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}]`
+	plain := tok.Count
+	decodeBody(t, env.post(t, "/tokenize", `{"messages":[{"role":"user","content":"hi"}],"tools":`+tools+`}`), 200, &tok)
+	if text := (byteModel{}).Decode(tok.Tokens); tok.Count <= plain || !strings.Contains(text, `"get_weather"`) || !strings.Contains(text, "<tools>") {
+		t.Errorf("tokenize with tools: %d tokens (%d without), %q", tok.Count, plain, text)
+	}
+	decodeBody(t, env.post(t, "/tokenize", `{"prompt":"hi","tools":`+tools+`}`), 400, &e)
+	if e.Error.Param == nil || *e.Error.Param != "tools" {
+		t.Errorf("tokenize a prompt with tools: %+v", e.Error)
+	}
+	decodeBody(t, env.post(t, "/tokenize", `{"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"bad name"}}]}`), 400, &e)
+	if e.Error.Param == nil || *e.Error.Param != "tools" || !strings.Contains(e.Error.Message, "tools[0].function.name") {
+		t.Errorf("tokenize with a bad tool: %+v", e.Error)
 	}
 	var detok openai.DetokenizeResponse
 	decodeBody(t, env.post(t, "/detokenize", `{"tokens":[104,105,256]}`), 200, &detok)
 	if detok.Prompt != "hi" {
 		t.Errorf("detokenize %+v", detok)
 	}
-	var e openai.ErrorBody
 	decodeBody(t, env.post(t, "/detokenize", `{"tokens":[104,9999]}`), 400, &e)
 	raw, _ := json.Marshal(e)
 	if !strings.Contains(string(raw), `"param":"tokens"`) {

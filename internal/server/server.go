@@ -1,6 +1,6 @@
 // Package server owns the HTTP side of glassbox: the OpenAI-compatible
 // routes (/v1/completions, /v1/chat/completions with structured outputs
-// and tool calls, /v1/embeddings, /v1/models; OpenAI's error body for
+// and tool calls, /v1/responses, /v1/embeddings, /v1/models; OpenAI's error body for
 // every other route and method), vLLM's
 // /tokenize and /detokenize, /health, /ready, /version and /metrics,
 // /debug/engine, the profiler's /start_profile and /stop_profile, API-key and
@@ -96,6 +96,10 @@ type Config struct {
 	// LoRA are the adapters served as model names (--lora-modules), each
 	// request naming one run with it.
 	LoRA []LoRAModule
+	// ResponsesStore is how many Responses API responses are kept for
+	// previous_response_id, item_reference and GET /v1/responses/{id}
+	// (--responses-store-size); 0 keeps none, as vLLM by default.
+	ResponsesStore int
 }
 
 // LoRAModule is one adapter: the model name clients use and where it is.
@@ -114,6 +118,7 @@ type Server struct {
 	// resolved.
 	maxModelLen int
 	started     int64 // unix seconds, the models' "created"
+	responses   *responseStore
 }
 
 // New builds a server for eng, whose requests use m's tokenizer.
@@ -124,7 +129,8 @@ func New(cfg Config, eng *engine.Engine, m Model) *Server {
 	if cfg.Grammars == nil {
 		cfg.Grammars = NewGrammars(m, eng.Config().EOS)
 	}
-	return &Server{cfg: cfg, eng: eng, model: m, log: cfg.Logger, maxModelLen: eng.Config().MaxModelLen, started: time.Now().Unix()}
+	return &Server{cfg: cfg, eng: eng, model: m, log: cfg.Logger, maxModelLen: eng.Config().MaxModelLen, started: time.Now().Unix(),
+		responses: newResponseStore(cfg.ResponsesStore)}
 }
 
 // grammarCacheSize is how many structured-output shapes stay compiled, with
@@ -160,7 +166,10 @@ func (s *Server) Handler() http.Handler {
 	route("POST /v1/completions", "/v1/completions", s.handleCompletions, false)
 	route("POST /v1/chat/completions", "/v1/chat/completions", s.handleChat, false)
 	route("POST /v1/embeddings", "/v1/embeddings", s.handleEmbeddings, false)
+	route("POST /v1/responses", "/v1/responses", s.handleResponses, false)
+	route("GET /v1/responses/{id}", "/v1/responses/{id}", s.handleGetResponse, false)
 	route("GET /v1/models", "/v1/models", s.handleModels, false)
+	route("GET /v1/models/{id...}", "/v1/models/{id}", s.handleModel, false)
 	route("POST /tokenize", "/tokenize", s.handleTokenize, false)
 	route("POST /detokenize", "/detokenize", s.handleDetokenize, false)
 	// Probes stay open: a kubelet has no API key.
@@ -238,7 +247,26 @@ func (s *Server) handleVersion(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	list := openai.ModelList{Object: "list", Data: []openai.ModelCard{}}
+	s.writeJSON(w, r, openai.ModelList{Object: "list", Data: s.modelCards()})
+}
+
+// handleModel serves GET /v1/models/{id} (the SDKs' models.retrieve): the
+// card of one served name, or the 404 a model the server does not serve
+// gets everywhere.
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	for _, c := range s.modelCards() {
+		if c.ID == id {
+			s.writeJSON(w, r, c)
+			return
+		}
+	}
+	s.fail(w, r, openai.ModelNotFound(id))
+}
+
+// modelCards describes every name the server answers to.
+func (s *Server) modelCards() []openai.ModelCard {
+	list := openai.ModelList{Data: []openai.ModelCard{}}
 	for _, name := range s.cfg.ServedModelNames {
 		list.Data = append(list.Data, openai.ModelCard{
 			ID: name, Object: "model", Created: s.started, OwnedBy: "glassbox",
@@ -252,7 +280,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 			Root: l.Path, Parent: &s.cfg.ServedModelNames[0], MaxModelLen: s.maxModelLen,
 		})
 	}
-	s.writeJSON(w, r, list)
+	return list.Data
 }
 
 // modelNames are the names requests may give: the served model's and the
@@ -295,10 +323,19 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		} else {
 			ids = s.model.Encode(*req.Prompt)
 		}
-	} else if text, err := s.renderChat(req.Messages, nil); err != nil {
-		s.fail(w, r, err)
-		return
 	} else {
+		var tools []any
+		if req.Tools != nil {
+			if tools, err = openai.ToolDefs(req.Tools); err != nil {
+				s.fail(w, r, err)
+				return
+			}
+		}
+		text, err := s.renderChat(req.Messages, tools)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		ids = s.encodeChat(text)
 	}
 	resp := openai.TokenizeResponse{Count: len(ids), MaxModelLen: s.maxModelLen, Tokens: ids}

@@ -266,7 +266,8 @@ func TestUnknownRoutesGetOpenAIErrors(t *testing.T) {
 		status       int
 		allow, msg   string
 	}{
-		{"POST", "/v1/responses", 404, "", "does not implement the Responses API"},
+		{"DELETE", "/v1/responses/resp_1", 405, "GET", "use GET"},
+		{"GET", "/v1/responses/resp_1", 404, "", "Response with id 'resp_1' not found."},
 		{"GET", "/v1/nope", 404, "", "Invalid URL (GET /v1/nope)"},
 		{"GET", "/", 404, "", "Invalid URL (GET /)"},
 		{"GET", "/v1/chat/completions", 405, "POST", "Method GET is not allowed"},

@@ -196,7 +196,7 @@ func TestStructuredOutputErrorsNameTheField(t *testing.T) {
 		{`{` + msgs + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"integer","multipleOf":2}}}}`, "response_format", `"multipleOf"`},
 		{`{` + msgs + `,"response_format":{"type":"json_schema","json_schema":{"name":"x"}}}`, "response_format", "json_schema.schema"},
 		{`{` + msgs + `,"response_format":{"type":"yaml"}}`, "response_format", "text, json_object or json_schema"},
-		{`{` + msgs + `,"guided_regex":"(?=a)"}`, "guided_regex", "lookahead"},
+		{`{` + msgs + `,"guided_regex":"a(?=a)"}`, "guided_regex", "lookahead"},
 		{`{` + msgs + `,"guided_choice":[]}`, "guided_choice", "empty"},
 		{`{` + msgs + `,"guided_grammar":"start: \"a\""}`, "guided_grammar", "Lark"},
 		{`{` + msgs + `,"guided_json":"{not json"}`, "guided_json", "not valid JSON"},

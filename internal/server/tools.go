@@ -1,10 +1,12 @@
 package server
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"strings"
+	"encoding/json"
 
+	"github.com/glassbox-llm/glassbox/internal/grammar"
 	"github.com/glassbox-llm/glassbox/internal/openai"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
@@ -15,18 +17,25 @@ import (
 // "none" (or no tools) as plain content. Streaming and not, it hands out
 // the message as content and tool-call deltas as OpenAI streams them: a
 // call's first delta has its index, id, type and name, its arguments
-// follow.
+// follow. A required choice's calls come out as they are generated, so
+// one that completed is never lost when max_tokens cuts the output, and
+// the call it cut keeps the arguments it got (finish_reason "length"), as
+// OpenAI returns it.
 type toolReader struct {
-	tools  *openai.Tools
-	stream *toolcall.Stream // auto
-	buf    strings.Builder  // required: held to the end
-	calls  int              // calls handed out
+	tools    *openai.Tools
+	stream   *toolcall.Stream  // auto
+	required *toolcall.Scanner // required
+	calls    int               // calls handed out
 }
 
 func newToolReader(tools *openai.Tools, parser string) *toolReader {
 	r := &toolReader{tools: tools}
-	if tools != nil && tools.Mode == "auto" {
+	switch {
+	case tools == nil:
+	case tools.Mode == "auto":
 		r.stream = toolcall.NewStream(parser)
+	case tools.Mode == "required":
+		r.required = toolcall.NewScanner(true, "parameters")
 	}
 	return r
 }
@@ -46,8 +55,7 @@ func (r *toolReader) read(text string) (string, []openai.ToolCallDelta) {
 		content, calls := r.stream.Write(text)
 		return content, r.deltas(calls)
 	case "required":
-		r.buf.WriteString(text)
-		return "", nil
+		return "", r.pieces(r.required.Write(text))
 	case "function":
 		var out []openai.ToolCallDelta
 		if r.calls == 0 {
@@ -71,14 +79,8 @@ func (r *toolReader) finish(reason string) (string, []openai.ToolCallDelta, stri
 	switch r.mode() {
 	case "auto":
 		var calls []toolcall.Call
-		content, calls = r.stream.Close()
+		content, calls = r.stream.Close(reason == "length")
 		deltas = r.deltas(calls)
-	case "required":
-		if calls, ok := toolcall.ParseRequired(r.buf.String()); ok {
-			deltas = r.deltas(calls)
-		} else {
-			content = r.buf.String() // cut short: what there is, as text
-		}
 	case "function":
 		if r.calls == 0 {
 			deltas = r.deltas([]toolcall.Call{{Name: r.tools.Name}})
@@ -104,6 +106,45 @@ func (r *toolReader) deltas(calls []toolcall.Call) []openai.ToolCallDelta {
 	}
 	return out
 }
+
+// pieces turns a required choice's scanned pieces into deltas: a call's
+// first piece gets its index and id; without parallel calls only the
+// first call is handed out.
+func (r *toolReader) pieces(ps []toolcall.Piece) []openai.ToolCallDelta {
+	var out []openai.ToolCallDelta
+	for _, p := range ps {
+		if p.Call > 0 && !r.tools.Parallel {
+			continue
+		}
+		if p.Name != "" {
+			out = append(out, openai.ToolCallDelta{Index: r.calls, ID: newCallID(), Type: "function",
+				Function: openai.FunctionCallDelta{Name: p.Name, Arguments: p.Args}})
+			r.calls++
+			continue
+		}
+		out = append(out, openai.ToolCallDelta{Index: r.calls - 1, Function: openai.FunctionCallDelta{Arguments: p.Args}})
+	}
+	return out
+}
+
+// compactCalls writes the arguments of a whole answer's calls without
+// insignificant whitespace; a call cut short keeps the text it got.
+func compactCalls(calls []openai.ToolCall) []openai.ToolCall {
+	for i := range calls {
+		var b bytes.Buffer
+		if json.Compact(&b, []byte(calls[i].Function.Arguments)) == nil {
+			calls[i].Function.Arguments = b.String()
+		}
+	}
+	return calls
+}
+
+// callListMatcher is a required tool choice's matcher, marked as a list
+// of calls for the simulated model, which ends such lists as models do.
+type callListMatcher struct{ *grammar.Matcher }
+
+// ToolCallList reports that the output is a list of tool calls.
+func (callListMatcher) ToolCallList() bool { return true }
 
 // mergeCalls folds deltas into whole calls, for a non-streaming answer.
 func mergeCalls(calls []openai.ToolCall, deltas []openai.ToolCallDelta) []openai.ToolCall {

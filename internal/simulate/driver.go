@@ -9,6 +9,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/grammar"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 	"github.com/glassbox-llm/glassbox/internal/workload"
@@ -82,6 +83,7 @@ type driver struct {
 	tokens  []TokenTimes
 	last    time.Time       // the last answer
 	flights map[int]*flight // sent and not answered, by request index
+	format  *grammar.Spec   // every request's structured output, or nil
 
 	fleet
 }
@@ -192,7 +194,7 @@ func (d *driver) send(r workload.Request, now time.Time) {
 	d.flights[r.Index] = f
 	f.out.Start = now
 	f.out.QueueTime = now.Sub(d.start.Add(r.Due))
-	f.out.Stage = r.Stage
+	f.out.Stage, f.out.Turn = r.Stage, r.Turn
 	f.out.PromptLen = r.Sample.PromptLen
 	f.out.ITL = make([]time.Duration, 0, max(r.Sample.OutputLen-1, 0)) // one gap a token after the first
 	f.prompt = r.Sample.PromptIDs
@@ -271,6 +273,15 @@ func (d *driver) submit(f *flight, at time.Time) {
 	params := sampling.Defaults()
 	params.MaxTokens, params.IgnoreEOS = max(s.OutputLen, 1), true
 	req := &engine.Request{ID: strconv.Itoa(f.req.Index), Prompt: f.prompt, Arrival: f.sent, Params: params, LoRA: f.req.Model}
+	if d.format != nil {
+		c, err := nd.rep.Grammars.Get(*d.format)
+		if err != nil {
+			f.out.Error, f.out.ErrorType = err.Error(), "HTTP Error 400"
+			heap.Push(&d.pending, event{at: at, f: f, kind: answered})
+			return
+		}
+		req.Constraint, req.Params.IgnoreEOS = c.NewMatcher(), false
+	}
 	st, err := nd.eng.Submit(req)
 	if err != nil {
 		// The API answers at once: 400 for a prompt too long, 503 when full.
@@ -366,6 +377,8 @@ func (d *driver) collect(nd *node, began time.Time) {
 		if o.Finished {
 			delete(nd.live, id)
 			f.out.PromptLen = o.PromptTokens
+			cached := o.CachedTokens // what the server's usage reports
+			f.out.CachedTokens = &cached
 			switch {
 			case o.Err != nil:
 				f.out.Error = o.Err.Error()

@@ -238,7 +238,11 @@ func (d *driver) route(f *flight) *node {
 		for k, nd := range d.epNodes {
 			d.eps[k].InFlight, d.eps[k].Metrics = nd.inFlight, nd.metrics
 		}
-		i = d.router.Pick(&router.Request{Model: d.rc.Sim.Model, Prompt: f.prompt}, d.eps)
+		model := d.rc.Sim.Model
+		if f.req.Model != "" {
+			model = f.req.Model // a LoRA adapter
+		}
+		i = d.router.Pick(&router.Request{Model: model, Prompt: f.prompt}, d.eps)
 	}
 	nd := d.epNodes[i]
 	nd.inFlight++
@@ -423,24 +427,25 @@ func (d *driver) close() {
 
 // kvIndex is the precise prefix scorer's view of the engines' KV blocks:
 // what their KV events would have told it, read from the engines
-// themselves. A prompt's block hashes are computed once for all replicas.
+// themselves. A request's block hashes are computed once for all replicas
+// (which serve the same adapters, so the same namespaces).
 type kvIndex struct {
 	d      *driver
-	prompt []int
+	req    *router.Request
 	hashes []kvcache.Hash
 }
 
-func (k *kvIndex) CachedTokens(endpoint string, prompt []int) int {
+func (k *kvIndex) CachedTokens(endpoint string, req *router.Request) int {
 	for _, nd := range k.d.epNodes {
 		if nd.name != endpoint {
 			continue
 		}
 		bs := nd.eng.Config().BlockSize
-		if len(prompt) == 0 {
+		if len(req.Prompt) == 0 {
 			return 0
 		}
-		if len(k.prompt) != len(prompt) || &k.prompt[0] != &prompt[0] {
-			k.prompt, k.hashes = prompt, kvcache.ChainHashes(bs, prompt)
+		if k.req != req {
+			k.req, k.hashes = req, kvcache.ChainHashes(bs, nd.eng.Namespace(req.Model), req.Prompt)
 		}
 		return nd.eng.CachedBlocks(k.hashes) * bs
 	}

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/autoscaler"
+	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/router"
+	srvapi "github.com/glassbox-llm/glassbox/internal/server"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
@@ -261,5 +263,39 @@ func TestUnroutedWithoutReplicas(t *testing.T) {
 	}
 	if res.Unrouted != 2 || res.Outputs[0].Success || !strings.Contains(res.Outputs[0].Error, "no replica") {
 		t.Errorf("unrouted %d, first output %+v", res.Unrouted, res.Outputs[0])
+	}
+}
+
+// TestPreciseRoutingFindsALoRAAdaptersBlocks: every request goes to a LoRA
+// adapter, eight prompts each sent twice, the second round after the first
+// has finished, over four replicas routed by the precise prefix scorer
+// alone. The engines cache the adapter's blocks under its own namespace,
+// so the scorer must hash the prompt in that namespace to find them: each
+// second send then lands where its first one ran and hits (the base
+// model's hashes would find nothing, and the picks would be random).
+func TestPreciseRoutingFindsALoRAAdaptersBlocks(t *testing.T) {
+	srv := server()
+	srv.LoRA = &replica.LoRA{Modules: []srvapi.LoRAModule{{Name: "sql", Path: "/adapters/sql"}}, MaxLoRAs: 1, MaxRank: 16}
+	var samples []workload.Sample
+	for i := range 8 {
+		samples = append(samples, workload.Sample{PromptIDs: ids(1024, 137*i), PromptLen: 1024, OutputLen: 16})
+	}
+	var offsets []time.Duration
+	for round := range 2 {
+		for i := range 8 {
+			offsets = append(offsets, time.Duration(round)*20*time.Second+time.Duration(i)*100*time.Millisecond)
+		}
+	}
+	plan := onePlan(offsets, samples...)
+	plan.LoRA = []workload.IPLoRASplit{{Name: "sql", Split: 1}}
+	res, err := Run(context.Background(), Config{Replica: srv, Replicas: 4, Plan: plan,
+		Router: router.Config{Policy: router.EndpointPicker, Scorers: []router.Scorer{{Type: router.PrecisePrefixScorer, Weight: 1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each second send finds all 63 full blocks of its prompt but the last
+	// token's: 8·1008 of 16·1024 prompt tokens.
+	if got := hitRate(t, res); got < 0.45 {
+		t.Errorf("prefix hit rate %.2f, want 8·1008/(16·1024) = 0.49: the second sends missed their adapter's blocks", got)
 	}
 }

@@ -153,10 +153,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Replicas < 0 || cfg.RouterRefresh < 0 || cfg.ScrapeInterval < 0 || cfg.StartupDelay < 0 || cfg.ShutdownTimeout < 0 {
 		return nil, errors.New("simulate: replicas, intervals and delays must not be negative")
 	}
-	if cfg.Plan.ResponseFormat != nil {
-		// The engine does not constrain decoding yet; a run that ignored
-		// the format would time outputs it could not produce.
-		return nil, errors.New("simulate: api.response_format (structured output) is not honoured by the simulated engine yet: remove it from the configuration to simulate the load without it")
+	format, err := responseFormat(cfg.Plan.ResponseFormat)
+	if err != nil {
+		return nil, err
 	}
 	if err := checkAdapters(cfg); err != nil {
 		return nil, err
@@ -173,6 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	d.format = format
 	defer d.close()
 	if err := d.run(ctx); err != nil {
 		return nil, err

@@ -14,11 +14,11 @@ import (
 )
 
 // TestARM64Encodings re-assembles the mnemonic beside every WORD of the
-// arm64 kernels (hand-written and generated) with GNU as and requires the
-// same instruction word, so that the hand-encoded NEON instructions say
-// what they do. (It runs on
-// the x86 build, where the cross binutils are; the kernels themselves are
-// tested under qemu.)
+// arm64 kernels (kernelgen's encoders and the instructions it writes
+// verbatim) with GNU as and requires the same instruction word, so that
+// the hand-encoded NEON instructions say what they do. (It runs on the x86
+// build, where the cross binutils are; the kernels themselves are tested
+// under qemu.)
 func TestARM64Encodings(t *testing.T) {
 	as := reftest.Tool(t, "aarch64-linux-gnu-as")
 	objdump := reftest.Tool(t, "aarch64-linux-gnu-objdump")

@@ -11,8 +11,6 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/gguf"
 )
 
-//go:generate go run gen_kernels.go
-
 // detect picks the best kernel set this CPU runs: AVX-512 VNNI (on ymm
 // registers, with BW and VL; with BF16 where the CPU has it) or AVX2 with
 // FMA and F16C, else pure Go; at
@@ -30,60 +28,6 @@ func detect() isa {
 	}
 	return isaAVX2
 }
-
-//go:noescape
-func q80Rows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
-
-//go:noescape
-func q80Rows4AVX2(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
-
-//go:noescape
-func q80Rows1VNNI(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
-
-//go:noescape
-func q80Rows4VNNI(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
-
-//go:noescape
-func q40Rows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
-
-//go:noescape
-func q40Rows4AVX2(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
-
-//go:noescape
-func q40Rows1VNNI(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
-
-//go:noescape
-func q40Rows4VNNI(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
-
-//go:noescape
-func q50Rows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
-
-//go:noescape
-func q50Rows4AVX2(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
-
-//go:noescape
-func q50Rows1VNNI(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
-
-//go:noescape
-func q50Rows4VNNI(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
-
-//go:noescape
-func q4kRows1VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
-
-//go:noescape
-func q4kRows4VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
-
-//go:noescape
-func q6kRows1VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
-
-//go:noescape
-func q6kRows4VNNI(w *byte, rowBytes, nrows int, a *byte, nb int, out *float32, ostride int)
-
-//go:noescape
-func q4kRows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
-
-//go:noescape
-func q6kRows1AVX2(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
 
 type rows1Func = func(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
 type rows4Func = func(w *byte, rowBytes, nrows int, a *int8, astride int, d *float32, dstride, nb int, out *float32, ostride int)
@@ -181,84 +125,6 @@ func dotF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
 
 func dotBF16Asm(isa, []uint16, []float32) (float32, int) { return 0, 0 }
 
-//go:noescape
-func f16Lanes8AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, rowBytes, steps int, out *float32, outLane int)
-
-//go:noescape
-func f16Tile1x1AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func f16Tile3x2AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func f16Tile1x2AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func f16Tile3x3AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func f16Tile1x3AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func f16Tile3x4AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func f16Tile1x4AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16Lanes8AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, rowBytes, steps int, out *float32, outLane int)
-
-//go:noescape
-func bf16Tile1x1AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16Tile3x2AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16Tile1x2AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16Tile3x3AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16Tile1x3AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16Tile3x4AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16Tile1x4AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func f32Lanes8AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, rowBytes, steps int, out *float32, outLane int)
-
-//go:noescape
-func f32Tile1x1AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func f32Tile3x2AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func f32Tile1x2AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func f32Tile3x3AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func f32Tile1x3AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func f32Tile3x4AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func f32Tile1x4AVX2(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func roundF16AVX2(x, dst *float32, n int)
-
-//go:noescape
-func roundBF16AVX2(x, dst *float32, n int)
-
 // roundActsAsm rounds the whole groups of 8 of x into dst through F16 or
 // BF16 and returns how many elements it did.
 func roundActsAsm(k isa, bf16 bool, x, dst []float32) int {
@@ -275,15 +141,9 @@ func roundActsAsm(k isa, bf16 bool, x, dst []float32) int {
 	return n
 }
 
-//go:noescape
-func f16ToF32AVX2(src *uint16, dst *float32, n int)
-
-//go:noescape
-func f32TileZ4x8(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
-
 type floatTileFunc = func(w unsafe.Pointer, laneStride, groups int, x *float32, xstride, steps int, out *float32, ostride, rowBytes, outLane int)
 
-// floatKernels are each float format's kernels (gen_kernels.go's
+// floatKernels are each float format's kernels (kernelgen's
 // floatLanes and floatTile): eight lanes of rows for one token, three
 // lanes for 2..4 tokens, and one row at a time for the rows left over.
 var floatKernels = [3]struct {
@@ -348,9 +208,6 @@ func floatRowsAsm(k isa, kind floatKind, w []byte, rowBytes, cols, nrows int, x,
 	return steps * 8
 }
 
-//go:noescape
-func bf16ToF32AVX2(src *uint16, dst *float32, n int)
-
 // wideBytes is how much of a batch's F16 rows rowsWideAsm widens at a
 // time: a block that stays in L2 (512 KiB here) while every token meets it.
 const wideBytes = 256 << 10
@@ -401,48 +258,9 @@ func rowsWideAsm(k isa, kind floatKind, w []uint16, cols, nrows int, x, pairs []
 	return steps * 8, buf
 }
 
-//go:noescape
-func packBF16AVX512(x *float32, dst *uint16, n int)
-
-//go:noescape
-func bf16DP8x1(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16DP1x1(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16DP4x2(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16DP1x2(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16DP4x3(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16DP1x3(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16DP4x4(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16DP1x4(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16DP4x5(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16DP1x5(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16DP4x6(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
-
-//go:noescape
-func bf16DP1x6(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
-
 type bf16DPFunc = func(w unsafe.Pointer, laneStride, groups int, x *uint16, xstride, cols int, out *float32, ostride, rowBytes, outLane int)
 
-// bf16DPKernels are gen_kernels.go's bf16DP kernels by tokens: {lanes of
+// bf16DPKernels are kernelgen's bf16DP kernels by tokens: {lanes of
 // rows (eight for one token, else four), one row}.
 var bf16DPKernels = [7][2]bf16DPFunc{1: {bf16DP8x1, bf16DP1x1}, 2: {bf16DP4x2, bf16DP1x2}, 3: {bf16DP4x3, bf16DP1x3}, 4: {bf16DP4x4, bf16DP1x4}, 5: {bf16DP4x5, bf16DP1x5}, 6: {bf16DP4x6, bf16DP1x6}}
 
@@ -493,9 +311,6 @@ func packBF16Asm(k isa, x []float32, dst []uint16) int {
 	return n
 }
 
-//go:noescape
-func readSumAVX2(p *byte, lane, n int) uint64
-
 // readSumAsm sums b's first 8·lane bytes as 64-bit words in eight
 // interleaved lanes (lane a multiple of 32) and returns how many bytes it
 // covered.
@@ -525,96 +340,6 @@ func kTileRows(r1, r4 kTileFunc, w []byte, rowBytes, nrows, blockBytes int, q *Q
 	}
 }
 
-//go:noescape
-func q80x8T16(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q80x8T8(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q80x8T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q80x8T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q80x8T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q40x8T16(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q40x8T8(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q40x8T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q40x8T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q40x8T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q50x8T16(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q50x8T8(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q50x8T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q50x8T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q50x8T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q80x16T16(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q80x16T8(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q80x16T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q80x16T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q80x16T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q40x16T16(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q40x16T8(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q40x16T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q40x16T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q40x16T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q50x16T16(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q50x16T8(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q50x16T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q50x16T2(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q50x16T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
 type x8Func = func(w *byte, groups, nb int, a *byte, out *float32, ostride int)
 
 // x8Kernels are the VNNI repacked kernels per format and group size (8
@@ -625,51 +350,15 @@ var x8Kernels = map[gguf.TensorType][2][5]x8Func{
 	gguf.Q5_0: {{q50x8T16, q50x8T8, q50x8T4, q50x8T2, q50x8T1}, {q50x16T16, q50x16T8, q50x16T4, q50x16T2, q50x16T1}},
 }
 
-//go:noescape
-func q80x8AVX2T4(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q80x8AVX2T2(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q80x8AVX2T1(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q40x8AVX2T4(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q40x8AVX2T2(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q40x8AVX2T1(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q50x8AVX2T4(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q50x8AVX2T2(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q50x8AVX2T1(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q80x8AVX2S(w *byte, groups, nb int, a *byte, wstep int, out *float32, ostep int)
-
-//go:noescape
-func q40x8AVX2S(w *byte, groups, nb int, a *byte, wstep int, out *float32, ostep int)
-
-//go:noescape
-func q50x8AVX2S(w *byte, groups, nb int, a *byte, wstep int, out *float32, ostep int)
-
 // x8AVX2Streams are the one-token kernels that read x8Streams runs of
-// groups at once (gen_kernels.go's qx8AVX2S).
+// groups at once (kernelgen's qx8AVX2S).
 var x8AVX2Streams = map[gguf.TensorType]x8RunFunc{
 	gguf.Q8_0: q80x8AVX2S,
 	gguf.Q4_0: q40x8AVX2S,
 	gguf.Q5_0: q50x8AVX2S,
 }
 
-// x8Streams is gen_kernels.go's: the runs those kernels read at once.
+// x8Streams is kernelgen's: the runs those kernels read at once.
 const x8Streams = 4
 
 // runsAtOnce is how many runs of groups kernel set k's one-token kernels
@@ -733,12 +422,6 @@ func x8Asm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q *Q8, n int, 
 	return true
 }
 
-//go:noescape
-func expShiftAVX2(w *float32, n int, shift, scale float32)
-
-//go:noescape
-func siluMulAVX2(x, u *float32, n int)
-
 // expShiftAsm and siluMulAsm do whole groups of 8 and return how many
 // elements they covered.
 func expShiftAsm(k isa, w []float32, shift, scale float32) int {
@@ -759,24 +442,6 @@ func siluMulAsm(k isa, g, u []float32) int {
 	siluMulAVX2(&g[0], &u[0], n)
 	return n
 }
-
-//go:noescape
-func q4kx8VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
-
-//go:noescape
-func q4kx16VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
-
-//go:noescape
-func q5kx8VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
-
-//go:noescape
-func q5kx16VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
-
-//go:noescape
-func q6kx8VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
-
-//go:noescape
-func q6kx16VNNI(w *byte, groups, nb int, a *int8, d *float32, bsums *int16, out *float32)
 
 // kxAsm runs the repacked K-quant kernel for groups of R rows (w) against
 // one token's Q8_K activations, out[0 : R·groups].
@@ -808,12 +473,6 @@ func kxAsm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q []int8, d []
 	return true
 }
 
-//go:noescape
-func flashF16AVX2(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int, pk, pv unsafe.Pointer)
-
-//go:noescape
-func flashF32AVX2(q, o, m, l *float32, lim *int32, rows, d int, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride, nk int, pk, pv unsafe.Pointer)
-
 // flashAsm runs one Flash step in assembly (strides in bytes; bounds
 // checked by the caller), prefetching the tile at pk, pv. The AVX2 kernel
 // serves the AVX-512 machines too.
@@ -824,33 +483,6 @@ func flashAsm(f *Flash, k unsafe.Pointer, kstride int, v unsafe.Pointer, vstride
 		flashF32AVX2(&f.Q[0], &f.o[0], &f.m[0], &f.l[0], &f.Lim[0], f.Rows, f.D, k, kstride, v, vstride, nk, pk, pv)
 	}
 }
-
-//go:noescape
-func q4kx8AVX2T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q4kx8AVX2T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q4kx8AVX2S(w *byte, groups, nb int, a *byte, out *float32, ostride, wstep int)
-
-//go:noescape
-func q5kx8AVX2T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q5kx8AVX2T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q5kx8AVX2S(w *byte, groups, nb int, a *byte, out *float32, ostride, wstep int)
-
-//go:noescape
-func q6kx8AVX2T4(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q6kx8AVX2T1(w *byte, groups, nb int, a *byte, out *float32, ostride int)
-
-//go:noescape
-func q6kx8AVX2S(w *byte, groups, nb int, a *byte, out *float32, ostride, wstep int)
 
 // kx8AVX2Kernels are the AVX2 kernels of each repacked K-quant: four
 // tokens, one token, and one token over x8Streams runs of groups.
@@ -897,12 +529,6 @@ func kx8Asm(k isa, t gguf.TensorType, w []byte, groups, nb int, q *Q8, n int, ou
 	return true
 }
 
-//go:noescape
-func quantQ8_0AVX2(x *float32, nb int, q *int8, d *float32)
-
-//go:noescape
-func x8RecordsAVX2(q *int8, d *float32, nb int, off int32, o *byte, ostride int)
-
 // x8RecordsAsm writes the X8 records of Q8_0 blocks (q, d) from o,
 // ostride bytes apart: the 32 quants, −off·Σq, d (Q8.writeX8).
 func x8RecordsAsm(k isa, q []int8, d []float32, off int32, o []byte, ostride int) bool {
@@ -918,12 +544,9 @@ func x8RecordsAsm(k isa, q []int8, d []float32, off int32, o []byte, ostride int
 	return true
 }
 
-//go:noescape
-func quantQ8_KAVX2(x *float32, nb int, q *int8, d *float32, bs *int16) int
-
 // quantQ8_KAsm quantises Q8_K blocks of x into q, d and their sums bs
 // (lengths checked by the caller), from the first block until one that
-// Go must do (gen_kernels.go's quantQ8KKernel), and returns how many.
+// Go must do (kernelgen's quantQ8KKernel), and returns how many.
 func quantQ8_KAsm(k isa, x []float32, q []int8, d []float32, bs []int16) int {
 	if k == isaGeneric || len(d) == 0 {
 		return 0

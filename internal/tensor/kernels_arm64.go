@@ -24,33 +24,6 @@ func detect() isa {
 	return isaGeneric
 }
 
-//go:noescape
-func q80Rows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
-
-//go:noescape
-func q80Rows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
-
-//go:noescape
-func q40Rows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
-
-//go:noescape
-func q40Rows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
-
-//go:noescape
-func q50Rows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
-
-//go:noescape
-func q50Rows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
-
-//go:noescape
-func dotF32NEON(a, b *float32, n int) float32
-
-//go:noescape
-func dotF16NEON(w *uint16, x *float32, n int) float32
-
-//go:noescape
-func dotBF16NEON(w *uint16, x *float32, n int) float32
-
 type rows1Func = func(w *byte, rowBytes, nrows int, a *int8, d *float32, nb int, out *float32)
 
 // q8Kernels are the Q8_0-family row kernels, [NEON, dot product].
@@ -86,37 +59,8 @@ func q8RowsAsm(k isa, t gguf.TensorType, w []byte, rowBytes, nrows int, q *Q8, n
 	return true
 }
 
-//go:generate go run gen_arm64.go
-
-//go:noescape
-func q80x8T4Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q80x8T2Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q80x8T1Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q40x8T4Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q40x8T2Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q40x8T1Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q50x8T4Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q50x8T2Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
-//go:noescape
-func q50x8T1Dot(w *byte, groups, nb int, a *byte, astride int, out *float32, ostride int)
-
 // x8DotKernels are the dot-product kernels over the repacked Q8_0 family
-// (gen_arm64.go), for runs of 4, 2 and 1 tokens.
+// (kernelgen), for runs of 4, 2 and 1 tokens.
 var x8DotKernels = map[gguf.TensorType][3]x8RunFunc{
 	gguf.Q8_0: {q80x8T4Dot, q80x8T2Dot, q80x8T1Dot},
 	gguf.Q4_0: {q40x8T4Dot, q40x8T2Dot, q40x8T1Dot},
@@ -135,15 +79,6 @@ func x8Asm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q *Q8, n int, 
 	x8Runs(x8DotKernels[t], w, groups, nb, q, n, out, ostride)
 	return true
 }
-
-//go:noescape
-func q4kx8Dot(w *byte, groups, nb int, q *int8, d *float32, bsums *int16, out *float32)
-
-//go:noescape
-func q5kx8Dot(w *byte, groups, nb int, q *int8, d *float32, bsums *int16, out *float32)
-
-//go:noescape
-func q6kx8Dot(w *byte, groups, nb int, q *int8, d *float32, bsums *int16, out *float32)
 
 // kxAsm runs the repacked K-quant kernel over groups of eight rows (w)
 // against one token's Q8_K activations, writing out[0, 8·groups).
@@ -168,24 +103,6 @@ func kxAsm(k isa, t gguf.TensorType, w []byte, R, groups, nb int, q []int8, d []
 	}
 	return true
 }
-
-//go:noescape
-func q4kRows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
-
-//go:noescape
-func q4kRows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
-
-//go:noescape
-func q5kRows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
-
-//go:noescape
-func q5kRows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
-
-//go:noescape
-func q6kRows1NEON(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
-
-//go:noescape
-func q6kRows1Dot(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
 
 type kRows1Func = func(w *byte, rowBytes, nrows int, a *int8, d *float32, bsums *int16, nb int, out *float32)
 
@@ -251,9 +168,6 @@ func dotBF16Asm(k isa, w []uint16, x []float32) (float32, int) {
 	return dotBF16NEON(&w[0], &x[0], n), n
 }
 
-//go:noescape
-func readSumNEON(p *byte, n int) uint64
-
 // readSumAsm sums whole 128-byte pieces of b as 64-bit words and returns
 // how many bytes it covered.
 func readSumAsm(k isa, b []byte) (uint64, int) {
@@ -263,9 +177,6 @@ func readSumAsm(k isa, b []byte) (uint64, int) {
 	}
 	return readSumNEON(&b[0], n), n
 }
-
-//go:noescape
-func quantQ8_0NEON(x *float32, nb int, q *int8, d *float32)
 
 // quantQ8_0Asm quantises whole Q8_0 blocks of x into q and d (their
 // lengths checked by the caller) and reports whether it did.
@@ -278,18 +189,6 @@ func quantQ8_0Asm(k isa, x []float32, q []int8, d []float32) bool {
 	quantQ8_0NEON(&x[0], len(d), &q[0], &d[0])
 	return true
 }
-
-//go:noescape
-func flashScoresF32NEON(q *float32, d int, k unsafe.Pointer, kstride int, s *float32)
-
-//go:noescape
-func flashScoresF16NEON(q *float32, d int, k unsafe.Pointer, kstride int, s *float32)
-
-//go:noescape
-func flashAccF32NEON(o *float32, d int, alpha float32, p *float32, nk int, v unsafe.Pointer, vstride int)
-
-//go:noescape
-func flashAccF16NEON(o *float32, d int, alpha float32, p *float32, nk int, v unsafe.Pointer, vstride int)
 
 // flashAsm runs one Flash step with the scores and the weighted sum of
 // values in NEON (strides in bytes, bounds checked by the caller; D a

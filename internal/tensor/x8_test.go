@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/gguf"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 // TestRepackX8 checks the repacked layouts, made for each kernel set this
@@ -15,10 +16,16 @@ import (
 // rows dequantise as before; the assembly matches the pure-Go x8 kernel
 // bit for bit for every tile split of 1..37 tokens; each token's result
 // does not depend on the batch around it; and results agree with the
-// unpacked kernels to float rounding.
+// unpacked kernels to float rounding. Every format, kernel set and mode
+// runs; the other row counts and batch sizes (three minutes under -race)
+// with GLASSBOX_LONG_TESTS=1, which .ci/run sets.
 func TestRepackX8(t *testing.T) {
 	if detect() == isaGeneric {
 		t.Skip("no assembly kernels here: matrices are not repacked")
+	}
+	shapes, batches := []int{24, 48, 80, 104, 128}, []int{1, 2, 3, 7, 16, 21, 37} // Q4_K: groups of 8, of 16; 80, 104: runs of groups and some left over (16 and 8 rows); 128: runs only
+	if !reftest.LongTests() {
+		shapes, batches = []int{24, 104}, []int{3, 13, 37} // tiles of 16, 8, 4, 2 and 1 among them
 	}
 	for _, pack := range levels()[1:] {
 		for _, typ := range []gguf.TensorType{gguf.Q8_0, gguf.Q4_0, gguf.Q5_0, gguf.Q4_K, gguf.Q5_K, gguf.Q6_K} {
@@ -26,18 +33,18 @@ func TestRepackX8(t *testing.T) {
 				continue
 			}
 			for mode := range 3 {
-				for _, rows := range []int{24, 48, 80, 104, 128} { // Q4_K: groups of 8, of 16; 80, 104: runs of groups and some left over (16 and 8 rows); 128: runs only
-					t.Run(fmt.Sprintf("%s/%s/mode%d/rows%d", pack, typ, mode, rows), func(t *testing.T) { testRepack(t, pack, typ, mode, rows, 512) })
+				for _, rows := range shapes {
+					t.Run(fmt.Sprintf("%s/%s/mode%d/rows%d", pack, typ, mode, rows), func(t *testing.T) { testRepack(t, pack, typ, mode, rows, 512, batches) })
 				}
 				// One block per row: the kernels' block loops run once.
 				one := typ.BlockElems()
-				t.Run(fmt.Sprintf("%s/%s/mode%d/rows48/cols%d", pack, typ, mode, one), func(t *testing.T) { testRepack(t, pack, typ, mode, 48, one) })
+				t.Run(fmt.Sprintf("%s/%s/mode%d/rows48/cols%d", pack, typ, mode, one), func(t *testing.T) { testRepack(t, pack, typ, mode, 48, one, batches) })
 			}
 		}
 	}
 }
 
-func testRepack(t *testing.T, pack isa, typ gguf.TensorType, mode, rows, cols int) {
+func testRepack(t *testing.T, pack isa, typ gguf.TensorType, mode, rows, cols int, batches []int) {
 	r := rand.New(rand.NewPCG(5, uint64(mode)))
 	data := randomBlocks(typ, rows, cols, r, mode)
 	plain, _ := NewMatrix(typ, rows, cols, data)
@@ -60,7 +67,7 @@ func testRepack(t *testing.T, pack isa, typ gguf.TensorType, mode, rows, cols in
 	x := randFloats(r, 37*cols)
 	alone := make([]float32, rows)
 	var s Scratch
-	for _, n := range []int{1, 2, 3, 7, 16, 21, 37} {
+	for _, n := range batches {
 		var want []float32
 		for _, k := range levels() {
 			m.isa = k

@@ -23,7 +23,7 @@ func FuzzParse(f *testing.F) {
 				_, cs := s.Write(text[i:min(i+n, len(text))])
 				got = append(got, cs...)
 			}
-			_, cs := s.Close()
+			_, cs := s.Close(false)
 			got = append(got, cs...)
 			if !cmp.Equal(got, want) {
 				t.Fatalf("%s %q by %d: streamed %+v, parsed %+v", p, text, n, got, want)

@@ -33,18 +33,33 @@ var localRef = regexp.MustCompile(`("\$ref"\s*:\s*")#`)
 // arguments valid against that tool's parameters. Each parameters schema
 // moves under $defs, its local references following it.
 func RequiredSchema(tools []Tool, parallel bool) string {
-	var alts, defs []string
-	for i, t := range tools {
-		name, _ := json.Marshal(t.Name)
-		def := fmt.Sprintf("tool%d", i)
-		alts = append(alts, fmt.Sprintf(`{"type":"object","properties":{"name":{"const":%s},"parameters":{"$ref":"#/$defs/%s"}},"required":["name","parameters"],"additionalProperties":false}`, name, def))
-		defs = append(defs, fmt.Sprintf(`"%s":%s`, def, localRef.ReplaceAllString(t.params(), `${1}#/$$defs/`+def)))
-	}
+	alts, defs := callSchemas(tools, "parameters")
 	limit := ""
 	if !parallel {
 		limit = `,"maxItems":1`
 	}
-	return fmt.Sprintf(`{"type":"array","minItems":1%s,"items":{"anyOf":[%s]},"$defs":{%s}}`, limit, strings.Join(alts, ","), strings.Join(defs, ","))
+	return fmt.Sprintf(`{"type":"array","minItems":1%s,"items":{"anyOf":[%s]},"$defs":{%s}}`, limit, alts, defs)
+}
+
+// HermesCall is the constraint of tool_choice auto's calls in the hermes
+// format: lazy, from <tool_call> on, the body {"name": …, "arguments":
+// {…}} of one of the tools, then </tool_call>.
+func HermesCall(tools []Tool) (schema, trigger, suffix string) {
+	alts, defs := callSchemas(tools, "arguments")
+	return fmt.Sprintf(`{"anyOf":[%s],"$defs":{%s}}`, alts, defs), hermesOpen, hermesClose
+}
+
+// callSchemas are the call objects' alternatives, one per tool with its
+// arguments under argsKey, and the $defs their parameters move to.
+func callSchemas(tools []Tool, argsKey string) (alts, defs string) {
+	var as, ds []string
+	for i, t := range tools {
+		name, _ := json.Marshal(t.Name)
+		def := fmt.Sprintf("tool%d", i)
+		as = append(as, fmt.Sprintf(`{"type":"object","properties":{"name":{"const":%s},%q:{"$ref":"#/$defs/%s"}},"required":["name",%q],"additionalProperties":false}`, name, argsKey, def, argsKey))
+		ds = append(ds, fmt.Sprintf(`"%s":%s`, def, localRef.ReplaceAllString(t.params(), `${1}#/$$defs/`+def)))
+	}
+	return strings.Join(as, ","), strings.Join(ds, ",")
 }
 
 // ParseRequired reads a required tool choice's output.

@@ -107,20 +107,36 @@ func (s *Stream) writeWhole() (string, []Call) {
 }
 
 // Close ends the output and returns what was held back: content, and the
-// calls of a whole-output format or of an unterminated hermes call.
-func (s *Stream) Close() (content string, calls []Call) {
+// calls of a whole-output format or of an unterminated hermes call. An
+// output cut short (by max_tokens) keeps every call that completed and the
+// one it cut with the arguments it got, as OpenAI returns them; one that
+// ended by itself with malformed calls is content, as vLLM's parsers leave
+// it.
+func (s *Stream) Close(cut bool) (content string, calls []Call) {
 	rest := s.pending
 	s.pending = ""
 	switch {
 	case s.parser != Hermes:
-		if s.whole == 1 {
-			return Parse(s.parser, rest)
+		if s.whole != 1 {
+			return rest, nil
 		}
-		return rest, nil
+		content, calls = Parse(s.parser, rest)
+		if calls == nil && cut {
+			if salvaged := Salvage(s.parser, rest); len(salvaged) > 0 {
+				return "", salvaged
+			}
+		}
+		return content, calls
 	case s.inCall:
 		s.inCall = false
 		if c, ok := callObject(rest, "arguments"); ok {
 			return "", []Call{c}
+		}
+		if cut {
+			if salvaged := Salvage(Hermes, hermesOpen+rest); len(salvaged) > 0 {
+				s.space = ""
+				return "", salvaged[:1]
+			}
 		}
 		return s.content(hermesOpen+rest) + s.space, nil
 	}

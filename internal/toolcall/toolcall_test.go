@@ -45,7 +45,7 @@ func TestParse(t *testing.T) {
 				got.WriteString(c)
 				gotCalls = append(gotCalls, cs...)
 			}
-			c, cs := s.Close()
+			c, cs := s.Close(false)
 			got.WriteString(c)
 			gotCalls = append(gotCalls, cs...)
 			if strings.TrimSpace(got.String()) != tc.content || !cmp.Equal(gotCalls, tc.calls) {

@@ -13,8 +13,9 @@ import (
 // DatasetConfig chooses the prompts. The defaults are vLLM's.
 type DatasetConfig struct {
 	// Name is "random" (default), "sharegpt", "prefix-repetition",
-	// "custom", "sonnet", "burstgpt", "hf" (vLLM's), or "trace" (glassbox's:
-	// a request trace replayed at its times).
+	// "custom", "sonnet", "burstgpt", "hf" (vLLM's), "trace" (glassbox's:
+	// a request trace replayed at its times) or "agent" (glassbox's: agent
+	// sessions, a plan of their own).
 	Name string
 	Path string // the file (or, for hf, the hub dataset) of the named dataset
 
@@ -47,7 +48,7 @@ func (d *DatasetConfig) Check() error {
 	switch d.Name {
 	case "":
 		d.Name = "random"
-	case "random", "prefix-repetition":
+	case "random", "prefix-repetition", "agent":
 	case "prefix_repetition":
 		d.Name = "prefix-repetition"
 	case "sharegpt", "custom", "sonnet", "burstgpt", "hf", "trace":
@@ -57,7 +58,7 @@ func (d *DatasetConfig) Check() error {
 	case "random-mm", "random-rerank", "spec_bench", "txt-slices":
 		return fmt.Errorf("check dataset %q: vLLM's multimodal, rerank, spec-bench and txt-slices datasets are not built in glassbox", d.Name)
 	default:
-		return fmt.Errorf("check dataset %q: want random, sharegpt, prefix-repetition, custom, sonnet, burstgpt, hf or trace", d.Name)
+		return fmt.Errorf("check dataset %q: want random, sharegpt, prefix-repetition, custom, sonnet, burstgpt, hf, trace or agent", d.Name)
 	}
 	if d.Name == "random" && d.Path != "" {
 		return fmt.Errorf("check dataset: the random dataset takes no --dataset-path %s (as vLLM; name the dataset with --dataset-name)", d.Path)
@@ -109,6 +110,8 @@ func LoadSamples(ctx context.Context, d DatasetConfig, n int, tc Tokenizer, rng 
 		return hfSamples(ctx, d, n, tc, rng)
 	case "trace":
 		return nil, errors.New("load dataset trace: a trace is a plan of its own (TracePlan), not samples")
+	case "agent":
+		return nil, errors.New("load dataset agent: agent sessions are a plan of their own (NewAgentPlan), not samples")
 	}
 	return randomSamples(ctx, d, n, tc, rng)
 }

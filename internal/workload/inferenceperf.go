@@ -142,13 +142,16 @@ type IPData struct {
 	Trace              *IPTrace        `yaml:"trace"`
 	UseChatTemplate    bool            `yaml:"use_chat_template"`
 
+	// ConversationReplay is data.type conversation_replay's agent
+	// sessions.
+	ConversationReplay *IPConversationReplay `yaml:"conversation_replay"`
+
 	// Read to be refused by name: glassbox generates no multimodal
 	// content and replays no agent traces.
-	Multimodal         any `yaml:"multimodal"`
-	OTelTraceReplay    any `yaml:"otel_trace_replay"`
-	WekaTraceReplay    any `yaml:"weka_trace_replay"`
-	ConversationReplay any `yaml:"conversation_replay"`
-	VisionArena        any `yaml:"visionarena"`
+	Multimodal      any `yaml:"multimodal"`
+	OTelTraceReplay any `yaml:"otel_trace_replay"`
+	WekaTraceReplay any `yaml:"weka_trace_replay"`
+	VisionArena     any `yaml:"visionarena"`
 }
 
 // IPDistribution is a length distribution (inference-perf's Distribution):
@@ -162,6 +165,17 @@ type IPDistribution struct {
 	Variance   *float64 `yaml:"variance"`
 	Skew       *float64 `yaml:"skew"`
 	TotalCount *int     `yaml:"total_count"`
+}
+
+// UnmarshalYAML reads a distribution's mapping; inference-perf's
+// expression strings ("Min(100, Max(10, Normal(50, 10)))", SymPy's) are
+// refused by name.
+func (d *IPDistribution) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return fmt.Errorf("line %d: the expression distribution %q is not supported by glassbox: give a mapping {type, min, max, mean, std_dev}", n.Line, n.Value)
+	}
+	type plain IPDistribution
+	return n.Decode((*plain)(d))
 }
 
 // Length is a token count given as a number or as a distribution
@@ -235,7 +249,7 @@ type IPLifecycleReport struct {
 	PerAdapter            *bool     `yaml:"per_adapter"`
 	PerAdapterStage       *bool     `yaml:"per_adapter_stage"`
 	Percentiles           []float64 `yaml:"percentiles"`
-	UseServerOutputTokens bool      `yaml:"use_server_output_tokens"`
+	UseServerOutputTokens *bool     `yaml:"use_server_output_tokens"` // only true is built
 	MaxErrorMessages      *int      `yaml:"max_error_messages"`
 }
 

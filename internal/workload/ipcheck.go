@@ -252,17 +252,24 @@ func (c *InferencePerf) checkData() error {
 	case "":
 		d.Type = "mock"
 	case "mock", "random", "synthetic", "shared_prefix", "shareGPT":
+	case "conversation_replay":
+		if err := c.checkConversationReplay(); err != nil {
+			return err
+		}
 	case "cnn_dailymail", "infinity_instruct", "billsum_conversations":
 		return c.at("data.type", "%s: glassbox does not read that hub dataset (use shareGPT, random, synthetic or shared_prefix)", d.Type)
-	case "otel_trace_replay", "weka_trace_replay", "conversation_replay", "visionarena":
-		return c.at("data.type", "%s is not built in glassbox (it replays agent traces or multimodal chats)", d.Type)
+	case "otel_trace_replay", "weka_trace_replay", "visionarena":
+		return c.at("data.type", "%s is not built in glassbox (it replays recorded agent traces or multimodal chats; conversation_replay generates agent sessions)", d.Type)
 	default:
-		return c.at("data.type", "%q: want mock, shareGPT, random, synthetic or shared_prefix", d.Type)
+		return c.at("data.type", "%q: want mock, shareGPT, random, synthetic, shared_prefix or conversation_replay", d.Type)
+	}
+	if d.Type != "conversation_replay" && d.ConversationReplay != nil {
+		return c.at("data.conversation_replay", "is set for data.type %s", d.Type)
 	}
 	for key, v := range map[string]any{"multimodal": d.Multimodal, "otel_trace_replay": d.OTelTraceReplay, "weka_trace_replay": d.WekaTraceReplay,
-		"conversation_replay": d.ConversationReplay, "visionarena": d.VisionArena} {
+		"visionarena": d.VisionArena} {
 		if v != nil {
-			return c.at("data."+key, "glassbox does not generate multimodal prompts or replay agent traces")
+			return c.at("data."+key, "glassbox does not generate multimodal prompts or replay recorded agent traces")
 		}
 	}
 	if d.UseChatTemplate {
@@ -470,6 +477,9 @@ func (c *InferencePerf) checkReport() error {
 			return c.at("report.request_lifecycle.percentiles", "want percentiles from 0 to 100, got %v", p)
 		}
 	}
+	if u := r.UseServerOutputTokens; u != nil && !*u {
+		return c.at("report.request_lifecycle.use_server_output_tokens", "false is not built: glassbox normalises the per-token metrics by the server's usage.completion_tokens (true), never by the client re-tokenizing the answer")
+	}
 	defInt(&r.MaxErrorMessages, 100)
 	if *r.MaxErrorMessages < 0 {
 		return c.at("report.request_lifecycle.max_error_messages", "must not be negative")
@@ -500,8 +510,14 @@ func (c *InferencePerf) checkOutputs() error {
 			if (p.URL != nil && *p.URL != "") == p.GoogleManaged {
 				return c.at("metrics.prometheus", "give exactly one of url or google_managed (as inference-perf)")
 			}
-			c.note("metrics.prometheus: glassbox reads the server's /metrics itself (bench --metrics-url) for the Prometheus report, rather than querying Prometheus")
+			c.note("metrics.prometheus: glassbox reads the server's /metrics itself (bench --metrics-url) for the Prometheus report, rather than querying Prometheus (so url, filters and scrape_interval are not used)")
 		}
+	}
+	if t := c.Tokenizer; t != nil {
+		c.note("tokenizer: glassbox counts tokens with the server's own tokenizer (/tokenize), or the simulator's; it loads no Hugging Face tokenizer (pretrained_model_name_or_path, trust_remote_code and token are not used)")
+	}
+	if c.Report.SessionLifecycle != nil {
+		c.note("report.session_lifecycle: glassbox runs no agent-trace sessions (load type trace_session_replay), so it writes no session reports")
 	}
 	if s := c.Storage; s != nil {
 		if s.GoogleCloudStorage != nil || s.SimpleStorageService != nil {

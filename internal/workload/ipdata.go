@@ -23,6 +23,11 @@ func prompts(ctx context.Context, c *InferencePerf, p *Plan, most int, dataTrace
 	d := &c.Data
 	switch d.Type {
 	case "shared_prefix":
+		if s := d.SharedPrefix.Seed; s != nil {
+			// data.shared_prefix.seed fixes the prompts whatever the
+			// run's seed, as inference-perf's generator seeds its own.
+			rng = rand.New(rand.NewPCG(uint64(*s), 0x5ba4edf))
+		}
 		out, err := sharedPrefixPrompts(ctx, d.SharedPrefix, tk, o, rng)
 		p.Sessions = o.Compat == Current && d.SharedPrefix.EnableMultiTurnChat
 		if err == nil && p.Sessions {
@@ -31,6 +36,8 @@ func prompts(ctx context.Context, c *InferencePerf, p *Plan, most int, dataTrace
 			}
 		}
 		return out, err
+	case "conversation_replay":
+		return conversationReplayPlan(ctx, d.ConversationReplay, p, tk, rng)
 	case "random":
 		return randomPrompts(ctx, d, most+1, dataTrace, tk, o, rng)
 	case "synthetic":

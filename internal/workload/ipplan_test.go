@@ -23,6 +23,28 @@ func newPlan(t *testing.T, y string, o PlanOptions) *Plan {
 	return p
 }
 
+// TestSharedPrefixSeed: data.shared_prefix.seed fixes the prompts whatever
+// the run's seed; another seed gives other prompts.
+func TestSharedPrefixSeed(t *testing.T) {
+	prompts := func(seed string, run int64) string {
+		y := "load: {stages: [{rate: 4, duration: 2}]}\ndata: {type: shared_prefix, shared_prefix: {num_groups: 2, num_prompts_per_group: 3, system_prompt_len: 20, question_len: 10" + seed + "}}"
+		var b strings.Builder
+		for _, s := range newPlan(t, y, PlanOptions{Seed: run}).Prompts {
+			fmt.Fprintf(&b, "%q\n", s.Prompt)
+		}
+		return b.String()
+	}
+	if a, b := prompts(", seed: 7", 1), prompts(", seed: 7", 2); a != b {
+		t.Errorf("shared_prefix.seed 7 gave other prompts under another run seed:\n%s\n%s", a, b)
+	}
+	if a, b := prompts(", seed: 7", 1), prompts(", seed: 8", 1); a == b {
+		t.Error("shared_prefix.seed 7 and 8 gave the same prompts")
+	}
+	if a, b := prompts("", 1), prompts("", 2); a == b {
+		t.Error("without shared_prefix.seed, two run seeds gave the same prompts")
+	}
+}
+
 // TestDistributionsAsInferencePerf: each distribution type's draws stay in
 // [min, max] with about the asked mean; fixed is int(mean), unclipped, as
 // numpy's full does.

@@ -56,7 +56,11 @@ type Plan struct {
 	// (inference-perf's enable_multi_turn_chat): user i%len(Prompts), at
 	// most one request in flight each, each prompt carrying the last one
 	// and its answer.
-	Sessions  bool
+	Sessions bool
+	// Agent, with Sessions, makes the requests the turns of agent
+	// sessions (AgentPlan): each session's own prompts, tool latency
+	// between turns.
+	Agent     *AgentPlan
 	Chat      bool // api.type chat
 	IgnoreEOS bool
 	// Unary is api.streaming false: each request asks for the whole answer

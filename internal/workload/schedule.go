@@ -12,6 +12,9 @@ type Request struct {
 	// Stage is the stage it belongs to, from 0; a sweep's probe is -1.
 	Stage int
 	User  int // the session's user, or -1
+	// Turn is the request's turn in its agent session, from 0 (0 without
+	// agent sessions).
+	Turn int
 	// Sample is what to send; a session round's prompt carries its
 	// conversation so far.
 	Sample Sample
@@ -57,6 +60,7 @@ type Schedule struct {
 	inFlight   map[int]Request
 	index      int
 	queue      []Request // due session rounds released by their user, waiting for a slot
+	sleeping   []sleeper // session rounds waiting out their tool's latency
 	users      []session
 	stopped    bool
 	rng        *rand.Rand
@@ -76,11 +80,18 @@ type deadline struct {
 
 // session is one user's conversation (inference-perf's LocalUserSession).
 type session struct {
-	busy    bool      // a round is queued or in flight
+	busy    bool      // a round is queued, sleeping or in flight
 	waiting []Request // later rounds, in order
 	text    string    // the conversation so far
 	ids     []int
-	tokens  int // its length in tokens
+	tokens  int           // its length in tokens
+	readyAt time.Duration // its next round goes no earlier (the tool's latency)
+}
+
+// sleeper is a session round released when its tool's latency is over.
+type sleeper struct {
+	at  time.Duration
+	req Request
 }
 
 // Start begins running the plan at offset 0.
@@ -167,10 +178,11 @@ func (s *Schedule) Poll(now time.Duration) (ready []Request, next time.Duration)
 		if !s.p.Sessions && !s.slotFree() {
 			break // waits for a slot: sent later, still due at its offset
 		}
-		if r, goes := s.schedule(due); goes {
+		if r, goes := s.schedule(due, now); goes {
 			ready = append(ready, s.release(r, now))
 		}
 	}
+	next = s.wake(now, next)
 	for len(s.queue) > 0 && s.slotFree() {
 		r := s.queue[0]
 		s.queue = s.queue[1:]
@@ -230,7 +242,8 @@ func (s *Schedule) cutProbe() {
 // dropPending drops what is scheduled but not sent, and with abandon
 // cancels what is in flight.
 func (s *Schedule) dropPending(abandon bool) {
-	s.open -= len(s.queue)
+	s.open -= len(s.queue) + len(s.sleeping)
+	s.sleeping = nil
 	for i := range s.users {
 		s.open -= len(s.users[i].waiting)
 		s.users[i].waiting = nil
@@ -258,30 +271,65 @@ func (s *Schedule) slotFree() bool {
 
 // schedule makes the stage's next request, due at due. Without sessions
 // it goes at once (Poll checked the slot); a session round queues behind
-// its user's round in flight, or for a slot.
-func (s *Schedule) schedule(due time.Duration) (r Request, now bool) {
+// its user's round in flight (and its tool's latency), or for a slot.
+func (s *Schedule) schedule(due, now time.Duration) (r Request, goes bool) {
 	n := len(s.p.Prompts)
 	k := s.pos
 	if s.p.Continuous {
 		k = s.next
 		s.next++
 	}
-	r = Request{Index: s.index, Stage: s.stage - s.base, User: -1, Sample: s.p.Prompts[k%n], Due: due, Model: s.pickModel()}
+	r = Request{Stage: s.stage - s.base, User: -1, Sample: s.p.Prompts[k%n], Due: due}
+	s.pos++
+	if a := s.p.Agent; a != nil {
+		user, turn, ok := a.turn(k)
+		if !ok {
+			return r, false // past the last turn of a session that does not start over: nothing is sent
+		}
+		r.User, r.Turn, r.Sample = user, turn, a.Sessions[user].Turns[turn].Input
+	}
+	r.Index, r.Model = s.index, s.pickModel()
 	s.index++
 	s.open++
-	s.pos++
 	if !s.p.Sessions {
 		return r, true
 	}
-	r.User = k % n
+	if s.p.Agent == nil {
+		r.User = k % n
+	}
 	u := &s.users[r.User]
 	if u.busy {
 		u.waiting = append(u.waiting, r)
 	} else {
 		u.busy = true
-		s.queue = append(s.queue, r)
+		s.ready(r, u.readyAt, now)
 	}
 	return r, false
+}
+
+// ready queues a session round for a slot, or puts it to sleep until its
+// user's tool has run.
+func (s *Schedule) ready(r Request, at, now time.Duration) {
+	if at > now {
+		s.sleeping = append(s.sleeping, sleeper{at, r})
+		return
+	}
+	s.queue = append(s.queue, r)
+}
+
+// wake queues the sleeping rounds due by now, in the order they wake, and
+// returns next brought forward to the next one's waking.
+func (s *Schedule) wake(now, next time.Duration) time.Duration {
+	slices.SortStableFunc(s.sleeping, func(a, b sleeper) int { return int(a.at - b.at) })
+	i := 0
+	for ; i < len(s.sleeping) && s.sleeping[i].at <= now; i++ {
+		s.queue = append(s.queue, s.sleeping[i].req)
+	}
+	s.sleeping = s.sleeping[i:]
+	if len(s.sleeping) > 0 {
+		next = soonest(next, s.sleeping[0].at)
+	}
+	return next
 }
 
 // pickModel draws the LoRA adapter of the next request by the traffic
@@ -305,6 +353,11 @@ func (s *Schedule) pickModel() string {
 func (s *Schedule) release(r Request, now time.Duration) Request {
 	if r.User >= 0 {
 		u := &s.users[r.User]
+		if a := s.p.Agent; a != nil && r.Turn == 0 {
+			// A conversation starts from its system prompt.
+			sys := a.Sessions[r.User].System
+			u.text, u.ids, u.tokens = sys.Prompt, sys.PromptIDs, sys.PromptLen
+		}
 		base := r.Sample
 		r.Sample.Prompt = u.text + " " + base.Prompt
 		if base.PromptIDs != nil {
@@ -367,13 +420,16 @@ func (s *Schedule) Finished(r Request, at time.Duration, o Outcome) {
 			u.ids = append(append(append(u.ids[:0:0], r.Sample.PromptIDs...), s.p.separator...), o.IDs...)
 		}
 		u.tokens = r.Sample.PromptLen + len(s.p.separator) + o.OutputTokens
+		if a := s.p.Agent; a != nil {
+			u.readyAt = at + a.latency(r.User, r.Turn) // the tool runs on the answer
+		}
 	}
 	u.busy = false
 	if len(u.waiting) > 0 && !s.stopped {
 		next := u.waiting[0]
 		u.waiting = u.waiting[1:]
 		u.busy = true
-		s.queue = append(s.queue, next)
+		s.ready(next, u.readyAt, at)
 	}
 }
 

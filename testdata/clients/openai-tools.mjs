@@ -1,6 +1,7 @@
 // The openai npm SDK's tool calling: zodFunction tools with a required and
 // a named tool choice (the SDK parses and validates the arguments), a
-// streamed call, and the round trip with the tool's result.
+// streamed call, the round trip with the tool's result, and a required
+// call cut by max_tokens.
 import OpenAI from "openai";
 import { zodFunction } from "openai/helpers/zod";
 import { z } from "zod";
@@ -27,8 +28,18 @@ const followUp = await client.chat.completions.create({
   messages: [...messages, named.choices[0].message, { role: "tool", tool_call_id: call.id, content: "18 degrees, sunny" }],
 });
 
+// Cut by max_tokens, a required call is still a call (finish_reason length).
+const cut = await client.chat.completions.create({ model, messages, tools, tool_choice: "required", max_tokens: 60, temperature: 1, seed: 4 });
+
 const summary = (r) => ({
   finish: r.choices[0].finish_reason,
   calls: (r.choices[0].message.tool_calls ?? []).map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments, parsed: c.function.parsed_arguments })),
 });
-console.log(JSON.stringify({ required: summary(required), named: summary(named), streamed: summary(streamed), followUp: followUp.choices[0].message.content }));
+const cutSummary = summary(cut);
+for (const c of cutSummary.calls) {
+  try { c.parsed = JSON.parse(c.arguments); } catch { c.parsed = null; }
+}
+console.log(JSON.stringify({
+  required: summary(required), named: summary(named), streamed: summary(streamed), followUp: followUp.choices[0].message.content,
+  cut: cutSummary, cutContent: cut.choices[0].message.content,
+}));

@@ -40,6 +40,7 @@ type Executor struct {
 	params  float64           // matmul parameters, for FLOP estimates
 	weights float64           // bytes of matmul weights, read once per step
 	draft   *drafter          // nil without a draft model
+	tl      *timeline         // nil unless a profile records (TimeKernels)
 }
 
 // New allocates the KV cache for w.
@@ -68,6 +69,16 @@ func matmulParams(c *model.Config) float64 {
 	return layer * float64(c.Layers)
 }
 
+// Embeds reports whether the model pools its hidden states into an
+// embedding (engine.Embedder): its GGUF declares a pooling Execute runs.
+func (e *Executor) Embeds() bool {
+	switch e.runner.W.Config.Pooling {
+	case model.PoolMean, model.PoolCLS, model.PoolLast:
+		return true
+	}
+	return false
+}
+
 // Drafts reports whether the executor has a draft model (engine.Drafter).
 func (e *Executor) Drafts() bool { return e.draft != nil }
 
@@ -81,6 +92,10 @@ func (e *Executor) Weights() *model.Weights { return e.runner.W }
 // Execute runs one step: one forward pass over every scheduled token,
 // logits only for the sequences that sample, then sampling.
 func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
+	if e.tl != nil {
+		e.tl.reset()
+		defer func() { r.Kernels = e.tl.finish() }()
+	}
 	e.seqs = e.seqs[:0]
 	var ctx float64
 	pooling := e.runner.W.Config.Pooling
@@ -145,10 +160,15 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	}
 	// A softmax over a large vocabulary costs about as much per sequence
 	// as a small model's layer: spread the sequences over the threads.
+	e.tl.Begin(phaseSample)
 	e.runner.Parallel(t, len(b.Seqs), 1)
+	e.tl.End()
 	t.e, t.b, t.r = nil, nil, nil
 	if e.draft != nil {
-		if err := e.draft.run(b, r); err != nil {
+		e.tl.Begin(phaseDraft)
+		err := e.draft.run(b, r)
+		e.tl.End()
+		if err != nil {
 			return fmt.Errorf("execute: %w", err)
 		}
 	}

@@ -2,9 +2,11 @@ package cpu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -173,6 +175,35 @@ func TestApplyMask(t *testing.T) {
 		if allowed != !math.IsInf(float64(l), -1) {
 			t.Errorf("token %d: logit %v, allowed %v", i, l, allowed)
 		}
+	}
+}
+
+// TestEmbedWithoutPoolingIsRefusedAlone: a generative model (no pooling)
+// refuses an embedding request at Submit, by name, and the generation
+// beside it runs on: the request used to reach the executor, which failed
+// the whole step, every sequence in it with an error.
+func TestEmbedWithoutPoolingIsRefusedAlone(t *testing.T) {
+	e := runEngine(t, stories(t), 64)
+	gen := submitWith(t, e, "gen", []int{1, 403, 407, 263, 31, 500}, 40, 0)
+	p := sampling.Defaults()
+	p.MaxTokens = 1
+	_, err := e.Submit(&engine.Request{ID: "emb", Prompt: []int{1, 403, 407}, Params: p, Embed: true})
+	var pe *sampling.ParamError
+	if !errors.As(err, &pe) || pe.Param != "model" || !strings.Contains(pe.Msg, "embeddings") {
+		t.Errorf("embedding request to a model without pooling: %v, want a ParamError on model", err)
+	}
+	var out engine.Output
+	n := 0
+	for {
+		o, ok := gen.Next(context.Background())
+		if !ok {
+			break
+		}
+		n += len(o.Tokens)
+		out = o
+	}
+	if n != 40 || out.FinishReason != engine.FinishLength || out.Err != nil {
+		t.Errorf("the generation beside it: %d tokens, finished %v (%v), want 40 and length", n, out.FinishReason, out.Err)
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/model"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
 // TestDraftModelGreedyTokenForToken: greedy decoding with a draft model
@@ -38,7 +38,7 @@ func TestDraftModelGreedyTokenForToken(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			cfg := base
 			cfg.NumBlocks = 36 // 12 requests of up to 6 blocks (with the draft's lookahead): preemption
-			cfg.Speculative = spec.Config{Method: spec.MethodDraftModel, Model: "draft.gguf", NumSpeculativeTokens: 4}
+			cfg.Speculative = speculative.Config{Method: speculative.MethodDraftModel, Model: "draft.gguf", NumSpeculativeTokens: 4}
 			var c specCounts
 			e, run := newDrafting(t, w, d.draft, cfg, &c)
 			streams := make([]*engine.Stream, len(prompts))

@@ -9,7 +9,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/model"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
 // BenchmarkSpeculativeDecode is batch-1 greedy decoding through the
@@ -63,9 +63,9 @@ func BenchmarkSpeculativeDecode(b *testing.B) {
 					var d *model.Weights
 					switch mode {
 					case "ngram":
-						cfg.Speculative = spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 2, PromptLookupMax: 4}
+						cfg.Speculative = speculative.Config{Method: speculative.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 2, PromptLookupMax: 4}
 					case "draft":
-						cfg.Speculative = spec.Config{Method: spec.MethodDraftModel, Model: "draft", NumSpeculativeTokens: 4}
+						cfg.Speculative = speculative.Config{Method: speculative.MethodDraftModel, Model: "draft", NumSpeculativeTokens: 4}
 						d = draft
 					}
 					var c specCounts

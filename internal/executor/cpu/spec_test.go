@@ -13,7 +13,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/gguf"
 	"github.com/glassbox-llm/glassbox/internal/model"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
 // specCounts adds up the engine's spec-decode counters.
@@ -162,7 +162,7 @@ func TestSpeculativeGreedyTokenForToken(t *testing.T) {
 
 			cfg := base
 			cfg.NumBlocks = 24 // 12 requests of up to 5 blocks each: preemption
-			cfg.Speculative = spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 2, PromptLookupMax: 5}
+			cfg.Speculative = speculative.Config{Method: speculative.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 2, PromptLookupMax: 5}
 			var c specCounts
 			e, run := newDrafting(t, w, nil, cfg, &c)
 			streams := make([]*engine.Stream, len(prompts))
@@ -245,7 +245,7 @@ func TestSpeculativeLogprobsAndStops(t *testing.T) {
 	cfg := engine.Config{MaxNumSeqs: 8, MaxNumBatchedTokens: 128, MaxModelLen: 256, BlockSize: 16,
 		NumBlocks: 128, EnablePrefixCaching: true, MaxWaiting: 100, EOS: []int{2}}
 	plain := startEngine(t, w, cfg, nil)
-	cfg.Speculative = spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 2, PromptLookupMax: 5}
+	cfg.Speculative = speculative.Config{Method: speculative.MethodNgram, NumSpeculativeTokens: 4, PromptLookupMin: 2, PromptLookupMax: 5}
 	var c specCounts
 	e := startEngine(t, w, cfg, &c)
 	for i, prompt := range specPrompts(w.Config.Vocab) {
@@ -289,7 +289,7 @@ func TestSpeculativeSamplingKeepsTheDistribution(t *testing.T) {
 	w := stories(t)
 	prompt := specPrompts(w.Config.Vocab)[0]
 	const seeds, n = 300, 6
-	draw := func(sp spec.Config, draft *model.Weights, c *specCounts) [][]int {
+	draw := func(sp speculative.Config, draft *model.Weights, c *specCounts) [][]int {
 		cfg := engine.Config{MaxNumSeqs: 64, MaxNumBatchedTokens: 512, MaxModelLen: 256, BlockSize: 16,
 			NumBlocks: 512, EnablePrefixCaching: true, MaxWaiting: seeds, EOS: []int{2}, Speculative: sp}
 		var obs engine.Observer
@@ -309,20 +309,20 @@ func TestSpeculativeSamplingKeepsTheDistribution(t *testing.T) {
 		wg.Wait()
 		return outs
 	}
-	plain := draw(spec.Config{}, nil, nil)
+	plain := draw(speculative.Config{}, nil, nil)
 	for _, m := range []struct {
 		name  string
-		sp    spec.Config
+		sp    speculative.Config
 		draft *model.Weights
 	}{
-		{"ngram", spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 3, PromptLookupMin: 2, PromptLookupMax: 5}, nil},
-		{"draft_model", spec.Config{Method: spec.MethodDraftModel, Model: "self", NumSpeculativeTokens: 3}, w},
+		{"ngram", speculative.Config{Method: speculative.MethodNgram, NumSpeculativeTokens: 3, PromptLookupMin: 2, PromptLookupMax: 5}, nil},
+		{"draft_model", speculative.Config{Method: speculative.MethodDraftModel, Model: "self", NumSpeculativeTokens: 3}, w},
 	} {
 		t.Run(m.name, func(t *testing.T) { checkSameDistribution(t, w, plain, m.sp, m.draft, draw) })
 	}
 }
 
-func checkSameDistribution(t *testing.T, w *model.Weights, plain [][]int, sp spec.Config, draft *model.Weights, draw func(spec.Config, *model.Weights, *specCounts) [][]int) {
+func checkSameDistribution(t *testing.T, w *model.Weights, plain [][]int, sp speculative.Config, draft *model.Weights, draw func(speculative.Config, *model.Weights, *specCounts) [][]int) {
 	seeds := len(plain)
 	var c specCounts
 	specd := draw(sp, draft, &c)

@@ -42,6 +42,9 @@ type Device struct {
 	decodeV1      bool   // the untiled decode kernel instead of the tiled one
 	fastNote      string // why checkFastAttention turned a fast kernel off
 	driverVersion string // NVML's, "580.159.04"; empty without NVML
+	// tl, while a profile records, times every launch and GEMM (set by
+	// the executor around its forward pass; nil otherwise).
+	tl *timeline
 }
 
 // workspaceBytes is cuBLASLt's scratch: 32 MiB, NVIDIA's advice for
@@ -149,8 +152,9 @@ type gemmKey struct {
 }
 
 // gemm queues y (+)= x·wᵀ for n rows (on the device's thread): w is
-// outF×inF of type in, x n×inF of type in, y n×outF of type out.
-func (d *Device) gemm(in, out cuda.DType, n, inF, outF int, w, x, y cuda.Ptr, accumulate bool) error {
+// outF×inF of type in, x n×inF of type in, y n×outF of type out; name is
+// its role, for the kernel timeline.
+func (d *Device) gemm(name string, in, out cuda.DType, n, inF, outF int, w, x, y cuda.Ptr, accumulate bool) error {
 	key := gemmKey{in, out, n, inF, outF}
 	g := d.gemms[key]
 	if g == nil {
@@ -160,5 +164,7 @@ func (d *Device) gemm(in, out cuda.DType, n, inF, outF int, w, x, y cuda.Ptr, ac
 		}
 		d.gemms[key] = g
 	}
+	d.tl.begin(name)
+	defer d.tl.end()
 	return g.Run(d.stream, w, x, y, accumulate, d.ws, d.wsBytes)
 }

@@ -48,6 +48,10 @@ type Executor struct {
 	rowOf   []int
 	params  float64 // matmul parameters a token multiplies, for FLOP estimates
 	weightB float64 // bytes of weights a step reads
+	timing  bool    // a profile records: time every kernel, no graphs (TimeKernels)
+	tl      *timeline
+	kernels []engine.KernelTime // the last step's, while timing
+	events  *deviceEvents       // the timeline's, made on the first timed step
 }
 
 // Upload copies w to the device and allocates the step buffers for
@@ -206,6 +210,9 @@ func (e *Executor) Close() {
 			e.start.Destroy()
 			e.end.Destroy()
 		}
+		if e.events != nil {
+			e.events.destroy()
+		}
 		e.dev.ctx.Free(e.kv)
 		e.kv = 0
 		e.bufs.free(e.dev)
@@ -229,10 +236,12 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 		return err
 	}
 	var ms float32
+	e.kernels = nil
 	err := e.dev.Do(func() (err error) { ms, err = e.run(); return err })
 	if err != nil {
 		return fmt.Errorf("execute: %w", err)
 	}
+	r.Kernels = e.kernels
 	e.deliver(b, r)
 	c := &e.w.c
 	kvBytes := float64(c.KVBytesPerTokenOf(model.KVF16))
@@ -257,6 +266,10 @@ func (e *Executor) run() (float32, error) {
 	}
 	if err := e.start.Record(s); err != nil {
 		return 0, err
+	}
+	if e.timing {
+		e.timeStep()
+		defer func() { e.dev.tl = nil }()
 	}
 	if p.bucket > 0 {
 		g, err := e.graphOf(p.bucket)
@@ -295,7 +308,21 @@ func (e *Executor) run() (float32, error) {
 	if err := s.Synchronize(); err != nil {
 		return 0, err
 	}
+	if e.dev.tl != nil {
+		e.kernels = e.tl.finish()
+	}
 	return e.end.Elapsed(e.start)
+}
+
+// timeStep starts the step's kernel timeline at its start event (on the
+// device's thread): the device times its launches until run ends.
+func (e *Executor) timeStep() {
+	if e.tl == nil {
+		e.events = &deviceEvents{ctx: e.dev.ctx, s: e.dev.stream}
+		e.tl = &timeline{clk: e.events}
+	}
+	e.tl.start()
+	e.dev.tl = e.tl
 }
 
 // graphOf is the decode graph for a batch size, captured on first use.
@@ -347,7 +374,12 @@ func (e *Executor) forward(n, nd, m, nitems, splits int, lay layout) error {
 		if li > 0 {
 			delta = b.o // the previous layer's FFN output joins the residual here
 		}
-		if err := e.layer(l, li, n, nd, nitems, splits, lay, delta, ra); err != nil {
+		if tl := d.tl; tl != nil {
+			tl.begin(tl.layer(li))
+		}
+		err := e.layer(l, li, n, nd, nitems, splits, lay, delta, ra)
+		d.tl.end()
+		if err != nil {
 			return fmt.Errorf("layer %d: %w", li, err)
 		}
 	}
@@ -358,7 +390,7 @@ func (e *Executor) forward(n, nd, m, nitems, splits int, lay layout) error {
 	if err := d.rmsnorm(dt, b.x, b.o, in(lay.rows), w.outNorm, b.hs, m, H, c.NormEps, false); err != nil {
 		return err
 	}
-	if err := d.gemm(dt, cuda.F32, m, H, V, w.output, b.hs, b.logits, false); err != nil {
+	if err := d.gemm("lm_head", dt, cuda.F32, m, H, V, w.output, b.hs, b.logits, false); err != nil {
 		return err
 	}
 	return d.sample(sampleArgs{logits: b.logits, vocab: V, m: m, temp: in(lay.temp), topk: in(lay.topk), topp: in(lay.topp),
@@ -377,7 +409,7 @@ func (e *Executor) layer(l *devLayer, li, n, nd, nitems, splits int, lay layout,
 	if err := d.rmsnorm(dt, b.x, delta, 0, l.attnNorm, b.hn, n, H, c.NormEps, true); err != nil {
 		return err
 	}
-	if err := d.gemm(dt, cuda.F32, n, H, qd+2*kvd, l.qkv, b.hn, b.qkv, false); err != nil {
+	if err := d.gemm("qkv_proj", dt, cuda.F32, n, H, qd+2*kvd, l.qkv, b.hn, b.qkv, false); err != nil {
 		return err
 	}
 	if err := d.qkvRope(ra, b.qkv, l.bias, l.qNorm, l.kNorm, e.w.rope, in(lay.pos), in(lay.slots), kc, vc, n); err != nil {
@@ -395,19 +427,19 @@ func (e *Executor) layer(l *devLayer, li, n, nd, nitems, splits int, lay layout,
 			return err
 		}
 	}
-	if err := d.gemm(dt, cuda.F32, n, qd, H, l.o, b.att, b.o, false); err != nil {
+	if err := d.gemm("o_proj", dt, cuda.F32, n, qd, H, l.o, b.att, b.o, false); err != nil {
 		return err
 	}
 	if err := d.rmsnorm(dt, b.x, b.o, 0, l.ffnNorm, b.hn, n, H, c.NormEps, true); err != nil {
 		return err
 	}
-	if err := d.gemm(dt, cuda.F32, n, H, 2*F, l.gateUp, b.hn, b.gu, false); err != nil {
+	if err := d.gemm("gate_up_proj", dt, cuda.F32, n, H, 2*F, l.gateUp, b.hn, b.gu, false); err != nil {
 		return err
 	}
 	if err := d.siluMul(dt, b.gu, b.act, n, F); err != nil {
 		return err
 	}
-	return d.gemm(dt, cuda.F32, n, F, H, l.down, b.act, b.o, false)
+	return d.gemm("down_proj", dt, cuda.F32, n, F, H, l.down, b.act, b.o, false)
 }
 
 // deliver puts the samples into r: the device's, or the CPU sampler's

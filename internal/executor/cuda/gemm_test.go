@@ -58,7 +58,7 @@ func TestGEMMAgainstCPU(t *testing.T) {
 			}
 			pw, px := d.put(t, tt.dt, w), d.put(t, tt.dt, xr)
 			py := d.testAlloc(t, int64(4*tt.n*tt.out))
-			d.run(t, func() error { return d.gemm(tt.dt, cuda.F32, tt.n, tt.in, tt.out, pw, px, py, false) })
+			d.run(t, func() error { return d.gemm("test", tt.dt, cuda.F32, tt.n, tt.in, tt.out, pw, px, py, false) })
 			// f32 sums of up to 14336 products in another order.
 			checkClose(t, "GEMM vs the CPU's matmul", d.get(t, cuda.F32, py, tt.n*tt.out), want, 1e-5)
 		})

@@ -11,6 +11,8 @@ import (
 // device's stream and must run on its thread (inside Do).
 
 func (d *Device) launch(f *cuda.Function, grid, block cuda.Dim, shared int) error {
+	d.tl.begin(f.Name)
+	defer d.tl.end()
 	return f.Launch(d.stream, grid, block, shared, &d.args)
 }
 

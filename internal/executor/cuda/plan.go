@@ -121,7 +121,9 @@ func (e *Executor) plan(b *engine.Batch) error {
 	p.m = len(p.rowSeq)
 	size, m := p.n, p.m
 	p.bucket = 0
-	if e.graphs && p.nd == p.n && p.n <= e.buckets[len(e.buckets)-1] {
+	// A graph replays as one unit: while the kernels are timed, decode
+	// steps run eagerly.
+	if e.graphs && !e.timing && p.nd == p.n && p.n <= e.buckets[len(e.buckets)-1] {
 		p.bucket = bucketFor(e.buckets, p.n)
 		size, m = p.bucket, p.bucket
 	}

@@ -150,7 +150,7 @@ func TestSpeedGEMM(t *testing.T) {
 		for _, n := range []int{1, 64, 2048} {
 			x, y := d.testAlloc(t, int64(2*n*sh.in)), d.testAlloc(t, int64(4*n*sh.out))
 			d.run(t, func() error { return d.stream.Zero(x, int64(2*n*sh.in)) })
-			ms := d.gpuTime(t, 10, func() error { return d.gemm(cuda.BF16, cuda.F32, n, sh.in, sh.out, w, x, y, false) })
+			ms := d.gpuTime(t, 10, func() error { return d.gemm("test", cuda.BF16, cuda.F32, n, sh.in, sh.out, w, x, y, false) })
 			t.Logf("%s", fmt.Sprintf("GEMM %s %d×%d by %d: %.3f ms, weights at %.0f GB/s, %.0f TFLOP/s", sh.name, sh.out, sh.in, n, ms,
 				float64(2*sh.in*sh.out)/ms/1e6, 2*float64(n)*float64(sh.in*sh.out)/ms/1e9))
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
 // A draft model on the simulated GPU, as vLLM's draft_model method runs
@@ -43,18 +43,18 @@ type draftModel struct {
 
 // newDraft builds the draft of sp for target on hw at the target's tp,
 // refusing by key what the simulator cannot run.
-func newDraft(sp *spec.Config, hw profiles.Hardware, target *profiles.Model, tp int) (*draftModel, error) {
+func newDraft(sp *speculative.Config, hw profiles.Hardware, target *profiles.Model, tp int) (*draftModel, error) {
 	m, err := profiles.LookupModel(sp.Model)
 	if err != nil {
-		return nil, &spec.Error{Key: "model", Msg: fmt.Sprintf("%q: on the simulator the draft is a model profile: %s, or its Hugging Face name",
+		return nil, &speculative.Error{Key: "model", Msg: fmt.Sprintf("%q: on the simulator the draft is a model profile: %s, or its Hugging Face name",
 			sp.Model, strings.Join(profiles.ModelNames(), ", "))}
 	}
 	if m.Vocab != target.Vocab {
-		return nil, &spec.Error{Key: "model", Msg: fmt.Sprintf("%s has %d token ids and the target %s has %d: "+
+		return nil, &speculative.Error{Key: "model", Msg: fmt.Sprintf("%s has %d token ids and the target %s has %d: "+
 			"a draft must share the target's vocabulary (vLLM's rule)", m.Name, m.Vocab, target.Name, target.Vocab)}
 	}
-	if sp.RejectionSampleMethod != spec.RejectSynthetic {
-		return nil, &spec.Error{Key: "rejection_sample_method", Msg: `a draft model on the simulator needs "synthetic" ` +
+	if sp.RejectionSampleMethod != speculative.RejectSynthetic {
+		return nil, &speculative.Error{Key: "rejection_sample_method", Msg: `a draft model on the simulator needs "synthetic" ` +
 			"(synthetic_acceptance_rates or synthetic_acceptance_length, or --spec-acceptance-from a real run's metrics): " +
 			"the simulator has one fake language model, and a draft drawn from it would pass every verification"}
 	}
@@ -63,13 +63,13 @@ func newDraft(sp *spec.Config, hw profiles.Hardware, target *profiles.Model, tp 
 		dtp = tp // vLLM's default: the target's
 	}
 	if err := m.CheckTP(dtp); err != nil {
-		return nil, &spec.Error{Key: "draft_tensor_parallel_size", Msg: err.Error()}
+		return nil, &speculative.Error{Key: "draft_tensor_parallel_size", Msg: err.Error()}
 	}
 	if sp.DraftKVCacheDtype != "" {
-		return nil, &spec.Error{Key: "kv_cache_dtype", Msg: fmt.Sprintf("%q: the simulated GPU keeps the draft's K/V in its model's dtype (auto)", sp.DraftKVCacheDtype)}
+		return nil, &speculative.Error{Key: "kv_cache_dtype", Msg: fmt.Sprintf("%q: the simulated GPU keeps the draft's K/V in its model's dtype (auto)", sp.DraftKVCacheDtype)}
 	}
 	if sp.DraftMaxModelLen > m.MaxPosition {
-		return nil, &spec.Error{Key: "max_model_len", Msg: fmt.Sprintf("%d is past %s's %d positions", sp.DraftMaxModelLen, m.Name, m.MaxPosition)}
+		return nil, &speculative.Error{Key: "max_model_len", Msg: fmt.Sprintf("%d is past %s's %d positions", sp.DraftMaxModelLen, m.Name, m.MaxPosition)}
 	}
 	return &draftModel{cost: CostModel{HW: hw, Model: m, TP: dtp}, share: float64(dtp) / float64(tp), maxLen: sp.DraftMaxModelLen}, nil
 }

@@ -10,12 +10,12 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
-func parseSpec(t *testing.T, js string) spec.Config {
+func parseSpec(t *testing.T, js string) speculative.Config {
 	t.Helper()
-	c, err := spec.Parse([]byte(js))
+	c, err := speculative.Parse([]byte(js))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestDraftModelInTheEngine(t *testing.T) {
 	}
 	sp := parseSpec(t, fmt.Sprintf(draftJSON, 3, "[0.7,0.5,0.3]"))
 	for _, plainTokens := range []bool{false, true} {
-		want := runSpec(t, spec.Config{}, plainTokens, prompts, nil)
+		want := runSpec(t, speculative.Config{}, plainTokens, prompts, nil)
 		var c specCounts
 		got := runSpec(t, sp, plainTokens, prompts, &c)
 		gen := 0

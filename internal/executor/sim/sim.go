@@ -22,7 +22,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
 // Config selects what to simulate and how fast.
@@ -61,11 +61,17 @@ type Config struct {
 	// position, without the fake language model or the samplers: for runs
 	// in virtual time whose requests ignore EOS, where the tokens' values
 	// matter to nothing but the prefix cache and the cost is the sampling.
+	// A sequence with a constraint (a structured output) still goes through
+	// the model, which writes what its grammar allows.
 	PlainTokens bool
 
 	// LoRA, when set, serves adapters: each step pays for its adapters'
 	// weights and arithmetic, and for copying in those not in a slot.
 	LoRA *LoRA
+
+	// ToolCalls is how the fake model calls the tools requests offer
+	// (the zero value: never under auto, one call per list).
+	ToolCalls ToolCalls
 
 	// Quantization is vLLM's --quantization: "" (the model's bf16) or
 	// "fp8" (FP8 linear layers on a GPU with a measured FP8 profile).
@@ -80,7 +86,7 @@ type Config struct {
 	// "synthetic", accepts them at the configured rates. With a draft
 	// model (Model a model profile; synthetic acceptance) the executor
 	// drafts itself (engine.Drafter): see draft.go.
-	Speculative spec.Config
+	Speculative speculative.Config
 }
 
 // Info describes the simulated deployment, for glassbox_executor_info and
@@ -117,12 +123,13 @@ type Executor struct {
 	host      time.Duration // Config.HostOverhead
 	async     bool          // Config.AsyncScheduling
 	plain     bool
-	synthetic *spec.Curve // rejection_sample_method "synthetic"
+	synthetic *speculative.Curve // rejection_sample_method "synthetic"
 	observe   func(time.Time, *Cost)
 	clock     engine.Clock
 	deadline  time.Time // when the previous simulated step ends
 	lora      *loraState
 	draft     *draftModel // a draft model (speculative decoding), or nil
+	tools     ToolCalls
 
 	// Scratch reused by every step, so that Execute allocates nothing.
 	hist     []int      // history rewritten into candidate indices, for penalties
@@ -160,14 +167,14 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Calib != nil {
 		hw.Calib = *cfg.Calib
 	}
-	var synthetic *spec.Curve
-	if cfg.Speculative.Enabled() && cfg.Speculative.RejectionSampleMethod == spec.RejectSynthetic {
-		if synthetic, err = spec.NewCurve(cfg.Speculative.Synthetic); err != nil {
+	var synthetic *speculative.Curve
+	if cfg.Speculative.Enabled() && cfg.Speculative.RejectionSampleMethod == speculative.RejectSynthetic {
+		if synthetic, err = speculative.NewCurve(cfg.Speculative.Synthetic); err != nil {
 			return nil, fmt.Errorf("new sim executor: %w", err)
 		}
 	}
 	var draft *draftModel
-	if cfg.Speculative.Method == spec.MethodDraftModel {
+	if cfg.Speculative.Method == speculative.MethodDraftModel {
 		if draft, err = newDraft(&cfg.Speculative, hw, &m, tp); err != nil {
 			return nil, fmt.Errorf("new sim executor: %w", err)
 		}
@@ -201,6 +208,10 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.HostOverhead < 0 {
 		return nil, fmt.Errorf("new sim executor: host overhead must not be negative, got %v", cfg.HostOverhead)
 	}
+	if err := cfg.ToolCalls.Check(); err != nil {
+		return nil, fmt.Errorf("new sim executor: %w", err)
+	}
+	e.tools = cfg.ToolCalls
 	for i := range e.local {
 		e.local[i] = -1
 	}
@@ -391,7 +402,7 @@ func (e *Executor) run(b *engine.Batch, r *engine.StepResult) error {
 			}
 			continue
 		}
-		if e.plain {
+		if e.plain && s.Constraint == nil {
 			r.Samples[i] = sampling.Result{Token: e.plainToken(s.Pos + len(s.Tokens))}
 			continue
 		}
@@ -401,6 +412,10 @@ func (e *Executor) run(b *engine.Batch, r *engine.StepResult) error {
 	}
 	return nil
 }
+
+// Embeds reports that the simulated model embeds (engine.Embedder): every
+// simulated model serves /v1/embeddings at its hidden size.
+func (e *Executor) Embeds() bool { return true }
 
 // embed is the simulated embedding of a prompt: the normalised sum of a
 // pseudo-random vector per token (the model's hidden size long), so equal
@@ -516,6 +531,12 @@ func (e *Executor) sample(s *engine.SeqBatch, out *sampling.Result) error {
 	if len(h) == 0 {
 		h = s.Tokens
 	}
+	if s.Constraint != nil {
+		if tok, ok := e.toolCall(s, e.rng(s.RNG)); ok {
+			*out = sampling.Result{Token: tok, Top: out.Top[:0]}
+			return nil
+		}
+	}
 	cands, logits := e.gen.candidates(h, s.NumPrompt)
 	if len(s.Banned) > 0 {
 		for i, id := range cands {
@@ -524,7 +545,7 @@ func (e *Executor) sample(s *engine.SeqBatch, out *sampling.Result) error {
 			}
 		}
 	}
-	if s.Constraint != nil && e.constrain(s, cands, logits, out) {
+	if s.Constraint != nil && !freeProse(s.Constraint) && e.constrain(s, h, cands, logits, out) {
 		return nil
 	}
 
@@ -548,8 +569,11 @@ func (e *Executor) sample(s *engine.SeqBatch, out *sampling.Result) error {
 // of the sequence when allowed, else a quote, else a closing bracket or
 // brace, else printable ASCII, else a token that is not a word, else any. It reports whether it picked (out
 // is then set).
-func (e *Executor) constrain(s *engine.SeqBatch, cands []int32, logits []float32, out *sampling.Result) bool {
+func (e *Executor) constrain(s *engine.SeqBatch, h []int, cands []int32, logits []float32, out *sampling.Result) bool {
 	s.Constraint.FillMask(e.mask)
+	if e.endOfCall(s, h, e.rng(s.RNG), out) {
+		return true
+	}
 	any := false
 	for i, id := range cands {
 		if !e.allowed(int(id)) || slices.Contains(s.Banned, int(id)) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
-	"github.com/glassbox-llm/glassbox/internal/spec"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
 
 type specCounts struct {
@@ -29,7 +29,7 @@ func (c *specCounts) ObserveFinished(*engine.FinishedEvent) {}
 // runSpec decodes prompts greedily, concurrently, through an engine on
 // the simulator configured with sp (and PlainTokens when plain), and
 // returns the outputs.
-func runSpec(t *testing.T, sp spec.Config, plain bool, prompts [][]int, c *specCounts) [][]int {
+func runSpec(t *testing.T, sp speculative.Config, plain bool, prompts [][]int, c *specCounts) [][]int {
 	t.Helper()
 	x := newExec(t, Config{Speculative: sp, PlainTokens: plain})
 	var obs engine.Observer
@@ -90,9 +90,9 @@ func TestSpeculationVerifiesAgainstTheFakeModel(t *testing.T) {
 		}
 		prompts = append(prompts, v.Encode(text))
 	}
-	ngram := spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 3, PromptLookupMin: 1, PromptLookupMax: 3}
+	ngram := speculative.Config{Method: speculative.MethodNgram, NumSpeculativeTokens: 3, PromptLookupMin: 1, PromptLookupMax: 3}
 	for _, plainTokens := range []bool{false, true} {
-		want := runSpec(t, spec.Config{}, plainTokens, prompts, nil)
+		want := runSpec(t, speculative.Config{}, plainTokens, prompts, nil)
 		var c specCounts
 		got := runSpec(t, ngram, plainTokens, prompts, &c)
 		for i := range prompts {
@@ -112,7 +112,7 @@ func TestSpeculationVerifiesAgainstTheFakeModel(t *testing.T) {
 		plain bool
 	}{{[]float64{1, 1, 1}, true, false}, {[]float64{0, 0, 0}, false, false}, {[]float64{1, 1, 1}, true, true}} {
 		sp := ngram
-		sp.RejectionSampleMethod, sp.Synthetic = spec.RejectSynthetic, tc.rates
+		sp.RejectionSampleMethod, sp.Synthetic = speculative.RejectSynthetic, tc.rates
 		var c specCounts
 		runSpec(t, sp, tc.plain, prompts, &c)
 		if c.draftTokens == 0 || (tc.all && c.accepted != c.draftTokens) || (!tc.all && c.accepted != 0) {
@@ -172,8 +172,8 @@ func TestSyntheticAcceptanceDraftsEveryStep(t *testing.T) {
 		rates    []float64
 		min, max float64 // acceptance over the draft tokens
 	}{{[]float64{1, 1, 1}, 1, 1}, {[]float64{0.9, 0.8, 0.7}, 0.6, 0.95}} {
-		sp := spec.Config{Method: spec.MethodNgram, NumSpeculativeTokens: 3, PromptLookupMin: 2, PromptLookupMax: 3,
-			RejectionSampleMethod: spec.RejectSynthetic, Synthetic: tc.rates}
+		sp := speculative.Config{Method: speculative.MethodNgram, NumSpeculativeTokens: 3, PromptLookupMin: 2, PromptLookupMax: 3,
+			RejectionSampleMethod: speculative.RejectSynthetic, Synthetic: tc.rates}
 		var c specCounts
 		outs := runSpec(t, sp, true, prompts, &c)
 		gen := 0

@@ -1,4 +1,4 @@
-package spec
+package speculative
 
 // Backoff decides, for one sequence, how many tokens to draft in its next
 // step from how its earlier drafts fared. Verifying a draft costs a

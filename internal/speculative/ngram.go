@@ -1,4 +1,4 @@
-package spec
+package speculative
 
 // Ngram is vLLM's prompt-lookup proposer: it finds the longest n-gram
 // (between Min and Max tokens) that ends the context and also occurs

@@ -1,11 +1,4 @@
-//go:build ignore
-
-// gen_arm64 writes x8_arm64.s, the arm64 dot-product kernels over the
-// repacked Q8_0-family layout (eight rows a group, x8.go): `go generate
-// ./internal/tensor` (the output is committed; TestKernelsGenerated checks
-// it is current). Go's assembler spells few NEON instructions, so each is
-// a WORD encoded here with its GNU mnemonic beside it, and
-// TestARM64Encodings re-assembles every mnemonic with GNU as.
+// The arm64 dot-product kernels over the repacked layouts (x8_arm64.s).
 //
 // One SDOT by element (Vd.4S += Vn.16B · Vm.4B[i]) takes four rows' four
 // quants (a 16-byte piece of the layout) against one token's four
@@ -14,104 +7,21 @@
 // weights and scratch, V7 a constant, then per token two activation
 // vectors (the block's 32 quants), two int32 sums (rows 0–3, 4–7) and two
 // float32 sums.
+
 package main
 
-import (
-	"bytes"
-	"fmt"
-	"log"
-	"os"
-)
+import "fmt"
 
-type gen struct{ bytes.Buffer }
-
-func (g *gen) word(w uint32, mnemonic string, args ...any) {
-	fmt.Fprintf(g, "\tWORD $0x%08x // %s\n", w, fmt.Sprintf(mnemonic, args...))
-}
-
-func (g *gen) op(s string, args ...any) { fmt.Fprintf(g, "\t"+s+"\n", args...) }
-
-func rdn(d, n int) uint32 { return uint32(n)<<5 | uint32(d) }
-
-func rdnm(d, n, m int) uint32 { return uint32(m)<<16 | rdn(d, n) }
-
-// elem encodes the H:L index bits of a by-element instruction on 32-bit
-// elements.
-func elem(i int) uint32 { return uint32(i&1)<<21 | uint32(i>>1)<<11 }
-
-func (g *gen) sdot(d, n, m, i int) {
-	g.word(0x4f80e000|elem(i)|rdnm(d, n, m), "sdot v%d.4s, v%d.16b, v%d.4b[%d]", d, n, m, i)
-}
-func (g *gen) fmulElem(d, n, m, i int) {
-	g.word(0x4f809000|elem(i)|rdnm(d, n, m), "fmul v%d.4s, v%d.4s, v%d.s[%d]", d, n, m, i)
-}
-func (g *gen) add4s(d, n, m int) {
-	g.word(0x4ea08400|rdnm(d, n, m), "add v%d.4s, v%d.4s, v%d.4s", d, n, m)
-}
-func (g *gen) fmul(d, n, m int) {
-	g.word(0x6e20dc00|rdnm(d, n, m), "fmul v%d.4s, v%d.4s, v%d.4s", d, n, m)
-}
-func (g *gen) fadd(d, n, m int) {
-	g.word(0x4e20d400|rdnm(d, n, m), "fadd v%d.4s, v%d.4s, v%d.4s", d, n, m)
-}
-func (g *gen) and(d, n, m int) {
-	g.word(0x4e201c00|rdnm(d, n, m), "and v%d.16b, v%d.16b, v%d.16b", d, n, m)
-}
-func (g *gen) bit(d, n, m int) {
-	g.word(0x6ea01c00|rdnm(d, n, m), "bit v%d.16b, v%d.16b, v%d.16b", d, n, m)
-}
-func (g *gen) scvtf(d, n int)  { g.word(0x4e21d800|rdn(d, n), "scvtf v%d.4s, v%d.4s", d, n) }
-func (g *gen) fcvtl(d, n int)  { g.word(0x0e217800|rdn(d, n), "fcvtl v%d.4s, v%d.4h", d, n) }
-func (g *gen) fcvtl2(d, n int) { g.word(0x4e217800|rdn(d, n), "fcvtl2 v%d.4s, v%d.8h", d, n) }
-func (g *gen) dupW(d, wn int)  { g.word(0x4e040c00|rdn(d, wn), "dup v%d.4s, w%d", d, wn) }
-func (g *gen) fsub(d, n, m int) {
-	g.word(0x4ea0d400|rdnm(d, n, m), "fsub v%d.4s, v%d.4s, v%d.4s", d, n, m)
-}
-func (g *gen) mla(d, n, m int) {
-	g.word(0x4ea09400|rdnm(d, n, m), "mla v%d.4s, v%d.4s, v%d.4s", d, n, m)
-}
-func (g *gen) mlaElem(d, n, m, i int) {
-	g.word(0x6f800000|elem(i)|rdnm(d, n, m), "mla v%d.4s, v%d.4s, v%d.s[%d]", d, n, m, i)
-}
-func (g *gen) addp8h(d, n, m int) {
-	g.word(0x4e60bc00|rdnm(d, n, m), "addp v%d.8h, v%d.8h, v%d.8h", d, n, m)
-}
-func (g *gen) sxtl(d, n int)  { g.word(0x0f10a400|rdn(d, n), "sxtl v%d.4s, v%d.4h", d, n) }
-func (g *gen) sxtl2(d, n int) { g.word(0x4f10a400|rdn(d, n), "sxtl2 v%d.4s, v%d.8h", d, n) }
-func (g *gen) sxtl8(d, n int) { g.word(0x0f08a400|rdn(d, n), "sxtl v%d.8h, v%d.8b", d, n) }
-func (g *gen) shl4s(d, n, s int) {
-	g.word(0x4f005400|uint32(32+s)<<16|rdn(d, n), "shl v%d.4s, v%d.4s, #%d", d, n, s)
-}
-func (g *gen) ushr4s(d, n, s int) {
-	g.word(0x6f000400|uint32(64-s)<<16|rdn(d, n), "ushr v%d.4s, v%d.4s, #%d", d, n, s)
-}
-func (g *gen) sli4s(d, n, s int) {
-	g.word(0x6f005400|uint32(32+s)<<16|rdn(d, n), "sli v%d.4s, v%d.4s, #%d", d, n, s)
-}
-func (g *gen) sli(d, n, s int) {
-	g.word(0x6f005400|uint32(8+s)<<16|rdn(d, n), "sli v%d.16b, v%d.16b, #%d", d, n, s)
-}
-func (g *gen) zero(d int) { g.word(0x6f00e400|uint32(d), "movi v%d.2d, #0", d) }
-func (g *gen) ushr(d, n, s int) {
-	g.word(0x6f000400|uint32(16-s)<<16|rdn(d, n), "ushr v%d.16b, v%d.16b, #%d", d, n, s)
-}
-func (g *gen) shl(d, n, s int) {
-	g.word(0x4f005400|uint32(8+s)<<16|rdn(d, n), "shl v%d.16b, v%d.16b, #%d", d, n, s)
-}
-func (g *gen) movi8(d int, imm uint8) {
-	g.word(0x4f00e400|uint32(imm>>5)<<16|uint32(imm&31)<<5|uint32(d), "movi v%d.16b, #0x%x", d, imm)
-}
-
-// format is one weight format: the constant in V7, and the body that sums one block's integer products
+// x8Format is one weight format: the constant in V7, and the body that sums one block's integer products
 // (the weight pointer R0 at the block's scales on entry, at the next
 // block on exit) by calling dot for each piece.
-type format struct {
+type x8Format struct {
 	name  string
 	konst int // V7's bytes, or -1
 	body  func(g *gen, dot func(lo, hi, e0 int))
 }
 
-var formats = []format{
+var x8Formats = []x8Format{
 	{"q80", -1, func(g *gen, dot func(lo, hi, e0 int)) {
 		g.op("ADD $16, R0")
 		for k := 0; k < 8; k += 2 { // steps k, k+1: quants 4k…4k+3 of rows 0–3, 4–7
@@ -169,13 +79,13 @@ var formats = []format{
 	}},
 }
 
-// kernel writes <f>x8T<T>Dot(w *byte, groups, nb int, a *byte, astride
+// x8Kernel writes <f>x8T<T>Dot(w *byte, groups, nb int, a *byte, astride
 // int, out *float32, ostride int): groups of eight rows of w against T
 // tokens whose 40-byte X8 blocks are at a + b·astride + 40t, into out +
 // t·ostride (bytes) + 32g. Per row, block and token: the exact integer
 // Σ w·a plus the activations' correction, then sum += float32(Σ)·(dw·da)
 // by FMUL and FADD (never fused), which are dotX8's bits.
-func kernel(g *gen, f format, T int) {
+func x8Kernel(g *gen, f x8Format, T int) {
 	act := func(t, h int) int { return 8 + 2*t + h }
 	isum := func(t, r int) int { return 8 + 2*T + 2*t + r }
 	fsum := func(t, r int) int { return 8 + 4*T + 2*t + r }
@@ -480,9 +390,10 @@ func q6k(g *gen) {
 	g.kTail(name, 26)
 }
 
-func main() {
+// x8File is x8_arm64.s.
+func x8File() []byte {
 	var g gen
-	g.WriteString(`// Code generated by gen_arm64.go; DO NOT EDIT.
+	g.WriteString(generated + `
 
 // The arm64 dot-product kernels over the repacked Q8_0, Q4_0 and Q5_0
 // layouts (x8.go): SDOT by element, eight rows × tiles of 4, 2 and 1
@@ -492,19 +403,13 @@ func main() {
 
 #include "textflag.h"
 `)
-	for _, f := range formats {
+	for _, f := range x8Formats {
 		for _, T := range []int{4, 2, 1} {
-			kernel(&g, f, T)
+			x8Kernel(&g, f, T)
 		}
 	}
 	q4k(&g, false)
 	q4k(&g, true)
 	q6k(&g)
-	out := "x8_arm64.s"
-	if len(os.Args) > 1 {
-		out = os.Args[1]
-	}
-	if err := os.WriteFile(out, g.Bytes(), 0o644); err != nil {
-		log.Fatal(err)
-	}
+	return g.Bytes()
 }

@@ -1,4 +1,4 @@
-// Package spec owns speculative decoding's pure parts: vLLM's
+// Package speculative owns speculative decoding's pure parts: vLLM's
 // --speculative-config (parsed and checked, every key honoured or refused
 // by name), the n-gram prompt-lookup proposer, the per-sequence back-off
 // that stops drafting when drafts keep being rejected, and acceptance
@@ -8,7 +8,7 @@
 // It is pure: no goroutines, no I/O, no clock. It must not import net/http,
 // Prometheus, OpenTelemetry, or the engine, server, metrics or executor
 // packages: the engine and the executors build on it.
-package spec
+package speculative
 
 import (
 	"bytes"

@@ -1,9 +1,14 @@
-package promtext
+package main
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/glassbox-llm/glassbox/internal/promtext"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 // vllmSpec is vLLM's exposition of its spec-decode counters as Python's
@@ -40,7 +45,7 @@ vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="1",model_name="meta-l
 // TestSpecCounters: vLLM's four families summed over engines, each
 // position on its own; a scrape without one names the family missing.
 func TestSpecCounters(t *testing.T) {
-	c, err := parse(t, vllmSpec).SpecCounters()
+	c, err := specCounters(scrapeOf(t, vllmSpec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,12 +62,40 @@ func TestSpecCounters(t *testing.T) {
 				kept = append(kept, line)
 			}
 		}
-		if _, err := parse(t, strings.Join(kept, "\n")).SpecCounters(); err == nil || !strings.Contains(err.Error(), family) {
+		if _, err := specCounters(scrapeOf(t, strings.Join(kept, "\n"))); err == nil || !strings.Contains(err.Error(), family) {
 			t.Errorf("without %s: %v", family, err)
 		}
 	}
 	bad := strings.ReplaceAll(vllmSpec, `position="2"`, `position="two"`)
-	if _, err := parse(t, bad).SpecCounters(); err == nil || !strings.Contains(err.Error(), `"two"`) {
+	if _, err := specCounters(scrapeOf(t, bad)); err == nil || !strings.Contains(err.Error(), `"two"`) {
 		t.Errorf("a position that is no number: %v", err)
 	}
+}
+
+// TestSpecCountersOfRealCaptures: the real vLLM servers in ../shared/compat
+// ran without speculation, so fitting acceptance from them
+// (--spec-acceptance-from) names the family that is missing.
+func TestSpecCountersOfRealCaptures(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(reftest.Path(t, "compat"), "*-metrics.txt"))
+	if len(files) == 0 {
+		t.Fatal("no *-metrics.txt capture in ../shared/compat")
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := specCounters(scrapeOf(t, string(raw))); err == nil || !strings.Contains(err.Error(), "vllm:spec_decode_num_drafts_total") {
+			t.Errorf("%s: spec-decode counters of a server without speculation: %v", filepath.Base(f), err)
+		}
+	}
+}
+
+func scrapeOf(t *testing.T, text string) *promtext.Scrape {
+	t.Helper()
+	s, err := promtext.Parse(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -1,0 +1,35 @@
+package simulate
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/glassbox-llm/glassbox/internal/grammar"
+)
+
+// responseFormat is the grammar spec of a load's response_format
+// (inference-perf's api.response_format, as requests carry it), or nil:
+// each request's output is held to it as glassbox serve holds it, and ends
+// where the grammar does (serve refuses ignore_eos beside a structured
+// output, so the request's ignore_eos does not apply).
+func responseFormat(rf map[string]any) (*grammar.Spec, error) {
+	if rf == nil {
+		return nil, nil
+	}
+	switch rf["type"] {
+	case "json_object":
+		return &grammar.Spec{Kind: grammar.KindJSONObject}, nil
+	case "json_schema":
+		js, _ := rf["json_schema"].(map[string]any)
+		schema, err := json.Marshal(js["schema"])
+		if err != nil || js["schema"] == nil {
+			return nil, fmt.Errorf("simulate: api.response_format needs a json_schema")
+		}
+		s := &grammar.Spec{Kind: grammar.KindJSON, Text: string(schema)}
+		if _, err := grammar.Parse(*s); err != nil {
+			return nil, fmt.Errorf("simulate: api.response_format: %w", err)
+		}
+		return s, nil
+	}
+	return nil, fmt.Errorf("simulate: api.response_format type %v: want json_schema or json_object", rf["type"])
+}

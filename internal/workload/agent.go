@@ -1,0 +1,178 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// Agent sessions are the load agents put on a server. A session is a
+// conversation of turns: its first prompt is its system prompt (a prefix
+// every session shares, then a part of its own) and the first input; each
+// later prompt is the conversation so far — every prompt and every answer —
+// and the next input (a tool's result), sent when the previous answer has
+// come back and the tool has run (its latency). Prompts grow turn by turn
+// on a shared prefix, and each session's requests come with idle gaps
+// between them: what prefix caching, KV headroom and routing by prefix are
+// for.
+
+// AgentPlan makes a plan's requests the turns of agent sessions: request k
+// of a stage is turn k/len(Sessions) of session k%len(Sessions) (modulo its
+// turns when Recycle).
+type AgentPlan struct {
+	Sessions []AgentSession
+	// Recycle starts a session that ran its turns over, from its system
+	// prompt (inference-perf's conversation_replay closed loop).
+	Recycle bool
+}
+
+// AgentSession is one conversation's blueprint.
+type AgentSession struct {
+	System Sample // the context the conversation starts from
+	Turns  []AgentTurn
+}
+
+// AgentTurn is one turn's new input (its prompt and max_tokens) and the
+// tool latency after its answer, before the next turn is sent.
+type AgentTurn struct {
+	Input       Sample
+	ToolLatency time.Duration
+}
+
+// AgentConfig is agent sessions described by flags (bench's and
+// simulate's --dataset-name agent).
+type AgentConfig struct {
+	Sessions    int           // conversations
+	Turns       int           // turns each
+	SystemLen   int           // tokens of the system prompt every session shares
+	InputLen    int           // tokens of each turn's new input (the user's message, then a tool's result)
+	OutputLen   int           // max_tokens of each turn
+	ToolLatency time.Duration // between an answer and the next turn
+	Rate        float64       // sessions started per second (+Inf: all at once)
+	Burstiness  float64       // gamma shape of the sessions' arrival gaps (1: Poisson)
+	// MaxConcurrency caps the requests in flight (0: none); Until, when
+	// positive, stops sending then (--duration), sessions unfinished.
+	MaxConcurrency int
+	Until          time.Duration
+}
+
+// Check refuses what cannot run, by flag.
+func (c *AgentConfig) Check() error {
+	switch {
+	case c.Sessions < 1 || c.Turns < 1:
+		return fmt.Errorf("agent sessions: want at least one session (--num-prompts) of at least one turn (--agent-turns), got %d of %d", c.Sessions, c.Turns)
+	case c.Sessions*c.Turns > maxDurationRequests:
+		return fmt.Errorf("agent sessions: %d sessions of %d turns is too many requests", c.Sessions, c.Turns)
+	case c.SystemLen < 0 || c.InputLen < 1 || c.OutputLen < 1:
+		return fmt.Errorf("agent sessions: want --agent-system-prompt-len >= 0, --agent-input-len and --agent-output-len >= 1, got %d, %d, %d", c.SystemLen, c.InputLen, c.OutputLen)
+	case c.ToolLatency < 0:
+		return fmt.Errorf("agent sessions: --agent-tool-latency must not be negative, got %v", c.ToolLatency)
+	case !(c.Rate > 0) || !(c.Burstiness > 0):
+		return errors.New("agent sessions: the session rate and burstiness must be positive")
+	}
+	return nil
+}
+
+// NewAgentPlan builds the plan of agent sessions c describes: the sessions
+// arrive at c.Rate and each runs c.Turns turns.
+func NewAgentPlan(ctx context.Context, c AgentConfig, tk Tokenizer, rng *rand.Rand) (*Plan, error) {
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	n := c.Sessions
+	p := &Plan{Sessions: true, MaxConcurrency: c.MaxConcurrency, Until: c.Until, Agent: &AgentPlan{Sessions: make([]AgentSession, n)}}
+	var system Sample
+	if c.SystemLen > 0 {
+		s, err := LoadSamples(ctx, DatasetConfig{Name: "random", RandomInputLen: c.SystemLen, RandomOutputLen: 1}, 1, tk, rng)
+		if err != nil {
+			return nil, fmt.Errorf("agent sessions: %w", err)
+		}
+		system = s[0]
+	}
+	inputs, err := LoadSamples(ctx, DatasetConfig{Name: "random", RandomInputLen: c.InputLen, RandomOutputLen: c.OutputLen}, n*c.Turns, tk, rng)
+	if err != nil {
+		return nil, fmt.Errorf("agent sessions: %w", err)
+	}
+	if err := p.agentSeparator(ctx, tk); err != nil {
+		return nil, err
+	}
+	for i := range n {
+		s := &p.Agent.Sessions[i]
+		s.System = system
+		for t := range c.Turns {
+			s.Turns = append(s.Turns, AgentTurn{Input: inputs[i*c.Turns+t], ToolLatency: c.ToolLatency})
+		}
+	}
+	p.Prompts = make([]Sample, n)
+	for i := range p.Prompts {
+		p.Prompts[i] = system
+	}
+	starts := scheduleOffsets(n, c.Rate, c.Burstiness, nil, rng)
+	offsets := make([]time.Duration, 0, n*c.Turns)
+	for range c.Turns {
+		offsets = append(offsets, starts...) // a turn is due with its session; it waits for the one before
+	}
+	var span time.Duration
+	if len(starts) > 0 {
+		span = starts[len(starts)-1]
+	}
+	p.Stages = []Stage{{Rate: c.Rate, Duration: span, Offsets: offsets}}
+	return p, nil
+}
+
+// agentSeparator is the tokens of " ", which joins a conversation's parts
+// when the prompts are token ids.
+func (p *Plan) agentSeparator(ctx context.Context, tk Tokenizer) error {
+	it, ok := tk.(IDTokenizer)
+	if !ok {
+		return nil
+	}
+	var err error
+	if p.separator, err = it.Encode(ctx, " "); err != nil {
+		return fmt.Errorf("agent sessions: %w", err)
+	}
+	return nil
+}
+
+// turn is request k's session and turn.
+func (a *AgentPlan) turn(k int) (user, turn int, ok bool) {
+	n := len(a.Sessions)
+	user, round := k%n, k/n
+	turns := len(a.Sessions[user].Turns)
+	if round >= turns && !a.Recycle {
+		return 0, 0, false
+	}
+	return user, round % turns, true
+}
+
+// latency is the tool's time after turn's answer before the session's
+// next turn; none before a recycled session's first.
+func (a *AgentPlan) latency(user, turn int) time.Duration {
+	s := &a.Sessions[user]
+	if turn+1 >= len(s.Turns) {
+		return 0
+	}
+	return s.Turns[turn].ToolLatency
+}
+
+// AgentTurns is the most turns a session of the plan has (0 without
+// agent sessions).
+func (p *Plan) AgentTurns() int {
+	if p.Agent == nil {
+		return 0
+	}
+	most := 0
+	for _, s := range p.Agent.Sessions {
+		most = max(most, len(s.Turns))
+	}
+	return most
+}
+
+// toolLatency converts a drawn latency in seconds, as inference-perf
+// draws it (a whole number of seconds).
+func toolLatency(seconds int) time.Duration {
+	return time.Duration(math.Max(0, float64(seconds))) * time.Second
+}
