@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/replica"
-	"github.com/glassbox-llm/glassbox/internal/server"
 	"github.com/glassbox-llm/glassbox/internal/speculative"
 	"github.com/glassbox-llm/glassbox/internal/toolcall"
 )
@@ -58,37 +55,6 @@ type engineFlags struct {
 	agent               agentFlags
 }
 
-// listFlag collects every value a repeated flag is given (vLLM's
-// nargs="+" flags; spaceLists splits the space-separated form).
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, " ") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
-
-// spaceLists rewrites "--name a b --next" as "--name=a --name=b --next"
-// for the flags vLLM takes as space-separated lists.
-func spaceLists(args []string, names ...string) []string {
-	var out []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name := strings.TrimLeft(a, "-")
-		if !strings.HasPrefix(a, "-") || !slices.Contains(names, name) {
-			out = append(out, a)
-			continue
-		}
-		n := 0
-		for i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-			i++
-			n++
-			out = append(out, "--"+name+"="+args[i])
-		}
-		if n == 0 {
-			out = append(out, a) // the flag package reports the missing value
-		}
-	}
-	return out
-}
-
 func (e *engineFlags) register(fs *flag.FlagSet) {
 	e.agent.register(fs)
 	fs.StringVar(&e.servedModelName, "served-model-name", "", "model name(s) clients use, comma-separated (default: the model)")
@@ -126,46 +92,6 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.Var(&e.loraModules, "lora-modules", `LoRA adapters: name=path, or JSON {"name": …, "path": …}; space-separated or repeated`)
 	fs.IntVar(&e.maxLoRAs, "max-loras", 1, "most distinct LoRA adapters in one step (the GPU's adapter slots)")
 	fs.IntVar(&e.maxLoRARank, "max-lora-rank", 16, "the adapters' rank, which prices them on the simulated GPU")
-}
-
-// loRA is the LoRA set-up the flags describe, or nil without --enable-lora.
-func (e *engineFlags) loRA() (*replica.LoRA, error) {
-	if !e.enableLoRA {
-		if len(e.loraModules) > 0 || e.loraSizeSet {
-			return nil, errors.New("--lora-modules, --max-loras and --max-lora-rank need --enable-lora")
-		}
-		return nil, nil
-	}
-	if e.maxLoRAs < 1 || e.maxLoRARank < 1 {
-		return nil, fmt.Errorf("--max-loras and --max-lora-rank must be at least 1, got %d and %d", e.maxLoRAs, e.maxLoRARank)
-	}
-	l := &replica.LoRA{MaxLoRAs: e.maxLoRAs, MaxRank: e.maxLoRARank}
-	seen := map[string]bool{}
-	for _, v := range e.loraModules {
-		var m server.LoRAModule
-		if strings.HasPrefix(strings.TrimSpace(v), "{") {
-			var j struct {
-				Name, Path    string
-				BaseModelName string `json:"base_model_name"`
-			}
-			if err := json.Unmarshal([]byte(v), &j); err != nil {
-				return nil, fmt.Errorf("--lora-modules %s: %w", v, err)
-			}
-			m = server.LoRAModule{Name: j.Name, Path: j.Path}
-		} else {
-			name, path, ok := strings.Cut(v, "=")
-			if !ok {
-				return nil, fmt.Errorf("--lora-modules %q: want name=path", v)
-			}
-			m = server.LoRAModule{Name: name, Path: path}
-		}
-		if m.Name == "" || m.Path == "" || seen[m.Name] {
-			return nil, fmt.Errorf("--lora-modules %q: each adapter needs a name, given once, and a path", v)
-		}
-		seen[m.Name] = true
-		l.Modules = append(l.Modules, m)
-	}
-	return l, nil
 }
 
 // visited records what the parsed command line set explicitly.
