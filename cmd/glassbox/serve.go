@@ -31,6 +31,7 @@ type serveFlags struct {
 	limitConcur     int
 	logLevel        string
 	obs             observeFlags
+	thresholds      thresholdFlags // the doctor's on /dashboard
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
@@ -54,6 +55,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.IntVar(&f.limitConcur, "limit-concurrency", 0, "most requests handled at once before new ones get 503 with Retry-After (uvicorn's flag; 0: no limit); probes and /metrics are always answered")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.obs.register(fs)
+	f.thresholds.register(fs)
 	if err := fs.Parse(spaceLists(args, "lora-modules")); err != nil {
 		return nil, err
 	}

@@ -337,3 +337,28 @@ func TestGracefulShutdownDrains(t *testing.T) {
 		t.Errorf("shutdown: %v", err)
 	}
 }
+
+// TestServeDashboardTakesThresholds: serve's own /dashboard answers with
+// the thresholds its command line sets, as glassbox doctor and dashboard
+// do.
+func TestServeDashboardTakesThresholds(t *testing.T) {
+	base, stop := serveTest(t, "--sim-time-scale", "0", "--threshold", "kv_watermark=0.6")
+	defer stop()
+	resp, err := http.Get(base + "/dashboard/api/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		KVWatermark float64 `json:"kv_watermark"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if st.KVWatermark != 0.6 {
+		t.Errorf("serve --threshold kv_watermark=0.6: the page's watermark is %v", st.KVWatermark)
+	}
+	if _, err := startServe(context.Background(), []string{"--threshold", "no_such=1"}, io.Discard, io.Discard); err == nil {
+		t.Error("an unknown threshold was accepted")
+	}
+}

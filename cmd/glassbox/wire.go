@@ -134,6 +134,9 @@ func newReplica(f *serveFlags, o *observability, log *slog.Logger) (*replica.Rep
 	if !f.gpuMemoryUtilSet {
 		c.GPUMemoryUtilization = 0 // the executor's default: vLLM's 0.9 on a GPU, 0.92 on the simulator
 	}
+	if c.Thresholds, err = f.thresholds.thresholds(); err != nil {
+		return nil, err
+	}
 	c.Sim.TimeScale = f.simTimeScale
 	c.APIKey, c.Version, c.Logger = f.apiKey, version, log
 	c.Observers, c.RecordPhases = o.observers(), f.obs.detailed

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/glassbox-llm/glassbox/internal/dcgm"
+	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	cudaexec "github.com/glassbox-llm/glassbox/internal/executor/cuda"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
@@ -113,6 +114,8 @@ type Config struct {
 	Observers    []engine.Observer
 	RecordPhases bool
 	Profiler     server.Profiler // nil: no /start_profile
+	// Thresholds are the doctor's on /dashboard; zero is the defaults.
+	Thresholds doctor.Thresholds
 	// Profiling reports whether the profiler records, so that an
 	// executor that times its kernels does so meanwhile (nil: never).
 	Profiling func() bool
@@ -303,7 +306,7 @@ func New(cfg Config) (r *Replica, err error) {
 		rejected: m.Rejected, dcgm: counters}
 	var dash http.Handler
 	if mh != nil {
-		if r.page, err = live.New(live.Config{Targets: []live.Target{r.liveTarget(names[0], cfg.APIKey)}, Now: cfg.Clock.Now}); err != nil {
+		if r.page, err = live.New(live.Config{Targets: []live.Target{r.liveTarget(names[0], cfg.APIKey)}, Now: cfg.Clock.Now, Thresholds: cfg.Thresholds}); err != nil {
 			return nil, err
 		}
 		dash = r.page.Handler("/dashboard")
