@@ -216,7 +216,7 @@ func (r *runner) pass(ctx context.Context, p Pass) (*Pass, error) {
 		q := *plan // each request to an adapter at random, as vLLM's bench
 		q.LoRA = nil
 		for _, m := range r.cfg.LoRAModules {
-			q.LoRA = append(q.LoRA, workload.IPLoRASplit{Name: m, Split: 1 / float64(n)})
+			q.LoRA = append(q.LoRA, workload.LoRASplit{Name: m, Split: 1 / float64(n)})
 		}
 		plan = &q
 	}

@@ -287,7 +287,7 @@ func TestPreciseRoutingFindsALoRAAdaptersBlocks(t *testing.T) {
 		}
 	}
 	plan := onePlan(offsets, samples...)
-	plan.LoRA = []workload.IPLoRASplit{{Name: "sql", Split: 1}}
+	plan.LoRA = []workload.LoRASplit{{Name: "sql", Split: 1}}
 	res, err := Run(context.Background(), Config{Replica: srv, Replicas: 4, Plan: plan,
 		Router: router.Config{Policy: router.EndpointPicker, Scorers: []router.Scorer{{Type: router.PrecisePrefixScorer, Weight: 1}}}})
 	if err != nil {

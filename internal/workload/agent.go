@@ -64,7 +64,7 @@ func (c *AgentConfig) Check() error {
 	switch {
 	case c.Sessions < 1 || c.Turns < 1:
 		return fmt.Errorf("agent sessions: want at least one session (--num-prompts) of at least one turn (--agent-turns), got %d of %d", c.Sessions, c.Turns)
-	case c.Sessions*c.Turns > maxDurationRequests:
+	case c.Sessions*c.Turns > MaxRequests:
 		return fmt.Errorf("agent sessions: %d sessions of %d turns is too many requests", c.Sessions, c.Turns)
 	case c.SystemLen < 0 || c.InputLen < 1 || c.OutputLen < 1:
 		return fmt.Errorf("agent sessions: want --agent-system-prompt-len >= 0, --agent-input-len and --agent-output-len >= 1, got %d, %d, %d", c.SystemLen, c.InputLen, c.OutputLen)
@@ -96,7 +96,7 @@ func NewAgentPlan(ctx context.Context, c AgentConfig, tk Tokenizer, rng *rand.Ra
 	if err != nil {
 		return nil, fmt.Errorf("agent sessions: %w", err)
 	}
-	if err := p.agentSeparator(ctx, tk); err != nil {
+	if err := p.SetSeparator(ctx, tk); err != nil {
 		return nil, err
 	}
 	for i := range n {
@@ -123,15 +123,16 @@ func NewAgentPlan(ctx context.Context, c AgentConfig, tk Tokenizer, rng *rand.Ra
 	return p, nil
 }
 
-// agentSeparator is the tokens of " ", which joins a conversation's parts
-// when the prompts are token ids.
-func (p *Plan) agentSeparator(ctx context.Context, tk Tokenizer) error {
+// SetSeparator sets the plan's Separator, the tokens of " ", which joins a
+// conversation's parts when the prompts are token ids (a tokenizer that
+// converts no ids leaves it nil).
+func (p *Plan) SetSeparator(ctx context.Context, tk Tokenizer) error {
 	it, ok := tk.(IDTokenizer)
 	if !ok {
 		return nil
 	}
 	var err error
-	if p.separator, err = it.Encode(ctx, " "); err != nil {
+	if p.Separator, err = it.Encode(ctx, " "); err != nil {
 		return fmt.Errorf("agent sessions: %w", err)
 	}
 	return nil

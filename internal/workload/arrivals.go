@@ -15,9 +15,9 @@ type Ramp struct {
 	Start, End float64
 }
 
-// maxDurationRequests bounds a --duration run whose rate would otherwise let
-// it send without end.
-const maxDurationRequests = 1_000_000
+// MaxRequests bounds the requests of one run: a --duration run whose rate
+// would otherwise let it send without end, a configuration's stage.
+const MaxRequests = 1_000_000
 
 // Arrivals yields when each request is sent, as an offset from the start of
 // the run. It follows vLLM's get_request: gaps are gamma-distributed with
@@ -55,14 +55,14 @@ func (a *Arrivals) Next() (time.Duration, bool) {
 		a.next++
 		return a.offsets[a.next-1], true
 	}
-	if a.next >= maxDurationRequests {
+	if a.next >= MaxRequests {
 		return 0, false
 	}
 	if a.next > 0 {
 		progress := a.cur / a.duration.Seconds()
 		a.cur += gap(rampRate(a.ramp, progress, a.rate), a.burst, a.rng)
 	}
-	off := seconds(a.cur)
+	off := Seconds(a.cur)
 	if off >= a.duration {
 		return 0, false
 	}
@@ -91,7 +91,7 @@ func scheduleOffsets(n int, rate, burstiness float64, ramp *Ramp, rng *rand.Rand
 	}
 	out := make([]time.Duration, n)
 	for i, d := range delays {
-		out[i] = seconds(d)
+		out[i] = Seconds(d)
 	}
 	return out
 }
@@ -143,8 +143,8 @@ func gammaSample(shape float64, rng *rand.Rand) float64 {
 	}
 }
 
-// seconds converts float seconds to a Duration, saturating at the maximum.
-func seconds(s float64) time.Duration {
+// Seconds converts float seconds to a Duration, saturating at the maximum.
+func Seconds(s float64) time.Duration {
 	if s >= math.MaxInt64/float64(time.Second) {
 		return math.MaxInt64
 	}
@@ -167,4 +167,59 @@ func (r *Ramp) Check(rate float64) error {
 		return errors.New("check ramp: want 0 < start <= end, both finite")
 	}
 	return nil
+}
+
+// ConstantOffsets is inference-perf's ConstantLoadTimer: n exponential
+// gaps rescaled to sum to the duration, so the last request goes at its
+// end (a Poisson process holding exactly n arrivals, not a fixed interval).
+func ConstantOffsets(n int, duration float64, rng *rand.Rand) []time.Duration {
+	if n <= 0 {
+		return nil
+	}
+	gaps := make([]float64, n)
+	sum := 0.0
+	for i := range gaps {
+		gaps[i] = rng.ExpFloat64()
+		sum += gaps[i]
+	}
+	out := make([]time.Duration, n)
+	t := 0.0
+	for i, g := range gaps {
+		t += g * duration / sum
+		out[i] = Seconds(t)
+	}
+	return out
+}
+
+// PoissonOffsets is inference-perf's PoissonLoadTimer: one-second windows,
+// each with a Poisson number of arrivals placed as a constant stage of one
+// second, until the stage's int(rate·duration) requests are placed.
+func PoissonOffsets(rate, duration float64, rng *rand.Rand) []time.Duration {
+	n := int(rate * duration)
+	var out []time.Duration
+	for w := 0; len(out) < n; w++ {
+		k := Poisson(rate, rng)
+		for _, off := range ConstantOffsets(k, 1, rng) {
+			if len(out) < n {
+				out = append(out, time.Duration(w)*time.Second+off)
+			}
+		}
+	}
+	return out
+}
+
+// Poisson draws from Poisson(mean): Knuth's product method for small
+// means, a rounded normal approximation for large ones.
+func Poisson(mean float64, rng *rand.Rand) int {
+	if mean > 60 {
+		return max(0, int(math.Round(mean+math.Sqrt(mean)*rng.NormFloat64())))
+	}
+	l, k, p := math.Exp(-mean), 0, 1.0
+	for {
+		p *= rng.Float64()
+		if p <= l {
+			return k
+		}
+		k++
+	}
 }

@@ -12,7 +12,7 @@ func TestScheduleIsRescaledToTheRate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, burst := range []float64{0.5, 1, 4} {
 		off := scheduleOffsets(200, 8, burst, nil, rng)
-		if want := seconds(200.0 / 8); off[199] != want {
+		if want := Seconds(200.0 / 8); off[199] != want {
 			t.Errorf("burstiness %v: last send at %v, want exactly n/rate = %v", burst, off[199], want)
 		}
 		if !slices.IsSorted(off) {

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -78,11 +79,17 @@ func (c *InferencePerf) checkBreakers() error {
 	return nil
 }
 
-// breakers builds the configuration's breakers; enabled are those named in
-// load.circuit_breakers, the ones that stop the run.
-func (c *InferencePerf) breakers() (all []*breaker, enabled []*breaker) {
-	byName := map[string]*breaker{}
-	for _, b := range c.CircuitBreakers {
+// breakers makes the configuration's circuit breakers for each run (nil
+// without any): all of them are fed every finished request, and one named
+// in load.circuit_breakers that opens ends the run. The expressions are
+// compiled once; each run's triggers start afresh.
+func (c *InferencePerf) breakers() func() Breaker {
+	if len(c.CircuitBreakers) == 0 {
+		return nil
+	}
+	var all []*breaker
+	byName := map[string]int{}
+	for i, b := range c.CircuitBreakers {
 		br := &breaker{name: b.Name}
 		for _, e := range b.Metrics.Matches {
 			x, _ := compileJMES(e) // checked
@@ -97,19 +104,58 @@ func (c *InferencePerf) breakers() (all []*breaker, enabled []*breaker) {
 				br.triggers = append(br.triggers, trigger{consecutive: int(t.Threshold)})
 				continue
 			}
-			tr := trigger{window: seconds(*t.WindowSec), threshold: t.Threshold}
+			tr := trigger{window: Seconds(*t.WindowSec), threshold: t.Threshold}
 			if t.MinSamples != nil {
 				tr.minSamples = *t.MinSamples
 			}
 			br.triggers = append(br.triggers, tr)
 		}
 		all = append(all, br)
-		byName[b.Name] = br
+		byName[b.Name] = i
 	}
+	var enabled []int
 	for _, n := range c.Load.CircuitBreakers {
 		enabled = append(enabled, byName[n])
 	}
-	return all, enabled
+	return func() Breaker {
+		s := &breakerSet{enabled: enabled}
+		for _, b := range all {
+			fresh := *b
+			fresh.triggers = slices.Clone(b.triggers)
+			s.all = append(s.all, &fresh)
+		}
+		return s
+	}
+}
+
+// breakerSet is one run's circuit breakers.
+type breakerSet struct {
+	all     []*breaker
+	enabled []int // indexes in all of those named in load.circuit_breakers
+}
+
+// Trip shows every breaker the request's record (the fields of
+// inference-perf's request lifecycle metric glassbox has) and reports
+// whether one named in load.circuit_breakers is open.
+func (s *breakerSet) Trip(r Request, at time.Duration, o Outcome) bool {
+	rec := map[string]any{"stage_id": float64(r.Stage), "scheduled_time": r.Due.Seconds(), "end_time": at.Seconds(),
+		"info": map[string]any{"input_tokens": float64(o.PromptTokens), "request_metrics": map[string]any{"text": map[string]any{"input_tokens": float64(o.PromptTokens)}},
+			"response_metrics": map[string]any{"output_tokens": float64(o.OutputTokens)}}}
+	if r.Model != "" {
+		rec["info"].(map[string]any)["lora_adapter"] = r.Model
+	}
+	if !o.OK {
+		rec["error"] = map[string]any{"error_type": o.ErrorType, "error_msg": o.Error}
+	}
+	for _, b := range s.all {
+		b.feed(rec, at)
+	}
+	for _, i := range s.enabled {
+		if s.all[i].open {
+			return true
+		}
+	}
+	return false
 }
 
 // feed shows the breaker one finished request's record, at when it

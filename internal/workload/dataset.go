@@ -166,7 +166,7 @@ func randomIDSamples(ctx context.Context, d DatasetConfig, n int, tk IDTokenizer
 	if d.RandomPrefixLen+inLo < 1 {
 		return nil, errors.New("random dataset: the prompts would be empty")
 	}
-	lo := firstWordID(v)
+	lo := FirstWordID(v)
 	prefix := make([]int, d.RandomPrefixLen)
 	for i := range prefix {
 		prefix[i] = lo + rng.IntN(v-lo)
@@ -210,7 +210,7 @@ func ExactPrompt(ctx context.Context, tk IDTokenizer, ids []int, target int, rng
 		case remain <= 0 || len(ids) == target:
 			return text, ids, nil
 		case len(ids) < target:
-			lo := firstWordID(tk.VocabSize())
+			lo := FirstWordID(tk.VocabSize())
 			for len(ids) < target {
 				ids = append(ids, lo+rng.IntN(tk.VocabSize()-lo))
 			}
@@ -225,12 +225,42 @@ func ExactPrompt(ctx context.Context, tk IDTokenizer, ids []int, target int, rng
 	}
 }
 
-// firstWordID skips the ids that are single bytes in common vocabularies
+// FirstWordID skips the ids that are single bytes in common vocabularies
 // (byte-level BPE's first 256, SentencePiece's 3 specials and 256 byte
 // fallbacks, the simulator's first 256): a lone byte past ASCII decodes to
 // invalid UTF-8, which the wire turns into U+FFFD, three tokens instead of
 // one, and a prompt built of them never settles at its length.
-func firstWordID(vocab int) int { return min(259, vocab/2) }
+func FirstWordID(vocab int) int { return min(259, vocab/2) }
+
+// RandomTexts makes one random text of each length (0: empty), as
+// inference-perf's random token text: exact lengths with a tokenizer that
+// converts, else words fitted to the length.
+func RandomTexts(ctx context.Context, tk Tokenizer, lens []int, rng *rand.Rand) ([]Sample, error) {
+	seeds := make([]uint64, len(lens))
+	for i := range seeds {
+		seeds[i] = rng.Uint64()
+	}
+	return buildParallel(ctx, len(lens), func(ctx context.Context, i int) (Sample, error) {
+		n := lens[i]
+		if n <= 0 {
+			return Sample{}, nil
+		}
+		r := rand.New(rand.NewPCG(seeds[i], uint64(i)))
+		if it, ok := tk.(IDTokenizer); ok {
+			v := it.VocabSize()
+			lo := FirstWordID(v)
+			ids := make([]int, n)
+			start := r.IntN(v - lo)
+			for k := range ids {
+				ids[k] = lo + (start+k)%(v-lo)
+			}
+			text, got, err := ExactPrompt(ctx, it, ids, n, r)
+			return Sample{Prompt: text, PromptIDs: got, PromptLen: len(got)}, err
+		}
+		text, got, err := fitText(ctx, tk, "", n, r)
+		return Sample{Prompt: text, PromptLen: got}, err
+	})
+}
 
 // prefixRepetitionSamples is vLLM's prefix_repetition dataset: NumPrefixes
 // random prefixes, each request one of them plus a random suffix, shuffled,
@@ -326,6 +356,9 @@ func buildParallel(ctx context.Context, n int, build func(context.Context, int) 
 	wg.Wait()
 	return out, errors.Join(errs...)
 }
+
+// RandomWord is one of vocabulary's words, drawn from rng.
+func RandomWord(rng *rand.Rand) string { return vocabulary[rng.IntN(len(vocabulary))] }
 
 // vocabulary is common English words that most tokenizers (and glassbox's
 // simulator) keep as single tokens with a leading space.

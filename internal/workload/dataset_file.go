@@ -21,7 +21,7 @@ type promptPair struct {
 // parseShareGPT reads a ShareGPT JSON array and keeps, as vLLM does, the
 // first two turns of every conversation that has at least two.
 func parseShareGPT(data []byte) ([]promptPair, error) {
-	var entries []shareGPTRecord
+	var entries []ShareGPTRecord
 	if err := json.Unmarshal(data, &entries); err != nil {
 		return nil, fmt.Errorf("parse sharegpt: %w", err)
 	}
@@ -132,4 +132,46 @@ func oversample(s []Sample, n int, rng *rand.Rand, name string) ([]Sample, error
 		s = append(s, s[rng.IntN(len(s))])
 	}
 	return s, nil
+}
+
+// ShareGPTTurn is one turn of a ShareGPT conversation. A turn may also be a
+// JSON string holding the object, which the hub's file has
+// (inference-perf's issue 429).
+type ShareGPTTurn struct {
+	From  string `json:"from"`
+	Value string `json:"value"`
+}
+
+// UnmarshalJSON reads the turn's object, or a string holding it.
+func (t *ShareGPTTurn) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		b = []byte(s)
+	}
+	type plain ShareGPTTurn
+	return json.Unmarshal(b, (*plain)(t))
+}
+
+// ShareGPTRecord is one conversation of a ShareGPT file.
+type ShareGPTRecord struct {
+	Conversations []ShareGPTTurn `json:"conversations"`
+}
+
+// EachShareGPT calls f for every record of a ShareGPT JSON array, read as
+// a stream (the hub's file is 650 MB); f returns false to stop.
+func EachShareGPT(r io.Reader, f func(i int, rec *ShareGPTRecord) bool) error {
+	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return errors.New("parse sharegpt: want a JSON array of conversations")
+	}
+	for i := 0; dec.More(); i++ {
+		var rec ShareGPTRecord
+		if err := dec.Decode(&rec); err != nil {
+			return fmt.Errorf("parse sharegpt: conversation %d: %w", i, err)
+		}
+		if !f(i, &rec) {
+			return nil
+		}
+	}
+	return nil
 }

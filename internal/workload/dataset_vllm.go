@@ -141,7 +141,7 @@ func burstGPTSamples(ctx context.Context, d DatasetConfig, n int, tc Tokenizer, 
 			continue
 		}
 		v := it.VocabSize()
-		lo := firstWordID(v)
+		lo := FirstWordID(v)
 		ids := make([]int, max(e.Input, 1))
 		for j := range ids {
 			ids[j] = lo + (i+j)%(v-lo)

@@ -79,7 +79,7 @@ func (d *IPDistribution) sample(n int, rng *rand.Rand) []int {
 			if lam <= 0 {
 				lam = 1
 			}
-			v = float64(poisson(lam, rng))
+			v = float64(Poisson(lam, rng))
 		default:
 			v = m + s*rng.NormFloat64()
 		}

@@ -72,7 +72,7 @@ func (c *InferencePerf) checkLoad() error {
 			if s.NumRequests == nil || *s.NumRequests < 1 || s.ConcurrencyLevel == nil || *s.ConcurrencyLevel < 1 {
 				return c.at(p, "load type concurrent needs num_requests and concurrency_level, both positive")
 			}
-			if *s.NumRequests > maxDurationRequests {
+			if *s.NumRequests > MaxRequests {
 				return c.at(p, "%d requests is too many", *s.NumRequests)
 			}
 			continue
@@ -83,7 +83,7 @@ func (c *InferencePerf) checkLoad() error {
 		if !finitePositive(s.Rate) || !finitePositive(s.Duration) {
 			return c.at(p, "rate and duration must be positive, got %v and %v", s.Rate, s.Duration)
 		}
-		if n := s.Rate * s.Duration; n > maxDurationRequests {
+		if n := s.Rate * s.Duration; n > MaxRequests {
 			return c.at(p, "%v requests is too many", n)
 		}
 	}
@@ -124,8 +124,8 @@ func (c *InferencePerf) checkSweep() error {
 	defFloat(&s.StageDuration, 180)
 	defFloat(&s.SaturationPercentile, 95)
 	switch {
-	case *s.NumRequests < 1 || *s.NumRequests > maxDurationRequests:
-		return c.at("load.sweep.num_requests", "want 1 to %d, got %d", maxDurationRequests, *s.NumRequests)
+	case *s.NumRequests < 1 || *s.NumRequests > MaxRequests:
+		return c.at("load.sweep.num_requests", "want 1 to %d, got %d", MaxRequests, *s.NumRequests)
 	case !finitePositive(*s.Timeout):
 		return c.at("load.sweep.timeout", "must be positive, got %v", *s.Timeout)
 	case *s.NumStages < 1 || *s.NumStages > 1000:
@@ -446,8 +446,8 @@ func (d *IPDistribution) check() error {
 	if *d.Max > 1<<24 {
 		return fmt.Errorf("max %d is too large", *d.Max)
 	}
-	if d.TotalCount != nil && (*d.TotalCount < 1 || *d.TotalCount > maxDurationRequests) {
-		return fmt.Errorf("total_count must be 1 to %d, got %d", maxDurationRequests, *d.TotalCount)
+	if d.TotalCount != nil && (*d.TotalCount < 1 || *d.TotalCount > MaxRequests) {
+		return fmt.Errorf("total_count must be 1 to %d, got %d", MaxRequests, *d.TotalCount)
 	}
 	return nil
 }

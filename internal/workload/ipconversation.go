@@ -42,8 +42,8 @@ func (c *InferencePerf) checkConversationReplay() error {
 	if c.API.Type != "completion" {
 		return c.at("api.type", "conversation_replay generates completion requests only, as in inference-perf")
 	}
-	if r.NumConversations == nil || *r.NumConversations < 1 || *r.NumConversations > maxDurationRequests {
-		return c.at(p+".num_conversations", "want 1 to %d conversations", maxDurationRequests)
+	if r.NumConversations == nil || *r.NumConversations < 1 || *r.NumConversations > MaxRequests {
+		return c.at(p+".num_conversations", "want 1 to %d conversations", MaxRequests)
 	}
 	if r.SharedSystemPromptLen != nil && (*r.SharedSystemPromptLen < 0 || *r.SharedSystemPromptLen > 1<<24) {
 		return c.at(p+".shared_system_prompt_len", "want 0 to %d tokens, got %d", 1<<24, *r.SharedSystemPromptLen)
@@ -107,11 +107,11 @@ func conversationReplayPlan(ctx context.Context, r *IPConversationReplay, p *Pla
 	}
 	lens := append([]int{shared}, dynamic...)
 	lens = append(lens, inputs...)
-	texts, err := randomTexts(ctx, tk, lens, rng)
+	texts, err := RandomTexts(ctx, tk, lens, rng)
 	if err != nil {
 		return nil, fmt.Errorf("conversation_replay: %w", err)
 	}
-	if err := p.agentSeparator(ctx, tk); err != nil {
+	if err := p.SetSeparator(ctx, tk); err != nil {
 		return nil, err
 	}
 	p.Sessions, p.Agent = true, &AgentPlan{Recycle: true, Sessions: make([]AgentSession, n)}
@@ -144,42 +144,12 @@ func (p *Plan) join(a, b Sample) Sample {
 	if a.PromptLen == 0 {
 		return b
 	}
-	s := Sample{Prompt: a.Prompt + " " + b.Prompt, PromptLen: a.PromptLen + len(p.separator) + b.PromptLen}
+	s := Sample{Prompt: a.Prompt + " " + b.Prompt, PromptLen: a.PromptLen + len(p.Separator) + b.PromptLen}
 	if a.PromptIDs != nil && b.PromptIDs != nil {
-		s.PromptIDs = append(append(append([]int{}, a.PromptIDs...), p.separator...), b.PromptIDs...)
+		s.PromptIDs = append(append(append([]int{}, a.PromptIDs...), p.Separator...), b.PromptIDs...)
 	}
-	if p.separator == nil {
+	if p.Separator == nil {
 		s.PromptLen = a.PromptLen + 1 + b.PromptLen
 	}
 	return s
-}
-
-// randomTexts makes one random text of each length (0: empty), as
-// inference-perf's random token text: exact lengths with a tokenizer that
-// converts, else words fitted to the length.
-func randomTexts(ctx context.Context, tk Tokenizer, lens []int, rng *rand.Rand) ([]Sample, error) {
-	seeds := make([]uint64, len(lens))
-	for i := range seeds {
-		seeds[i] = rng.Uint64()
-	}
-	return buildParallel(ctx, len(lens), func(ctx context.Context, i int) (Sample, error) {
-		n := lens[i]
-		if n <= 0 {
-			return Sample{}, nil
-		}
-		r := rand.New(rand.NewPCG(seeds[i], uint64(i)))
-		if it, ok := tk.(IDTokenizer); ok {
-			v := it.VocabSize()
-			lo := firstWordID(v)
-			ids := make([]int, n)
-			start := r.IntN(v - lo)
-			for k := range ids {
-				ids[k] = lo + (start+k)%(v-lo)
-			}
-			text, got, err := ExactPrompt(ctx, it, ids, n, r)
-			return Sample{Prompt: text, PromptIDs: got, PromptLen: len(got)}, err
-		}
-		text, got, err := fitText(ctx, tk, "", n, r)
-		return Sample{Prompt: text, PromptLen: got}, err
-	})
 }

@@ -32,7 +32,7 @@ func prompts(ctx context.Context, c *InferencePerf, p *Plan, most int, dataTrace
 		p.Sessions = o.Compat == Current && d.SharedPrefix.EnableMultiTurnChat
 		if err == nil && p.Sessions {
 			if it, ok := tk.(IDTokenizer); ok {
-				p.separator, err = it.Encode(ctx, " ")
+				p.Separator, err = it.Encode(ctx, " ")
 			}
 		}
 		return out, err
@@ -88,7 +88,7 @@ func sharedPrefixPrompts(ctx context.Context, s *IPSharedPrefix, tk Tokenizer, o
 		return nil, fmt.Errorf("shared_prefix needs a tokenizer that converts ids (the server's /tokenize and /detokenize)")
 	}
 	v := it.VocabSize()
-	lo := firstWordID(v)
+	lo := FirstWordID(v)
 	randomIDs := func(n int) []int {
 		ids := make([]int, n)
 		for i := range ids {
@@ -187,7 +187,7 @@ func randomPrompts(ctx context.Context, d *IPData, n int, trace []TraceEntry, tk
 		ins, outs = d.InputDistribution.generate(n, rng), d.OutputDistribution.generate(nOut, rng)
 	}
 	v := it.VocabSize()
-	lo := firstWordID(v)
+	lo := FirstWordID(v)
 	out := make([]Sample, min(len(ins), len(outs)))
 	for i := range out {
 		in := ins[i]

@@ -3,7 +3,6 @@ package workload
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -82,15 +81,24 @@ type Plan struct {
 	Sweep *Sweep
 	// LoRA sends each request to one of these adapters (by model name),
 	// drawn by their weights (load.lora_traffic_split).
-	LoRA []IPLoRASplit
+	LoRA []LoRASplit
 	// ResponseFormat is api.response_format as requests carry it, or nil.
 	ResponseFormat map[string]any
+	// Seed seeds what a running schedule draws: each request's adapter, a
+	// sweep's generated stages.
+	Seed uint64
+	// Breaker, when set, makes each run's circuit breaker (Start calls it),
+	// which is shown every finished request and can end the run.
+	Breaker func() Breaker
+	// Separator is the tokens of " ", which joins a session's conversation
+	// and its next prompt when they are token ids (SetSeparator).
+	Separator []int
+}
 
-	seed      uint64
-	breakers  []*breaker // every configured circuit breaker, fed each outcome
-	stopOn    []*breaker // those named in load.circuit_breakers
-	separator []int      // the tokens of " ", for composing session prompts from ids
-	loadType  string     // constant or poisson: how generated stages place arrivals
+// LoRASplit sends Split of the requests to the LoRA adapter Name.
+type LoRASplit struct {
+	Name  string
+	Split float64
 }
 
 // Stage is one stage's request offsets from its start.
@@ -147,15 +155,17 @@ func NewPlan(ctx context.Context, c *InferencePerf, tk Tokenizer, o PlanOptions)
 	}
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0x1f5ef5e))
 	p := &Plan{Interval: 2 * time.Second, Chat: c.API.Type == "chat", IgnoreEOS: c.Server.IgnoreEOS == nil || *c.Server.IgnoreEOS,
-		Unary: !c.API.Streaming, Continuous: c.Data.Type == "shareGPT", LoRA: c.Load.LoRATrafficSplit,
-		ResponseFormat: c.API.ResponseFormatBody(), seed: uint64(o.Seed), loadType: c.Load.Type}
+		Unary: !c.API.Streaming, Continuous: c.Data.Type == "shareGPT", ResponseFormat: c.API.ResponseFormatBody(), Seed: uint64(o.Seed)}
+	for _, l := range c.Load.LoRATrafficSplit {
+		p.LoRA = append(p.LoRA, LoRASplit(l))
+	}
 	if c.Load.Interval != nil {
-		p.Interval = seconds(*c.Load.Interval) + time.Second // inference-perf sleeps the interval, then leads by 1 s
+		p.Interval = Seconds(*c.Load.Interval) + time.Second // inference-perf sleeps the interval, then leads by 1 s
 	}
 	if t := c.Load.RequestTimeout; t != nil {
-		p.RequestTimeout = seconds(*t)
+		p.RequestTimeout = Seconds(*t)
 	}
-	p.breakers, p.stopOn = c.breakers()
+	p.Breaker = c.breakers()
 	if o.Compat == Current && !o.NoClientCap {
 		p.MaxConcurrency = clientCap(&c.Load, o.Workers)
 	}
@@ -213,25 +223,26 @@ func (p *Plan) stages(c *InferencePerf, trace, dataTrace []TraceEntry, rng *rand
 	if sw := l.Sweep; sw != nil {
 		p.Sweep = &Sweep{
 			// The probe sends num_requests in 5 s, as inference-perf's.
-			Probe:         Stage{Rate: float64(*sw.NumRequests) / 5, Duration: 5 * time.Second, Offsets: constantOffsets(*sw.NumRequests, 5, rng)},
-			Timeout:       seconds(*sw.Timeout),
+			Probe:         Stage{Rate: float64(*sw.NumRequests) / 5, Duration: 5 * time.Second, Offsets: ConstantOffsets(*sw.NumRequests, 5, rng)},
+			Timeout:       Seconds(*sw.Timeout),
 			NumStages:     *sw.NumStages,
 			StageDuration: *sw.StageDuration,
 			Percentile:    *sw.SaturationPercentile,
 			Geometric:     sw.Type == "geometric",
+			Poisson:       l.Type == "poisson",
 		}
 		return *sw.NumRequests, nil
 	}
 	for i, s := range l.Stages {
-		st := Stage{Rate: s.Rate, Duration: seconds(s.Duration)}
+		st := Stage{Rate: s.Rate, Duration: Seconds(s.Duration)}
 		switch l.Type {
 		case "poisson":
-			st.Offsets = poissonOffsets(s.Rate, s.Duration, rng)
+			st.Offsets = PoissonOffsets(s.Rate, s.Duration, rng)
 		case "concurrent":
 			// inference-perf sends the stage's requests within one second
 			// to workers capped at the concurrency level.
 			st.Rate, st.Duration = float64(*s.NumRequests), time.Second
-			st.Offsets = constantOffsets(*s.NumRequests, 1, rng)
+			st.Offsets = ConstantOffsets(*s.NumRequests, 1, rng)
 			st.MaxConcurrency = *s.ConcurrencyLevel
 		case "trace_replay":
 			// Each stage replays the trace from its start: as many requests
@@ -246,7 +257,7 @@ func (p *Plan) stages(c *InferencePerf, trace, dataTrace []TraceEntry, rng *rand
 				return 0, c.at(fmt.Sprintf("load.stages[%d]", i), "sends %d requests but load.trace has %d", n, len(trace))
 			}
 			for _, e := range trace[:n] {
-				st.Offsets = append(st.Offsets, max(e.centis, 0))
+				st.Offsets = append(st.Offsets, max(e.Centis, 0))
 			}
 			// The stage lasts as long as its requests take: inference-perf
 			// waits for them, not for the configured duration.
@@ -255,65 +266,10 @@ func (p *Plan) stages(c *InferencePerf, trace, dataTrace []TraceEntry, rng *rand
 				st.Duration = slices.Max(st.Offsets)
 			}
 		default:
-			st.Offsets = constantOffsets(int(s.Rate*s.Duration), s.Duration, rng)
+			st.Offsets = ConstantOffsets(int(s.Rate*s.Duration), s.Duration, rng)
 		}
 		most = max(most, len(st.Offsets))
 		p.Stages = append(p.Stages, st)
 	}
 	return most, nil
-}
-
-// constantOffsets is inference-perf's ConstantLoadTimer: n exponential
-// gaps rescaled to sum to the duration, so the last request goes at its
-// end (a Poisson process holding exactly n arrivals, not a fixed interval).
-func constantOffsets(n int, duration float64, rng *rand.Rand) []time.Duration {
-	if n <= 0 {
-		return nil
-	}
-	gaps := make([]float64, n)
-	sum := 0.0
-	for i := range gaps {
-		gaps[i] = rng.ExpFloat64()
-		sum += gaps[i]
-	}
-	out := make([]time.Duration, n)
-	t := 0.0
-	for i, g := range gaps {
-		t += g * duration / sum
-		out[i] = seconds(t)
-	}
-	return out
-}
-
-// poissonOffsets is inference-perf's PoissonLoadTimer: one-second windows,
-// each with a Poisson number of arrivals placed as a constant stage of one
-// second, until the stage's int(rate·duration) requests are placed.
-func poissonOffsets(rate, duration float64, rng *rand.Rand) []time.Duration {
-	n := int(rate * duration)
-	var out []time.Duration
-	for w := 0; len(out) < n; w++ {
-		k := poisson(rate, rng)
-		for _, off := range constantOffsets(k, 1, rng) {
-			if len(out) < n {
-				out = append(out, time.Duration(w)*time.Second+off)
-			}
-		}
-	}
-	return out
-}
-
-// poisson draws from Poisson(mean): Knuth's product method for small
-// means, a rounded normal approximation for large ones.
-func poisson(mean float64, rng *rand.Rand) int {
-	if mean > 60 {
-		return max(0, int(math.Round(mean+math.Sqrt(mean)*rng.NormFloat64())))
-	}
-	l, k, p := math.Exp(-mean), 0, 1.0
-	for {
-		p *= rng.Float64()
-		if p <= l {
-			return k
-		}
-		k++
-	}
 }

@@ -83,7 +83,7 @@ func TestParseInferencePerfRejects(t *testing.T) {
 // exponential (not fixed) gaps.
 func TestConstantOffsets(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	offs := constantOffsets(int(20.0*600), 600, rng)
+	offs := ConstantOffsets(int(20.0*600), 600, rng)
 	if len(offs) != 12000 {
 		t.Fatalf("%d offsets, want 12000", len(offs))
 	}
@@ -102,7 +102,7 @@ func TestConstantOffsets(t *testing.T) {
 	if cv := std(gaps) / mean(gaps); cv < 0.9 || cv > 1.1 {
 		t.Errorf("gap coefficient of variation %.2f, want about 1 (exponential)", cv)
 	}
-	if n := len(poissonOffsets(7, 30, rng)); n != 210 {
+	if n := len(PoissonOffsets(7, 30, rng)); n != 210 {
 		t.Errorf("poisson stage of 7/s × 30 s gave %d requests, want 210", n)
 	}
 }

@@ -54,7 +54,7 @@ func ReplayPlan(ctx context.Context, r io.Reader, tk IDTokenizer, seed int64) (*
 	}
 	sort.SliceStable(order, func(a, b int) bool { return d.StartTimes[order[a]] < d.StartTimes[order[b]] })
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x7e91a))
-	v, lo := tk.VocabSize(), firstWordID(tk.VocabSize())
+	v, lo := tk.VocabSize(), FirstWordID(tk.VocabSize())
 	p := &Plan{IgnoreEOS: true, Stages: []Stage{{}}}
 	st := &p.Stages[0]
 	for _, i := range order {
@@ -70,7 +70,7 @@ func ReplayPlan(ctx context.Context, r io.Reader, tk IDTokenizer, seed int64) (*
 			return nil, err
 		}
 		p.Prompts = append(p.Prompts, Sample{Prompt: text, PromptIDs: ids, PromptLen: len(ids) + tk.SpecialTokens(), OutputLen: d.OutputLens[i]})
-		st.Offsets = append(st.Offsets, seconds(d.StartTimes[i]))
+		st.Offsets = append(st.Offsets, Seconds(d.StartTimes[i]))
 	}
 	st.Duration = st.Offsets[len(st.Offsets)-1]
 	st.Rate = float64(len(st.Offsets)) / max(st.Duration.Seconds(), 1e-9)
@@ -132,7 +132,7 @@ func TracePlan(ctx context.Context, trace []TraceEntry, tc Tokenizer, n int, rat
 	for _, e := range trace {
 		var s Sample
 		if tk, ok := tc.(IDTokenizer); ok {
-			v, lo := tk.VocabSize(), firstWordID(tk.VocabSize())
+			v, lo := tk.VocabSize(), FirstWordID(tk.VocabSize())
 			ids := make([]int, max(e.Input-tk.SpecialTokens(), 1))
 			for k := range ids {
 				ids[k] = lo + rng.IntN(v-lo)

@@ -69,6 +69,7 @@ type Schedule struct {
 	cancel    []Cancel   // to abandon, for Cancelled
 	samples   []inFlightSample
 	probeCut  bool // the probe passed its timeout
+	breaker   Breaker
 	sat       float64
 	err       error
 }
@@ -96,7 +97,7 @@ type sleeper struct {
 
 // Start begins running the plan at offset 0.
 func (p *Plan) Start() *Schedule {
-	s := &Schedule{p: p, inFlight: map[int]Request{}, rng: rand.New(rand.NewPCG(p.seed, 0x5c4ed))}
+	s := &Schedule{p: p, inFlight: map[int]Request{}, rng: rand.New(rand.NewPCG(p.Seed, 0x5c4ed))}
 	if p.Sweep != nil {
 		s.stages = []Stage{p.Sweep.Probe}
 		s.base = 1
@@ -106,11 +107,8 @@ func (p *Plan) Start() *Schedule {
 	if p.Sessions {
 		s.users = make([]session, len(p.Prompts))
 	}
-	for _, b := range p.breakers {
-		b.open = false
-		for i := range b.triggers {
-			b.triggers[i].run, b.triggers[i].samples = 0, nil
-		}
+	if p.Breaker != nil {
+		s.breaker = p.Breaker()
 	}
 	return s
 }
@@ -217,7 +215,7 @@ func (s *Schedule) advance(st *Stage) bool {
 			return false
 		}
 		s.sat = sat
-		s.stages = append(s.stages, s.p.Sweep.stages(sat, s.p.loadType == "poisson", s.rng)...)
+		s.stages = append(s.stages, s.p.Sweep.stages(sat, s.rng)...)
 		lead = time.Second // inference-perf starts the first stage right after the probe, with its 1 s lead
 	}
 	s.stage++
@@ -361,9 +359,9 @@ func (s *Schedule) release(r Request, now time.Duration) Request {
 		base := r.Sample
 		r.Sample.Prompt = u.text + " " + base.Prompt
 		if base.PromptIDs != nil {
-			r.Sample.PromptIDs = append(append(append(make([]int, 0, len(u.ids)+len(s.p.separator)+len(base.PromptIDs)), u.ids...), s.p.separator...), base.PromptIDs...)
+			r.Sample.PromptIDs = append(append(append(make([]int, 0, len(u.ids)+len(s.p.Separator)+len(base.PromptIDs)), u.ids...), s.p.Separator...), base.PromptIDs...)
 		}
-		r.Sample.PromptLen = u.tokens + len(s.p.separator) + base.PromptLen
+		r.Sample.PromptLen = u.tokens + len(s.p.Separator) + base.PromptLen
 	}
 	s.inFlight[r.Index] = r
 	if s.p.RequestTimeout > 0 {
@@ -417,9 +415,9 @@ func (s *Schedule) Finished(r Request, at time.Duration, o Outcome) {
 	if o.OK {
 		u.text = r.Sample.Prompt + " " + o.Text
 		if r.Sample.PromptIDs != nil {
-			u.ids = append(append(append(u.ids[:0:0], r.Sample.PromptIDs...), s.p.separator...), o.IDs...)
+			u.ids = append(append(append(u.ids[:0:0], r.Sample.PromptIDs...), s.p.Separator...), o.IDs...)
 		}
-		u.tokens = r.Sample.PromptLen + len(s.p.separator) + o.OutputTokens
+		u.tokens = r.Sample.PromptLen + len(s.p.Separator) + o.OutputTokens
 		if a := s.p.Agent; a != nil {
 			u.readyAt = at + a.latency(r.User, r.Turn) // the tool runs on the answer
 		}
@@ -433,29 +431,19 @@ func (s *Schedule) Finished(r Request, at time.Duration, o Outcome) {
 	}
 }
 
-// feedBreakers shows every circuit breaker the request's record (the
-// fields of inference-perf's request lifecycle metric glassbox has); one
-// named in load.circuit_breakers that opens ends the run.
+// Breaker is a run's circuit breaker (inference-perf's circuit_breakers):
+// it is shown every request that finishes and says when the run must end.
+type Breaker interface {
+	// Trip shows it r, finished at at with o, and reports whether the run
+	// ends (what has not gone is dropped, what is in flight cancelled).
+	Trip(r Request, at time.Duration, o Outcome) bool
+}
+
+// feedBreakers shows the run's circuit breaker the request; when it trips,
+// the run ends.
 func (s *Schedule) feedBreakers(r Request, at time.Duration, o Outcome) {
-	if len(s.p.breakers) == 0 {
-		return
-	}
-	rec := map[string]any{"stage_id": float64(r.Stage), "scheduled_time": r.Due.Seconds(), "end_time": at.Seconds(),
-		"info": map[string]any{"input_tokens": float64(o.PromptTokens), "request_metrics": map[string]any{"text": map[string]any{"input_tokens": float64(o.PromptTokens)}},
-			"response_metrics": map[string]any{"output_tokens": float64(o.OutputTokens)}}}
-	if r.Model != "" {
-		rec["info"].(map[string]any)["lora_adapter"] = r.Model
-	}
-	if !o.OK {
-		rec["error"] = map[string]any{"error_type": o.ErrorType, "error_msg": o.Error}
-	}
-	for _, b := range s.p.breakers {
-		b.feed(rec, at)
-	}
-	for _, b := range s.p.stopOn {
-		if b.open && !s.stopped {
-			s.stop(true)
-		}
+	if s.breaker != nil && s.breaker.Trip(r, at, o) && !s.stopped {
+		s.stop(true)
 	}
 }
 

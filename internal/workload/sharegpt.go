@@ -1,54 +1,10 @@
 package workload
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 )
-
-// shareGPTTurn is one turn of a ShareGPT conversation. A turn may also be a
-// JSON string holding the object, which the hub's file has
-// (inference-perf's issue 429).
-type shareGPTTurn struct {
-	From  string `json:"from"`
-	Value string `json:"value"`
-}
-
-func (t *shareGPTTurn) UnmarshalJSON(b []byte) error {
-	var s string
-	if json.Unmarshal(b, &s) == nil {
-		b = []byte(s)
-	}
-	type plain shareGPTTurn
-	return json.Unmarshal(b, (*plain)(t))
-}
-
-type shareGPTRecord struct {
-	Conversations []shareGPTTurn `json:"conversations"`
-}
-
-// eachShareGPT calls f for every record of a ShareGPT JSON array, read as
-// a stream (the hub's file is 650 MB); f returns false to stop.
-func eachShareGPT(r io.Reader, f func(i int, rec *shareGPTRecord) bool) error {
-	dec := json.NewDecoder(bufio.NewReaderSize(r, 1<<20))
-	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		return errors.New("parse sharegpt: want a JSON array of conversations")
-	}
-	for i := 0; dec.More(); i++ {
-		var rec shareGPTRecord
-		if err := dec.Decode(&rec); err != nil {
-			return fmt.Errorf("parse sharegpt: conversation %d: %w", i, err)
-		}
-		if !f(i, &rec) {
-			return nil
-		}
-	}
-	return nil
-}
 
 // shareGPTPrompts is inference-perf's shareGPT data: the conversations in
 // the file's order, cycled, the first one skipped the first time round (its
@@ -76,7 +32,7 @@ func shareGPTPrompts(ctx context.Context, d *IPData, n int, chat bool, tk Tokeni
 	var first *Sample // conversation 0, which comes round only on the second pass
 	var out []Sample
 	var ferr error
-	take := func(i int, rec *shareGPTRecord) bool {
+	take := func(i int, rec *ShareGPTRecord) bool {
 		s, ok, err := shareGPTSample(ctx, rec, d, chat, tk, specials)
 		switch {
 		case err != nil:
@@ -95,7 +51,7 @@ func shareGPTPrompts(ctx context.Context, d *IPData, n int, chat bool, tk Tokeni
 		return nil, fmt.Errorf("data.path: %w", err)
 	}
 	defer f.Close()
-	if err := eachShareGPT(f, take); err != nil {
+	if err := EachShareGPT(f, take); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if ferr != nil {
@@ -116,7 +72,7 @@ func shareGPTPrompts(ctx context.Context, d *IPData, n int, chat bool, tk Tokeni
 
 // shareGPTSample makes one record a sample; ok is false when inference-perf
 // would skip it.
-func shareGPTSample(ctx context.Context, rec *shareGPTRecord, d *IPData, chat bool, tk Tokenizer, specials int) (Sample, bool, error) {
+func shareGPTSample(ctx context.Context, rec *ShareGPTRecord, d *IPData, chat bool, tk Tokenizer, specials int) (Sample, bool, error) {
 	conv := rec.Conversations
 	if len(conv) < 2 {
 		return Sample{}, false, nil

@@ -23,6 +23,7 @@ type Sweep struct {
 	StageDuration float64 // seconds
 	Percentile    float64
 	Geometric     bool
+	Poisson       bool // the generated stages' arrivals are the poisson load type's, else constant's
 }
 
 // sampleEvery is how often inference-perf's probe reads the requests in
@@ -79,14 +80,14 @@ func (sw *Sweep) rates(sat float64) []float64 {
 
 // stages generates the stages for saturation sat, with arrivals as the
 // load type places them.
-func (sw *Sweep) stages(sat float64, poissonLoad bool, rng *rand.Rand) []Stage {
+func (sw *Sweep) stages(sat float64, rng *rand.Rand) []Stage {
 	var out []Stage
 	for _, r := range sw.rates(sat) {
-		st := Stage{Rate: r, Duration: seconds(sw.StageDuration)}
-		if poissonLoad {
-			st.Offsets = poissonOffsets(r, sw.StageDuration, rng)
+		st := Stage{Rate: r, Duration: Seconds(sw.StageDuration)}
+		if sw.Poisson {
+			st.Offsets = PoissonOffsets(r, sw.StageDuration, rng)
 		} else {
-			st.Offsets = constantOffsets(int(r*sw.StageDuration), sw.StageDuration, rng)
+			st.Offsets = ConstantOffsets(int(r*sw.StageDuration), sw.StageDuration, rng)
 		}
 		out = append(out, st)
 	}

@@ -99,7 +99,7 @@ func defaultCorpus() string {
 			if k > 0 {
 				b.WriteByte(' ')
 			}
-			b.WriteString(vocabulary[rng.IntN(len(vocabulary))])
+			b.WriteString(RandomWord(rng))
 		}
 		b.WriteString(",\n")
 	}

@@ -33,9 +33,9 @@ type TraceEntry struct {
 	At            time.Duration
 	Input, Output int
 	Model         string // BurstGPT's Model column, else empty
-	// centis is the arrival truncated to hundredths of a second, as
+	// Centis is the arrival truncated to hundredths of a second, as
 	// inference-perf's Azure reader keeps it, from the same origin.
-	centis time.Duration
+	Centis time.Duration
 }
 
 // ReadTrace reads a trace file of the given format (TraceAzure when empty).
@@ -65,10 +65,10 @@ func ReadTrace(path, format string) ([]TraceEntry, error) {
 	// order, so one late row would hold back every row after it.
 	slices.SortStableFunc(out, func(a, b TraceEntry) int { return cmp.Compare(a.At, b.At) })
 	if d := out[0].At; d != 0 {
-		c := out[0].centis
+		c := out[0].Centis
 		for i := range out {
 			out[i].At -= d
-			out[i].centis -= c
+			out[i].Centis -= c
 		}
 	}
 	return out, nil
@@ -102,11 +102,11 @@ func parseAzureTrace(r io.Reader) ([]TraceEntry, error) {
 		if err1 != nil || err2 != nil || in < 0 || outTok < 0 {
 			return nil, fmt.Errorf("line %d: the token counts %q, %q are not counts", line, f[1], f[2])
 		}
-		centis := ts.Truncate(10 * time.Millisecond)
+		Centis := ts.Truncate(10 * time.Millisecond)
 		if first.IsZero() {
-			first, firstCentis = ts, centis
+			first, firstCentis = ts, Centis
 		}
-		out = append(out, TraceEntry{At: ts.Sub(first), Input: in, Output: outTok, centis: centis.Sub(firstCentis)})
+		out = append(out, TraceEntry{At: ts.Sub(first), Input: in, Output: outTok, Centis: Centis.Sub(firstCentis)})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -177,8 +177,8 @@ func parseBurstGPT(r io.Reader) ([]TraceEntry, error) {
 		if len(out) == 0 {
 			first = ts
 		}
-		at := seconds(ts - first)
-		out = append(out, TraceEntry{At: at, Input: in, Output: outTok, Model: get("Model"), centis: at})
+		at := Seconds(ts - first)
+		out = append(out, TraceEntry{At: at, Input: in, Output: outTok, Model: get("Model"), Centis: at})
 	}
 	return out, nil
 }
