@@ -33,9 +33,10 @@ type loadFlags struct {
 	config                          string // an inference-perf configuration
 	compat                          string
 	workload                        *workload.InferencePerf
-	seedSet                         bool   // --seed was given
-	numPromptsSet                   bool   // --num-prompts was given
-	ipReport                        string // --inference-perf-report
+	planOptions                     workload.PlanOptions // how --config's plan is built
+	seedSet                         bool                 // --seed was given
+	numPromptsSet                   bool                 // --num-prompts was given
+	ipReport                        string               // --inference-perf-report
 	noStream                        bool
 	configRaw                       []byte // the --config file as given
 	agent                           agentLoadFlags
@@ -137,13 +138,33 @@ func (f *loadFlags) resolve() error {
 		if f.configRaw, err = os.ReadFile(f.config); err != nil {
 			return fmt.Errorf("--config: %w", err)
 		}
-		c.Workload, c.Compat = f.workload, workload.Compat(f.compat)
 		if b := f.workload.Load.BaseSeed; b != nil && !f.seedSet {
 			c.Seed = *b // inference-perf's load.base_seed seeds the run unless --seed does
 		}
-		c.PlanOptions = workload.PlanOptions{Fetch: fetchDataset, Workers: runtime.NumCPU()}
+		f.planOptions = workload.PlanOptions{Compat: workload.Compat(f.compat), Fetch: fetchDataset, Workers: runtime.NumCPU()}
+		ipBench(c, f.workload, f.planOptions)
 	}
 	return nil
+}
+
+// ipBench sets what c sends from an inference-perf configuration: its
+// plan (built as o says, with the run's seed), its api block's headers
+// and session header keys.
+func ipBench(c *bench.Config, w *workload.InferencePerf, o workload.PlanOptions) {
+	c.Plan = func(ctx context.Context, tk workload.Tokenizer, seed int64) (*workload.Plan, error) {
+		o := o
+		o.Seed = seed
+		return workload.NewPlan(ctx, w, tk, o)
+	}
+	if c.Headers == nil {
+		c.Headers = w.API.Headers
+	}
+	if k := w.API.SessionIDHeaderKey; k != nil {
+		c.SessionHeader = *k
+	}
+	if k := w.API.SessionTokenHeaderKey; k != nil {
+		c.SessionTokenHeader = *k
+	}
 }
 
 // reportDir is where inference-perf would write the configuration's
@@ -196,7 +217,7 @@ func fetchDataset(ctx context.Context, ref string) (string, error) {
 func (f *loadFlags) write(res *bench.Result, stdout io.Writer) error {
 	if f.workload != nil && f.ipReport != "-" {
 		dir, prefix := f.reportDir(res.Date)
-		files, err := res.WriteInferencePerfReports(dir, prefix, f.configRaw)
+		files, err := res.WriteInferencePerfReports(f.workload, dir, prefix, f.configRaw)
 		if err != nil {
 			return err
 		}

@@ -130,8 +130,8 @@ func planLoad(lf *loadFlags) (plan.Load, error) {
 	tk := simulate.Tokenizer()
 	c := lf.cfg
 	if w := lf.workload; w != nil {
-		o := c.PlanOptions
-		o.Compat, o.Seed, o.NoClientCap = c.Compat, c.Seed, true
+		o := lf.planOptions
+		o.Seed, o.NoClientCap = c.Seed, true
 		return func(ctx context.Context, rate float64, d time.Duration) (*workload.Plan, error) {
 			one := *w
 			one.Load.Sweep = nil

@@ -188,9 +188,7 @@ func (f *simulateFlags) plan(ctx context.Context) (*workload.Plan, error) {
 		defer fh.Close()
 		return workload.ReplayPlan(ctx, fh, tk, c.Seed)
 	case f.workload != nil:
-		o := c.PlanOptions
-		o.Compat, o.Seed = c.Compat, c.Seed
-		return workload.NewPlan(ctx, f.workload, tk, o)
+		return c.Plan(ctx, tk, c.Seed)
 	}
 	lc, err := c.ClientDefaults() // bench's checks, before the run rather than after it
 	if err != nil {

@@ -71,17 +71,10 @@ type streamer struct {
 func newStreamer(cfg *Config) *streamer {
 	s := &streamer{client: cfg.HTTPClient, url: cfg.BaseURL + cfg.Endpoint, model: cfg.Model,
 		chat: cfg.Backend == "openai-chat", ignoreEOS: cfg.IgnoreEOS, temperature: cfg.Temperature,
-		authorization: bearer(cfg.APIKey), timeout: cfg.RequestTimeout, now: cfg.Now, extra: map[string]any{}, headers: cfg.Headers}
+		authorization: bearer(cfg.APIKey), timeout: cfg.RequestTimeout, now: cfg.Now, extra: map[string]any{}, headers: cfg.Headers,
+		sessionHeader: cfg.SessionHeader, tokenHeader: cfg.SessionTokenHeader}
 	if cfg.ResponseFormat != nil {
 		s.extra["response_format"] = cfg.ResponseFormat
-	}
-	if w := cfg.Workload; w != nil {
-		if k := w.API.SessionIDHeaderKey; k != nil {
-			s.sessionHeader = *k
-		}
-		if k := w.API.SessionTokenHeaderKey; k != nil {
-			s.tokenHeader = *k
-		}
 	}
 	return s
 }

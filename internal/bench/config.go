@@ -40,26 +40,27 @@ type Config struct {
 	MetricsURL string // default BaseURL+"/metrics"; "-" turns scraping off
 	Label      string // result label; default the backend
 
-	// Workload, when set, is an inference-perf configuration run instead
-	// of Dataset and the rate fields (its stages, data and sessions), as
-	// inference-perf of version Compat runs it.
-	Workload *workload.InferencePerf
-	Compat   workload.Compat
-	// PlanOptions are passed to the workload's plan (the dataset
-	// downloader, the client's CPU count); Compat and Seed override theirs.
-	PlanOptions workload.PlanOptions
+	// Plan, when set, builds the load run instead of Dataset and the rate
+	// fields (an inference-perf configuration's stages, data and sessions:
+	// internal/inferenceperf makes it), with the server's tokenizer and
+	// Seed. The LoRA adapters its requests go to must be served.
+	Plan func(ctx context.Context, tk workload.Tokenizer, seed int64) (*workload.Plan, error)
 
 	// Headers are sent with every request (inference-perf's api.headers);
 	// ResponseFormat, when set, is every request's response_format (its
-	// api.response_format).
+	// api.response_format; a Plan's own replaces it).
 	Headers        map[string]string
 	ResponseFormat map[string]any
+	// SessionHeader, when set, is the request header that names a session
+	// round's user, and SessionTokenHeader the response header whose token
+	// the user's next round sends back (inference-perf's
+	// api.session_id_header_key and session_token_header_key).
+	SessionHeader, SessionTokenHeader string
 	// ClientCert and ClientKey, when set, are the TLS client certificate
 	// the requests present (inference-perf's server.cert_path, key_path).
 	ClientCert, ClientKey string
 	// LoRAModules, when set, sends each request to one of these adapters
-	// at random (vLLM's --lora-modules); a --config's lora_traffic_split
-	// is its own.
+	// at random (vLLM's --lora-modules); a Plan's LoRA split is its own.
 	LoRAModules []string
 	// MaxConnections caps the TCP connections (inference-perf's num_workers
 	// × worker_max_tcp_connections); 0: MaxConcurrency's.
@@ -158,16 +159,16 @@ func (c Config) ClientDefaults() (Config, error) {
 	if err := c.Ramp.Check(c.RequestRate); err != nil {
 		return c, err
 	}
-	if len(c.LoRAModules) > 0 && c.Workload != nil {
+	if len(c.LoRAModules) > 0 && c.Plan != nil {
 		return c, errors.New("check config: --lora-modules with --config: the configuration's load.lora_traffic_split sends to the adapters")
 	}
-	if c.Dataset.Name == "agent" && (c.Sweep || c.Ramp != nil || c.Workload != nil || c.Agent == nil) {
+	if c.Dataset.Name == "agent" && (c.Sweep || c.Ramp != nil || c.Plan != nil || c.Agent == nil) {
 		return c, errors.New("check config: --dataset-name agent starts --num-prompts sessions at --request-rate: no --sweep, ramp or --config with it")
 	}
-	if c.Dataset.Name == "trace" && (c.Sweep || c.Ramp != nil || c.Duration > 0 || c.Workload != nil) {
+	if c.Dataset.Name == "trace" && (c.Sweep || c.Ramp != nil || c.Duration > 0 || c.Plan != nil) {
 		return c, errors.New("check config: --dataset-name trace sends the trace's requests at its times: no --sweep, ramp, --duration or --config with it")
 	}
-	if c.Workload != nil && (c.Sweep || c.Ramp != nil || c.Duration > 0) {
+	if c.Plan != nil && (c.Sweep || c.Ramp != nil || c.Duration > 0) {
 		return c, errors.New("check config: an inference-perf --config sets its own stages: no --sweep, ramp or --duration with it")
 	}
 	if c.Duration > 0 && math.IsInf(c.RequestRate, 1) && c.Ramp == nil && c.MaxConcurrency == 0 && !c.Sweep {

@@ -22,8 +22,7 @@ import (
 // (storage.local_storage.report_file_prefix), and config.yaml. A sweep's
 // probe is in none of them, as in inference-perf. It returns the files
 // written.
-func (r *Result) WriteInferencePerfReports(dir, prefix string, config []byte) ([]string, error) {
-	w := r.Config.Workload
+func (r *Result) WriteInferencePerfReports(w *workload.InferencePerf, dir, prefix string, config []byte) ([]string, error) {
 	if w == nil || len(r.Passes) == 0 {
 		return nil, errors.New("write inference-perf reports: the run has no inference-perf configuration")
 	}

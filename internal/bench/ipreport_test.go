@@ -87,7 +87,10 @@ report:
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Run(context.Background(), Config{BaseURL: ts.URL, Workload: w, MetricsURL: "-", Model: "base"})
+	plan := func(ctx context.Context, tk workload.Tokenizer, seed int64) (*workload.Plan, error) {
+		return workload.NewPlan(ctx, w, tk, workload.PlanOptions{Seed: seed})
+	}
+	res, err := Run(context.Background(), Config{BaseURL: ts.URL, Plan: plan, Headers: w.API.Headers, MetricsURL: "-", Model: "base"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +106,7 @@ report:
 		t.Errorf("%d requests to models %v; want 30 split between the two adapters", len(srv.bodies), models)
 	}
 	dir := t.TempDir()
-	files, err := res.WriteInferencePerfReports(dir, "run1-", []byte("load: {}\n"))
+	files, err := res.WriteInferencePerfReports(w, dir, "run1-", []byte("load: {}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,9 +50,6 @@ type Pass struct {
 
 // Run runs the benchmark cfg describes.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	if cfg.Workload != nil && cfg.Workload.API.Type == "chat" && cfg.Backend == "" {
-		cfg.Backend = "openai-chat"
-	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -70,20 +67,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.TokenizerID = tc.ID()
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x9e3779b97f4a7c15))
 	r := &runner{cfg: &cfg, tc: tc, rng: rng}
-	if w := cfg.Workload; w != nil {
-		if err := checkAdapters(ctx, &cfg, w); err != nil {
+	if cfg.Plan != nil {
+		if r.plan, err = cfg.Plan(ctx, tc, cfg.Seed); err != nil {
 			return nil, err
 		}
-		opts := cfg.PlanOptions
-		opts.Compat, opts.Seed = cfg.Compat, cfg.Seed
-		if r.plan, err = workload.NewPlan(ctx, w, tc, opts); err != nil {
+		if err := checkAdapters(ctx, &cfg, r.plan.LoRA); err != nil {
 			return nil, err
 		}
 		cfg.IgnoreEOS, cfg.NumPrompts, cfg.RequestRate = r.plan.IgnoreEOS, r.plan.NumRequests(), r.plan.Rate()
 		cfg.ResponseFormat = r.plan.ResponseFormat
-		if cfg.Headers == nil {
-			cfg.Headers = w.API.Headers
-		}
 		res.Config = cfg
 	} else if cfg.Dataset.Name == "trace" {
 		// A trace is its own schedule: its requests at their times
@@ -137,7 +129,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	p, err := r.pass(ctx, Pass{Name: "main", RequestRate: cfg.RequestRate, Burstiness: cfg.Burstiness,
 		MaxConcurrency: cfg.MaxConcurrency, Ramp: cfg.Ramp})
-	if p != nil && r.plan != nil && cfg.Workload != nil {
+	if p != nil && cfg.Plan != nil {
 		// A sweep's stages are known only now.
 		res.Config.NumPrompts, res.Config.RequestRate = p.numStaged(), workload.StagesRate(p.Schedule)
 	}
@@ -152,17 +144,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return res, nil
 }
 
-// checkAdapters refuses a LoRA traffic split naming an adapter the server
-// does not serve, as inference-perf's client does before it starts.
-func checkAdapters(ctx context.Context, cfg *Config, w *workload.InferencePerf) error {
-	if len(w.Load.LoRATrafficSplit) == 0 {
+// checkAdapters refuses a plan's LoRA traffic split (inference-perf's
+// load.lora_traffic_split) naming an adapter the server does not serve, as
+// inference-perf's client does before it starts.
+func checkAdapters(ctx context.Context, cfg *Config, split []workload.LoRASplit) error {
+	if len(split) == 0 {
 		return nil
 	}
 	models, err := listModels(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	for _, l := range w.Load.LoRATrafficSplit {
+	for _, l := range split {
 		if !slices.Contains(models, l.Name) {
 			return fmt.Errorf("load.lora_traffic_split: the server does not serve the LoRA adapter %q (its models: %s)", l.Name, strings.Join(models, ", "))
 		}
@@ -176,7 +169,7 @@ type runner struct {
 	st      *streamer
 	tc      workload.Tokenizer
 	samples []workload.Sample
-	plan    *workload.Plan // an inference-perf configuration's, run by every pass
+	plan    *workload.Plan // Config.Plan's (or a trace's, or agent sessions'), run by every pass
 	rng     *rand.Rand
 	chaos   *chaosClient // nil unless Config.Chaos
 }
@@ -212,7 +205,7 @@ func (r *runner) pass(ctx context.Context, p Pass) (*Pass, error) {
 		arr := workload.NewArrivals(len(r.samples), r.cfg.Duration, p.RequestRate, p.Burstiness, p.Ramp, r.rng)
 		plan = workload.OpenLoop(r.samples, arr, p.MaxConcurrency, r.cfg.Duration)
 	}
-	if n := len(r.cfg.LoRAModules); n > 0 && r.cfg.Workload == nil {
+	if n := len(r.cfg.LoRAModules); n > 0 && r.cfg.Plan == nil {
 		q := *plan // each request to an adapter at random, as vLLM's bench
 		q.LoRA = nil
 		for _, m := range r.cfg.LoRAModules {
