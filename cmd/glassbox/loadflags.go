@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
+	"github.com/glassbox-llm/glassbox/internal/inferenceperf"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
@@ -217,7 +218,7 @@ func fetchDataset(ctx context.Context, ref string) (string, error) {
 func (f *loadFlags) write(res *bench.Result, stdout io.Writer) error {
 	if f.workload != nil && f.ipReport != "-" {
 		dir, prefix := f.reportDir(res.Date)
-		files, err := res.WriteInferencePerfReports(f.workload, dir, prefix, f.configRaw)
+		files, err := inferenceperf.WriteReports(res, f.workload, dir, prefix, f.configRaw)
 		if err != nil {
 			return err
 		}

@@ -30,7 +30,7 @@ type ServerView struct {
 
 	PeakKVUsage, PeakWaiting, PeakRunning float64
 
-	snaps []*snapshot // every scrape, for inference-perf's Prometheus report
+	snaps []*snapshot // every scrape, for Readings
 }
 
 // GaugeSample is one scrape of the load gauges.
@@ -74,6 +74,16 @@ func NewServerView(readings []Snapshot, percentiles []float64) *ServerView {
 		s.record(snap)
 	}
 	return s.view(s.first, s.snaps[len(s.snaps)-1])
+}
+
+// Readings are the scrapes the view was computed from, in order: what
+// inference-perf's Prometheus report reads over each window it reports.
+func (v *ServerView) Readings() []Snapshot {
+	out := make([]Snapshot, len(v.snaps))
+	for i, s := range v.snaps {
+		out[i] = Snapshot{At: s.at, Scrape: s.Scrape}
+	}
+	return out
 }
 
 // value is a family summed over its label sets (0 when absent).
@@ -217,6 +227,13 @@ func (s *scraper) view(first, last *snapshot) *ServerView {
 	v.E2E = histDelta(first, last, metricspec.E2ERequestLatency, ps)
 	v.ITL = histDelta(first, last, metricspec.InterTokenLatency, ps)
 	return v
+}
+
+// HistIncrease summarises the increase of one histogram between two
+// readings, in ms (its percentiles ps as PromQL's histogram_quantile
+// interpolates them).
+func HistIncrease(first, last Snapshot, name string, ps []float64) ServerHist {
+	return histDelta(&snapshot{first.At, first.Scrape}, &snapshot{last.At, last.Scrape}, name, ps)
 }
 
 // histDelta summarises the increase of one histogram between two scrapes.

@@ -1,7 +1,7 @@
 // per_request_lifecycle_metrics.json: every request's record, written one
 // at a time.
 
-package bench
+package inferenceperf
 
 import (
 	"bufio"

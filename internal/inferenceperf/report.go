@@ -1,6 +1,11 @@
-package bench
+// Package inferenceperf is glassbox's side of kubernetes-sigs/inference-perf:
+// the reports of a run of one of its configurations, written as
+// inference-perf writes them. It builds on bench's results; bench and
+// workload must not import it.
+package inferenceperf
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,12 +14,13 @@ import (
 	"slices"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
-// WriteInferencePerfReports writes a run of an inference-perf
-// configuration as inference-perf writes its reports (reportgen), so that
-// its users' analysis scripts read glassbox's runs: into dir,
+// WriteReports writes a run of the configuration w as inference-perf
+// writes its reports (reportgen), so that its users' analysis scripts read
+// glassbox's runs (bench's, or simulate's through bench.Offline): into dir,
 // summary_lifecycle_metrics.json, stage_N_lifecycle_metrics.json,
 // per_request_lifecycle_metrics.json, adapter_NAME[_stage_N]_lifecycle_metrics.json,
 // summary_prometheus_metrics.json and stage_N_prometheus_metrics.json as the
@@ -22,7 +28,7 @@ import (
 // (storage.local_storage.report_file_prefix), and config.yaml. A sweep's
 // probe is in none of them, as in inference-perf. It returns the files
 // written.
-func (r *Result) WriteInferencePerfReports(w *workload.InferencePerf, dir, prefix string, config []byte) ([]string, error) {
+func WriteReports(r *bench.Result, w *workload.InferencePerf, dir, prefix string, config []byte) ([]string, error) {
 	if w == nil || len(r.Passes) == 0 {
 		return nil, errors.New("write inference-perf reports: the run has no inference-perf configuration")
 	}
@@ -130,7 +136,7 @@ func writeReport(path string, v any) error {
 
 // ipContext is what every summary of one pass shares.
 type ipContext struct {
-	pass        *Pass
+	pass        *bench.Pass
 	pcts        []float64
 	goodput     *workload.IPGoodput
 	maxMessages int
@@ -140,7 +146,7 @@ type ipContext struct {
 // ipRecord is one request as inference-perf's RequestLifecycleMetric
 // records it, in seconds.
 type ipRecord struct {
-	o                      *Output
+	o                      *bench.Output
 	stage                  int
 	scheduled, start, end  float64
 	tokenTimes             []float64 // one per output token, a chunk's tokens at its arrival
@@ -190,12 +196,58 @@ func filterRecs(rs []*ipRecord, keep func(*ipRecord) bool) []*ipRecord {
 	return out
 }
 
-func stageOutputs(outs []Output, s int) []Output {
-	var out []Output
+func stageOutputs(outs []bench.Output, s int) []bench.Output {
+	var out []bench.Output
 	for _, o := range outs {
 		if o.Stage == s {
 			out = append(out, o)
 		}
 	}
 	return out
+}
+
+// span is from the first send of outs to their last answer.
+func span(outs []bench.Output) (first, last time.Time) {
+	for _, o := range outs {
+		if o.Start.IsZero() {
+			continue
+		}
+		if first.IsZero() || o.Start.Before(first) {
+			first = o.Start
+		}
+		if end := o.Start.Add(o.Latency); end.After(last) {
+			last = end
+		}
+	}
+	return first, last
+}
+
+// field is one key of a JSON object whose key order is kept.
+type field struct {
+	k string
+	v any
+}
+
+// object marshals its fields in order, as inference-perf's reports list
+// them.
+type object []field
+
+func (o object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(f.k)
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := json.Marshal(f.v)
+		if err != nil {
+			return nil, fmt.Errorf("marshal %s: %w", f.k, err)
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }

@@ -1,4 +1,4 @@
-package bench
+package inferenceperf
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
@@ -90,7 +91,7 @@ report:
 	plan := func(ctx context.Context, tk workload.Tokenizer, seed int64) (*workload.Plan, error) {
 		return workload.NewPlan(ctx, w, tk, workload.PlanOptions{Seed: seed})
 	}
-	res, err := Run(context.Background(), Config{BaseURL: ts.URL, Plan: plan, Headers: w.API.Headers, MetricsURL: "-", Model: "base"})
+	res, err := bench.Run(context.Background(), bench.Config{BaseURL: ts.URL, Plan: plan, Headers: w.API.Headers, MetricsURL: "-", Model: "base"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +107,7 @@ report:
 		t.Errorf("%d requests to models %v; want 30 split between the two adapters", len(srv.bodies), models)
 	}
 	dir := t.TempDir()
-	files, err := res.WriteInferencePerfReports(w, dir, "run1-", []byte("load: {}\n"))
+	files, err := WriteReports(res, w, dir, "run1-", []byte("load: {}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

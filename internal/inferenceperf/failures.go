@@ -1,7 +1,7 @@
 // inference-perf's failure reports: each failed request's concise label
 // and message, counted by label.
 
-package bench
+package inferenceperf
 
 import (
 	"encoding/json"
@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/glassbox-llm/glassbox/internal/bench"
 )
 
 var (
@@ -34,7 +36,7 @@ var (
 
 // errorMessage is what inference-perf keeps of a failure: an HTTP error's
 // body's error.message when it is OpenAI's JSON, else the text.
-func errorMessage(o *Output) string {
+func errorMessage(o *bench.Output) string {
 	raw := o.Error
 	if o.ErrorBody != "" {
 		raw = o.ErrorBody

@@ -1,10 +1,12 @@
 // inference-perf's Prometheus report, from the server's own /metrics.
 
-package bench
+package inferenceperf
 
 import (
 	"slices"
 	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/bench"
 )
 
 // prometheusSummary is inference-perf's Prometheus report from the
@@ -12,31 +14,32 @@ import (
 // counters' increase and rate, the histograms' mean, median, p90 and p99
 // from their buckets' increase, the gauges over the readings. nil without
 // two readings in the window.
-func prometheusSummary(v *ServerView, from, to *time.Time) object {
-	var snaps []*snapshot
-	for _, s := range v.snaps {
-		if (from == nil || !s.at.Before(*from)) && (to == nil || !s.at.After(*to)) {
+func prometheusSummary(v *bench.ServerView, from, to *time.Time) object {
+	readings := v.Readings()
+	var snaps []bench.Snapshot
+	for _, s := range readings {
+		if (from == nil || !s.At.Before(*from)) && (to == nil || !s.At.After(*to)) {
 			snaps = append(snaps, s)
 		}
 	}
 	if from != nil {
 		// The window's opening reading is the last one before it.
-		var before *snapshot
-		for _, s := range v.snaps {
-			if s.at.Before(*from) {
-				before = s
+		before := -1
+		for i, s := range readings {
+			if s.At.Before(*from) {
+				before = i
 			}
 		}
-		if before != nil {
-			snaps = append([]*snapshot{before}, snaps...)
+		if before >= 0 {
+			snaps = append([]bench.Snapshot{readings[before]}, snaps...)
 		}
 	}
 	if len(snaps) < 2 {
 		return nil
 	}
 	first, last := snaps[0], snaps[len(snaps)-1]
-	secs := last.at.Sub(first.at).Seconds()
-	inc := func(name string) float64 { return last.value(name) - first.value(name) }
+	secs := last.At.Sub(first.At).Seconds()
+	inc := func(name string) float64 { return value(last, name) - value(first, name) }
 	rate := func(name string) float64 {
 		if secs <= 0 {
 			return 0
@@ -44,7 +47,7 @@ func prometheusSummary(v *ServerView, from, to *time.Time) object {
 		return inc(name) / secs
 	}
 	hist := func(name string) object {
-		h := histDelta(first, last, name, []float64{50, 90, 99})
+		h := bench.HistIncrease(first, last, name, []float64{50, 90, 99})
 		q := func(i int) float64 {
 			if i < len(h.Percentiles) {
 				return h.Percentiles[i].Value / 1000
@@ -56,7 +59,7 @@ func prometheusSummary(v *ServerView, from, to *time.Time) object {
 	gauge := func(name string) object {
 		var xs []float64
 		for _, s := range snaps {
-			xs = append(xs, s.value(name))
+			xs = append(xs, value(s, name))
 		}
 		slices.Sort(xs)
 		return object{{"mean", mean(xs)}, {"median", percentile(xs, 50)}, {"p90", percentile(xs, 90)}, {"p99", percentile(xs, 99)}}
@@ -106,4 +109,11 @@ func prometheusSummary(v *ServerView, from, to *time.Time) object {
 		}},
 		{"failures", object{}},
 	}
+}
+
+// value is a family of the reading summed over its label sets (0 when
+// absent).
+func value(s bench.Snapshot, name string) float64 {
+	v, _ := s.Scrape.Sum(name, nil)
+	return v
 }

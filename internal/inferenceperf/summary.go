@@ -1,7 +1,7 @@
 // inference-perf's lifecycle summaries: the latency and token statistics
 // of a set of requests, and goodput against the SLOs.
 
-package bench
+package inferenceperf
 
 import (
 	"math"
@@ -247,4 +247,20 @@ func (x *ipContext) goodputMetrics(ok []*ipRecord) any {
 		}
 	}
 	return o
+}
+
+func mean(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}
+
+// percentile is numpy's default ("linear") percentile of sorted x.
+func percentile(sorted []float64, p float64) float64 {
+	rank := p / 100 * float64(len(sorted)-1)
+	lo := int(math.Floor(rank))
+	hi := int(math.Ceil(rank))
+	return sorted[lo] + (sorted[hi]-sorted[lo])*(rank-float64(lo))
 }
