@@ -33,11 +33,11 @@ type loadFlags struct {
 	resultDir, resultFile, htmlFile string
 	config                          string // an inference-perf configuration
 	compat                          string
-	workload                        *workload.InferencePerf
-	planOptions                     workload.PlanOptions // how --config's plan is built
-	seedSet                         bool                 // --seed was given
-	numPromptsSet                   bool                 // --num-prompts was given
-	ipReport                        string               // --inference-perf-report
+	workload                        *inferenceperf.Config
+	planOptions                     inferenceperf.PlanOptions // how --config's plan is built
+	seedSet                         bool                      // --seed was given
+	numPromptsSet                   bool                      // --num-prompts was given
+	ipReport                        string                    // --inference-perf-report
 	noStream                        bool
 	configRaw                       []byte // the --config file as given
 	agent                           agentLoadFlags
@@ -47,7 +47,7 @@ func (f *loadFlags) register(fs *flag.FlagSet) {
 	c, d := &f.cfg, &f.cfg.Dataset
 	fs.StringVar(&c.Label, "label", "", "result label (default the backend)")
 	fs.StringVar(&f.config, "config", "", "an inference-perf configuration (YAML: load stages, api, data) to run instead of the dataset and rate flags")
-	fs.StringVar(&f.compat, "inference-perf-compat", string(workload.Current), "run --config as inference-perf current does, or as e8e0aa99 (October 2025) did: it ignored shared_prefix's long names and multi-turn sessions")
+	fs.StringVar(&f.compat, "inference-perf-compat", string(inferenceperf.Current), "run --config as inference-perf current does, or as e8e0aa99 (October 2025) did: it ignored shared_prefix's long names and multi-turn sessions")
 	fs.StringVar(&d.Name, "dataset-name", "random", "random, sharegpt, prefix-repetition, custom, sonnet, burstgpt, hf, trace (a request trace at its times), or agent (multi-turn agent sessions: --agent-*)")
 	f.agent.register(fs)
 	fs.StringVar(&d.Path, "dataset-path", "", "the dataset's file (ShareGPT JSON, custom JSONL, sonnet text, BurstGPT or trace CSV), or for hf the hub dataset")
@@ -127,13 +127,13 @@ func (f *loadFlags) resolve() error {
 	}
 	c.Dataset.Rows = hubRows
 	f.agent.apply(c)
-	switch workload.Compat(f.compat) {
-	case workload.Current, workload.Legacy:
+	switch inferenceperf.Compat(f.compat) {
+	case inferenceperf.Current, inferenceperf.Legacy:
 	default:
-		return fmt.Errorf("--inference-perf-compat %q: want %s or %s", f.compat, workload.Current, workload.Legacy)
+		return fmt.Errorf("--inference-perf-compat %q: want %s or %s", f.compat, inferenceperf.Current, inferenceperf.Legacy)
 	}
 	if f.config != "" {
-		if f.workload, err = workload.ReadInferencePerf(f.config); err != nil {
+		if f.workload, err = inferenceperf.Read(f.config); err != nil {
 			return fmt.Errorf("--config %w", err)
 		}
 		if f.configRaw, err = os.ReadFile(f.config); err != nil {
@@ -142,30 +142,10 @@ func (f *loadFlags) resolve() error {
 		if b := f.workload.Load.BaseSeed; b != nil && !f.seedSet {
 			c.Seed = *b // inference-perf's load.base_seed seeds the run unless --seed does
 		}
-		f.planOptions = workload.PlanOptions{Compat: workload.Compat(f.compat), Fetch: fetchDataset, Workers: runtime.NumCPU()}
-		ipBench(c, f.workload, f.planOptions)
+		f.planOptions = inferenceperf.PlanOptions{Compat: inferenceperf.Compat(f.compat), Fetch: fetchDataset, Workers: runtime.NumCPU()}
+		f.workload.Bench(c, f.planOptions)
 	}
 	return nil
-}
-
-// ipBench sets what c sends from an inference-perf configuration: its
-// plan (built as o says, with the run's seed), its api block's headers
-// and session header keys.
-func ipBench(c *bench.Config, w *workload.InferencePerf, o workload.PlanOptions) {
-	c.Plan = func(ctx context.Context, tk workload.Tokenizer, seed int64) (*workload.Plan, error) {
-		o := o
-		o.Seed = seed
-		return workload.NewPlan(ctx, w, tk, o)
-	}
-	if c.Headers == nil {
-		c.Headers = w.API.Headers
-	}
-	if k := w.API.SessionIDHeaderKey; k != nil {
-		c.SessionHeader = *k
-	}
-	if k := w.API.SessionTokenHeaderKey; k != nil {
-		c.SessionTokenHeader = *k
-	}
 }
 
 // reportDir is where inference-perf would write the configuration's

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/inferenceperf"
 	"github.com/glassbox-llm/glassbox/internal/plan"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
 	"github.com/glassbox-llm/glassbox/internal/workload"
@@ -135,18 +136,18 @@ func planLoad(lf *loadFlags) (plan.Load, error) {
 		return func(ctx context.Context, rate float64, d time.Duration) (*workload.Plan, error) {
 			one := *w
 			one.Load.Sweep = nil
-			one.Load.Stages = []workload.IPStage{{Rate: rate, Duration: d.Seconds()}}
+			one.Load.Stages = []inferenceperf.Stage{{Rate: rate, Duration: d.Seconds()}}
 			switch one.Load.Type {
 			case "concurrent":
 				one.Load.Type = "constant"
 			case "trace_replay":
-				p, err := workload.NewPlan(ctx, &one, tk, o)
+				p, err := inferenceperf.NewPlan(ctx, &one, tk, o)
 				if err != nil {
 					return nil, err
 				}
 				return p.Rescaled(rate, d), nil
 			}
-			return workload.NewPlan(ctx, &one, tk, o)
+			return inferenceperf.NewPlan(ctx, &one, tk, o)
 		}, nil
 	}
 	c, err := c.ClientDefaults() // bench's checks and defaults (burstiness 1)

@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/glassbox-llm/glassbox/internal/inferenceperf"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/reftest"
-	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 func tableRuns(t *testing.T) []Run {
@@ -79,7 +79,7 @@ func TestReadTable(t *testing.T) {
 		s := r.Server
 		if s.Model != want.model || s.TensorParallel != want.tp || s.MaxNumBatchedTokens != want.mbt || s.GPUMemoryUtilization != want.gmu ||
 			s.MaxNumSeqs != 128 || s.MaxModelLen != 4096 || r.Measured.TTFT != want.ttft || r.Measured.E2E != want.e2e ||
-			len(r.Load.Load.Stages) != want.stages || r.Load.Data.SharedPrefix.OutputLen.Value != want.out || r.Plan.Compat != workload.Legacy {
+			len(r.Load.Load.Stages) != want.stages || r.Load.Data.SharedPrefix.OutputLen.Value != want.out || r.Plan.Compat != inferenceperf.Legacy {
 			t.Errorf("%s: %+v, measured %+v", exp, s, r.Measured)
 		}
 	}
@@ -113,7 +113,7 @@ func TestReadRuns(t *testing.T) {
 		t.Errorf("run a: %+v %+v", a.Server, a.Measured)
 	}
 	if b.Server.Model != "qwen2.5-7b" || b.Server.MaxNumBatchedTokens != 1024 || b.Server.Hardware != "h200" ||
-		b.Measured.TTFT != 40 || b.Measured.E2E != 1040 || b.Measured.TPOT != 100 || b.Plan.Compat != workload.Legacy {
+		b.Measured.TTFT != 40 || b.Measured.E2E != 1040 || b.Measured.TPOT != 100 || b.Plan.Compat != inferenceperf.Legacy {
 		t.Errorf("run b: %+v %+v %+v", b.Server, b.Measured, b.Plan)
 	}
 	write("c", "workload.yaml", wl)
@@ -138,13 +138,13 @@ func shortRuns(t *testing.T, truth profiles.Calibration) []Run {
 		{"8b-reasoning", "llama-3.1-8b", 1, preset{[][2]float64{{3, 60}}, 23, 1, 100, 934, 1448}},
 		{"70b-tp4", "llama-3.1-70b", 4, preset{[][2]float64{{4, 40}}, 9, 5, 100, 447, 248}},
 	} {
-		load, err := workload.ParseInferencePerf(strings.NewReader(c.p.config()))
+		load, err := inferenceperf.Parse(strings.NewReader(c.p.config()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		srv := vllmDefaults("h100")
 		srv.Model, srv.TensorParallel = c.model, c.tp
-		runs = append(runs, Run{Name: c.name, Server: srv, Load: load, Plan: workload.PlanOptions{Compat: workload.Legacy}})
+		runs = append(runs, Run{Name: c.name, Server: srv, Load: load, Plan: inferenceperf.PlanOptions{Compat: inferenceperf.Legacy}})
 	}
 	preds, err := Evaluate(context.Background(), runs, truth)
 	if err != nil {

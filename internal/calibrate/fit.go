@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/inferenceperf"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/simulate"
-	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // Prediction is one run replayed with one calibration.
@@ -100,7 +100,7 @@ func replay(ctx context.Context, r *Run, calib profiles.Calibration) (Prediction
 	if err != nil {
 		return Prediction{}, err
 	}
-	plan, err := workload.NewPlan(ctx, r.Load, simulate.Tokenizer(), r.Plan)
+	plan, err := inferenceperf.NewPlan(ctx, r.Load, simulate.Tokenizer(), r.Plan)
 	if err != nil {
 		return Prediction{}, err
 	}

@@ -21,16 +21,16 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/glassbox-llm/glassbox/internal/inferenceperf"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
-	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // Run is one measured run.
 type Run struct {
 	Name   string
 	Server Server
-	Load   *workload.InferencePerf
-	Plan   workload.PlanOptions
+	Load   *inferenceperf.Config
+	Plan   inferenceperf.PlanOptions
 	// Measured is what the client saw, in milliseconds.
 	Measured Metrics
 }
@@ -113,13 +113,13 @@ func readRun(dir string) (Run, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return Run{}, err
 	}
-	r := Run{Plan: workload.PlanOptions{Compat: workload.Compat(meta.Compat), Seed: meta.Seed, Drift: meta.Drift}}
+	r := Run{Plan: inferenceperf.PlanOptions{Compat: inferenceperf.Compat(meta.Compat), Seed: meta.Seed, Drift: meta.Drift}}
 	f, err := os.Open(filepath.Join(dir, "workload.yaml"))
 	if err != nil {
 		return r, err
 	}
 	defer f.Close()
-	if r.Load, err = workload.ParseInferencePerf(f); err != nil {
+	if r.Load, err = inferenceperf.Parse(f); err != nil {
 		return r, err
 	}
 	args, err := os.ReadFile(filepath.Join(dir, "server.args"))
@@ -141,7 +141,7 @@ func readRun(dir string) (Run, error) {
 
 // outputLen is the fixed output length of a shared_prefix load, 0 when
 // the lengths vary.
-func outputLen(c *workload.InferencePerf) int {
+func outputLen(c *inferenceperf.Config) int {
 	if sp := c.Data.SharedPrefix; sp != nil {
 		if n, ok := sp.OutputLen.Fixed(); ok && sp.OutputDistribution == nil {
 			return n
@@ -334,7 +334,7 @@ func sectionARows(r io.Reader, row *regexp.Regexp) ([][]string, error) {
 // ReadTable reads table A of the reference calibration data
 // (reference/calibration/README.md §A: vLLM 0.15.1 on H100, measured by
 // the BLIS campaign): one run per row, its workload the campaign preset it
-// names, run as inference-perf e8e0aa99 ran it (see workload.Legacy), with
+// names, run as inference-perf e8e0aa99 ran it (see inferenceperf.Legacy), with
 // the 26–48 tokens re-tokenisation added to each question.
 func ReadTable(r io.Reader) ([]Run, error) {
 	rows, err := sectionARows(r, tableRow)
@@ -374,13 +374,13 @@ func ReadTable(r io.Reader) ([]Run, error) {
 			return nil, fmt.Errorf("read table: exp %s: latencies %q, %q", m[1], m[5], m[6])
 		}
 		num := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
-		load, err := workload.ParseInferencePerf(strings.NewReader(p.config()))
+		load, err := inferenceperf.Parse(strings.NewReader(p.config()))
 		if err != nil {
 			return nil, err
 		}
 		runs = append(runs, Run{
 			Name: "exp" + m[1] + "-" + model + "-tp" + m[3] + "-" + name, Server: srv, Load: load,
-			Plan:     workload.PlanOptions{Compat: workload.Legacy, Drift: [2]int{26, 48}},
+			Plan:     inferenceperf.PlanOptions{Compat: inferenceperf.Legacy, Drift: [2]int{26, 48}},
 			Measured: Metrics{TTFT: num(ttft[1]), TTFTP90: num(ttft[2]), TTFTP99: num(ttft[3]), E2E: num(e2e[1]), E2EP90: num(e2e[2]), E2EP99: num(e2e[3]), TPOT: num(m[7])},
 		})
 	}
@@ -413,7 +413,7 @@ func ReadStageTable(r io.Reader) ([]Run, error) {
 		num := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
 		rate, n := num(m[4]), num(m[5])
 		p.stages = [][2]float64{{rate, n / rate}}
-		load, err := workload.ParseInferencePerf(strings.NewReader(p.config()))
+		load, err := inferenceperf.Parse(strings.NewReader(p.config()))
 		if err != nil {
 			return nil, err
 		}
@@ -421,7 +421,7 @@ func ReadStageTable(r io.Reader) ([]Run, error) {
 		srv.Model = model
 		srv.TensorParallel, _ = strconv.Atoi(m[2])
 		runs = append(runs, Run{Name: fmt.Sprintf("%s-tp%s-%s-%g", model, m[2], m[3], rate), Server: srv, Load: load,
-			Plan:     workload.PlanOptions{Compat: workload.Legacy, Drift: [2]int{26, 48}},
+			Plan:     inferenceperf.PlanOptions{Compat: inferenceperf.Legacy, Drift: [2]int{26, 48}},
 			Measured: Metrics{TTFT: num(m[6]), TTFTP99: num(m[7]), E2E: num(m[8]), E2EP99: num(m[9]), TPOT: num(m[10])}})
 	}
 	if len(runs) == 0 {

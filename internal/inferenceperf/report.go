@@ -1,7 +1,3 @@
-// Package inferenceperf is glassbox's side of kubernetes-sigs/inference-perf:
-// the reports of a run of one of its configurations, written as
-// inference-perf writes them. It builds on bench's results; bench and
-// workload must not import it.
 package inferenceperf
 
 import (
@@ -15,7 +11,6 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
-	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // WriteReports writes a run of the configuration w as inference-perf
@@ -28,7 +23,7 @@ import (
 // (storage.local_storage.report_file_prefix), and config.yaml. A sweep's
 // probe is in none of them, as in inference-perf. It returns the files
 // written.
-func WriteReports(r *bench.Result, w *workload.InferencePerf, dir, prefix string, config []byte) ([]string, error) {
+func WriteReports(r *bench.Result, w *Config, dir, prefix string, config []byte) ([]string, error) {
 	if w == nil || len(r.Passes) == 0 {
 		return nil, errors.New("write inference-perf reports: the run has no inference-perf configuration")
 	}
@@ -138,7 +133,7 @@ func writeReport(path string, v any) error {
 type ipContext struct {
 	pass        *bench.Pass
 	pcts        []float64
-	goodput     *workload.IPGoodput
+	goodput     *Goodput
 	maxMessages int
 	slo         [2]*float64 // per-request TTFT and TPOT SLOs from api.headers, seconds
 }

@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
-	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // recordingServer answers completions (streamed or not) with three tokens
@@ -69,7 +68,7 @@ func TestInferencePerfRequestsAndReports(t *testing.T) {
 	srv := &recordingServer{models: []string{"base", "movie", "consumer"}}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	w, err := workload.ParseInferencePerf(strings.NewReader(`
+	w, err := Parse(strings.NewReader(`
 load:
   type: constant
   interval: 0
@@ -88,10 +87,9 @@ report:
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := func(ctx context.Context, tk workload.Tokenizer, seed int64) (*workload.Plan, error) {
-		return workload.NewPlan(ctx, w, tk, workload.PlanOptions{Seed: seed})
-	}
-	res, err := bench.Run(context.Background(), bench.Config{BaseURL: ts.URL, Plan: plan, Headers: w.API.Headers, MetricsURL: "-", Model: "base"})
+	cfg := bench.Config{BaseURL: ts.URL, MetricsURL: "-", Model: "base"}
+	w.Bench(&cfg, PlanOptions{})
+	res, err := bench.Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

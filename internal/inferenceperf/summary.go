@@ -143,7 +143,7 @@ func (x *ipContext) summarize(rs []*ipRecord, st *workload.Stage) object {
 // ipSLOHeaders are the per-request TTFT and TPOT SLOs inference-perf reads
 // from the request headers (x-slo-ttft-ms, x-slo-tpot-ms by default),
 // in seconds.
-func ipSLOHeaders(a *workload.IPAPI) [2]*float64 {
+func ipSLOHeaders(a *API) [2]*float64 {
 	unit := "ms"
 	if a.SLOUnit != nil {
 		unit = *a.SLOUnit

@@ -18,6 +18,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/inferenceperf"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/reftest"
@@ -281,11 +282,11 @@ func gatherText(t *testing.T, g prometheus.Gatherer) *promtext.Scrape {
 // exp 16 workload (16,800 requests over 20 minutes, as inference-perf
 // e8e0aa99 ran it) on a simulated H100.
 func BenchmarkSimulateExp16(b *testing.B) {
-	c, err := workload.ParseInferencePerf(strings.NewReader(exp16))
+	c, err := inferenceperf.Parse(strings.NewReader(exp16))
 	if err != nil {
 		b.Fatal(err)
 	}
-	plan, err := workload.NewPlan(context.Background(), c, Tokenizer(), workload.PlanOptions{Compat: workload.Legacy, Drift: [2]int{26, 48}})
+	plan, err := inferenceperf.NewPlan(context.Background(), c, Tokenizer(), inferenceperf.PlanOptions{Compat: inferenceperf.Legacy, Drift: [2]int{26, 48}})
 	if err != nil {
 		b.Fatal(err)
 	}

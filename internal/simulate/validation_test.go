@@ -11,6 +11,7 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/inferenceperf"
 	"github.com/glassbox-llm/glassbox/internal/replica"
 	"github.com/glassbox-llm/glassbox/internal/router"
 	"github.com/glassbox-llm/glassbox/internal/workload"
@@ -72,15 +73,15 @@ func llmdPlan(t *testing.T, stages int) *workload.Plan {
 		t.Fatal(err)
 	}
 	defer fh.Close()
-	c, err := workload.ParseInferencePerf(fh)
+	c, err := inferenceperf.Parse(fh)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if stages > 0 {
 		// The warm-up, then the QPS = 20 stage.
-		c.Load.Stages = []workload.IPStage{c.Load.Stages[0], c.Load.Stages[4]}
+		c.Load.Stages = []inferenceperf.Stage{c.Load.Stages[0], c.Load.Stages[4]}
 	}
-	plan, err := workload.NewPlan(context.Background(), c, Tokenizer(), workload.PlanOptions{Compat: workload.Legacy})
+	plan, err := inferenceperf.NewPlan(context.Background(), c, Tokenizer(), inferenceperf.PlanOptions{Compat: inferenceperf.Legacy})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -170,10 +169,4 @@ func (p *Plan) AgentTurns() int {
 		most = max(most, len(s.Turns))
 	}
 	return most
-}
-
-// toolLatency converts a drawn latency in seconds, as inference-perf
-// draws it (a whole number of seconds).
-func toolLatency(seconds int) time.Duration {
-	return time.Duration(math.Max(0, float64(seconds))) * time.Second
 }

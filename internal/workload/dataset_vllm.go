@@ -10,6 +10,10 @@ import (
 	"strings"
 )
 
+// SonnetBase is the line vLLM's sonnet dataset puts before its poem lines
+// (inference-perf's synthetic data, before its corpus, too).
+const SonnetBase = "Pick as many lines as you can from these poem lines:\n"
+
 // ChatFormatter renders one user message as the served model's chat
 // template writes it, ready for the assistant (vLLM's apply_chat_template
 // with add_generation_prompt): for the datasets vLLM templates on the
@@ -64,7 +68,7 @@ func sonnetSamples(ctx context.Context, d DatasetConfig, n int, tc Tokenizer, rn
 		c, err := tc.Count(ctx, f)
 		return c + specials, err
 	}
-	base, err := count(syntheticBase)
+	base, err := count(SonnetBase)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +84,7 @@ func sonnetSamples(ctx context.Context, d DatasetConfig, n int, tc Tokenizer, rn
 			return nil, fmt.Errorf("sonnet dataset: no prompt of at most --sonnet-input-len %d tokens after %d draws", d.SonnetInputLen, tries)
 		}
 		var b strings.Builder
-		b.WriteString(syntheticBase)
+		b.WriteString(SonnetBase)
 		b.WriteString(prefix)
 		for range max(numInput-numPrefix, 0) {
 			b.WriteString(lines[rng.IntN(len(lines))])

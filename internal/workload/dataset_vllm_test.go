@@ -27,7 +27,7 @@ func TestSonnetDataset(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, x := range s {
-		if !strings.HasPrefix(x.Prompt, syntheticBase+"line 0 of") || x.PromptLen > 200 || x.PromptLen < 150 || x.OutputLen != 7 {
+		if !strings.HasPrefix(x.Prompt, SonnetBase+"line 0 of") || x.PromptLen > 200 || x.PromptLen < 150 || x.OutputLen != 7 {
 			t.Fatalf("sample %q (%d tokens, output %d)", x.Prompt[:60], x.PromptLen, x.OutputLen)
 		}
 	}

@@ -12,72 +12,6 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 )
 
-// campaignExp16 is the BLIS campaign's inference-perf profile for exp 16
-// as its values.yaml writes it (reference/calibration/README.md §A).
-const campaignExp16 = `
-load:
-  type: constant
-  stages:
-  - {rate: 8.0, duration: 600}
-  - {rate: 20.0, duration: 600}
-api: {type: completion, streaming: true}
-server: {type: vllm, model_name: meta-llama/Llama-3.1-8B-Instruct, base_url: http://0.0.0.0:8000, ignore_eos: true}
-tokenizer: {pretrained_model_name_or_path: meta-llama/Llama-3.1-8B-Instruct}
-data:
-  type: shared_prefix
-  shared_prefix:
-    num_unique_system_prompts: 9
-    num_users_per_system_prompt: 5
-    system_prompt_len: 100
-    question_len: 447
-    output_len: 248
-    enable_multi_turn_chat: true
-report: {request_lifecycle: {summary: true, per_stage: true, per_request: true}}
-storage: {local_storage: {path: /tmp/out}}
-`
-
-func parse(t *testing.T, y string) *InferencePerf {
-	t.Helper()
-	c, err := ParseInferencePerf(strings.NewReader(y))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func TestParseInferencePerfCampaign(t *testing.T) {
-	c := parse(t, campaignExp16)
-	sp := c.Data.SharedPrefix
-	if *sp.NumGroups != 9 || *sp.NumPromptsPerGroup != 5 || sp.QuestionLen.Value != 447 || !sp.EnableMultiTurnChat {
-		t.Errorf("shared_prefix = %d groups × %d, question %d, multi-turn %v; want 9 × 5, 447, true",
-			*sp.NumGroups, *sp.NumPromptsPerGroup, sp.QuestionLen.Value, sp.EnableMultiTurnChat)
-	}
-	if c.Load.Type != "constant" || len(c.Load.Stages) != 2 || c.API.Type != "completion" {
-		t.Errorf("load %s with %d stages, api %s", c.Load.Type, len(c.Load.Stages), c.API.Type)
-	}
-}
-
-func TestParseInferencePerfRejects(t *testing.T) {
-	for name, tc := range map[string]struct{ yaml, want string }{
-		"unknown key":        {"load: {stages: [{rate: 1, duration: 1}], bogus: 1}", "bogus"},
-		"alias conflict":     {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: shared_prefix, shared_prefix: {num_groups: 2, num_unique_system_prompts: 3}}", "twice"},
-		"no stages":          {"load: {type: constant}", "stages is empty"},
-		"zero rate":          {"load: {stages: [{rate: 0, duration: 10}]}", "positive"},
-		"trace load":         {"load: {type: trace, stages: [{rate: 1, duration: 1}]}", "constant, poisson"},
-		"synthetic, no lens": {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: synthetic}", "input_distribution"},
-		"random, no lens":    {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random}", "input_distribution"},
-		"chat multi-turn":    {"load: {stages: [{rate: 1, duration: 1}]}\napi: {type: chat}\ndata: {type: shared_prefix, shared_prefix: {enable_multi_turn_chat: true}}", "completion"},
-		"bad distribution":   {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: {min: 9, max: 3}, output_distribution: {}}", "min"},
-		"infinite skew":      {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: {type: skew_normal, skew: .inf}, output_distribution: {}}", "skew"},
-		"negative count":     {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: {total_count: -5}, output_distribution: {}}", "total_count"},
-	} {
-		_, err := ParseInferencePerf(strings.NewReader(tc.yaml))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: err = %v, want one mentioning %q", name, err, tc.want)
-		}
-	}
-}
-
 // TestConstantOffsets: inference-perf's constant load sends exactly
 // int(rate·duration) requests, the last at the stage's end, with
 // exponential (not fixed) gaps.
@@ -121,49 +55,6 @@ func std(x []float64) float64 {
 		s += (v - m) * (v - m)
 	}
 	return math.Sqrt(s / float64(len(x)))
-}
-
-// TestSharedPrefixPlans: the campaign file read as inference-perf now reads
-// it (9 groups of 5 users, exact lengths, sessions) and as e8e0aa99, which
-// the published runs used, read it (the long names ignored: 10 × 10 single
-// turns, question lengths drifting by re-tokenisation).
-func TestSharedPrefixPlans(t *testing.T) {
-	ctx := context.Background()
-	tk := simTok{sim.NewVocab()}
-	c := parse(t, campaignExp16)
-	cur, err := NewPlan(ctx, c, tk, PlanOptions{Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := NewPlan(ctx, c, tk, PlanOptions{Compat: Legacy, Drift: [2]int{48, 26}}); err == nil || !strings.Contains(err.Error(), "drift") {
-		t.Errorf("a reversed drift: %v, want an error naming it", err)
-	}
-	if len(cur.Prompts) != 45 || !cur.Sessions || cur.NumRequests() != 4800+12000 || cur.Interval != 2*time.Second {
-		t.Errorf("current: %d prompts, sessions %v, %d requests, interval %v; want 45, true, 16800, 2s",
-			len(cur.Prompts), cur.Sessions, cur.NumRequests(), cur.Interval)
-	}
-	prefixes := map[string]int{}
-	for _, p := range cur.Prompts {
-		if p.PromptLen != 547 {
-			t.Fatalf("current prompt of %d tokens, want 547", p.PromptLen)
-		}
-		prefixes[tk.v.Decode(p.PromptIDs[:100])]++
-	}
-	if len(prefixes) != 9 {
-		t.Errorf("%d distinct system prompts, want 9", len(prefixes))
-	}
-	old, err := NewPlan(ctx, c, tk, PlanOptions{Compat: Legacy, Seed: 1, Drift: [2]int{26, 48}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(old.Prompts) != 100 || old.Sessions {
-		t.Errorf("legacy: %d prompts, sessions %v; want 100 single turns", len(old.Prompts), old.Sessions)
-	}
-	for _, p := range old.Prompts {
-		if extra := p.PromptLen - 547; extra < 26 || extra > 49 { // the " " joining them is one more
-			t.Fatalf("legacy prompt of %d tokens, want 547 + 26…48 + the joining space", p.PromptLen)
-		}
-	}
 }
 
 // fixedPlan is a plan of the given stages over prompts "p0", "p1", ….
@@ -290,24 +181,11 @@ func TestReplayPlan(t *testing.T) {
 	}
 }
 
-// FuzzParseInferencePerf: any input is a configuration that checks out or
-// an error, never a panic, and a checked one has stages that can run.
-func FuzzParseInferencePerf(f *testing.F) {
-	f.Add(campaignExp16)
-	f.Add("load: {type: poisson, stages: [{rate: 2, duration: 3}]}\ndata: {type: random, input_distribution: {mean: 5, std_dev: 1}, output_distribution: {type: fixed, mean: 3}}")
-	f.Add("load: {stages: []}")
-	f.Fuzz(func(t *testing.T, y string) {
-		c, err := ParseInferencePerf(strings.NewReader(y))
-		if err != nil {
-			return
-		}
-		for _, s := range c.Load.Stages {
-			if !(s.Rate > 0 && s.Duration > 0) {
-				t.Fatalf("accepted stage %+v", s)
-			}
-		}
-		if sp := c.Data.SharedPrefix; sp != nil && (*sp.NumGroups < 1 || *sp.NumPromptsPerGroup < 1) {
-			t.Fatalf("accepted shared_prefix %+v", sp)
-		}
-	})
+// TestSweepGeometricRates: a geometric sweep's stages run from 1 to the
+// saturation rate, closer together near it.
+func TestSweepGeometricRates(t *testing.T) {
+	g := (&Sweep{NumStages: 3, Geometric: true}).rates(9)
+	if g[0] != 1 || g[2] != 9 || g[1] <= 5 {
+		t.Errorf("geometric rates %v, want 1 … 9, closer to 9", g)
+	}
 }

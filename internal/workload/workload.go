@@ -2,18 +2,17 @@
 // and run two ways: sent over HTTP by glassbox bench, or run in virtual time
 // by glassbox simulate. It owns the datasets of vLLM's bench serve (random
 // prompts of exact lengths, ShareGPT, prefix repetition, custom files), the
-// arrival schedules (Poisson or gamma-bursty rates, ramps), the
-// Kubernetes serving working group's inference-perf configurations (every
-// key of its schema: constant, Poisson, concurrent and trace-replay stages
-// or a saturation sweep, over shared-prefix, random, synthetic, ShareGPT or
-// mock data with length distributions and multi-turn sessions; request
-// timeouts, circuit breakers, LoRA traffic splits), request traces (Azure
-// LLM inference, BurstGPT) and replays of a bench run's requests. One
-// Schedule runs a plan on whatever clock its caller keeps.
+// arrival schedules (Poisson or gamma-bursty rates, ramps), agent sessions,
+// request traces (Azure LLM inference, BurstGPT) and replays of a bench
+// run's requests, and the Plan that holds a load: its prompts and stages,
+// sessions, caps and timeouts, a saturation sweep, LoRA traffic, circuit
+// breakers. One Schedule runs a plan on whatever clock its caller keeps, as
+// inference-perf's client and vLLM's bench run theirs. inference-perf's
+// configuration files are internal/inferenceperf's, which builds Plans.
 //
 // It talks to no server itself: a Tokenizer (the server's /tokenize and
 // /detokenize, or a local vocabulary) counts and converts tokens. It must
-// not import the engine side, bench or simulate.
+// not import the engine side, bench, simulate or inferenceperf.
 package workload
 
 import "context"
@@ -47,4 +46,9 @@ type Sample struct {
 	// Messages, when set, is a chat's conversation, sent as it is (the
 	// Prompt then joins their contents, for counting).
 	Messages []Message
+}
+
+// Message is one turn of a chat prompt.
+type Message struct {
+	Role, Content string
 }

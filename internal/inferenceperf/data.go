@@ -1,25 +1,22 @@
-package workload
+package inferenceperf
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // ShareGPTHub is the file inference-perf's shareGPT data reads from the hub
 // when data.path is not given.
 const ShareGPTHub = "hf://datasets/anon8231489123/ShareGPT_Vicuna_unfiltered/ShareGPT_V3_unfiltered_cleaned_split.json"
 
-// Message is one turn of a chat prompt.
-type Message struct {
-	Role, Content string
-}
-
 // prompts builds the configuration's data: most is the most requests one
 // stage sends (the prompts start over each stage, as inference-perf's
 // generators do), except for ShareGPT, whose one iterator runs on.
-func prompts(ctx context.Context, c *InferencePerf, p *Plan, most int, dataTrace []TraceEntry, tk Tokenizer, o PlanOptions, rng *rand.Rand) ([]Sample, error) {
+func prompts(ctx context.Context, c *Config, p *workload.Plan, most int, dataTrace []workload.TraceEntry, tk workload.Tokenizer, o PlanOptions, rng *rand.Rand) ([]workload.Sample, error) {
 	d := &c.Data
 	switch d.Type {
 	case "shared_prefix":
@@ -31,7 +28,7 @@ func prompts(ctx context.Context, c *InferencePerf, p *Plan, most int, dataTrace
 		out, err := sharedPrefixPrompts(ctx, d.SharedPrefix, tk, o, rng)
 		p.Sessions = o.Compat == Current && d.SharedPrefix.EnableMultiTurnChat
 		if err == nil && p.Sessions {
-			if it, ok := tk.(IDTokenizer); ok {
+			if it, ok := tk.(workload.IDTokenizer); ok {
 				p.Separator, err = it.Encode(ctx, " ")
 			}
 		}
@@ -50,9 +47,9 @@ func prompts(ctx context.Context, c *InferencePerf, p *Plan, most int, dataTrace
 		return shareGPTPrompts(ctx, d, max(n, 1), p.Chat, tk, o)
 	}
 	// mock: inference-perf's mock data, with its client's default max_tokens.
-	out := make([]Sample, max(most, 1))
+	out := make([]workload.Sample, max(most, 1))
 	for i := range out {
-		out[i] = Sample{Prompt: fmt.Sprintf("1 2 3 %d", i+1), OutputLen: defaultMockOutputLen}
+		out[i] = workload.Sample{Prompt: fmt.Sprintf("1 2 3 %d", i+1), OutputLen: defaultMockOutputLen}
 		if p.Chat {
 			out[i].Prompt = fmt.Sprintf("mock prompt %d", i+1)
 		}
@@ -65,7 +62,7 @@ func prompts(ctx context.Context, c *InferencePerf, p *Plan, most int, dataTrace
 // group shares its system prompt as a prefix. Lengths given as
 // distributions are drawn as inference-perf draws them: every group's
 // system prompt length, then per group its questions' and outputs'.
-func sharedPrefixPrompts(ctx context.Context, s *IPSharedPrefix, tk Tokenizer, o PlanOptions, rng *rand.Rand) ([]Sample, error) {
+func sharedPrefixPrompts(ctx context.Context, s *SharedPrefix, tk workload.Tokenizer, o PlanOptions, rng *rand.Rand) ([]workload.Sample, error) {
 	groups, per := *s.NumGroups, *s.NumPromptsPerGroup
 	if o.Compat == Legacy {
 		// e8e0aa99 knew neither the long aliases nor sessions: a value
@@ -83,12 +80,12 @@ func sharedPrefixPrompts(ctx context.Context, s *IPSharedPrefix, tk Tokenizer, o
 			}
 		}
 	}
-	it, exact := tk.(IDTokenizer)
+	it, exact := tk.(workload.IDTokenizer)
 	if !exact {
 		return nil, fmt.Errorf("shared_prefix needs a tokenizer that converts ids (the server's /tokenize and /detokenize)")
 	}
 	v := it.VocabSize()
-	lo := FirstWordID(v)
+	lo := workload.FirstWordID(v)
 	randomIDs := func(n int) []int {
 		ids := make([]int, n)
 		for i := range ids {
@@ -109,7 +106,7 @@ func sharedPrefixPrompts(ctx context.Context, s *IPSharedPrefix, tk Tokenizer, o
 		qLens[g] = s.QuestionLen.lengths(per, s.QuestionDistribution, rng)
 		outLens[g] = s.OutputLen.lengths(per, s.OutputDistribution, rng)
 	}
-	var out []Sample
+	var out []workload.Sample
 	for g := range groups {
 		sysText, sysIDs, err := promptText(ctx, it, randomIDs(sysLens[g]), o.Compat == Current, rng)
 		if err != nil {
@@ -124,7 +121,7 @@ func sharedPrefixPrompts(ctx context.Context, s *IPSharedPrefix, tk Tokenizer, o
 			if err != nil {
 				return nil, err
 			}
-			sm := Sample{OutputLen: max(outLens[g][k], 1)}
+			sm := workload.Sample{OutputLen: max(outLens[g][k], 1)}
 			if o.Compat == Legacy {
 				// sys_text + " " + q_text, as e8e0aa99 joined them.
 				sm.Prompt = sysText + " " + qText
@@ -144,9 +141,9 @@ func sharedPrefixPrompts(ctx context.Context, s *IPSharedPrefix, tk Tokenizer, o
 // promptText is the text of random ids: in Current mode re-tokenised to
 // exactly their number (ExactPrompt, which decodes them first), else
 // decoded as they are, as e8e0aa99 did.
-func promptText(ctx context.Context, it IDTokenizer, ids []int, exact bool, rng *rand.Rand) (string, []int, error) {
+func promptText(ctx context.Context, it workload.IDTokenizer, ids []int, exact bool, rng *rand.Rand) (string, []int, error) {
 	if exact && len(ids) > 0 {
-		return ExactPrompt(ctx, it, ids, len(ids), rng)
+		return workload.ExactPrompt(ctx, it, ids, len(ids), rng)
 	}
 	text, err := it.Decode(ctx, ids)
 	return text, ids, err
@@ -166,8 +163,8 @@ func maxTokens(n int) int {
 // largest stage), or taken from data.trace, and prompts of random ids whose
 // text the server counts as that many tokens, its special tokens included
 // (in Legacy mode: the ids decoded as they are, specials on top).
-func randomPrompts(ctx context.Context, d *IPData, n int, trace []TraceEntry, tk Tokenizer, o PlanOptions, rng *rand.Rand) ([]Sample, error) {
-	it, ok := tk.(IDTokenizer)
+func randomPrompts(ctx context.Context, d *Data, n int, trace []workload.TraceEntry, tk workload.Tokenizer, o PlanOptions, rng *rand.Rand) ([]workload.Sample, error) {
+	it, ok := tk.(workload.IDTokenizer)
 	if !ok {
 		return nil, fmt.Errorf("random data needs a tokenizer that converts ids (the server's /tokenize and /detokenize)")
 	}
@@ -187,8 +184,8 @@ func randomPrompts(ctx context.Context, d *IPData, n int, trace []TraceEntry, tk
 		ins, outs = d.InputDistribution.generate(n, rng), d.OutputDistribution.generate(nOut, rng)
 	}
 	v := it.VocabSize()
-	lo := FirstWordID(v)
-	out := make([]Sample, min(len(ins), len(outs)))
+	lo := workload.FirstWordID(v)
+	out := make([]workload.Sample, min(len(ins), len(outs)))
 	for i := range out {
 		in := ins[i]
 		if o.Compat == Current {
@@ -202,14 +199,14 @@ func randomPrompts(ctx context.Context, d *IPData, n int, trace []TraceEntry, tk
 		if err != nil {
 			return nil, err
 		}
-		out[i] = Sample{Prompt: text, PromptIDs: ids, PromptLen: len(ids) + it.SpecialTokens(), OutputLen: maxTokens(outs[i])}
+		out[i] = workload.Sample{Prompt: text, PromptIDs: ids, PromptLen: len(ids) + it.SpecialTokens(), OutputLen: maxTokens(outs[i])}
 	}
 	return out, nil
 }
 
-func (d *IPDistribution) admits(n int) bool { return d == nil || (n >= *d.Min && n <= *d.Max) }
+func (d *Distribution) admits(n int) bool { return d == nil || (n >= *d.Min && n <= *d.Max) }
 
-func countPrompts(ctx context.Context, s []Sample, tk Tokenizer) error {
+func countPrompts(ctx context.Context, s []workload.Sample, tk workload.Tokenizer) error {
 	for i := range s {
 		n, err := tk.Count(ctx, s[i].Prompt)
 		if err != nil {

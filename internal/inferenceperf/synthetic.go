@@ -1,4 +1,4 @@
-package workload
+package inferenceperf
 
 import (
 	"context"
@@ -6,11 +6,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
-)
 
-// syntheticBase is the line inference-perf's synthetic data puts before
-// its corpus (vLLM's sonnet dataset's, too).
-const syntheticBase = "Pick as many lines as you can from these poem lines:\n"
+	"github.com/glassbox-llm/glassbox/internal/workload"
+)
 
 // syntheticPrompts is inference-perf's synthetic data: lengths drawn as
 // the random data's, each prompt a slice of one corpus (the base line and
@@ -19,8 +17,8 @@ const syntheticBase = "Pick as many lines as you can from these poem lines:\n"
 // inference-perf's default corpus is a Shakespeare text it ships; glassbox
 // ships none, so without corpus_file_path the words differ, not the
 // lengths.
-func syntheticPrompts(ctx context.Context, d *IPData, n int, tk Tokenizer, rng *rand.Rand) ([]Sample, error) {
-	it, ok := tk.(IDTokenizer)
+func syntheticPrompts(ctx context.Context, d *Data, n int, tk workload.Tokenizer, rng *rand.Rand) ([]workload.Sample, error) {
+	it, ok := tk.(workload.IDTokenizer)
 	if !ok {
 		return nil, fmt.Errorf("synthetic data needs a tokenizer that converts ids (the server's /tokenize and /detokenize)")
 	}
@@ -32,26 +30,26 @@ func syntheticPrompts(ctx context.Context, d *IPData, n int, tk Tokenizer, rng *
 		}
 		corpus = string(b)
 	}
-	tokens, err := it.Encode(ctx, syntheticBase+corpus)
+	tokens, err := it.Encode(ctx, workload.SonnetBase+corpus)
 	if err != nil {
 		return nil, err
 	}
 	if len(tokens) < 2 {
 		return nil, fmt.Errorf("synthetic data: the corpus has %d tokens", len(tokens))
 	}
-	for _, dist := range []*IPDistribution{d.InputDistribution, d.OutputDistribution} {
+	for _, dist := range []*Distribution{d.InputDistribution, d.OutputDistribution} {
 		if tc := dist.TotalCount; tc != nil && *tc > n {
 			n = *tc
 		}
 	}
 	ins, outs := d.InputDistribution.generate(n, rng), d.OutputDistribution.generate(n, rng)
-	out := make([]Sample, n)
+	out := make([]workload.Sample, n)
 	for i := range out {
 		text, ids, err := corpusSlice(ctx, it, tokens, max(ins[i]-it.SpecialTokens(), 1), rng)
 		if err != nil {
 			return nil, err
 		}
-		out[i] = Sample{Prompt: text, PromptIDs: ids, PromptLen: len(ids) + it.SpecialTokens(), OutputLen: maxTokens(outs[i])}
+		out[i] = workload.Sample{Prompt: text, PromptIDs: ids, PromptLen: len(ids) + it.SpecialTokens(), OutputLen: maxTokens(outs[i])}
 	}
 	return out, nil
 }
@@ -60,7 +58,7 @@ func syntheticPrompts(ctx context.Context, d *IPData, n int, tk Tokenizer, rng *
 // slice of target tokens from a random start, decoded, counted, and the
 // slice grown or shrunk by the difference, up to 20 times (then the last
 // is kept: inference-perf would stop the run).
-func corpusSlice(ctx context.Context, it IDTokenizer, tokens []int, target int, rng *rand.Rand) (string, []int, error) {
+func corpusSlice(ctx context.Context, it workload.IDTokenizer, tokens []int, target int, rng *rand.Rand) (string, []int, error) {
 	start := 0
 	if ms := len(tokens) - target; ms > 0 {
 		start = rng.IntN(ms)
@@ -99,7 +97,7 @@ func defaultCorpus() string {
 			if k > 0 {
 				b.WriteByte(' ')
 			}
-			b.WriteString(RandomWord(rng))
+			b.WriteString(workload.RandomWord(rng))
 		}
 		b.WriteString(",\n")
 	}

@@ -1,8 +1,10 @@
-package workload
+package inferenceperf
 
 import (
 	"math"
 	"math/rand/v2"
+
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // generate draws n lengths as inference-perf's generate_distribution draws
@@ -10,7 +12,7 @@ import (
 // int(mean), unclipped; uniform is U[min, max); lognormal is shifted so
 // that min maps to 0; then clipped to [min, max] and rounded half to even,
 // as numpy rounds.
-func (d *IPDistribution) generate(n int, rng *rand.Rand) []int {
+func (d *Distribution) generate(n int, rng *rand.Rand) []int {
 	out := make([]int, n)
 	lo, hi := float64(*d.Min), float64(*d.Max)
 	if d.Type == "fixed" {
@@ -47,7 +49,7 @@ func (d *IPDistribution) generate(n int, rng *rand.Rand) []int {
 // shared_prefix's: uniform is U[min, max+1), lognormal moment-matched to
 // the mean and std_dev without a shift, skew_normal by Azzalini's
 // two-normal method, poisson with the mean as its rate; clipped and rounded.
-func (d *IPDistribution) sample(n int, rng *rand.Rand) []int {
+func (d *Distribution) sample(n int, rng *rand.Rand) []int {
 	out := make([]int, n)
 	lo, hi := float64(*d.Min), float64(*d.Max)
 	m, s := *d.Mean, *d.StdDev
@@ -79,7 +81,7 @@ func (d *IPDistribution) sample(n int, rng *rand.Rand) []int {
 			if lam <= 0 {
 				lam = 1
 			}
-			v = float64(Poisson(lam, rng))
+			v = float64(workload.Poisson(lam, rng))
 		default:
 			v = m + s*rng.NormFloat64()
 		}
@@ -93,7 +95,7 @@ func clipRound(v, lo, hi float64) int {
 }
 
 // lengths resolves a shared_prefix length into n draws.
-func (l *Length) lengths(n int, legacy *IPDistribution, rng *rand.Rand) []int {
+func (l *Length) lengths(n int, legacy *Distribution, rng *rand.Rand) []int {
 	d := l.Dist
 	if d == nil && legacy != nil {
 		d = legacy

@@ -1,28 +1,32 @@
-package workload
+package inferenceperf
 
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
-// IPConversationReplay is data.conversation_replay: inference-perf's agent
+// ConversationReplay is data.conversation_replay: inference-perf's agent
 // sessions, generated from length distributions (docs/conversation_replay.md
 // in inference-perf). Each conversation starts from a system prompt (a
 // prefix every conversation shares, then its own part) and runs its turns
 // in order, the conversation so far before each turn's input, the tool's
 // latency after each answer; a conversation that ran its turns starts over
 // (the closed loop).
-type IPConversationReplay struct {
-	Seed                   *int64          `yaml:"seed"`
-	NumConversations       *int            `yaml:"num_conversations"`
-	SharedSystemPromptLen  *int            `yaml:"shared_system_prompt_len"`
-	DynamicSystemPromptLen *IPDistribution `yaml:"dynamic_system_prompt_len"`
-	TurnsPerConversation   *IPDistribution `yaml:"turns_per_conversation"`
-	InputTokensPerTurn     *IPDistribution `yaml:"input_tokens_per_turn"`
-	OutputTokensPerTurn    *IPDistribution `yaml:"output_tokens_per_turn"`
-	ToolCallLatencySec     *IPDistribution `yaml:"tool_call_latency_sec"`
-	MaxModelLen            *int            `yaml:"max_model_len"`
+type ConversationReplay struct {
+	Seed                   *int64        `yaml:"seed"`
+	NumConversations       *int          `yaml:"num_conversations"`
+	SharedSystemPromptLen  *int          `yaml:"shared_system_prompt_len"`
+	DynamicSystemPromptLen *Distribution `yaml:"dynamic_system_prompt_len"`
+	TurnsPerConversation   *Distribution `yaml:"turns_per_conversation"`
+	InputTokensPerTurn     *Distribution `yaml:"input_tokens_per_turn"`
+	OutputTokensPerTurn    *Distribution `yaml:"output_tokens_per_turn"`
+	ToolCallLatencySec     *Distribution `yaml:"tool_call_latency_sec"`
+	MaxModelLen            *int          `yaml:"max_model_len"`
 }
 
 // Defaults of conversation_replay when a distribution is not given.
@@ -33,7 +37,7 @@ const (
 )
 
 // checkConversationReplay checks data.conversation_replay.
-func (c *InferencePerf) checkConversationReplay() error {
+func (c *Config) checkConversationReplay() error {
 	const p = "data.conversation_replay"
 	r := c.Data.ConversationReplay
 	if r == nil {
@@ -42,15 +46,15 @@ func (c *InferencePerf) checkConversationReplay() error {
 	if c.API.Type != "completion" {
 		return c.at("api.type", "conversation_replay generates completion requests only, as in inference-perf")
 	}
-	if r.NumConversations == nil || *r.NumConversations < 1 || *r.NumConversations > MaxRequests {
-		return c.at(p+".num_conversations", "want 1 to %d conversations", MaxRequests)
+	if r.NumConversations == nil || *r.NumConversations < 1 || *r.NumConversations > workload.MaxRequests {
+		return c.at(p+".num_conversations", "want 1 to %d conversations", workload.MaxRequests)
 	}
 	if r.SharedSystemPromptLen != nil && (*r.SharedSystemPromptLen < 0 || *r.SharedSystemPromptLen > 1<<24) {
 		return c.at(p+".shared_system_prompt_len", "want 0 to %d tokens, got %d", 1<<24, *r.SharedSystemPromptLen)
 	}
 	for _, d := range []struct {
 		key string
-		d   *IPDistribution
+		d   *Distribution
 	}{{"dynamic_system_prompt_len", r.DynamicSystemPromptLen}, {"turns_per_conversation", r.TurnsPerConversation},
 		{"input_tokens_per_turn", r.InputTokensPerTurn}, {"output_tokens_per_turn", r.OutputTokensPerTurn}, {"tool_call_latency_sec", r.ToolCallLatencySec}} {
 		if d.d == nil {
@@ -73,12 +77,12 @@ func (c *InferencePerf) checkConversationReplay() error {
 // conversation_replay's conversations: the blueprints drawn from the
 // distributions (the same distributions as inference-perf's, not the same
 // draws: its numpy generator is not reproduced), prompts of random text.
-func conversationReplayPlan(ctx context.Context, r *IPConversationReplay, p *Plan, tk Tokenizer, rng *rand.Rand) ([]Sample, error) {
+func conversationReplayPlan(ctx context.Context, r *ConversationReplay, p *workload.Plan, tk workload.Tokenizer, rng *rand.Rand) ([]workload.Sample, error) {
 	if r.Seed != nil {
 		rng = rand.New(rand.NewPCG(uint64(*r.Seed), 0xc0ffee))
 	}
 	n := *r.NumConversations
-	draw := func(d *IPDistribution, count, def int) []int {
+	draw := func(d *Distribution, count, def int) []int {
 		if d == nil {
 			out := make([]int, count)
 			for i := range out {
@@ -107,19 +111,19 @@ func conversationReplayPlan(ctx context.Context, r *IPConversationReplay, p *Pla
 	}
 	lens := append([]int{shared}, dynamic...)
 	lens = append(lens, inputs...)
-	texts, err := RandomTexts(ctx, tk, lens, rng)
+	texts, err := workload.RandomTexts(ctx, tk, lens, rng)
 	if err != nil {
 		return nil, fmt.Errorf("conversation_replay: %w", err)
 	}
 	if err := p.SetSeparator(ctx, tk); err != nil {
 		return nil, err
 	}
-	p.Sessions, p.Agent = true, &AgentPlan{Recycle: true, Sessions: make([]AgentSession, n)}
-	prompts := make([]Sample, n)
+	p.Sessions, p.Agent = true, &workload.AgentPlan{Recycle: true, Sessions: make([]workload.AgentSession, n)}
+	prompts := make([]workload.Sample, n)
 	next := 1 + n
 	for i := range n {
 		s := &p.Agent.Sessions[i]
-		s.System = p.join(texts[0], texts[1+i])
+		s.System = joinPrompts(p, texts[0], texts[1+i])
 		prompts[i] = s.System
 		for range turns[i] {
 			in := texts[next]
@@ -128,23 +132,24 @@ func conversationReplayPlan(ctx context.Context, r *IPConversationReplay, p *Pla
 			if latencies != nil {
 				lat = latencies[next-1-n]
 			}
-			s.Turns = append(s.Turns, AgentTurn{Input: in, ToolLatency: toolLatency(lat)})
+			s.Turns = append(s.Turns, workload.AgentTurn{Input: in, ToolLatency: toolLatency(lat)})
 			next++
 		}
 	}
 	return prompts, nil
 }
 
-// join is a and b with a space between, as inference-perf joins the shared
-// and the conversation's own system prompt (a when b is empty).
-func (p *Plan) join(a, b Sample) Sample {
+// joinPrompts is a and b with a space between (p's Separator in ids), as
+// inference-perf joins the shared and the conversation's own system prompt
+// (a when b is empty).
+func joinPrompts(p *workload.Plan, a, b workload.Sample) workload.Sample {
 	if b.PromptLen == 0 {
 		return a
 	}
 	if a.PromptLen == 0 {
 		return b
 	}
-	s := Sample{Prompt: a.Prompt + " " + b.Prompt, PromptLen: a.PromptLen + len(p.Separator) + b.PromptLen}
+	s := workload.Sample{Prompt: a.Prompt + " " + b.Prompt, PromptLen: a.PromptLen + len(p.Separator) + b.PromptLen}
 	if a.PromptIDs != nil && b.PromptIDs != nil {
 		s.PromptIDs = append(append(append([]int{}, a.PromptIDs...), p.Separator...), b.PromptIDs...)
 	}
@@ -152,4 +157,10 @@ func (p *Plan) join(a, b Sample) Sample {
 		s.PromptLen = a.PromptLen + 1 + b.PromptLen
 	}
 	return s
+}
+
+// toolLatency converts a drawn latency in seconds, as inference-perf
+// draws it (a whole number of seconds).
+func toolLatency(seconds int) time.Duration {
+	return time.Duration(math.Max(0, float64(seconds))) * time.Second
 }

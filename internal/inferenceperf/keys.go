@@ -1,4 +1,4 @@
-package workload
+package inferenceperf
 
 import (
 	"fmt"
@@ -44,7 +44,7 @@ func (k *keyChecker) walk(n *yaml.Node, t reflect.Type, path string) error {
 	}
 	if t == reflect.TypeFor[Length]() {
 		if n.Kind == yaml.MappingNode {
-			return k.walk(n, reflect.TypeFor[IPDistribution](), path)
+			return k.walk(n, reflect.TypeFor[Distribution](), path)
 		}
 		return nil
 	}
@@ -132,6 +132,6 @@ func (e *keyError) Error() string {
 }
 
 // at makes an error about the key at path, with its line when known.
-func (c *InferencePerf) at(path, format string, args ...any) error {
+func (c *Config) at(path, format string, args ...any) error {
 	return &keyError{line: c.lines[path], path: path, msg: fmt.Sprintf(format, args...)}
 }

@@ -1,9 +1,11 @@
-package workload
+package inferenceperf
 
 import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // breaker is one of inference-perf's circuit breakers: every finished
@@ -32,7 +34,7 @@ type hitSample struct {
 	hit bool
 }
 
-func (c *InferencePerf) checkBreakers() error {
+func (c *Config) checkBreakers() error {
 	names := map[string]bool{}
 	for i, b := range c.CircuitBreakers {
 		p := fmt.Sprintf("circuit_breakers[%d]", i)
@@ -83,7 +85,7 @@ func (c *InferencePerf) checkBreakers() error {
 // without any): all of them are fed every finished request, and one named
 // in load.circuit_breakers that opens ends the run. The expressions are
 // compiled once; each run's triggers start afresh.
-func (c *InferencePerf) breakers() func() Breaker {
+func (c *Config) breakers() func() workload.Breaker {
 	if len(c.CircuitBreakers) == 0 {
 		return nil
 	}
@@ -104,7 +106,7 @@ func (c *InferencePerf) breakers() func() Breaker {
 				br.triggers = append(br.triggers, trigger{consecutive: int(t.Threshold)})
 				continue
 			}
-			tr := trigger{window: Seconds(*t.WindowSec), threshold: t.Threshold}
+			tr := trigger{window: workload.Seconds(*t.WindowSec), threshold: t.Threshold}
 			if t.MinSamples != nil {
 				tr.minSamples = *t.MinSamples
 			}
@@ -117,7 +119,7 @@ func (c *InferencePerf) breakers() func() Breaker {
 	for _, n := range c.Load.CircuitBreakers {
 		enabled = append(enabled, byName[n])
 	}
-	return func() Breaker {
+	return func() workload.Breaker {
 		s := &breakerSet{enabled: enabled}
 		for _, b := range all {
 			fresh := *b
@@ -137,7 +139,7 @@ type breakerSet struct {
 // Trip shows every breaker the request's record (the fields of
 // inference-perf's request lifecycle metric glassbox has) and reports
 // whether one named in load.circuit_breakers is open.
-func (s *breakerSet) Trip(r Request, at time.Duration, o Outcome) bool {
+func (s *breakerSet) Trip(r workload.Request, at time.Duration, o workload.Outcome) bool {
 	rec := map[string]any{"stage_id": float64(r.Stage), "scheduled_time": r.Due.Seconds(), "end_time": at.Seconds(),
 		"info": map[string]any{"input_tokens": float64(o.PromptTokens), "request_metrics": map[string]any{"text": map[string]any{"input_tokens": float64(o.PromptTokens)}},
 			"response_metrics": map[string]any{"output_tokens": float64(o.OutputTokens)}}}

@@ -1,4 +1,18 @@
-package workload
+// Package inferenceperf is glassbox's compatibility with the Kubernetes
+// serving working group's benchmark, kubernetes-sigs/inference-perf, in one
+// place: its configuration files (every key of the schema read and checked,
+// what glassbox cannot honour refused by name, what only changes where
+// results go noted), the load they describe built as a workload.Plan (the
+// stages, a saturation sweep, the data, multi-turn and agent sessions,
+// request timeouts, circuit breakers, LoRA traffic splits; as inference-perf
+// runs them now, or as e8e0aa99 did), and a run's report files, written as
+// inference-perf writes them.
+//
+// It builds on workload (plans and their schedule) and bench (a run's
+// results); cmd wires it into bench, simulate and plan, and calibrate reads
+// the reference runs' files with it. workload and bench must not import it,
+// nor it the engine side or the simulator (internal/layering).
+package inferenceperf
 
 import (
 	"bytes"
@@ -11,22 +25,22 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// InferencePerf is a kubernetes-sigs/inference-perf configuration, every
+// Config is a kubernetes-sigs/inference-perf configuration, every
 // key of its schema: what shapes the load (load, api, server, data) is
 // run; what glassbox cannot honour is refused by name, or, where it only
 // concerns where results go (Prometheus queries, cloud storage), noted
 // (Notes) and the run goes on. Unknown keys are errors with their line, as
 // in inference-perf, whose models are strict.
-type InferencePerf struct {
-	Load            IPLoad             `yaml:"load"`
-	API             IPAPI              `yaml:"api"`
-	Server          IPServer           `yaml:"server"`
-	Data            IPData             `yaml:"data"`
-	Tokenizer       *IPTokenizer       `yaml:"tokenizer"`
-	Metrics         *IPMetrics         `yaml:"metrics"`
-	Report          IPReport           `yaml:"report"`
-	Storage         *IPStorage         `yaml:"storage"`
-	CircuitBreakers []IPCircuitBreaker `yaml:"circuit_breakers"`
+type Config struct {
+	Load            Load             `yaml:"load"`
+	API             API              `yaml:"api"`
+	Server          Server           `yaml:"server"`
+	Data            Data             `yaml:"data"`
+	Tokenizer       *TokenizerConfig `yaml:"tokenizer"`
+	Metrics         *Metrics         `yaml:"metrics"`
+	Report          Report           `yaml:"report"`
+	Storage         *Storage         `yaml:"storage"`
+	CircuitBreakers []CircuitBreaker `yaml:"circuit_breakers"`
 
 	// Notes are the keys understood but not honoured here that do not
 	// change the load, one sentence each, for the caller to show.
@@ -34,28 +48,28 @@ type InferencePerf struct {
 	lines map[string]int // key path → line, for errors
 }
 
-// IPLoad is the load block.
-type IPLoad struct {
+// Load is the load block.
+type Load struct {
 	// Type is constant (default), poisson, concurrent or trace_replay.
-	Type     string    `yaml:"type"`
-	Interval *float64  `yaml:"interval"` // seconds between stages; default 1
-	Stages   []IPStage `yaml:"stages"`
-	Sweep    *IPSweep  `yaml:"sweep"`
-	Trace    *IPTrace  `yaml:"trace"`
+	Type     string   `yaml:"type"`
+	Interval *float64 `yaml:"interval"` // seconds between stages; default 1
+	Stages   []Stage  `yaml:"stages"`
+	Sweep    *Sweep   `yaml:"sweep"`
+	Trace    *Trace   `yaml:"trace"`
 
-	NumWorkers              *int          `yaml:"num_workers"`
-	WorkerMaxConcurrency    *int          `yaml:"worker_max_concurrency"` // default 100
-	WorkerMaxTCPConnections *int          `yaml:"worker_max_tcp_connections"`
-	RequestTimeout          *float64      `yaml:"request_timeout"`
-	BaseSeed                *int64        `yaml:"base_seed"`
-	CircuitBreakers         []string      `yaml:"circuit_breakers"`
-	LoRATrafficSplit        []IPLoRASplit `yaml:"lora_traffic_split"`
+	NumWorkers              *int        `yaml:"num_workers"`
+	WorkerMaxConcurrency    *int        `yaml:"worker_max_concurrency"` // default 100
+	WorkerMaxTCPConnections *int        `yaml:"worker_max_tcp_connections"`
+	RequestTimeout          *float64    `yaml:"request_timeout"`
+	BaseSeed                *int64      `yaml:"base_seed"`
+	CircuitBreakers         []string    `yaml:"circuit_breakers"`
+	LoRATrafficSplit        []LoRASplit `yaml:"lora_traffic_split"`
 }
 
-// IPStage is one stage: rate requests per second for duration seconds, or
+// Stage is one stage: rate requests per second for duration seconds, or
 // (load type concurrent) num_requests at concurrency_level at once.
 // trace_session_replay's fields are read to be refused.
-type IPStage struct {
+type Stage struct {
 	Rate             float64 `yaml:"rate"`
 	Duration         float64 `yaml:"duration"`
 	NumRequests      *int    `yaml:"num_requests"`
@@ -67,10 +81,10 @@ type IPStage struct {
 	Timeout            *float64 `yaml:"timeout"`
 }
 
-// IPSweep is inference-perf's saturation sweep: a burst of num_requests
+// Sweep is inference-perf's saturation sweep: a burst of num_requests
 // finds the rate the server drains at, then num_stages stages of
 // stage_duration seconds are spaced up to it.
-type IPSweep struct {
+type Sweep struct {
 	Type                 string   `yaml:"type"` // linear or geometric
 	NumRequests          *int     `yaml:"num_requests"`
 	Timeout              *float64 `yaml:"timeout"`
@@ -79,40 +93,40 @@ type IPSweep struct {
 	SaturationPercentile *float64 `yaml:"saturation_percentile"`
 }
 
-// IPTrace names a request trace: timestamps and token counts.
-type IPTrace struct {
+// Trace names a request trace: timestamps and token counts.
+type Trace struct {
 	File   string `yaml:"file"`
 	Format string `yaml:"format"` // AzurePublicDataset (default); glassbox also reads BurstGPT
 }
 
-// IPLoRASplit sends split of the requests to LoRA adapter name.
-type IPLoRASplit struct {
+// LoRASplit sends split of the requests to LoRA adapter name.
+type LoRASplit struct {
 	Name  string  `yaml:"name"`
 	Split float64 `yaml:"split"`
 }
 
-// IPAPI is the api block.
-type IPAPI struct {
+// API is the api block.
+type API struct {
 	Type                  string            `yaml:"type"` // completion (default) or chat
 	Streaming             bool              `yaml:"streaming"`
 	Headers               map[string]string `yaml:"headers"`
 	SLOUnit               *string           `yaml:"slo_unit"`
 	SLOTPOTHeader         *string           `yaml:"slo_tpot_header"`
 	SLOTTFTHeader         *string           `yaml:"slo_ttft_header"`
-	ResponseFormat        *IPResponseFormat `yaml:"response_format"`
+	ResponseFormat        *ResponseFormat   `yaml:"response_format"`
 	SessionIDHeaderKey    *string           `yaml:"session_id_header_key"`
 	SessionTokenHeaderKey *string           `yaml:"session_token_header_key"`
 }
 
-// IPResponseFormat is api.response_format: structured output.
-type IPResponseFormat struct {
+// ResponseFormat is api.response_format: structured output.
+type ResponseFormat struct {
 	Type       string  `yaml:"type"` // json_schema (default) or json_object
 	Name       *string `yaml:"name"` // default structured_output
 	JSONSchema JSONDoc `yaml:"json_schema"`
 }
 
-// IPServer is the server block.
-type IPServer struct {
+// Server is the server block.
+type Server struct {
 	Type      string  `yaml:"type"`
 	ModelName string  `yaml:"model_name"`
 	BaseURL   string  `yaml:"base_url"`
@@ -122,29 +136,29 @@ type IPServer struct {
 	KeyPath   *string `yaml:"key_path"`
 }
 
-// IPTokenizer names the tokenizer inference-perf loads; glassbox counts
+// TokenizerConfig names the tokenizer inference-perf loads; glassbox counts
 // with the server's (or the simulator's) instead.
-type IPTokenizer struct {
+type TokenizerConfig struct {
 	PretrainedModelNameOrPath *string `yaml:"pretrained_model_name_or_path"`
 	TrustRemoteCode           *bool   `yaml:"trust_remote_code"`
 	Token                     *string `yaml:"token"`
 }
 
-// IPData is the data block.
-type IPData struct {
+// Data is the data block.
+type Data struct {
 	// Type is mock (default), shared_prefix, random, synthetic or shareGPT.
-	Type               string          `yaml:"type"`
-	Path               string          `yaml:"path"`
-	CorpusFilePath     string          `yaml:"corpus_file_path"`
-	InputDistribution  *IPDistribution `yaml:"input_distribution"`
-	OutputDistribution *IPDistribution `yaml:"output_distribution"`
-	SharedPrefix       *IPSharedPrefix `yaml:"shared_prefix"`
-	Trace              *IPTrace        `yaml:"trace"`
-	UseChatTemplate    bool            `yaml:"use_chat_template"`
+	Type               string        `yaml:"type"`
+	Path               string        `yaml:"path"`
+	CorpusFilePath     string        `yaml:"corpus_file_path"`
+	InputDistribution  *Distribution `yaml:"input_distribution"`
+	OutputDistribution *Distribution `yaml:"output_distribution"`
+	SharedPrefix       *SharedPrefix `yaml:"shared_prefix"`
+	Trace              *Trace        `yaml:"trace"`
+	UseChatTemplate    bool          `yaml:"use_chat_template"`
 
 	// ConversationReplay is data.type conversation_replay's agent
 	// sessions.
-	ConversationReplay *IPConversationReplay `yaml:"conversation_replay"`
+	ConversationReplay *ConversationReplay `yaml:"conversation_replay"`
 
 	// Read to be refused by name: glassbox generates no multimodal
 	// content and replays no agent traces.
@@ -154,9 +168,9 @@ type IPData struct {
 	VisionArena     any `yaml:"visionarena"`
 }
 
-// IPDistribution is a length distribution (inference-perf's Distribution):
+// Distribution is a length distribution (inference-perf's Distribution):
 // normal by default, clipped to [min, max] and rounded.
-type IPDistribution struct {
+type Distribution struct {
 	Type       string   `yaml:"type"` // normal, skew_normal, lognormal, uniform, poisson, fixed
 	Min        *int     `yaml:"min"`  // default 10
 	Max        *int     `yaml:"max"`  // default 1024
@@ -170,11 +184,11 @@ type IPDistribution struct {
 // UnmarshalYAML reads a distribution's mapping; inference-perf's
 // expression strings ("Min(100, Max(10, Normal(50, 10)))", SymPy's) are
 // refused by name.
-func (d *IPDistribution) UnmarshalYAML(n *yaml.Node) error {
+func (d *Distribution) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
 		return fmt.Errorf("line %d: the expression distribution %q is not supported by glassbox: give a mapping {type, min, max, mean, std_dev}", n.Line, n.Value)
 	}
-	type plain IPDistribution
+	type plain Distribution
 	return n.Decode((*plain)(d))
 }
 
@@ -182,13 +196,13 @@ func (d *IPDistribution) UnmarshalYAML(n *yaml.Node) error {
 // (inference-perf's Union[int, Distribution]).
 type Length struct {
 	Value int
-	Dist  *IPDistribution
+	Dist  *Distribution
 }
 
 // UnmarshalYAML reads a number or a distribution's mapping.
 func (l *Length) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.MappingNode {
-		l.Dist = &IPDistribution{}
+		l.Dist = &Distribution{}
 		return n.Decode(l.Dist)
 	}
 	return n.Decode(&l.Value)
@@ -197,52 +211,52 @@ func (l *Length) UnmarshalYAML(n *yaml.Node) error {
 // Fixed is the length when it is a number.
 func (l *Length) Fixed() (int, bool) { return l.Value, l != nil && l.Dist == nil }
 
-// IPSharedPrefix is the shared_prefix block, with inference-perf's aliases.
-type IPSharedPrefix struct {
-	NumGroups               *int            `yaml:"num_groups"`
-	NumUniqueSystemPrompts  *int            `yaml:"num_unique_system_prompts"`
-	NumPromptsPerGroup      *int            `yaml:"num_prompts_per_group"`
-	NumUsersPerSystemPrompt *int            `yaml:"num_users_per_system_prompt"`
-	SystemPromptLen         *Length         `yaml:"system_prompt_len"` // default 100
-	QuestionLen             *Length         `yaml:"question_len"`      // default 50
-	OutputLen               *Length         `yaml:"output_len"`        // default 50
-	QuestionDistribution    *IPDistribution `yaml:"question_distribution"`
-	OutputDistribution      *IPDistribution `yaml:"output_distribution"`
-	Seed                    *int64          `yaml:"seed"`
-	EnableMultiTurnChat     bool            `yaml:"enable_multi_turn_chat"`
-	Multimodal              any             `yaml:"multimodal"`
+// SharedPrefix is the shared_prefix block, with inference-perf's aliases.
+type SharedPrefix struct {
+	NumGroups               *int          `yaml:"num_groups"`
+	NumUniqueSystemPrompts  *int          `yaml:"num_unique_system_prompts"`
+	NumPromptsPerGroup      *int          `yaml:"num_prompts_per_group"`
+	NumUsersPerSystemPrompt *int          `yaml:"num_users_per_system_prompt"`
+	SystemPromptLen         *Length       `yaml:"system_prompt_len"` // default 100
+	QuestionLen             *Length       `yaml:"question_len"`      // default 50
+	OutputLen               *Length       `yaml:"output_len"`        // default 50
+	QuestionDistribution    *Distribution `yaml:"question_distribution"`
+	OutputDistribution      *Distribution `yaml:"output_distribution"`
+	Seed                    *int64        `yaml:"seed"`
+	EnableMultiTurnChat     bool          `yaml:"enable_multi_turn_chat"`
+	Multimodal              any           `yaml:"multimodal"`
 
 	// The values under the short names alone, which are all that
 	// inference-perf e8e0aa99 read (Legacy).
 	legacyGroups, legacyPerGroup *int
 }
 
-// IPMetrics is the metrics block: where inference-perf queries the
+// Metrics is the metrics block: where inference-perf queries the
 // server's metrics. glassbox scrapes the server's /metrics itself.
-type IPMetrics struct {
-	Type       string        `yaml:"type"`
-	Prometheus *IPPrometheus `yaml:"prometheus"`
+type Metrics struct {
+	Type       string      `yaml:"type"`
+	Prometheus *Prometheus `yaml:"prometheus"`
 }
 
-// IPPrometheus is metrics.prometheus.
-type IPPrometheus struct {
+// Prometheus is metrics.prometheus.
+type Prometheus struct {
 	ScrapeInterval *int     `yaml:"scrape_interval"`
 	URL            *string  `yaml:"url"`
 	Filters        []string `yaml:"filters"`
 	GoogleManaged  bool     `yaml:"google_managed"`
 }
 
-// IPReport is the report block: which of inference-perf's files to write.
-type IPReport struct {
-	RequestLifecycle IPLifecycleReport `yaml:"request_lifecycle"`
-	Prometheus       *IPPromReport     `yaml:"prometheus"`
-	SessionLifecycle *IPSessionReport  `yaml:"session_lifecycle"`
-	Goodput          *IPGoodput        `yaml:"goodput"`
+// Report is the report block: which of inference-perf's files to write.
+type Report struct {
+	RequestLifecycle LifecycleReport `yaml:"request_lifecycle"`
+	Prometheus       *PromReport     `yaml:"prometheus"`
+	SessionLifecycle *SessionReport  `yaml:"session_lifecycle"`
+	Goodput          *Goodput        `yaml:"goodput"`
 }
 
-// IPLifecycleReport is report.request_lifecycle; nil flags take
+// LifecycleReport is report.request_lifecycle; nil flags take
 // inference-perf's defaults (summary, per_stage and per_adapter on).
-type IPLifecycleReport struct {
+type LifecycleReport struct {
 	Summary               *bool     `yaml:"summary"`
 	PerStage              *bool     `yaml:"per_stage"`
 	PerRequest            *bool     `yaml:"per_request"`
@@ -253,34 +267,34 @@ type IPLifecycleReport struct {
 	MaxErrorMessages      *int      `yaml:"max_error_messages"`
 }
 
-// IPPromReport is report.prometheus.
-type IPPromReport struct {
+// PromReport is report.prometheus.
+type PromReport struct {
 	Summary  *bool `yaml:"summary"`
 	PerStage *bool `yaml:"per_stage"`
 }
 
-// IPSessionReport is report.session_lifecycle (agent trace sessions).
-type IPSessionReport struct {
+// SessionReport is report.session_lifecycle (agent trace sessions).
+type SessionReport struct {
 	Summary    *bool `yaml:"summary"`
 	PerStage   *bool `yaml:"per_stage"`
 	PerSession *bool `yaml:"per_session"`
 }
 
-// IPGoodput is report.goodput: SLOs in seconds.
-type IPGoodput struct {
+// Goodput is report.goodput: SLOs in seconds.
+type Goodput struct {
 	Constraints map[string]float64 `yaml:"constraints"`
 }
 
-// IPStorage is the storage block: where the reports go.
-type IPStorage struct {
-	LocalStorage         *IPStoragePath `yaml:"local_storage"`
-	GoogleCloudStorage   *IPStoragePath `yaml:"google_cloud_storage"`
-	SimpleStorageService *IPStoragePath `yaml:"simple_storage_service"`
+// Storage is the storage block: where the reports go.
+type Storage struct {
+	LocalStorage         *StoragePath `yaml:"local_storage"`
+	GoogleCloudStorage   *StoragePath `yaml:"google_cloud_storage"`
+	SimpleStorageService *StoragePath `yaml:"simple_storage_service"`
 }
 
-// IPStoragePath is one storage target; the bucket fields belong to the
+// StoragePath is one storage target; the bucket fields belong to the
 // cloud ones.
-type IPStoragePath struct {
+type StoragePath struct {
 	Path             *string `yaml:"path"`
 	ReportFilePrefix *string `yaml:"report_file_prefix"`
 	BucketName       *string `yaml:"bucket_name"`
@@ -289,55 +303,55 @@ type IPStoragePath struct {
 	AddressingStyle  *string `yaml:"addressing_style"`
 }
 
-// IPCircuitBreaker stops a run when its requests' outcomes trip it.
-type IPCircuitBreaker struct {
+// CircuitBreaker stops a run when its requests' outcomes trip it.
+type CircuitBreaker struct {
 	Name    string `yaml:"name"`
 	Metrics struct {
 		Matches []string `yaml:"matches"`
 		Rules   []string `yaml:"rules"`
 	} `yaml:"metrics"`
-	Triggers []IPTrigger `yaml:"triggers"`
+	Triggers []Trigger `yaml:"triggers"`
 }
 
-// IPTrigger is one trigger of a circuit breaker.
-type IPTrigger struct {
+// Trigger is one trigger of a circuit breaker.
+type Trigger struct {
 	Type       string   `yaml:"type"` // consecutive or rate_over_window
 	Threshold  float64  `yaml:"threshold"`
 	WindowSec  *float64 `yaml:"window_sec"`
 	MinSamples *int     `yaml:"min_samples"`
 }
 
-// ReadInferencePerf reads and checks the configuration file at path.
+// Read reads and checks the configuration file at path.
 // Errors name the file and the key's line.
-func ReadInferencePerf(path string) (*InferencePerf, error) {
+func Read(path string) (*Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read inference-perf config: %w", err)
 	}
-	c, err := parseInferencePerf(raw)
+	c, err := parseConfig(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil
 }
 
-// ParseInferencePerf reads a configuration and checks it.
-func ParseInferencePerf(r io.Reader) (*InferencePerf, error) {
+// Parse reads a configuration and checks it.
+func Parse(r io.Reader) (*Config, error) {
 	raw, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read inference-perf config: %w", err)
 	}
-	return parseInferencePerf(raw)
+	return parseConfig(raw)
 }
 
-func parseInferencePerf(raw []byte) (*InferencePerf, error) {
+func parseConfig(raw []byte) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(raw, &root); err != nil {
 		return nil, fmt.Errorf("parse inference-perf config: %w", err)
 	}
-	c := &InferencePerf{lines: map[string]int{}}
+	c := &Config{lines: map[string]int{}}
 	k := &keyChecker{lines: c.lines}
-	if err := k.walk(&root, reflect.TypeFor[InferencePerf](), ""); err != nil {
+	if err := k.walk(&root, reflect.TypeFor[Config](), ""); err != nil {
 		return nil, fmt.Errorf("parse inference-perf config: %w", err)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(raw))

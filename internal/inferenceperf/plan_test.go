@@ -1,7 +1,8 @@
-package workload
+package inferenceperf
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -12,9 +13,31 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
-func newPlan(t *testing.T, y string, o PlanOptions) *Plan {
+// simTok is the simulator's byte-level vocabulary behind a JSON wire, as
+// bench meets a server's /tokenize and /detokenize.
+type simTok struct{ v *sim.Vocab }
+
+// wire is what a string looks like after a JSON round trip: invalid UTF-8
+// becomes U+FFFD.
+func wire(s string) string {
+	b, _ := json.Marshal(s)
+	var o string
+	_ = json.Unmarshal(b, &o)
+	return o
+}
+func (s simTok) ID() string                                        { return "sim" }
+func (s simTok) Count(_ context.Context, t string) (int, error)    { return len(s.v.Encode(wire(t))), nil }
+func (s simTok) Encode(_ context.Context, t string) ([]int, error) { return s.v.Encode(wire(t)), nil }
+func (s simTok) Decode(_ context.Context, ids []int) (string, error) {
+	return wire(s.v.Decode(ids)), nil
+}
+func (s simTok) VocabSize() int     { return s.v.Size() }
+func (s simTok) SpecialTokens() int { return 0 }
+
+func newPlan(t *testing.T, y string, o PlanOptions) *workload.Plan {
 	t.Helper()
 	p, err := NewPlan(context.Background(), parse(t, y), simTok{sim.NewVocab()}, o)
 	if err != nil {
@@ -50,8 +73,8 @@ func TestSharedPrefixSeed(t *testing.T) {
 // numpy's full does.
 func TestDistributionsAsInferencePerf(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	dist := func(y string) *IPDistribution {
-		var d IPDistribution
+	dist := func(y string) *Distribution {
+		var d Distribution
 		c := parse(t, "load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: "+y+", output_distribution: {}}")
 		d = *c.Data.InputDistribution
 		return &d
@@ -86,7 +109,7 @@ func TestDistributionsAsInferencePerf(t *testing.T) {
 			t.Errorf("%s: mean %.1f, want about %v", tc.y, m, tc.mean)
 		}
 	}
-	skew := &IPDistribution{Type: "skew_normal"}
+	skew := &Distribution{Type: "skew_normal"}
 	skew.Mean, skew.StdDev, skew.Skew, skew.Min, skew.Max = ptr(200.0), ptr(80.0), ptr(2.5), ptr(10), ptr(2000)
 	xs := skew.sample(20000, rng)
 	above := 0
@@ -187,78 +210,54 @@ func TestShareGPTAsInferencePerf(t *testing.T) {
 	}
 }
 
+// TestSharedPrefixPlans: the campaign file read as inference-perf now reads
+// it (9 groups of 5 users, exact lengths, sessions) and as e8e0aa99, which
+// the published runs used, read it (the long names ignored: 10 × 10 single
+// turns, question lengths drifting by re-tokenisation).
+func TestSharedPrefixPlans(t *testing.T) {
+	ctx := context.Background()
+	tk := simTok{sim.NewVocab()}
+	c := parse(t, campaignExp16)
+	cur, err := NewPlan(ctx, c, tk, PlanOptions{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewPlan(ctx, c, tk, PlanOptions{Compat: Legacy, Drift: [2]int{48, 26}}); err == nil || !strings.Contains(err.Error(), "drift") {
+		t.Errorf("a reversed drift: %v, want an error naming it", err)
+	}
+	if len(cur.Prompts) != 45 || !cur.Sessions || cur.NumRequests() != 4800+12000 || cur.Interval != 2*time.Second {
+		t.Errorf("current: %d prompts, sessions %v, %d requests, interval %v; want 45, true, 16800, 2s",
+			len(cur.Prompts), cur.Sessions, cur.NumRequests(), cur.Interval)
+	}
+	prefixes := map[string]int{}
+	for _, p := range cur.Prompts {
+		if p.PromptLen != 547 {
+			t.Fatalf("current prompt of %d tokens, want 547", p.PromptLen)
+		}
+		prefixes[tk.v.Decode(p.PromptIDs[:100])]++
+	}
+	if len(prefixes) != 9 {
+		t.Errorf("%d distinct system prompts, want 9", len(prefixes))
+	}
+	old, err := NewPlan(ctx, c, tk, PlanOptions{Compat: Legacy, Seed: 1, Drift: [2]int{26, 48}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(old.Prompts) != 100 || old.Sessions {
+		t.Errorf("legacy: %d prompts, sessions %v; want 100 single turns", len(old.Prompts), old.Sessions)
+	}
+	for _, p := range old.Prompts {
+		if extra := p.PromptLen - 547; extra < 26 || extra > 49 { // the " " joining them is one more
+			t.Fatalf("legacy prompt of %d tokens, want 547 + 26…48 + the joining space", p.PromptLen)
+		}
+	}
+}
+
 const azure2023 = `TIMESTAMP,ContextTokens,GeneratedTokens
 2023-11-16 18:15:46.6805900,374,44
 2023-11-16 18:15:50.9951690,396,109
 2023-11-16 18:15:51.2224670,879,55
 `
-
-const azure2024 = `TIMESTAMP,ContextTokens,GeneratedTokens
-2024-05-10 00:00:00.009930+00:00,2162,5
-2024-05-10 00:00:01+00:00,76,15
-2024-05-10 00:00:01.5Z,70,1
-`
-
-const burst = `Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type
-5,ChatGPT,472,18,490,Conversation log
-45,GPT-4,1087,0,1087,Conversation log
-47,GPT-4,417,24,441,API log
-`
-
-// TestTraces: the Azure traces of both years and BurstGPT's, timed from
-// their first request.
-func TestTraces(t *testing.T) {
-	for _, tc := range []struct {
-		name, text, format string
-		at                 []time.Duration
-		in                 []int
-	}{
-		{"azure 2023", azure2023, TraceAzure, []time.Duration{0, 4314579000, 4541877000}, []int{374, 396, 879}},
-		{"azure 2024", azure2024, TraceAzure, []time.Duration{0, 990070000, 1490070000}, []int{2162, 76, 70}},
-		{"burstgpt", burst, TraceBurstGPT, []time.Duration{0, 42 * time.Second}, []int{472, 417}},
-		// Rows out of order are sent in time order, from the earliest.
-		{"azure, unsorted", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:50.9951690,396,109\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:51.2224670,879,55\n",
-			TraceAzure, []time.Duration{0, 4314579000, 4541877000}, []int{374, 396, 879}},
-	} {
-		path := filepath.Join(t.TempDir(), "t.csv")
-		os.WriteFile(path, []byte(tc.text), 0o644)
-		if f, ok := TraceFormatOf(path); !ok || f != tc.format {
-			t.Errorf("%s: detected %q", tc.name, f)
-		}
-		got, err := ReadTrace(path, tc.format)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		if len(got) != len(tc.at) {
-			t.Fatalf("%s: %d entries", tc.name, len(got))
-		}
-		for i := range got {
-			if got[i].At != tc.at[i] || got[i].Input != tc.in[i] {
-				t.Errorf("%s[%d]: %v %d, want %v %d", tc.name, i, got[i].At, got[i].Input, tc.at[i], tc.in[i])
-			}
-		}
-	}
-	for _, bad := range []string{"TIMESTAMP,a,b\n2023-13-45 99:00:00,1,2\n", "TIMESTAMP,a,b\n2023-11-16 18:15:46,x,2\n", "2023-11-16 18:15:46,1\n"} {
-		if _, err := parseAzureTrace(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "line") {
-			t.Errorf("%q: %v, want an error naming the line", bad, err)
-		}
-	}
-}
-
-func FuzzParseTraces(f *testing.F) {
-	f.Add(azure2023)
-	f.Add(burst)
-	f.Fuzz(func(t *testing.T, s string) {
-		for _, e := range must(parseAzureTrace(strings.NewReader(s))) {
-			if e.Input < 0 || e.Output < 0 {
-				t.Fatal("negative count")
-			}
-		}
-		_, _ = parseBurstGPT(strings.NewReader(s))
-	})
-}
-
-func must[T any](v T, _ error) T { return v }
 
 // TestTraceReplayStages: every stage replays the trace's times from its
 // start (to the hundredth of a second, as inference-perf reads them), as
@@ -281,171 +280,5 @@ func TestTraceReplayStages(t *testing.T) {
 		simTok{sim.NewVocab()}, PlanOptions{})
 	if err == nil || !strings.Contains(err.Error(), "has 3") {
 		t.Errorf("30 requests from a 3-request trace: %v", err)
-	}
-}
-
-// run drives a schedule with every request taking took, and returns when
-// each was sent.
-func run(s *Schedule, took func(Request) time.Duration, fail func(Request) bool) (sent []time.Duration, reqs []Request) {
-	type flight struct {
-		r   Request
-		end time.Duration
-	}
-	var live []flight
-	now := time.Duration(0)
-	for range 1_000_000 {
-		ready, next := s.Poll(now)
-		for _, r := range ready {
-			sent, reqs = append(sent, now), append(reqs, r)
-			live = append(live, flight{r, now + took(r)})
-		}
-		for _, c := range s.Cancelled() {
-			for i := range live {
-				if live[i].r.Index == c.Index {
-					live[i].end = now
-				}
-			}
-		}
-		if s.Done() {
-			return sent, reqs
-		}
-		soon := next
-		for _, f := range live {
-			if soon < 0 || f.end < soon {
-				soon = f.end
-			}
-		}
-		now = max(now, soon)
-		kept := live[:0]
-		for _, f := range live {
-			if f.end <= now {
-				s.Finished(f.r, now, Outcome{OK: !fail(f.r), OutputTokens: 1, ErrorType: "TimeoutError"})
-			} else {
-				kept = append(kept, f)
-			}
-		}
-		live = kept
-	}
-	panic("schedule did not finish")
-}
-
-// TestSweepFindsSaturation: a server that drains 10 requests a second
-// (one at a time, 100 ms each) is found saturated at about 10 req/s, and
-// the stages run from 1 to it.
-func TestSweepFindsSaturation(t *testing.T) {
-	// A server that answers one request at a time, in 100 ms.
-	p := newPlan(t, "load: {sweep: {type: linear, num_requests: 60, num_stages: 4, stage_duration: 2, timeout: 30}}\ndata: {type: mock}", PlanOptions{})
-	s := p.Start()
-	free := time.Duration(0)
-	var sent []time.Duration
-	_, reqs := run(s, func(r Request) time.Duration {
-		now := r.Due
-		if len(sent) > 0 {
-			now = max(now, sent[len(sent)-1])
-		}
-		sent = append(sent, now)
-		free = max(free, now) + 100*time.Millisecond
-		return free - now
-	}, func(Request) bool { return false })
-	if s.Err() != nil {
-		t.Fatal(s.Err())
-	}
-	if sat := s.Saturation(); sat < 8 || sat > 12 {
-		t.Errorf("saturation %.2f, want about 10", sat)
-	}
-	st := s.Stages()
-	if len(st) != 4 || st[0].Rate != 1 || math.Abs(st[3].Rate-s.Saturation()) > 0.01 {
-		t.Errorf("stages %v", st)
-	}
-	probe := 0
-	for _, r := range reqs {
-		if r.Stage < 0 {
-			probe++
-		}
-	}
-	if probe != 60 {
-		t.Errorf("%d probe requests, want 60", probe)
-	}
-	g := (&Sweep{NumStages: 3, Geometric: true}).rates(9)
-	if g[0] != 1 || g[2] != 9 || g[1] <= 5 {
-		t.Errorf("geometric rates %v, want 1 … 9, closer to 9", g)
-	}
-}
-
-// TestSweepTimeoutAndTooFewSamples: a probe past its timeout is cut off
-// (its requests abandoned), and one that saw no draining is an error.
-func TestSweepTimeoutAndTooFewSamples(t *testing.T) {
-	p := newPlan(t, "load: {sweep: {type: linear, num_requests: 20, timeout: 3}}\ndata: {type: mock}", PlanOptions{})
-	s := p.Start()
-	run(s, func(Request) time.Duration { return time.Hour }, func(Request) bool { return false })
-	if s.Err() == nil || !strings.Contains(s.Err().Error(), "num_requests") {
-		t.Errorf("a probe nothing drained in: %v", s.Err())
-	}
-}
-
-// TestRequestTimeoutAndBreaker: load.request_timeout abandons slow
-// requests; a named circuit breaker stops the run when they trip it.
-func TestRequestTimeoutAndBreaker(t *testing.T) {
-	p := newPlan(t, `load: {stages: [{rate: 10, duration: 2}, {rate: 10, duration: 2}], request_timeout: 0.5, circuit_breakers: [slow]}
-data: {type: mock}
-circuit_breakers:
-- name: slow
-  metrics: {matches: ["error.error_type == 'TimeoutError'"]}
-  triggers: [{type: consecutive, threshold: 3}]`, PlanOptions{})
-	s := p.Start()
-	_, reqs := run(s, func(r Request) time.Duration {
-		if r.Index >= 5 {
-			return time.Hour
-		}
-		return 10 * time.Millisecond
-	}, func(r Request) bool { return r.Index >= 5 })
-	if len(reqs) >= 40 || len(reqs) < 8 {
-		t.Errorf("%d requests sent; the breaker should have stopped the run a few timeouts after the fifth", len(reqs))
-	}
-}
-
-// TestConcurrentStagesAndLoRA: a concurrent stage caps its own requests in
-// flight; the LoRA split sends each request to an adapter by its weight.
-func TestConcurrentStagesAndLoRA(t *testing.T) {
-	p := newPlan(t, `load: {type: concurrent, stages: [{num_requests: 40, concurrency_level: 4}], lora_traffic_split: [{name: a, split: 0.75}, {name: b, split: 0.25}]}
-data: {type: mock}`, PlanOptions{})
-	s := p.Start()
-	inFlight, most := 0, 0
-	counts := map[string]int{}
-	now := time.Duration(0)
-	var live []Request
-	for !s.Done() {
-		ready, _ := s.Poll(now)
-		for _, r := range ready {
-			counts[r.Model]++
-			live = append(live, r)
-		}
-		inFlight = len(live)
-		most = max(most, inFlight)
-		now += time.Second
-		if len(live) > 0 {
-			s.Finished(live[0], now, Outcome{OK: true})
-			live = live[1:]
-		}
-	}
-	if most != 4 {
-		t.Errorf("at most %d in flight, want the concurrency level 4", most)
-	}
-	if counts["a"] < 22 || counts["b"] < 4 || counts["a"]+counts["b"] != 40 {
-		t.Errorf("adapters %v, want about 30 a and 10 b", counts)
-	}
-}
-
-// TestClientCap: num_workers × worker_max_concurrency caps the requests in
-// flight, in current mode.
-func TestClientCap(t *testing.T) {
-	if p := newPlan(t, "load: {stages: [{rate: 1, duration: 1}], num_workers: 2, worker_max_concurrency: 10}", PlanOptions{}); p.MaxConcurrency != 20 {
-		t.Errorf("cap %d, want 20", p.MaxConcurrency)
-	}
-	if p := newPlan(t, "load: {stages: [{rate: 1, duration: 1}]}", PlanOptions{Workers: 4}); p.MaxConcurrency != 400 {
-		t.Errorf("default cap %d, want 4 workers × 100", p.MaxConcurrency)
-	}
-	if p := newPlan(t, "load: {stages: [{rate: 1, duration: 1}], num_workers: 2}", PlanOptions{NoClientCap: true}); p.MaxConcurrency != 0 {
-		t.Errorf("no client cap: %d", p.MaxConcurrency)
 	}
 }

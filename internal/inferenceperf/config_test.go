@@ -1,4 +1,4 @@
-package workload
+package inferenceperf
 
 import (
 	"encoding/json"
@@ -21,14 +21,14 @@ func TestUnknownKeysNameKeyAndLine(t *testing.T) {
 		{"load: {stages: [{rate: 1, duration: 1}]}\nstorage: {local_storage: {path: x, bucket: y}}\n", "storage.local_storage.bucket"},
 		{"top: 1\n", "top: unknown key (inference-perf's the top level has"},
 	} {
-		_, err := ParseInferencePerf(strings.NewReader(tc.yaml))
+		_, err := Parse(strings.NewReader(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.yaml, err, tc.want)
 		}
 	}
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(path, []byte("load:\n  type: constant\n  stages: []\n"), 0o644)
-	if _, err := ReadInferencePerf(path); err == nil || !strings.Contains(err.Error(), path+": check inference-perf config: line 3: load.stages") {
+	if _, err := Read(path); err == nil || !strings.Contains(err.Error(), path+": check inference-perf config: line 3: load.stages") {
 		t.Errorf("file error %v, want the file, the line and the key", err)
 	}
 }
@@ -58,7 +58,7 @@ func TestUnderstoodButRefused(t *testing.T) {
 		{stages + "report: {goodput: {constraints: {latency: 1}}}", "report.goodput.constraints.latency"},
 		{stages + "report: {request_lifecycle: {use_server_output_tokens: false}}", "report.request_lifecycle.use_server_output_tokens: false is not built"},
 	} {
-		_, err := ParseInferencePerf(strings.NewReader(tc.yaml))
+		_, err := Parse(strings.NewReader(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want an error with %q", tc.yaml, err, tc.want)
 		}
@@ -147,7 +147,7 @@ api:
 		"\n      base: &b {type: string}\n      properties: {name: {<<: *b, maxLength: 3}}": "merge keys",
 		"\n" + indent(laughs): "too large",
 	} {
-		_, err := ParseInferencePerf(strings.NewReader("load: {stages: [{rate: 1, duration: 1}]}\napi:\n  response_format:\n    json_schema: " + bad + "\n"))
+		_, err := Parse(strings.NewReader("load: {stages: [{rate: 1, duration: 1}]}\napi:\n  response_format:\n    json_schema: " + bad + "\n"))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("json_schema %.40q: %v; want %q", bad, err, want)
 		}
@@ -202,6 +202,94 @@ func FuzzCompileJMES(f *testing.F) {
 		e, err := compileJMES(s)
 		if err == nil {
 			e.eval(map[string]any{"a": map[string]any{"b": 1.0}})
+		}
+	})
+}
+
+// campaignExp16 is the BLIS campaign's inference-perf profile for exp 16
+// as its values.yaml writes it (reference/calibration/README.md §A).
+const campaignExp16 = `
+load:
+  type: constant
+  stages:
+  - {rate: 8.0, duration: 600}
+  - {rate: 20.0, duration: 600}
+api: {type: completion, streaming: true}
+server: {type: vllm, model_name: meta-llama/Llama-3.1-8B-Instruct, base_url: http://0.0.0.0:8000, ignore_eos: true}
+tokenizer: {pretrained_model_name_or_path: meta-llama/Llama-3.1-8B-Instruct}
+data:
+  type: shared_prefix
+  shared_prefix:
+    num_unique_system_prompts: 9
+    num_users_per_system_prompt: 5
+    system_prompt_len: 100
+    question_len: 447
+    output_len: 248
+    enable_multi_turn_chat: true
+report: {request_lifecycle: {summary: true, per_stage: true, per_request: true}}
+storage: {local_storage: {path: /tmp/out}}
+`
+
+func parse(t *testing.T, y string) *Config {
+	t.Helper()
+	c, err := Parse(strings.NewReader(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestParseInferencePerfCampaign(t *testing.T) {
+	c := parse(t, campaignExp16)
+	sp := c.Data.SharedPrefix
+	if *sp.NumGroups != 9 || *sp.NumPromptsPerGroup != 5 || sp.QuestionLen.Value != 447 || !sp.EnableMultiTurnChat {
+		t.Errorf("shared_prefix = %d groups × %d, question %d, multi-turn %v; want 9 × 5, 447, true",
+			*sp.NumGroups, *sp.NumPromptsPerGroup, sp.QuestionLen.Value, sp.EnableMultiTurnChat)
+	}
+	if c.Load.Type != "constant" || len(c.Load.Stages) != 2 || c.API.Type != "completion" {
+		t.Errorf("load %s with %d stages, api %s", c.Load.Type, len(c.Load.Stages), c.API.Type)
+	}
+}
+
+func TestParseInferencePerfRejects(t *testing.T) {
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"unknown key":        {"load: {stages: [{rate: 1, duration: 1}], bogus: 1}", "bogus"},
+		"alias conflict":     {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: shared_prefix, shared_prefix: {num_groups: 2, num_unique_system_prompts: 3}}", "twice"},
+		"no stages":          {"load: {type: constant}", "stages is empty"},
+		"zero rate":          {"load: {stages: [{rate: 0, duration: 10}]}", "positive"},
+		"trace load":         {"load: {type: trace, stages: [{rate: 1, duration: 1}]}", "constant, poisson"},
+		"synthetic, no lens": {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: synthetic}", "input_distribution"},
+		"random, no lens":    {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random}", "input_distribution"},
+		"chat multi-turn":    {"load: {stages: [{rate: 1, duration: 1}]}\napi: {type: chat}\ndata: {type: shared_prefix, shared_prefix: {enable_multi_turn_chat: true}}", "completion"},
+		"bad distribution":   {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: {min: 9, max: 3}, output_distribution: {}}", "min"},
+		"infinite skew":      {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: {type: skew_normal, skew: .inf}, output_distribution: {}}", "skew"},
+		"negative count":     {"load: {stages: [{rate: 1, duration: 1}]}\ndata: {type: random, input_distribution: {total_count: -5}, output_distribution: {}}", "total_count"},
+	} {
+		_, err := Parse(strings.NewReader(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one mentioning %q", name, err, tc.want)
+		}
+	}
+}
+
+// FuzzParseInferencePerf: any input is a configuration that checks out or
+// an error, never a panic, and a checked one has stages that can run.
+func FuzzParseInferencePerf(f *testing.F) {
+	f.Add(campaignExp16)
+	f.Add("load: {type: poisson, stages: [{rate: 2, duration: 3}]}\ndata: {type: random, input_distribution: {mean: 5, std_dev: 1}, output_distribution: {type: fixed, mean: 3}}")
+	f.Add("load: {stages: []}")
+	f.Fuzz(func(t *testing.T, y string) {
+		c, err := Parse(strings.NewReader(y))
+		if err != nil {
+			return
+		}
+		for _, s := range c.Load.Stages {
+			if !(s.Rate > 0 && s.Duration > 0) {
+				t.Fatalf("accepted stage %+v", s)
+			}
+		}
+		if sp := c.Data.SharedPrefix; sp != nil && (*sp.NumGroups < 1 || *sp.NumPromptsPerGroup < 1) {
+			t.Fatalf("accepted shared_prefix %+v", sp)
 		}
 	})
 }

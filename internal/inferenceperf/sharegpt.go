@@ -1,9 +1,11 @@
-package workload
+package inferenceperf
 
 import (
 	"context"
 	"fmt"
 	"os"
+
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // shareGPTPrompts is inference-perf's shareGPT data: the conversations in
@@ -14,7 +16,7 @@ import (
 // are given; for chat every turn goes as a message (human→user,
 // gpt→assistant, else user) and max_tokens is its client's default of 30.
 // It takes the first n.
-func shareGPTPrompts(ctx context.Context, d *IPData, n int, chat bool, tk Tokenizer, o PlanOptions) ([]Sample, error) {
+func shareGPTPrompts(ctx context.Context, d *Data, n int, chat bool, tk workload.Tokenizer, o PlanOptions) ([]workload.Sample, error) {
 	path := d.Path
 	if path == "" {
 		if o.Fetch == nil {
@@ -26,13 +28,13 @@ func shareGPTPrompts(ctx context.Context, d *IPData, n int, chat bool, tk Tokeni
 		}
 	}
 	specials := 0
-	if it, ok := tk.(IDTokenizer); ok {
+	if it, ok := tk.(workload.IDTokenizer); ok {
 		specials = it.SpecialTokens()
 	}
-	var first *Sample // conversation 0, which comes round only on the second pass
-	var out []Sample
+	var first *workload.Sample // conversation 0, which comes round only on the second pass
+	var out []workload.Sample
 	var ferr error
-	take := func(i int, rec *ShareGPTRecord) bool {
+	take := func(i int, rec *workload.ShareGPTRecord) bool {
 		s, ok, err := shareGPTSample(ctx, rec, d, chat, tk, specials)
 		switch {
 		case err != nil:
@@ -51,15 +53,15 @@ func shareGPTPrompts(ctx context.Context, d *IPData, n int, chat bool, tk Tokeni
 		return nil, fmt.Errorf("data.path: %w", err)
 	}
 	defer f.Close()
-	if err := EachShareGPT(f, take); err != nil {
+	if err := workload.EachShareGPT(f, take); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if ferr != nil {
 		return nil, ferr
 	}
-	pass := append([]Sample(nil), out...)
+	pass := append([]workload.Sample(nil), out...)
 	if first != nil {
-		pass = append([]Sample{*first}, pass...)
+		pass = append([]workload.Sample{*first}, pass...)
 	}
 	if len(pass) == 0 {
 		return nil, fmt.Errorf("%s: no conversation of two turns or more (within the length distributions)", path)
@@ -72,13 +74,13 @@ func shareGPTPrompts(ctx context.Context, d *IPData, n int, chat bool, tk Tokeni
 
 // shareGPTSample makes one record a sample; ok is false when inference-perf
 // would skip it.
-func shareGPTSample(ctx context.Context, rec *ShareGPTRecord, d *IPData, chat bool, tk Tokenizer, specials int) (Sample, bool, error) {
+func shareGPTSample(ctx context.Context, rec *workload.ShareGPTRecord, d *Data, chat bool, tk workload.Tokenizer, specials int) (workload.Sample, bool, error) {
 	conv := rec.Conversations
 	if len(conv) < 2 {
-		return Sample{}, false, nil
+		return workload.Sample{}, false, nil
 	}
 	if chat {
-		s := Sample{OutputLen: defaultMockOutputLen}
+		s := workload.Sample{OutputLen: defaultMockOutputLen}
 		for i, t := range conv {
 			role := "user"
 			switch t.From {
@@ -86,7 +88,7 @@ func shareGPTSample(ctx context.Context, rec *ShareGPTRecord, d *IPData, chat bo
 				role = "assistant"
 			case "human":
 			}
-			s.Messages = append(s.Messages, Message{Role: role, Content: t.Value})
+			s.Messages = append(s.Messages, workload.Message{Role: role, Content: t.Value})
 			if i > 0 {
 				s.Prompt += "\n"
 			}
@@ -98,22 +100,22 @@ func shareGPTSample(ctx context.Context, rec *ShareGPTRecord, d *IPData, chat bo
 	}
 	prompt, completion := conv[0].Value, conv[1].Value
 	if prompt == "" {
-		return Sample{}, false, nil
+		return workload.Sample{}, false, nil
 	}
 	in, err := tk.Count(ctx, prompt)
 	if err != nil {
-		return Sample{}, false, err
+		return workload.Sample{}, false, err
 	}
 	outLen := 0
 	if completion != "" {
 		if outLen, err = tk.Count(ctx, completion); err != nil {
-			return Sample{}, false, err
+			return workload.Sample{}, false, err
 		}
 		outLen += specials
 	}
 	in += specials
 	if !d.InputDistribution.admits(in) || !d.OutputDistribution.admits(outLen) {
-		return Sample{}, false, nil
+		return workload.Sample{}, false, nil
 	}
-	return Sample{Prompt: prompt, PromptLen: in, OutputLen: maxTokens(outLen)}, true, nil
+	return workload.Sample{Prompt: prompt, PromptLen: in, OutputLen: maxTokens(outLen)}, true, nil
 }
