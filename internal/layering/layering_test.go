@@ -63,7 +63,11 @@ var forbidden = map[string][]string{
 	module + "/internal/server":      {"go.opentelemetry.io/", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/profiler", module + "/internal/executor"},
 	module + "/internal/tracing":     {"github.com/prometheus/", module + "/internal/server", module + "/internal/metrics", module + "/internal/profiler", module + "/internal/executor"},
 	module + "/internal/profiler":    {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor"},
-	module + "/internal/bench":       {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor"},
+	module + "/internal/bench":       {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/inferenceperf"},
+	// inference-perf's files (configurations in, plans and reports out)
+	// build on workload and bench, and know no server or simulator.
+	module + "/internal/inferenceperf": {module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor",
+		module + "/internal/server", module + "/internal/simulate", module + "/internal/replica"},
 	// The doctor's core is pure, like the engine's: a window in, a
 	// diagnosis out. Collection (HTTP, Prometheus, files) is
 	// internal/source's, and the replays are cmd's.
@@ -78,7 +82,7 @@ var forbidden = map[string][]string{
 	// them the replicas; they never reach the engine or serve anything.
 	module + "/internal/router":     {"net/http", "github.com/prometheus/", module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/replica"},
 	module + "/internal/autoscaler": {"net/http", "github.com/prometheus/", module + "/internal/"},
-	module + "/internal/workload":   {"net/http", module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/bench", module + "/internal/simulate"},
+	module + "/internal/workload":   {"net/http", module + "/internal/engine", module + "/internal/sched", module + "/internal/kvcache", module + "/internal/executor", module + "/internal/bench", module + "/internal/simulate", module + "/internal/inferenceperf"},
 	// The model side computes; it serves nothing and knows no engine.
 	module + "/internal/gguf":      modelSide,
 	module + "/internal/tensor":    modelSide,
@@ -104,6 +108,10 @@ var forbidden = map[string][]string{
 
 // replicaUsers may import replica besides the entry points.
 var replicaUsers = map[string]bool{module + "/internal/simulate": true, module + "/internal/calibrate": true, module + "/internal/plan": true}
+
+// inferencePerfUsers may import inferenceperf besides cmd/: calibrate reads
+// the reference runs' inference-perf files.
+var inferencePerfUsers = map[string]bool{module + "/internal/calibrate": true}
 
 var modelSide = []string{"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/engine", module + "/internal/server",
 	module + "/internal/metrics", module + "/internal/tracing", module + "/internal/executor"}
@@ -140,6 +148,11 @@ func TestDependencyRules(t *testing.T) {
 			// tools that describe servers to it.
 			if imp == module+"/internal/replica" && p.ImportPath != module && !strings.HasPrefix(p.ImportPath, module+"/cmd/") && !replicaUsers[p.ImportPath] {
 				t.Errorf("%s imports %s: only cmd/, the public package and simulate's tools assemble replicas", p.ImportPath, imp)
+			}
+			// inference-perf's files are read where a user names one (cmd's
+			// --config) and by calibrate; the rest take the Plans it builds.
+			if imp == module+"/internal/inferenceperf" && !strings.HasPrefix(p.ImportPath, module+"/cmd/") && !inferencePerfUsers[p.ImportPath] {
+				t.Errorf("%s imports %s: only cmd/ and calibrate read inference-perf's files; take a workload.Plan (or bench.Config.Plan) instead", p.ImportPath, imp)
 			}
 		}
 	}
