@@ -32,7 +32,7 @@ func (p *Pass) measure(cfg *Config, dur time.Duration, plan *workload.Plan) {
 			}
 		}
 		p.Outputs = kept
-		first, last := span(kept)
+		first, last := Span(kept)
 		dur = last.Sub(first)
 	}
 	p.Metrics = calculate(p.Outputs, dur, cfg.Percentiles, cfg.Goodput, p.MaxConcurrency)
@@ -55,14 +55,14 @@ func (p *Pass) measure(cfg *Config, dur time.Duration, plan *workload.Plan) {
 				outs = append(outs, o)
 			}
 		}
-		first, last := span(outs)
+		first, last := Span(outs)
 		p.Stages = append(p.Stages, StageMetrics{Stage: s, Rate: st.Rate, Duration: last.Sub(first), MaxConcurrency: st.MaxConcurrency,
 			Metrics: calculate(outs, last.Sub(first), cfg.Percentiles, cfg.Goodput, p.MaxConcurrency)})
 	}
 }
 
-// span is from the first send of outs to their last answer.
-func span(outs []Output) (first, last time.Time) {
+// Span is from the first send of outs to their last answer.
+func Span(outs []Output) (first, last time.Time) {
 	for _, o := range outs {
 		if o.Start.IsZero() {
 			continue

@@ -80,7 +80,7 @@ func WriteReports(r *bench.Result, w *Config, dir, prefix string, config []byte)
 	}
 	if pr := rc.Prometheus; p.Server != nil && pr != nil && on(pr.PerStage, false) {
 		for s := range stages {
-			first, last := span(stageOutputs(p.Outputs, s))
+			first, last := bench.Span(stageOutputs(p.Outputs, s))
 			if o := prometheusSummary(p.Server, &first, &last); o != nil {
 				files = append(files, ipFile{fmt.Sprintf("stage_%d_prometheus_metrics", s), o})
 			}
@@ -199,22 +199,6 @@ func stageOutputs(outs []bench.Output, s int) []bench.Output {
 		}
 	}
 	return out
-}
-
-// span is from the first send of outs to their last answer.
-func span(outs []bench.Output) (first, last time.Time) {
-	for _, o := range outs {
-		if o.Start.IsZero() {
-			continue
-		}
-		if first.IsZero() || o.Start.Before(first) {
-			first = o.Start
-		}
-		if end := o.Start.Add(o.Latency); end.After(last) {
-			last = end
-		}
-	}
-	return first, last
 }
 
 // field is one key of a JSON object whose key order is kept.
