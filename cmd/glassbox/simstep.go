@@ -120,8 +120,8 @@ func stepBatch(decodes, prefills []string) (*engine.Batch, error) {
 		bs, ctx, ok := strings.Cut(d, "x")
 		nb, err1 := strconv.Atoi(bs)
 		nctx, err2 := strconv.Atoi(ctx)
-		if !ok || err1 != nil || err2 != nil || nb < 1 || nctx < 1 || nb > 1<<20 || nctx > 1<<24 {
-			return nil, fmt.Errorf("--decode %q: want BxCTX with B ≥ 1 sequences and CTX ≥ 1 tokens of context, e.g. 64x2048", d)
+		if !ok || err1 != nil || err2 != nil || nb < 1 || nctx < 1 || nb > 1<<16 || nctx > 1<<24 {
+			return nil, fmt.Errorf("--decode %q: want BxCTX with 1 ≤ B ≤ 65536 sequences and CTX ≥ 1 tokens of context, e.g. 64x2048", d)
 		}
 		for range nb {
 			add(1, nctx-1, 1)

@@ -65,7 +65,7 @@ func TestSimulateStep(t *testing.T) {
 		t.Errorf("fp8: %.2f ms (%s, %s), bf16 %.2f", fp8.DurationMS, fp8.Weights, fp8.KV, d.DurationMS)
 	}
 	for _, bad := range [][]string{{}, {"--decode", "64"}, {"--decode", "0x10"}, {"--prefill", "10@-1"}, {"--decode", "1x1", "--sim-dtype", "fp4"},
-		{"--decode", "1x1", "--sim-hardware", "a100-80g", "--quantization", "fp8"}, {"--decode", "1x1", "stray"}} {
+		{"--decode", "1x1", "--sim-hardware", "a100-80g", "--quantization", "fp8"}, {"--decode", "1x1", "stray"}, {"--decode", "70000x10"}} {
 		if err := run(context.Background(), append([]string{"simulate", "step"}, bad...), io.Discard, io.Discard); err == nil {
 			t.Errorf("simulate step %v: accepted", bad)
 		}

@@ -220,11 +220,13 @@ func (cm *CostModel) gemms(tokens, sampled int) gemmWork {
 		w.memoryBound = w.compute < 0.5
 		return w
 	}
+	// The LM head runs at the BF16 rate also when the layers are FP8.
+	compute := layerFLOPs/peak + headFLOPs/(hw.PeakFLOPs*cal.GEMMEfficiency)
 	read := w.bytes * wlf / bw
-	arith := w.bytes/bw + w.flops/peak
+	arith := w.bytes/bw + compute
 	w.time, w.memoryBound = seconds(max(read, arith)), read >= arith
 	if !w.memoryBound {
-		w.compute = (w.flops / peak) / arith
+		w.compute = compute / arith
 	}
 	return w
 }
