@@ -155,7 +155,7 @@ extern "C" __global__ void decode_combine_bf16(const int* r, const float* po, co
 template <typename T>
 DEV void prefill(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, T* out,
                  int G, int kvheads, int B, int D, float scale) {
-  extern __shared__ float sh[];
+  DYNAMIC_SHARED(float, sh);
   const int* it = items + 4 * blockIdx.x;
   int s = it[0], row0 = it[1], nt = it[2], pos0 = it[3], kvh = blockIdx.y;
   int R = nt * G, Hq = kvheads * G, tid = threadIdx.x, nth = blockDim.x;

@@ -2,13 +2,24 @@
 // by clang without NVIDIA's headers (see gen.go), so the few things those
 // headers give are spelled here: the CUDA keywords, half and bfloat16
 // conversions as PTX instructions, warp shuffles as clang builtins.
+//
+// The same sources also compile for the CPU (GLASSBOX_HOST, defined by
+// testdata/hostsim/sim.h, which spells those things for a serial
+// simulation of a block): the kernels' index, bounds and range logic is
+// tested there without a GPU.
 #pragma once
+#ifndef GLASSBOX_HOST
 #include <__clang_cuda_builtin_vars.h>
 
 #define __global__ __attribute__((global))
 #define __device__ __attribute__((device))
 #define __shared__ __attribute__((shared))
 #define __forceinline__ __attribute__((always_inline))
+#define __launch_bounds__(n) __attribute__((launch_bounds(n)))
+// DYNAMIC_SHARED declares the block's dynamic shared memory (the launch's
+// shared bytes) as an array name of T.
+#define DYNAMIC_SHARED(T, name) extern __shared__ T name[]
+#endif
 #define DEV static __device__ inline __forceinline__
 
 typedef unsigned char u8;
@@ -22,10 +33,12 @@ typedef signed char i8;
 struct f16 { u16 v; };
 struct bf16 { u16 v; };
 
+#ifndef GLASSBOX_HOST
 DEV float h2f(u16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 DEV u16 f2h(float f) { u16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-DEV float bf2f(u16 h) { return __builtin_bit_cast(float, (u32)h << 16); }
 DEV u16 f2bf(float f) { u16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+#endif
+DEV float bf2f(u16 h) { return __builtin_bit_cast(float, (u32)h << 16); }
 
 DEV float load(const float* p, long i) { return p[i]; }
 DEV float load(const f16* p, long i) { return h2f(p[i].v); }

@@ -42,7 +42,7 @@ DEV void flash(const float* q, int qs, const int* items, const int* tables, int 
   constexpr int RS = D + 8;    // a row's halves in shared memory (padded: no bank conflicts)
   constexpr int KS = D / 16;   // k-steps of QKᵀ
   constexpr int DN = D / 8;    // n-tiles of O
-  extern __shared__ __attribute__((aligned(16))) u16 fsh[];
+  DYNAMIC_SHARED(__attribute__((aligned(16))) u16, fsh);
   u16* Qs = fsh;
   u16* Ks = Qs + FT * RS;
   u16* Vs = Ks + FT * RS;
