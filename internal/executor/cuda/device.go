@@ -45,6 +45,9 @@ type Device struct {
 	// tl, while a profile records, times every launch and GEMM (set by
 	// the executor around its forward pass; nil otherwise).
 	tl *timeline
+	// record, when set, takes every launch instead of the GPU: a device
+	// without one, for the tests of what ops.go launches.
+	record func(k *kernel, grid, block cuda.Dim, shared int) error
 }
 
 // workspaceBytes is cuBLASLt's scratch: 32 MiB, NVIDIA's advice for

@@ -10,10 +10,19 @@ import (
 // The kernels' launches, one method each; they queue work on the
 // device's stream and must run on its thread (inside Do).
 
-func (d *Device) launch(f *cuda.Function, grid, block cuda.Dim, shared int) error {
-	d.tl.begin(f.Name)
+// launch queues k over grid blocks of block threads, after checking the
+// launch against k's bounds and the GPU's limits (a recording device
+// records it instead: the tests' GPU-less launches).
+func (d *Device) launch(k *kernel, grid, block cuda.Dim, shared int) error {
+	if err := k.fits(grid, block, shared, d.Info.SharedOptin); err != nil {
+		return err
+	}
+	if d.record != nil {
+		return d.record(k, grid, block, shared)
+	}
+	d.tl.begin(k.Name)
 	defer d.tl.end()
-	return f.Launch(d.stream, grid, block, shared, &d.args)
+	return k.Launch(d.stream, grid, block, shared, &d.args)
 }
 
 func threads(n int) int { return min(1024, max(32, (n+31)&^31)) }
@@ -153,9 +162,6 @@ func (d *Device) prefill(dt cuda.DType, s attnShape, q cuda.Ptr, qs int, items, 
 	}
 	rows := s.prefillTokens() * s.group()
 	shared := prefillShared(s.headDim, rows)
-	if shared > min(prefillMaxShared, d.Info.SharedOptin) {
-		return fmt.Errorf("prefill attention: head dim %d needs %d bytes of shared memory", s.headDim, shared)
-	}
 	scale := float32(1 / math.Sqrt(float64(s.headDim)))
 	d.args.Reset().Ptr(q).Int(qs).Ptr(items).Ptr(tables).Int(maxb).Ptr(kc).Ptr(vc).Ptr(out).
 		Int(s.group()).Int(s.kvHeads).Int(s.blockSize).Int(s.headDim).Float(scale)

@@ -112,7 +112,7 @@ DEV void decode(const float* q, int qs, const int* qrow, const int* ctx, const i
 }
 
 #define DECODE(D, T, name)                                                                                                            \
-  extern "C" __global__ void name(const float* q, int qs, const int* qrow, const int* ctx, const int* tables, const int* maxb, const u16* kc, \
+  extern "C" __global__ void __launch_bounds__(128) name(const float* q, int qs, const int* qrow, const int* ctx, const int* tables, const int* maxb, const u16* kc, \
                                   const u16* vc, T* out, float* po, float* pm, float* pl, int G, int kvheads, int B, float scale) { \
     decode<D, T>(q, qs, qrow, ctx, tables, maxb, kc, vc, out, po, pm, pl, G, kvheads, B, scale);                                      \
   }
@@ -142,9 +142,9 @@ DEV void decode_combine(const int* qrow, const float* po, const float* pm, const
   }
   store(out, ((long)qrow[s] * Hq + head) * D + dim, L > 0 ? A / L : 0);
 }
-extern "C" __global__ void decode_combine_f32(const int* r, const float* po, const float* pm, const float* pl, float* o, int Hq, int D, int sp) { decode_combine(r, po, pm, pl, o, Hq, D, sp); }
-extern "C" __global__ void decode_combine_f16(const int* r, const float* po, const float* pm, const float* pl, f16* o, int Hq, int D, int sp) { decode_combine(r, po, pm, pl, o, Hq, D, sp); }
-extern "C" __global__ void decode_combine_bf16(const int* r, const float* po, const float* pm, const float* pl, bf16* o, int Hq, int D, int sp) { decode_combine(r, po, pm, pl, o, Hq, D, sp); }
+extern "C" __global__ void __launch_bounds__(128) decode_combine_f32(const int* r, const float* po, const float* pm, const float* pl, float* o, int Hq, int D, int sp) { decode_combine(r, po, pm, pl, o, Hq, D, sp); }
+extern "C" __global__ void __launch_bounds__(128) decode_combine_f16(const int* r, const float* po, const float* pm, const float* pl, f16* o, int Hq, int D, int sp) { decode_combine(r, po, pm, pl, o, Hq, D, sp); }
+extern "C" __global__ void __launch_bounds__(128) decode_combine_bf16(const int* r, const float* po, const float* pm, const float* pl, bf16* o, int Hq, int D, int sp) { decode_combine(r, po, pm, pl, o, Hq, D, sp); }
 
 // prefill: grid (items, kvHeads), block 128, dynamic shared memory
 // prefillShared(D, R). Item i is items[4i…]: the sequence, the batch row
@@ -230,6 +230,6 @@ DEV void prefill(const float* q, int qs, const int* items, const int* tables, in
     store(out, ((long)(row0 + tk) * Hq + kvh * G + g) * D + d, rl[r] > 0 ? Os[x] / rl[r] : 0);
   }
 }
-extern "C" __global__ void prefill_f32(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, float* out, int G, int kvheads, int B, int D, float scale) { prefill(q, qs, items, tables, maxb, kc, vc, out, G, kvheads, B, D, scale); }
-extern "C" __global__ void prefill_f16(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, f16* out, int G, int kvheads, int B, int D, float scale) { prefill(q, qs, items, tables, maxb, kc, vc, out, G, kvheads, B, D, scale); }
-extern "C" __global__ void prefill_bf16(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, bf16* out, int G, int kvheads, int B, int D, float scale) { prefill(q, qs, items, tables, maxb, kc, vc, out, G, kvheads, B, D, scale); }
+extern "C" __global__ void __launch_bounds__(128) prefill_f32(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, float* out, int G, int kvheads, int B, int D, float scale) { prefill(q, qs, items, tables, maxb, kc, vc, out, G, kvheads, B, D, scale); }
+extern "C" __global__ void __launch_bounds__(128) prefill_f16(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, f16* out, int G, int kvheads, int B, int D, float scale) { prefill(q, qs, items, tables, maxb, kc, vc, out, G, kvheads, B, D, scale); }
+extern "C" __global__ void __launch_bounds__(128) prefill_bf16(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, bf16* out, int G, int kvheads, int B, int D, float scale) { prefill(q, qs, items, tables, maxb, kc, vc, out, G, kvheads, B, D, scale); }

@@ -145,7 +145,7 @@ DEV void decode2(const float* q, int qs, const int* qrow, const int* ctx, const 
 }
 
 #define DECODE2(D, T, name)                                                                                                           \
-  extern "C" __global__ void name(const float* q, int qs, const int* qrow, const int* ctx, const int* tables, const int* maxb, const u16* kc, \
+  extern "C" __global__ void __launch_bounds__(128) name(const float* q, int qs, const int* qrow, const int* ctx, const int* tables, const int* maxb, const u16* kc, \
                                   const u16* vc, T* out, float* po, float* pm, float* pl, int G, int kvheads, int B, float scale) {    \
     decode2<D, T>(q, qs, qrow, ctx, tables, maxb, kc, vc, out, po, pm, pl, G, kvheads, B, scale);                                      \
   }

@@ -166,7 +166,7 @@ DEV void flash(const float* q, int qs, const int* items, const int* tables, int 
 }
 
 #define FLASH(D, T, name)                                                                                                           \
-  extern "C" __global__ void name(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, \
+  extern "C" __global__ void __launch_bounds__(128) name(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, \
                                   T* out, int G, int kvheads, int B, float scale) {                                                  \
     flash<D, T>(q, qs, items, tables, maxb, kc, vc, out, G, kvheads, B, scale);                                                     \
   }

@@ -12,9 +12,9 @@ DEV void embed(const T* table, const int* tokens, float* x, int H) {
   float* out = x + (long)blockIdx.x * H;
   for (int i = threadIdx.x; i < H; i += blockDim.x) out[i] = load(table, row + i);
 }
-extern "C" __global__ void embed_f32(const float* t, const int* tok, float* x, int H) { embed(t, tok, x, H); }
-extern "C" __global__ void embed_f16(const f16* t, const int* tok, float* x, int H) { embed(t, tok, x, H); }
-extern "C" __global__ void embed_bf16(const bf16* t, const int* tok, float* x, int H) { embed(t, tok, x, H); }
+extern "C" __global__ void __launch_bounds__(256) embed_f32(const float* t, const int* tok, float* x, int H) { embed(t, tok, x, H); }
+extern "C" __global__ void __launch_bounds__(256) embed_f16(const f16* t, const int* tok, float* x, int H) { embed(t, tok, x, H); }
+extern "C" __global__ void __launch_bounds__(256) embed_bf16(const bf16* t, const int* tok, float* x, int H) { embed(t, tok, x, H); }
 
 // rmsnorm: for output row i (grid m), its input row r = rows[i] (rows
 // null: r = i) of the residual stream x gets delta's row added (delta
@@ -45,9 +45,9 @@ DEV void rmsnorm(float* x, const float* delta, const int* rows, const float* w, 
     store(o, i, v * scale * w[i]);
   }
 }
-extern "C" __global__ void rmsnorm_f32(float* x, const float* d, const int* rows, const float* w, float* o, int H, float eps, int wb) { rmsnorm(x, d, rows, w, o, H, eps, wb); }
-extern "C" __global__ void rmsnorm_f16(float* x, const float* d, const int* rows, const float* w, f16* o, int H, float eps, int wb) { rmsnorm(x, d, rows, w, o, H, eps, wb); }
-extern "C" __global__ void rmsnorm_bf16(float* x, const float* d, const int* rows, const float* w, bf16* o, int H, float eps, int wb) { rmsnorm(x, d, rows, w, o, H, eps, wb); }
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_f32(float* x, const float* d, const int* rows, const float* w, float* o, int H, float eps, int wb) { rmsnorm(x, d, rows, w, o, H, eps, wb); }
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_f16(float* x, const float* d, const int* rows, const float* w, f16* o, int H, float eps, int wb) { rmsnorm(x, d, rows, w, o, H, eps, wb); }
+extern "C" __global__ void __launch_bounds__(1024) rmsnorm_bf16(float* x, const float* d, const int* rows, const float* w, bf16* o, int H, float eps, int wb) { rmsnorm(x, d, rows, w, o, H, eps, wb); }
 
 // qkv_rope finishes one head of one token (grid: n tokens × heads +
 // 2·kvHeads; block: the head dim rounded up to a warp) of the fused QKV
@@ -56,7 +56,7 @@ extern "C" __global__ void rmsnorm_bf16(float* x, const float* d, const int* row
 // stays in place (float) and k, v go into the fp16 cache at the token's
 // slot (block·B + offset). The cache holds, per block and KV head, B
 // tokens of d values.
-extern "C" __global__ void qkv_rope(float* qkv, const float* bias, const float* qnorm, const float* knorm, const float* rope,
+extern "C" __global__ void __launch_bounds__(1024) qkv_rope(float* qkv, const float* bias, const float* qnorm, const float* knorm, const float* rope,
                                     const int* pos, const int* slots, u16* kc, u16* vc, int heads, int kvheads, int d,
                                     int ropeDims, int neox, int B, float eps) {
   __shared__ float head[1024];
@@ -116,13 +116,13 @@ DEV void silu_mul(const float* gu, T* out, int F) {
   float g = gu[(long)t * 2 * F + i], u = gu[(long)t * 2 * F + F + i];
   store(out, (long)t * F + i, g / (1.0f + expf_(-g)) * u);
 }
-extern "C" __global__ void silu_mul_f32(const float* gu, float* o, int F) { silu_mul(gu, o, F); }
-extern "C" __global__ void silu_mul_f16(const float* gu, f16* o, int F) { silu_mul(gu, o, F); }
-extern "C" __global__ void silu_mul_bf16(const float* gu, bf16* o, int F) { silu_mul(gu, o, F); }
+extern "C" __global__ void __launch_bounds__(256) silu_mul_f32(const float* gu, float* o, int F) { silu_mul(gu, o, F); }
+extern "C" __global__ void __launch_bounds__(256) silu_mul_f16(const float* gu, f16* o, int F) { silu_mul(gu, o, F); }
+extern "C" __global__ void __launch_bounds__(256) silu_mul_bf16(const float* gu, bf16* o, int F) { silu_mul(gu, o, F); }
 
 // dequant_q8_0: GGUF's Q8_0 blocks (an fp16 scale, then 32 int8) to fp16;
 // one thread per element.
-extern "C" __global__ void dequant_q8_0(const u8* q, u16* out, long n) {
+extern "C" __global__ void __launch_bounds__(256) dequant_q8_0(const u8* q, u16* out, long n) {
   long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const u8* b = q + (i / 32) * 34;
@@ -132,7 +132,7 @@ extern "C" __global__ void dequant_q8_0(const u8* q, u16* out, long n) {
 
 // convert: n elements from one float type to another (weights of a
 // mixed file to the model's one GEMM type); types: 0 f32, 1 f16, 2 bf16.
-extern "C" __global__ void convert(const void* src, int st, void* dst, int dt, long n) {
+extern "C" __global__ void __launch_bounds__(256) convert(const void* src, int st, void* dst, int dt, long n) {
   long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   float v = st == 0 ? load((const float*)src, i) : st == 1 ? load((const f16*)src, i) : load((const bf16*)src, i);
@@ -144,7 +144,7 @@ extern "C" __global__ void convert(const void* src, int st, void* dst, int dt, l
 // fill_random: n values of a float type (0 f32, 1 f16, 2 bf16), uniform
 // with standard deviation scale, from a hash of (seed, index): random
 // weights for benchmarks, made on the device instead of uploaded.
-extern "C" __global__ void fill_random(void* p, int dt, long n, u64 seed, float scale) {
+extern "C" __global__ void __launch_bounds__(256) fill_random(void* p, int dt, long n, u64 seed, float scale) {
   long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   u64 x = (u64)i * 0x9E3779B97F4A7C15ull ^ seed;

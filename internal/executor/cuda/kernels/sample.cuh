@@ -39,7 +39,7 @@ DEV float logprob(const float* x, const u64* mask, int i, float lse) { return al
 // greedy), topk (0: off), topp (1: off), minp (0: off), u (the uniform
 // number), maskrow (-1: no mask; else its row in masks, words u64 each).
 // out gets the token and its logprob under the (masked) logits.
-extern "C" __global__ void sample(const float* logits, int V, const float* temp, const int* topk, const float* topp, const float* minp,
+extern "C" __global__ void __launch_bounds__(1024) sample(const float* logits, int V, const float* temp, const int* topk, const float* topp, const float* minp,
                                   const float* u, const int* maskrow, const u64* masks, int words, int* out, float* outlp) {
   __shared__ float fs[32];
   __shared__ double ds[32];
