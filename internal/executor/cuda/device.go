@@ -38,9 +38,6 @@ type Device struct {
 	wsBytes       int64
 	gemms         map[gemmKey]*cuda.GEMM
 	args          cuda.Args
-	noFlash       bool   // the CUDA-core prefill kernel instead of the tensor-core one
-	decodeV1      bool   // the untiled decode kernel instead of the tiled one
-	fastNote      string // why checkFastAttention turned a fast kernel off
 	driverVersion string // NVML's, "580.159.04"; empty without NVML
 	// tl, while a profile records, times every launch and GEMM (set by
 	// the executor around its forward pass; nil otherwise).

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/cuda"
@@ -33,6 +32,7 @@ type Executor struct {
 	sizes   Sizes
 	w       *devWeights
 	shape   attnShape
+	ks      kernelSet // the attention kernels, chosen at Start
 	bufs    *stepBufs
 	kv      cuda.Ptr // every layer's K then V: (NumBlocks+1) blocks each (the last a sink for graph padding)
 	kvBytes int64
@@ -150,10 +150,12 @@ func (l *Loaded) Start(cfg Config) (*Executor, error) {
 		params: l.params, weightB: l.weightB}
 	e.buckets = graphBuckets(min(l.sizes.MaxSeqs, l.sizes.MaxTokens, maxGraphBatch))
 	e.kvBytes = int64(cfg.NumBlocks+1) * l.KVBytesPerBlock(cfg.BlockSize)
-	err := l.dev.Do(func() (err error) {
-		if err := l.dev.checkFastAttention(e.shape); err != nil {
-			return fmt.Errorf("check the attention kernels: %w", err)
-		}
+	ks, err := l.dev.selfCheck(e.shape, l.w.dt)
+	if err != nil {
+		return nil, fmt.Errorf("new cuda executor: %w", err)
+	}
+	e.ks = ks
+	err = l.dev.Do(func() (err error) {
 		if e.kv, err = l.dev.ctx.Alloc(e.kvBytes); err != nil {
 			return err
 		}
@@ -176,13 +178,7 @@ const maxGraphBatch = 512
 
 // Kernels names the attention kernels the executor runs, and why a fast
 // one is off when it is.
-func (e *Executor) Kernels() string {
-	k := e.dev.Kernels()
-	if e.dev.fastNote != "" {
-		k += " (" + strings.TrimSuffix(e.dev.fastNote, "; ") + ")"
-	}
-	return k
-}
+func (e *Executor) Kernels() string { return e.ks.String() }
 
 // graphBuckets are the batch sizes decode graphs are captured for, as
 // vLLM's: 1, 2, 4, then every 8 up to the most sequences a step runs.
@@ -418,12 +414,12 @@ func (e *Executor) layer(l *devLayer, li, n, nd, nitems, splits int, lay layout,
 	if nd > 0 {
 		a := decodeArgs{q: b.qkv, qs: qd + 2*kvd, qrow: in(lay.qrow), ctx: in(lay.ctx), tables: in(lay.dtables), maxb: in(lay.maxb),
 			nseq: nd, splits: splits, po: b.po, pm: b.pm, pl: b.pl, kc: kc, vc: vc, out: b.att}
-		if err := d.decode(dt, e.shape, a); err != nil {
+		if err := d.decode(e.ks, dt, e.shape, a); err != nil {
 			return err
 		}
 	}
 	if nitems > 0 {
-		if err := d.prefill(dt, e.shape, b.qkv, qd+2*kvd, in(lay.items), in(lay.ptables), e.p.maxb, nitems, kc, vc, b.att); err != nil {
+		if err := d.prefill(e.ks, dt, e.shape, b.qkv, qd+2*kvd, in(lay.items), in(lay.ptables), e.p.maxb, nitems, kc, vc, b.att); err != nil {
 			return err
 		}
 	}

@@ -97,15 +97,16 @@ type decodeArgs struct {
 	kc, vc, out       cuda.Ptr
 }
 
-func (d *Device) decode(dt cuda.DType, s attnShape, a decodeArgs) error {
+// decode runs decode attention with ks's kernel.
+func (d *Device) decode(ks kernelSet, dt cuda.DType, s attnShape, a decodeArgs) error {
 	if !s.fastDecode() {
 		return fmt.Errorf("decode attention: head dim %d with %d query heads per KV head has no kernel", s.headDim, s.group())
 	}
 	f := d.k.tdecode128[dt]
 	switch {
-	case d.decodeV1 && s.headDim == 64:
+	case !ks.tiled && s.headDim == 64:
 		f = d.k.decode64[dt]
-	case d.decodeV1:
+	case !ks.tiled:
 		f = d.k.decode128[dt]
 	case s.headDim == 64:
 		f = d.k.tdecode64[dt]
@@ -148,9 +149,10 @@ func prefillShared(headDim, rows int) int {
 }
 
 // prefill runs nitems items (4 ints each: sequence, first row, tokens,
-// first position) of causal attention over the paged cache.
-func (d *Device) prefill(dt cuda.DType, s attnShape, q cuda.Ptr, qs int, items, tables cuda.Ptr, maxb, nitems int, kc, vc, out cuda.Ptr) error {
-	if s.flash() && !d.noFlash {
+// at most ks.prefillTokens, first position) of causal attention over the
+// paged cache with ks's kernel.
+func (d *Device) prefill(ks kernelSet, dt cuda.DType, s attnShape, q cuda.Ptr, qs int, items, tables cuda.Ptr, maxb, nitems int, kc, vc, out cuda.Ptr) error {
+	if ks.flash && s.flash() {
 		f := d.k.flash128[dt]
 		if s.headDim == 64 {
 			f = d.k.flash64[dt]
@@ -160,7 +162,7 @@ func (d *Device) prefill(dt cuda.DType, s attnShape, q cuda.Ptr, qs int, items, 
 			Int(s.group()).Int(s.kvHeads).Int(s.blockSize).Float(scale)
 		return d.launch(f, cuda.Dim{X: nitems, Y: s.kvHeads}, cuda.Dim{X: 128}, flashShared(s.headDim))
 	}
-	rows := s.prefillTokens() * s.group()
+	rows := ks.prefillTokens * s.group()
 	shared := prefillShared(s.headDim, rows)
 	scale := float32(1 / math.Sqrt(float64(s.headDim)))
 	d.args.Reset().Ptr(q).Int(qs).Ptr(items).Ptr(tables).Int(maxb).Ptr(kc).Ptr(vc).Ptr(out).
