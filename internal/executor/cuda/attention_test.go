@@ -104,7 +104,7 @@ func TestKernelDecodeAttention(t *testing.T) {
 			for _, splits := range []int{1, 3, 8} {
 				for _, dt := range dtypes {
 					t.Run(fmt.Sprintf("%s/%s/splits%d/%s", c.Arch, kernel, splits, dt), func(t *testing.T) {
-						ks := defaultKernels(a.shape())
+						ks := kernelsFor(d.Info, a.shape())
 						ks.tiled = kernel == "tiled"
 						got := a.runDecode(t, d, ks, dt, splits)
 						want := make([]float32, len(a.want))
@@ -154,7 +154,7 @@ func TestKernelPrefillAttention(t *testing.T) {
 			for _, dt := range dtypes {
 				kernel := map[bool]string{true: "tensor cores", false: "CUDA cores"}[flash]
 				t.Run(fmt.Sprintf("%s/%s/%s", c.Arch, kernel, dt), func(t *testing.T) {
-					ks := defaultKernels(a.shape())
+					ks := kernelsFor(d.Info, a.shape())
 					ks.flash = flash
 					got := a.runPrefill(t, d, ks, dt)
 					want := make([]float32, len(a.want))
@@ -179,7 +179,7 @@ func (a *attnCase) runPrefill(t *testing.T, d *Device, ks kernelSet, dt cuda.DTy
 	qd := a.c.Heads * a.c.HeadDim
 	var items []int32
 	row := 0
-	per := ks.prefillTokens
+	per := ks.prefillTokens()
 	for i, sq := range a.seqs {
 		for t0 := 0; t0 < len(sq.Tokens); t0 += per {
 			nt := min(per, len(sq.Tokens)-t0)

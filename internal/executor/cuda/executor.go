@@ -61,6 +61,9 @@ func (d *Device) Upload(w *model.Weights, s Sizes) (*Loaded, error) {
 	if err := CheckWeights(w); err != nil {
 		return nil, err
 	}
+	if err := checkLimits(d.Info, shapeOf(&w.Config, s.BlockSize), s); err != nil {
+		return nil, fmt.Errorf("load on %s: %w", d.Info.Name, err)
+	}
 	l := &Loaded{dev: d, sizes: s}
 	err := d.Do(func() error {
 		var err error
@@ -146,7 +149,7 @@ func (l *Loaded) Start(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("new cuda executor: sizes %+v, but the buffers were made for %+v", cfg.Sizes, l.sizes)
 	}
 	e := &Executor{dev: l.dev, cfg: cfg, sizes: l.sizes, w: l.w, bufs: l.bufs, graphs: !cfg.Eager, graph: map[int]*cuda.Graph{},
-		shape:  attnShape{heads: c.Heads, kvHeads: c.KVHeads, headDim: c.HeadDim, blockSize: cfg.BlockSize},
+		shape:  shapeOf(c, cfg.BlockSize),
 		params: l.params, weightB: l.weightB}
 	e.buckets = graphBuckets(min(l.sizes.MaxSeqs, l.sizes.MaxTokens, maxGraphBatch))
 	e.kvBytes = int64(cfg.NumBlocks+1) * l.KVBytesPerBlock(cfg.BlockSize)

@@ -93,7 +93,7 @@ func TestLaunchesWithinBounds(t *testing.T) {
 		mustLaunch(t, "silu_mul", d.siluMul(dt, p, p, 4096, 28672))
 		for _, s := range []attnShape{{heads: 32, kvHeads: 8, headDim: 128, blockSize: 16}, {heads: 14, kvHeads: 2, headDim: 64, blockSize: 16}} {
 			for _, fast := range []bool{false, true} {
-				ks := defaultKernels(s)
+				ks := kernelsFor(h100, s)
 				ks.tiled, ks.flash = fast, fast
 				for _, splits := range []int{1, 8} {
 					mustLaunch(t, "decode", d.decode(ks, dt, s, decodeArgs{nseq: 256, splits: splits}))
@@ -102,7 +102,7 @@ func TestLaunchesWithinBounds(t *testing.T) {
 			}
 		}
 		s8 := attnShape{heads: 8, kvHeads: 4, headDim: 8, blockSize: 16}
-		mustLaunch(t, "prefill at head dim 8", d.prefill(defaultKernels(s8), dt, s8, p, 0, p, p, 64, 128, p, p, p))
+		mustLaunch(t, "prefill at head dim 8", d.prefill(kernelsFor(h100, s8), dt, s8, p, 0, p, p, 64, 128, p, p, p))
 	}
 	for _, hd := range []int{8, 64, 128, 256, 1024} {
 		mustLaunch(t, "qkv_rope", d.qkvRope(ropeArgs{heads: 8, kvHeads: 8, headDim: hd, ropeDims: hd, blockSize: 16}, p, p, p, p, p, p, p, p, p, 4096))

@@ -63,10 +63,11 @@ func (d *Device) qkvRope(a ropeArgs, qkv, bias, qnorm, knorm, rope, pos, slots, 
 	return d.launch(d.k.qkvRope, cuda.Dim{X: n, Y: a.heads + 2*a.kvHeads}, cuda.Dim{X: threads(a.headDim)}, 0)
 }
 
-// siluMul: out = silu(g)·u over n rows of the fused gate/up product.
+// siluMul: out = silu(g)·u over n rows of the fused gate/up product
+// (tokens on the grid's x: a step may hold more than the 65535 of y).
 func (d *Device) siluMul(dt cuda.DType, gu, out cuda.Ptr, n, F int) error {
 	d.args.Reset().Ptr(gu).Ptr(out).Int(F)
-	return d.launch(d.k.siluMul[dt], cuda.Dim{X: (F + 255) / 256, Y: n}, cuda.Dim{X: 256}, 0)
+	return d.launch(d.k.siluMul[dt], cuda.Dim{X: n, Y: (F + 255) / 256}, cuda.Dim{X: 256}, 0)
 }
 
 // attnShape is attention's shapes.
@@ -149,7 +150,7 @@ func prefillShared(headDim, rows int) int {
 }
 
 // prefill runs nitems items (4 ints each: sequence, first row, tokens,
-// at most ks.prefillTokens, first position) of causal attention over the
+// at most ks.prefillTokens(), first position) of causal attention over the
 // paged cache with ks's kernel.
 func (d *Device) prefill(ks kernelSet, dt cuda.DType, s attnShape, q cuda.Ptr, qs int, items, tables cuda.Ptr, maxb, nitems int, kc, vc, out cuda.Ptr) error {
 	if ks.flash && s.flash() {
@@ -162,7 +163,7 @@ func (d *Device) prefill(ks kernelSet, dt cuda.DType, s attnShape, q cuda.Ptr, q
 			Int(s.group()).Int(s.kvHeads).Int(s.blockSize).Float(scale)
 		return d.launch(f, cuda.Dim{X: nitems, Y: s.kvHeads}, cuda.Dim{X: 128}, flashShared(s.headDim))
 	}
-	rows := ks.prefillTokens * s.group()
+	rows := ks.plainTokens * s.group()
 	shared := prefillShared(s.headDim, rows)
 	scale := float32(1 / math.Sqrt(float64(s.headDim)))
 	d.args.Reset().Ptr(q).Int(qs).Ptr(items).Ptr(tables).Int(maxb).Ptr(kc).Ptr(vc).Ptr(out).

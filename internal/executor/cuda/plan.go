@@ -101,7 +101,7 @@ func (e *Executor) plan(b *engine.Batch) error {
 	if p.n > e.sizes.MaxTokens || len(b.Seqs) > e.sizes.MaxSeqs {
 		return fmt.Errorf("execute: %d tokens of %d sequences, past the step's %d and %d", p.n, len(b.Seqs), e.sizes.MaxTokens, e.sizes.MaxSeqs)
 	}
-	per := e.ks.prefillTokens
+	per := e.ks.prefillTokens()
 	for i := range b.Seqs {
 		s := &b.Seqs[i]
 		if fast && len(s.Tokens) == 1 {
@@ -170,7 +170,7 @@ func (e *Executor) pack(b *engine.Batch, size, nd, m int) error {
 	clear(h[:l.words])
 	h[l.maxb] = int32(p.maxb)
 	t, item, pseq := 0, 0, 0
-	per := e.ks.prefillTokens
+	per := e.ks.prefillTokens()
 	for k, i := range p.order {
 		s := &b.Seqs[i]
 		table := s.BlockTable

@@ -21,16 +21,20 @@ import (
 type kernelSet struct {
 	flash bool // the tensor-core prefill kernel (else the CUDA-core one)
 	tiled bool // the tiled decode kernel (else the untiled one)
-	// prefillTokens is how many tokens a prefill item takes: the query
-	// rows (tokens × the query heads of a KV head) one block computes.
-	prefillTokens int
-	note          string // why a fast kernel is off, or unchecked
+	// flashTokens and plainTokens are how many tokens a prefill item
+	// takes with each prefill kernel (its query rows, tokens × the query
+	// heads of a KV head, are one block's): plainTokens is what fits the
+	// GPU's shared memory (limits.go), 0 when nothing does.
+	flashTokens, plainTokens int
+	note                     string // why a fast kernel is off, or unchecked
 }
 
-// defaultKernels is the set before the check: the fast kernels wherever
-// they take the shape.
-func defaultKernels(s attnShape) kernelSet {
-	return kernelSet{flash: s.flash(), tiled: s.fastDecode(), prefillTokens: s.prefillTokens()}
+// prefillTokens is how many tokens a prefill item takes.
+func (k kernelSet) prefillTokens() int {
+	if k.flash {
+		return k.flashTokens
+	}
+	return k.plainTokens
 }
 
 // String names the attention kernels, and why a fast one is off.
@@ -63,13 +67,14 @@ type check struct {
 	on     func(*kernelSet) *bool // the set's switch for this kernel
 }
 
-// attnChecks are the checks shape s takes.
-func attnChecks(s attnShape) []check {
+// attnChecks are the checks a set takes: each fast kernel in it that has
+// a plain counterpart to compare with.
+func attnChecks(k kernelSet) []check {
 	var cs []check
-	if s.flash() {
+	if k.flash && k.plainTokens > 0 {
 		cs = append(cs, check{name: "tensor-core prefill", bound: 4e-3, on: func(k *kernelSet) *bool { return &k.flash }})
 	}
-	if s.fastDecode() {
+	if k.tiled {
 		for _, splits := range []int{1, 4} {
 			cs = append(cs, check{name: fmt.Sprintf("tiled decode (%d splits)", splits), decode: true, splits: splits, bound: 1e-4,
 				on: func(k *kernelSet) *bool { return &k.tiled }})
@@ -154,14 +159,13 @@ type probeOpener func(s attnShape, dt cuda.DType, per int) (kernelProbe, func(),
 // selfCheck chooses the attention kernels for shape s with activations
 // of type dt: the model's, whose variants are the ones that run.
 func (d *Device) selfCheck(s attnShape, dt cuda.DType) (kernelSet, error) {
-	return checkKernels(s, dt, d.openAttnProbe, selfCheckLimit)
+	return checkKernels(kernelsFor(d.Info, s), s, dt, d.openAttnProbe, selfCheckLimit)
 }
 
-// checkKernels runs shape s's checks on inputs from open, each wait
-// bounded by limit.
-func checkKernels(s attnShape, dt cuda.DType, open probeOpener, limit time.Duration) (kernelSet, error) {
-	base := defaultKernels(s)
-	checks := attnChecks(s)
+// checkKernels runs shape s's checks from base (kernelsFor) on inputs
+// from open, each wait bounded by limit.
+func checkKernels(base kernelSet, s attnShape, dt cuda.DType, open probeOpener, limit time.Duration) (kernelSet, error) {
+	checks := attnChecks(base)
 	if len(checks) == 0 {
 		return base, nil
 	}
@@ -169,7 +173,7 @@ func checkKernels(s attnShape, dt cuda.DType, open probeOpener, limit time.Durat
 		p     kernelProbe
 		close func()
 	)
-	err := within(limit, "make the kernel check's inputs", func() (err error) { p, close, err = open(s, dt, base.prefillTokens); return err })
+	err := within(limit, "make the kernel check's inputs", func() (err error) { p, close, err = open(s, dt, base.plainTokens); return err })
 	if err != nil {
 		if dead(err) {
 			return base, fmt.Errorf("check the attention kernels: %w (the GPU's context is dead: every later call on it fails; restart the process)", err)

@@ -48,11 +48,11 @@ func TestSelfCheckKeepsWhatAgrees(t *testing.T) {
 			}
 			return v, nil
 		}}
-		ks, err := checkKernels(llama8B, dt, f.open, time.Minute)
+		ks, err := checkKernels(kernelsFor(h100, llama8B), llama8B, dt, f.open, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ks.flash || !ks.tiled || ks.note != "" || ks.prefillTokens != 16 {
+		if !ks.flash || !ks.tiled || ks.note != "" || ks.prefillTokens() != 16 {
 			t.Errorf("%s: %+v", dt, ks)
 		}
 		if f.dt != dt || !f.closed || len(f.runs) != 6 {
@@ -71,7 +71,7 @@ func TestSelfCheckFallsBackWhenAFastKernelFailsToLaunch(t *testing.T) {
 		}
 		return nil, &cuda.Error{Call: "cuLaunchKernel", Code: 701, Name: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"}
 	}}
-	ks, err := checkKernels(llama8B, cuda.BF16, f.open, time.Minute)
+	ks, err := checkKernels(kernelsFor(h100, llama8B), llama8B, cuda.BF16, f.open, time.Minute)
 	if err != nil {
 		t.Fatalf("a fast kernel that cannot launch failed start-up: %v", err)
 	}
@@ -96,7 +96,7 @@ func TestSelfCheckTurnsOffWhatDiffers(t *testing.T) {
 		}
 		return v, nil
 	}}
-	ks, err := checkKernels(llama8B, cuda.F16, f.open, time.Minute)
+	ks, err := checkKernels(kernelsFor(h100, llama8B), llama8B, cuda.F16, f.open, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestSelfCheckStickyFaultSaysTheContextIsDead(t *testing.T) {
 		}
 		return nil, &cuda.Error{Call: "cuStreamSynchronize", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS"}
 	}}
-	_, err := checkKernels(llama8B, cuda.BF16, f.open, time.Minute)
+	_, err := checkKernels(kernelsFor(h100, llama8B), llama8B, cuda.BF16, f.open, time.Minute)
 	if err == nil || !strings.Contains(err.Error(), "context is dead") || !strings.Contains(err.Error(), "CUDA_ERROR_ILLEGAL_ADDRESS") ||
 		!strings.Contains(err.Error(), "tiled decode") {
 		t.Errorf("err %v", err)
@@ -141,7 +141,7 @@ func TestSelfCheckHangIsBounded(t *testing.T) {
 			return filled(8, 1), nil
 		}}
 		start := time.Now()
-		_, err := checkKernels(llama8B, cuda.F16, f.open, selfCheckLimit)
+		_, err := checkKernels(kernelsFor(h100, llama8B), llama8B, cuda.F16, f.open, selfCheckLimit)
 		if !errors.Is(err, errHung) || !strings.Contains(err.Error(), "tiled decode") {
 			t.Errorf("err %v", err)
 		}
@@ -156,7 +156,8 @@ func TestSelfCheckHangIsBounded(t *testing.T) {
 // check.
 func TestSelfCheckWithoutFastKernels(t *testing.T) {
 	f := &fakeProbe{}
-	ks, err := checkKernels(attnShape{heads: 8, kvHeads: 4, headDim: 8, blockSize: 16}, cuda.F32, f.open, time.Minute)
+	s8 := attnShape{heads: 8, kvHeads: 4, headDim: 8, blockSize: 16}
+	ks, err := checkKernels(kernelsFor(h100, s8), s8, cuda.F32, f.open, time.Minute)
 	if err != nil || ks.flash || ks.tiled || len(f.runs) != 0 {
 		t.Errorf("kernels %s, err %v, runs %v", ks, err, f.runs)
 	}

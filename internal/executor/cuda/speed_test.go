@@ -81,7 +81,7 @@ func TestSpeedDecodeAttention(t *testing.T) {
 			return d.stream.Zero(q, int64(4*nseq*qd))
 		})
 		for _, v1 := range []bool{false, true} {
-			ks := defaultKernels(s)
+			ks := kernelsFor(d.Info, s)
 			ks.tiled = !v1
 			kernel := map[bool]string{false: "tiled", true: "untiled"}[v1]
 			for _, splits := range []int{1, 2, 4, 8, 16, 32, 64} {
@@ -111,7 +111,7 @@ func TestSpeedPrefillAttention(t *testing.T) {
 		tables[i] = int32(i)
 	}
 	var items []int32
-	per := defaultKernels(s).prefillTokens
+	per := kernelsFor(d.Info, s).prefillTokens()
 	for t0 := 0; t0 < n; t0 += per {
 		items = append(items, 0, int32(t0), int32(min(per, n-t0)), int32(t0))
 	}
@@ -128,7 +128,7 @@ func TestSpeedPrefillAttention(t *testing.T) {
 	})
 	pi, pt := putInts(t, d, items), putInts(t, d, tables)
 	for _, flash := range []bool{true, false} {
-		ks := defaultKernels(s)
+		ks := kernelsFor(d.Info, s)
 		ks.flash = flash
 		ms := d.gpuTime(t, 3, func() error { return d.prefill(ks, cuda.BF16, s, q, qd, pi, pt, maxb, len(items)/4, kc, vc, out) })
 		flops := 4.0 * float64(s.heads*s.headDim) * float64(n) * float64(n) / 2

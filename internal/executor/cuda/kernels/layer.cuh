@@ -108,10 +108,10 @@ extern "C" __global__ void __launch_bounds__(1024) qkv_rope(float* qkv, const fl
 }
 
 // silu_mul: out[t][i] = silu(g)·u for the fused gate/up product's rows
-// [g (F) | u (F)]; grid (ceil(F/256), n), block 256.
+// [g (F) | u (F)]; grid (n, ceil(F/256)), block 256.
 template <typename T>
 DEV void silu_mul(const float* gu, T* out, int F) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
+  int i = blockIdx.y * blockDim.x + threadIdx.x, t = blockIdx.x;
   if (i >= F) return;
   float g = gu[(long)t * 2 * F + i], u = gu[(long)t * 2 * F + F + i];
   store(out, (long)t * F + i, g / (1.0f + expf_(-g)) * u);
