@@ -111,7 +111,7 @@ func TestKernelDecodeAttention(t *testing.T) {
 						for i, v := range a.want {
 							want[i] = roundTo(dt, v)
 						}
-						bound := map[cuda.DType]float64{cuda.F32: 1e-5, cuda.F16: 1e-3, cuda.BF16: 8e-3}[dt]
+						bound := map[cuda.DType]float64{cuda.F32: 1e-5, cuda.F16: 1e-3, cuda.BF16: 1e-2}[dt] // bf16: the cache rounds K/V to bf16 too
 						checkClose(t, "decode attention", got, want, bound)
 					})
 				}
@@ -134,7 +134,7 @@ func (a *attnCase) runDecode(t *testing.T, d *Device, ks kernelSet, dt cuda.DTyp
 	args := decodeArgs{q: d.put(t, cuda.F32, a.q), qs: qd, qrow: putInts(t, d, qrow), ctx: putInts(t, d, ctx),
 		tables: putInts(t, d, flat), maxb: putInts(t, d, []int32{int32(maxb)}), nseq: nseq, splits: splits,
 		po: d.testAlloc(t, 4*part*int64(a.c.HeadDim)), pm: d.testAlloc(t, 4*part), pl: d.testAlloc(t, 4*part),
-		kc: d.put(t, cuda.F16, a.kc), vc: d.put(t, cuda.F16, a.vc), out: out}
+		kc: d.put(t, kvType(dt), a.kc), vc: d.put(t, kvType(dt), a.vc), out: out}
 	d.run(t, func() error { return d.decode(ks, dt, s, args) })
 	return d.get(t, dt, out, a.n*qd)
 }
@@ -163,7 +163,7 @@ func TestKernelPrefillAttention(t *testing.T) {
 					}
 					// The tensor cores take Q and the softmax weights in
 					// fp16: a relative error of ~1e-3.
-					bound := map[cuda.DType]float64{cuda.F32: 1e-5, cuda.F16: 1e-3, cuda.BF16: 8e-3}[dt]
+					bound := map[cuda.DType]float64{cuda.F32: 1e-5, cuda.F16: 1e-3, cuda.BF16: 1e-2}[dt] // bf16: the cache rounds K/V to bf16 too
 					if flash {
 						bound = max(bound, 4e-3)
 					}
@@ -190,7 +190,7 @@ func (a *attnCase) runPrefill(t *testing.T, d *Device, ks kernelSet, dt cuda.DTy
 	flat, maxb := a.flatTables()
 	out := d.testAlloc(t, int64(a.n*qd*dt.Size()))
 	q, pitems, ptables := d.put(t, cuda.F32, a.q), putInts(t, d, items), putInts(t, d, flat)
-	kc, vc := d.put(t, cuda.F16, a.kc), d.put(t, cuda.F16, a.vc)
+	kc, vc := d.put(t, kvType(dt), a.kc), d.put(t, kvType(dt), a.vc)
 	d.run(t, func() error { return d.prefill(ks, dt, s, q, qd, pitems, ptables, maxb, len(items)/4, kc, vc, out) })
 	return d.get(t, dt, out, a.n*qd)
 }

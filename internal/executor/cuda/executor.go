@@ -99,7 +99,8 @@ func (w *devWeights) shapeOf() *devWeightsShape {
 	return &devWeightsShape{dt: w.dt, hidden: c.Hidden, qd: c.Heads * c.HeadDim, kvd: c.KVDim(), ffn: c.FFN, vocab: c.Vocab, heads: c.Heads, headDim: c.HeadDim, kvHeads: c.KVHeads}
 }
 
-// KVBytesPerBlock is one block's K and V over all layers (fp16).
+// KVBytesPerBlock is one block's K and V over all layers (fp16, or bf16
+// for a bf16 model: 2 bytes a value either way).
 func (l *Loaded) KVBytesPerBlock(blockSize int) int64 {
 	return int64(blockSize) * l.w.c.KVBytesPerTokenOf(model.KVF16)
 }
@@ -386,7 +387,7 @@ func (e *Executor) forward(n, nd, m, nitems, splits int, lay layout) error {
 		return nil
 	}
 	// The LM head on the sampled rows only, then sampling.
-	if err := d.rmsnorm(dt, b.x, b.o, in(lay.rows), w.outNorm, b.hs, m, H, c.NormEps, false); err != nil {
+	if err := d.rmsnorm(dt, b.x, b.o, e.downScale(), in(lay.rows), w.outNorm, b.hs, m, H, c.NormEps, false); err != nil {
 		return err
 	}
 	if err := d.gemm("lm_head", dt, cuda.F32, m, H, V, w.output, b.hs, b.logits, false); err != nil {
@@ -405,13 +406,17 @@ func (e *Executor) layer(l *devLayer, li, n, nd, nitems, splits int, lay layout,
 	H, qd, kvd, F := c.Hidden, c.Heads*c.HeadDim, c.KVDim(), c.FFN
 	in := func(off int) cuda.Ptr { return b.in.Add(int64(4 * off)) }
 	kc, vc := e.kvLayer(li)
-	if err := d.rmsnorm(dt, b.x, delta, 0, l.attnNorm, b.hn, n, H, c.NormEps, true); err != nil {
+	var dscale cuda.Ptr
+	if delta != 0 {
+		dscale = e.downScale() // delta is the previous layer's down projection
+	}
+	if err := d.rmsnorm(dt, b.x, delta, dscale, 0, l.attnNorm, b.hn, n, H, c.NormEps, true); err != nil {
 		return err
 	}
 	if err := d.gemm("qkv_proj", dt, cuda.F32, n, H, qd+2*kvd, l.qkv, b.hn, b.qkv, false); err != nil {
 		return err
 	}
-	if err := d.qkvRope(ra, b.qkv, l.bias, l.qNorm, l.kNorm, e.w.rope, in(lay.pos), in(lay.slots), kc, vc, n); err != nil {
+	if err := d.qkvRope(dt, ra, b.qkv, l.bias, l.qNorm, l.kNorm, e.w.rope, in(lay.pos), in(lay.slots), kc, vc, n); err != nil {
 		return err
 	}
 	if nd > 0 {
@@ -429,16 +434,26 @@ func (e *Executor) layer(l *devLayer, li, n, nd, nitems, splits int, lay layout,
 	if err := d.gemm("o_proj", dt, cuda.F32, n, qd, H, l.o, b.att, b.o, false); err != nil {
 		return err
 	}
-	if err := d.rmsnorm(dt, b.x, b.o, 0, l.ffnNorm, b.hn, n, H, c.NormEps, true); err != nil {
+	if err := d.rmsnorm(dt, b.x, b.o, 0, 0, l.ffnNorm, b.hn, n, H, c.NormEps, true); err != nil {
 		return err
 	}
 	if err := d.gemm("gate_up_proj", dt, cuda.F32, n, H, 2*F, l.gateUp, b.hn, b.gu, false); err != nil {
 		return err
 	}
-	if err := d.siluMul(dt, b.gu, b.act, n, F); err != nil {
+	if err := d.siluMul(dt, b.gu, b.act, b.scale, n, F); err != nil {
 		return err
 	}
 	return d.gemm("down_proj", dt, cuda.F32, n, F, H, l.down, b.act, b.o, false)
+}
+
+// downScale is the rows' divisors of the down projection's input (fp16
+// models: siluMul's), which the rmsnorm after it multiplies back; 0 (none)
+// for other types.
+func (e *Executor) downScale() cuda.Ptr {
+	if e.w.dt == cuda.F16 {
+		return e.bufs.scale
+	}
+	return 0
 }
 
 // deliver puts the samples into r: the device's, or the CPU sampler's

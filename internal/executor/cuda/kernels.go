@@ -23,12 +23,12 @@ type kernel struct {
 
 // kernels are the module's functions, looked up once.
 type kernels struct {
-	mod                                              *cuda.Module // nil for a recording device (tests)
-	embed, rmsnorm, siluMul                          map[cuda.DType]*kernel
-	decode64, decode128, combine, prefill            map[cuda.DType]*kernel
-	flash64, flash128                                map[cuda.DType]*kernel
-	tdecode64, tdecode128                            map[cuda.DType]*kernel
-	qkvRope, dequantQ80, sample, convert, fillRandom *kernel
+	mod                                     *cuda.Module // nil for a recording device (tests)
+	embed, rmsnorm, siluMul, qkvRope        map[cuda.DType]*kernel
+	decode64, decode128, combine, prefill   map[cuda.DType]*kernel
+	flash64, flash128                       map[cuda.DType]*kernel
+	tdecode64, tdecode128                   map[cuda.DType]*kernel
+	dequantQ80, sample, convert, fillRandom *kernel
 }
 
 var entryRE = regexp.MustCompile(`(?m)^\.visible \.entry (\w+)\([^)]*\)\s*(?:\.maxntid (\d+), (\d+), (\d+))?`)
@@ -81,11 +81,11 @@ func newKernels(get func(name string) (*cuda.Function, error), bounds map[string
 	typed := func(prefix string) map[cuda.DType]*kernel {
 		return map[cuda.DType]*kernel{cuda.F32: one(prefix + "_f32"), cuda.F16: one(prefix + "_f16"), cuda.BF16: one(prefix + "_bf16")}
 	}
-	k.embed, k.rmsnorm, k.siluMul = typed("embed"), typed("rmsnorm"), typed("silu_mul")
+	k.embed, k.rmsnorm, k.siluMul, k.qkvRope = typed("embed"), typed("rmsnorm"), typed("silu_mul"), typed("qkv_rope")
 	k.decode64, k.decode128, k.combine, k.prefill = typed("decode64"), typed("decode128"), typed("decode_combine"), typed("prefill")
 	k.flash64, k.flash128 = typed("flash64"), typed("flash128")
 	k.tdecode64, k.tdecode128 = typed("tdecode64"), typed("tdecode128")
-	k.qkvRope, k.dequantQ80, k.sample, k.convert, k.fillRandom = one("qkv_rope"), one("dequant_q8_0"), one("sample"), one("convert"), one("fill_random")
+	k.dequantQ80, k.sample, k.convert, k.fillRandom = one("dequant_q8_0"), one("sample"), one("convert"), one("fill_random")
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("load kernels: %v", errs)
 	}

@@ -88,9 +88,9 @@ func TestLaunchesWithinBounds(t *testing.T) {
 	for _, dt := range []cuda.DType{cuda.F32, cuda.F16, cuda.BF16} {
 		for _, H := range []int{64, 896, 8192} {
 			mustLaunch(t, "embed", d.embed(dt, p, p, p, 4096, H))
-			mustLaunch(t, "rmsnorm", d.rmsnorm(dt, p, p, p, p, p, 4096, H, 1e-6, true))
+			mustLaunch(t, "rmsnorm", d.rmsnorm(dt, p, p, p, p, p, p, 4096, H, 1e-6, true))
 		}
-		mustLaunch(t, "silu_mul", d.siluMul(dt, p, p, 4096, 28672))
+		mustLaunch(t, "silu_mul", d.siluMul(dt, p, p, p, 4096, 28672))
 		for _, s := range []attnShape{{heads: 32, kvHeads: 8, headDim: 128, blockSize: 16}, {heads: 14, kvHeads: 2, headDim: 64, blockSize: 16}} {
 			for _, fast := range []bool{false, true} {
 				ks := kernelsFor(h100, s)
@@ -104,8 +104,10 @@ func TestLaunchesWithinBounds(t *testing.T) {
 		s8 := attnShape{heads: 8, kvHeads: 4, headDim: 8, blockSize: 16}
 		mustLaunch(t, "prefill at head dim 8", d.prefill(kernelsFor(h100, s8), dt, s8, p, 0, p, p, 64, 128, p, p, p))
 	}
-	for _, hd := range []int{8, 64, 128, 256, 1024} {
-		mustLaunch(t, "qkv_rope", d.qkvRope(ropeArgs{heads: 8, kvHeads: 8, headDim: hd, ropeDims: hd, blockSize: 16}, p, p, p, p, p, p, p, p, p, 4096))
+	for _, dt := range []cuda.DType{cuda.F32, cuda.F16, cuda.BF16} {
+		for _, hd := range []int{8, 64, 128, 256, 1024} {
+			mustLaunch(t, "qkv_rope", d.qkvRope(dt, ropeArgs{heads: 8, kvHeads: 8, headDim: hd, ropeDims: hd, blockSize: 16}, p, p, p, p, p, p, p, p, p, 4096))
+		}
 	}
 	mustLaunch(t, "sample", d.sample(sampleArgs{vocab: 151936, m: 1024}))
 	mustLaunch(t, "dequant_q8_0", d.dequantQ80(p, p, 1<<30))

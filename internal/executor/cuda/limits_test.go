@@ -86,7 +86,7 @@ func tinyWeights(hd int) *model.Weights {
 func TestLongStepsLaunch(t *testing.T) {
 	d, recs := recordingDevice(t, h100)
 	for _, dt := range []cuda.DType{cuda.F32, cuda.F16, cuda.BF16} {
-		if err := d.siluMul(dt, 1, 1, 70000, 4864); err != nil {
+		if err := d.siluMul(dt, 1, 1, 1, 70000, 4864); err != nil {
 			t.Errorf("silu_mul over 70000 tokens: %v", err)
 		}
 	}
@@ -98,5 +98,28 @@ func TestLongStepsLaunch(t *testing.T) {
 	err := checkLimits(h100, llama8B, Sizes{MaxTokens: 70000, MaxSeqs: 70000})
 	if err == nil || !strings.Contains(err.Error(), "--max-num-seqs") {
 		t.Errorf("70000 sequences a step: %v", err)
+	}
+}
+
+// TestKVCacheType: a BF16 model keeps a bf16 cache (vLLM's auto: the
+// model's type; it was fp16 for every model), the others fp16; naming
+// the other type is refused by name.
+func TestKVCacheType(t *testing.T) {
+	for _, c := range []struct {
+		typ        gguf.TensorType
+		flag, want string
+	}{
+		{gguf.BF16, "", "bf16"}, {gguf.BF16, "auto", "bf16"}, {gguf.BF16, "bfloat16", "bf16"}, {gguf.BF16, "fp16", ""},
+		{gguf.F16, "", "fp16"}, {gguf.F16, "half", "fp16"}, {gguf.F16, "bf16", ""}, {gguf.Q8_0, "", "fp16"}, {gguf.F32, "auto", "fp16"},
+	} {
+		w := tinyWeights(64)
+		w.Layers[0].Q = &tensor.Matrix{Type: c.typ}
+		got, err := KVCacheType(w, c.flag)
+		if got != c.want || (err != nil) != (c.want == "") {
+			t.Errorf("%s model, --kv-cache-dtype %q: %q, %v; want %q", c.typ, c.flag, got, err, c.want)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--kv-cache-dtype "+c.flag) {
+			t.Errorf("the refusal does not name the flag: %v", err)
+		}
 	}
 }

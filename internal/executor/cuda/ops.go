@@ -33,14 +33,14 @@ func (d *Device) embed(dt cuda.DType, table, tokens, x cuda.Ptr, n, H int) error
 	return d.launch(d.k.embed[dt], cuda.Dim{X: n}, cuda.Dim{X: threads(min(H, 256))}, 0)
 }
 
-// rmsnorm: out[i] = rmsnorm(x[rows[i]] (+ delta[rows[i]])) · w for m
-// rows (rows 0: i); writeback stores the sum into x.
-func (d *Device) rmsnorm(dt cuda.DType, x, delta, rows, w, out cuda.Ptr, m, H int, eps float32, writeback bool) error {
+// rmsnorm: out[i] = rmsnorm(x[r] (+ delta[r]·dscale[r])) · w for m rows r
+// = rows[i] (rows 0: i; dscale 0: 1); writeback stores the sum into x.
+func (d *Device) rmsnorm(dt cuda.DType, x, delta, dscale, rows, w, out cuda.Ptr, m, H int, eps float32, writeback bool) error {
 	wb := 0
 	if writeback {
 		wb = 1
 	}
-	d.args.Reset().Ptr(x).Ptr(delta).Ptr(rows).Ptr(w).Ptr(out).Int(H).Float(eps).Int(wb)
+	d.args.Reset().Ptr(x).Ptr(delta).Ptr(dscale).Ptr(rows).Ptr(w).Ptr(out).Int(H).Float(eps).Int(wb)
 	return d.launch(d.k.rmsnorm[dt], cuda.Dim{X: m}, cuda.Dim{X: threads(min(H, 1024))}, 0)
 }
 
@@ -51,23 +51,40 @@ type ropeArgs struct {
 	eps                                          float32
 }
 
-// qkvRope finishes n tokens' fused QKV rows: biases, q/k norms, RoPE, K/V
-// into the cache at their slots.
-func (d *Device) qkvRope(a ropeArgs, qkv, bias, qnorm, knorm, rope, pos, slots, kc, vc cuda.Ptr, n int) error {
+// qkvRope finishes n tokens' fused QKV rows of a model of activation type
+// dt: biases, q/k norms, RoPE, K/V into the cache (of kvType(dt)) at their
+// slots.
+func (d *Device) qkvRope(dt cuda.DType, a ropeArgs, qkv, bias, qnorm, knorm, rope, pos, slots, kc, vc cuda.Ptr, n int) error {
 	neox := 0
 	if a.neox {
 		neox = 1
 	}
 	d.args.Reset().Ptr(qkv).Ptr(bias).Ptr(qnorm).Ptr(knorm).Ptr(rope).Ptr(pos).Ptr(slots).Ptr(kc).Ptr(vc).
 		Int(a.heads).Int(a.kvHeads).Int(a.headDim).Int(a.ropeDims).Int(neox).Int(a.blockSize).Float(a.eps)
-	return d.launch(d.k.qkvRope, cuda.Dim{X: n, Y: a.heads + 2*a.kvHeads}, cuda.Dim{X: threads(a.headDim)}, 0)
+	return d.launch(d.k.qkvRope[dt], cuda.Dim{X: n, Y: a.heads + 2*a.kvHeads}, cuda.Dim{X: threads(a.headDim)}, 0)
 }
 
 // siluMul: out = silu(g)·u over n rows of the fused gate/up product
 // (tokens on the grid's x: a step may hold more than the 65535 of y).
-func (d *Device) siluMul(dt cuda.DType, gu, out cuda.Ptr, n, F int) error {
+// Into fp16, each row is divided by the power of two that keeps it within
+// fp16's range, written to scale (n floats) for the next rmsnorm.
+func (d *Device) siluMul(dt cuda.DType, gu, out, scale cuda.Ptr, n, F int) error {
+	if dt == cuda.F16 {
+		d.args.Reset().Ptr(gu).Ptr(out).Ptr(scale).Int(F)
+		return d.launch(d.k.siluMul[dt], cuda.Dim{X: n}, cuda.Dim{X: 1024}, 0)
+	}
 	d.args.Reset().Ptr(gu).Ptr(out).Int(F)
 	return d.launch(d.k.siluMul[dt], cuda.Dim{X: n, Y: (F + 255) / 256}, cuda.Dim{X: 256}, 0)
+}
+
+// kvType is the KV cache's element type beside activations of type dt:
+// bf16 for a bf16 model (vLLM's "auto": the model's type, whose range is
+// float's), fp16 otherwise (kernels/common.cuh's KVOf).
+func kvType(dt cuda.DType) cuda.DType {
+	if dt == cuda.BF16 {
+		return cuda.BF16
+	}
+	return cuda.F16
 }
 
 // attnShape is attention's shapes.

@@ -90,7 +90,7 @@ func (d *Device) newAttnProbe(s attnShape, dt cuda.DType, per int) (p *attnProbe
 		return nil, err
 	}
 	for i, kv := range []cuda.Ptr{p.kc, p.vc} {
-		if err := d.fillRandom(kv, cuda.F16, kvElems, uint64(11+i), 1); err != nil {
+		if err := d.fillRandom(kv, kvType(dt), kvElems, uint64(11+i), 1); err != nil {
 			return nil, err
 		}
 	}

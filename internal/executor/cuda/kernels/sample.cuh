@@ -12,17 +12,6 @@
 
 #define SAMPLE_THREADS 1024
 
-DEV float block_max(float v, float* scratch) {
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int m = 16; m > 0; m >>= 1) v = __builtin_fmaxf(v, shfl_xor(v, m));
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  v = lane < (int)(blockDim.x >> 5) ? scratch[lane] : neg_inf();
-  for (int m = 16; m > 0; m >>= 1) v = __builtin_fmaxf(v, shfl_xor(v, m));
-  return v;
-}
-
 // ordered maps a float to an unsigned key with the same order.
 DEV u32 ordered(float x) {
   u32 b = __builtin_bit_cast(u32, x);
