@@ -84,13 +84,13 @@ func cudaBackend(cfg *Config) (b *backend, err error) {
 			if loaded, err = dev.Upload(w, sizes); err != nil {
 				return 0, fmt.Errorf("load %s on the GPU: %w", cfg.Model, err)
 			}
-			n, m, err := loaded.KVBlocks(cfg.GPUMemoryUtilization, kvBytes, blockSize)
+			n, m, err := loaded.KVBlocks(cfg.GPUMemoryUtilization, kvBytes, blockSize, cfg.EnforceEager)
 			mem = m
 			return n, err
 		},
 		start: func(numBlocks, blockSize int) (engine.Executor, error) {
 			var err error
-			if exec, err = loaded.Start(cudaexec.Config{Sizes: sizes, NumBlocks: numBlocks, Eager: cfg.EnforceEager}); err != nil {
+			if exec, err = loaded.Start(cudaexec.Config{Sizes: sizes, NumBlocks: numBlocks, Eager: cfg.EnforceEager, Logger: cfg.Logger}); err != nil {
 				return nil, err
 			}
 			b.describe += "; " + exec.Kernels()
@@ -98,8 +98,8 @@ func cudaBackend(cfg *Config) (b *backend, err error) {
 			return exec, nil
 		},
 		memoryLine: func() string {
-			return fmt.Sprintf("GPU memory: weights %.2f GiB, step buffers %.2f GiB, KV cache %.2f GiB, other %.2f GiB, of %.1f GiB (--gpu-memory-utilization %g)",
-				gib(mem.Weights), gib(mem.Activations), gib(mem.KV), gib(mem.Other), gib(mem.Total), cfg.GPUMemoryUtilization)
+			return fmt.Sprintf("GPU memory: weights %.2f GiB, step buffers %.2f GiB, KV cache %.2f GiB, CUDA graphs (kept) %.2f GiB, other %.2f GiB, of %.1f GiB (--gpu-memory-utilization %g)",
+				gib(mem.Weights), gib(mem.Activations), gib(mem.KV), gib(mem.Graphs), gib(mem.Other), gib(mem.Total), cfg.GPUMemoryUtilization)
 		},
 		close: func() {
 			if closeCounters != nil {

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -22,6 +23,9 @@ type Config struct {
 	// replay CUDA graphs captured per batch size (vLLM's
 	// --enforce-eager).
 	Eager bool
+	// Logger says what the executor changes on its own (a graph capture
+	// that failed); nil discards it.
+	Logger *slog.Logger
 }
 
 // Executor runs batches on the GPU. Execute is called from the engine
@@ -38,7 +42,7 @@ type Executor struct {
 	kvBytes int64
 	graphs  bool
 	buckets []int
-	graph   map[int]*cuda.Graph
+	gc      *graphCache
 	start   *cuda.Event
 	end     *cuda.Event
 	p       stepPlan
@@ -105,16 +109,18 @@ func (l *Loaded) KVBytesPerBlock(blockSize int) int64 {
 	return int64(blockSize) * l.w.c.KVBytesPerTokenOf(model.KVF16)
 }
 
-// Memory is how the device's memory is split.
+// Memory is how the device's memory is split: Graphs is set aside for the
+// decode graphs (not allocated until they are captured).
 type Memory struct {
-	Total, Weights, Activations, KV, Other int64
+	Total, Weights, Activations, KV, Graphs, Other int64
 }
 
 // KVBlocks sizes the cache as vLLM does: kvBytes when given, else the
 // share util of the device's memory less everything already in use
 // (the weights, the step buffers, the context and cuBLASLt's workspace,
-// and other processes'), in blocks of blockSize tokens.
-func (l *Loaded) KVBlocks(util float64, kvBytes int64, blockSize int) (int, Memory, error) {
+// and other processes') and what the decode graphs will take (none when
+// eager), in blocks of blockSize tokens.
+func (l *Loaded) KVBlocks(util float64, kvBytes int64, blockSize int, eager bool) (int, Memory, error) {
 	var free, total int64
 	err := l.dev.Do(func() (err error) { free, total, err = l.dev.ctx.MemInfo(); return err })
 	if err != nil {
@@ -122,19 +128,35 @@ func (l *Loaded) KVBlocks(util float64, kvBytes int64, blockSize int) (int, Memo
 	}
 	m := Memory{Total: total, Weights: l.w.Bytes, Activations: l.bufs.Bytes}
 	m.Other = total - free - m.Weights - m.Activations
-	per := l.KVBytesPerBlock(blockSize)
+	if !eager {
+		m.Graphs = graphBytes(l.w.c.Layers, len(l.buckets()))
+	}
+	n, err := kvBlocks(util, kvBytes, total, free, l.KVBytesPerBlock(blockSize), &m)
+	return n, m, err
+}
+
+// kvBlocks is KVBlocks' arithmetic over the device's total and free
+// memory, blocks of per bytes, and m's graphs: the cache, the graphs and
+// everything in use stay within util of the device.
+func kvBlocks(util float64, kvBytes, total, free, per int64, m *Memory) (int, error) {
 	if kvBytes == 0 {
-		kvBytes = int64(util*float64(total)) - (total - free) - per // one block is the graphs' padding sink
+		kvBytes = int64(util*float64(total)) - (total - free) - per - m.Graphs // one block is the graphs' padding sink
 		if kvBytes < per {
-			return 0, m, fmt.Errorf("--gpu-memory-utilization %.2f of %.1f GiB leaves no room for the KV cache: %.1f GiB is in use (weights %.1f GiB, step buffers %.1f GiB, the rest other)",
-				util, gib(total), gib(total-free), gib(m.Weights), gib(m.Activations))
+			return 0, fmt.Errorf("--gpu-memory-utilization %.2f of %.1f GiB leaves no room for the KV cache: %.1f GiB is in use (weights %.1f GiB, step buffers %.1f GiB, the rest other) and %.2f GiB is kept for the CUDA graphs (--enforce-eager needs none)",
+				util, gib(total), gib(total-free), gib(m.Weights), gib(m.Activations), gib(m.Graphs))
 		}
-	} else if kvBytes+per > free {
-		return 0, m, fmt.Errorf("--kv-cache-memory-bytes %d: only %.1f GiB of the GPU's memory is free", kvBytes, gib(free))
+	} else if kvBytes+per+m.Graphs > free {
+		return 0, fmt.Errorf("--kv-cache-memory-bytes %d: only %.1f GiB of the GPU's memory is free, %.2f GiB of it kept for the CUDA graphs (--enforce-eager needs none)",
+			kvBytes, gib(free), gib(m.Graphs))
 	}
 	n := int(kvBytes / per)
 	m.KV = int64(n) * per
-	return n, m, nil
+	return n, nil
+}
+
+// buckets are the batch sizes decode graphs are captured for.
+func (l *Loaded) buckets() []int {
+	return graphBuckets(min(l.sizes.MaxSeqs, l.sizes.MaxTokens, maxGraphBatch))
 }
 
 func gib(n int64) float64 { return float64(n) / (1 << 30) }
@@ -149,10 +171,10 @@ func (l *Loaded) Start(cfg Config) (*Executor, error) {
 	if cfg.Sizes != l.sizes {
 		return nil, fmt.Errorf("new cuda executor: sizes %+v, but the buffers were made for %+v", cfg.Sizes, l.sizes)
 	}
-	e := &Executor{dev: l.dev, cfg: cfg, sizes: l.sizes, w: l.w, bufs: l.bufs, graphs: !cfg.Eager, graph: map[int]*cuda.Graph{},
+	e := &Executor{dev: l.dev, cfg: cfg, sizes: l.sizes, w: l.w, bufs: l.bufs, graphs: !cfg.Eager, gc: newGraphCache(cfg.Logger),
 		shape:  shapeOf(c, cfg.BlockSize),
 		params: l.params, weightB: l.weightB}
-	e.buckets = graphBuckets(min(l.sizes.MaxSeqs, l.sizes.MaxTokens, maxGraphBatch))
+	e.buckets = l.buckets()
 	e.kvBytes = int64(cfg.NumBlocks+1) * l.KVBytesPerBlock(cfg.BlockSize)
 	ks, err := l.dev.selfCheck(e.shape, l.w.dt)
 	if err != nil {
@@ -202,10 +224,7 @@ func graphBuckets(most int) []int {
 // Close releases the graphs, the cache, the buffers and the weights.
 func (e *Executor) Close() {
 	_ = e.dev.Do(func() error {
-		for _, g := range e.graph {
-			g.Destroy()
-		}
-		e.graph = nil
+		e.gc.close()
 		if e.start != nil {
 			e.start.Destroy()
 			e.end.Destroy()
@@ -272,11 +291,7 @@ func (e *Executor) run() (float32, error) {
 		defer func() { e.dev.tl = nil }()
 	}
 	if p.bucket > 0 {
-		g, err := e.graphOf(p.bucket)
-		if err != nil {
-			return 0, err
-		}
-		if err := g.Launch(s); err != nil {
+		if err := e.gc.step(p.bucket, execGraphs{e}); err != nil {
 			return 0, err
 		}
 	} else if err := e.forward(p.n, p.nd, p.m, p.nitems, p.splits, p.lay); err != nil {
@@ -323,35 +338,6 @@ func (e *Executor) timeStep() {
 	}
 	e.tl.start()
 	e.dev.tl = e.tl
-}
-
-// graphOf is the decode graph for a batch size, captured on first use.
-func (e *Executor) graphOf(size int) (*cuda.Graph, error) {
-	if g := e.graph[size]; g != nil {
-		return g, nil
-	}
-	lay := newLayout(size, size, size, e.p.maxb, 0, 0)
-	// The graph reads the tables at whatever width the step packs them
-	// (the kernel reads it from device memory); only where they start
-	// depends on the size, and that is fixed by it.
-	splits := e.decodeSplits(size, true)
-	s := e.dev.stream
-	if err := s.BeginCapture(); err != nil {
-		return nil, err
-	}
-	ferr := e.forward(size, size, size, 0, splits, lay)
-	g, err := s.EndCapture()
-	if ferr != nil {
-		if g != nil {
-			g.Destroy()
-		}
-		return nil, fmt.Errorf("capture the decode graph for %d sequences: %w", size, ferr)
-	}
-	if err != nil {
-		return nil, err
-	}
-	e.graph[size] = g
-	return g, nil
 }
 
 // forward queues the forward pass, sampling included, for n tokens (the

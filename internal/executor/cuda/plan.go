@@ -123,7 +123,8 @@ func (e *Executor) plan(b *engine.Batch) error {
 	p.bucket = 0
 	// A graph replays as one unit: while the kernels are timed, decode
 	// steps run eagerly.
-	if e.graphs && !e.timing && p.nd == p.n && p.n <= e.buckets[len(e.buckets)-1] {
+	// A bucket whose capture failed runs eagerly, unpadded.
+	if e.graphs && !e.timing && p.nd == p.n && p.n <= e.buckets[len(e.buckets)-1] && !e.gc.eagerFor(bucketFor(e.buckets, p.n)) {
 		p.bucket = bucketFor(e.buckets, p.n)
 		size, m = p.bucket, p.bucket
 	}
