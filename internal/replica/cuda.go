@@ -27,11 +27,6 @@ func cudaBackend(cfg *Config) (b *backend, err error) {
 	case cfg.Speculative.Enabled():
 		return nil, errors.New("--speculative-config: speculative decoding is not on the GPU executor yet (the CPU and the simulator run it)")
 	}
-	switch cfg.KVCacheDtype {
-	case "", "auto", "fp16", "f16", "float16", "half":
-	default:
-		return nil, fmt.Errorf("--kv-cache-dtype %s: the GPU executor keeps K/V in fp16", cfg.KVCacheDtype)
-	}
 	dev, err := cudaexec.OpenDevice(cfg.CUDA)
 	if err != nil {
 		return nil, err
@@ -54,6 +49,14 @@ func cudaBackend(cfg *Config) (b *backend, err error) {
 	if err := cudaexec.CheckWeights(w); err != nil {
 		return nil, fmt.Errorf("%s on the GPU: %w", cfg.Model, err)
 	}
+	kvType, err := cudaexec.KVCacheType(w, cfg.KVCacheDtype) // the model's: bf16 for BF16 weights, fp16 otherwise
+	if err != nil {
+		return nil, err
+	}
+	cacheDtype := kvType
+	if cfg.KVCacheDtype == "" || cfg.KVCacheDtype == "auto" {
+		cacheDtype = "auto"
+	}
 	if cfg.GPUMemoryUtilization == 0 {
 		cfg.GPUMemoryUtilization = cudaGPUMemoryUtilization
 	}
@@ -68,26 +71,26 @@ func cudaBackend(cfg *Config) (b *backend, err error) {
 		mem           cudaexec.Memory
 		sizes         cudaexec.Sizes
 	)
-	describe := fmt.Sprintf("%s: %s (%s, %d layers, %s weights on the GPU as %s, fp16 KV cache)", dev.Describe(), l.Name, w.Arch, w.Config.Layers,
-		w.Layers[0].Q.Type, gpuType(w))
+	describe := fmt.Sprintf("%s: %s (%s, %d layers, %s weights on the GPU as %s, %s KV cache)", dev.Describe(), l.Name, w.Arch, w.Config.Layers,
+		w.Layers[0].Q.Type, gpuType(w), kvType)
 	b = &backend{
 		model: l.Vocab, chat: l.Chat, toolParser: templateParser(l.Chat.Template()), eos: l.EOG, name: cfg.Model, describe: describe,
-		maxModelLen: l.ContextLen, defaultSeqs: seqs, defaultBatched: batched, cacheDtype: cacheDtypeLabel(cfg.KVCacheDtype, model.KVF16),
+		maxModelLen: l.ContextLen, defaultSeqs: seqs, defaultBatched: batched, cacheDtype: cacheDtype,
 		executorInfo: map[string]string{"executor": "cuda", "hardware": dev.Info.Name, "model": w.Arch, "tensor_parallel_size": "1",
-			"kernels": "cuda ptx (clang), cublaslt " + dev.BLASLt().VersionString(), "kv_cache_dtype": "fp16"},
+			"kernels": "cuda ptx (clang), cublaslt " + dev.BLASLt().VersionString(), "kv_cache_dtype": kvType},
 		blocks: func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs, maxNumBatchedTokens int) (int, error) {
 			sizes = cudaexec.Sizes{MaxTokens: maxNumBatchedTokens, MaxSeqs: maxNumSeqs, MaxModelLen: maxModelLen, BlockSize: blockSize}
 			var err error
 			if loaded, err = dev.Upload(w, sizes); err != nil {
 				return 0, fmt.Errorf("load %s on the GPU: %w", cfg.Model, err)
 			}
-			n, m, err := loaded.KVBlocks(cfg.GPUMemoryUtilization, kvBytes, blockSize)
+			n, m, err := loaded.KVBlocks(cfg.GPUMemoryUtilization, kvBytes, blockSize, cfg.EnforceEager)
 			mem = m
 			return n, err
 		},
 		start: func(numBlocks, blockSize int) (engine.Executor, error) {
 			var err error
-			if exec, err = loaded.Start(cudaexec.Config{Sizes: sizes, NumBlocks: numBlocks, Eager: cfg.EnforceEager}); err != nil {
+			if exec, err = loaded.Start(cudaexec.Config{Sizes: sizes, NumBlocks: numBlocks, Eager: cfg.EnforceEager, Logger: cfg.Logger}); err != nil {
 				return nil, err
 			}
 			b.describe += "; " + exec.Kernels()
@@ -95,8 +98,8 @@ func cudaBackend(cfg *Config) (b *backend, err error) {
 			return exec, nil
 		},
 		memoryLine: func() string {
-			return fmt.Sprintf("GPU memory: weights %.2f GiB, step buffers %.2f GiB, KV cache %.2f GiB, other %.2f GiB, of %.1f GiB (--gpu-memory-utilization %g)",
-				gib(mem.Weights), gib(mem.Activations), gib(mem.KV), gib(mem.Other), gib(mem.Total), cfg.GPUMemoryUtilization)
+			return fmt.Sprintf("GPU memory: weights %.2f GiB, step buffers %.2f GiB, KV cache %.2f GiB, CUDA graphs (kept) %.2f GiB, other %.2f GiB, of %.1f GiB (--gpu-memory-utilization %g)",
+				gib(mem.Weights), gib(mem.Activations), gib(mem.KV), gib(mem.Graphs), gib(mem.Other), gib(mem.Total), cfg.GPUMemoryUtilization)
 		},
 		close: func() {
 			if closeCounters != nil {

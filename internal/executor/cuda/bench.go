@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/cuda"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 )
@@ -50,10 +51,14 @@ func Bench(l *Loaded, cfg BenchConfig, eager bool) ([]BenchResult, error) {
 		return nil, err
 	}
 	defer e.Close()
-	// Made-up K/V for the context (fp16 ones): attention costs the same
+	// Made-up K/V for the context (ones): attention costs the same
 	// whatever the values.
+	ones := uint32(0x3c003c00) // fp16
+	if kvType(l.w.dt) == cuda.BF16 {
+		ones = 0x3f803f80
+	}
 	if err := e.dev.Do(func() error {
-		if err := e.dev.stream.Fill32(e.kv, 0x3c003c00, e.kvBytes/4); err != nil {
+		if err := e.dev.stream.Fill32(e.kv, ones, e.kvBytes/4); err != nil {
 			return err
 		}
 		return e.dev.stream.Synchronize()

@@ -31,6 +31,7 @@ type stepBufs struct {
 	maxb                        int // block-table width: blocks of the longest sequence
 	x, hn, qkv, att, o, gu, act cuda.Ptr
 	hs, logits                  cuda.Ptr
+	scale                       cuda.Ptr // fp16 models: each row's SiLU·up divisor (ops.go's siluMul)
 	po, pm, pl                  cuda.Ptr
 	in                          cuda.Ptr // the step's int32 inputs (and float32 parameters)
 	host                        []int32  // their pinned staging
@@ -76,7 +77,7 @@ func (d *Device) newStepBufs(w *devWeightsShape, s Sizes) (b *stepBufs, err erro
 	}{
 		{&b.x, n * int64(w.hidden) * 4}, {&b.hn, n * int64(w.hidden) * dt}, {&b.qkv, n * int64(w.qd+2*w.kvd) * 4},
 		{&b.att, n * int64(w.qd) * dt}, {&b.o, n * int64(w.hidden) * 4}, {&b.gu, n * int64(2*w.ffn) * 4},
-		{&b.act, n * int64(w.ffn) * dt}, {&b.hs, q * int64(w.hidden) * dt}, {&b.logits, q * int64(w.vocab) * 4},
+		{&b.act, n * int64(w.ffn) * dt}, {&b.scale, n * 4}, {&b.hs, q * int64(w.hidden) * dt}, {&b.logits, q * int64(w.vocab) * 4},
 		{&b.po, parts * int64(w.headDim) * 4}, {&b.pm, parts * 4}, {&b.pl, parts * 4}, {&b.outTok, 4 * q}, {&b.outLP, 4 * q},
 	} {
 		if *a.dst, err = d.ctx.Alloc(a.n); err != nil {

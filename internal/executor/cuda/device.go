@@ -38,13 +38,13 @@ type Device struct {
 	wsBytes       int64
 	gemms         map[gemmKey]*cuda.GEMM
 	args          cuda.Args
-	noFlash       bool   // the CUDA-core prefill kernel instead of the tensor-core one
-	decodeV1      bool   // the untiled decode kernel instead of the tiled one
-	fastNote      string // why checkFastAttention turned a fast kernel off
 	driverVersion string // NVML's, "580.159.04"; empty without NVML
 	// tl, while a profile records, times every launch and GEMM (set by
 	// the executor around its forward pass; nil otherwise).
 	tl *timeline
+	// record, when set, takes every launch instead of the GPU: a device
+	// without one, for the tests of what ops.go launches.
+	record func(k *kernel, grid, block cuda.Dim, shared int) error
 }
 
 // workspaceBytes is cuBLASLt's scratch: 32 MiB, NVIDIA's advice for

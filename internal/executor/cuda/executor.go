@@ -2,9 +2,9 @@ package cuda
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/cuda"
@@ -23,6 +23,9 @@ type Config struct {
 	// replay CUDA graphs captured per batch size (vLLM's
 	// --enforce-eager).
 	Eager bool
+	// Logger says what the executor changes on its own (a graph capture
+	// that failed); nil discards it.
+	Logger *slog.Logger
 }
 
 // Executor runs batches on the GPU. Execute is called from the engine
@@ -33,12 +36,13 @@ type Executor struct {
 	sizes   Sizes
 	w       *devWeights
 	shape   attnShape
+	ks      kernelSet // the attention kernels, chosen at Start
 	bufs    *stepBufs
 	kv      cuda.Ptr // every layer's K then V: (NumBlocks+1) blocks each (the last a sink for graph padding)
 	kvBytes int64
 	graphs  bool
 	buckets []int
-	graph   map[int]*cuda.Graph
+	gc      *graphCache
 	start   *cuda.Event
 	end     *cuda.Event
 	p       stepPlan
@@ -60,6 +64,9 @@ type Executor struct {
 func (d *Device) Upload(w *model.Weights, s Sizes) (*Loaded, error) {
 	if err := CheckWeights(w); err != nil {
 		return nil, err
+	}
+	if err := checkLimits(d.Info, shapeOf(&w.Config, s.BlockSize), s); err != nil {
+		return nil, fmt.Errorf("load on %s: %w", d.Info.Name, err)
 	}
 	l := &Loaded{dev: d, sizes: s}
 	err := d.Do(func() error {
@@ -96,21 +103,24 @@ func (w *devWeights) shapeOf() *devWeightsShape {
 	return &devWeightsShape{dt: w.dt, hidden: c.Hidden, qd: c.Heads * c.HeadDim, kvd: c.KVDim(), ffn: c.FFN, vocab: c.Vocab, heads: c.Heads, headDim: c.HeadDim, kvHeads: c.KVHeads}
 }
 
-// KVBytesPerBlock is one block's K and V over all layers (fp16).
+// KVBytesPerBlock is one block's K and V over all layers (fp16, or bf16
+// for a bf16 model: 2 bytes a value either way).
 func (l *Loaded) KVBytesPerBlock(blockSize int) int64 {
 	return int64(blockSize) * l.w.c.KVBytesPerTokenOf(model.KVF16)
 }
 
-// Memory is how the device's memory is split.
+// Memory is how the device's memory is split: Graphs is set aside for the
+// decode graphs (not allocated until they are captured).
 type Memory struct {
-	Total, Weights, Activations, KV, Other int64
+	Total, Weights, Activations, KV, Graphs, Other int64
 }
 
 // KVBlocks sizes the cache as vLLM does: kvBytes when given, else the
 // share util of the device's memory less everything already in use
 // (the weights, the step buffers, the context and cuBLASLt's workspace,
-// and other processes'), in blocks of blockSize tokens.
-func (l *Loaded) KVBlocks(util float64, kvBytes int64, blockSize int) (int, Memory, error) {
+// and other processes') and what the decode graphs will take (none when
+// eager), in blocks of blockSize tokens.
+func (l *Loaded) KVBlocks(util float64, kvBytes int64, blockSize int, eager bool) (int, Memory, error) {
 	var free, total int64
 	err := l.dev.Do(func() (err error) { free, total, err = l.dev.ctx.MemInfo(); return err })
 	if err != nil {
@@ -118,19 +128,35 @@ func (l *Loaded) KVBlocks(util float64, kvBytes int64, blockSize int) (int, Memo
 	}
 	m := Memory{Total: total, Weights: l.w.Bytes, Activations: l.bufs.Bytes}
 	m.Other = total - free - m.Weights - m.Activations
-	per := l.KVBytesPerBlock(blockSize)
+	if !eager {
+		m.Graphs = graphBytes(l.w.c.Layers, len(l.buckets()))
+	}
+	n, err := kvBlocks(util, kvBytes, total, free, l.KVBytesPerBlock(blockSize), &m)
+	return n, m, err
+}
+
+// kvBlocks is KVBlocks' arithmetic over the device's total and free
+// memory, blocks of per bytes, and m's graphs: the cache, the graphs and
+// everything in use stay within util of the device.
+func kvBlocks(util float64, kvBytes, total, free, per int64, m *Memory) (int, error) {
 	if kvBytes == 0 {
-		kvBytes = int64(util*float64(total)) - (total - free) - per // one block is the graphs' padding sink
+		kvBytes = int64(util*float64(total)) - (total - free) - per - m.Graphs // one block is the graphs' padding sink
 		if kvBytes < per {
-			return 0, m, fmt.Errorf("--gpu-memory-utilization %.2f of %.1f GiB leaves no room for the KV cache: %.1f GiB is in use (weights %.1f GiB, step buffers %.1f GiB, the rest other)",
-				util, gib(total), gib(total-free), gib(m.Weights), gib(m.Activations))
+			return 0, fmt.Errorf("--gpu-memory-utilization %.2f of %.1f GiB leaves no room for the KV cache: %.1f GiB is in use (weights %.1f GiB, step buffers %.1f GiB, the rest other) and %.2f GiB is kept for the CUDA graphs (--enforce-eager needs none)",
+				util, gib(total), gib(total-free), gib(m.Weights), gib(m.Activations), gib(m.Graphs))
 		}
-	} else if kvBytes+per > free {
-		return 0, m, fmt.Errorf("--kv-cache-memory-bytes %d: only %.1f GiB of the GPU's memory is free", kvBytes, gib(free))
+	} else if kvBytes+per+m.Graphs > free {
+		return 0, fmt.Errorf("--kv-cache-memory-bytes %d: only %.1f GiB of the GPU's memory is free, %.2f GiB of it kept for the CUDA graphs (--enforce-eager needs none)",
+			kvBytes, gib(free), gib(m.Graphs))
 	}
 	n := int(kvBytes / per)
 	m.KV = int64(n) * per
-	return n, m, nil
+	return n, nil
+}
+
+// buckets are the batch sizes decode graphs are captured for.
+func (l *Loaded) buckets() []int {
+	return graphBuckets(min(l.sizes.MaxSeqs, l.sizes.MaxTokens, maxGraphBatch))
 }
 
 func gib(n int64) float64 { return float64(n) / (1 << 30) }
@@ -145,15 +171,17 @@ func (l *Loaded) Start(cfg Config) (*Executor, error) {
 	if cfg.Sizes != l.sizes {
 		return nil, fmt.Errorf("new cuda executor: sizes %+v, but the buffers were made for %+v", cfg.Sizes, l.sizes)
 	}
-	e := &Executor{dev: l.dev, cfg: cfg, sizes: l.sizes, w: l.w, bufs: l.bufs, graphs: !cfg.Eager, graph: map[int]*cuda.Graph{},
-		shape:  attnShape{heads: c.Heads, kvHeads: c.KVHeads, headDim: c.HeadDim, blockSize: cfg.BlockSize},
+	e := &Executor{dev: l.dev, cfg: cfg, sizes: l.sizes, w: l.w, bufs: l.bufs, graphs: !cfg.Eager, gc: newGraphCache(cfg.Logger),
+		shape:  shapeOf(c, cfg.BlockSize),
 		params: l.params, weightB: l.weightB}
-	e.buckets = graphBuckets(min(l.sizes.MaxSeqs, l.sizes.MaxTokens, maxGraphBatch))
+	e.buckets = l.buckets()
 	e.kvBytes = int64(cfg.NumBlocks+1) * l.KVBytesPerBlock(cfg.BlockSize)
-	err := l.dev.Do(func() (err error) {
-		if err := l.dev.checkFastAttention(e.shape); err != nil {
-			return fmt.Errorf("check the attention kernels: %w", err)
-		}
+	ks, err := l.dev.selfCheck(e.shape, l.w.dt)
+	if err != nil {
+		return nil, fmt.Errorf("new cuda executor: %w", err)
+	}
+	e.ks = ks
+	err = l.dev.Do(func() (err error) {
 		if e.kv, err = l.dev.ctx.Alloc(e.kvBytes); err != nil {
 			return err
 		}
@@ -176,13 +204,7 @@ const maxGraphBatch = 512
 
 // Kernels names the attention kernels the executor runs, and why a fast
 // one is off when it is.
-func (e *Executor) Kernels() string {
-	k := e.dev.Kernels()
-	if e.dev.fastNote != "" {
-		k += " (" + strings.TrimSuffix(e.dev.fastNote, "; ") + ")"
-	}
-	return k
-}
+func (e *Executor) Kernels() string { return e.ks.String() }
 
 // graphBuckets are the batch sizes decode graphs are captured for, as
 // vLLM's: 1, 2, 4, then every 8 up to the most sequences a step runs.
@@ -202,10 +224,7 @@ func graphBuckets(most int) []int {
 // Close releases the graphs, the cache, the buffers and the weights.
 func (e *Executor) Close() {
 	_ = e.dev.Do(func() error {
-		for _, g := range e.graph {
-			g.Destroy()
-		}
-		e.graph = nil
+		e.gc.close()
 		if e.start != nil {
 			e.start.Destroy()
 			e.end.Destroy()
@@ -272,11 +291,7 @@ func (e *Executor) run() (float32, error) {
 		defer func() { e.dev.tl = nil }()
 	}
 	if p.bucket > 0 {
-		g, err := e.graphOf(p.bucket)
-		if err != nil {
-			return 0, err
-		}
-		if err := g.Launch(s); err != nil {
+		if err := e.gc.step(p.bucket, execGraphs{e}); err != nil {
 			return 0, err
 		}
 	} else if err := e.forward(p.n, p.nd, p.m, p.nitems, p.splits, p.lay); err != nil {
@@ -325,35 +340,6 @@ func (e *Executor) timeStep() {
 	e.dev.tl = e.tl
 }
 
-// graphOf is the decode graph for a batch size, captured on first use.
-func (e *Executor) graphOf(size int) (*cuda.Graph, error) {
-	if g := e.graph[size]; g != nil {
-		return g, nil
-	}
-	lay := newLayout(size, size, size, e.p.maxb, 0, 0)
-	// The graph reads the tables at whatever width the step packs them
-	// (the kernel reads it from device memory); only where they start
-	// depends on the size, and that is fixed by it.
-	splits := e.decodeSplits(size, true)
-	s := e.dev.stream
-	if err := s.BeginCapture(); err != nil {
-		return nil, err
-	}
-	ferr := e.forward(size, size, size, 0, splits, lay)
-	g, err := s.EndCapture()
-	if ferr != nil {
-		if g != nil {
-			g.Destroy()
-		}
-		return nil, fmt.Errorf("capture the decode graph for %d sequences: %w", size, ferr)
-	}
-	if err != nil {
-		return nil, err
-	}
-	e.graph[size] = g
-	return g, nil
-}
-
 // forward queues the forward pass, sampling included, for n tokens (the
 // first nd decode sequences' single tokens), m sampled rows and nitems
 // prefill items, with inputs laid out as lay.
@@ -387,7 +373,7 @@ func (e *Executor) forward(n, nd, m, nitems, splits int, lay layout) error {
 		return nil
 	}
 	// The LM head on the sampled rows only, then sampling.
-	if err := d.rmsnorm(dt, b.x, b.o, in(lay.rows), w.outNorm, b.hs, m, H, c.NormEps, false); err != nil {
+	if err := d.rmsnorm(dt, b.x, b.o, e.downScale(), in(lay.rows), w.outNorm, b.hs, m, H, c.NormEps, false); err != nil {
 		return err
 	}
 	if err := d.gemm("lm_head", dt, cuda.F32, m, H, V, w.output, b.hs, b.logits, false); err != nil {
@@ -406,40 +392,54 @@ func (e *Executor) layer(l *devLayer, li, n, nd, nitems, splits int, lay layout,
 	H, qd, kvd, F := c.Hidden, c.Heads*c.HeadDim, c.KVDim(), c.FFN
 	in := func(off int) cuda.Ptr { return b.in.Add(int64(4 * off)) }
 	kc, vc := e.kvLayer(li)
-	if err := d.rmsnorm(dt, b.x, delta, 0, l.attnNorm, b.hn, n, H, c.NormEps, true); err != nil {
+	var dscale cuda.Ptr
+	if delta != 0 {
+		dscale = e.downScale() // delta is the previous layer's down projection
+	}
+	if err := d.rmsnorm(dt, b.x, delta, dscale, 0, l.attnNorm, b.hn, n, H, c.NormEps, true); err != nil {
 		return err
 	}
 	if err := d.gemm("qkv_proj", dt, cuda.F32, n, H, qd+2*kvd, l.qkv, b.hn, b.qkv, false); err != nil {
 		return err
 	}
-	if err := d.qkvRope(ra, b.qkv, l.bias, l.qNorm, l.kNorm, e.w.rope, in(lay.pos), in(lay.slots), kc, vc, n); err != nil {
+	if err := d.qkvRope(dt, ra, b.qkv, l.bias, l.qNorm, l.kNorm, e.w.rope, in(lay.pos), in(lay.slots), kc, vc, n); err != nil {
 		return err
 	}
 	if nd > 0 {
 		a := decodeArgs{q: b.qkv, qs: qd + 2*kvd, qrow: in(lay.qrow), ctx: in(lay.ctx), tables: in(lay.dtables), maxb: in(lay.maxb),
 			nseq: nd, splits: splits, po: b.po, pm: b.pm, pl: b.pl, kc: kc, vc: vc, out: b.att}
-		if err := d.decode(dt, e.shape, a); err != nil {
+		if err := d.decode(e.ks, dt, e.shape, a); err != nil {
 			return err
 		}
 	}
 	if nitems > 0 {
-		if err := d.prefill(dt, e.shape, b.qkv, qd+2*kvd, in(lay.items), in(lay.ptables), e.p.maxb, nitems, kc, vc, b.att); err != nil {
+		if err := d.prefill(e.ks, dt, e.shape, b.qkv, qd+2*kvd, in(lay.items), in(lay.ptables), e.p.maxb, nitems, kc, vc, b.att); err != nil {
 			return err
 		}
 	}
 	if err := d.gemm("o_proj", dt, cuda.F32, n, qd, H, l.o, b.att, b.o, false); err != nil {
 		return err
 	}
-	if err := d.rmsnorm(dt, b.x, b.o, 0, l.ffnNorm, b.hn, n, H, c.NormEps, true); err != nil {
+	if err := d.rmsnorm(dt, b.x, b.o, 0, 0, l.ffnNorm, b.hn, n, H, c.NormEps, true); err != nil {
 		return err
 	}
 	if err := d.gemm("gate_up_proj", dt, cuda.F32, n, H, 2*F, l.gateUp, b.hn, b.gu, false); err != nil {
 		return err
 	}
-	if err := d.siluMul(dt, b.gu, b.act, n, F); err != nil {
+	if err := d.siluMul(dt, b.gu, b.act, b.scale, n, F); err != nil {
 		return err
 	}
 	return d.gemm("down_proj", dt, cuda.F32, n, F, H, l.down, b.act, b.o, false)
+}
+
+// downScale is the rows' divisors of the down projection's input (fp16
+// models: siluMul's), which the rmsnorm after it multiplies back; 0 (none)
+// for other types.
+func (e *Executor) downScale() cuda.Ptr {
+	if e.w.dt == cuda.F16 {
+		return e.bufs.scale
+	}
+	return 0
 }
 
 // deliver puts the samples into r: the device's, or the CPU sampler's

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -51,10 +52,10 @@ func TestKernelRMSNormResidual(t *testing.T) {
 			out := d.testAlloc(t, int64(n*H*dt.Size()))
 			outRows, prows := d.testAlloc(t, int64(len(rows)*H*dt.Size())), putInts(t, d, rows)
 			d.run(t, func() error {
-				if err := d.rmsnorm(dt, px, pd, 0, pw, out, n, H, 1e-6, true); err != nil {
+				if err := d.rmsnorm(dt, px, pd, 0, 0, pw, out, n, H, 1e-6, true); err != nil {
 					return err
 				}
-				return d.rmsnorm(dt, px, pd, prows, pw, outRows, len(rows), H, 1e-6, false)
+				return d.rmsnorm(dt, px, pd, 0, prows, pw, outRows, len(rows), H, 1e-6, false)
 			})
 			sum := make([]float32, n*H)
 			want := make([]float32, n*H)
@@ -95,8 +96,8 @@ func TestKernelSiLUMul(t *testing.T) {
 	const n, F = 3, 4864
 	gu := randoms(r, n*2*F, 2)
 	for _, dt := range dtypes {
-		out, pgu := d.testAlloc(t, int64(n*F*dt.Size())), d.put(t, cuda.F32, gu)
-		d.run(t, func() error { return d.siluMul(dt, pgu, out, n, F) })
+		out, pgu, scale := d.testAlloc(t, int64(n*F*dt.Size())), d.put(t, cuda.F32, gu), d.testAlloc(t, 4*n)
+		d.run(t, func() error { return d.siluMul(dt, pgu, out, scale, n, F) })
 		var want []float32
 		for i := range n {
 			g := append([]float32(nil), gu[i*2*F:i*2*F+F]...)
@@ -135,4 +136,24 @@ func TestKernelDequantQ8_0(t *testing.T) {
 		return d.dequantQ80(src, out, n)
 	})
 	checkClose(t, "Q8_0 → fp16", d.get(t, cuda.F16, out, n), want, 0)
+}
+
+// TestKernelSiLUMulF16Outliers is TestSiLUMulF16KeepsOutliersOnHost on
+// the GPU: a row with SiLU·up past fp16's range comes out divided by a
+// power of two, finite, with the divisor for the next rmsnorm.
+func TestKernelSiLUMulF16Outliers(t *testing.T) {
+	d := openTestDevice(t)
+	r := rand.New(rand.NewPCG(15, 16))
+	const n, F = 2, 4864
+	gu := randoms(r, n*2*F, 2)
+	gu[2*F+5], gu[2*F+F+5] = 300, 400 // row 1: 120,000
+	out, pgu, scale := d.testAlloc(t, int64(2*n*F)), d.put(t, cuda.F32, gu), d.testAlloc(t, 4*n)
+	d.run(t, func() error { return d.siluMul(cuda.F16, pgu, out, scale, n, F) })
+	act, s := d.get(t, cuda.F16, out, n*F), d.get(t, cuda.F32, scale, n)
+	if s[0] != 1 || s[1] != 2 {
+		t.Errorf("divisors %v, want [1 2]", s)
+	}
+	if got := act[F+5] * s[1]; math.IsInf(float64(act[F+5]), 0) || math.Abs(float64(got)-120000) > 120000.0/1024 {
+		t.Errorf("SiLU·up of 300 and 400: %v × %v", act[F+5], s[1])
+	}
 }

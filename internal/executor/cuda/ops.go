@@ -10,10 +10,19 @@ import (
 // The kernels' launches, one method each; they queue work on the
 // device's stream and must run on its thread (inside Do).
 
-func (d *Device) launch(f *cuda.Function, grid, block cuda.Dim, shared int) error {
-	d.tl.begin(f.Name)
+// launch queues k over grid blocks of block threads, after checking the
+// launch against k's bounds and the GPU's limits (a recording device
+// records it instead: the tests' GPU-less launches).
+func (d *Device) launch(k *kernel, grid, block cuda.Dim, shared int) error {
+	if err := k.fits(grid, block, shared, d.Info.SharedOptin); err != nil {
+		return err
+	}
+	if d.record != nil {
+		return d.record(k, grid, block, shared)
+	}
+	d.tl.begin(k.Name)
 	defer d.tl.end()
-	return f.Launch(d.stream, grid, block, shared, &d.args)
+	return k.Launch(d.stream, grid, block, shared, &d.args)
 }
 
 func threads(n int) int { return min(1024, max(32, (n+31)&^31)) }
@@ -24,14 +33,14 @@ func (d *Device) embed(dt cuda.DType, table, tokens, x cuda.Ptr, n, H int) error
 	return d.launch(d.k.embed[dt], cuda.Dim{X: n}, cuda.Dim{X: threads(min(H, 256))}, 0)
 }
 
-// rmsnorm: out[i] = rmsnorm(x[rows[i]] (+ delta[rows[i]])) · w for m
-// rows (rows 0: i); writeback stores the sum into x.
-func (d *Device) rmsnorm(dt cuda.DType, x, delta, rows, w, out cuda.Ptr, m, H int, eps float32, writeback bool) error {
+// rmsnorm: out[i] = rmsnorm(x[r] (+ delta[r]·dscale[r])) · w for m rows r
+// = rows[i] (rows 0: i; dscale 0: 1); writeback stores the sum into x.
+func (d *Device) rmsnorm(dt cuda.DType, x, delta, dscale, rows, w, out cuda.Ptr, m, H int, eps float32, writeback bool) error {
 	wb := 0
 	if writeback {
 		wb = 1
 	}
-	d.args.Reset().Ptr(x).Ptr(delta).Ptr(rows).Ptr(w).Ptr(out).Int(H).Float(eps).Int(wb)
+	d.args.Reset().Ptr(x).Ptr(delta).Ptr(dscale).Ptr(rows).Ptr(w).Ptr(out).Int(H).Float(eps).Int(wb)
 	return d.launch(d.k.rmsnorm[dt], cuda.Dim{X: m}, cuda.Dim{X: threads(min(H, 1024))}, 0)
 }
 
@@ -42,22 +51,40 @@ type ropeArgs struct {
 	eps                                          float32
 }
 
-// qkvRope finishes n tokens' fused QKV rows: biases, q/k norms, RoPE, K/V
-// into the cache at their slots.
-func (d *Device) qkvRope(a ropeArgs, qkv, bias, qnorm, knorm, rope, pos, slots, kc, vc cuda.Ptr, n int) error {
+// qkvRope finishes n tokens' fused QKV rows of a model of activation type
+// dt: biases, q/k norms, RoPE, K/V into the cache (of kvType(dt)) at their
+// slots.
+func (d *Device) qkvRope(dt cuda.DType, a ropeArgs, qkv, bias, qnorm, knorm, rope, pos, slots, kc, vc cuda.Ptr, n int) error {
 	neox := 0
 	if a.neox {
 		neox = 1
 	}
 	d.args.Reset().Ptr(qkv).Ptr(bias).Ptr(qnorm).Ptr(knorm).Ptr(rope).Ptr(pos).Ptr(slots).Ptr(kc).Ptr(vc).
 		Int(a.heads).Int(a.kvHeads).Int(a.headDim).Int(a.ropeDims).Int(neox).Int(a.blockSize).Float(a.eps)
-	return d.launch(d.k.qkvRope, cuda.Dim{X: n, Y: a.heads + 2*a.kvHeads}, cuda.Dim{X: threads(a.headDim)}, 0)
+	return d.launch(d.k.qkvRope[dt], cuda.Dim{X: n, Y: a.heads + 2*a.kvHeads}, cuda.Dim{X: threads(a.headDim)}, 0)
 }
 
-// siluMul: out = silu(g)·u over n rows of the fused gate/up product.
-func (d *Device) siluMul(dt cuda.DType, gu, out cuda.Ptr, n, F int) error {
+// siluMul: out = silu(g)·u over n rows of the fused gate/up product
+// (tokens on the grid's x: a step may hold more than the 65535 of y).
+// Into fp16, each row is divided by the power of two that keeps it within
+// fp16's range, written to scale (n floats) for the next rmsnorm.
+func (d *Device) siluMul(dt cuda.DType, gu, out, scale cuda.Ptr, n, F int) error {
+	if dt == cuda.F16 {
+		d.args.Reset().Ptr(gu).Ptr(out).Ptr(scale).Int(F)
+		return d.launch(d.k.siluMul[dt], cuda.Dim{X: n}, cuda.Dim{X: 1024}, 0)
+	}
 	d.args.Reset().Ptr(gu).Ptr(out).Int(F)
-	return d.launch(d.k.siluMul[dt], cuda.Dim{X: (F + 255) / 256, Y: n}, cuda.Dim{X: 256}, 0)
+	return d.launch(d.k.siluMul[dt], cuda.Dim{X: n, Y: (F + 255) / 256}, cuda.Dim{X: 256}, 0)
+}
+
+// kvType is the KV cache's element type beside activations of type dt:
+// bf16 for a bf16 model (vLLM's "auto": the model's type, whose range is
+// float's), fp16 otherwise (kernels/common.cuh's KVOf).
+func kvType(dt cuda.DType) cuda.DType {
+	if dt == cuda.BF16 {
+		return cuda.BF16
+	}
+	return cuda.F16
 }
 
 // attnShape is attention's shapes.
@@ -88,15 +115,16 @@ type decodeArgs struct {
 	kc, vc, out       cuda.Ptr
 }
 
-func (d *Device) decode(dt cuda.DType, s attnShape, a decodeArgs) error {
+// decode runs decode attention with ks's kernel.
+func (d *Device) decode(ks kernelSet, dt cuda.DType, s attnShape, a decodeArgs) error {
 	if !s.fastDecode() {
 		return fmt.Errorf("decode attention: head dim %d with %d query heads per KV head has no kernel", s.headDim, s.group())
 	}
 	f := d.k.tdecode128[dt]
 	switch {
-	case d.decodeV1 && s.headDim == 64:
+	case !ks.tiled && s.headDim == 64:
 		f = d.k.decode64[dt]
-	case d.decodeV1:
+	case !ks.tiled:
 		f = d.k.decode128[dt]
 	case s.headDim == 64:
 		f = d.k.tdecode64[dt]
@@ -139,9 +167,10 @@ func prefillShared(headDim, rows int) int {
 }
 
 // prefill runs nitems items (4 ints each: sequence, first row, tokens,
-// first position) of causal attention over the paged cache.
-func (d *Device) prefill(dt cuda.DType, s attnShape, q cuda.Ptr, qs int, items, tables cuda.Ptr, maxb, nitems int, kc, vc, out cuda.Ptr) error {
-	if s.flash() && !d.noFlash {
+// at most ks.prefillTokens(), first position) of causal attention over the
+// paged cache with ks's kernel.
+func (d *Device) prefill(ks kernelSet, dt cuda.DType, s attnShape, q cuda.Ptr, qs int, items, tables cuda.Ptr, maxb, nitems int, kc, vc, out cuda.Ptr) error {
+	if ks.flash && s.flash() {
 		f := d.k.flash128[dt]
 		if s.headDim == 64 {
 			f = d.k.flash64[dt]
@@ -151,11 +180,8 @@ func (d *Device) prefill(dt cuda.DType, s attnShape, q cuda.Ptr, qs int, items, 
 			Int(s.group()).Int(s.kvHeads).Int(s.blockSize).Float(scale)
 		return d.launch(f, cuda.Dim{X: nitems, Y: s.kvHeads}, cuda.Dim{X: 128}, flashShared(s.headDim))
 	}
-	rows := s.prefillTokens() * s.group()
+	rows := ks.plainTokens * s.group()
 	shared := prefillShared(s.headDim, rows)
-	if shared > min(prefillMaxShared, d.Info.SharedOptin) {
-		return fmt.Errorf("prefill attention: head dim %d needs %d bytes of shared memory", s.headDim, shared)
-	}
 	scale := float32(1 / math.Sqrt(float64(s.headDim)))
 	d.args.Reset().Ptr(q).Int(qs).Ptr(items).Ptr(tables).Int(maxb).Ptr(kc).Ptr(vc).Ptr(out).
 		Int(s.group()).Int(s.kvHeads).Int(s.blockSize).Int(s.headDim).Float(scale)

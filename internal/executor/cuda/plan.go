@@ -101,7 +101,7 @@ func (e *Executor) plan(b *engine.Batch) error {
 	if p.n > e.sizes.MaxTokens || len(b.Seqs) > e.sizes.MaxSeqs {
 		return fmt.Errorf("execute: %d tokens of %d sequences, past the step's %d and %d", p.n, len(b.Seqs), e.sizes.MaxTokens, e.sizes.MaxSeqs)
 	}
-	per := e.shape.prefillTokens()
+	per := e.ks.prefillTokens()
 	for i := range b.Seqs {
 		s := &b.Seqs[i]
 		if fast && len(s.Tokens) == 1 {
@@ -123,7 +123,8 @@ func (e *Executor) plan(b *engine.Batch) error {
 	p.bucket = 0
 	// A graph replays as one unit: while the kernels are timed, decode
 	// steps run eagerly.
-	if e.graphs && !e.timing && p.nd == p.n && p.n <= e.buckets[len(e.buckets)-1] {
+	// A bucket whose capture failed runs eagerly, unpadded.
+	if e.graphs && !e.timing && p.nd == p.n && p.n <= e.buckets[len(e.buckets)-1] && !e.gc.eagerFor(bucketFor(e.buckets, p.n)) {
 		p.bucket = bucketFor(e.buckets, p.n)
 		size, m = p.bucket, p.bucket
 	}
@@ -170,7 +171,7 @@ func (e *Executor) pack(b *engine.Batch, size, nd, m int) error {
 	clear(h[:l.words])
 	h[l.maxb] = int32(p.maxb)
 	t, item, pseq := 0, 0, 0
-	per := e.shape.prefillTokens()
+	per := e.ks.prefillTokens()
 	for k, i := range p.order {
 		s := &b.Seqs[i]
 		table := s.BlockTable

@@ -18,6 +18,7 @@ func planExecutor(graphs bool) *Executor {
 	c := model.Config{Heads: 32, KVHeads: 8, HeadDim: 128, Vocab: 1000, Layers: 2, Hidden: 4096}
 	e := &Executor{cfg: Config{Sizes: s, NumBlocks: 40}, sizes: s, w: &devWeights{c: c}, graphs: graphs,
 		shape: attnShape{heads: 32, kvHeads: 8, headDim: 128, blockSize: 16}, dev: &Device{Info: &cuda.Device{SMs: 132}}}
+	e.ks = kernelsFor(h100, e.shape)
 	e.buckets = graphBuckets(16)
 	words := inputWords(s, 32)
 	e.bufs = &stepBufs{host: make([]int32, words), maskWords: (c.Vocab + 63) / 64}

@@ -12,6 +12,9 @@ import (
 // type dt in device memory (filled there: a Llama-3.1-8B is 16 GB that
 // need not cross PCIe) and the step buffers for s: for benchmarks.
 func (d *Device) UploadRandom(c model.Config, dt cuda.DType, s Sizes) (*Loaded, error) {
+	if err := checkLimits(d.Info, shapeOf(&c, s.BlockSize), s); err != nil {
+		return nil, fmt.Errorf("random %s model on %s: %w", c.Arch, d.Info.Name, err)
+	}
 	l := &Loaded{dev: d, sizes: s}
 	err := d.Do(func() error {
 		w, err := d.randomWeights(c, dt, s.MaxModelLen)

@@ -7,12 +7,11 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/cuda"
 	"github.com/glassbox-llm/glassbox/internal/model"
-	"github.com/glassbox-llm/glassbox/internal/tensor"
 )
 
 // TestKernelQKVRope checks the QKV epilogue (biases, qwen3's q/k norms,
-// RoPE in both pairings, the write into the paged fp16 cache) against the
-// CPU's forward pass.
+// RoPE in both pairings, the write into the paged cache: fp16, bf16 for a
+// bf16 model) against the CPU's forward pass.
 func TestKernelQKVRope(t *testing.T) {
 	d := openTestDevice(t)
 	for _, c := range []model.Config{
@@ -21,11 +20,14 @@ func TestKernelQKVRope(t *testing.T) {
 		{Arch: "qwen3", Heads: 16, KVHeads: 8, HeadDim: 128, RopeDims: 128, RopeBase: 1e6, RopeMode: model.RopeNeoX, NormEps: 1e-6, QKNorm: true},
 		{Arch: "stories", Heads: 8, KVHeads: 4, HeadDim: 8, RopeDims: 8, RopeBase: 10000, RopeMode: model.RopeNormal, NormEps: 1e-5},
 	} {
-		t.Run(c.Arch, func(t *testing.T) { checkQKVRope(t, d, c) })
+		for _, dt := range dtypes {
+			t.Run(c.Arch+"/"+dt.String(), func(t *testing.T) { checkQKVRope(t, d, c, dt) })
+		}
 	}
 }
 
-func checkQKVRope(t *testing.T, d *Device, c model.Config) {
+func checkQKVRope(t *testing.T, d *Device, c model.Config, dt cuda.DType) {
+	kv := kvType(dt)
 	c.Layers, c.Hidden = 1, c.Heads*c.HeadDim
 	r := rand.New(rand.NewPCG(uint64(c.Heads), 9))
 	qd, kvd := c.Heads*c.HeadDim, c.KVDim()
@@ -73,8 +75,8 @@ func checkQKVRope(t *testing.T, d *Device, c model.Config) {
 		for h := range c.KVHeads {
 			at := ((s/B*c.KVHeads+h)*B + s%B) * c.HeadDim
 			for j := range c.HeadDim {
-				wantK[at+j] = tensor.RoundF16(k[h*c.HeadDim+j])
-				wantV[at+j] = tensor.RoundF16(v[h*c.HeadDim+j])
+				wantK[at+j] = roundTo(kv, k[h*c.HeadDim+j])
+				wantV[at+j] = roundTo(kv, v[h*c.HeadDim+j])
 			}
 		}
 	}
@@ -97,7 +99,7 @@ func checkQKVRope(t *testing.T, d *Device, c model.Config) {
 		}
 		a := ropeArgs{heads: c.Heads, kvHeads: c.KVHeads, headDim: c.HeadDim, ropeDims: c.RopeDims, blockSize: B,
 			neox: c.RopeMode == model.RopeNeoX, eps: c.NormEps}
-		return d.qkvRope(a, pq, pb, pqn, pkn, rope, ppos, pslots, kc, vc, n)
+		return d.qkvRope(dt, a, pq, pb, pqn, pkn, rope, ppos, pslots, kc, vc, n)
 	})
 	got := d.get(t, cuda.F32, pq, n*stride)
 	gotQ := make([]float32, 0, n*qd)
@@ -107,6 +109,6 @@ func checkQKVRope(t *testing.T, d *Device, c model.Config) {
 	// The same float32 operations but for the norm's sum of squares
 	// (added in another order): a few ulps.
 	checkClose(t, fmt.Sprintf("%s q", c.Arch), gotQ, wantQ, 2e-6)
-	checkClose(t, fmt.Sprintf("%s k in the cache", c.Arch), d.get(t, cuda.F16, kc, blocks*B*kvd), wantK, 1e-3)
-	checkClose(t, fmt.Sprintf("%s v in the cache", c.Arch), d.get(t, cuda.F16, vc, blocks*B*kvd), wantV, 0)
+	checkClose(t, fmt.Sprintf("%s k in the %s cache", c.Arch, kv), d.get(t, kv, kc, blocks*B*kvd), wantK, 2*roundingOf(kv))
+	checkClose(t, fmt.Sprintf("%s v in the %s cache", c.Arch, kv), d.get(t, kv, vc, blocks*B*kvd), wantV, 0)
 }

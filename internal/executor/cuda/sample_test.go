@@ -182,3 +182,31 @@ func TestKernelSampleDistribution(t *testing.T) {
 		}
 	}
 }
+
+// TestKernelSampleEdgeRows is TestSampleKernelEdgeRowsOnHost on the GPU:
+// rows with every token masked and every logit NaN sample token 0 (the
+// CPU's Argmax), greedy or not, with the rows around them unharmed; a
+// read past the row would be a sticky fault that fails the copy back.
+func TestKernelSampleEdgeRows(t *testing.T) {
+	d := openTestDevice(t)
+	const V = 151936
+	r := rand.New(rand.NewPCG(21, 22))
+	row := randoms(r, V, 3)
+	nans := filled(V, nan32)
+	logits := slices.Concat(row, row, nans, row, nans, row)
+	ps := []rowParams{{topp: 1}, {topp: 1, masked: true}, {topp: 1}, {temp: 0.8, topk: 40, topp: 0.9, minp: 0.1, masked: true},
+		{temp: 1, topp: 1}, {temp: 1, topp: 1}}
+	toks, lps := runSample(t, d, logits, V, ps, []float32{0, 0, 0, 0.7, 0.4, 0.3}, make([]uint64, (V+63)/64))
+	for i, want := range []int{sampling.Argmax(row), 0, 0, 0, 0} {
+		if int(toks[i]) != want {
+			t.Errorf("row %d: token %d, want %d", i, toks[i], want)
+		}
+	}
+	if toks[5] < 0 || toks[5] >= V {
+		t.Errorf("the row after them drew %d", toks[5])
+	}
+	if !math.IsInf(float64(lps[1]), -1) || !math.IsNaN(float64(lps[2])) {
+		t.Errorf("logprobs %v: want -inf for the masked row, NaN for the NaN one", lps[:3])
+	}
+	t.Logf("tokens %v, logprobs %v", toks, lps)
+}

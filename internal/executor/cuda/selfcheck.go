@@ -3,158 +3,186 @@ package cuda
 import (
 	"fmt"
 	"math"
+	"strings"
+	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/cuda"
 )
 
 // The tensor-core prefill and the tiled decode kernels are the fast
 // paths; the CUDA-core kernels are the plain ones. At start the executor
-// runs both on random data of its model's shape and keeps a fast kernel
-// only where it agrees with the plain one (run 1 on an H200 checked the
-// plain kernels' speed, not yet the fast ones': docs/gpu.md).
+// runs both on random data of its model's shape and types and keeps a
+// fast kernel only where it runs and agrees with the plain one (run 1 on
+// an H200 checked the plain kernels' speed, not yet the fast ones':
+// docs/gpu.md). The choice is a kernelSet the executor owns and never
+// changes: the Device holds none.
 
-// Kernels names the attention kernels a device runs.
-func (d *Device) Kernels() string {
-	p, dec := "tensor-core prefill", "tiled decode"
-	if d.noFlash {
-		p = "CUDA-core prefill"
-	}
-	if d.decodeV1 {
-		dec = "untiled decode"
-	}
-	return p + ", " + dec + " attention"
+// kernelSet is which attention kernels an executor runs.
+type kernelSet struct {
+	flash bool // the tensor-core prefill kernel (else the CUDA-core one)
+	tiled bool // the tiled decode kernel (else the untiled one)
+	// flashTokens and plainTokens are how many tokens a prefill item
+	// takes with each prefill kernel (its query rows, tokens × the query
+	// heads of a KV head, are one block's): plainTokens is what fits the
+	// GPU's shared memory (limits.go), 0 when nothing does.
+	flashTokens, plainTokens int
+	note                     string // why a fast kernel is off, or unchecked
 }
 
-// checkFastAttention compares the fast attention kernels with the plain
-// ones for shape s (inside Do) and turns off those that differ.
-func (d *Device) checkFastAttention(s attnShape) (err error) {
-	if !s.fastDecode() && !s.flash() {
-		return nil
+// prefillTokens is how many tokens a prefill item takes.
+func (k kernelSet) prefillTokens() int {
+	if k.flash {
+		return k.flashTokens
 	}
-	const ctx = 200
-	B := s.blockSize
-	blocks := (ctx + B - 1) / B
-	kvElems := int64(blocks * B * s.kvHeads * s.headDim)
-	qd := s.heads * s.headDim
-	const n = 70 // a chunk after a cached prefix of ctx-n tokens
-	var bufs []cuda.Ptr
-	alloc := func(bytes int64) cuda.Ptr {
-		if err != nil {
-			return 0
-		}
-		var p cuda.Ptr
-		if p, err = d.ctx.Alloc(bytes); err == nil {
-			bufs = append(bufs, p)
-		}
-		return p
+	return k.plainTokens
+}
+
+// String names the attention kernels, and why a fast one is off.
+func (k kernelSet) String() string {
+	p, dec := "tensor-core prefill", "tiled decode"
+	if !k.flash {
+		p = "CUDA-core prefill"
 	}
-	defer func() {
-		_ = d.stream.Synchronize()
-		for _, p := range bufs {
-			d.ctx.Free(p)
-		}
-	}()
-	kc, vc, q := alloc(2*kvElems), alloc(2*kvElems), alloc(int64(4*n*qd))
-	outA, outB := alloc(int64(4*n*qd)), alloc(int64(4*n*qd))
-	parts := int64(3 * s.heads * 4)
-	po, pm, pl := alloc(4*parts*int64(s.headDim)), alloc(4*parts), alloc(4*parts)
-	per := s.prefillTokens()
-	var ints []int32
-	for t0 := 0; t0 < n; t0 += per {
-		ints = append(ints, 0, int32(t0), int32(min(per, n-t0)), int32(ctx-n+t0))
+	if !k.tiled {
+		dec = "untiled decode"
 	}
-	nitems := len(ints) / 4
-	tableAt := len(ints)
-	for i := range blocks {
-		ints = append(ints, int32(i))
+	s := p + ", " + dec + " attention"
+	if k.note != "" {
+		s += " (" + strings.TrimSuffix(k.note, "; ") + ")"
 	}
-	decodeAt := len(ints) // qrow[3], ctx[3], tables[3][blocks], maxb
-	ints = append(ints, 0, 1, 2, ctx, 65, 1)
-	for range 3 {
-		for i := range blocks {
-			ints = append(ints, int32(i))
-		}
+	return s
+}
+
+// selfCheckLimit bounds each of the check's waits on the GPU (its kernels
+// take milliseconds): a fast kernel that hangs ends start-up with an
+// error instead of hanging it.
+const selfCheckLimit = 20 * time.Second
+
+// check is one comparison of a fast kernel with its plain counterpart.
+type check struct {
+	name   string
+	decode bool // decode attention (else prefill)
+	splits int  // decode's context splits
+	bound  float64
+	on     func(*kernelSet) *bool // the set's switch for this kernel
+}
+
+// attnChecks are the checks a set takes: each fast kernel in it that has
+// a plain counterpart to compare with.
+func attnChecks(k kernelSet) []check {
+	var cs []check
+	if k.flash && k.plainTokens > 0 {
+		cs = append(cs, check{name: "tensor-core prefill", bound: 4e-3, on: func(k *kernelSet) *bool { return &k.flash }})
 	}
-	ints = append(ints, int32(blocks))
-	in := alloc(int64(4 * len(ints)))
-	if err != nil {
-		return err
-	}
-	if err := cuda.CopyIn(d.ctx, in, ints); err != nil {
-		return err
-	}
-	at := func(i int) cuda.Ptr { return in.Add(int64(4 * i)) }
-	for i, p := range []cuda.Ptr{kc, vc} {
-		if err := d.fillRandom(p, cuda.F16, kvElems, uint64(11+i), 1); err != nil {
-			return err
-		}
-	}
-	if err := d.fillRandom(q, cuda.F32, int64(n*qd), 13, 1); err != nil {
-		return err
-	}
-	compare := func(what string, bound float64, run func(out cuda.Ptr) error, rows int) (bool, error) {
-		for _, out := range []cuda.Ptr{outA, outB} {
-			if err := d.stream.Zero(out, int64(4*rows*qd)); err != nil {
-				return false, err
-			}
-		}
-		if err := run(outA); err != nil {
-			return false, err
-		}
-		saveFlash, saveV1 := d.noFlash, d.decodeV1
-		d.noFlash, d.decodeV1 = true, true
-		err := run(outB)
-		d.noFlash, d.decodeV1 = saveFlash, saveV1
-		if err != nil {
-			// The plain kernel cannot run here (a GPU with less shared
-			// memory than it asks for): nothing to compare with.
-			d.fastNote += fmt.Sprintf("%s not checked: %v; ", what, err)
-			return true, nil
-		}
-		if err := d.stream.Synchronize(); err != nil {
-			return false, err
-		}
-		a, b := make([]float32, rows*qd), make([]float32, rows*qd)
-		if err := cuda.CopyOut(d.ctx, a, outA); err != nil {
-			return false, err
-		}
-		if err := cuda.CopyOut(d.ctx, b, outB); err != nil {
-			return false, err
-		}
-		var worst, scale float64
-		for i := range a {
-			scale = max(scale, math.Abs(float64(b[i])))
-			worst = max(worst, math.Abs(float64(a[i])-float64(b[i])))
-		}
-		if scale == 0 || !(worst <= bound*scale) { // NaN fails too
-			d.fastNote += fmt.Sprintf("%s differs from the plain kernel (%.3g of %.3g): not used; ", what, worst, scale)
-			return false, nil
-		}
-		return true, nil
-	}
-	if s.flash() && !d.noFlash {
-		ok, err := compare("tensor-core prefill", 4e-3, func(out cuda.Ptr) error {
-			return d.prefill(cuda.F32, s, q, qd, at(0), at(tableAt), blocks, nitems, kc, vc, out)
-		}, n)
-		if err != nil {
-			return err
-		}
-		d.noFlash = !ok
-	}
-	if s.fastDecode() && !d.decodeV1 {
+	if k.tiled {
 		for _, splits := range []int{1, 4} {
-			ok, err := compare(fmt.Sprintf("tiled decode (%d splits)", splits), 1e-4, func(out cuda.Ptr) error {
-				return d.decode(cuda.F32, s, decodeArgs{q: q, qs: qd, qrow: at(decodeAt), ctx: at(decodeAt + 3), tables: at(decodeAt + 6),
-					maxb: at(decodeAt + 6 + 3*blocks), nseq: 3, splits: splits, po: po, pm: pm, pl: pl, kc: kc, vc: vc, out: out})
-			}, 3)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				d.decodeV1 = true
-				break
-			}
+			cs = append(cs, check{name: fmt.Sprintf("tiled decode (%d splits)", splits), decode: true, splits: splits, bound: 1e-4,
+				on: func(k *kernelSet) *bool { return &k.tiled }})
 		}
 	}
-	return nil
+	return cs
+}
+
+// kernelProbe runs one check's kernel from a set on the check's random
+// inputs, waits for it and returns its output: the device's, or a fake.
+type kernelProbe interface {
+	run(c check, ks kernelSet) ([]float32, error)
+}
+
+// chooseKernels runs the checks from base, each wait bounded by limit:
+// a fast kernel that fails to launch, or differs from the plain one
+// beyond the check's bound (roundOut: the output type's rounding), is
+// turned off; a plain kernel that cannot run leaves the fast one
+// unchecked. A sticky fault or a hang ends the check with an error that
+// says the context is dead.
+func chooseKernels(p kernelProbe, checks []check, base kernelSet, roundOut float64, limit time.Duration) (kernelSet, error) {
+	ks := base
+	for _, c := range checks {
+		if !*c.on(&ks) {
+			continue // already off (the other splits' check)
+		}
+		plainSet := ks
+		*c.on(&plainSet) = false
+		var fast, plain []float32
+		err := within(limit, c.name, func() (err error) { fast, err = p.run(c, ks); return err })
+		if err != nil {
+			if dead(err) {
+				return ks, fmt.Errorf("check the %s kernel: %w (the GPU's context is dead: every later call on it fails; restart the process)", c.name, err)
+			}
+			*c.on(&ks) = false
+			ks.note += fmt.Sprintf("%s failed to run (%v): not used; ", c.name, err)
+			continue
+		}
+		err = within(limit, c.name+"'s plain counterpart", func() (err error) { plain, err = p.run(c, plainSet); return err })
+		if err != nil {
+			if dead(err) {
+				return ks, fmt.Errorf("check the %s kernel's plain counterpart: %w (the GPU's context is dead: every later call on it fails; restart the process)", c.name, err)
+			}
+			ks.note += fmt.Sprintf("%s not checked: the plain kernel failed (%v); ", c.name, err)
+			continue
+		}
+		if worst, scale, ok := agree(fast, plain, max(c.bound, roundOut)); !ok {
+			*c.on(&ks) = false
+			ks.note += fmt.Sprintf("%s differs from the plain kernel (%.3g of %.3g): not used; ", c.name, worst, scale)
+		}
+	}
+	return ks, nil
+}
+
+// agree compares a with b relative to b's largest value (NaN fails).
+func agree(a, b []float32, bound float64) (worst, scale float64, ok bool) {
+	if len(a) != len(b) {
+		return math.Inf(1), 0, false
+	}
+	for i := range a {
+		scale = max(scale, math.Abs(float64(b[i])))
+		worst = max(worst, math.Abs(float64(a[i])-float64(b[i])))
+	}
+	return worst, scale, scale > 0 && worst <= bound*scale
+}
+
+// roundingOf is the relative rounding of one value stored as dt.
+func roundingOf(dt cuda.DType) float64 {
+	switch dt {
+	case cuda.F16:
+		return 1.0 / (1 << 10)
+	case cuda.BF16:
+		return 1.0 / (1 << 7)
+	}
+	return 0
+}
+
+// probeOpener makes a check's inputs for shape s and activation type dt
+// (prefill items of per tokens) and a function that frees them.
+type probeOpener func(s attnShape, dt cuda.DType, per int) (kernelProbe, func(), error)
+
+// selfCheck chooses the attention kernels for shape s with activations
+// of type dt: the model's, whose variants are the ones that run.
+func (d *Device) selfCheck(s attnShape, dt cuda.DType) (kernelSet, error) {
+	return checkKernels(kernelsFor(d.Info, s), s, dt, d.openAttnProbe, selfCheckLimit)
+}
+
+// checkKernels runs shape s's checks from base (kernelsFor) on inputs
+// from open, each wait bounded by limit.
+func checkKernels(base kernelSet, s attnShape, dt cuda.DType, open probeOpener, limit time.Duration) (kernelSet, error) {
+	checks := attnChecks(base)
+	if len(checks) == 0 {
+		return base, nil
+	}
+	var (
+		p     kernelProbe
+		close func()
+	)
+	err := within(limit, "make the kernel check's inputs", func() (err error) { p, close, err = open(s, dt, base.plainTokens); return err })
+	if err != nil {
+		if dead(err) {
+			return base, fmt.Errorf("check the attention kernels: %w (the GPU's context is dead: every later call on it fails; restart the process)", err)
+		}
+		return base, fmt.Errorf("check the attention kernels: %w", err)
+	}
+	ks, err := chooseKernels(p, checks, base, roundingOf(dt), limit)
+	if !dead(err) {
+		close()
+	}
+	return ks, err
 }

@@ -81,19 +81,19 @@ func TestSpeedDecodeAttention(t *testing.T) {
 			return d.stream.Zero(q, int64(4*nseq*qd))
 		})
 		for _, v1 := range []bool{false, true} {
-			d.decodeV1 = v1
+			ks := kernelsFor(d.Info, s)
+			ks.tiled = !v1
 			kernel := map[bool]string{false: "tiled", true: "untiled"}[v1]
 			for _, splits := range []int{1, 2, 4, 8, 16, 32, 64} {
 				part := int64(nseq * s.heads * splits)
 				a := decodeArgs{q: q, qs: qd, qrow: putInts(t, d, qrow), ctx: putInts(t, d, ctxs), tables: putInts(t, d, tables), maxb: putInts(t, d, []int32{int32(maxb)}),
 					nseq: nseq, splits: splits, po: d.testAlloc(t, 4*part*int64(s.headDim)), pm: d.testAlloc(t, 4*part),
 					pl: d.testAlloc(t, 4*part), kc: kc, vc: vc, out: out}
-				ms := d.gpuTime(t, 20, func() error { return d.decode(cuda.BF16, s, a) })
+				ms := d.gpuTime(t, 20, func() error { return d.decode(ks, cuda.BF16, s, a) })
 				t.Logf("decode attention (%s), Llama-3.1-8B layer, batch %d × %d context, %d splits: %.1f µs, K/V read at %.0f GB/s",
 					kernel, nseq, ctx, splits, ms*1000, float64(2*kvBytes)/ms/1e6)
 			}
 		}
-		d.decodeV1 = false
 	}
 }
 
@@ -111,7 +111,7 @@ func TestSpeedPrefillAttention(t *testing.T) {
 		tables[i] = int32(i)
 	}
 	var items []int32
-	per := s.prefillTokens()
+	per := kernelsFor(d.Info, s).prefillTokens()
 	for t0 := 0; t0 < n; t0 += per {
 		items = append(items, 0, int32(t0), int32(min(per, n-t0)), int32(t0))
 	}
@@ -128,13 +128,13 @@ func TestSpeedPrefillAttention(t *testing.T) {
 	})
 	pi, pt := putInts(t, d, items), putInts(t, d, tables)
 	for _, flash := range []bool{true, false} {
-		d.noFlash = !flash
-		ms := d.gpuTime(t, 3, func() error { return d.prefill(cuda.BF16, s, q, qd, pi, pt, maxb, len(items)/4, kc, vc, out) })
+		ks := kernelsFor(d.Info, s)
+		ks.flash = flash
+		ms := d.gpuTime(t, 3, func() error { return d.prefill(ks, cuda.BF16, s, q, qd, pi, pt, maxb, len(items)/4, kc, vc, out) })
 		flops := 4.0 * float64(s.heads*s.headDim) * float64(n) * float64(n) / 2
 		t.Logf("prefill attention (%s), Llama-3.1-8B layer, %d tokens: %.2f ms, %.1f TFLOP/s (causal)",
 			map[bool]string{true: "tensor cores", false: "CUDA cores"}[flash], n, ms, flops/ms/1e9)
 	}
-	d.noFlash = false
 }
 
 // TestSpeedGEMM: Llama-3.1-8B's projections through cuBLASLt at decode

@@ -60,6 +60,33 @@ func GEMMType(w *model.Weights) (string, error) {
 	return t.String(), nil
 }
 
+// KVCacheType names the KV cache's element type for w on the GPU, as
+// vLLM's --kv-cache-dtype auto takes the model's: bf16 for a BF16 model,
+// fp16 for the others (F16 and Q8_0; F32 models too: no fp32 cache is
+// built). flag is --kv-cache-dtype: empty or auto, or that type by one of
+// its names; anything else is refused by name.
+func KVCacheType(w *model.Weights, flag string) (string, error) {
+	t, err := deviceType(w.Layers[0].Q.Type)
+	if err != nil {
+		return "", err
+	}
+	kv := kvType(t)
+	name := map[cuda.DType]string{cuda.F16: "fp16", cuda.BF16: "bf16"}[kv]
+	switch flag {
+	case "", "auto":
+		return name, nil
+	case "fp16", "f16", "float16", "half":
+		if kv == cuda.F16 {
+			return name, nil
+		}
+	case "bf16", "bfloat16":
+		if kv == cuda.BF16 {
+			return name, nil
+		}
+	}
+	return "", fmt.Errorf("--kv-cache-dtype %s: the GPU executor keeps a %s model's K/V in %s (auto)", flag, w.Layers[0].Q.Type, name)
+}
+
 // CheckWeights reports whether the GPU executor runs w, before any
 // device memory is spent on it.
 func CheckWeights(w *model.Weights) error {

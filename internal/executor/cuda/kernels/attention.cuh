@@ -1,5 +1,5 @@
-// Paged attention over the fp16 KV cache (per block and KV head, B tokens
-// of d values): decode (one query token per sequence; the query heads of
+// Paged attention over the KV cache (per block and KV head, B tokens of d
+// values, fp16 or bf16 as KVOf the output type): decode (one query token per sequence; the query heads of
 // one KV head share every K/V read; the context split across blocks for
 // long sequences, then combined) and prefill (a chunk of tokens against
 // its cached prefix and itself, causal). Softmax(q·kᵀ/√d)·v in float.
@@ -19,6 +19,7 @@ template <int D, typename T>
 DEV void decode(const float* q, int qs, const int* qrow, const int* ctx, const int* tables, const int* maxbp, const u16* kc, const u16* vc,
                 T* out, float* po, float* pm, float* pl, int G, int kvheads, int B, float scale) {
   constexpr int E = D / 16;
+  typedef typename KVOf<T>::type KV;
   __shared__ float sm_m[8][MAXG], sm_l[8][MAXG];
   __shared__ float sm_acc[8][MAXG][D];
   int kvh = blockIdx.x, s = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
@@ -48,8 +49,8 @@ DEV void decode(const float* q, int qs, const int* qrow, const int* ctx, const i
     float kf[E], vf[E];
     if (valid) {
       long at = (((long)table[j / B] * kvheads + kvh) * B + j % B) * D + lane * E;
-      load_halves<E>(kc + at, kf);
-      load_halves<E>(vc + at, vf);
+      load_halves<E, KV>(kc + at, kf);
+      load_halves<E, KV>(vc + at, vf);
     } else {
 #pragma unroll
       for (int e = 0; e < E; e++) kf[e] = vf[e] = 0;
@@ -112,7 +113,7 @@ DEV void decode(const float* q, int qs, const int* qrow, const int* ctx, const i
 }
 
 #define DECODE(D, T, name)                                                                                                            \
-  extern "C" __global__ void name(const float* q, int qs, const int* qrow, const int* ctx, const int* tables, const int* maxb, const u16* kc, \
+  extern "C" __global__ void __launch_bounds__(128) name(const float* q, int qs, const int* qrow, const int* ctx, const int* tables, const int* maxb, const u16* kc, \
                                   const u16* vc, T* out, float* po, float* pm, float* pl, int G, int kvheads, int B, float scale) { \
     decode<D, T>(q, qs, qrow, ctx, tables, maxb, kc, vc, out, po, pm, pl, G, kvheads, B, scale);                                      \
   }
@@ -142,9 +143,9 @@ DEV void decode_combine(const int* qrow, const float* po, const float* pm, const
   }
   store(out, ((long)qrow[s] * Hq + head) * D + dim, L > 0 ? A / L : 0);
 }
-extern "C" __global__ void decode_combine_f32(const int* r, const float* po, const float* pm, const float* pl, float* o, int Hq, int D, int sp) { decode_combine(r, po, pm, pl, o, Hq, D, sp); }
-extern "C" __global__ void decode_combine_f16(const int* r, const float* po, const float* pm, const float* pl, f16* o, int Hq, int D, int sp) { decode_combine(r, po, pm, pl, o, Hq, D, sp); }
-extern "C" __global__ void decode_combine_bf16(const int* r, const float* po, const float* pm, const float* pl, bf16* o, int Hq, int D, int sp) { decode_combine(r, po, pm, pl, o, Hq, D, sp); }
+extern "C" __global__ void __launch_bounds__(128) decode_combine_f32(const int* r, const float* po, const float* pm, const float* pl, float* o, int Hq, int D, int sp) { decode_combine(r, po, pm, pl, o, Hq, D, sp); }
+extern "C" __global__ void __launch_bounds__(128) decode_combine_f16(const int* r, const float* po, const float* pm, const float* pl, f16* o, int Hq, int D, int sp) { decode_combine(r, po, pm, pl, o, Hq, D, sp); }
+extern "C" __global__ void __launch_bounds__(128) decode_combine_bf16(const int* r, const float* po, const float* pm, const float* pl, bf16* o, int Hq, int D, int sp) { decode_combine(r, po, pm, pl, o, Hq, D, sp); }
 
 // prefill: grid (items, kvHeads), block 128, dynamic shared memory
 // prefillShared(D, R). Item i is items[4i…]: the sequence, the batch row
@@ -155,7 +156,8 @@ extern "C" __global__ void decode_combine_bf16(const int* r, const float* po, co
 template <typename T>
 DEV void prefill(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, T* out,
                  int G, int kvheads, int B, int D, float scale) {
-  extern __shared__ float sh[];
+  DYNAMIC_SHARED(float, sh);
+  typedef typename KVOf<T>::type KV;
   const int* it = items + 4 * blockIdx.x;
   int s = it[0], row0 = it[1], nt = it[2], pos0 = it[3], kvh = blockIdx.y;
   int R = nt * G, Hq = kvheads * G, tid = threadIdx.x, nth = blockDim.x;
@@ -185,8 +187,8 @@ DEV void prefill(const float* q, int qs, const int* items, const int* tables, in
       float kv = 0, vv = 0;
       if (key < kend) {
         long at = (((long)table[key / B] * kvheads + kvh) * B + key % B) * D + d;
-        kv = h2f(kc[at]);
-        vv = h2f(vc[at]);
+        kv = half_to_f(KV(), kc[at]);
+        vv = half_to_f(KV(), vc[at]);
       }
       Ks[j * (D + 1) + d] = kv;
       Vs[j * D + d] = vv;
@@ -230,6 +232,6 @@ DEV void prefill(const float* q, int qs, const int* items, const int* tables, in
     store(out, ((long)(row0 + tk) * Hq + kvh * G + g) * D + d, rl[r] > 0 ? Os[x] / rl[r] : 0);
   }
 }
-extern "C" __global__ void prefill_f32(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, float* out, int G, int kvheads, int B, int D, float scale) { prefill(q, qs, items, tables, maxb, kc, vc, out, G, kvheads, B, D, scale); }
-extern "C" __global__ void prefill_f16(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, f16* out, int G, int kvheads, int B, int D, float scale) { prefill(q, qs, items, tables, maxb, kc, vc, out, G, kvheads, B, D, scale); }
-extern "C" __global__ void prefill_bf16(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, bf16* out, int G, int kvheads, int B, int D, float scale) { prefill(q, qs, items, tables, maxb, kc, vc, out, G, kvheads, B, D, scale); }
+extern "C" __global__ void __launch_bounds__(128) prefill_f32(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, float* out, int G, int kvheads, int B, int D, float scale) { prefill(q, qs, items, tables, maxb, kc, vc, out, G, kvheads, B, D, scale); }
+extern "C" __global__ void __launch_bounds__(128) prefill_f16(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, f16* out, int G, int kvheads, int B, int D, float scale) { prefill(q, qs, items, tables, maxb, kc, vc, out, G, kvheads, B, D, scale); }
+extern "C" __global__ void __launch_bounds__(128) prefill_bf16(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, bf16* out, int G, int kvheads, int B, int D, float scale) { prefill(q, qs, items, tables, maxb, kc, vc, out, G, kvheads, B, D, scale); }

@@ -22,6 +22,7 @@ struct __attribute__((aligned(16))) DecodeShared {
 template <int D, typename T>
 DEV void decode2(const float* q, int qs, const int* qrow, const int* ctx, const int* tables, const int* maxbp, const u16* kc, const u16* vc,
                  T* out, float* po, float* pm, float* pl, int G, int kvheads, int B, float scale) {
+  typedef typename KVOf<T>::type KV;
   __shared__ DecodeShared<D> sh;
   int kvh = blockIdx.x, s = blockIdx.y, split = blockIdx.z, splits = gridDim.z;
   int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -64,7 +65,7 @@ DEV void decode2(const float* q, int qs, const int* qrow, const int* ctx, const 
       int t = tid >> 1, h = tid & 1;
       float kf[D / 2];
 #pragma unroll
-      for (int i = 0; i < D / 2; i += 8) load_halves<8>(&sh.k[t][h * (D / 2) + i], kf + i);
+      for (int i = 0; i < D / 2; i += 8) load_halves<8, KV>(&sh.k[t][h * (D / 2) + i], kf + i);
 #pragma unroll
       for (int g = 0; g < MAXG; g++) {
         if (g < G) {
@@ -104,7 +105,8 @@ DEV void decode2(const float* q, int qs, const int* qrow, const int* ctx, const 
     for (int g = 0; g < MAXG; g++)
       if (g < G) acc[g] *= sh.fac[g];
     for (int t = khalf * kper; t < (khalf + 1) * kper; t += 4) {
-      float v0 = h2f(sh.v[t][dim]), v1 = h2f(sh.v[t + 1][dim]), v2 = h2f(sh.v[t + 2][dim]), v3 = h2f(sh.v[t + 3][dim]);
+      float v0 = half_to_f(KV(), sh.v[t][dim]), v1 = half_to_f(KV(), sh.v[t + 1][dim]), v2 = half_to_f(KV(), sh.v[t + 2][dim]),
+            v3 = half_to_f(KV(), sh.v[t + 3][dim]);
 #pragma unroll
       for (int g = 0; g < MAXG; g++) {
         if (g < G) {
@@ -145,7 +147,7 @@ DEV void decode2(const float* q, int qs, const int* qrow, const int* ctx, const 
 }
 
 #define DECODE2(D, T, name)                                                                                                           \
-  extern "C" __global__ void name(const float* q, int qs, const int* qrow, const int* ctx, const int* tables, const int* maxb, const u16* kc, \
+  extern "C" __global__ void __launch_bounds__(128) name(const float* q, int qs, const int* qrow, const int* ctx, const int* tables, const int* maxb, const u16* kc, \
                                   const u16* vc, T* out, float* po, float* pm, float* pl, int G, int kvheads, int B, float scale) {    \
     decode2<D, T>(q, qs, qrow, ctx, tables, maxb, kc, vc, out, po, pm, pl, G, kvheads, B, scale);                                      \
   }

@@ -1,9 +1,10 @@
 // Prefill attention on the tensor cores (FlashAttention-2's scheme with
 // Ampere's mma.sync, which Hopper runs too): a block of four warps takes
 // one item (up to 64 query rows: tokens × the query heads of one KV head)
-// and walks the keys in tiles of 64 from the paged fp16 cache; each warp
-// owns 16 rows, computes S = QKᵀ and O += PV with m16n8k16 products (fp16
-// in, fp32 accumulated) and keeps the online softmax in registers.
+// and walks the keys in tiles of 64 from the paged cache; each warp owns
+// 16 rows, computes S = QKᵀ and O += PV with m16n8k16 products (in the
+// cache's type, fp16 or bf16, fp32 accumulated) and keeps the online
+// softmax in registers.
 #pragma once
 #include "common.cuh"
 
@@ -15,13 +16,20 @@ DEV u32 smem_addr(const void* p) {
   return (u32)a;
 }
 
-DEV void mma16816(float* c, const u32* a, const u32* b) {
+// mma16816 is C += A·B for a 16×16 A and a 16×8 B of the tag's type
+// (fp16 or bf16), C in float.
+DEV void mma16816(f16, float* c, const u32* a, const u32* b) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+DEV void mma16816(bf16, float* c, const u32* a, const u32* b) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
 
-// ldsm4t loads four 8×8 fp16 matrices transposed: a B operand pair
+// ldsm4t loads four 8×8 16-bit matrices transposed: a B operand pair
 // (two n-tiles of 8) of V stored row-major by key.
 DEV void ldsm4t(u32* r, u32 addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
@@ -29,7 +37,8 @@ DEV void ldsm4t(u32* r, u32 addr) {
                : "r"(addr));
 }
 
-DEV u32 pack_h2(float lo, float hi) { return (u32)f2h(lo) | (u32)f2h(hi) << 16; }
+template <typename KV>
+DEV u32 pack_h2(float lo, float hi) { return (u32)f_to_half(KV(), lo) | (u32)f_to_half(KV(), hi) << 16; }
 
 DEV float ex2(float x) { return __nvvm_ex2_approx_f(x); }
 
@@ -42,7 +51,8 @@ DEV void flash(const float* q, int qs, const int* items, const int* tables, int 
   constexpr int RS = D + 8;    // a row's halves in shared memory (padded: no bank conflicts)
   constexpr int KS = D / 16;   // k-steps of QKᵀ
   constexpr int DN = D / 8;    // n-tiles of O
-  extern __shared__ __attribute__((aligned(16))) u16 fsh[];
+  typedef typename KVOf<T>::type KV; // Q and P are rounded to it for the tensor cores
+  DYNAMIC_SHARED(__attribute__((aligned(16))) u16, fsh);
   u16* Qs = fsh;
   u16* Ks = Qs + FT * RS;
   u16* Vs = Ks + FT * RS;
@@ -50,12 +60,12 @@ DEV void flash(const float* q, int qs, const int* items, const int* tables, int 
   int s = it[0], row0 = it[1], nt = it[2], pos0 = it[3], kvh = blockIdx.y;
   int R = nt * G, Hq = kvheads * G, tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   int gid = lane >> 2, t4 = lane & 3;
-  // Q rows as fp16.
+  // Q rows in the cache's type.
   for (int x = tid; x < FT * D; x += 128) {
     int r = x / D, d = x % D;
     float v = 0;
     if (r < R) v = q[(long)(row0 + r / G) * qs + (long)(kvh * G + r % G) * D + d];
-    Qs[r * RS + d] = f2h(v);
+    Qs[r * RS + d] = f_to_half(KV(), v);
   }
   __syncthreads();
   int r0 = warp * 16;
@@ -104,7 +114,7 @@ DEV void flash(const float* q, int qs, const int* items, const int* tables, int 
       for (int k = 0; k < KS; k++) {
         const u16* kb = Ks + (n * 8 + gid) * RS + k * 16 + 2 * t4;
         u32 b[2] = {*(const u32*)kb, *(const u32*)(kb + 8)};
-        mma16816(sc[n], qa[k], b);
+        mma16816(KV(), sc[n], qa[k], b);
       }
     }
     // Causal mask, scale, and the online softmax (rows a and b).
@@ -134,8 +144,8 @@ DEV void flash(const float* q, int qs, const int* items, const int* tables, int 
     for (int n = 0; n < FT / 8; n++) {
       float p0 = ex2(sc[n][0] - ma), p1 = ex2(sc[n][1] - ma), p2 = ex2(sc[n][2] - mb), p3 = ex2(sc[n][3] - mb);
       la += p0 + p1, lb += p2 + p3;
-      pa16[n / 2][(n & 1) * 2] = pack_h2(p0, p1);
-      pa16[n / 2][(n & 1) * 2 + 1] = pack_h2(p2, p3);
+      pa16[n / 2][(n & 1) * 2] = pack_h2<KV>(p0, p1);
+      pa16[n / 2][(n & 1) * 2 + 1] = pack_h2<KV>(p2, p3);
     }
     // O += P·V: P's fragments are the A operand, V's come transposed.
 #pragma unroll
@@ -145,8 +155,8 @@ DEV void flash(const float* q, int qs, const int* items, const int* tables, int 
         int key = k * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, dim = n * 8 + (lane >> 4) * 8;
         u32 b[4];
         ldsm4t(b, smem_addr(Vs + key * RS + dim));
-        mma16816(o[n], pa16[k], b);
-        mma16816(o[n + 1], pa16[k], b + 2);
+        mma16816(KV(), o[n], pa16[k], b);
+        mma16816(KV(), o[n + 1], pa16[k], b + 2);
       }
     }
   }
@@ -166,7 +176,7 @@ DEV void flash(const float* q, int qs, const int* items, const int* tables, int 
 }
 
 #define FLASH(D, T, name)                                                                                                           \
-  extern "C" __global__ void name(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, \
+  extern "C" __global__ void __launch_bounds__(128) name(const float* q, int qs, const int* items, const int* tables, int maxb, const u16* kc, const u16* vc, \
                                   T* out, int G, int kvheads, int B, float scale) {                                                  \
     flash<D, T>(q, qs, items, tables, maxb, kc, vc, out, G, kvheads, B, scale);                                                     \
   }

@@ -12,17 +12,6 @@
 
 #define SAMPLE_THREADS 1024
 
-DEV float block_max(float v, float* scratch) {
-  int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int m = 16; m > 0; m >>= 1) v = __builtin_fmaxf(v, shfl_xor(v, m));
-  __syncthreads();
-  if (lane == 0) scratch[warp] = v;
-  __syncthreads();
-  v = lane < (int)(blockDim.x >> 5) ? scratch[lane] : neg_inf();
-  for (int m = 16; m > 0; m >>= 1) v = __builtin_fmaxf(v, shfl_xor(v, m));
-  return v;
-}
-
 // ordered maps a float to an unsigned key with the same order.
 DEV u32 ordered(float x) {
   u32 b = __builtin_bit_cast(u32, x);
@@ -31,11 +20,15 @@ DEV u32 ordered(float x) {
 
 DEV bool allowed(const u64* mask, int i) { return !mask || (mask[i >> 6] >> (i & 63)) & 1; }
 
+// logprob is token i's under the masked logits: -inf for a masked token
+// (a row with nothing allowed samples one).
+DEV float logprob(const float* x, const u64* mask, int i, float lse) { return allowed(mask, i) ? x[i] - lse : neg_inf(); }
+
 // sample: grid m rows, block SAMPLE_THREADS. Row r's parameters: temp (0:
 // greedy), topk (0: off), topp (1: off), minp (0: off), u (the uniform
 // number), maskrow (-1: no mask; else its row in masks, words u64 each).
 // out gets the token and its logprob under the (masked) logits.
-extern "C" __global__ void sample(const float* logits, int V, const float* temp, const int* topk, const float* topp, const float* minp,
+extern "C" __global__ void __launch_bounds__(1024) sample(const float* logits, int V, const float* temp, const int* topk, const float* topp, const float* minp,
                                   const float* u, const int* maskrow, const u64* masks, int words, int* out, float* outlp) {
   __shared__ float fs[32];
   __shared__ double ds[32];
@@ -67,6 +60,9 @@ extern "C" __global__ void sample(const float* logits, int V, const float* temp,
     int oi = shfl_xor(arg, m);
     if (ov > mx || (ov == mx && oi < arg)) mx = ov, arg = oi;
   }
+  // No allowed logit above -inf (every token masked, every logit NaN or
+  // -inf): token 0, as the CPU's Argmax, never an index past the row.
+  if (arg == 0x7fffffff) arg = 0;
   double se = 0;
   for (int i = tid; i < V; i += nth)
     if (allowed(mask, i)) se += expf_(x[i] - mx);
@@ -75,7 +71,7 @@ extern "C" __global__ void sample(const float* logits, int V, const float* temp,
   float T = temp[r];
   int k = topk[r];
   if (T == 0 || k == 1) {
-    if (tid == 0) out[r] = arg, outlp[r] = x[arg] - lse;
+    if (tid == 0) out[r] = arg, outlp[r] = logprob(x, mask, arg, lse);
     return;
   }
   float inv = 1.0f / T;
@@ -183,7 +179,7 @@ extern "C" __global__ void sample(const float* logits, int V, const float* temp,
   if (tid == 0) {
     int tok = found != 0x7fffffff ? found : last >= 0 ? last : arg;
     out[r] = tok;
-    outlp[r] = x[tok] - lse;
+    outlp[r] = logprob(x, mask, tok, lse);
   }
 }
 #undef WEIGHT
