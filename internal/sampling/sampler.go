@@ -47,12 +47,36 @@ func (s *Sampler) Sample(logits []float32, p *Params, rng *rand.Rand, history []
 	s.applyPenalties(w, p, history, numPrompt)
 
 	tok := 0
-	if p.Greedy() {
+	switch {
+	case !sanitize(w):
+		// Nothing can be drawn (every token masked, every logit NaN):
+		// token 0, as Argmax and the GPU's sampling kernel give, never a
+		// draw from an empty candidate list.
+	case p.Greedy():
 		tok = Argmax(w)
-	} else {
+	default:
 		tok = s.sampleRandom(w, p, rng)
 	}
 	s.logprobs(logits, p, tok, out)
+}
+
+// sanitize makes w drawable: a NaN logit becomes -inf (masked), +inf the
+// largest float (so that subtracting the maximum stays finite). It reports
+// whether any token is left above -inf.
+func sanitize(w []float32) bool {
+	ok := false
+	for i, v := range w {
+		switch {
+		case v != v:
+			w[i] = float32(math.Inf(-1))
+		case v > math.MaxFloat32:
+			w[i] = math.MaxFloat32
+			ok = true
+		case v > float32(math.Inf(-1)):
+			ok = true
+		}
+	}
+	return ok
 }
 
 // applyPenalties applies vLLM's repetition penalty (over prompt and outputs)

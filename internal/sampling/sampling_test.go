@@ -184,3 +184,49 @@ func TestAllCandidatesPathDrawsAsGeneral(t *testing.T) {
 		}
 	}
 }
+
+// TestNothingToDraw: a row where every token is masked (-inf: a grammar
+// that allows only EOS while min_tokens forbids it) or every logit is NaN
+// samples token 0 under every sampling mode, as the GPU's sampling kernel
+// does, and a NaN among real logits is never drawn. Before, min-p panicked
+// on an empty candidate list and a plain draw took the last token.
+func TestNothingToDraw(t *testing.T) {
+	inf := float32(math.Inf(-1))
+	nan := float32(math.NaN())
+	rows := map[string][]float32{
+		"all masked": {inf, inf, inf, inf, inf},
+		"all NaN":    {nan, nan, nan, nan, nan},
+		"mixed":      {nan, inf, nan, inf, nan},
+	}
+	modes := map[string]func(*Params){
+		"greedy": func(p *Params) { p.Temperature = 0 },
+		"plain":  func(p *Params) { p.Temperature = 1 },
+		"min_p":  func(p *Params) { p.Temperature = 1; p.MinP = 0.1 },
+		"top_k":  func(p *Params) { p.Temperature = 1; p.TopK = 2 },
+		"top_p":  func(p *Params) { p.Temperature = 1; p.TopP = 0.5 },
+	}
+	var s Sampler
+	for rn, row := range rows {
+		for mn, set := range modes {
+			p := Defaults()
+			set(&p)
+			var out Result
+			s.Sample(row, &p, NewRNG(1), nil, 0, &out)
+			if out.Token != 0 {
+				t.Errorf("%s, %s: token %d, want 0", rn, mn, out.Token)
+			}
+		}
+	}
+	row := []float32{nan, 1, nan, 2, nan}
+	for mn, set := range modes {
+		p := Defaults()
+		set(&p)
+		for seed := range int64(50) {
+			var out Result
+			s.Sample(row, &p, NewRNG(seed), nil, 0, &out)
+			if out.Token != 1 && out.Token != 3 {
+				t.Fatalf("%s, seed %d: drew token %d, a NaN logit", mn, seed, out.Token)
+			}
+		}
+	}
+}
