@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 )
@@ -76,14 +77,13 @@ func runSimulateStep(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cm := exec.CostModel()
-	c := cm.Step(b)
+	cm, c := exec.CostModel(), exec.StepCost(b)
 	host := c.Host + e.simHostOverhead
 	if e.asyncScheduling {
 		host = max(host-c.Duration, 0)
 	}
 	busy := c.Duration.Seconds() / (c.Duration + host).Seconds()
-	rd := sim.Steady(&cm.HW, busy, c.Activity)
+	rd := costmodel.Steady(&cm.HW, busy, c.Activity)
 	ms := func(d interface{ Seconds() float64 }) float64 { return d.Seconds() * 1e3 }
 	r := stepResult{Hardware: cm.HW.Name, Model: cm.Model.Name, TensorParallel: cm.TP, Weights: "bf16", KV: "bf16",
 		DurationMS: ms(c.Duration), HostMS: ms(host), FLOPs: c.FLOPs, ReadBytes: c.ReadBytes, WriteBytes: c.WriteBytes,

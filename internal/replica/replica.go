@@ -269,7 +269,7 @@ func New(cfg Config) (r *Replica, err error) {
 			if err != nil {
 				return nil, err
 			}
-			observers = append([]engine.Observer{exporter}, observers...)
+			observers = append([]engine.Observer{simCounters{exporter}}, observers...)
 			counters = exporter
 			countersLine = fmt.Sprintf("the simulated dcgm-exporter of %d× %s", b.gpus, b.hardware.Device.ModelName)
 		case b.gpuCounters != nil:

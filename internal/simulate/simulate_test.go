@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/inferenceperf"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
@@ -60,15 +60,15 @@ func TestOneRequestTimeline(t *testing.T) {
 	}
 	hw, _ := profiles.LookupHardware("h100")
 	m, _ := profiles.LookupModel("llama-3.1-8b")
-	cm := sim.CostModel{HW: hw, Model: m, TP: 1}
-	prefill := cm.Step(&engine.Batch{Seqs: []engine.SeqBatch{{Tokens: s.PromptIDs, NumPrompt: 100, Sample: true}}})
+	cm := costmodel.Model{HW: hw, Model: m, TP: 1}
+	prefill := cm.Step([]costmodel.Seq{{Tokens: len(s.PromptIDs), NumPrompt: 100, Sample: true}})
 	fe := hw.Calib.Frontend
 	step := prefill.Duration + prefill.Host
 	want := fe.Arrival + step + time.Duration(fe.LagSteps*float64(step)) + fe.PerToken
 	if d := o.TTFT - want; d.Abs() > time.Microsecond {
 		t.Errorf("TTFT %v, want arrival %v + prefill %v × (1 + lag %.2f) + per-token %v = %v", o.TTFT, fe.Arrival, step, fe.LagSteps, fe.PerToken, want)
 	}
-	decode := cm.Step(&engine.Batch{Seqs: []engine.SeqBatch{{Tokens: []int{1}, Pos: 105, NumPrompt: 100, Sample: true}}})
+	decode := cm.Step([]costmodel.Seq{{Tokens: 1, Pos: 105, NumPrompt: 100, Sample: true}})
 	for i, g := range o.ITL[1:] {
 		if rel := math.Abs(float64(g-decode.Duration-fe.PerToken)) / float64(decode.Duration); rel > 0.001 {
 			t.Errorf("gap %d: %v, want a decode step %v + %v", i+2, g, decode.Duration, fe.PerToken)

@@ -1,21 +1,44 @@
-package sim
+// Package costmodel prices a step of an LLM server on simulated GPUs: a
+// roofline of each kernel family (GEMMs, attention, elementwise kernels,
+// all-reduces) from a hardware and a model profile, times the hardware's
+// calibrated coefficients, plus fixed overheads (cost.go); what the GPU's
+// activity counters read while those kernels run and what dcgm-exporter
+// shows of a window of them (counters.go); the KV cache a deployment has
+// room for, in the dtypes it keeps (memory.go); and LoRA adapters' work
+// (lora.go).
+//
+// The simulated executor, the simulated dcgm-exporter, calibration and the
+// planner share it. It reads the profiles table and nothing else of
+// glassbox: a step comes in as its own small description (Seq), so it never
+// imports the engine or an executor (internal/layering's test holds that).
+package costmodel
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"time"
 
-	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
-// CostModel prices one engine step on TP GPUs of HW running Model with the
+// Model prices one engine step on TP GPUs of HW running Model with the
 // coefficients of HW.Calib; see Step.
-type CostModel struct {
+type Model struct {
 	HW    profiles.Hardware
 	Model profiles.Model
 	TP    int // tensor-parallel degree, >= 1
+}
+
+// Seq is what pricing reads of one sequence of a step: Tokens computed
+// from position Pos (the Pos before them have their K/V cached), the
+// prompt's length, and whether the step samples a token for it (the LM
+// head runs on its last row). A single token at or past the prompt is a
+// decode; anything else is a prefill chunk.
+type Seq struct {
+	Tokens    int
+	Pos       int
+	NumPrompt int
+	Sample    bool
 }
 
 // Cost is the price of one step. Times are on the simulated GPU; the work
@@ -45,8 +68,8 @@ type Cost struct {
 	// with the GPU idle; the engine waits it out after Execute.
 	Host time.Duration
 	// Activity is what the GPU's activity counters read while the
-	// target's pass runs (Counters).
-	Activity engine.GPUActivity
+	// target's pass runs (counters.go).
+	Activity Activity
 
 	FLOPs      float64 // per GPU
 	ReadBytes  float64 // per GPU: weights once plus the KV read
@@ -64,7 +87,7 @@ type Cost struct {
 // GEMMs' time.
 func (c *Cost) MemoryBound() bool { return c.memoryBound }
 
-// Step prices a batch as the sum of its kernel families, which run one
+// Step prices a step's sequences as the sum of its kernel families, which run one
 // after another:
 //   - the GEMMs (projections, MLP, and the LM head on the sampled rows):
 //     with the additive profile (GEMMOverlap ≤ 1) the slower of the weight
@@ -82,7 +105,7 @@ func (c *Cost) MemoryBound() bool { return c.memoryBound }
 //     written;
 //   - elementwise kernels stream the hidden vectors;
 //   - tensor parallelism adds two all-reduces per layer; fixed overheads.
-func (cm *CostModel) Step(b *engine.Batch) Cost {
+func (cm *Model) Step(seqs []Seq) Cost {
 	var c Cost
 	m, hw, cal := &cm.Model, &cm.HW, &cm.HW.Calib
 	tp := float64(max(1, cm.TP))
@@ -93,10 +116,10 @@ func (cm *CostModel) Step(b *engine.Batch) Cost {
 
 	var causalFLOPs, contextFLOPs, decodeFLOPs, kvReadPrefill, kvReadDecode, kvWrite float64
 	tokens := 0
-	for i := range b.Seqs {
-		s := &b.Seqs[i]
-		n := len(s.Tokens)
-		if n == 0 {
+	for i := range seqs {
+		s := &seqs[i]
+		n := s.Tokens
+		if n <= 0 {
 			continue
 		}
 		c.Seqs++
@@ -176,7 +199,7 @@ type gemmWork struct {
 
 // gemms prices the step's GEMMs: the layers' on every token, the LM
 // head's on the sampled rows.
-func (cm *CostModel) gemms(tokens, sampled int) gemmWork {
+func (cm *Model) gemms(tokens, sampled int) gemmWork {
 	m, hw, cal := &cm.Model, &cm.HW, &cm.HW.Calib
 	tp := float64(max(1, cm.TP))
 	layerParams, headParams := m.MatmulParams()/tp, 0.0
@@ -232,39 +255,3 @@ func (cm *CostModel) gemms(tokens, sampled int) gemmWork {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-
-// KVCacheBytes is the KV cache memory per GPU: override when positive (as
-// vLLM's --kv-cache-memory-bytes), else gpuMemoryUtilization of device
-// memory minus this GPU's share of the weights and the activation reserve.
-func KVCacheBytes(hw profiles.Hardware, m profiles.Model, tp int, gpuMemoryUtilization float64, override int64) (int64, error) {
-	if err := m.CheckTP(tp); err != nil {
-		return 0, fmt.Errorf("size kv cache: %w", err)
-	}
-	switch {
-	case override < 0:
-		return 0, fmt.Errorf("size kv cache: --kv-cache-memory-bytes must not be negative, got %d", override)
-	case override > 0:
-		return override, nil
-	case !(gpuMemoryUtilization > 0 && gpuMemoryUtilization <= 1):
-		return 0, fmt.Errorf("size kv cache: --gpu-memory-utilization must be in (0, 1], got %v", gpuMemoryUtilization)
-	}
-	budget := gpuMemoryUtilization * hw.MemoryBytes
-	weights := m.WeightBytes() / float64(tp)
-	reserve := hw.Calib.ActivationReserveBytes
-	kv := budget - weights - reserve
-	if kv <= 0 {
-		return 0, fmt.Errorf("size kv cache: %s on %d× %s leaves no memory for the KV cache "+
-			"(%.2f × %.1f GB − %.1f GB of weights per GPU − %.1f GB activation reserve = %.1f GB): "+
-			"raise --gpu-memory-utilization or --tensor-parallel-size, or set --kv-cache-memory-bytes",
-			m.Name, tp, hw.Name, gpuMemoryUtilization, hw.MemoryBytes/1e9, weights/1e9, reserve/1e9, kv/1e9)
-	}
-	return int64(kv), nil
-}
-
-// KVBlocks is how many blocks of blockSize tokens fit in kvBytes per GPU.
-func KVBlocks(kvBytes int64, m profiles.Model, tp, blockSize int) int {
-	if blockSize < 1 {
-		return 0
-	}
-	return int(kvBytes / (int64(blockSize) * m.KVBytesPerToken(tp)))
-}
