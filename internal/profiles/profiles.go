@@ -202,10 +202,26 @@ type Frontend struct {
 	// Arrival is from the client's send to the request's queueing in the
 	// engine: HTTP, parsing, tokenisation (α0). It delays scheduling.
 	Arrival time.Duration
-	// PerToken is each streamed token's detokenisation and SSE write (α2):
-	// added to the first token's time and to every inter-token gap, it
-	// never holds a GPU step up.
+	// ArrivalSpread is how much the arrival varies from request to
+	// request, a fraction of it (0 to 1): each request's is spread evenly
+	// over Arrival × (1 ± ArrivalSpread). A real API server's time on a
+	// request varies (parsing, tokenising, the streams it serves
+	// meanwhile); a constant one would lock every request of a constant
+	// load to the same point of the engine's steps, and its TTFT would
+	// jump by a step as the arrival crossed one.
+	ArrivalSpread float64
+	// PerToken is BLIS's per-output-token term (α2): added to the first
+	// token's time and to every inter-token gap, so that it adds up over
+	// an answer; it never holds a GPU step up.
 	PerToken time.Duration
+	// Stream is the API server's own work on each output token
+	// (detokenising it, writing its SSE chunk). The API server is one
+	// process for every stream of the replica: it takes a step's tokens
+	// one after another, after what it still had, so a token waits for it
+	// as well as for the GPU, more so the more sequences a step carries,
+	// and a server that cannot keep up falls behind. It never holds a GPU
+	// step up. 0 models none.
+	Stream time.Duration
 	// Finish is the response's end after its last token (α1).
 	Finish time.Duration
 	// LagSteps is how many engine steps behind the engine the API

@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"context"
 	"errors"
+	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -208,11 +210,30 @@ func (d *driver) send(r workload.Request, now time.Time) {
 		heap.Push(&d.pending, event{at: now, f: f, kind: answered})
 		return
 	}
-	heap.Push(&d.pending, event{at: now.Add(d.fe.Arrival), f: f})
-	f.node.arrivals = append(f.node.arrivals, now.Add(d.fe.Arrival))
+	at := now.Add(d.arrival(r.Index))
+	f.tokens.Arrival = at.Sub(now)
+	heap.Push(&d.pending, event{at: at, f: f})
+	i := len(f.node.arrivals) // kept in time order: a varying arrival can pass an earlier send
+	for i > 0 && f.node.arrivals[i-1].After(at) {
+		i--
+	}
+	f.node.arrivals = slices.Insert(f.node.arrivals, i, at)
 	if t := d.cfg.RequestTimeout; t > 0 {
 		heap.Push(&d.pending, event{at: now.Add(t), f: f, kind: timeout})
 	}
+}
+
+// arrival is the frontend's time on request i before its engine has it:
+// Arrival, spread evenly over ±ArrivalSpread of it across requests (the
+// golden ratio's multiples, so that any run of requests covers the range
+// and a replay is the same every time).
+func (d *driver) arrival(i int) time.Duration {
+	a := d.fe.Arrival
+	if s := d.fe.ArrivalSpread; s > 0 {
+		u := math.Mod(float64(i)*0.6180339887498949, 1)
+		a = time.Duration(float64(a) * (1 + s*(2*u-1)))
+	}
+	return a
 }
 
 // fire handles every event due by now, the fleet's timers among them.
@@ -258,7 +279,9 @@ func (d *driver) cancel(c workload.Cancel, now time.Time) {
 // submit hands a request to its replica's engine as the API server would.
 func (d *driver) submit(f *flight, at time.Time) {
 	nd := f.node
-	nd.arrivals = nd.arrivals[1:]
+	if k := slices.IndexFunc(nd.arrivals, at.Equal); k >= 0 {
+		nd.arrivals = slices.Delete(nd.arrivals, k, k+1)
+	}
 	if f.gone {
 		return // the client gave up before the frontend handed it on
 	}
@@ -340,13 +363,15 @@ func (d *driver) reap(nd *node) {
 }
 
 // collect reads the streams of the requests the step from began ran.
-// Tokens reach the client after the frontend's lag and its per-token time,
-// which BLIS adds to the first token and to every gap; neither holds the
-// GPU's clock up.
+// Tokens reach the API server after the frontend's lag; it handles them
+// one after another in the step's order, Stream each, after whatever it
+// still had (it is one process for every stream of the replica), and then
+// the client; BLIS's per-token time, if any, is added to the first token
+// and to every gap. None of it holds the GPU's clock up.
 func (d *driver) collect(nd *node, began time.Time) {
 	end := nd.clk.now
 	dur := end.Sub(began)
-	now := end.Add(time.Duration(d.fe.LagSteps * float64(dur)))
+	ready := end.Add(time.Duration(d.fe.LagSteps * float64(dur)))
 	for _, id := range nd.steps.ids {
 		f := nd.live[id]
 		if f == nil || f.gone {
@@ -356,14 +381,20 @@ func (d *driver) collect(nd *node, began time.Time) {
 		if !ok {
 			continue
 		}
-		if len(o.Tokens) > 0 {
-			if f.out.OutputTokens == 0 {
-				f.tokens.First, f.tokens.FirstStep = end, dur
-			}
-			f.tokens.Last, f.tokens.LastStep = end, dur
-		}
 		for range o.Tokens {
+			// The tokens the server handled back to back up to this one
+			// (a step's all come at once), the queue's share of its time.
+			now := ready
+			if !nd.api.Before(ready) {
+				now, nd.apiRun = nd.api, nd.apiRun+1
+			} else {
+				nd.apiRun = 1
+			}
+			now = now.Add(d.fe.Stream)
+			nd.api = now
+			f.tokens.Last, f.tokens.LastStep, f.tokens.LastQueued = end, dur, nd.apiRun
 			if f.out.OutputTokens == 0 {
+				f.tokens.First, f.tokens.FirstStep, f.tokens.FirstQueued = end, dur, nd.apiRun
 				f.out.TTFT = now.Sub(f.sent) + d.fe.PerToken
 			} else {
 				f.out.ITL = append(f.out.ITL, now.Sub(f.engLast)+d.fe.PerToken)

@@ -43,7 +43,9 @@ type node struct {
 	live     map[string]*flight // submitted to the engine and not finished
 	gone     []*flight          // given up, aborted, and not yet finished in the engine
 	stalled  bool               // only aborted requests left and the engine idle
-	arrivals []time.Time        // of the requests routed to it and not yet through the frontend, in order
+	arrivals []time.Time        // of the requests routed to it and not yet through the frontend, in time order
+	api      time.Time          // when its API server is done with the tokens it was handed
+	apiRun   int                // the tokens it handled back to back up to then
 
 	nextObs, nextSer time.Time
 

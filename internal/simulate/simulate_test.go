@@ -64,9 +64,14 @@ func TestOneRequestTimeline(t *testing.T) {
 	prefill := cm.Step([]costmodel.Seq{{Tokens: len(s.PromptIDs), NumPrompt: 100, Sample: true}})
 	fe := hw.Calib.Frontend
 	step := prefill.Duration + prefill.Host
-	want := fe.Arrival + step + time.Duration(fe.LagSteps*float64(step)) + fe.PerToken
+	// The first request's arrival is the low end of the spread.
+	arrival := time.Duration(float64(fe.Arrival) * (1 - fe.ArrivalSpread))
+	if got := res.Tokens[0].Arrival; got != arrival {
+		t.Errorf("arrival %v, want %v", got, arrival)
+	}
+	want := arrival + step + time.Duration(fe.LagSteps*float64(step)) + fe.Stream + fe.PerToken
 	if d := o.TTFT - want; d.Abs() > time.Microsecond {
-		t.Errorf("TTFT %v, want arrival %v + prefill %v × (1 + lag %.2f) + per-token %v = %v", o.TTFT, fe.Arrival, step, fe.LagSteps, fe.PerToken, want)
+		t.Errorf("TTFT %v, want arrival %v + prefill %v × (1 + lag %.2f) + the API server's %v + per-token %v = %v", o.TTFT, arrival, step, fe.LagSteps, fe.Stream, fe.PerToken, want)
 	}
 	decode := cm.Step([]costmodel.Seq{{Tokens: 1, Pos: 105, NumPrompt: 100, Sample: true}})
 	for i, g := range o.ITL[1:] {
