@@ -23,6 +23,7 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Var(&probes, "from-probe", "a GPU probe's measurements (scripts/gpu-probe.py's output, or the reference's h200-*.json); repeat to merge files: fits the hardware profile's step terms and counters")
 	reference := fs.String("reference", "", "reference/calibration/README.md: take its table A (vLLM 0.15.1 on H100) as the runs")
 	table := fs.String("table", "a", "with --reference: a (the request-level H100 runs), a-prime (table A′'s runs on --sim-hardware's GPU), or stages (the first round's stage-level runs, which a fit of A never sees)")
+	scoreboard := fs.Bool("scoreboard", false, "with --reference: replay every experiment of tables A and A′ on its GPU's built-in profile and print the scoreboard (docs/simulator.md's)")
 	hardware := fs.String("sim-hardware", "", "the profile to start from (default: h100; with --from-probe, the profile of the GPU the probe names)")
 	from := fs.String("sim-calibration", "", "start from this profile file instead")
 	iterations := fs.Int("iterations", 4, "replay-and-fit rounds; 0 only replays and prints the errors")
@@ -39,6 +40,14 @@ func runCalibrate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	if fs.NArg() > 0 || (*runsDir == "") == (*reference == "") {
 		return errors.New("simulate calibrate: give --runs DIR, --reference README.md or --from-probe FILE")
+	}
+	if *scoreboard {
+		others := false
+		fs.Visit(func(f *flag.Flag) { others = others || (f.Name != "scoreboard" && f.Name != "reference") })
+		if *reference == "" || others {
+			return errors.New("simulate calibrate: --scoreboard takes --reference alone: it replays every experiment on its own GPU's built-in profile")
+		}
+		return writeScoreboard(ctx, *reference, stdout)
 	}
 	hw, err := profiles.LookupHardware(cmp.Or(*hardware, "h100"))
 	if err != nil {
@@ -186,4 +195,23 @@ func primeRuns(r io.Reader, hardware string, stderr io.Writer) ([]calibrate.Run,
 		return nil, fmt.Errorf("table A′ has no run the simulator replays on %s", hardware)
 	}
 	return runs, nil
+}
+
+// writeScoreboard prints the scoreboard of the reference's tables A and A′.
+func writeScoreboard(ctx context.Context, reference string, stdout io.Writer) error {
+	fh, err := os.Open(reference)
+	if err != nil {
+		return err
+	}
+	exps, err := calibrate.ReadExperiments(fh)
+	fh.Close()
+	if err != nil {
+		return err
+	}
+	scores, err := calibrate.Scoreboard(ctx, exps)
+	if err != nil {
+		return err
+	}
+	calibrate.WriteScoreboard(stdout, scores)
+	return nil
 }
