@@ -2,11 +2,16 @@ package calibrate
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/glassbox-llm/glassbox/internal/profiles"
+	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
 // TestScoreboardHarness replays the scoreboard's experiments, shortened
@@ -60,4 +65,115 @@ func TestScoreboardHarness(t *testing.T) {
 	if !(sum.P90.E2E >= sum.Median.E2E) {
 		t.Errorf("P90 %v below the median %v", sum.P90.E2E, sum.Median.E2E)
 	}
+}
+
+// goalsMet are the goals the scoreboard meets today, which
+// TestScoreboardDocs holds it to; a goal not met is in goalsNotMet with
+// the scoreboard's median when this was written, and docs/simulator.md
+// says so. A change either way fails the test, to be written down.
+var (
+	goalsMet    = []string{"TTFT", "E2E", "TPOT"} // over the 12 of 17 simulated
+	goalsNotMet = map[string]float64{}
+)
+
+// TestScoreboardDocs: docs/simulator.md's scoreboard is every experiment
+// of tables A and A′ replayed in full on its GPU's built-in profile
+// (glassbox simulate calibrate --reference … --scoreboard); issue 46's
+// median goals hold where goalsMet says they are met, and fail where
+// goalsNotMet says they are not.
+func TestScoreboardDocs(t *testing.T) {
+	reftest.Long(t, "every experiment of tables A and A′ replayed in full")
+	if raceEnabled {
+		t.Skip("SKIPPED under -race: the scoreboard's numbers are the full-length replays', which -race slows sixteenfold; " +
+			"TestScoreboardHarness runs them shortened here, and .ci/run runs this test without -race")
+	}
+	scores, err := Scoreboard(context.Background(), readExperiments(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	WriteScoreboard(&b, scores)
+	t.Log("\n" + b.String())
+	held := heldOut(t)
+	var h strings.Builder
+	fmt.Fprintf(&h, "The first round's stages (`--table stages`):\n\n")
+	WriteTable(&h, held[0].Preds)
+	fmt.Fprintf(&h, "\nTensor parallelism 2, CodeLlama-34B (`--runs internal/calibrate/testdata/heldout`):\n\n")
+	WriteTable(&h, held[1].Preds)
+	fmt.Fprintln(&h, "\nFitted and held out, side by side:")
+	fmt.Fprintln(&h)
+	WriteSplit(&h, append([]Split{{"fitted: table A (H100)", Predictions(scores, "H100")},
+		{"fitted: table A′'s A100 and L40S runs (one each)", append(Predictions(scores, "A100-80GB SXM"), Predictions(scores, "L40S")...)}}, held...))
+	t.Log("\n" + h.String())
+	const path = "../../docs/simulator.md"
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(doc)
+	for _, sec := range []struct{ name, body string }{{"scoreboard", b.String()}, {"heldout", h.String()}} {
+		re := regexp.MustCompile(`(?s)(<!-- ` + sec.name + ` -->\n).*?(<!-- /` + sec.name + ` -->)`)
+		if !re.MatchString(got) {
+			t.Fatalf("%s has no <!-- %s --> section", path, sec.name)
+		}
+		got = re.ReplaceAllLiteralString(got, "<!-- "+sec.name+" -->\n"+sec.body+"<!-- /"+sec.name+" -->")
+	}
+	if *updateDocs {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if got != string(doc) {
+		t.Errorf("%s's scoreboard is stale: go test ./internal/calibrate -run TestScoreboardDocs -update (with GLASSBOX_LONG_TESTS=1)", path)
+	}
+	if len(goalsMet)+len(goalsNotMet) != 3 {
+		t.Errorf("goalsMet %v and goalsNotMet %v must name TTFT, E2E and TPOT once each", goalsMet, goalsNotMet)
+	}
+	sum := SummarizeScores(scores)
+	medians := map[string]float64{"TTFT": sum.Median.TTFT, "E2E": sum.Median.E2E, "TPOT": sum.Median.TPOT}
+	goals := map[string]float64{"TTFT": Goals.TTFT, "E2E": Goals.E2E, "TPOT": Goals.TPOT}
+	for _, m := range goalsMet {
+		if medians[m] > goals[m] {
+			t.Errorf("median %s error %.1f%% over the %d simulated experiments: the goal is %.0f%%, and it was met", m, 100*medians[m], sum.Simulated, 100*goals[m])
+		}
+	}
+	for m, was := range goalsNotMet {
+		if medians[m] <= goals[m] {
+			t.Errorf("median %s error %.1f%% (was %.1f%%) now meets the goal of %.0f%%: move it to goalsMet and say so in the docs", m, 100*medians[m], 100*was, 100*goals[m])
+		}
+	}
+	if sum.Simulated < sum.Total {
+		t.Logf("%d of %d experiments simulated: issue 46's goal is over every one of them", sum.Simulated, sum.Total)
+	}
+}
+
+// heldOut replays the runs no profile was fitted on, on the H100 profile:
+// the first round's stages and the TP 2 runs of testdata/heldout.
+func heldOut(t *testing.T) []Split {
+	f, err := os.Open(reftest.Path(t, "reference", "calibration", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	stages, err := ReadStageTable(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp, err := ReadRuns("testdata/heldout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw, _ := profiles.LookupHardware("h100")
+	var out []Split
+	for _, s := range []Split{{"held out: the first round's stages (H100)", nil}, {"held out: TP 2, CodeLlama-34B (H100)", nil}} {
+		runs := stages
+		if len(out) == 1 {
+			runs = tp
+		}
+		s.Preds, err = Evaluate(context.Background(), runs, hw.Calib)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, s)
+	}
+	return out
 }

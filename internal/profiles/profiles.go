@@ -237,43 +237,10 @@ type Frontend struct {
 // corrected (they held the first 300 requests' TTFTs, 1.3–1.6× the whole
 // run's): 18 ms from the send to the engine's queue, 35 µs per streamed
 // token, outputs 0.56 of a step behind the engine, BLIS's 0.78 ms at the
-// end. It is the server's CPU side; the GPUs without a fit of their own
-// keep it (the H200's profile is its probe's and does not move), the H100
-// has its refit (h100Frontend).
+// end. The H200 (whose profile is its probe's and does not move), the L4
+// and the A10G keep it; the campaign's GPUs have the refit (vllmFrontend).
 func frontend() Frontend {
 	return Frontend{Arrival: 17990 * time.Microsecond, PerToken: 34660 * time.Nanosecond, Finish: 777 * time.Microsecond, LagSteps: 0.5626}
-}
-
-// h100Frontend is vLLM 0.15.1's API server refitted to the corrected
-// whole-run rows of §A: 7.5 ms from the send to the engine's queue, 39 µs
-// per streamed token, outputs 1.0 step behind the engine (vLLM 0.15.1
-// schedules asynchronously: a request that arrives during a step waits for
-// the one already scheduled behind it), BLIS's 0.78 ms at the end.
-func h100Frontend() Frontend {
-	return Frontend{Arrival: 7535 * time.Microsecond, PerToken: 38815 * time.Nanosecond, Finish: 777 * time.Microsecond, LagSteps: 0.9951}
-}
-
-// h100Calibration is the H100 table: the GEMM terms from Vidur's H100
-// kernel timings, the KV read factor from the first fit of §A, the
-// overheads and the frontend refitted to §A's corrected rows (mean
-// absolute error 2.4 % E2E, 2.4 % TPOT, 5.8 % TTFT on its ten runs;
-// docs/simulator.md). Its counters and FP8 terms are the measured H200's
-// (the same SMs and power limit; the DRAM counter scaled to its
-// bandwidth): stated, not measured.
-func h100Calibration() Calibration {
-	c := baseCalibration()
-	c.GEMMEfficiency, c.WeightLoadFactor, c.ActivationPasses = 0.795, 1.33, 38
-	c.KVReadFactor = 1.19
-	c.StepOverhead, c.RequestOverhead, c.AllReduceLatency = 44619*time.Nanosecond, 3872*time.Nanosecond, 896*time.Nanosecond
-	c.LayerOverhead = 32770 * time.Nanosecond
-	c.Frontend = h100Frontend()
-	h := h200Calibration()
-	c.Counters = h.Counters
-	c.Counters.DRAMBandwidth *= 3.35 / 4.8
-	// The H200's FP8 GEMMs sustain this share of its BF16 ones' rate.
-	c.FP8 = &FP8Calibration{GEMMEfficiency: h.FP8.GEMMEfficiency * c.GEMMEfficiency / h.GEMMEfficiency,
-		WeightLoadFactor: h.FP8.WeightLoadFactor, GEMMKernelLatency: h.FP8.GEMMKernelLatency}
-	return c
 }
 
 // guessCounters are a GPU's counter relationships without a measurement
@@ -322,17 +289,16 @@ func baseCalibration() Calibration {
 // 300 W, PCIe Gen4 x16. Memory is the datasheet's decimal GB, a little
 // below what the driver reports, so KV capacity errs low.
 func hardwareProfiles() []Hardware {
-	a100 := baseCalibration()
-	a100.GEMMEfficiency, a100.WeightLoadFactor, a100.ActivationPasses = 0.75, 1.36, 43
+	a100, l40s := a100Calibration(), l40sCalibration()
 	a100.Counters = guessCounters(2.039e12, 400, 56)
-	// No kernel profile of the L40S is at hand: its GEMMs are assumed to
-	// reach a lower share of its peak (unvalidated).
-	l40s := baseCalibration()
-	l40s.GEMMEfficiency = 0.6
-	// Nor of the L4 or the A10G: they take the L40S's assumption, and
-	// nothing of theirs is calibrated against measurements.
-	l4, a10g := l40s, l40s
 	l40s.Counters = guessCounters(0.864e12, 350, 35)
+	// No kernel profile of the L4 or the A10G is at hand, nor a run: their
+	// GEMMs are assumed to reach a lower share of their peak than
+	// datacentre parts' (the L40S's assumption before it was fitted), and
+	// nothing of theirs is calibrated against measurements.
+	l4 := baseCalibration()
+	l4.GEMMEfficiency = 0.6
+	a10g := l4
 	l4.Counters = guessCounters(0.3e12, 72, 16)
 	a10g.Counters = guessCounters(0.6e12, 300, 25)
 	return []Hardware{
