@@ -275,7 +275,7 @@ func (r *runner) drive(ctx context.Context, sch *workload.Schedule, start time.T
 		if !d.out.Start.IsZero() {
 			d.out.QueueTime = d.out.Start.Sub(start.Add(d.req.Due))
 		}
-		d.out.Stage, d.out.Turn = d.req.Stage, d.req.Turn
+		d.out.Stage, d.out.Turn, d.out.Session, d.out.Tool = d.req.Stage, d.req.Turn, d.req.User, d.req.Tool
 		outputs[d.req.Index] = d.out
 		prog.done(d.out.Success)
 		sch.Finished(d.req, r.cfg.Now().Sub(start), workload.Outcome{OK: d.out.Success, Text: d.out.GeneratedText, OutputTokens: d.out.OutputTokens,

@@ -85,9 +85,16 @@ func StagesRate(stages []Stage) float64 {
 }
 
 // NumRequests is how many requests the plan's stages send (a sweep's
-// probe, before it has run, counts as its own burst).
+// probe, before it has run, counts as its own burst; agent sessions on
+// their own clocks, every turn of every session).
 func (p *Plan) NumRequests() int {
 	n := 0
+	if a := p.Agent; a != nil && a.OwnClocks {
+		for _, s := range a.Sessions {
+			n += len(s.Turns)
+		}
+		return n
+	}
 	for _, s := range p.Stages {
 		n += len(s.Offsets)
 	}
