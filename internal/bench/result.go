@@ -117,6 +117,9 @@ func (r *Result) passFields(p *Pass, detailed bool) object {
 	if len(p.Turns) > 0 {
 		o = append(o, field{"turns", turnObjects(p.Turns)})
 	}
+	if p.Sessions != nil {
+		o = append(o, field{"sessions", sessionsObject(p.Sessions, detailed)})
+	}
 	if p.Server != nil {
 		o = append(o, field{"server", serverObject(p.Server)})
 	}

@@ -78,6 +78,9 @@ func (r *Result) writePass(w io.Writer, p *Pass) {
 	if len(p.Turns) > 0 {
 		writeTurns(w, p)
 	}
+	if p.Sessions != nil {
+		writeSessions(w, p.Sessions)
+	}
 	if len(p.Stages) > 0 {
 		writeStages(w, p)
 	}
