@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -183,5 +185,53 @@ func TestAgentSessionsOnTheirOwnClocks(t *testing.T) {
 				t.Errorf("session %d turn %d sent at %v in bench, %v in simulate: want simulate no earlier, and within %v a turn", user, k, bs, ss, slack)
 			}
 		}
+	}
+}
+
+// TestAgentSessionFlags: what agent sessions' flags cannot run is refused
+// by name; --agent-at-duration cut ends the sessions running at
+// --duration, counted as cut, with tool latencies drawn from a
+// distribution.
+func TestAgentSessionFlags(t *testing.T) {
+	load := []string{"--dataset-name", "agent", "--num-prompts", "20", "--agent-turns", "6", "--agent-system-prompt-len", "100",
+		"--agent-input-len", "20", "--agent-output-len", "8", "--request-rate", "4", "--seed", "9"}
+	for _, c := range []struct {
+		args []string
+		name string
+	}{
+		{[]string{"--agent-at-duration", "stop", "--duration", "3s"}, "--agent-at-duration"},
+		{[]string{"--agent-at-duration", "cut"}, "--duration"},
+		{[]string{"--agent-tool-latency-distribution", "pareto"}, "--agent-tool-latency-distribution"},
+		{[]string{"--agent-tool-latency-distribution", "lognormal"}, "--agent-tool-latency-stddev"},
+		{[]string{"--agent-tool-latency", "-1s"}, "--agent-tool-latency"},
+	} {
+		err := run(context.Background(), append(append([]string{"simulate"}, load...), c.args...), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.name) {
+			t.Errorf("%v: %v, want an error naming %s", c.args, err, c.name)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "sim.json")
+	args := append(append([]string{"simulate", "--result-filename", path, "--save-detailed"}, load...), "--duration", "3s",
+		"--agent-at-duration", "cut", "--agent-tool-latency", "1s", "--agent-tool-latency-distribution", "exponential")
+	if err := run(context.Background(), args, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := resultJSON(t, path)["sessions"].(map[string]any)
+	per, _ := s["per_session"].([]any)
+	if s == nil || s["cut"].(float64) < 1 || len(per) != int(s["started"].(float64)) || len(per) >= 20 {
+		t.Fatalf("sessions: %v", s)
+	}
+	tools := map[float64]bool{}
+	for _, x := range per {
+		r := x.(map[string]any)
+		if r["start_s"].(float64) >= 3 || r["turns"].(float64) > r["planned_turns"].(float64) {
+			t.Errorf("session %v", r)
+		}
+		if r["turns"].(float64) > 1 {
+			tools[r["tools_s"].(float64)] = true
+		}
+	}
+	if len(tools) < 3 {
+		t.Errorf("the sessions' tool times %v: exponential draws differ", tools)
 	}
 }

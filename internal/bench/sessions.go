@@ -123,11 +123,11 @@ func writeSessions(w io.Writer, m *SessionMetrics) {
 		if n := len(d.Percentiles); n > 0 {
 			last = d.Percentiles[n-1].Value
 		}
-		title := row[1]
+		title, scale := row[1], 1.0 // turns are counts
 		if row[2] != "" {
-			title += " (" + row[2] + ")"
+			title, scale = title+" ("+row[2]+")", 1000 // times are seconds
 		}
-		fmt.Fprintf(w, "%-24s %12.2f %12.2f\n", title, d.Mean/1000, last/1000)
+		fmt.Fprintf(w, "%-24s %12.2f %12.2f\n", title, d.Mean/scale, last/scale)
 	}
 }
 
@@ -138,13 +138,13 @@ func sessionsObject(m *SessionMetrics, detailed bool) object {
 	o := object{{"started", m.Started}, {"finished", m.Finished}, {"cut", m.Cut}}
 	for _, row := range sessionRows {
 		d := m.Dists[row[0]]
-		key := row[0]
+		key, scale := row[0], 1.0
 		if row[2] != "" {
-			key += "_" + row[2]
+			key, scale = key+"_"+row[2], 1000
 		}
-		o = append(o, field{"mean_" + key, d.Mean / 1000}, field{"median_" + key, d.Median / 1000})
+		o = append(o, field{"mean_" + key, d.Mean / scale}, field{"median_" + key, d.Median / scale})
 		for _, pc := range d.Percentiles {
-			o = append(o, field{"p" + percentileWord(pc.P) + "_" + key, pc.Value / 1000})
+			o = append(o, field{"p" + percentileWord(pc.P) + "_" + key, pc.Value / scale})
 		}
 	}
 	if detailed {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -129,6 +130,11 @@ func TestBenchAgentSessionsOwnClocks(t *testing.T) {
 			t.Errorf("turn %d: TTFT from due %.1f ms, from send %.1f ms: nothing held a turn", tm.Turn, tm.TTFTFromDue.Mean, tm.TTFT.Mean)
 		}
 	}
+	var sum strings.Builder
+	res.WriteSummary(&sum)
+	if !regexp.MustCompile(`Turns +3\.00 +3\.00\n`).MatchString(sum.String()) || !strings.Contains(sum.String(), "Sessions that ran every turn:            4") {
+		t.Errorf("the summary's sessions:\n%s", sum.String())
+	}
 	j, err := res.JSON(true)
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +142,7 @@ func TestBenchAgentSessionsOwnClocks(t *testing.T) {
 	var out struct {
 		Sessions struct {
 			Started, Finished int
+			MeanTurns         float64          `json:"mean_turns"`
 			MeanToolsS        float64          `json:"mean_tools_s"`
 			PerSession        []map[string]any `json:"per_session"`
 		}
@@ -144,7 +151,7 @@ func TestBenchAgentSessionsOwnClocks(t *testing.T) {
 	if err := json.Unmarshal(j, &out); err != nil {
 		t.Fatal(err)
 	}
-	if out.Sessions.Started != 4 || math.Abs(out.Sessions.MeanToolsS-0.6) > 1e-9 || len(out.Sessions.PerSession) != 4 || out.Turns[1]["p99_ttft_from_due_ms"] == nil {
+	if out.Sessions.Started != 4 || out.Sessions.MeanTurns != 3 || math.Abs(out.Sessions.MeanToolsS-0.6) > 1e-9 || len(out.Sessions.PerSession) != 4 || out.Turns[1]["p99_ttft_from_due_ms"] == nil {
 		t.Errorf("the JSON's sessions and turns: %+v %v", out.Sessions, out.Turns)
 	}
 }
