@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
@@ -146,13 +147,21 @@ func TestBenchAgentSessionsOwnClocks(t *testing.T) {
 			MeanToolsS        float64          `json:"mean_tools_s"`
 			PerSession        []map[string]any `json:"per_session"`
 		}
-		Turns []map[string]any
+		Turns           []map[string]any
+		RequestSessions []int     `json:"request_sessions"`
+		RequestTurns    []int     `json:"request_turns"`
+		DueTimes        []float64 `json:"due_times"`
 	}
 	if err := json.Unmarshal(j, &out); err != nil {
 		t.Fatal(err)
 	}
 	if out.Sessions.Started != 4 || out.Sessions.MeanTurns != 3 || math.Abs(out.Sessions.MeanToolsS-0.6) > 1e-9 || len(out.Sessions.PerSession) != 4 || out.Turns[1]["p99_ttft_from_due_ms"] == nil {
 		t.Errorf("the JSON's sessions and turns: %+v %v", out.Sessions, out.Turns)
+	}
+	for i, o := range p.Outputs {
+		if len(out.DueTimes) != len(p.Outputs) || out.RequestSessions[i] != o.Session || out.RequestTurns[i] != o.Turn || out.DueTimes[i] != o.Due.Seconds() {
+			t.Fatalf("the detailed JSON's request %d: session, turn and due time missing or wrong", i)
+		}
 	}
 }
 
@@ -181,5 +190,24 @@ func TestBenchAgentSessionsCapped(t *testing.T) {
 	// The holds are 0, one and two sessions: one on average.
 	if math.Abs(first.TTFT.Mean-100) > 1e-6 || math.Abs(first.TTFTFromDue.Mean-100-float64(one.Milliseconds())) > 1e-6 {
 		t.Errorf("turn 1: TTFT %.1f ms, from due %.1f ms; want 100 and 100 + a session (%v)", first.TTFT.Mean, first.TTFTFromDue.Mean, one)
+	}
+}
+
+// TestServerViewMeans: the server view averages the running and waiting
+// gauges over its readings, beside their peaks: the load a latency is
+// read against.
+func TestServerViewMeans(t *testing.T) {
+	var readings []Snapshot
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, g := range [][2]int{{0, 0}, {4, 2}, {8, 6}, {4, 0}} {
+		sc, err := promtext.Parse(strings.NewReader(fmt.Sprintf("vllm:num_requests_running %d\nvllm:num_requests_waiting %d\n", g[0], g[1])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readings = append(readings, Snapshot{At: at.Add(time.Duration(i) * time.Second), Scrape: sc})
+	}
+	v := NewServerView(readings, nil)
+	if v.MeanRunning != 4 || v.MeanWaiting != 2 || v.PeakRunning != 8 || v.PeakWaiting != 6 {
+		t.Errorf("running mean %v peak %v, waiting mean %v peak %v; want 4, 8, 2, 6", v.MeanRunning, v.PeakRunning, v.MeanWaiting, v.PeakWaiting)
 	}
 }

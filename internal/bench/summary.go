@@ -153,6 +153,8 @@ func writeServer(w io.Writer, p *Pass, line func(string, any)) {
 	line("Peak KV cache usage (%):", 100*v.PeakKVUsage)
 	line("Peak requests waiting:", v.PeakWaiting)
 	line("Peak requests running:", v.PeakRunning)
+	line("Mean requests waiting:", v.MeanWaiting)
+	line("Mean requests running:", v.MeanRunning)
 }
 
 func (r *Result) writeSweep(w io.Writer) {
