@@ -52,10 +52,11 @@ func (s *Schedule) startSession(user int, due time.Duration) {
 	s.queue = append(s.queue, s.turnRequest(user, 0, due, 0))
 }
 
-// closeStarts starts no more sessions: --duration has come.
+// closeStarts starts no more of the stage's sessions: the next is due at
+// or after --duration. Those held for a place, due before it, may still
+// start if a place frees before it (nextTurn).
 func (s *Schedule) closeStarts() {
 	s.pos = len(s.stages[s.stage].Offsets)
-	s.held = nil
 }
 
 // turnRequest makes session user's turn, due at due after the tool's

@@ -207,6 +207,26 @@ func TestAgentSessionsCapSessions(t *testing.T) {
 	}
 }
 
+// TestAgentSessionsHeldAtDuration: a session due before --duration but
+// held for a place starts if one frees before --duration, and not after.
+func TestAgentSessionsHeldAtDuration(t *testing.T) {
+	for _, c := range []struct {
+		serve   time.Duration
+		started int
+	}{{1200 * time.Millisecond, 2}, {1800 * time.Millisecond, 1}} {
+		// Sessions due at 1, 2 and 3 s, one place, --duration 2.5 s: the
+		// first ends at 1 s + serve, freeing the place for the second.
+		p := agentPlan(t, AgentConfig{Sessions: 3, Turns: 1, Rate: 1, Burstiness: math.Inf(1), MaxConcurrency: 1, Until: 2500 * time.Millisecond})
+		out := driveVirtual(t, p.Start(), func(Request) time.Duration { return c.serve }, nil)
+		if len(out) != c.started {
+			t.Fatalf("answers of %v: %d sessions started, want %d", c.serve, len(out), c.started)
+		}
+		if c.started == 2 && (out[1].Due != 2*time.Second || out[1].sent != time.Second+c.serve) {
+			t.Errorf("the held session: due %v, sent %v; want due 2s, sent when the place freed", out[1].Due, out[1].sent)
+		}
+	}
+}
+
 // TestAgentSessionsFailedTurn: a failed turn calls no tool: the session's
 // next turn is due at once, with the conversation as it was.
 func TestAgentSessionsFailedTurn(t *testing.T) {
