@@ -51,6 +51,22 @@ type Plan struct {
 	Separator []int
 }
 
+// OpenLoop is the plan of vLLM's bench serve: requests at the arrival
+// offsets, cycling through the samples, at most maxConcurrency at once
+// (0: no cap), sending stopping at until when it is positive.
+func OpenLoop(samples []Sample, arr *Arrivals, maxConcurrency int, until time.Duration) *Plan {
+	var offs []time.Duration
+	for {
+		off, ok := arr.Next()
+		if !ok {
+			break
+		}
+		offs = append(offs, off)
+	}
+	return &Plan{Prompts: samples, Stages: []Stage{{Rate: arr.rate, Duration: arr.duration, Offsets: offs}},
+		MaxConcurrency: maxConcurrency, Until: until}
+}
+
 // LoRASplit sends Split of the requests to the LoRA adapter Name.
 type LoRASplit struct {
 	Name  string

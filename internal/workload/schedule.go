@@ -120,22 +120,6 @@ func (p *Plan) Start() *Schedule {
 	return s
 }
 
-// OpenLoop is the plan of vLLM's bench serve: requests at the arrival
-// offsets, cycling through the samples, at most maxConcurrency at once
-// (0: no cap), sending stopping at until when it is positive.
-func OpenLoop(samples []Sample, arr *Arrivals, maxConcurrency int, until time.Duration) *Plan {
-	var offs []time.Duration
-	for {
-		off, ok := arr.Next()
-		if !ok {
-			break
-		}
-		offs = append(offs, off)
-	}
-	return &Plan{Prompts: samples, Stages: []Stage{{Rate: arr.rate, Duration: arr.duration, Offsets: offs}},
-		MaxConcurrency: maxConcurrency, Until: until}
-}
-
 // Stages are the stages the schedule has run or will run (a sweep's, once
 // its probe has found them), the probe not among them.
 func (s *Schedule) Stages() []Stage { return s.stages[s.base:] }
