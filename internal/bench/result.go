@@ -117,6 +117,9 @@ func (r *Result) passFields(p *Pass, detailed bool) object {
 	if len(p.Turns) > 0 {
 		o = append(o, field{"turns", turnObjects(p.Turns)})
 	}
+	if p.Sessions != nil {
+		o = append(o, field{"sessions", sessionsObject(p.Sessions, detailed)})
+	}
 	if p.Server != nil {
 		o = append(o, field{"server", serverObject(p.Server)})
 	}
@@ -162,8 +165,18 @@ func (r *Result) detail(p *Pass) object {
 			itls[i][j] = g.Seconds()
 		}
 	}
-	return object{{"input_lens", in}, {"output_lens", p.Metrics.OutputLens}, {"ttfts", ttft}, {"itls", itls},
+	o := object{{"input_lens", in}, {"output_lens", p.Metrics.OutputLens}, {"ttfts", ttft}, {"itls", itls},
 		{"start_times", start}, {"generated_texts", texts}, {"errors", errs}}
+	if p.Sessions != nil {
+		// glassbox's: which session and turn each request was, and when
+		// it was due (start_times are when it went).
+		sessions, turns, due := make([]int, n), make([]int, n), make([]float64, n)
+		for i, o := range p.Outputs {
+			sessions[i], turns[i], due[i] = o.Session, o.Turn, o.Due.Seconds()
+		}
+		o = append(o, field{"request_sessions", sessions}, field{"request_turns", turns}, field{"due_times", due})
+	}
+	return o
 }
 
 func serverObject(v *ServerView) object {
@@ -181,7 +194,8 @@ func serverObject(v *ServerView) object {
 	return object{{"request_success", v.RequestSuccess}, {"prompt_tokens", v.PromptTokens}, {"generation_tokens", v.GenerationTokens},
 		{"ttft", hist(v.TTFT)}, {"queue_time", hist(v.Queue)}, {"e2e_latency", hist(v.E2E)}, {"itl", hist(v.ITL)},
 		{"preemptions", v.Preemptions}, {"prefix_cache_queries", v.PrefixCacheQueries}, {"prefix_cache_hits", v.PrefixCacheHits},
-		{"prefix_cache_hit_rate", hit}, {"peak_kv_cache_usage", v.PeakKVUsage}, {"peak_waiting", v.PeakWaiting}, {"peak_running", v.PeakRunning}}
+		{"prefix_cache_hit_rate", hit}, {"peak_kv_cache_usage", v.PeakKVUsage}, {"peak_waiting", v.PeakWaiting}, {"peak_running", v.PeakRunning},
+		{"mean_waiting", v.MeanWaiting}, {"mean_running", v.MeanRunning}}
 }
 
 // percentileWord is vLLM's p_word: "99" for 99.0, "99.9" for 99.9.

@@ -194,7 +194,7 @@ func (d *driver) send(r workload.Request, now time.Time) {
 	d.flights[r.Index] = f
 	f.out.Start = now
 	f.out.QueueTime = now.Sub(d.start.Add(r.Due))
-	f.out.Stage, f.out.Turn = r.Stage, r.Turn
+	f.out.Stage, f.out.Turn, f.out.Session, f.out.Tool = r.Stage, r.Turn, r.User, r.Tool
 	f.out.PromptLen = r.Sample.PromptLen
 	f.out.ITL = make([]time.Duration, 0, max(r.Sample.OutputLen-1, 0)) // one gap a token after the first
 	f.prompt = r.Sample.PromptIDs

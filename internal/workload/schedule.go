@@ -19,6 +19,10 @@ type Request struct {
 	// conversation so far.
 	Sample Sample
 	Due    time.Duration // when the plan scheduled it, from the run's start
+	// Tool is the tool's time before a session's turn: from its previous
+	// answer to when this turn could go (0 for a first turn, and after a
+	// failed one, which calls no tool).
+	Tool time.Duration
 	// Model, when set, is the LoRA adapter to send it to instead of the
 	// served model (load.lora_traffic_split).
 	Model string
@@ -62,6 +66,8 @@ type Schedule struct {
 	queue      []Request // due session rounds released by their user, waiting for a slot
 	sleeping   []sleeper // session rounds waiting out their tool's latency
 	users      []session
+	running    int         // agent sessions on their own clocks started and not ended
+	held       []heldStart // their starts due while --max-concurrency's places were taken
 	stopped    bool
 	rng        *rand.Rand
 
@@ -87,6 +93,7 @@ type session struct {
 	ids     []int
 	tokens  int           // its length in tokens
 	readyAt time.Duration // its next round goes no earlier (the tool's latency)
+	tool    time.Duration // that latency, for the next round's Request.Tool
 }
 
 // sleeper is a session round released when its tool's latency is over.
@@ -113,22 +120,6 @@ func (p *Plan) Start() *Schedule {
 	return s
 }
 
-// OpenLoop is the plan of vLLM's bench serve: requests at the arrival
-// offsets, cycling through the samples, at most maxConcurrency at once
-// (0: no cap), sending stopping at until when it is positive.
-func OpenLoop(samples []Sample, arr *Arrivals, maxConcurrency int, until time.Duration) *Plan {
-	var offs []time.Duration
-	for {
-		off, ok := arr.Next()
-		if !ok {
-			break
-		}
-		offs = append(offs, off)
-	}
-	return &Plan{Prompts: samples, Stages: []Stage{{Rate: arr.rate, Duration: arr.duration, Offsets: offs}},
-		MaxConcurrency: maxConcurrency, Until: until}
-}
-
 // Stages are the stages the schedule has run or will run (a sweep's, once
 // its probe has found them), the probe not among them.
 func (s *Schedule) Stages() []Stage { return s.stages[s.base:] }
@@ -146,7 +137,7 @@ func (s *Schedule) Err() error { return s.err }
 func (s *Schedule) Poll(now time.Duration) (ready []Request, next time.Duration) {
 	s.sampleTo(now)
 	next = -1
-	if s.p.Until > 0 && now >= s.p.Until && !s.stopped {
+	if s.p.Until > 0 && now >= s.p.Until && !s.stopped && !s.ownClocks() {
 		s.stop(false)
 	}
 	s.expire(now)
@@ -169,9 +160,17 @@ func (s *Schedule) Poll(now time.Duration) (ready []Request, next time.Duration)
 			continue
 		}
 		due := s.stageStart + st.Offsets[s.pos]
+		if s.ownClocks() && s.p.Until > 0 && due >= s.p.Until {
+			s.closeStarts() // known now: no session starts at or after --duration
+			continue
+		}
 		if due > now {
 			next = soonest(next, due)
 			break
+		}
+		if s.ownClocks() {
+			s.startDue(due)
+			continue
 		}
 		if !s.p.Sessions && !s.slotFree() {
 			break // waits for a slot: sent later, still due at its offset
@@ -241,7 +240,7 @@ func (s *Schedule) cutProbe() {
 // cancels what is in flight.
 func (s *Schedule) dropPending(abandon bool) {
 	s.open -= len(s.queue) + len(s.sleeping)
-	s.sleeping = nil
+	s.sleeping, s.held = nil, nil
 	for i := range s.users {
 		s.open -= len(s.users[i].waiting)
 		s.users[i].waiting = nil
@@ -300,6 +299,7 @@ func (s *Schedule) schedule(due, now time.Duration) (r Request, goes bool) {
 		u.waiting = append(u.waiting, r)
 	} else {
 		u.busy = true
+		r.Tool = u.tool
 		s.ready(r, u.readyAt, now)
 	}
 	return r, false
@@ -349,6 +349,10 @@ func (s *Schedule) pickModel() string {
 // release sends r at now: a session round gets its conversation
 // prepended, as inference-perf's user session does (context + " " + prompt).
 func (s *Schedule) release(r Request, now time.Duration) Request {
+	if r.Index < 0 {
+		r.Index = s.index // a session's turn is numbered as it goes
+		s.index++
+	}
 	if r.User >= 0 {
 		u := &s.users[r.User]
 		if a := s.p.Agent; a != nil && r.Turn == 0 {
@@ -412,6 +416,7 @@ func (s *Schedule) Finished(r Request, at time.Duration, o Outcome) {
 		return
 	}
 	u := &s.users[r.User]
+	u.tool = 0
 	if o.OK {
 		u.text = r.Sample.Prompt + " " + o.Text
 		if r.Sample.PromptIDs != nil {
@@ -419,14 +424,20 @@ func (s *Schedule) Finished(r Request, at time.Duration, o Outcome) {
 		}
 		u.tokens = r.Sample.PromptLen + len(s.p.Separator) + o.OutputTokens
 		if a := s.p.Agent; a != nil {
-			u.readyAt = at + a.latency(r.User, r.Turn) // the tool runs on the answer
+			u.tool = a.latency(r.User, r.Turn) // the tool runs on the answer
+			u.readyAt = at + u.tool
 		}
+	}
+	if s.ownClocks() {
+		s.nextTurn(r, at)
+		return
 	}
 	u.busy = false
 	if len(u.waiting) > 0 && !s.stopped {
 		next := u.waiting[0]
 		u.waiting = u.waiting[1:]
 		u.busy = true
+		next.Tool = u.tool
 		s.ready(next, u.readyAt, at)
 	}
 }
