@@ -104,6 +104,10 @@ var forbidden = map[string][]string{
 	// The profile table is data: everything reads it, it reads nothing.
 	module + "/internal/profiles": {module + "/internal/", "net/http", "github.com/prometheus/"},
 	module + "/internal/hub":      {module + "/internal/engine", module + "/internal/server", module + "/internal/executor", module + "/internal/model"},
+
+	// The ordered JSON object of bench's and inference-perf's reports: a
+	// format, nothing of glassbox's.
+	module + "/internal/jsonobject": {module + "/internal/"},
 }
 
 // replicaUsers may import replica besides the entry points.
