@@ -1,5 +1,7 @@
-// Package layering holds the test that enforces DESIGN.md §2's dependency
-// rules across the module. It has no code of its own.
+// Package layering holds the tests that enforce DESIGN.md §2's dependency
+// rules across the module, and that keep docs/architecture.md's map of it
+// (the files and functions a request passes through) true. It has no code
+// of its own.
 package layering
 
 import (
