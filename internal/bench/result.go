@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,36 +8,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/glassbox-llm/glassbox/internal/jsonobject"
 )
 
-// field is one key of a JSON object whose key order is kept.
-type field struct {
-	k string
-	v any
-}
-
-// object marshals its fields in order, so the result reads like vLLM's.
-type object []field
-
-func (o object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, f := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(f.k)
-		b.Write(k)
-		b.WriteByte(':')
-		v, err := json.Marshal(f.v)
-		if err != nil {
-			return nil, fmt.Errorf("marshal %s: %w", f.k, err)
-		}
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
+// object and field are a JSON object whose keys keep their order (so the result reads
+// like vLLM's), and one of its keys.
+type (
+	object = jsonobject.Object
+	field  = jsonobject.Field
+)
 
 // JSON is the result file. Without a sweep it is `vllm bench serve`'s
 // --save-result object, key for key (its metric keys follow
