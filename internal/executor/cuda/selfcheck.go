@@ -80,7 +80,7 @@ func (d *Device) checkFastAttention(s attnShape) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := cuda.CopyIn(d.ctx, in, ints); err != nil {
+	if err := cuda.CopyIn(d.stream, in, ints); err != nil {
 		return err
 	}
 	at := func(i int) cuda.Ptr { return in.Add(int64(4 * i)) }
@@ -115,10 +115,10 @@ func (d *Device) checkFastAttention(s attnShape) (err error) {
 			return false, err
 		}
 		a, b := make([]float32, rows*qd), make([]float32, rows*qd)
-		if err := cuda.CopyOut(d.ctx, a, outA); err != nil {
+		if err := cuda.CopyOut(d.stream, a, outA); err != nil {
 			return false, err
 		}
-		if err := cuda.CopyOut(d.ctx, b, outB); err != nil {
+		if err := cuda.CopyOut(d.stream, b, outB); err != nil {
 			return false, err
 		}
 		var worst, scale float64

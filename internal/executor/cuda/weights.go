@@ -191,7 +191,7 @@ func (d *Device) uploadFloats(dw *devWeights, v []float32) (cuda.Ptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	return p, cuda.CopyIn(d.ctx, p, v)
+	return p, cuda.CopyIn(d.stream, p, v)
 }
 
 // uploadMatrices stacks ms's rows (same columns) into one matrix of type
@@ -227,7 +227,7 @@ func (d *Device) uploadMatrix(dw *devWeights, dt cuda.DType, m *tensor.Matrix, d
 		return err
 	}
 	if own == dt && m.Type != gguf.Q8_0 {
-		return cuda.CopyIn(d.ctx, dst, m.Data)
+		return cuda.CopyIn(d.stream, dst, m.Data)
 	}
 	need := int64(len(m.Data))
 	if m.Type == gguf.Q8_0 && own != dt {
@@ -248,7 +248,7 @@ func (d *Device) uploadMatrix(dw *devWeights, dt cuda.DType, m *tensor.Matrix, d
 	if err := d.stream.Synchronize(); err != nil {
 		return err
 	}
-	if err := cuda.CopyIn(d.ctx, dw.scratch, m.Data); err != nil {
+	if err := cuda.CopyIn(d.stream, dw.scratch, m.Data); err != nil {
 		return err
 	}
 	src, st := dw.scratch, own
