@@ -2,7 +2,6 @@ package fakecuda
 
 import (
 	"encoding/binary"
-	"regexp"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -12,33 +11,37 @@ import (
 
 // Modules, streams, events, launches and graphs.
 
-// entry is a PTX kernel's declaration: ".visible .entry name(" and its
-// ".param .u64 name_param_0," lines.
-var (
-	entryRE = regexp.MustCompile(`(?m)^\.visible \.entry (\w+)\(`)
-	paramRE = regexp.MustCompile(`^\s*\.param \.([a-z]+)(\d+) `)
-)
-
-// ptxEntries reads each kernel's parameter sizes from PTX source.
+// ptxEntries reads each kernel's parameter sizes from PTX source: its
+// ".visible .entry name(" line and the ".param .u64 name_param_0," lines
+// up to the ")".
 func ptxEntries(src string) map[string][]int {
+	const entry = ".visible .entry "
 	out := map[string][]int{}
-	for _, m := range entryRE.FindAllStringSubmatchIndex(src, -1) {
-		name := src[m[2]:m[3]]
+	for {
+		i := strings.Index(src, entry)
+		if i < 0 {
+			return out
+		}
+		src = src[i+len(entry):]
+		open, end := strings.IndexByte(src, '('), strings.IndexByte(src, ')')
+		if open < 0 || end < open {
+			return out
+		}
 		var sizes []int
-		for _, line := range strings.Split(src[m[1]:], "\n")[1:] {
-			p := paramRE.FindStringSubmatch(line)
-			if p == nil {
-				break
+		for _, line := range strings.Split(src[open+1:end], "\n") {
+			f := strings.Fields(line) // ".param", ".u64", "name,"
+			if len(f) < 2 || f[0] != ".param" {
+				continue
 			}
-			bits := 0
-			for _, c := range p[2] {
-				bits = bits*10 + int(c-'0')
+			bits, err := strconv.Atoi(strings.TrimLeft(f[1], ".abcdefghijklmnopqrstuvwxyz"))
+			if err != nil {
+				bits = 0 // an aggregate (.align .b8 x[n]): not a scalar, never checked
 			}
 			sizes = append(sizes, bits/8)
 		}
-		out[name] = sizes
+		out[src[:open]] = sizes
+		src = src[end:]
 	}
-	return out
 }
 
 func (g *GPU) moduleLoad(m *cuda.CUmodule, image *byte, _ uint32, _ *int32, _ *uintptr) cuda.CUresult {

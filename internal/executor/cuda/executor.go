@@ -1,9 +1,12 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +32,8 @@ type Config struct {
 // goroutine only; the device work runs on the Device's thread.
 type Executor struct {
 	dev     *Device
+	l       *Loaded // whose weights and step buffers it borrows
+	closed  bool    // under dev.mu
 	cfg     Config
 	sizes   Sizes
 	w       *devWeights
@@ -56,12 +61,13 @@ type Executor struct {
 
 // Upload copies w to the device and allocates the step buffers for
 // sizes; KVBlocks then sizes the cache and Start makes the executor. The
-// host's weights may be released once it returns.
+// host's weights may be released once it returns; the device memory is
+// the Loaded model's until its Close (or the device's).
 func (d *Device) Upload(w *model.Weights, s Sizes) (*Loaded, error) {
 	if err := CheckWeights(w); err != nil {
 		return nil, err
 	}
-	l := &Loaded{dev: d, sizes: s}
+	l := &Loaded{dev: d, sizes: s, execs: map[*Executor]struct{}{}}
 	err := d.Do(func() error {
 		var err error
 		if l.w, err = d.uploadWeights(w, s.MaxModelLen); err != nil {
@@ -79,16 +85,87 @@ func (d *Device) Upload(w *model.Weights, s Sizes) (*Loaded, error) {
 	c := &w.Config
 	l.params = float64(c.Layers) * float64(c.Hidden) * float64(2*c.Heads*c.HeadDim+2*c.KVDim()+3*c.FFN)
 	l.weightB = float64(WeightBytes(w, 0))
+	if err := d.adopt(l); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 
-// Loaded is a model on the device, before its KV cache.
+// Fit uploads w with step buffers for s and sizes its KV cache
+// (KVBlocks): the model, and the blocks that fit beside it. When they do
+// not fit, the upload is freed before the error returns: sizing leaves
+// nothing on the device.
+func (d *Device) Fit(w *model.Weights, s Sizes, util float64, kvBytes int64) (*Loaded, int, Memory, error) {
+	l, err := d.Upload(w, s)
+	if err != nil {
+		return nil, 0, Memory{}, err
+	}
+	n, m, err := l.KVBlocks(util, kvBytes, s.BlockSize)
+	if err != nil {
+		l.Close()
+		return nil, 0, m, err
+	}
+	return l, n, m, nil
+}
+
+// Loaded is a model on the device: it owns its weights and step buffers
+// in device memory, which the executors it starts borrow.
 type Loaded struct {
 	dev             *Device
 	sizes           Sizes
 	w               *devWeights
 	bufs            *stepBufs
 	params, weightB float64
+	closed          bool                   // under dev.mu
+	execs           map[*Executor]struct{} // started and not closed, under dev.mu
+}
+
+// adopt makes l one of the device's models (closed with it); on a device
+// already closed it frees l and says so.
+func (d *Device) adopt(l *Loaded) error {
+	d.mu.Lock()
+	closed := d.closed
+	if !closed {
+		d.loaded[l] = struct{}{}
+	}
+	d.mu.Unlock()
+	if closed {
+		l.closed = true
+		_ = d.Do(func() error { l.free(); return nil })
+		return errDeviceClosed
+	}
+	return nil
+}
+
+var errDeviceClosed = errors.New("the GPU device is closed")
+
+// Close frees the model's device memory, after closing the executors
+// still started on it; a second Close does nothing.
+func (l *Loaded) Close() {
+	d := l.dev
+	d.mu.Lock()
+	if l.closed {
+		d.mu.Unlock()
+		return
+	}
+	l.closed = true
+	execs := slices.Collect(maps.Keys(l.execs))
+	delete(d.loaded, l)
+	d.mu.Unlock()
+	for _, e := range execs {
+		e.Close()
+	}
+	_ = d.Do(func() error { l.free(); return nil })
+}
+
+// free releases the step buffers and the weights (inside Do).
+func (l *Loaded) free() {
+	if l.bufs != nil {
+		l.bufs.free(l.dev)
+	}
+	if l.w != nil {
+		l.w.free(l.dev)
+	}
 }
 
 func (w *devWeights) shapeOf() *devWeightsShape {
@@ -111,6 +188,9 @@ type Memory struct {
 // (the weights, the step buffers, the context and cuBLASLt's workspace,
 // and other processes'), in blocks of blockSize tokens.
 func (l *Loaded) KVBlocks(util float64, kvBytes int64, blockSize int) (int, Memory, error) {
+	if l.isClosed() {
+		return 0, Memory{}, errors.New("size the KV cache: the model was closed")
+	}
 	var free, total int64
 	err := l.dev.Do(func() (err error) { free, total, err = l.dev.ctx.MemInfo(); return err })
 	if err != nil {
@@ -135,17 +215,28 @@ func (l *Loaded) KVBlocks(util float64, kvBytes int64, blockSize int) (int, Memo
 
 func gib(n int64) float64 { return float64(n) / (1 << 30) }
 
+// isClosed reads l.closed under the device's lock.
+func (l *Loaded) isClosed() bool {
+	l.dev.mu.Lock()
+	defer l.dev.mu.Unlock()
+	return l.closed
+}
+
 // Start allocates the KV cache of cfg.NumBlocks blocks and makes the
-// executor.
+// executor, which borrows l's weights and step buffers: close it before
+// starting another on l (they share the step buffers).
 func (l *Loaded) Start(cfg Config) (*Executor, error) {
 	c := &l.w.c
+	if l.isClosed() {
+		return nil, errors.New("new cuda executor: the model was closed")
+	}
 	if cfg.NumBlocks < 1 || cfg.BlockSize < 1 {
 		return nil, fmt.Errorf("new cuda executor: %d blocks of %d tokens", cfg.NumBlocks, cfg.BlockSize)
 	}
 	if cfg.Sizes != l.sizes {
 		return nil, fmt.Errorf("new cuda executor: sizes %+v, but the buffers were made for %+v", cfg.Sizes, l.sizes)
 	}
-	e := &Executor{dev: l.dev, cfg: cfg, sizes: l.sizes, w: l.w, bufs: l.bufs, graphs: !cfg.Eager, graph: map[int]*cuda.Graph{},
+	e := &Executor{dev: l.dev, l: l, cfg: cfg, sizes: l.sizes, w: l.w, bufs: l.bufs, graphs: !cfg.Eager, graph: map[int]*cuda.Graph{},
 		shape:  attnShape{heads: c.Heads, kvHeads: c.KVHeads, headDim: c.HeadDim, blockSize: cfg.BlockSize},
 		params: l.params, weightB: l.weightB}
 	e.buckets = graphBuckets(min(l.sizes.MaxSeqs, l.sizes.MaxTokens, maxGraphBatch))
@@ -167,6 +258,14 @@ func (l *Loaded) Start(cfg Config) (*Executor, error) {
 		e.Close()
 		return nil, fmt.Errorf("new cuda executor: %w", err)
 	}
+	l.dev.mu.Lock()
+	defer l.dev.mu.Unlock()
+	if l.closed { // closed while this one started: it goes too
+		e.closed = true
+		_ = l.dev.Do(func() error { e.free(); return nil })
+		return nil, errors.New("new cuda executor: the model was closed")
+	}
+	l.execs[e] = struct{}{}
 	return e, nil
 }
 
@@ -199,26 +298,43 @@ func graphBuckets(most int) []int {
 	return append(b, most)
 }
 
-// Close releases the graphs, the cache, the buffers and the weights.
+// Close releases what the executor owns: its graphs, events and KV
+// cache. The weights and step buffers it borrowed stay with the Loaded
+// model (Loaded.Close frees them). A second Close does nothing; Execute
+// after Close fails. Call it once the engine has stopped calling Execute.
 func (e *Executor) Close() {
-	_ = e.dev.Do(func() error {
-		for _, g := range e.graph {
-			g.Destroy()
-		}
-		e.graph = nil
-		if e.start != nil {
-			e.start.Destroy()
-			e.end.Destroy()
-		}
-		if e.events != nil {
-			e.events.destroy()
-		}
-		e.dev.ctx.Free(e.kv)
-		e.kv = 0
-		e.bufs.free(e.dev)
-		e.w.free(e.dev)
-		return nil
-	})
+	d := e.dev
+	d.mu.Lock()
+	if e.closed {
+		d.mu.Unlock()
+		return
+	}
+	e.closed = true
+	delete(e.l.execs, e)
+	d.mu.Unlock()
+	_ = d.Do(func() error { e.free(); return nil })
+}
+
+// free releases the executor's own device objects (inside Do).
+func (e *Executor) free() {
+	for _, g := range e.graph {
+		g.Destroy()
+	}
+	e.graph = nil
+	if e.start != nil {
+		e.start.Destroy()
+		e.start = nil
+	}
+	if e.end != nil {
+		e.end.Destroy()
+		e.end = nil
+	}
+	if e.events != nil {
+		e.events.destroy()
+		e.events = nil
+	}
+	e.dev.ctx.Free(e.kv)
+	e.kv = 0
 }
 
 // kvLayer is layer l's K and V caches.
@@ -232,6 +348,12 @@ func (e *Executor) kvLayer(l int) (cuda.Ptr, cuda.Ptr) {
 // (replayed from a graph for a decode step), sampling on the device,
 // the samples (and any logits the CPU samples from) copied back.
 func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
+	e.dev.mu.Lock()
+	closed := e.closed
+	e.dev.mu.Unlock()
+	if closed {
+		return errors.New("execute: the cuda executor is closed")
+	}
 	if err := e.plan(b); err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 // type dt in device memory (filled there: a Llama-3.1-8B is 16 GB that
 // need not cross PCIe) and the step buffers for s: for benchmarks.
 func (d *Device) UploadRandom(c model.Config, dt cuda.DType, s Sizes) (*Loaded, error) {
-	l := &Loaded{dev: d, sizes: s}
+	l := &Loaded{dev: d, sizes: s, execs: map[*Executor]struct{}{}}
 	err := d.Do(func() error {
 		w, err := d.randomWeights(c, dt, s.MaxModelLen)
 		if err != nil {
@@ -30,6 +30,9 @@ func (d *Device) UploadRandom(c model.Config, dt cuda.DType, s Sizes) (*Loaded, 
 	}
 	l.params = float64(c.Layers) * float64(c.Hidden) * float64(2*c.Heads*c.HeadDim+2*c.KVDim()+3*c.FFN)
 	l.weightB = float64(dt.Size()) * (l.params + float64(c.Vocab)*float64(c.Hidden))
+	if err := d.adopt(l); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 

@@ -234,6 +234,8 @@ func (d *Device) uploadMatrix(dw *devWeights, dt cuda.DType, m *tensor.Matrix, d
 		need += 2 * n // the fp16 values before conversion
 	}
 	if need > dw.scratchN {
+		// The previous conversion may still read the old scratch: wait
+		// for it before freeing it.
 		if err := d.stream.Synchronize(); err != nil {
 			return err
 		}
@@ -244,10 +246,8 @@ func (d *Device) uploadMatrix(dw *devWeights, dt cuda.DType, m *tensor.Matrix, d
 		}
 		dw.scratchN = need
 	}
-	// The previous conversion may still read the scratch: wait for it.
-	if err := d.stream.Synchronize(); err != nil {
-		return err
-	}
+	// The copy is queued on the stream behind the previous conversion
+	// (which may still read the scratch) and ahead of this one's kernels.
 	if err := cuda.CopyIn(d.stream, dw.scratch, m.Data); err != nil {
 		return err
 	}
