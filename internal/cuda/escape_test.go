@@ -100,6 +100,15 @@ func addressed(x ast.Expr) (token.Pos, string) {
 		if id := declIdent(x.Obj); id != nil {
 			return id.Pos(), "variable " + x.Name
 		}
+	case *ast.SelectorExpr:
+		// &v.f of a struct variable v (not through a pointer): v's.
+		id, ok := x.X.(*ast.Ident)
+		if !ok || id.Obj == nil || id.Obj.Kind != ast.Var || !isStructValue(id.Obj) {
+			return token.NoPos, ""
+		}
+		if decl := declIdent(id.Obj); decl != nil {
+			return decl.Pos(), "variable " + id.Name
+		}
 	case *ast.IndexExpr:
 		id, ok := x.X.(*ast.Ident)
 		if !ok || id.Obj == nil || id.Obj.Kind != ast.Var {
@@ -115,6 +124,17 @@ func addressed(x ast.Expr) (token.Pos, string) {
 		}
 	}
 	return token.NoPos, ""
+}
+
+// isStructValue says whether a variable is declared as a struct value
+// (var v T{…} with a non-pointer type, or v := T{…}), not a pointer.
+func isStructValue(o *ast.Object) bool {
+	if spec, ok := o.Decl.(*ast.ValueSpec); ok && spec.Type != nil {
+		_, ptr := spec.Type.(*ast.StarExpr)
+		return !ptr && len(spec.Values) == 0
+	}
+	_, lit := declValue(o).(*ast.CompositeLit)
+	return lit
 }
 
 // declIdent is the identifier that declares a local variable or a

@@ -3,10 +3,8 @@ package cuda
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"time"
 
@@ -91,23 +89,6 @@ func (d *Device) Upload(w *model.Weights, s Sizes) (*Loaded, error) {
 	return l, nil
 }
 
-// Fit uploads w with step buffers for s and sizes its KV cache
-// (KVBlocks): the model, and the blocks that fit beside it. When they do
-// not fit, the upload is freed before the error returns: sizing leaves
-// nothing on the device.
-func (d *Device) Fit(w *model.Weights, s Sizes, util float64, kvBytes int64) (*Loaded, int, Memory, error) {
-	l, err := d.Upload(w, s)
-	if err != nil {
-		return nil, 0, Memory{}, err
-	}
-	n, m, err := l.KVBlocks(util, kvBytes, s.BlockSize)
-	if err != nil {
-		l.Close()
-		return nil, 0, m, err
-	}
-	return l, n, m, nil
-}
-
 // Loaded is a model on the device: it owns its weights and step buffers
 // in device memory, which the executors it starts borrow.
 type Loaded struct {
@@ -118,54 +99,6 @@ type Loaded struct {
 	params, weightB float64
 	closed          bool                   // under dev.mu
 	execs           map[*Executor]struct{} // started and not closed, under dev.mu
-}
-
-// adopt makes l one of the device's models (closed with it); on a device
-// already closed it frees l and says so.
-func (d *Device) adopt(l *Loaded) error {
-	d.mu.Lock()
-	closed := d.closed
-	if !closed {
-		d.loaded[l] = struct{}{}
-	}
-	d.mu.Unlock()
-	if closed {
-		l.closed = true
-		_ = d.Do(func() error { l.free(); return nil })
-		return errDeviceClosed
-	}
-	return nil
-}
-
-var errDeviceClosed = errors.New("the GPU device is closed")
-
-// Close frees the model's device memory, after closing the executors
-// still started on it; a second Close does nothing.
-func (l *Loaded) Close() {
-	d := l.dev
-	d.mu.Lock()
-	if l.closed {
-		d.mu.Unlock()
-		return
-	}
-	l.closed = true
-	execs := slices.Collect(maps.Keys(l.execs))
-	delete(d.loaded, l)
-	d.mu.Unlock()
-	for _, e := range execs {
-		e.Close()
-	}
-	_ = d.Do(func() error { l.free(); return nil })
-}
-
-// free releases the step buffers and the weights (inside Do).
-func (l *Loaded) free() {
-	if l.bufs != nil {
-		l.bufs.free(l.dev)
-	}
-	if l.w != nil {
-		l.w.free(l.dev)
-	}
 }
 
 func (w *devWeights) shapeOf() *devWeightsShape {
@@ -189,7 +122,7 @@ type Memory struct {
 // and other processes'), in blocks of blockSize tokens.
 func (l *Loaded) KVBlocks(util float64, kvBytes int64, blockSize int) (int, Memory, error) {
 	if l.isClosed() {
-		return 0, Memory{}, errors.New("size the KV cache: the model was closed")
+		return 0, Memory{}, fmt.Errorf("size the KV cache: %w", errModelClosed)
 	}
 	var free, total int64
 	err := l.dev.Do(func() (err error) { free, total, err = l.dev.ctx.MemInfo(); return err })
@@ -215,20 +148,13 @@ func (l *Loaded) KVBlocks(util float64, kvBytes int64, blockSize int) (int, Memo
 
 func gib(n int64) float64 { return float64(n) / (1 << 30) }
 
-// isClosed reads l.closed under the device's lock.
-func (l *Loaded) isClosed() bool {
-	l.dev.mu.Lock()
-	defer l.dev.mu.Unlock()
-	return l.closed
-}
-
 // Start allocates the KV cache of cfg.NumBlocks blocks and makes the
-// executor, which borrows l's weights and step buffers: close it before
-// starting another on l (they share the step buffers).
+// executor, which borrows l's weights and step buffers: one at a time
+// (close it before starting another on l).
 func (l *Loaded) Start(cfg Config) (*Executor, error) {
 	c := &l.w.c
-	if l.isClosed() {
-		return nil, errors.New("new cuda executor: the model was closed")
+	if err := l.startable(); err != nil {
+		return nil, fmt.Errorf("new cuda executor: %w", err)
 	}
 	if cfg.NumBlocks < 1 || cfg.BlockSize < 1 {
 		return nil, fmt.Errorf("new cuda executor: %d blocks of %d tokens", cfg.NumBlocks, cfg.BlockSize)
@@ -258,14 +184,9 @@ func (l *Loaded) Start(cfg Config) (*Executor, error) {
 		e.Close()
 		return nil, fmt.Errorf("new cuda executor: %w", err)
 	}
-	l.dev.mu.Lock()
-	defer l.dev.mu.Unlock()
-	if l.closed { // closed while this one started: it goes too
-		e.closed = true
-		_ = l.dev.Do(func() error { e.free(); return nil })
-		return nil, errors.New("new cuda executor: the model was closed")
+	if err := l.lend(e); err != nil {
+		return nil, fmt.Errorf("new cuda executor: %w", err)
 	}
-	l.execs[e] = struct{}{}
 	return e, nil
 }
 
@@ -296,45 +217,6 @@ func graphBuckets(most int) []int {
 		b = append(b, s)
 	}
 	return append(b, most)
-}
-
-// Close releases what the executor owns: its graphs, events and KV
-// cache. The weights and step buffers it borrowed stay with the Loaded
-// model (Loaded.Close frees them). A second Close does nothing; Execute
-// after Close fails. Call it once the engine has stopped calling Execute.
-func (e *Executor) Close() {
-	d := e.dev
-	d.mu.Lock()
-	if e.closed {
-		d.mu.Unlock()
-		return
-	}
-	e.closed = true
-	delete(e.l.execs, e)
-	d.mu.Unlock()
-	_ = d.Do(func() error { e.free(); return nil })
-}
-
-// free releases the executor's own device objects (inside Do).
-func (e *Executor) free() {
-	for _, g := range e.graph {
-		g.Destroy()
-	}
-	e.graph = nil
-	if e.start != nil {
-		e.start.Destroy()
-		e.start = nil
-	}
-	if e.end != nil {
-		e.end.Destroy()
-		e.end = nil
-	}
-	if e.events != nil {
-		e.events.destroy()
-		e.events = nil
-	}
-	e.dev.ctx.Free(e.kv)
-	e.kv = 0
 }
 
 // kvLayer is layer l's K and V caches.

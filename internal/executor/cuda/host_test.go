@@ -161,6 +161,10 @@ func TestCloseOrders(t *testing.T) {
 			step(t, e, 10)
 			switch order {
 			case "executor, model, device":
+				if e2, err := l.Start(Config{Sizes: tinySizes, NumBlocks: 8}); err == nil {
+					e2.Close()
+					t.Error("a second executor started on a model while the first runs: they would share its step buffers")
+				}
 				e.Close()
 				if got := gpu.DeviceBytes(); got != loaded {
 					t.Fatalf("after the executor closed: %d bytes on the device, want the model's %d: it freed what it borrowed, or kept its own", got, loaded)
