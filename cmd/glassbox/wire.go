@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
-	cudaexec "github.com/glassbox-llm/glassbox/internal/executor/cuda"
 	"github.com/glassbox-llm/glassbox/internal/hub"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
@@ -232,8 +231,8 @@ func hubCache() (string, error) {
 // cudaConfig is where the GPU executor finds cuBLASLt: $GLASSBOX_CUBLAS
 // names the file; else CUDA's and the active Python environment's
 // directories join the usual places.
-func cudaConfig(getenv func(string) string) cudaexec.DeviceConfig {
-	c := cudaexec.DeviceConfig{BLASLt: getenv("GLASSBOX_CUBLAS")}
+func cudaConfig(getenv func(string) string) replica.CUDAConfig {
+	c := replica.CUDAConfig{BLASLt: getenv("GLASSBOX_CUBLAS")}
 	for _, v := range []string{"CUDA_HOME", "CUDA_PATH"} {
 		if d := getenv(v); d != "" {
 			c.BLASLtDirs = append(c.BLASLtDirs, filepath.Join(d, "lib64"), filepath.Join(d, "targets", "*-linux", "lib"))

@@ -13,7 +13,7 @@ import (
 type Context struct {
 	d      *Driver
 	Device *Device
-	ctx    uintptr
+	ctx    CUcontext
 	work   chan func()
 	closed chan struct{}
 }
@@ -39,12 +39,12 @@ func (c *Context) run(started chan<- error) {
 	// the context is current.
 	runtime.LockOSThread()
 	d := c.d
-	if err := d.check("cuDevicePrimaryCtxRetain", call(d.fn.primaryCtxRetain, ptr(&c.ctx), uintptr(c.Device.handle))); err != nil {
+	if err := d.check("cuDevicePrimaryCtxRetain", d.api.PrimaryCtxRetain(&c.ctx, c.Device.handle)); err != nil {
 		started <- fmt.Errorf("create a context on %s: %w", c.Device.Name, err)
 		return
 	}
-	if err := d.check("cuCtxSetCurrent", call(d.fn.ctxSetCurrent, c.ctx)); err != nil {
-		call(d.fn.primaryCtxRelease, uintptr(c.Device.handle))
+	if err := d.check("cuCtxSetCurrent", d.api.CtxSetCurrent(c.ctx)); err != nil {
+		d.api.PrimaryCtxRelease(c.Device.handle)
 		started <- fmt.Errorf("create a context on %s: %w", c.Device.Name, err)
 		return
 	}
@@ -52,8 +52,8 @@ func (c *Context) run(started chan<- error) {
 	for f := range c.work {
 		f()
 	}
-	call(d.fn.ctxSynchronize)
-	call(d.fn.primaryCtxRelease, uintptr(c.Device.handle))
+	d.api.CtxSynchronize()
+	d.api.PrimaryCtxRelease(c.Device.handle)
 	close(c.closed)
 }
 
@@ -86,13 +86,13 @@ func (c *Context) Driver() *Driver { return c.d }
 
 // Synchronize waits for all the context's work.
 func (c *Context) Synchronize() error {
-	return c.d.check("cuCtxSynchronize", call(c.d.fn.ctxSynchronize))
+	return c.d.check("cuCtxSynchronize", c.d.api.CtxSynchronize())
 }
 
 // MemInfo is the device's free and total memory, as the driver sees it.
 func (c *Context) MemInfo() (free, total int64, err error) {
 	var f, t uint64
-	if err := c.d.check("cuMemGetInfo", call(c.d.fn.memGetInfo, ptr(&f), ptr(&t))); err != nil {
+	if err := c.d.check("cuMemGetInfo", c.d.api.MemGetInfo(&f, &t)); err != nil {
 		return 0, 0, err
 	}
 	return int64(f), int64(t), nil

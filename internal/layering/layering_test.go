@@ -97,6 +97,8 @@ var forbidden = map[string][]string{
 	// NVIDIA's libraries, bound at run time: the GPU executor and the
 	// tools that read the board build on them; they know no engine.
 	module + "/internal/cuda": modelSide,
+	// The fake board the GPU code's tests run on knows only the bindings.
+	module + "/internal/fakecuda": slices.Concat(modelSide, []string{module + "/internal/replica", module + "/internal/dcgm"}),
 	// dcgm-exporter's series, simulated or read from a real GPU: it
 	// declares what it reads of NVML (dcgm.Device) and of an engine step
 	// (dcgm.Step), and the wiring adapts internal/cuda and the engine's

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/dcgm"
@@ -218,4 +219,37 @@ func cpuBackend(cfg *Config) (*backend, error) {
 		start: func(numBlocks, blockSize int) (engine.Executor, error) { return l.Start(numBlocks, blockSize, threads) },
 		close: l.Close,
 	}, nil
+}
+
+// describeCounters is the banner's account of the NVML exporter: the
+// board, the interval, and what it does not read.
+func describeCounters(e *dcgm.NVMLExporter, interval time.Duration) string {
+	s := fmt.Sprintf("dcgm-exporter's series of the %s read from NVML every %v", e.ModelName(), cmpInterval(interval))
+	if why := e.GPMMissing(); why != "" {
+		s += "; no DCGM_FI_PROF_* series: this board or driver has no GPM (Hopper and later), as dcgm-exporter without DCP (" + why + ")"
+	} else {
+		s += " (DCGM_FI_PROF_* from GPM)"
+	}
+	if f := e.Failing(); len(f) > 0 {
+		s += "; not read here: " + strings.Join(f, ", ")
+	}
+	return s
+}
+
+func cmpInterval(d time.Duration) time.Duration {
+	if d == 0 {
+		return time.Second
+	}
+	return d
+}
+
+// CUDAConfig says which GPU the CUDA executor opens and where cuBLASLt
+// is (the executor's DeviceConfig, kept here so that a build without
+// the GPU executor, -tags nocuda, links none of it).
+type CUDAConfig struct {
+	Ordinal int
+	// BLASLt is cuBLASLt's file; empty searches the usual places, with
+	// BLASLtDirs first.
+	BLASLt     string
+	BLASLtDirs []string
 }

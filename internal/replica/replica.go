@@ -24,7 +24,6 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/dcgm"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/engine"
-	cudaexec "github.com/glassbox-llm/glassbox/internal/executor/cuda"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/grammar"
 	"github.com/glassbox-llm/glassbox/internal/jinja"
@@ -54,7 +53,7 @@ type Config struct {
 	// else the CPU, saying why in Note.
 	Device string
 	// CUDA is how to open the GPU: which one, and cuBLASLt's file.
-	CUDA cudaexec.DeviceConfig
+	CUDA CUDAConfig
 	// EnforceEager runs every GPU step kernel by kernel, with no CUDA
 	// graphs (vLLM's --enforce-eager).
 	EnforceEager bool
