@@ -106,13 +106,9 @@ func (e *Engine) execute() execResult {
 		return e.callExecutor()
 	}
 	if e.calls == nil {
-		// Started at the first step, ended by stop (closing calls).
-		e.calls, e.results = make(chan struct{}), make(chan execResult, 1)
-		e.watchdog = time.NewTimer(e.cfg.StepTimeout)
-		go e.executorLoop(e.calls, e.results)
-	} else {
-		e.watchdog.Reset(e.cfg.StepTimeout)
+		e.startExecutor() // an Advance-driven engine's first step
 	}
+	e.watchdog.Reset(e.cfg.StepTimeout)
 	e.calls <- struct{}{}
 	select {
 	case r := <-e.results:
@@ -121,6 +117,15 @@ func (e *Engine) execute() execResult {
 	case <-e.watchdog.C:
 		return execResult{hung: true}
 	}
+}
+
+// startExecutor starts the executor goroutine, under a step timeout only:
+// Run starts it with itself, and stop ends it (closing calls).
+func (e *Engine) startExecutor() {
+	e.calls, e.results = make(chan struct{}), make(chan execResult, 1)
+	e.watchdog = time.NewTimer(e.cfg.StepTimeout)
+	e.watchdog.Stop()
+	go e.executorLoop(e.calls, e.results)
 }
 
 // executorLoop is the executor goroutine: one Execute per token on calls,

@@ -329,6 +329,9 @@ func (e *Engine) signal() {
 // (dead.go): every request has then ended with the *DeadError, and Submit
 // fails with it.
 func (e *Engine) Run(ctx context.Context) {
+	if e.cfg.StepTimeout > 0 && e.calls == nil {
+		e.startExecutor()
+	}
 	for e.dead == nil {
 		if ctx.Err() != nil {
 			e.shutdown()
