@@ -137,6 +137,9 @@ func newReplica(f *serveFlags, o *observability, log *slog.Logger) (*replica.Rep
 		return nil, err
 	}
 	c.Sim.TimeScale = f.simTimeScale
+	if c.StepTimeout, err = parseStepTimeout(f.stepTimeout); err != nil {
+		return nil, err
+	}
 	c.APIKey, c.Version, c.Logger = f.apiKey, version, log
 	c.Observers, c.RecordPhases = o.observers(), f.obs.detailed
 	c.DCGM, c.DCGMWindow, c.Hostname = f.obs.dcgmPort != "", f.obs.dcgmInterval, f.obs.hostname

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 )
 
 // Context is the device's primary context, current on one OS thread that
@@ -16,6 +17,9 @@ type Context struct {
 	ctx    CUcontext
 	work   chan func()
 	closed chan struct{}
+
+	mu   sync.Mutex
+	hung error // set once a DoWithin gave up on a call (lost.go)
 }
 
 // ErrClosed is returned by Do after Close.
@@ -57,27 +61,20 @@ func (c *Context) run(started chan<- error) {
 	close(c.closed)
 }
 
-// Do runs f on the context's thread and returns its error. f must not
-// call Do (it would wait for itself).
-func (c *Context) Do(f func() error) (err error) {
-	done := make(chan struct{})
-	defer func() {
-		if recover() != nil { // a send on the closed work channel
-			err = ErrClosed
-		}
-	}()
-	c.work <- func() {
-		defer close(done)
-		err = f()
-	}
-	<-done
-	return err
-}
+// Do runs f on the context's thread and returns its error, waiting as
+// long as it takes (DoWithin bounds the wait). f must not call Do (it
+// would wait for itself).
+func (c *Context) Do(f func() error) error { return c.DoWithin(0, f) }
 
 // Close waits for the device to finish, releases the context and ends
-// its thread. Memory and modules not freed before are freed with it.
+// its thread. Memory and modules not freed before are freed with it. On a
+// hung context it does not wait: the thread ends, and the context is
+// released, if its call ever returns; else the process's exit frees them.
 func (c *Context) Close() {
 	close(c.work)
+	if c.hungErr() != nil {
+		return
+	}
 	<-c.closed
 }
 

@@ -38,6 +38,7 @@ type backend struct {
 	maxModelLen                 int // the model's context
 	defaultSeqs, defaultBatched int
 	cacheDtype                  string
+	stepTimeout                 time.Duration // the watchdog's default; 0: DefaultStepTimeout
 
 	executorInfo             map[string]string
 	peakFLOPs, peakBandwidth float64
@@ -210,7 +211,7 @@ func cpuBackend(cfg *Config) (*backend, error) {
 		embeddings: emb,
 		model:      l.Vocab, chat: l.Chat, toolParser: templateParser(l.Chat.Template()), eos: l.EOG, name: cfg.Model, describe: l.Describe(threads),
 		maxModelLen: l.ContextLen, defaultSeqs: cpu.DefaultMaxNumSeqs, defaultBatched: cpu.DefaultMaxNumBatchedTokens,
-		cacheDtype: cacheDtypeLabel(cfg.KVCacheDtype, dtype),
+		cacheDtype: cacheDtypeLabel(cfg.KVCacheDtype, dtype), stepTimeout: DefaultCPUStepTimeout,
 		executorInfo: map[string]string{"executor": "cpu", "hardware": "cpu", "model": l.Weights.Arch, "tensor_parallel_size": "1",
 			"kernels": l.Weights.Kernels().String(), "kv_cache_dtype": dtype.String()},
 		blocks: func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs, _ int) (int, error) {

@@ -116,7 +116,7 @@ func (s *Server) endStream(r *http.Request, sse *openai.SSEWriter, j *job, err e
 	var oe *outputError
 	switch {
 	case errors.As(err, &oe):
-		s.log.ErrorContext(r.Context(), "generation failed", "id", j.id, "err", oe.err)
+		s.generationFailed(r, j.id, oe.err)
 		if sse.SendError(oe.err) != nil {
 			return
 		}
@@ -180,5 +180,5 @@ func (s *Server) endResponse(w http.ResponseWriter, r *http.Request, j *job, err
 		s.log.DebugContext(r.Context(), "client left", "id", j.id, "err", err)
 		return
 	}
-	s.fail(w, r, oe.err)
+	s.fail(w, r, oe)
 }

@@ -216,7 +216,7 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, rj *resp
 	var oe *outputError
 	switch {
 	case errors.As(err, &oe):
-		s.log.ErrorContext(r.Context(), "generation failed", "id", rj.id, "err", oe.err)
+		s.generationFailed(r, rj.id, oe.err)
 		e := openai.AsError(oe.err)
 		code := e.Type
 		_ = st.send(openai.ResponseEvent{Type: "error", Code: &code, Message: e.Message})

@@ -265,7 +265,7 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	e.kernels = nil
 	err := e.dev.Do(func() (err error) { ms, err = e.run(); return err })
 	if err != nil {
-		return fmt.Errorf("execute: %w", err)
+		return stepError(err)
 	}
 	r.Kernels = e.kernels
 	e.deliver(b, r)
