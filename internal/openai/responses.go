@@ -164,7 +164,7 @@ func DecodeResponsesRequest(r io.Reader) (*ResponsesRequest, error) {
 
 // check refuses by name what the request asks for and glassbox does not
 // serve: tools other than functions, include values other than the
-// output's logprobs, text verbosity.
+// output's logprobs; text.verbosity is one of its values.
 func (r *ResponsesRequest) check() error {
 	if r.Input.Text == nil && len(r.Input.Items) == 0 {
 		return BadRequest("input", "`input` is required: a string or a non-empty list of items")
@@ -179,8 +179,10 @@ func (r *ResponsesRequest) check() error {
 			return BadRequest("include", "include %q is not supported: only message.output_text.logprobs", inc)
 		}
 	}
-	if r.Text != nil && r.Text.Verbosity != nil && *r.Text.Verbosity != "medium" {
-		return BadRequest("text.verbosity", "`text.verbosity` is not supported by glassbox: the model writes as it writes")
+	if r.Text != nil {
+		if err := CheckVerbosity("text.verbosity", r.Text.Verbosity); err != nil {
+			return err
+		}
 	}
 	if r.StructuredOutputs != nil && r.Text != nil && r.Text.Format != nil && r.Text.Format.Type != "text" {
 		return BadRequest("text.format", "give `text.format` or `structured_outputs`, not both")

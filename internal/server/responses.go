@@ -100,8 +100,11 @@ func (rj *responseJob) response(status string, output []openai.ResponseItem, usa
 	if resp.Metadata == nil {
 		resp.Metadata = map[string]string{}
 	}
-	if req.Text != nil && req.Text.Format != nil {
-		resp.Text = *req.Text
+	if req.Text != nil {
+		if req.Text.Format != nil {
+			resp.Text.Format = req.Text.Format
+		}
+		resp.Text.Verbosity = req.Text.Verbosity
 	}
 	if tc := req.ToolChoice; tc != nil {
 		resp.ToolChoice = tc.Mode

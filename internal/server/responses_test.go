@@ -266,7 +266,7 @@ func TestResponsesErrors(t *testing.T) {
 		{`{}`, "input", "`input` is required"},
 		{`{"input":"x","max_output_tokens":100000}`, "max_output_tokens", "maximum context length"},
 		{`{"input":"x","background":true}`, "background", "not supported"},
-		{`{"input":"x","reasoning":{"effort":"low"}}`, "reasoning", "not supported"},
+		{`{"input":"x","reasoning":{"effort":"low"}}`, "reasoning.effort", "not supported"},
 		{`{"input":"x","truncation":"auto"}`, "truncation", "not supported"},
 		{`{"input":"x","tools":[{"type":"web_search"}]}`, "tools", "only function tools"},
 		{`{"input":"x","include":["reasoning.encrypted_content"]}`, "include", "not supported"},
@@ -309,5 +309,16 @@ func TestResponsesStructuredOutput(t *testing.T) {
 			t.Fatalf("stream %s: %+v", stream, r)
 		}
 		validates(t, person, outputText(r))
+	}
+}
+
+// TestResponsesAgentDefaults: what the Agents SDK's Agent without a model
+// sends (reasoning effort "none", text.verbosity "low") is served, the
+// verbosity given back in the response's text as sent.
+func TestResponsesAgentDefaults(t *testing.T) {
+	env := startEnv(t, &alphabetExec{eosAt: 4})
+	r := responseOf(t, env.post(t, "/v1/responses", `{"input":"hi","reasoning":{"effort":"none"},"text":{"verbosity":"low"}}`))
+	if r.Status != "completed" || outputText(r) == "" || r.Text.Verbosity == nil || *r.Text.Verbosity != "low" || r.Text.Format == nil || r.Text.Format.Type != "text" {
+		t.Errorf("response %+v, text %+v", r, r.Text)
 	}
 }

@@ -209,7 +209,9 @@ func TestMalformedToolSchemaRefused(t *testing.T) {
 	tool := func(params string) string {
 		return `"tools":[{"type":"function","function":{"name":"f","parameters":` + params + `}}]`
 	}
-	flat := func(params string) string { return `"tools":[{"type":"function","name":"f","parameters":` + params + `}]` }
+	flat := func(params string) string {
+		return `"tools":[{"type":"function","name":"f","parameters":` + params + `}]`
+	}
 	malformed := `{"type":"objekt","properties":{"a":{"type":"string"}}}`
 	for _, choice := range []string{"", `,"tool_choice":"auto"`, `,"tool_choice":"none"`, `,"tool_choice":"required"`,
 		`,"tool_choice":{"type":"function","function":{"name":"f"}}`} {
