@@ -101,7 +101,6 @@ func refusals(endpoint string) []refusal {
 		}
 	case endpointResponses:
 		more = []refusal{
-			{"background", is("false"), "background responses are not supported: a response is answered while its request is open"},
 			// reasoning's fields are refused one by one: {} and effort
 			// "none" (what the Agents SDK sends for GPT-5.x) ask for nothing.
 			{"reasoning", object, "reasoning models are not supported"},

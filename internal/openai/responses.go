@@ -32,6 +32,7 @@ type ResponsesRequest struct {
 	Text               *ResponseText      `json:"text"`
 	StructuredOutputs  *StructuredOutputs `json:"structured_outputs"`
 	Stream             bool               `json:"stream"`
+	Background         bool               `json:"background"`
 	Store              *bool              `json:"store"`
 	PreviousResponseID *string            `json:"previous_response_id"`
 	Include            []string           `json:"include"`
@@ -183,6 +184,12 @@ func (r *ResponsesRequest) check() error {
 		if err := CheckVerbosity("text.verbosity", r.Text.Verbosity); err != nil {
 			return err
 		}
+	}
+	if r.Background && r.Store != nil && !*r.Store {
+		return BadRequest("background", "background can only be used when `store` is true")
+	}
+	if r.Background && r.Stream {
+		return BadRequest("background", "a background response is read with GET /v1/responses/{id}: streaming one is not supported")
 	}
 	if r.StructuredOutputs != nil && r.Text != nil && r.Text.Format != nil && r.Text.Format.Type != "text" {
 		return BadRequest("text.format", "give `text.format` or `structured_outputs`, not both")

@@ -234,7 +234,7 @@ func TestResponsesConversation(t *testing.T) {
 func TestResponsesStoreBounded(t *testing.T) {
 	s := newResponseStore(2)
 	for _, id := range []string{"a", "b", "c"} {
-		s.put(openai.Response{ID: id, Output: []openai.ResponseItem{{ID: "msg_" + id, Type: "message"}}}, nil)
+		s.put(openai.Response{ID: id, Output: []openai.ResponseItem{{ID: "msg_" + id, Type: "message"}}}, nil, nil)
 		if id == "b" {
 			s.get("a")
 		}
@@ -251,7 +251,7 @@ func TestResponsesStoreBounded(t *testing.T) {
 		}
 	}
 	s.maxBytes = 1500
-	s.put(openai.Response{ID: "big"}, []openai.ChatMessage{{Role: "user", Content: strings.Repeat("x", 900)}})
+	s.put(openai.Response{ID: "big"}, []openai.ChatMessage{{Role: "user", Content: strings.Repeat("x", 900)}}, nil)
 	if _, ok := s.get("a"); ok || s.bytes > s.maxBytes || s.lru.Len() != 1 {
 		t.Errorf("over the byte bound: %d bytes kept", s.bytes)
 	}
@@ -265,7 +265,8 @@ func TestResponsesErrors(t *testing.T) {
 	cases := []struct{ body, param, msg string }{
 		{`{}`, "input", "`input` is required"},
 		{`{"input":"x","max_output_tokens":100000}`, "max_output_tokens", "maximum context length"},
-		{`{"input":"x","background":true}`, "background", "not supported"},
+		{`{"input":"x","background":true,"store":false}`, "background", "`store` is true"},
+		{`{"input":"x","background":true,"stream":true}`, "background", "streaming one is not supported"},
 		{`{"input":"x","reasoning":{"effort":"low"}}`, "reasoning.effort", "not supported"},
 		{`{"input":"x","truncation":"auto"}`, "truncation", "not supported"},
 		{`{"input":"x","tools":[{"type":"web_search"}]}`, "tools", "only function tools"},
