@@ -317,6 +317,11 @@ func ResponsesError(err error) error {
 	if !ok {
 		return err
 	}
+	if e.Param == "tools" { // the Responses API's tools are flat
+		c := *e
+		c.Message = strings.ReplaceAll(c.Message, "].function.", "].")
+		return &c
+	}
 	rename := map[string]string{"messages": "input", "max_tokens": "max_output_tokens", "response_format": "text.format",
 		"max_completion_tokens": "max_output_tokens"}
 	if to, ok := rename[e.Param]; ok {

@@ -225,12 +225,12 @@ func (e *Executor) writeJSON(p jsonPos, rng *rand.Rand, prose bool) jsonChoice {
 	case atColon:
 		return e.either(':')
 	case atKey:
-		if count == 0 && !p.comma && e.allowed('}') && (!e.allowed('"') || chance(rng, 0.1)) {
+		if count == 0 && !p.comma && e.allowed('}') && (!e.allowed('"') || !chance(rng, 0.9*deep(depth))) {
 			return writeTok('}')
 		}
 		return e.either('"')
 	case atValue:
-		if depth > 0 && p.stack[depth-1] == '[' && count == 0 && !p.comma && e.allowed(']') && chance(rng, 0.1) {
+		if depth > 0 && p.stack[depth-1] == '[' && count == 0 && !p.comma && e.allowed(']') && !chance(rng, 0.9*deep(depth)) {
 			return writeTok(']')
 		}
 		var same byte // an array's values are of one type, as models write them
@@ -245,9 +245,9 @@ func (e *Executor) writeJSON(p jsonPos, rng *rand.Rand, prose bool) jsonChoice {
 		if depth == 0 {
 			return leaveIt // the end, or a call's closing tag
 		}
-		return e.afterValue(p.stack[depth-1], count, rng)
+		return e.afterValue(p.stack[depth-1], count, depth, rng)
 	case atAfter:
-		return e.afterValue(p.stack[depth-1], count, rng)
+		return e.afterValue(p.stack[depth-1], count, depth, rng)
 	}
 	return leaveIt
 }
@@ -260,10 +260,17 @@ func (e *Executor) either(tok int) jsonChoice {
 	return leaveIt
 }
 
-// afterValue goes on in a container (open, holding count values) or
-// closes it: arrays run to a few values, objects take most optional
+// deep is how much less a container at depth is filled: as much as any
+// down to depth 2, then less and less, so that a recursive schema (a tree
+// whose nodes list nodes) ends after a few levels.
+func deep(depth int) float64 {
+	return math.Pow(0.4, float64(max(0, depth-2)))
+}
+
+// afterValue goes on in a container (open at depth, holding count values)
+// or closes it: arrays run to a few values, objects take most optional
 // members and a few free ones.
-func (e *Executor) afterValue(open byte, count int, rng *rand.Rand) jsonChoice {
+func (e *Executor) afterValue(open byte, count, depth int, rng *rand.Rand) jsonChoice {
 	closer := int(']')
 	more := []float64{1, 0.65, 0.5, 0.35, 0.2, 0.1}
 	if open == '{' {
@@ -272,7 +279,7 @@ func (e *Executor) afterValue(open byte, count int, rng *rand.Rand) jsonChoice {
 	}
 	switch {
 	case e.allowed(',') && e.allowed(closer):
-		if count < len(more) && chance(rng, more[count]) {
+		if count < len(more) && chance(rng, more[count]*deep(depth)) {
 			return writeTok(',')
 		}
 		return writeTok(closer)

@@ -147,3 +147,29 @@ func FuzzScanJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestRecursiveSchemaEnds: a tree whose nodes list nodes ends after a few
+// levels, well within a usual max_tokens, as a model's would.
+func TestRecursiveSchemaEnds(t *testing.T) {
+	e := newExec(t, Config{})
+	v := e.Vocab()
+	cache := gbgrammar.NewCache(func() *gbgrammar.Vocab { return gbgrammar.NewVocab(v.Size(), v.TokenBytes, []int{v.EOS()}) }, 1)
+	c, err := cache.Get(gbgrammar.Spec{Kind: gbgrammar.KindJSON, Text: `{"$ref":"#/$defs/node","$defs":{"node":{"type":"object","properties":{"value":{"type":"string","maxLength":12},` +
+		`"children":{"type":"array","items":{"$ref":"#/$defs/node"},"maxItems":2}},"required":["value","children"],"additionalProperties":false}}}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	longest, nested := 0, 0
+	for seed := range uint64(50) {
+		text := constrained(t, e, c.NewMatcher(), seed)
+		tokens := len(v.Encode(text))
+		longest = max(longest, tokens)
+		if strings.Contains(text, `"children":[{`) {
+			nested++
+		}
+	}
+	if longest > 400 || nested < 25 {
+		t.Errorf("trees: the longest %d tokens, %d of 50 with children; want most with children, none past 400 tokens", longest, nested)
+	}
+	t.Logf("trees: the longest %d tokens, %d of 50 with children", longest, nested)
+}
