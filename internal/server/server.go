@@ -1,6 +1,7 @@
 // Package server owns the HTTP side of glassbox: the OpenAI-compatible
 // routes (/v1/completions, /v1/chat/completions with structured outputs
-// and tool calls, /v1/responses, /v1/embeddings, /v1/models; OpenAI's error body for
+// and tool calls, /v1/responses with its store (input items, delete,
+// cancel, background responses), /v1/embeddings, /v1/models; OpenAI's error body for
 // every other route and method), vLLM's
 // /tokenize and /detokenize, /health, /ready, /version and /metrics,
 // /debug/engine, the profiler's /start_profile and /stop_profile, API-key and
@@ -21,6 +22,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
@@ -119,6 +121,9 @@ type Server struct {
 	maxModelLen int
 	started     int64 // unix seconds, the models' "created"
 	responses   *responseStore
+	// background counts the background responses' goroutines, each
+	// ended by its engine request's end.
+	background sync.WaitGroup
 }
 
 // New builds a server for eng, whose requests use m's tokenizer.
@@ -168,6 +173,9 @@ func (s *Server) Handler() http.Handler {
 	route("POST /v1/embeddings", "/v1/embeddings", s.handleEmbeddings, false)
 	route("POST /v1/responses", "/v1/responses", s.handleResponses, false)
 	route("GET /v1/responses/{id}", "/v1/responses/{id}", s.handleGetResponse, false)
+	route("DELETE /v1/responses/{id}", "/v1/responses/{id}", s.handleDeleteResponse, false)
+	route("POST /v1/responses/{id}/cancel", "/v1/responses/{id}/cancel", s.handleCancelResponse, false)
+	route("GET /v1/responses/{id}/input_items", "/v1/responses/{id}/input_items", s.handleInputItems, false)
 	route("GET /v1/models", "/v1/models", s.handleModels, false)
 	route("GET /v1/models/{id...}", "/v1/models/{id}", s.handleModel, false)
 	route("POST /tokenize", "/tokenize", s.handleTokenize, false)

@@ -139,6 +139,7 @@ type Executor struct {
 	fallback *rand.Rand // for a sequence that arrives without an RNG
 	mask     []uint64   // a constrained sequence's allowed tokens
 	picks    []int      // scratch of constrain
+	jsonBuf  []byte     // scratch of jsonRegion: the output's bytes
 	verify   []int      // a verified sequence's history with its accepted drafts
 	accepted [][]sampling.Result
 }
@@ -528,8 +529,9 @@ func (e *Executor) sample(s *engine.SeqBatch, out *sampling.Result) error {
 	return nil
 }
 
-// constrain masks the candidates with the sequence's constraint. The fake
-// language model knows words, not JSON: where the grammar allows none of
+// constrain masks the candidates with the sequence's constraint. A JSON
+// text the model writes as a model does (jsonwriter.go). Otherwise the fake
+// language model knows words, not the grammar: where the grammar allows none of
 // its candidates (punctuation, digits, a closing quote), and one step in
 // four anyway so that strings end after a few words, it picks among the
 // allowed tokens itself, from the sequence's own random source: the end
@@ -550,6 +552,19 @@ func (e *Executor) constrain(s *engine.SeqBatch, h []int, cands []int32, logits 
 		}
 	}
 	rng := e.rng(s.RNG)
+	if j, ok := s.Constraint.(jsonOutput); ok && j.JSON() {
+		if region, ok := e.jsonRegion(s, h); ok {
+			switch c := e.writeJSON(scanJSON(region), rng, any); {
+			case c.prose:
+				e.plainProse(cands, logits, c.plain)
+				return false
+			case !c.fallback:
+				*out = sampling.Result{Token: c.tok, Top: out.Top[:0]}
+				return true
+			}
+			any = false // the grammar's bytes, below
+		}
+	}
 	if any && rng.IntN(4) != 0 {
 		return false
 	}
