@@ -184,8 +184,16 @@ func (d *driver) boundary(busiest *node, now time.Time) (time.Time, bool) {
 }
 
 // send starts a request released by the schedule: the router picks its
-// replica, which it reaches after the frontend's arrival time.
-func (d *driver) send(r workload.Request, now time.Time) {
+// replica, which it reaches after the frontend's arrival time. The fleet
+// polls the schedule at step boundaries, so the request goes at its own
+// send time (Request.Send), which may be earlier than now: a request due
+// in the middle of a step is sent then and waits in the engine for the
+// step to end, as a real client's does, counted in its TTFT.
+func (d *driver) send(r workload.Request, polled time.Time) {
+	now := d.start.Add(r.Send)
+	if now.After(polled) || now.Before(d.start) {
+		now = polled
+	}
 	if r.Index >= len(d.outputs) {
 		d.outputs = append(d.outputs, make([]bench.Output, r.Index+1-len(d.outputs))...)
 		d.tokens = append(d.tokens, make([]TokenTimes, r.Index+1-len(d.tokens))...)

@@ -86,6 +86,39 @@ func TestOneRequestTimeline(t *testing.T) {
 	}
 }
 
+// TestDueMidStepIsSentThen: a request due while the engine is in a step
+// is sent at its due time and waits for the step to end in the engine,
+// as a real client's request does: its TTFT counts the wait, and none of
+// it is client-side queue time. The fleet polls the schedule at step
+// boundaries; before, the request went at the boundary and the wait was
+// lost from its TTFT.
+func TestDueMidStepIsSentThen(t *testing.T) {
+	long := workload.Sample{PromptIDs: ids(2000, 0), PromptLen: 2000, OutputLen: 50}
+	short := workload.Sample{PromptIDs: ids(20, 5000), PromptLen: 20, OutputLen: 2}
+	hw, _ := profiles.LookupHardware("h100")
+	m, _ := profiles.LookupModel("llama-3.1-8b")
+	cm := costmodel.Model{HW: hw, Model: m, TP: 1}
+	prefill := cm.Step([]costmodel.Seq{{Tokens: 2000, NumPrompt: 2000, Sample: true}})
+	step := prefill.Duration + prefill.Host
+	// Due halfway through the long prompt's prefill step.
+	mid := time.Second + hw.Calib.Frontend.Arrival + step/2
+	plan := onePlan([]time.Duration{time.Second, mid}, long, short)
+	res, err := Run(context.Background(), Config{Replica: server(), Plan: plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := res.Outputs[1]
+	if !o.Success {
+		t.Fatalf("output %+v", o)
+	}
+	if !o.Start.Equal(Epoch.Add(mid)) || o.QueueTime != 0 {
+		t.Errorf("sent at %v (queue time %v), want its due time %v", o.Start.Sub(Epoch), o.QueueTime, mid)
+	}
+	if o.TTFT < step/2 {
+		t.Errorf("TTFT %v: less than the half step (%v) it waited for in the engine", o.TTFT, step/2)
+	}
+}
+
 // TestSessionsWaitForTheirAnswer: a user's next round is sent only when
 // its answer is in, carrying the conversation (so it is prefix-cached);
 // the server's counters agree with the client's.

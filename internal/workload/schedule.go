@@ -19,6 +19,13 @@ type Request struct {
 	// conversation so far.
 	Sample Sample
 	Due    time.Duration // when the plan scheduled it, from the run's start
+	// Send is when its client sends it, from the run's start: its due time,
+	// or later when it waited on the client (a --max-concurrency slot, its
+	// session's previous round and tool, a place for its session), the
+	// moment that wait ended. It comes from due times and the finish times
+	// the schedule is told, never from when it was polled, so a caller that
+	// polls late (the simulator, at step boundaries) still sends on time.
+	Send time.Duration
 	// Tool is the tool's time before a session's turn: from its previous
 	// answer to when this turn could go (0 for a first turn, and after a
 	// failed one, which calls no tool).
@@ -68,8 +75,12 @@ type Schedule struct {
 	users      []session
 	running    int         // agent sessions on their own clocks started and not ended
 	held       []heldStart // their starts due while --max-concurrency's places were taken
-	stopped    bool
-	rng        *rand.Rand
+	// slotWait is set while a due request waits for a --max-concurrency
+	// slot, slotFreed the last finish while it did: what waited goes then.
+	slotWait  bool
+	slotFreed time.Duration
+	stopped   bool
+	rng       *rand.Rand
 
 	deadlines []deadline // request timeouts, in send order
 	cancel    []Cancel   // to abandon, for Cancelled
@@ -173,6 +184,7 @@ func (s *Schedule) Poll(now time.Duration) (ready []Request, next time.Duration)
 			continue
 		}
 		if !s.p.Sessions && !s.slotFree() {
+			s.slotWait = true
 			break // waits for a slot: sent later, still due at its offset
 		}
 		if r, goes := s.schedule(due, now); goes {
@@ -180,10 +192,17 @@ func (s *Schedule) Poll(now time.Duration) (ready []Request, next time.Duration)
 		}
 	}
 	next = s.wake(now, next)
-	for len(s.queue) > 0 && s.slotFree() {
+	for len(s.queue) > 0 {
+		if !s.slotFree() {
+			s.slotWait = true
+			break
+		}
 		r := s.queue[0]
 		s.queue = s.queue[1:]
 		ready = append(ready, s.release(r, now))
+	}
+	if s.slotFree() {
+		s.slotWait = false
 	}
 	if len(s.deadlines) > 0 {
 		next = soonest(next, s.deadlines[0].at)
@@ -276,7 +295,7 @@ func (s *Schedule) schedule(due, now time.Duration) (r Request, goes bool) {
 		k = s.next
 		s.next++
 	}
-	r = Request{Stage: s.stage - s.base, User: -1, Sample: s.p.Prompts[k%n], Due: due}
+	r = Request{Stage: s.stage - s.base, User: -1, Sample: s.p.Prompts[k%n], Due: due, Send: due}
 	s.pos++
 	if a := s.p.Agent; a != nil {
 		user, turn, ok := a.turn(k)
@@ -300,13 +319,14 @@ func (s *Schedule) schedule(due, now time.Duration) (r Request, goes bool) {
 	} else {
 		u.busy = true
 		r.Tool = u.tool
+		r.Send = max(due, u.readyAt)
 		s.ready(r, u.readyAt, now)
 	}
 	return r, false
 }
 
 // ready queues a session round for a slot, or puts it to sleep until its
-// user's tool has run.
+// user's tool has run (at, which its Send already counts).
 func (s *Schedule) ready(r Request, at, now time.Duration) {
 	if at > now {
 		s.sleeping = append(s.sleeping, sleeper{at, r})
@@ -352,6 +372,9 @@ func (s *Schedule) release(r Request, now time.Duration) Request {
 	if r.Index < 0 {
 		r.Index = s.index // a session's turn is numbered as it goes
 		s.index++
+	}
+	if s.slotWait {
+		r.Send = max(r.Send, s.slotFreed) // it waited for the slot freed then
 	}
 	if r.User >= 0 {
 		u := &s.users[r.User]
@@ -411,6 +434,9 @@ func (s *Schedule) Finished(r Request, at time.Duration, o Outcome) {
 	delete(s.inFlight, r.Index)
 	s.open--
 	s.lastDone = max(s.lastDone, at)
+	if s.slotWait {
+		s.slotFreed = max(s.slotFreed, at)
+	}
 	s.feedBreakers(r, at, o)
 	if r.User < 0 || r.User >= len(s.users) || r.Stage+s.base != s.stage {
 		return
@@ -438,6 +464,7 @@ func (s *Schedule) Finished(r Request, at time.Duration, o Outcome) {
 		u.waiting = u.waiting[1:]
 		u.busy = true
 		next.Tool = u.tool
+		next.Send = max(next.Due, at, u.readyAt) // it waited on its user's round and tool
 		s.ready(next, u.readyAt, at)
 	}
 }

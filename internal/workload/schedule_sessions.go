@@ -33,7 +33,7 @@ func (s *Schedule) startDue(due time.Duration) {
 		s.held = append(s.held, heldStart{user, due})
 		return
 	}
-	s.startSession(user, due)
+	s.startSession(user, due, due)
 }
 
 // placeFree reports whether another session may run.
@@ -45,11 +45,14 @@ func (s *Schedule) placeFree() bool {
 	return limit <= 0 || s.running < limit
 }
 
-// startSession queues session user's first turn, due at due.
-func (s *Schedule) startSession(user int, due time.Duration) {
+// startSession queues session user's first turn, due at due and sent
+// at send (later when it was held for a place).
+func (s *Schedule) startSession(user int, due, send time.Duration) {
 	s.running++
 	s.users[user] = session{busy: true}
-	s.queue = append(s.queue, s.turnRequest(user, 0, due, 0))
+	r := s.turnRequest(user, 0, due, 0)
+	r.Send = send
+	s.queue = append(s.queue, r)
 }
 
 // closeStarts starts no more of the stage's sessions: the next is due at
@@ -64,7 +67,7 @@ func (s *Schedule) closeStarts() {
 func (s *Schedule) turnRequest(user, turn int, due, tool time.Duration) Request {
 	s.open++
 	return Request{Index: -1, Stage: s.stage - s.base, User: user, Turn: turn, Sample: s.p.Agent.Sessions[user].Turns[turn].Input,
-		Due: due, Tool: tool, Model: s.pickModel()}
+		Due: due, Send: due, Tool: tool, Model: s.pickModel()}
 }
 
 // nextTurn moves r's session on after r's answer at at (Finished has
@@ -90,6 +93,6 @@ func (s *Schedule) nextTurn(r Request, at time.Duration) {
 		}
 		h := s.held[0]
 		s.held = s.held[1:]
-		s.startSession(h.user, h.due)
+		s.startSession(h.user, h.due, max(h.due, at)) // the place freed at at
 	}
 }
