@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -59,7 +60,8 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	e.agent.register(fs)
 	fs.StringVar(&e.servedModelName, "served-model-name", "", "model name(s) clients use, comma-separated (default: the model)")
 	fs.StringVar(&e.simHardware, "sim-hardware", "h200", "simulated GPU: "+strings.Join(profiles.HardwareNames(), ", "))
-	fs.StringVar(&e.simModel, "sim-model", "llama-3.1-8b", "simulated model: "+strings.Join(profiles.ModelNames(), ", ")+" (or its Hugging Face name)")
+	fs.StringVar(&e.simModel, "sim-model", "llama-3.1-8b", "simulated model: "+strings.Join(profiles.ModelNames(), ", ")+
+		" (or its Hugging Face name), or any model's Hugging Face config.json: a path, or hf://OWNER/REPO")
 	fs.StringVar(&e.simCalibration, "sim-calibration", "", "a profile file from 'glassbox simulate calibrate' to use instead of the built-in coefficients")
 	fs.StringVar(&e.tensorParallel, "tensor-parallel-size", "1", "GPUs the simulated model is split over")
 	fs.DurationVar(&e.simHostOverhead, "sim-host-overhead", 0, "host time per simulated step during which the GPU idles (a slow CPU, a Python-heavy engine), e.g. 5ms")
@@ -116,6 +118,10 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 	if err := e.agent.apply(&c); err != nil {
 		return c, err
 	}
+	var err error
+	if c.Sim.Model, err = resolveSimModel(e.simModel, os.Stderr); err != nil {
+		return c, err
+	}
 	switch strings.ToLower(e.simDtype) {
 	case "bf16", "auto", "":
 	case "fp8":
@@ -129,7 +135,6 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 	default:
 		return c, fmt.Errorf("--sim-dtype %s: want bf16 or fp8", e.simDtype)
 	}
-	var err error
 	if e.speculativeConfig != "" {
 		if c.Speculative, err = speculative.Parse([]byte(e.speculativeConfig)); err != nil {
 			return c, err

@@ -79,3 +79,20 @@ func KVBlocks(kvBytes int64, m profiles.Model, tp, blockSize int) int {
 	}
 	return int(kvBytes / (int64(blockSize) * m.KVBytesPerToken(tp)))
 }
+
+// Prices reports whether the cost model prices m's shape: a dense model
+// with full attention over every layer (mixtures of experts, MLA and
+// windowed attention are read from their config.json, not priced yet).
+func Prices(m *profiles.Model) error {
+	switch {
+	case m.MoE != nil:
+		return fmt.Errorf("price %s: a mixture of experts is not priced yet", m.Name)
+	case m.MLA != nil:
+		return fmt.Errorf("price %s: multi-head latent attention is not priced yet", m.Name)
+	case m.WindowLayers > 0 || m.ChunkLayers > 0:
+		return fmt.Errorf("price %s: sliding-window and chunked attention are not priced yet", m.Name)
+	case m.Weights != (profiles.Formats{}):
+		return fmt.Errorf("price %s: the checkpoint's %s weights are not priced yet", m.Name, m.Quantization)
+	}
+	return nil
+}

@@ -331,104 +331,6 @@ func hardwareProfiles() []Hardware {
 	}
 }
 
-// Model is a transformer's shape as the cost model sees it.
-type Model struct {
-	Name string
-	HF   []string // the Hugging Face repositories of this shape, which LookupModel also accepts
-
-	Layers        int // num_hidden_layers
-	Hidden        int // hidden_size
-	Heads         int // num_attention_heads
-	KVHeads       int // num_key_value_heads
-	HeadDim       int // hidden_size / num_attention_heads unless set
-	Intermediate  int // intermediate_size
-	Vocab         int // vocab_size
-	MaxPosition   int // max_position_embeddings
-	TiedEmbedding bool
-
-	Params        float64 // total parameters, from the model card
-	BytesPerParam float64 // 2 for bf16
-
-	// FP8 stores the linear layers' weights in FP8 (e4m3, one byte each)
-	// and runs their GEMMs on FP8 tensor cores, as vLLM's --quantization
-	// fp8 does; the embedding and the LM head stay at BytesPerParam.
-	FP8 bool
-	// KVBytes is the bytes of one cached K or V element: 0 takes
-	// BytesPerParam; 1 is vLLM's --kv-cache-dtype fp8.
-	KVBytes float64
-}
-
-// WeightBytes is the whole model's weight size.
-func (m *Model) WeightBytes() float64 {
-	if m.FP8 {
-		return m.MatmulParams() + (m.Params-m.MatmulParams())*m.BytesPerParam
-	}
-	return m.Params * m.BytesPerParam
-}
-
-// KVElementBytes is the bytes of one cached K or V element.
-func (m *Model) KVElementBytes() float64 {
-	if m.KVBytes > 0 {
-		return m.KVBytes
-	}
-	return m.BytesPerParam
-}
-
-// modelProfiles returns the known models, with values from each model's
-// Hugging Face config.json and parameter counts from its safetensors index
-// (the architecture test re-derives each count from the shape).
-func modelProfiles() []Model {
-	return []Model{
-		{Name: "llama-3.1-8b", HF: []string{"meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B", "meta-llama/Meta-Llama-3.1-8B-Instruct"},
-			Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128,
-			Intermediate: 14336, Vocab: 128256, MaxPosition: 131072,
-			Params: 8_030_261_248, BytesPerParam: 2},
-		{Name: "llama-3.1-70b", HF: []string{"meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B", "meta-llama/Meta-Llama-3.1-70B-Instruct"},
-			Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128,
-			Intermediate: 28672, Vocab: 128256, MaxPosition: 131072,
-			Params: 70_553_706_496, BytesPerParam: 2},
-		// Llama 3.2's small models share Llama 3.1's tokenizer (the same
-		// 128256 ids): the draft models of speculative decoding for it.
-		{Name: "llama-3.2-1b", HF: []string{"meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-1B"},
-			Layers: 16, Hidden: 2048, Heads: 32, KVHeads: 8, HeadDim: 64,
-			Intermediate: 8192, Vocab: 128256, MaxPosition: 131072, TiedEmbedding: true,
-			Params: 1_235_814_400, BytesPerParam: 2},
-		{Name: "llama-3.2-3b", HF: []string{"meta-llama/Llama-3.2-3B-Instruct", "meta-llama/Llama-3.2-3B"},
-			Layers: 28, Hidden: 3072, Heads: 24, KVHeads: 8, HeadDim: 128,
-			Intermediate: 8192, Vocab: 128256, MaxPosition: 131072, TiedEmbedding: true,
-			Params: 3_212_749_824, BytesPerParam: 2},
-		{Name: "llama-2-7b", HF: []string{"meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-7b-chat-hf"},
-			Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 32, HeadDim: 128,
-			Intermediate: 11008, Vocab: 32000, MaxPosition: 4096,
-			Params: 6_738_415_616, BytesPerParam: 2},
-		{Name: "llama-2-70b", HF: []string{"meta-llama/Llama-2-70b-hf", "meta-llama/Llama-2-70b-chat-hf"},
-			Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128,
-			Intermediate: 28672, Vocab: 32000, MaxPosition: 4096,
-			Params: 68_976_648_192, BytesPerParam: 2},
-		{Name: "codellama-34b", HF: []string{"codellama/CodeLlama-34b-hf", "codellama/CodeLlama-34b-Instruct-hf"},
-			Layers: 48, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128,
-			Intermediate: 22016, Vocab: 32000, MaxPosition: 16384,
-			Params: 33_743_970_304, BytesPerParam: 2},
-		{Name: "qwen2.5-7b", HF: []string{"Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B"},
-			Layers: 28, Hidden: 3584, Heads: 28, KVHeads: 4, HeadDim: 128,
-			Intermediate: 18944, Vocab: 152064, MaxPosition: 32768,
-			Params: 7_615_616_512, BytesPerParam: 2},
-		{Name: "qwen2.5-0.5b", HF: []string{"Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-0.5B"},
-			Layers: 24, Hidden: 896, Heads: 14, KVHeads: 2, HeadDim: 64,
-			Intermediate: 4864, Vocab: 151936, MaxPosition: 32768, TiedEmbedding: true,
-			Params: 494_032_768, BytesPerParam: 2},
-		{Name: "qwen3-14b", HF: []string{"Qwen/Qwen3-14B"},
-			Layers: 40, Hidden: 5120, Heads: 40, KVHeads: 8, HeadDim: 128,
-			Intermediate: 17408, Vocab: 151936, MaxPosition: 40960,
-			Params: 14_768_307_200, BytesPerParam: 2},
-		// Its attention is wider than its hidden size: 64 heads of 128.
-		{Name: "qwen3-32b", HF: []string{"Qwen/Qwen3-32B"},
-			Layers: 64, Hidden: 5120, Heads: 64, KVHeads: 8, HeadDim: 128,
-			Intermediate: 25600, Vocab: 151936, MaxPosition: 40960,
-			Params: 32_762_123_264, BytesPerParam: 2},
-	}
-}
-
 // HardwareByDeviceName is the profile whose GPU NVIDIA's tools name so
 // (DCGM's modelName label, nvidia-smi's name), matched case-insensitively.
 func HardwareByDeviceName(name string) (Hardware, bool) {
@@ -449,13 +351,14 @@ func HardwareNames() []string {
 	return names
 }
 
-// ModelNames lists the valid model profile names.
-func ModelNames() []string {
-	var names []string
-	for _, m := range modelProfiles() {
-		names = append(names, m.Name)
+// Defaults are vLLM's scheduling defaults for a GPU (arg_utils.py, for the
+// OpenAI server): 1024 sequences and 8192 batched tokens on GPUs with at
+// least 70 GiB that are not A100s, else 256 and 2048.
+func (h *Hardware) Defaults() (maxNumSeqs, maxNumBatchedTokens int) {
+	if h.MemoryBytes >= 70*(1<<30) && !strings.HasPrefix(strings.ToLower(h.Name), "a100") {
+		return 1024, 8192
 	}
-	return names
+	return 256, 2048
 }
 
 // LookupHardware returns the named hardware profile. Names are matched
@@ -469,72 +372,3 @@ func LookupHardware(name string) (Hardware, error) {
 	return Hardware{}, fmt.Errorf("look up hardware %q: unknown profile (valid: %s)",
 		name, strings.Join(HardwareNames(), ", "))
 }
-
-// LookupModel returns the named model profile, by its name or a Hugging
-// Face repository of its shape, matched case-insensitively.
-func LookupModel(name string) (Model, error) {
-	for _, m := range modelProfiles() {
-		if strings.EqualFold(m.Name, name) {
-			return m, nil
-		}
-		for _, hf := range m.HF {
-			if strings.EqualFold(hf, name) {
-				return m, nil
-			}
-		}
-	}
-	return Model{}, fmt.Errorf("look up model %q: unknown profile (valid: %s)",
-		name, strings.Join(ModelNames(), ", "))
-}
-
-// Defaults are vLLM's scheduling defaults for a GPU (arg_utils.py, for the
-// OpenAI server): 1024 sequences and 8192 batched tokens on GPUs with at
-// least 70 GiB that are not A100s, else 256 and 2048.
-func (h *Hardware) Defaults() (maxNumSeqs, maxNumBatchedTokens int) {
-	if h.MemoryBytes >= 70*(1<<30) && !strings.HasPrefix(strings.ToLower(h.Name), "a100") {
-		return 1024, 8192
-	}
-	return 256, 2048
-}
-
-// KVHeadsPerGPU is how many KV heads each GPU stores: vLLM splits them
-// across TP ranks and replicates them when there are fewer heads than ranks.
-func (m *Model) KVHeadsPerGPU(tp int) int { return max(1, m.KVHeads/max(1, tp)) }
-
-// KVBytesPerToken is the KV cache one token takes on each GPU: K and V, for
-// every layer and local KV head, in the model's dtype.
-func (m *Model) KVBytesPerToken(tp int) int64 {
-	return int64(float64(2*m.Layers*m.KVHeadsPerGPU(tp)*m.HeadDim) * m.KVElementBytes())
-}
-
-// CheckTP reports whether the model can be split tp ways, with vLLM's rules:
-// attention heads divide evenly, and KV heads either divide evenly or are
-// replicated a whole number of times.
-func (m *Model) CheckTP(tp int) error {
-	switch {
-	case tp < 1:
-		return fmt.Errorf("check tensor parallel size: must be at least 1, got %d", tp)
-	case m.Heads%tp != 0:
-		return fmt.Errorf("check tensor parallel size: %s has %d attention heads, not divisible by --tensor-parallel-size %d",
-			m.Name, m.Heads, tp)
-	case m.KVHeads%tp != 0 && tp%m.KVHeads != 0:
-		return fmt.Errorf("check tensor parallel size: %s has %d KV heads, which cannot be split or replicated over %d GPUs",
-			m.Name, m.KVHeads, tp)
-	}
-	return nil
-}
-
-// MatmulParams is the parameters that multiply every token: all but the
-// input embedding, which is a row lookup, and the LM head, which only runs
-// for sampled positions (vLLM computes logits at those alone).
-func (m *Model) MatmulParams() float64 {
-	p := m.Params - m.HeadParams()
-	if !m.TiedEmbedding {
-		p -= m.HeadParams()
-	}
-	return p
-}
-
-// HeadParams is the LM head's (vocabulary × hidden), read once per step
-// that samples; a tied head is the embedding itself.
-func (m *Model) HeadParams() float64 { return float64(m.Vocab) * float64(m.Hidden) }

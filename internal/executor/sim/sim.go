@@ -29,7 +29,7 @@ import (
 // Config selects what to simulate and how fast.
 type Config struct {
 	Hardware       string // a hardware profile name, see HardwareNames
-	Model          string // a model profile name, see ModelNames
+	Model          string // a model profile's name, or a config.json's path (profiles.LoadModel)
 	TensorParallel int    // GPUs the model is split over; 0 means 1
 
 	// TimeScale multiplies every simulated step's duration before sleeping:
@@ -149,8 +149,11 @@ func New(cfg Config) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
-	m, err := profiles.LookupModel(cfg.Model)
+	m, err := profiles.LoadModel(cfg.Model)
 	if err != nil {
+		return nil, fmt.Errorf("new sim executor: %w", err)
+	}
+	if err := costmodel.Prices(&m); err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
 	tp := cfg.TensorParallel
