@@ -25,6 +25,7 @@ type engineFlags struct {
 	simModel            string
 	simCalibration      string
 	tensorParallel      string // a count; plan takes a list
+	expertParallel      bool
 	simHostOverhead     time.Duration
 	asyncScheduling     bool
 	maxNumSeqs          string // a count; plan takes a list
@@ -64,6 +65,7 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 		" (or its Hugging Face name), or any model's Hugging Face config.json: a path, or hf://OWNER/REPO")
 	fs.StringVar(&e.simCalibration, "sim-calibration", "", "a profile file from 'glassbox simulate calibrate' to use instead of the built-in coefficients")
 	fs.StringVar(&e.tensorParallel, "tensor-parallel-size", "1", "GPUs the simulated model is split over")
+	fs.BoolVar(&e.expertParallel, "enable-expert-parallel", false, "place a mixture of experts' experts whole on the GPUs instead of splitting each over them, as vLLM's flag (the simulator)")
 	fs.DurationVar(&e.simHostOverhead, "sim-host-overhead", 0, "host time per simulated step during which the GPU idles (a slow CPU, a Python-heavy engine), e.g. 5ms")
 	fs.BoolVar(&e.asyncScheduling, "async-scheduling", false, "overlap the host's work for the next step with the GPU's for this one, as vLLM's flag (the simulator only)")
 	fs.StringVar(&e.maxNumSeqs, "max-num-seqs", "", "most sequences running at once (default as vLLM: 1024 on H100/H200-class GPUs, else 256)")
@@ -108,7 +110,7 @@ func (e *engineFlags) visited(fs *flag.FlagSet) {
 // replicaConfig is the replica these flags describe.
 func (e *engineFlags) replicaConfig() (replica.Config, error) {
 	c := replica.Config{
-		Sim:       sim.Config{Hardware: e.simHardware, Model: e.simModel, HostOverhead: e.simHostOverhead},
+		Sim:       sim.Config{Hardware: e.simHardware, Model: e.simModel, HostOverhead: e.simHostOverhead, ExpertParallel: e.expertParallel},
 		BlockSize: e.blockSize, UserSpecifiedBlockSize: e.blockSizeSet,
 		NoPrefixCaching: !e.enablePrefix || e.noEnablePrefix, ShowHiddenMetricsForVersion: e.showHidden,
 		GPUMemoryUtilization: e.gpuMemoryUtil, MaxQueuedRequests: e.maxQueued, DisableLogStats: e.disableLogStats,

@@ -114,6 +114,8 @@ type Calibration struct {
 	// FP8 is the GEMMs' terms with FP8 (e4m3) weights, as vLLM's
 	// --quantization fp8 runs them; nil where no FP8 GEMM was measured.
 	FP8 *FP8Calibration
+	// MoE is how a mixture of experts' routed experts run.
+	MoE MoECalibration
 
 	// Counters relate a step's work to what the GPU's own activity
 	// counters (DCGM's profiling fields) read while it runs.
@@ -126,6 +128,38 @@ type FP8Calibration struct {
 	GEMMEfficiency    float64
 	WeightLoadFactor  float64
 	GEMMKernelLatency time.Duration
+}
+
+// MoECalibration is the terms of a mixture of experts' routed experts
+// beyond a dense GEMM's (costmodel/moe.go). Stated, not fitted: no MoE
+// kernel was timed here; table A′'s MoE runs check them end to end.
+type MoECalibration struct {
+	// GEMMEfficiency is the grouped GEMM's arithmetic rate over a dense
+	// GEMM's. 1: with many tokens an expert, vLLM's fused MoE kernel is
+	// one dense GEMM an expert (its tuned tiles); what it loses with few
+	// tokens an expert is the tiles' padding, priced on its own.
+	GEMMEfficiency float64 `yaml:"gemm_efficiency"`
+	// ReadFactor is the experts' weight read over a dense GEMM's at the
+	// same bytes. 1: each touched expert's weights stream once, as a
+	// dense GEMM's do.
+	ReadFactor float64 `yaml:"read_factor"`
+	// Imbalance is the most popular expert's share of the routed tokens
+	// over the mean (1: uniform routing), at most 2: routers trained with
+	// a balancing loss keep experts within a factor of about 1.2–1.5 of
+	// each other over a batch (Mixtral's paper, DeepSeek-V3's
+	// auxiliary-loss-free balancing). Fewer distinct experts are then
+	// touched by the same tokens, and under expert parallelism the GPU
+	// with the popular experts does more of the work.
+	Imbalance float64 `yaml:"imbalance"`
+	// LayerOverhead is an MoE layer's kernels beyond a dense MLP's: the
+	// router's top-k softmax, the tokens' alignment to experts' tiles and
+	// the weighted sum of their outputs, about 2.5 µs each.
+	LayerOverhead time.Duration `yaml:"layer_overhead"`
+}
+
+// moeCalibration is every profile's MoE terms (see MoECalibration).
+func moeCalibration() MoECalibration {
+	return MoECalibration{GEMMEfficiency: 1, ReadFactor: 1, Imbalance: 1.25, LayerOverhead: 7500 * time.Nanosecond}
 }
 
 // Counters are the relationships between a step's composition and the
@@ -273,6 +307,7 @@ func baseCalibration() Calibration {
 		AllReduceLatency:       5 * time.Microsecond,
 		ActivationReserveBytes: 2 << 30,
 		Frontend:               frontend(),
+		MoE:                    moeCalibration(),
 	}
 }
 
