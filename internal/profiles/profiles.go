@@ -1,8 +1,12 @@
 // Package profiles is the data table of the GPUs and models glassbox knows:
 // datasheet peaks, what NVIDIA's tools report of each GPU, the cost model's
-// fitted coefficients, and transformer shapes. The simulator prices steps
-// with it, the doctor reads a vLLM target's peak FLOP/s and bandwidth from
-// it, and the planner searches it. It imports nothing of glassbox's.
+// fitted coefficients (profiles.go, h200.go), and transformer shapes read
+// from Hugging Face config.json files, dense or mixtures of experts, GQA or
+// MLA, with their checkpoints' weight formats (model.go, hfconfig.go,
+// hfmoe.go, hfquant.go; the built-in models are such files: builtin.go).
+// The simulator prices steps with it, the doctor reads a vLLM target's peak
+// FLOP/s and bandwidth from it, and the planner searches it. It imports
+// nothing of glassbox's.
 package profiles
 
 import (
