@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -154,3 +156,58 @@ func TestSimulateStepPublishedShapes(t *testing.T) {
 		t.Errorf("one token under EP 4: %+v; under TP 4: %+v", ep.MoE, tp.MoE)
 	}
 }
+
+// TestTableAPrimeMoERows replays table A′'s mixture-of-experts runs
+// (../shared/reference/calibration/README.md: Mixtral-8x7B at TP 2 and 4,
+// Mixtral-8x22B at TP 8, Llama-4-Scout FP8 at TP 2; vLLM 0.15.1 on H100)
+// as their inference-perf ran them, on the H100 profile with its stated
+// MoE terms (nothing fitted to these rows), and holds them to the errors
+// docs/simulator.md publishes: E2E and TPOT within 12 %, TTFT within
+// 20 %. Exp 9 ran with CPU KV offload, which is not modelled.
+func TestTableAPrimeMoERows(t *testing.T) {
+	reftest.Long(t, "four 20-minute MoE runs of table A′ in virtual time")
+	reftest.Path(t, "reference", "calibration", "README.md")
+	dir := t.TempDir()
+	profile := func(name string, r1, r2 float64) string {
+		path := filepath.Join(dir, name+".yaml")
+		y := fmt.Sprintf(`load: {type: constant, stages: [{rate: %v, duration: 600}, {rate: %v, duration: 600}]}
+api: {type: completion, streaming: true}
+server: {type: vllm, ignore_eos: true}
+data: {type: shared_prefix, shared_prefix: {num_unique_system_prompts: 9, num_users_per_system_prompt: 5, system_prompt_len: 100, question_len: 447, output_len: 248, enable_multi_turn_chat: true}}
+`, r1, r2)
+		if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	general, lite := profile("general", 8, 20), profile("lite", 2.5, 6)
+	for _, row := range []struct {
+		exp, model, config string
+		tp                 int
+		ttft, e2e, tpot    float64 // measured
+	}{
+		{"exp9", "mixtral-8x7b", general, 2, 68.9, 5038.6, 20.12},
+		{"exp31", "mixtral-8x7b", general, 4, 37.0, 2799.5, 11.18},
+		{"exp49", "mixtral-8x22b", general, 8, 61.8, 4825.6, 19.29},
+		{"exp17", "llama-4-scout-17b-16e-fp8", lite, 2, 62.7, 5270.1, 21.08},
+	} {
+		out := filepath.Join(dir, row.exp+".json")
+		err := run(context.Background(), []string{"simulate", "--config", row.config, "--inference-perf-compat", "e8e0aa99",
+			"--sim-hardware", "h100", "--sim-model", row.model, "--tensor-parallel-size", strconv.Itoa(row.tp),
+			"--max-num-seqs", "128", "--max-num-batched-tokens", "2048", "--max-model-len", "4096", "--gpu-memory-utilization", "0.9",
+			"--percentile-metrics", "ttft,tpot,e2el", "--save-result", "--result-filename", out,
+			"--inference-perf-report", filepath.Join(dir, row.exp+"-reports")}, io.Discard, io.Discard)
+		if err != nil {
+			t.Fatalf("%s: %v", row.exp, err)
+		}
+		r := resultJSON(t, out)
+		ttft, e2e, tpot := r["mean_ttft_ms"].(float64), r["mean_e2el_ms"].(float64), r["mean_tpot_ms"].(float64)
+		t.Logf("%s %s TP %d: TTFT %.1f (%+.1f%%), E2E %.0f (%+.1f%%), TPOT %.2f (%+.1f%%)", row.exp, row.model, row.tp,
+			ttft, 100*(ttft/row.ttft-1), e2e, 100*(e2e/row.e2e-1), tpot, 100*(tpot/row.tpot-1))
+		if !near(e2e, row.e2e, 0.12) || !near(tpot, row.tpot, 0.12) || !near(ttft, row.ttft, 0.2) {
+			t.Errorf("%s: TTFT %.1f, E2E %.0f, TPOT %.2f; measured %.1f, %.0f, %.2f", row.exp, ttft, e2e, tpot, row.ttft, row.e2e, row.tpot)
+		}
+	}
+}
+
+func near(got, want, rel float64) bool { return math.Abs(got-want) <= rel*math.Abs(want) }
