@@ -191,6 +191,24 @@ func resolveModel(arg string, progress io.Writer) (string, error) {
 	return hubFetch(context.Background(), arg, progress)
 }
 
+// resolveSimModel turns --sim-model into a profile's name or a local
+// config.json: hf://OWNER/REPO names the repository's config.json (and
+// hf://OWNER/REPO/FILE a file of it), downloaded into the cache first.
+func resolveSimModel(arg string, progress io.Writer) (string, error) {
+	rest, ok := strings.CutPrefix(arg, hub.Prefix)
+	if !ok {
+		return arg, nil
+	}
+	if strings.Count(strings.Trim(rest, "/"), "/") == 1 {
+		arg = hub.Prefix + strings.Trim(rest, "/") + "/config.json"
+	}
+	path, err := hubFetch(context.Background(), arg, progress)
+	if err != nil {
+		return "", fmt.Errorf("--sim-model: %w", err)
+	}
+	return path, nil
+}
+
 // hubFetch downloads an hf:// reference (a model's file, or a dataset's as
 // hf://datasets/…) into the cache unless it is there ($HF_HOME-style:
 // $GLASSBOX_CACHE, else the user cache directory; $HF_ENDPOINT and

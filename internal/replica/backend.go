@@ -73,10 +73,7 @@ func simBackend(cfg *Config) (*backend, error) {
 	hw := exec.CostModel().HW
 	seqs, batched := hw.Defaults()
 	m := exec.CostModel().Model
-	weights, kv := "bf16", "bf16"
-	if m.FP8 {
-		weights = "fp8"
-	}
+	weights, kv := m.WeightsName(), "bf16"
 	if m.KVElementBytes() == 1 {
 		kv = "fp8"
 	}
