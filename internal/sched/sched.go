@@ -248,6 +248,7 @@ func (s *Scheduler) Schedule(p *Plan) {
 	// As vLLM: no admissions in a step that had to preempt.
 	if len(p.Preempted) == 0 {
 		s.admit(p, budget)
+		s.unblock(p, budget)
 	}
 	// Every path must clear the plan indexes: a stale one makes a later
 	// preemption withdraw the wrong entry (or index past the plan).
@@ -314,6 +315,33 @@ func (s *Scheduler) admit(p *Plan, budget int) {
 		p.Admitted = append(p.Admitted, q)
 		s.schedule(p, q, numNew)
 		budget -= numNew
+	}
+}
+
+// unblock frees, when nothing runs or loads and nothing was admitted, the
+// blocks of the latest waiting sequence that holds some (its load ended)
+// and admits again, until one runs: loaded sequences that hold every free
+// block, none able to get the rest, would otherwise wait for each other
+// for ever. The freed one is counted preempted and waits at the back.
+func (s *Scheduler) unblock(p *Plan, budget int) {
+	for len(p.Seqs) == 0 && len(s.running) == 0 && len(s.loading) == 0 {
+		var v *Seq
+		for _, q := range s.waiting {
+			if q.NumComputed > 0 && (v == nil || q.Arrival > v.Arrival) {
+				v = q
+			}
+		}
+		if v == nil {
+			return
+		}
+		// To the back of the queue, behind the sequences whose blocks it
+		// frees for: taken first again, it would load into them again.
+		s.kv.Free(&v.kv)
+		v.NumComputed = 0
+		v.NumPreemptions++
+		p.Preempted = append(p.Preempted, v)
+		s.waiting = append(remove(s.waiting, v), v)
+		s.admit(p, budget)
 	}
 }
 
@@ -417,3 +445,7 @@ func remove(qs []*Seq, q *Seq) []*Seq {
 	qs[len(qs)-1] = nil
 	return qs[:len(qs)-1]
 }
+
+// LoadingBlocks is how many blocks q's load from the offload tier reads
+// (0 unless q is Loading).
+func (q *Seq) LoadingBlocks() int { return q.kv.LoadingBlocks() }
