@@ -53,10 +53,12 @@ type engineFlags struct {
 	speculativeConfig   string
 	specAcceptanceFrom  string
 	agent               agentFlags
+	kv                  kvFlags
 }
 
 func (e *engineFlags) register(fs *flag.FlagSet) {
 	e.agent.register(fs)
+	e.kv.register(fs)
 	fs.StringVar(&e.servedModelName, "served-model-name", "", "model name(s) clients use, comma-separated (default: the model)")
 	fs.StringVar(&e.simHardware, "sim-hardware", "h200", "simulated GPU: "+strings.Join(profiles.HardwareNames(), ", "))
 	fs.StringVar(&e.simModel, "sim-model", "llama-3.1-8b", "simulated model: "+strings.Join(profiles.ModelNames(), ", ")+" (or its Hugging Face name)")
@@ -116,6 +118,7 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 	if err := e.agent.apply(&c); err != nil {
 		return c, err
 	}
+	e.kv.apply(&c)
 	switch strings.ToLower(e.simDtype) {
 	case "bf16", "auto", "":
 	case "fp8":

@@ -223,3 +223,6 @@ func (m *Manager) offload(s *Seq, from, to int) {
 		m.host.ops = append(m.host.ops, n)
 	}
 }
+
+// LoadingBlocks is how many blocks s's load in flight reads.
+func (s *Seq) LoadingBlocks() int { return len(s.loading) }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/dcgm"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/cpu"
@@ -48,8 +49,11 @@ type backend struct {
 	gpuCounters func(interval time.Duration, hostname string, log *slog.Logger) (*dcgm.NVMLExporter, error)
 
 	blocks func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs, maxNumBatchedTokens int) (int, error)
-	start  func(numBlocks, blockSize int) (engine.Executor, error)
-	close  func() // after the engine stops
+	// offload sizes a CPU KV offload tier of size bytes; nil where the
+	// executor has none (the CPU's, the GPU's).
+	offload func(size float64, blockSize int) engine.Offload
+	start   func(numBlocks, blockSize int) (engine.Executor, error)
+	close   func() // after the engine stops
 	// memoryLine, when set, describes a GPU's memory split once blocks
 	// ran.
 	memoryLine func() string
@@ -106,6 +110,10 @@ func simBackend(cfg *Config) (*backend, error) {
 		},
 		start: func(int, int) (engine.Executor, error) { return exec, nil },
 		close: func() {},
+		offload: func(size float64, blockSize int) engine.Offload {
+			n, bytes, bw := costmodel.HostKV(hw, m, info.TensorParallel, blockSize, size)
+			return engine.Offload{Blocks: n, BlockBytes: bytes, Bandwidth: bw}
+		},
 	}, nil
 }
 

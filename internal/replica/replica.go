@@ -134,6 +134,17 @@ type Config struct {
 	// LoRA, when set, serves LoRA adapters as model names
 	// (--enable-lora): on the simulator only.
 	LoRA *LoRA
+
+	// KVOffloadingSize is --kv-offloading-size: GiB of host memory for a
+	// CPU KV offload tier, summed over the tensor-parallel ranks as
+	// vLLM's (0: none); KVOffloadingBackend is its backend, "native" (or
+	// empty). The simulator only.
+	KVOffloadingSize    float64
+	KVOffloadingBackend string
+	// KVCacheMetrics and KVCacheMetricsSample are --kv-cache-metrics and
+	// --kv-cache-metrics-sample: the residency histograms.
+	KVCacheMetrics       bool
+	KVCacheMetricsSample float64
 }
 
 // LoRA is --enable-lora's set-up: the adapters (--lora-modules), the most
@@ -241,7 +252,7 @@ func New(cfg Config) (r *Replica, err error) {
 		Cache: metricspec.CacheConfig{BlockSize: ecfg.BlockSize, UserSpecifiedBlockSize: cfg.UserSpecifiedBlockSize,
 			NumGPUBlocks: ecfg.NumBlocks, MaxModelLen: ecfg.MaxModelLen, EnablePrefixCaching: ecfg.EnablePrefixCaching,
 			GPUMemoryUtilization: cfg.GPUMemoryUtilization, CacheDtype: b.cacheDtype,
-			KVCacheMemoryBytes: cfg.KVCacheMemoryBytes, PrefixCachingHashAlgo: "sha256"},
+			KVCacheMemoryBytes: cfg.KVCacheMemoryBytes, PrefixCachingHashAlgo: "sha256", KVOffloadingSize: cfg.KVOffloadingSize},
 		SchedulerInfo: map[string]string{
 			"max_num_seqs": strconv.Itoa(ecfg.MaxNumSeqs), "max_num_batched_tokens": strconv.Itoa(ecfg.MaxNumBatchedTokens),
 			"max_model_len": strconv.Itoa(ecfg.MaxModelLen), "async_scheduling": metricspec.PythonBool(cfg.AsyncScheduling),
@@ -394,6 +405,10 @@ func engineConfig(cfg *Config, b *backend) (engine.Config, error) {
 	if c.NumBlocks, err = b.blocks(cfg.KVCacheMemoryBytes, c.BlockSize, c.MaxModelLen, c.MaxNumSeqs, c.MaxNumBatchedTokens); err != nil {
 		return c, err
 	}
+	if c.Offload, err = offload(cfg, b, c.BlockSize); err != nil {
+		return c, err
+	}
+	c.KVCacheMetrics, c.KVCacheMetricsSample = cfg.KVCacheMetrics, cfg.KVCacheMetricsSample
 	return c, c.Validate()
 }
 
