@@ -297,13 +297,14 @@ type StepEvent struct {
 	PrefixQueries int // prompt tokens looked up in the prefix cache
 	PrefixHits    int // of those, found cached
 	// With an offload tier: tokens of this step's admissions looked up
-	// in it (vLLM's connector queries) and those it held.
-	ExternalQueries, ExternalHits int
-	PromptTokens                  int // prompt tokens of prefills that completed this step (cached included)
-	CachedTokens                  int // of those, not computed: served from the prefix cache or loaded from the offload tier
-	ExternalTokens                int // of CachedTokens, loaded from the offload tier
-	GenerationTokens              int
-	IterationTokens               int // computed prompt tokens of completed prefills + generated tokens
+	// in it (vLLM's connector queries) and those it held, and the
+	// look-ups made (one an admission).
+	ExternalQueries, ExternalHits, ExternalLookups int
+	PromptTokens                                   int // prompt tokens of prefills that completed this step (cached included)
+	CachedTokens                                   int // of those, not computed: served from the prefix cache or loaded from the offload tier
+	ExternalTokens                                 int // of CachedTokens, loaded from the offload tier
+	GenerationTokens                               int
+	IterationTokens                                int // computed prompt tokens of completed prefills + generated tokens
 
 	TTFTs []float64 // seconds, for sequences that got their first token this step
 	ITLs  []float64 // seconds since the previous output, for every other sequence that produced tokens

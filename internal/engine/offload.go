@@ -263,8 +263,8 @@ func later(a, b time.Time) time.Time {
 // carried are the look-ups and preemptions of plans that ran no step (every
 // sequence that could run waited on a load), reported with the next step.
 type carried struct {
-	prefixQueries, prefixHits, externalQueries, externalHits int
-	preempted                                                []string
+	prefixQueries, prefixHits, externalQueries, externalHits, externalLookups int
+	preempted                                                                 []string
 }
 
 func (e *Engine) carry(p *sched.Plan, now time.Time) {
@@ -273,6 +273,7 @@ func (e *Engine) carry(p *sched.Plan, now time.Time) {
 	c.prefixHits += p.PrefixHits
 	c.externalQueries += p.ExternalQueries
 	c.externalHits += p.ExternalHits
+	c.externalLookups += p.ExternalLookups
 	e.preempt += uint64(len(p.Preempted))
 	for _, q := range p.Preempted {
 		rs := e.slots[q.ID]
@@ -289,6 +290,7 @@ func (e *Engine) takeCarried(ev *StepEvent) {
 	ev.PrefixHits += c.prefixHits
 	ev.ExternalQueries += c.externalQueries
 	ev.ExternalHits += c.externalHits
+	ev.ExternalLookups += c.externalLookups
 	ev.Preemptions += len(c.preempted)
 	ev.Preempted = append(ev.Preempted, c.preempted...)
 	*c = carried{preempted: c.preempted[:0]}

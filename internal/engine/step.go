@@ -72,7 +72,7 @@ func (e *Engine) step() bool {
 		Start: start, ScheduleTime: scheduled.Sub(start), ExecuteTime: busy, HostTime: done.Sub(executed),
 		NumSeqs: len(p.Seqs), NumTokens: p.NumTokens,
 		Preemptions: len(p.Preempted), PrefixQueries: p.PrefixQueries, PrefixHits: p.PrefixHits,
-		ExternalQueries: p.ExternalQueries, ExternalHits: p.ExternalHits,
+		ExternalQueries: p.ExternalQueries, ExternalHits: p.ExternalHits, ExternalLookups: p.ExternalLookups,
 		TTFTs: ev.TTFTs[:0], ITLs: ev.ITLs[:0], Seqs: ev.Seqs[:0], Preempted: ev.Preempted[:0],
 		FLOPs: e.result.FLOPs, ReadBytes: e.result.ReadBytes, WriteBytes: e.result.WriteBytes, Activity: e.result.Activity,
 		SpecAcceptedPerPos: e.perPos, Kernels: e.result.Kernels,

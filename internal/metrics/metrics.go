@@ -68,6 +68,11 @@ type Config struct {
 	// MaxLoRAs is --max-loras when LoRA adapters are served (0: none);
 	// it registers vllm:lora_requests_info.
 	MaxLoRAs int
+
+	// Offload registers the KV offload connector's families (an offload
+	// tier, --kv-offloading-size); KVCacheMetrics the residency
+	// histograms (--kv-cache-metrics).
+	Offload, KVCacheMetrics bool
 }
 
 // Metrics holds every series glassbox exports. ObserveStep and
@@ -77,10 +82,12 @@ type Config struct {
 type Metrics struct {
 	enabled bool
 
-	step     stepSeries
-	spec     specSeries
-	finished finishedSeries
-	groups   map[string]*groupStats // open n>1 parent requests, by Group
+	step      stepSeries
+	spec      specSeries
+	offload   *offloadSeries   // nil without an offload tier
+	residency *residencySeries // nil without --kv-cache-metrics
+	finished  finishedSeries
+	groups    map[string]*groupStats // open n>1 parent requests, by Group
 
 	http       httpSeries
 	admissions map[string]prometheus.Counter // by reason
@@ -108,9 +115,15 @@ func New(cfg Config, reg prometheus.Registerer) (*Metrics, error) {
 		if cfg.NumSpeculativeTokens > 0 {
 			m.spec = newSpecSeries(b, cfg.NumSpeculativeTokens)
 		}
+		if cfg.Offload {
+			m.offload = newOffloadSeries(b)
+		}
 		b.sleepState()
 		m.step = newStepSeries(b)
 		m.finished = newFinishedSeries(b, cfg.MaxModelLen)
+		if cfg.KVCacheMetrics {
+			m.residency = newResidencySeries(b)
+		}
 		m.groups = make(map[string]*groupStats)
 		b.register(newStatsCollector(cfg))
 		if cfg.MaxLoRAs > 0 {

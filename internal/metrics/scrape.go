@@ -19,6 +19,9 @@ type statsCollector struct {
 	labels []string // model_name, engine values
 
 	running, waiting, waitingByReason, kvUsage, kvBlocks *prometheus.Desc
+	// With an offload tier (nil without): the CPU backend's pin gauges
+	// and the loads by stage.
+	cpuUsage, cpuWrite, cpuRead, kvFetch *prometheus.Desc
 }
 
 func newStatsCollector(cfg Config) *statsCollector {
@@ -36,13 +39,21 @@ func newStatsCollector(cfg Config) *statsCollector {
 		kvUsage:         desc(metricspec.KVCacheUsagePerc),
 		kvBlocks:        desc(metricspec.KVCacheBlocks),
 	}
+	if cfg.Offload {
+		c.kvFetch = desc(metricspec.NumRequestsKVFetchByStage)
+		c.cpuUsage = desc(metricspec.KVOffloadCPUCacheUsage)
+		c.cpuWrite = desc(metricspec.KVOffloadCPUCacheWriteUsage)
+		c.cpuRead = desc(metricspec.KVOffloadCPUCacheReadUsage)
+	}
 	return c
 }
 
 // Describe implements prometheus.Collector.
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range [...]*prometheus.Desc{c.running, c.waiting, c.waitingByReason, c.kvUsage, c.kvBlocks} {
-		ch <- d
+	for _, d := range [...]*prometheus.Desc{c.running, c.waiting, c.waitingByReason, c.kvUsage, c.kvBlocks, c.kvFetch, c.cpuUsage, c.cpuWrite, c.cpuRead} {
+		if d != nil {
+			ch <- d
+		}
 	}
 }
 
@@ -58,7 +69,8 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.running, float64(s.Running))
 	gauge(c.waiting, float64(s.Waiting))
 	// Deferred are those the last step passed over for their LoRA adapter
-	// (glassbox has no KV transfer); the rest wait for capacity.
+	// and those loading their KV from the offload tier; the rest wait for
+	// capacity.
 	deferred := min(s.Deferred, s.Waiting)
 	gauge(c.waitingByReason, float64(s.Waiting-deferred), "capacity")
 	gauge(c.waitingByReason, float64(deferred), "deferred")
@@ -66,6 +78,24 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.kvBlocks, float64(max(s.KVFree-s.KVCached, 0)), "free")
 	gauge(c.kvBlocks, float64(max(s.KVCached, 0)), "cached")
 	gauge(c.kvBlocks, float64(max(s.KVBlocks-s.KVFree, 0)), "used")
+	if c.kvFetch == nil {
+		return
+	}
+	o := &s.Offload
+	gauge(c.kvFetch, float64(o.LoadsQueued), metricspec.StageWaitingToStart)
+	gauge(c.kvFetch, float64(o.LoadsInFlight), metricspec.StageInProgress)
+	gauge(c.kvFetch, float64(o.LoadsDone), metricspec.StageCompletedWaiting)
+	// The share of the tier pinned by transfers in flight, as vLLM's CPU
+	// backend reports it (blocks held but idle are not counted).
+	share := func(n int) float64 {
+		if o.Blocks == 0 {
+			return 0
+		}
+		return float64(n) / float64(o.Blocks)
+	}
+	gauge(c.cpuUsage, share(o.Storing+o.Loading))
+	gauge(c.cpuWrite, share(o.Storing))
+	gauge(c.cpuRead, share(o.Loading))
 }
 
 // loraCollector is vllm:lora_requests_info: one series per combination of

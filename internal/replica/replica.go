@@ -261,6 +261,7 @@ func New(cfg Config) (r *Replica, err error) {
 		NumSpeculativeTokens: cfg.Speculative.NumSpeculativeTokens,
 		Stats:                func() engine.Stats { return eng.Stats() },
 		MaxLoRAs:             ecfg.MaxLoRAs,
+		Offload:              ecfg.Offload.Enabled(), KVCacheMetrics: ecfg.KVCacheMetrics,
 	}, reg)
 	if err != nil {
 		return nil, err

@@ -120,6 +120,7 @@ type Plan struct {
 	// vLLM's connector counts them), those it held, and the sequences whose
 	// load of them started this step (each now Loading).
 	ExternalQueries, ExternalHits int
+	ExternalLookups               int // admissions that looked the tier up
 	Loads                         []*Seq
 	// Deferred counts waiting sequences passed over because their LoRA
 	// adapter would have exceeded MaxLoRAs (vLLM's skipped waiting
@@ -220,7 +221,7 @@ func (s *Scheduler) Rejected(q *Seq, n int) {
 func (s *Scheduler) Schedule(p *Plan) {
 	p.Seqs, p.Preempted, p.Admitted, p.Loads = p.Seqs[:0], p.Preempted[:0], p.Admitted[:0], p.Loads[:0]
 	p.NumTokens, p.PrefixQueries, p.PrefixHits, p.Deferred = 0, 0, 0, 0
-	p.ExternalQueries, p.ExternalHits = 0, 0
+	p.ExternalQueries, p.ExternalHits, p.ExternalLookups = 0, 0, 0
 	budget := s.cfg.MaxNumBatchedTokens
 
 	// Iterate over a snapshot: preemption removes sequences from running.
@@ -356,6 +357,7 @@ func (s *Scheduler) admitted(p *Plan, q *Seq, cached, loaded int) {
 	if s.kv.HostBlocks() > 0 {
 		p.ExternalQueries += len(q.Tokens)
 		p.ExternalHits += loaded
+		p.ExternalLookups++
 	}
 }
 
