@@ -53,7 +53,7 @@ type engineFlags struct {
 	speculativeConfig   string
 	specAcceptanceFrom  string
 	agent               agentFlags
-	kv                  kvFlags
+	kv                  servingFlags
 }
 
 func (e *engineFlags) register(fs *flag.FlagSet) {

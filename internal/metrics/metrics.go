@@ -69,6 +69,11 @@ type Config struct {
 	// it registers vllm:lora_requests_info.
 	MaxLoRAs int
 
+	// NoFrontend leaves out the API server's families (HTTP, admission
+	// rejections): a data-parallel rank after the first, whose API server
+	// is rank 0's.
+	NoFrontend bool
+
 	// Offload registers the KV offload connector's families (an offload
 	// tier, --kv-offloading-size); KVCacheMetrics the residency
 	// histograms (--kv-cache-metrics).
@@ -108,7 +113,9 @@ func New(cfg Config, reg prometheus.Registerer) (*Metrics, error) {
 	b.info(metricspec.ExecutorInfo, cfg.ExecutorInfo, true)
 	b.gauge(metricspec.ExecutorPeakFLOPs, cfg.PeakFLOPs)
 	b.gauge(metricspec.ExecutorPeakMemBandwidth, cfg.PeakBandwidth)
-	m.http = newHTTPSeries(b)
+	if !cfg.NoFrontend {
+		m.http = newHTTPSeries(b)
+	}
 
 	if m.enabled {
 		b.info(metricspec.CacheConfigInfo, cfg.Cache.Labels(), false)
@@ -126,13 +133,17 @@ func New(cfg Config, reg prometheus.Registerer) (*Metrics, error) {
 		}
 		m.groups = make(map[string]*groupStats)
 		b.register(newStatsCollector(cfg))
-		if cfg.MaxLoRAs > 0 {
+		// vllm:lora_requests_info has no engine label: rank 0's, as vLLM
+		// warns it misleads with data parallelism.
+		if cfg.MaxLoRAs > 0 && !cfg.NoFrontend {
 			m.lora = newLoRACollector(cfg)
 			b.register(m.lora)
 		}
-		frontend := &builder{reg: reg, labels: prometheus.Labels{labelModel: cfg.ModelName}}
-		m.admissions = frontend.counterVec(metricspec.AdmissionRejections, []string{metricspec.RejectQueueFull, metricspec.RejectShutdown, metricspec.RejectConcurrency})
-		b.err = cmp.Or(b.err, frontend.err)
+		if !cfg.NoFrontend {
+			frontend := &builder{reg: reg, labels: prometheus.Labels{labelModel: cfg.ModelName}}
+			m.admissions = frontend.counterVec(metricspec.AdmissionRejections, []string{metricspec.RejectQueueFull, metricspec.RejectShutdown, metricspec.RejectConcurrency})
+			b.err = cmp.Or(b.err, frontend.err)
+		}
 	}
 	if b.err != nil {
 		return nil, fmt.Errorf("new metrics: %w", b.err)

@@ -15,8 +15,7 @@ import (
 // from the engine goroutine, keeps the engine free of metric work and makes
 // every gauge of one scrape come from the same instant.
 type statsCollector struct {
-	stats  func() engine.Stats
-	labels []string // model_name, engine values
+	stats func() engine.Stats
 
 	running, waiting, waitingByReason, kvUsage, kvBlocks *prometheus.Desc
 	// With an offload tier (nil without): the CPU backend's pin gauges
@@ -25,14 +24,15 @@ type statsCollector struct {
 }
 
 func newStatsCollector(cfg Config) *statsCollector {
-	vl := []string{labelModel, labelEngine}
+	// model_name and engine are constant labels, so that data-parallel
+	// ranks' collectors on one registry have descriptors of their own.
+	constant := prometheus.Labels{labelModel: cfg.ModelName, labelEngine: cfg.Engine}
 	desc := func(name string) *prometheus.Desc {
 		f := metricspec.Must(name)
-		return prometheus.NewDesc(f.Name, f.Help, append(vl, f.Labels...), nil)
+		return prometheus.NewDesc(f.Name, f.Help, f.Labels, constant)
 	}
 	c := &statsCollector{
 		stats:           cfg.Stats,
-		labels:          []string{cfg.ModelName, cfg.Engine},
 		running:         desc(metricspec.NumRequestsRunning),
 		waiting:         desc(metricspec.NumRequestsWaiting),
 		waitingByReason: desc(metricspec.NumRequestsWaitingByReason),
@@ -64,7 +64,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		s = c.stats()
 	}
 	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(c.labels[:2:2], extra...)...)
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, extra...)
 	}
 	gauge(c.running, float64(s.Running))
 	gauge(c.waiting, float64(s.Waiting))
