@@ -147,6 +147,7 @@ func (c *loraCollector) noteLocked() {
 	k := [2]string{s.RunningLoRA, s.WaitingLoRA}
 	if _, ok := c.combos[k]; !ok {
 		c.order = append(c.order, k)
+		c.combos[k] = 0 // noted once, whether or not it has a time yet
 	}
 	if !s.LoRAAt.IsZero() {
 		c.combos[k] = max(c.combos[k], float64(s.LoRAAt.UnixNano())/1e9)
