@@ -96,5 +96,12 @@ func TestDataParallelSpreadsAndAborts(t *testing.T) {
 		if st := dp.Stats(); st.KVFree != st.KVBlocks || st.Running+st.Waiting != 0 {
 			t.Errorf("after the abort: %+v", st)
 		}
+		snap, err := dp.Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := testConfig().NumBlocks; snap.Blocks.Total != 2*n || snap.Blocks.Free != 2*n || snap.Config.NumBlocks != 2*n {
+			t.Errorf("snapshot's pool %+v (config %d blocks), want both ranks' %d", snap.Blocks, snap.Config.NumBlocks, 2*n)
+		}
 	})
 }
