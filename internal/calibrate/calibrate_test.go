@@ -160,10 +160,6 @@ func shortRuns(t *testing.T, truth profiles.Calibration) []Run {
 // other starting terms until the replays reproduce the measurements.
 func TestFitFindsKnownTerms(t *testing.T) {
 	hw, _ := profiles.LookupHardware("h100")
-	// Arrivals spread over a step or more: a constant one locks a constant
-	// load to the steps, and the replays' TTFT then jumps where the fit's
-	// linearisation expects a slope.
-	hw.Calib.Frontend.ArrivalSpread = 1
 	truth := hw.Calib
 	truth.KVReadFactor, truth.StepOverhead, truth.Frontend.Arrival, truth.Frontend.LagSteps = 1.6, 150*time.Microsecond, 30*time.Millisecond, 1
 	runs := shortRuns(t, truth)
@@ -232,7 +228,6 @@ func TestProfileReproducesTableA(t *testing.T) {
 // its profile's form cannot take, is refused by name before any replay.
 func TestFitMovesOnlyItsTerms(t *testing.T) {
 	hw, _ := profiles.LookupHardware("h100")
-	hw.Calib.Frontend.ArrivalSpread = 1 // as TestFitFindsKnownTerms
 	truth := hw.Calib
 	truth.Frontend.Arrival = 3 * time.Millisecond
 	runs := shortRuns(t, truth)[:1]
@@ -278,7 +273,8 @@ func TestProfileRoundTrip(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"hardware: h100\n", strings.Join(noReserve, "\n"), strings.Replace(b.String(), "kv_read_factor: 1.19", "kv_read_factor: 0.5", 1),
-		strings.Replace(b.String(), "hardware: h100", "hardware: tpu", 1), b.String() + "bogus: 1\n", "[1, 2"} {
+		strings.Replace(b.String(), "hardware: h100", "hardware: tpu", 1), b.String() + "bogus: 1\n", "[1, 2",
+		strings.Replace(b.String(), "imbalance: 1.25", "imbalance: 3", 1)} {
 		if _, _, err := ReadProfile(strings.NewReader(bad)); err == nil {
 			t.Errorf("accepted:\n%s", bad)
 		}
@@ -383,5 +379,12 @@ func TestParseServeArgs(t *testing.T) {
 	}
 	if _, err := ParseServeArgs("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs", "h100"); err == nil || !strings.Contains(err.Error(), "needs a value") {
 		t.Errorf("a value flag at the end: %v", err)
+	}
+	// CPU KV offload, with vLLM's native backend only.
+	if s, err := ParseServeArgs("vllm serve meta-llama/Llama-3.1-8B-Instruct --kv-offloading-size 8 --kv-offloading-backend native", "h100"); err != nil || s.KVOffloadGiB != 8 {
+		t.Errorf("offload: %+v, %v", s, err)
+	}
+	if _, err := ParseServeArgs("vllm serve meta-llama/Llama-3.1-8B-Instruct --kv-offloading-size 8 --kv-offloading-backend lmcache", "h100"); err == nil || !strings.Contains(err.Error(), "native") {
+		t.Errorf("LMCache's backend: %v", err)
 	}
 }

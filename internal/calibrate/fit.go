@@ -112,9 +112,6 @@ type step struct {
 }
 
 func replay(ctx context.Context, r *Run, calib profiles.Calibration) (Prediction, error) {
-	if r.Server.KVOffloadGiB > 0 {
-		return Prediction{}, fmt.Errorf("the run had CPU KV offload (--kv-offloading-size %g), which the simulator does not model", r.Server.KVOffloadGiB)
-	}
 	m, err := profiles.LookupModel(r.Server.Model)
 	if err != nil {
 		return Prediction{}, err
@@ -145,6 +142,7 @@ func replay(ctx context.Context, r *Run, calib profiles.Calibration) (Prediction
 		MaxNumSeqs: r.Server.MaxNumSeqs, MaxNumBatchedTokens: r.Server.MaxNumBatchedTokens, MaxModelLen: r.Server.MaxModelLen,
 		BlockSize: replica.DefaultBlockSize, MaxQueuedRequests: replica.DefaultMaxQueuedRequests,
 		GPUMemoryUtilization: r.Server.GPUMemoryUtilization, NoPrefixCaching: r.Server.NoPrefixCaching,
+		KVOffloadingSize: r.Server.KVOffloadGiB,
 	}})
 	if err != nil {
 		return Prediction{}, err
@@ -201,7 +199,7 @@ func replay(ctx context.Context, r *Run, calib profiles.Calibration) (Prediction
 			tpot = append(tpot, (o.Latency-o.TTFT).Seconds()/(n-1))
 		}
 		tt := res.Tokens[i]
-		a := o.Start.Add(tt.Arrival)
+		a := o.Start.Add(fe.Arrival)
 		bf, bl := span(a, tt.First), span(a, tt.Last)
 		sf, sl := steps[min(at(tt.First), len(steps)-1)], steps[min(at(tt.Last), len(steps)-1)]
 		var gT, gE [numTerms]float64
@@ -210,13 +208,7 @@ func replay(ctx context.Context, r *Run, calib profiles.Calibration) (Prediction
 			gT[k] = bf[k] + fe.LagSteps*sf.basis[k]
 			gE[k] = bl[k] + fe.LagSteps*sl.basis[k]
 		}
-		// The arrival delays the first token and so the last, by its own
-		// share of the mean.
-		gT[termArrival] = 1
-		if fe.Arrival > 0 {
-			gT[termArrival] = tt.Arrival.Seconds() / fe.Arrival.Seconds()
-		}
-		gE[termArrival] = gT[termArrival]
+		gT[termArrival], gE[termArrival] = 1, 1 // the arrival delays the first token and so the last
 		gT[termPerToken], gE[termPerToken] = 1, n
 		gT[termLag], gE[termLag] = tt.FirstStep.Seconds(), tt.LastStep.Seconds()
 		// A token waits for the API server's work on the tokens it

@@ -43,7 +43,7 @@ type Server struct {
 	GPUMemoryUtilization float64
 	NoPrefixCaching      bool
 	// KVOffloadGiB is host memory for vLLM's CPU KV offload
-	// (--kv-offloading-size); 0 is none.
+	// (--kv-offloading-size, the native backend); 0 is none.
 	KVOffloadGiB float64
 }
 
@@ -158,7 +158,7 @@ func outputLen(c *inferenceperf.Config) int {
 
 // serveValueFlags are the flags ParseServeArgs reads, which take a value.
 var serveValueFlags = map[string]bool{"model": true, "tensor-parallel-size": true, "tp": true, "max-num-seqs": true,
-	"max-num-batched-tokens": true, "max-model-len": true, "gpu-memory-utilization": true, "kv-offloading-size": true}
+	"max-num-batched-tokens": true, "max-model-len": true, "gpu-memory-utilization": true, "kv-offloading-size": true, "kv-offloading-backend": true}
 
 // vllmBoolFlags are vllm serve's common switches, which take no value, so
 // the word after one is not read as its value.
@@ -217,6 +217,10 @@ func ParseServeArgs(line, hardware string) (Server, error) {
 			s.NoPrefixCaching = true
 		case "kv-offloading-size":
 			s.KVOffloadGiB, err = strconv.ParseFloat(val, 64)
+		case "kv-offloading-backend":
+			if !strings.EqualFold(val, "native") {
+				err = errors.New("only vLLM's native backend is simulated")
+			}
 		}
 		if err != nil {
 			return s, fmt.Errorf("server.args: --%s %q: %w", name, val, err)

@@ -1,7 +1,10 @@
 // Package costmodel prices a step of an LLM server on simulated GPUs: a
 // roofline of each kernel family (GEMMs, attention, elementwise kernels,
 // all-reduces) from a hardware and a model profile, times the hardware's
-// calibrated coefficients, plus fixed overheads (cost.go); what the GPU's
+// calibrated coefficients, plus fixed overheads (cost.go): the GEMMs by
+// their weights' formats (gemm.go), attention over full, sliding-window
+// and chunked layers, GQA or MLA (attention.go), a mixture of experts'
+// routed experts under tensor or expert parallelism (moe.go); what the GPU's
 // activity counters read while those kernels run and what dcgm-exporter
 // shows of a window of them (counters.go); the KV cache a deployment has
 // room for, in the dtypes it keeps (memory.go); and LoRA adapters' work
@@ -15,7 +18,6 @@ package costmodel
 
 import (
 	"cmp"
-	"math"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/profiles"
@@ -27,6 +29,10 @@ type Model struct {
 	HW    profiles.Hardware
 	Model profiles.Model
 	TP    int // tensor-parallel degree, >= 1
+	// EP is the expert-parallel degree of a mixture of experts (vLLM's
+	// --enable-expert-parallel: TP × DP GPUs, whole experts on each); 0
+	// (or TP's or less) splits every expert's columns over the TP GPUs.
+	EP int
 }
 
 // Seq is what pricing reads of one sequence of a step: Tokens computed
@@ -55,7 +61,13 @@ type Cost struct {
 	Attention                time.Duration // KV reads and writes, prefill attention's arithmetic
 	Elementwise              time.Duration // the small kernels' activation traffic
 	AllReduce                time.Duration // tensor-parallel communication
-	Overhead                 time.Duration // per step, layer and sequence
+	// AllToAll is expert parallelism's exchange of tokens between
+	// data-parallel ranks around each MoE layer.
+	AllToAll time.Duration
+	Overhead time.Duration // per step, layer and sequence (and MoE layer's routing)
+	// MoE is what a mixture of experts' routed experts took (within GEMM,
+	// Elementwise, Overhead and the work estimates).
+	MoE MoECost
 	// LoRA is the step's adapters' work and LoRALoad the copy of those
 	// the GPU had no slot for (only with LoRA; in Duration).
 	LoRA, LoRALoad time.Duration
@@ -83,38 +95,56 @@ type Cost struct {
 	memoryBound bool
 }
 
+// MoECost is a step's routed experts: the experts a MoE layer reads
+// weights of (Touched over all GPUs, PerGPU on the one that sets the
+// pace: TP slices of each, or whole experts under expert parallelism),
+// the tokens each touched expert multiplies, the busiest GPU's share of
+// the routed tokens over the mean, their grouped GEMMs' time, weights
+// read and FLOPs per GPU, and the routing kernels' time.
+type MoECost struct {
+	Touched, PerGPU, TokensPerExpert, Imbalance float64
+	GEMM, Routing                               time.Duration
+	WeightBytes, FLOPs                          float64
+}
+
 // MemoryBound reports whether the weight read, not the arithmetic, set the
 // GEMMs' time.
 func (c *Cost) MemoryBound() bool { return c.memoryBound }
 
 // Step prices a step's sequences as the sum of its kernel families, which run one
 // after another:
-//   - the GEMMs (projections, MLP, and the LM head on the sampled rows):
-//     with the additive profile (GEMMOverlap ≤ 1) the slower of the weight
-//     read at the calibrated efficiency and the ideal weight read plus the
-//     arithmetic at GEMMEfficiency (2·params FLOPs per token): the shape of
-//     Vidur's kernel timings, flat while the read dominates, then linear
-//     in the step's tokens. With GEMMOverlap p > 1 the read (plus a latency
-//     per GEMM) and the arithmetic overlap as (read^p + arith^p)^(1/p), the
-//     layers' GEMMs and the LM head's each on their own rows, as cuBLAS on
-//     a measured H200. The input embedding is a row lookup and not read;
-//   - attention reads every decoding sequence's KV (at KVReadFactor); a
-//     prefill chunk's attention takes the slower of its QK/AV arithmetic
-//     (causal within the chunk at AttentionEfficiency, against its cached
-//     context at ContextAttentionEfficiency) and its reads; the new KV is
-//     written;
-//   - elementwise kernels stream the hidden vectors;
-//   - tensor parallelism adds two all-reduces per layer; fixed overheads.
+//   - the GEMMs (projections, MLP, and the LM head on the sampled rows;
+//     gemm.go): with the additive profile (GEMMOverlap ≤ 1) the slower of
+//     the weight read at the calibrated efficiency and the ideal weight
+//     read plus the arithmetic at GEMMEfficiency (2·params FLOPs per
+//     token): the shape of Vidur's kernel timings, flat while the read
+//     dominates, then linear in the step's tokens. With GEMMOverlap p > 1
+//     the read (plus a latency per GEMM) and the arithmetic overlap as
+//     (read^p + arith^p)^(1/p), each group of GEMMs on its own rows, as
+//     cuBLAS on a measured H200. Each class of weights reads and
+//     multiplies in its format (FP8 on FP8 tensor cores). A mixture of
+//     experts' routed experts are a group of their own (moe.go): the
+//     weights of the experts the step's tokens reach, a grouped GEMM of
+//     few tokens an expert. The input embedding is a row lookup and not
+//     read;
+//   - attention (attention.go) reads every decoding sequence's KV (at
+//     KVReadFactor); a prefill chunk's attention takes the slower of its
+//     QK/AV arithmetic (causal within the chunk at AttentionEfficiency,
+//     against its cached context at ContextAttentionEfficiency; MLA's
+//     lift of the cached latents to heads at GEMMEfficiency) and its
+//     reads; the new KV is written. Sliding-window and chunked layers see
+//     their window or chunk of keys;
+//   - elementwise kernels stream the hidden vectors (and the routed
+//     tokens' gathered copies);
+//   - tensor parallelism adds two all-reduces per layer, expert
+//     parallelism over data-parallel ranks an exchange of tokens per MoE
+//     layer; fixed overheads (and each MoE layer's routing kernels).
 func (cm *Model) Step(seqs []Seq) Cost {
 	var c Cost
 	m, hw, cal := &cm.Model, &cm.HW, &cm.HW.Calib
 	tp := float64(max(1, cm.TP))
-	kvTok := float64(m.KVBytesPerToken(cm.TP))
-	// FLOPs of one query attending to one key across all layers and heads:
-	// QKᵀ and AV are each 2·head_dim multiply-adds per head.
-	attnPair := 4 * float64(m.Layers) * float64(m.Heads) * float64(m.HeadDim)
-
-	var causalFLOPs, contextFLOPs, decodeFLOPs, kvReadPrefill, kvReadDecode, kvWrite float64
+	shape := cm.attnShape()
+	var aw attnWork
 	tokens := 0
 	for i := range seqs {
 		s := &seqs[i]
@@ -124,34 +154,29 @@ func (cm *Model) Step(seqs []Seq) Cost {
 		}
 		c.Seqs++
 		tokens += n
-		nn, pos := float64(n), float64(s.Pos)
 		if s.Sample {
 			c.Sampled++
 		}
-		read := (pos + nn) * kvTok
-		kvWrite += nn * kvTok
-		if n == 1 && s.Pos >= s.NumPrompt {
+		decode := n == 1 && s.Pos >= s.NumPrompt
+		if decode {
 			c.DecodeTokens++
-			kvReadDecode += read
-			decodeFLOPs += attnPair * (pos + 1)
 		} else {
-			// Token i (0-based) of the chunk sees pos+i+1 keys: pos of the
-			// cached context, i+1 of its own.
 			c.PrefillTokens += n
-			kvReadPrefill += read
-			causalFLOPs += attnPair * nn * (nn + 1) / 2
-			contextFLOPs += attnPair * nn * pos
 		}
+		shape.add(&aw, s, decode)
 	}
 	if tokens == 0 {
 		return Cost{}
 	}
-	attnFLOPs := (causalFLOPs + contextFLOPs + decodeFLOPs) / tp
+	causalFLOPs, contextFLOPs, decodeFLOPs := aw.causal, aw.context, aw.decode
+	kvReadPrefill, kvReadDecode, kvWrite := aw.readPrefill, aw.readDecode, aw.write
+	attnFLOPs := (causalFLOPs + contextFLOPs + decodeFLOPs + aw.lift) / tp
 
-	g := cm.gemms(tokens, c.Sampled)
+	ex := cm.experts(tokens)
+	g := cm.gemms(tokens, c.Sampled, ex)
 	c.GEMM, c.memoryBound = g.time, g.memoryBound
 	c.FLOPs = g.flops + attnFLOPs
-	// kvTok is already per GPU, so the KV terms are not divided by tp again.
+	// The KV terms are already per GPU, so they are not divided by tp again.
 	c.ReadBytes = g.bytes + kvReadPrefill + kvReadDecode
 	c.WriteBytes = kvWrite
 
@@ -162,96 +187,45 @@ func (cm *Model) Step(seqs []Seq) Cost {
 	decodeAttn := seconds(kvReadDecode * cal.KVReadFactor / bw)
 	// Decode attention is priced by its read; its arithmetic (small beside
 	// it) joins the chunks'.
-	prefillAttn := seconds(max((causalFLOPs+decodeFLOPs)/tp/attnPeak+contextFLOPs/tp/ctxPeak, kvReadPrefill/bw))
+	prefillAttn := seconds(max((causalFLOPs+decodeFLOPs)/tp/attnPeak+contextFLOPs/tp/ctxPeak+aw.lift/tp/(hw.PeakFLOPs*cal.GEMMEfficiency),
+		kvReadPrefill/bw))
 	c.Attention = decodeAttn + prefillAttn + seconds(kvWrite/bw)
 	// Norms, RoPE, the activation function and residual adds stream the
 	// tokens' hidden vectors through memory, on every rank.
 	elementwise := cal.ActivationPasses * float64(m.Layers) * float64(tokens) * float64(m.Hidden) * m.BytesPerParam
+	if ex != nil {
+		elementwise += ex.activations
+	}
 	c.Elementwise = seconds(elementwise / bw)
 
 	if cm.TP > 1 {
 		// Row-parallel attention output and MLP down projections each end
 		// in an all-reduce of tokens × hidden activations; a ring moves
-		// 2·(tp−1)/tp of the buffer through each GPU's link.
+		// 2·(tp−1)/tp of the buffer through each GPU's link. Under expert
+		// parallelism across data-parallel ranks, the MoE layers' exchange
+		// takes the place of their MLP's.
 		size := float64(tokens) * float64(m.Hidden) * m.BytesPerParam
 		per := cal.AllReduceLatency.Seconds() + 2*(tp-1)/tp*size/hw.InterconnectBandwidth
-		c.AllReduce = seconds(2 * float64(m.Layers) * per)
+		n := 2 * float64(m.Layers)
+		if ex != nil && ex.exchange > 0 {
+			n -= float64(m.MoE.Layers)
+		}
+		c.AllReduce = seconds(n * per)
 	}
 	c.Overhead = cal.StepOverhead +
 		time.Duration(m.Layers)*cal.LayerOverhead +
 		time.Duration(c.Seqs)*cal.RequestOverhead
-	c.Duration = c.GEMM + c.Attention + c.Elementwise + c.AllReduce + c.Overhead
+	if ex != nil {
+		routing := time.Duration(m.MoE.Layers) * moeTerms(cal.MoE).LayerOverhead
+		c.Overhead += routing
+		c.AllToAll = seconds(ex.exchange)
+		c.MoE = MoECost{Touched: ex.touched, PerGPU: ex.local, TokensPerExpert: ex.perExpert, Imbalance: ex.imbalance,
+			GEMM: g.experts, Routing: routing, WeightBytes: ex.group.bytes, FLOPs: ex.group.flops}
+	}
+	c.Duration = c.GEMM + c.Attention + c.Elementwise + c.AllReduce + c.AllToAll + c.Overhead
 	c.Host = cal.HostStepOverhead + time.Duration(c.Seqs)*cal.HostSeqOverhead
 	c.Activity = cm.activity(&c, &g, decodeAttn, prefillAttn, elementwise, decodeFLOPs/tp, (causalFLOPs+contextFLOPs)/tp)
 	return c
-}
-
-// gemmWork is a step's GEMMs: their time, work and traffic per GPU, and
-// the shares of the time that stream weights and that compute.
-type gemmWork struct {
-	time        time.Duration
-	memoryBound bool
-	flops       float64 // per GPU
-	bytes       float64 // weights read, per GPU
-	compute     float64 // of time, the arithmetic-bound share
-	tensor      float64 // seconds the tensor pipe counts busy
-}
-
-// gemms prices the step's GEMMs: the layers' on every token, the LM
-// head's on the sampled rows.
-func (cm *Model) gemms(tokens, sampled int) gemmWork {
-	m, hw, cal := &cm.Model, &cm.HW, &cm.HW.Calib
-	tp := float64(max(1, cm.TP))
-	layerParams, headParams := m.MatmulParams()/tp, 0.0
-	if sampled > 0 {
-		headParams = m.HeadParams() / tp
-	}
-	raw, eff, wlf, lat := hw.PeakFLOPs, cal.GEMMEfficiency, cal.WeightLoadFactor, cal.GEMMKernelLatency.Seconds()
-	layerBytes := layerParams * m.BytesPerParam
-	if m.FP8 {
-		f := cal.FP8
-		raw, eff, wlf, lat = hw.PeakFP8FLOPs, f.GEMMEfficiency, f.WeightLoadFactor, f.GEMMKernelLatency.Seconds()
-		layerBytes = layerParams // one byte a weight; the LM head stays BF16, as vLLM's fp8 leaves it
-	}
-	peak := raw * eff
-	headBytes := headParams * m.BytesPerParam
-	bw := hw.MemBandwidth
-	layerFLOPs, headFLOPs := 2*layerParams*float64(tokens), 2*headParams*float64(sampled)
-	w := gemmWork{flops: layerFLOPs + headFLOPs, bytes: layerBytes + headBytes}
-	// The tensor pipe's busy time: padded tiles at the peak rate.
-	tc := &cal.Counters
-	w.tensor = layerFLOPs*tc.TensorFactor(float64(tokens))/raw + headFLOPs*tc.TensorFactor(float64(sampled))/hw.PeakFLOPs
-	if p := cal.GEMMOverlap; p > 1 {
-		// Each GEMM's read (with its latency) and arithmetic overlap; the
-		// layers' and the LM head's are on different rows.
-		var t, comp float64
-		for _, g := range []struct{ bytes, flops, peak, wlf, lat, kernels float64 }{
-			{layerBytes, layerFLOPs, peak, wlf, lat, 4 * float64(m.Layers)},
-			{headBytes, headFLOPs, hw.PeakFLOPs * cal.GEMMEfficiency, cal.WeightLoadFactor, cal.GEMMKernelLatency.Seconds(), 1},
-		} {
-			if g.bytes == 0 {
-				continue
-			}
-			read := g.bytes*g.wlf/bw + g.kernels*g.lat
-			arith := g.flops / g.peak
-			rp, ap := math.Pow(read, p), math.Pow(arith, p)
-			gt := math.Pow(rp+ap, 1/p)
-			t += gt
-			comp += gt * ap / (rp + ap)
-		}
-		w.time, w.compute = seconds(t), comp/t
-		w.memoryBound = w.compute < 0.5
-		return w
-	}
-	// The LM head runs at the BF16 rate also when the layers are FP8.
-	compute := layerFLOPs/peak + headFLOPs/(hw.PeakFLOPs*cal.GEMMEfficiency)
-	read := w.bytes * wlf / bw
-	arith := w.bytes/bw + compute
-	w.time, w.memoryBound = seconds(max(read, arith)), read >= arith
-	if !w.memoryBound {
-		w.compute = compute / arith
-	}
-	return w
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -1,5 +1,7 @@
-// Package layering holds the test that enforces DESIGN.md §2's dependency
-// rules across the module. It has no code of its own.
+// Package layering holds the tests that enforce DESIGN.md §2's dependency
+// rules across the module, and that keep docs/architecture.md's map of it
+// (the files and functions a request passes through) true. It has no code
+// of its own.
 package layering
 
 import (
@@ -95,6 +97,8 @@ var forbidden = map[string][]string{
 	// NVIDIA's libraries, bound at run time: the GPU executor and the
 	// tools that read the board build on them; they know no engine.
 	module + "/internal/cuda": modelSide,
+	// The fake board the GPU code's tests run on knows only the bindings.
+	module + "/internal/fakecuda": slices.Concat(modelSide, []string{module + "/internal/replica", module + "/internal/dcgm"}),
 	// dcgm-exporter's series, simulated or read from a real GPU: it
 	// declares what it reads of NVML (dcgm.Device) and of an engine step
 	// (dcgm.Step), and the wiring adapts internal/cuda and the engine's
@@ -112,6 +116,10 @@ var forbidden = map[string][]string{
 	// The profile table is data: everything reads it, it reads nothing.
 	module + "/internal/profiles": {module + "/internal/", "net/http", "github.com/prometheus/"},
 	module + "/internal/hub":      {module + "/internal/engine", module + "/internal/server", module + "/internal/executor", module + "/internal/model"},
+
+	// The ordered JSON object of bench's and inference-perf's reports: a
+	// format, nothing of glassbox's.
+	module + "/internal/jsonobject": {module + "/internal/"},
 }
 
 // replicaUsers may import replica besides the entry points.

@@ -128,12 +128,15 @@ func expectedFamilies() map[string]familySpec {
 			"skip_page_size_padded", "sliding_window", "use_kda_recoverssm", "use_replayssm", "user_specified_block_size",
 			"user_specified_mamba_block_size"}},
 		"vllm:prompt_tokens_by_source_total": {typ: c, labels: with("source"), label: "source", values: []string{"local_compute", "local_cache_hit", "external_kv_transfer"}},
-		"vllm:request_success_total":         {typ: c, labels: with("finished_reason"), label: "finished_reason", values: []string{"stop", "length", "abort", "error", "repetition"}},
-		"vllm:admission_rejections_total":    {typ: c, labels: []string{"model_name", "reason"}, label: "reason", values: []string{"max_num_queued_reqs", "shutdown", "limit_concurrency"}},
+		"vllm:prompt_tokens_cached_by_source_total": {typ: c, labels: with("source"), label: "source",
+			values: []string{"device", "host", "p2p", "disk", "external_unspecified"}},
+		"vllm:request_success_total":      {typ: c, labels: with("finished_reason"), label: "finished_reason", values: []string{"stop", "length", "abort", "error", "repetition"}},
+		"vllm:admission_rejections_total": {typ: c, labels: []string{"model_name", "reason"}, label: "reason", values: []string{"max_num_queued_reqs", "shutdown", "limit_concurrency"}},
 		"glassbox_scheduler_config_info": {typ: g, labels: []string{"engine",
 			"max_model_len", "max_num_batched_tokens", "max_num_seqs", "model_name"}},
 		"glassbox_executor_info":   {typ: g, labels: []string{"engine", "executor", "hardware", "model", "model_name"}},
 		"glassbox_kv_cache_blocks": {typ: g, labels: with("state"), label: "state", values: []string{"free", "cached", "used"}},
+		"glassbox_engine_dead":     {typ: g, labels: with("reason"), label: "reason", values: []string{"executor_error", "step_timeout", "executor_panic"}},
 		// The instrumentator's unlabelled histogram exists before any request.
 		"http_request_duration_highr_seconds": {typ: h},
 	}
@@ -281,7 +284,7 @@ func TestDisableLogStats(t *testing.T) {
 
 	fams := parse(t, scrape(t, reg))
 	want := []string{
-		"glassbox_executor_info", "glassbox_executor_peak_flops_per_second",
+		"glassbox_engine_dead", "glassbox_executor_info", "glassbox_executor_peak_flops_per_second",
 		"glassbox_executor_peak_memory_bandwidth_bytes_per_second", "glassbox_scheduler_config_info",
 		"http_request_duration_highr_seconds", "http_request_duration_highr_seconds_created",
 		"http_request_duration_seconds", "http_request_duration_seconds_created",

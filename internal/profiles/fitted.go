@@ -4,17 +4,18 @@ import "time"
 
 // vllmFrontend is vLLM 0.15.1's API server as fitted to the H100 runs of
 // reference/calibration/README.md §A as corrected (whole-run means, each
-// stage's): 7.2 ms on average from the send to the engine's queue, spread
-// evenly over 0–14.5 ms across requests; tokens reach the API server 0.84
-// of their step after it (vLLM 0.15.1 schedules asynchronously: a request
+// stage's): 7.0 ms from the send to the engine's queue; tokens reach the
+// API server 0.9 of
+// their step after it (vLLM 0.15.1 schedules asynchronously: a request
 // that arrives during a step waits for the step already scheduled behind
-// it); the API server then takes 35 µs on each token, one after another
+// it); the API server then takes 39 µs on each token, one after another
 // for every stream it serves; BLIS's 0.78 ms at the end. No per-token time
-// adds up over an answer (BLIS's α2): the fit put none there. It is the
-// server's CPU side, so the A100 and L40S of the same campaign take it.
+// adds up over an answer (BLIS's α2, held at 0): a process's work on a
+// token delays it once. It is the server's CPU side, so the A100 and L40S
+// of the same campaign take it.
 func vllmFrontend() Frontend {
-	return Frontend{Arrival: 7244 * time.Microsecond, ArrivalSpread: 1, Stream: 35193 * time.Nanosecond,
-		Finish: 777 * time.Microsecond, LagSteps: 0.8437}
+	return Frontend{Arrival: 7006 * time.Microsecond, Stream: 38958 * time.Nanosecond,
+		Finish: 777 * time.Microsecond, LagSteps: 0.8996}
 }
 
 // vllmHost sets what vLLM's host side costs: the frontend, and the step,
@@ -22,8 +23,8 @@ func vllmFrontend() Frontend {
 // runs (the CPU's launches and bookkeeping more than the GPU's work), from
 // which the A100 and L40S start.
 func vllmHost(c *Calibration) {
-	c.StepOverhead, c.LayerOverhead, c.RequestOverhead = 53302*time.Nanosecond, 29828*time.Nanosecond, 7064*time.Nanosecond
-	c.AllReduceLatency = 718 * time.Nanosecond
+	c.StepOverhead, c.LayerOverhead, c.RequestOverhead = 55797*time.Nanosecond, 29966*time.Nanosecond, 7034*time.Nanosecond
+	c.AllReduceLatency = 723 * time.Nanosecond
 	c.Frontend = vllmFrontend()
 }
 
@@ -42,8 +43,12 @@ func h100Calibration() Calibration {
 	c.Counters = h.Counters
 	c.Counters.DRAMBandwidth *= 3.35 / 4.8
 	// The H200's FP8 GEMMs sustain this share of its BF16 ones' rate.
+	// Their weights read at the H100's BF16 factor: its GEMMs add (no
+	// latency a GEMM), so the factor carries the GEMMs' latency, which
+	// the H200's FP8 factor of 1 leaves to its 12.9 µs a GEMM. Borrowing
+	// that 1 priced Llama-4-Scout FP8 (table A′'s exp 17) 20 % fast.
 	c.FP8 = &FP8Calibration{GEMMEfficiency: h.FP8.GEMMEfficiency * c.GEMMEfficiency / h.GEMMEfficiency,
-		WeightLoadFactor: h.FP8.WeightLoadFactor, GEMMKernelLatency: h.FP8.GEMMKernelLatency}
+		WeightLoadFactor: c.WeightLoadFactor, GEMMKernelLatency: h.FP8.GEMMKernelLatency}
 	return c
 }
 
@@ -51,28 +56,29 @@ func h100Calibration() Calibration {
 // from Vidur's A100 kernel timings (Llama-3-8B: 0.75 of peak, the weight
 // read at 1.36×, 43 passes); the H100's overheads and frontend; the KV
 // read factor and the step overhead fitted to the campaign's one A100 run
-// (table A′'s exp 38, Llama-3.1-8B at 2.5 and 6 req/s). That run's decode
-// slows with load three times as fast as the bandwidth bound says: the
-// fit puts it in the KV read (3.0×); one run at one context length cannot
-// tell it from a per-sequence cost.
+// (table A′'s exp 38, Llama-3.1-8B at 2.5 and 6 req/s; the step overhead
+// stayed the H100's). That run's decode slows with load more than three
+// times as fast as the bandwidth bound says: the fit puts it in the KV
+// read (3.4×); one run at one context length cannot tell it from a
+// per-sequence cost.
 func a100Calibration() Calibration {
 	c := baseCalibration()
 	c.GEMMEfficiency, c.WeightLoadFactor, c.ActivationPasses = 0.75, 1.36, 43
 	vllmHost(&c)
-	c.KVReadFactor, c.StepOverhead = 2.965, 58737*time.Nanosecond
+	c.KVReadFactor, c.StepOverhead = 3.39, 55769*time.Nanosecond
 	return c
 }
 
 // l40sCalibration is the L40S: no kernel profile of it is at hand, so its
 // GEMMs are assumed to reach 0.6 of its peak (which decode on cached
 // prompts hardly touches); the H100's overheads and frontend; the weight
-// read (1.19× the bandwidth bound of its GDDR6) and the KV read (1.63×)
+// read (1.19× the bandwidth bound of its GDDR6) and the KV read (1.78×)
 // fitted to the campaign's one L40S run (table A′'s exp 55, Llama-3.1-8B
 // at 2.5 and 6 req/s).
 func l40sCalibration() Calibration {
 	c := baseCalibration()
 	c.GEMMEfficiency = 0.6
 	vllmHost(&c)
-	c.WeightLoadFactor, c.KVReadFactor = 1.19, 1.631
+	c.WeightLoadFactor, c.KVReadFactor = 1.194, 1.779
 	return c
 }

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/dcgm"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/cpu"
@@ -37,6 +39,7 @@ type backend struct {
 	maxModelLen                 int // the model's context
 	defaultSeqs, defaultBatched int
 	cacheDtype                  string
+	stepTimeout                 time.Duration // the watchdog's default; 0: DefaultStepTimeout
 
 	executorInfo             map[string]string
 	peakFLOPs, peakBandwidth float64
@@ -47,8 +50,14 @@ type backend struct {
 	gpuCounters func(interval time.Duration, hostname string, log *slog.Logger) (*dcgm.NVMLExporter, error)
 
 	blocks func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs, maxNumBatchedTokens int) (int, error)
-	start  func(numBlocks, blockSize int) (engine.Executor, error)
-	close  func() // after the engine stops
+	// offload sizes a CPU KV offload tier of size bytes; nil where the
+	// executor has none (the CPU's, the GPU's).
+	offload func(size float64, blockSize int) engine.Offload
+	// another starts one more copy of the executor on clock, for a
+	// data-parallel rank; nil where the executor has one model copy.
+	another func(clock engine.Clock) (engine.Executor, error)
+	start   func(numBlocks, blockSize int) (engine.Executor, error)
+	close   func() // after the engine stops
 	// memoryLine, when set, describes a GPU's memory split once blocks
 	// ran.
 	memoryLine func() string
@@ -71,10 +80,7 @@ func simBackend(cfg *Config) (*backend, error) {
 	hw := exec.CostModel().HW
 	seqs, batched := hw.Defaults()
 	m := exec.CostModel().Model
-	weights, kv := "bf16", "bf16"
-	if m.FP8 {
-		weights = "fp8"
-	}
+	weights, kv := m.WeightsName(), "bf16"
 	if m.KVElementBytes() == 1 {
 		kv = "fp8"
 	}
@@ -105,6 +111,15 @@ func simBackend(cfg *Config) (*backend, error) {
 		},
 		start: func(int, int) (engine.Executor, error) { return exec, nil },
 		close: func() {},
+		another: func(clock engine.Clock) (engine.Executor, error) {
+			c := cfg.Sim
+			c.Clock = clock
+			return sim.New(c)
+		},
+		offload: func(size float64, blockSize int) engine.Offload {
+			n, bytes, bw := costmodel.HostKV(hw, m, info.TensorParallel, blockSize, size)
+			return engine.Offload{Blocks: n, BlockBytes: bytes, Bandwidth: bw}
+		},
 	}, nil
 }
 
@@ -209,7 +224,7 @@ func cpuBackend(cfg *Config) (*backend, error) {
 		embeddings: emb,
 		model:      l.Vocab, chat: l.Chat, toolParser: templateParser(l.Chat.Template()), eos: l.EOG, name: cfg.Model, describe: l.Describe(threads),
 		maxModelLen: l.ContextLen, defaultSeqs: cpu.DefaultMaxNumSeqs, defaultBatched: cpu.DefaultMaxNumBatchedTokens,
-		cacheDtype: cacheDtypeLabel(cfg.KVCacheDtype, dtype),
+		cacheDtype: cacheDtypeLabel(cfg.KVCacheDtype, dtype), stepTimeout: DefaultCPUStepTimeout,
 		executorInfo: map[string]string{"executor": "cpu", "hardware": "cpu", "model": l.Weights.Arch, "tensor_parallel_size": "1",
 			"kernels": l.Weights.Kernels().String(), "kv_cache_dtype": dtype.String()},
 		blocks: func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs, _ int) (int, error) {
@@ -218,4 +233,37 @@ func cpuBackend(cfg *Config) (*backend, error) {
 		start: func(numBlocks, blockSize int) (engine.Executor, error) { return l.Start(numBlocks, blockSize, threads) },
 		close: l.Close,
 	}, nil
+}
+
+// describeCounters is the banner's account of the NVML exporter: the
+// board, the interval, and what it does not read.
+func describeCounters(e *dcgm.NVMLExporter, interval time.Duration) string {
+	s := fmt.Sprintf("dcgm-exporter's series of the %s read from NVML every %v", e.ModelName(), cmpInterval(interval))
+	if why := e.GPMMissing(); why != "" {
+		s += "; no DCGM_FI_PROF_* series: this board or driver has no GPM (Hopper and later), as dcgm-exporter without DCP (" + why + ")"
+	} else {
+		s += " (DCGM_FI_PROF_* from GPM)"
+	}
+	if f := e.Failing(); len(f) > 0 {
+		s += "; not read here: " + strings.Join(f, ", ")
+	}
+	return s
+}
+
+func cmpInterval(d time.Duration) time.Duration {
+	if d == 0 {
+		return time.Second
+	}
+	return d
+}
+
+// CUDAConfig says which GPU the CUDA executor opens and where cuBLASLt
+// is (the executor's DeviceConfig, kept here so that a build without
+// the GPU executor, -tags nocuda, links none of it).
+type CUDAConfig struct {
+	Ordinal int
+	// BLASLt is cuBLASLt's file; empty searches the usual places, with
+	// BLASLtDirs first.
+	BLASLt     string
+	BLASLtDirs []string
 }

@@ -4,8 +4,6 @@ import (
 	"container/heap"
 	"context"
 	"errors"
-	"math"
-	"slices"
 	"strconv"
 	"time"
 
@@ -186,8 +184,16 @@ func (d *driver) boundary(busiest *node, now time.Time) (time.Time, bool) {
 }
 
 // send starts a request released by the schedule: the router picks its
-// replica, which it reaches after the frontend's arrival time.
-func (d *driver) send(r workload.Request, now time.Time) {
+// replica, which it reaches after the frontend's arrival time. The fleet
+// polls the schedule at step boundaries, so the request goes at its own
+// send time (Request.Send), which may be earlier than now: a request due
+// in the middle of a step is sent then and waits in the engine for the
+// step to end, as a real client's does, counted in its TTFT.
+func (d *driver) send(r workload.Request, polled time.Time) {
+	now := d.start.Add(r.Send)
+	if now.After(polled) || now.Before(d.start) {
+		now = polled
+	}
 	if r.Index >= len(d.outputs) {
 		d.outputs = append(d.outputs, make([]bench.Output, r.Index+1-len(d.outputs))...)
 		d.tokens = append(d.tokens, make([]TokenTimes, r.Index+1-len(d.tokens))...)
@@ -196,7 +202,7 @@ func (d *driver) send(r workload.Request, now time.Time) {
 	d.flights[r.Index] = f
 	f.out.Start = now
 	f.out.QueueTime = now.Sub(d.start.Add(r.Due))
-	f.out.Stage, f.out.Turn = r.Stage, r.Turn
+	f.out.Stage, f.out.Turn, f.out.Session, f.out.Tool = r.Stage, r.Turn, r.User, r.Tool
 	f.out.PromptLen = r.Sample.PromptLen
 	f.out.ITL = make([]time.Duration, 0, max(r.Sample.OutputLen-1, 0)) // one gap a token after the first
 	f.prompt = r.Sample.PromptIDs
@@ -210,30 +216,11 @@ func (d *driver) send(r workload.Request, now time.Time) {
 		heap.Push(&d.pending, event{at: now, f: f, kind: answered})
 		return
 	}
-	at := now.Add(d.arrival(r.Index))
-	f.tokens.Arrival = at.Sub(now)
-	heap.Push(&d.pending, event{at: at, f: f})
-	i := len(f.node.arrivals) // kept in time order: a varying arrival can pass an earlier send
-	for i > 0 && f.node.arrivals[i-1].After(at) {
-		i--
-	}
-	f.node.arrivals = slices.Insert(f.node.arrivals, i, at)
+	heap.Push(&d.pending, event{at: now.Add(d.fe.Arrival), f: f})
+	f.node.arrivals = append(f.node.arrivals, now.Add(d.fe.Arrival))
 	if t := d.cfg.RequestTimeout; t > 0 {
 		heap.Push(&d.pending, event{at: now.Add(t), f: f, kind: timeout})
 	}
-}
-
-// arrival is the frontend's time on request i before its engine has it:
-// Arrival, spread evenly over ±ArrivalSpread of it across requests (the
-// golden ratio's multiples, so that any run of requests covers the range
-// and a replay is the same every time).
-func (d *driver) arrival(i int) time.Duration {
-	a := d.fe.Arrival
-	if s := d.fe.ArrivalSpread; s > 0 {
-		u := math.Mod(float64(i)*0.6180339887498949, 1)
-		a = time.Duration(float64(a) * (1 + s*(2*u-1)))
-	}
-	return a
 }
 
 // fire handles every event due by now, the fleet's timers among them.
@@ -279,9 +266,7 @@ func (d *driver) cancel(c workload.Cancel, now time.Time) {
 // submit hands a request to its replica's engine as the API server would.
 func (d *driver) submit(f *flight, at time.Time) {
 	nd := f.node
-	if k := slices.IndexFunc(nd.arrivals, at.Equal); k >= 0 {
-		nd.arrivals = slices.Delete(nd.arrivals, k, k+1)
-	}
+	nd.arrivals = nd.arrivals[1:]
 	if f.gone {
 		return // the client gave up before the frontend handed it on
 	}
@@ -372,6 +357,10 @@ func (d *driver) collect(nd *node, began time.Time) {
 	end := nd.clk.now
 	dur := end.Sub(began)
 	ready := end.Add(time.Duration(d.fe.LagSteps * float64(dur)))
+	api := nd // the server's API server: its first data-parallel rank's
+	if nd.rank > 0 {
+		api = d.all[nd.index-nd.rank]
+	}
 	for _, id := range nd.steps.ids {
 		f := nd.live[id]
 		if f == nil || f.gone {
@@ -385,16 +374,16 @@ func (d *driver) collect(nd *node, began time.Time) {
 			// The tokens the server handled back to back up to this one
 			// (a step's all come at once), the queue's share of its time.
 			now := ready
-			if !nd.api.Before(ready) {
-				now, nd.apiRun = nd.api, nd.apiRun+1
+			if !api.api.Before(ready) {
+				now, api.apiRun = api.api, api.apiRun+1
 			} else {
-				nd.apiRun = 1
+				api.apiRun = 1
 			}
 			now = now.Add(d.fe.Stream)
-			nd.api = now
-			f.tokens.Last, f.tokens.LastStep, f.tokens.LastQueued = end, dur, nd.apiRun
+			api.api = now
+			f.tokens.Last, f.tokens.LastStep, f.tokens.LastQueued = end, dur, api.apiRun
 			if f.out.OutputTokens == 0 {
-				f.tokens.First, f.tokens.FirstStep, f.tokens.FirstQueued = end, dur, nd.apiRun
+				f.tokens.First, f.tokens.FirstStep, f.tokens.FirstQueued = end, dur, api.apiRun
 				f.out.TTFT = now.Sub(f.sent) + d.fe.PerToken
 			} else {
 				f.out.ITL = append(f.out.ITL, now.Sub(f.engLast)+d.fe.PerToken)
@@ -463,6 +452,9 @@ func (d *driver) answer(f *flight, at time.Time) {
 // between steps, so a reading at the first step boundary after its time is
 // the reading at its time).
 func (d *driver) record(nd *node, t time.Time) {
+	if nd.rank > 0 {
+		return // rank 0's readings are the server's
+	}
 	if s := d.cfg.Series; s != nil && s.Interval > 0 {
 		for !nd.nextSer.After(t) {
 			s.take(nd.gather, nd.dcgm, nd.nextSer, nd.name)
@@ -504,6 +496,9 @@ func (d *driver) idleArrival(t time.Time) (time.Time, bool) {
 // finishReadings takes a replica's readings to t and one at t, so that the
 // last requests count.
 func (d *driver) finishReadings(nd *node, t time.Time) {
+	if nd.rank > 0 {
+		return
+	}
 	d.record(nd, t)
 	if s := d.cfg.Series; s != nil && s.Interval > 0 && !s.taken(t, nd.name) {
 		s.take(nd.gather, nd.dcgm, t, nd.name)

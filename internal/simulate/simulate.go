@@ -217,13 +217,11 @@ func checkAdapters(cfg Config) error {
 // TokenTimes are one request's first and last tokens on the engine's
 // clock, how long the steps that sampled them took, how many tokens the
 // API server handled back to back up to and including each (a step's
-// come to it at once: with no Stream time, its place in the step), and
-// the frontend's time on it before the engine had it.
+// come to it at once: with no Stream time, its place in the step).
 type TokenTimes struct {
 	First, Last             time.Time
 	FirstStep, LastStep     time.Duration
 	FirstQueued, LastQueued int
-	Arrival                 time.Duration
 }
 
 // calibration is the coefficients the executor will use.

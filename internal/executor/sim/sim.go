@@ -29,8 +29,12 @@ import (
 // Config selects what to simulate and how fast.
 type Config struct {
 	Hardware       string // a hardware profile name, see HardwareNames
-	Model          string // a model profile name, see ModelNames
+	Model          string // a model profile's name, or a config.json's path (profiles.LoadModel)
 	TensorParallel int    // GPUs the model is split over; 0 means 1
+	// ExpertParallel places a mixture of experts' experts whole on the
+	// GPUs (vLLM's --enable-expert-parallel: over TP × DP of them) instead
+	// of splitting each over the TP GPUs.
+	ExpertParallel bool
 
 	// TimeScale multiplies every simulated step's duration before sleeping:
 	// 1 is real time (a server), 0.1 runs ten times faster, 0 never sleeps
@@ -139,6 +143,7 @@ type Executor struct {
 	fallback *rand.Rand // for a sequence that arrives without an RNG
 	mask     []uint64   // a constrained sequence's allowed tokens
 	picks    []int      // scratch of constrain
+	jsonBuf  []byte     // scratch of jsonRegion: the output's bytes
 	verify   []int      // a verified sequence's history with its accepted drafts
 	accepted [][]sampling.Result
 }
@@ -149,7 +154,7 @@ func New(cfg Config) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
-	m, err := profiles.LookupModel(cfg.Model)
+	m, err := profiles.LoadModel(cfg.Model)
 	if err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
@@ -201,7 +206,16 @@ func New(cfg Config) (*Executor, error) {
 	if e.clock == nil {
 		e.clock = engine.WallClock()
 	}
+	if cfg.ExpertParallel {
+		if m.MoE == nil {
+			return nil, fmt.Errorf("new sim executor: --enable-expert-parallel: %s has no experts to place", m.Name)
+		}
+		e.cost.EP = tp // TP × DP, one data-parallel rank
+	}
 	if l := cfg.LoRA; l != nil {
+		if m.MoE != nil || m.MLA != nil {
+			return nil, fmt.Errorf("new sim executor: --enable-lora: the simulator prices adapters on dense attention and MLPs, and %s has experts or latent attention", m.Name)
+		}
 		if l.MaxLoRAs < 1 || l.Rank < 1 {
 			return nil, fmt.Errorf("new sim executor: LoRA needs --max-loras and --max-lora-rank of at least 1, got %d and %d", l.MaxLoRAs, l.Rank)
 		}
@@ -262,7 +276,7 @@ func (e *Executor) StepCost(b *engine.Batch) costmodel.Cost { return e.cost.Step
 // count). Whether that many blocks can serve is the engine
 // configuration's check.
 func (e *Executor) KVCacheBlocks(gpuMemoryUtilization float64, override int64, blockSize int) (int, error) {
-	bytes, err := costmodel.KVCacheBytes(e.cost.HW, e.cost.Model, e.cost.TP, gpuMemoryUtilization, override)
+	bytes, err := e.cost.CacheBytes(gpuMemoryUtilization, override)
 	if err != nil {
 		return 0, err
 	}
@@ -528,8 +542,9 @@ func (e *Executor) sample(s *engine.SeqBatch, out *sampling.Result) error {
 	return nil
 }
 
-// constrain masks the candidates with the sequence's constraint. The fake
-// language model knows words, not JSON: where the grammar allows none of
+// constrain masks the candidates with the sequence's constraint. A JSON
+// text the model writes as a model does (jsonwriter.go). Otherwise the fake
+// language model knows words, not the grammar: where the grammar allows none of
 // its candidates (punctuation, digits, a closing quote), and one step in
 // four anyway so that strings end after a few words, it picks among the
 // allowed tokens itself, from the sequence's own random source: the end
@@ -550,6 +565,19 @@ func (e *Executor) constrain(s *engine.SeqBatch, h []int, cands []int32, logits 
 		}
 	}
 	rng := e.rng(s.RNG)
+	if j, ok := s.Constraint.(jsonOutput); ok && j.JSON() {
+		if region, ok := e.jsonRegion(s, h); ok {
+			switch c := e.writeJSON(scanJSON(region), rng, any); {
+			case c.prose:
+				e.plainProse(cands, logits, c.plain)
+				return false
+			case !c.fallback:
+				*out = sampling.Result{Token: c.tok, Top: out.Top[:0]}
+				return true
+			}
+			any = false // the grammar's bytes, below
+		}
+	}
 	if any && rng.IntN(4) != 0 {
 		return false
 	}
