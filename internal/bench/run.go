@@ -133,6 +133,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if p != nil && cfg.Plan != nil {
 		// A sweep's stages are known only now.
 		res.Config.NumPrompts, res.Config.RequestRate = p.numStaged(), workload.StagesRate(p.Schedule)
+	} else if p != nil && cfg.Agent != nil {
+		// The requests the run had, as vLLM's num_prompts is the requests
+		// it sends: --duration stops starting sessions, so the turns of
+		// those it never started are not among them.
+		res.Config.NumPrompts = p.numStaged()
 	}
 	if err != nil {
 		if p != nil && p.Metrics.Completed > 0 {

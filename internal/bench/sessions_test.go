@@ -211,3 +211,30 @@ func TestServerViewMeans(t *testing.T) {
 		t.Errorf("running mean %v peak %v, waiting mean %v peak %v; want 4, 8, 2, 6", v.MeanRunning, v.PeakRunning, v.MeanWaiting, v.PeakWaiting)
 	}
 }
+
+// TestBenchAgentDurationCountsSent: with --duration, the result's
+// num_prompts is the requests the run sent, as vLLM's is the requests it
+// sends: the turns of the sessions --duration kept from starting are not
+// among them.
+func TestBenchAgentDurationCountsSent(t *testing.T) {
+	srv := &agentServer{ttft: func(string) time.Duration { return 100 * ms }}
+	res := runAgents(t, srv, Config{NumPrompts: 6, RequestRate: 1, Burstiness: math.Inf(1), Duration: 3500 * ms, Percentiles: []float64{99},
+		Agent: &workload.AgentConfig{Turns: 2, SystemLen: 10, InputLen: 5, OutputLen: 3}})
+	p := res.Passes[0]
+	if p.Sessions.Started != 3 || p.Metrics.Completed != 6 {
+		t.Fatalf("%d sessions, %d requests: want the 3 that start in 3.5 s at 1/s (at 1, 2 and 3 s), each of 2 turns", p.Sessions.Started, p.Metrics.Completed)
+	}
+	j, err := res.JSON(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		NumPrompts int `json:"num_prompts"`
+	}
+	if err := json.Unmarshal(j, &out); err != nil {
+		t.Fatal(err)
+	}
+	if res.Config.NumPrompts != 6 || out.NumPrompts != 6 {
+		t.Errorf("num_prompts %d (JSON %d): want the 6 requests sent, not the 12 the 6 sessions planned", res.Config.NumPrompts, out.NumPrompts)
+	}
+}
