@@ -36,6 +36,11 @@ type Output struct {
 	// turn, from the previous answer (workload.Request's).
 	Session int
 	Tool    time.Duration
+	// SessionID and Round are its session's name and its round in it,
+	// as inference-perf names them (workload.Request's); empty and 0
+	// where the plan names none.
+	SessionID string
+	Round     int
 	// Unary is a request that did not stream (inference-perf's
 	// api.streaming false): its one answer is its first token and its last,
 	// so it has no TTFT, TPOT or ITL of its own.
@@ -70,7 +75,7 @@ type streamer struct {
 	headers       map[string]string // more request headers (inference-perf's api.headers)
 	sessionHeader string            // the header naming a session round's user
 	tokenHeader   string            // the response header whose token a session's next round echoes
-	tokens        sync.Map          // user → session token
+	tokens        sync.Map          // session → its token
 }
 
 func newStreamer(cfg *Config) *streamer {
@@ -149,11 +154,12 @@ func (s *streamer) do(ctx context.Context, rq workload.Request) (out Output) {
 	for k, v := range s.headers {
 		req.Header.Set(k, v)
 	}
-	if rq.User >= 0 {
+	session := sessionOf(rq)
+	if session != "" {
 		if s.sessionHeader != "" {
-			req.Header.Set(s.sessionHeader, fmt.Sprintf("user_session_%d", rq.User))
+			req.Header.Set(s.sessionHeader, session)
 		}
-		if tok, ok := s.tokens.Load(rq.User); ok && s.tokenHeader != "" {
+		if tok, ok := s.tokens.Load(session); ok && s.tokenHeader != "" {
 			req.Header.Set(s.tokenHeader, tok.(string))
 		}
 	}
@@ -165,8 +171,8 @@ func (s *streamer) do(ctx context.Context, rq workload.Request) (out Output) {
 	}
 	defer resp.Body.Close()
 	out.Status = resp.StatusCode
-	if tok := resp.Header.Get(s.tokenHeader); s.tokenHeader != "" && tok != "" && rq.User >= 0 {
-		s.tokens.Store(rq.User, tok)
+	if tok := resp.Header.Get(s.tokenHeader); s.tokenHeader != "" && tok != "" && session != "" {
+		s.tokens.Store(session, tok)
 	}
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -183,6 +189,19 @@ func (s *streamer) do(ctx context.Context, rq workload.Request) (out Output) {
 		s.fail(ctx, &out, err)
 	}
 	return out
+}
+
+// sessionOf is the session a request's headers name, as inference-perf's
+// client names it: the plan's name for it (a recycled conversation is a
+// session of its own, with a token of its own), else user_session_N.
+func sessionOf(rq workload.Request) string {
+	switch {
+	case rq.SessionID != "":
+		return rq.SessionID
+	case rq.User >= 0:
+		return fmt.Sprintf("user_session_%d", rq.User)
+	}
+	return ""
 }
 
 // fail records a transport failure, named as inference-perf names it: a

@@ -282,6 +282,7 @@ func (r *runner) drive(ctx context.Context, sch *workload.Schedule, start time.T
 			d.out.QueueTime = d.out.Start.Sub(start.Add(d.req.Due))
 		}
 		d.out.Stage, d.out.Turn, d.out.Session, d.out.Tool = d.req.Stage, d.req.Turn, d.req.User, d.req.Tool
+		d.out.SessionID, d.out.Round = d.req.SessionID, d.req.Round
 		outputs[d.req.Index] = d.out
 		prog.done(d.out.Success)
 		sch.Finished(d.req, r.cfg.Now().Sub(start), workload.Outcome{OK: d.out.Success, Text: d.out.GeneratedText, OutputTokens: d.out.OutputTokens,

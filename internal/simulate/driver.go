@@ -203,6 +203,7 @@ func (d *driver) send(r workload.Request, polled time.Time) {
 	f.out.Start = now
 	f.out.QueueTime = now.Sub(d.start.Add(r.Due))
 	f.out.Stage, f.out.Turn, f.out.Session, f.out.Tool = r.Stage, r.Turn, r.User, r.Tool
+	f.out.SessionID, f.out.Round = r.SessionID, r.Round
 	f.out.PromptLen = r.Sample.PromptLen
 	f.out.ITL = make([]time.Duration, 0, max(r.Sample.OutputLen-1, 0)) // one gap a token after the first
 	f.prompt = r.Sample.PromptIDs

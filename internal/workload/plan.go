@@ -49,6 +49,12 @@ type Plan struct {
 	// Separator is the tokens of " ", which joins a session's conversation
 	// and its next prompt when they are token ids (SetSeparator).
 	Separator []int
+	// SessionName, when set, names user's conv-th conversation of a
+	// stage (from 0) as inference-perf names its user sessions: each
+	// request carries the name and its round (Request.SessionID, Round).
+	// A stage's first conversation keeps the user's name from the stage
+	// before, as inference-perf re-primes its session under its last name.
+	SessionName func(user, conv int) string
 }
 
 // OpenLoop is the plan of vLLM's bench serve: requests at the arrival

@@ -33,6 +33,12 @@ type Request struct {
 	// Model, when set, is the LoRA adapter to send it to instead of the
 	// served model (load.lora_traffic_split).
 	Model string
+	// SessionID names its session as inference-perf names it
+	// (Plan.SessionName), and Round is its 1-based round in that
+	// session: inference-perf's user_session and chat_round. Empty and 0
+	// where the plan names no sessions.
+	SessionID string
+	Round     int
 }
 
 // Outcome is how a request ended, as its client saw it.
@@ -73,6 +79,7 @@ type Schedule struct {
 	queue      []Request // due session rounds released by their user, waiting for a slot
 	sleeping   []sleeper // session rounds waiting out their tool's latency
 	users      []session
+	names      []string    // each user's session name (Plan.SessionName), kept across stages
 	running    int         // agent sessions on their own clocks started and not ended
 	held       []heldStart // their starts due while --max-concurrency's places were taken
 	// slotWait is set while a due request waits for a --max-concurrency
@@ -105,6 +112,10 @@ type session struct {
 	tokens  int           // its length in tokens
 	readyAt time.Duration // its next round goes no earlier (the tool's latency)
 	tool    time.Duration // that latency, for the next round's Request.Tool
+	// named is set once the stage's conversation has its name; conv is
+	// which of the user's conversations it is, round its rounds so far.
+	named       bool
+	conv, round int
 }
 
 // sleeper is a session round released when its tool's latency is over.
@@ -124,6 +135,7 @@ func (p *Plan) Start() *Schedule {
 	}
 	if p.Sessions {
 		s.users = make([]session, len(p.Prompts))
+		s.names = make([]string, len(p.Prompts))
 	}
 	if p.Breaker != nil {
 		s.breaker = p.Breaker()
@@ -313,6 +325,7 @@ func (s *Schedule) schedule(due, now time.Duration) (r Request, goes bool) {
 	if s.p.Agent == nil {
 		r.User = k % n
 	}
+	s.nameRound(&r, k)
 	u := &s.users[r.User]
 	if u.busy {
 		u.waiting = append(u.waiting, r)
