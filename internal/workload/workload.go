@@ -46,9 +46,14 @@ type Sample struct {
 	// Messages, when set, is a chat's conversation, sent as it is (the
 	// Prompt then joins their contents, for counting).
 	Messages []Message
+	// Tools, when set, are a chat request's tools (a replayed trace's).
+	Tools *ToolUse
 }
 
-// Message is one turn of a chat prompt.
+// Message is one turn of a chat prompt: an assistant's may carry tool
+// calls, a tool's result names the call it answers.
 type Message struct {
 	Role, Content string
+	ToolCalls     []ToolCall
+	ToolCallID    string
 }
