@@ -41,6 +41,10 @@ type Output struct {
 	// where the plan names none.
 	SessionID string
 	Round     int
+	// Call is its graph session's call (workload.Request's), and
+	// ToolCalls the tool calls its answer made.
+	Call      int
+	ToolCalls []workload.ToolCall
 	// Unary is a request that did not stream (inference-perf's
 	// api.streaming false): its one answer is its first token and its last,
 	// so it has no TTFT, TPOT or ITL of its own.
@@ -105,7 +109,7 @@ func (s *streamer) body(rq workload.Request) []byte {
 		if sm.Messages != nil {
 			msgs = msgs[:0]
 			for _, m := range sm.Messages {
-				msgs = append(msgs, map[string]any{"role": m.Role, "content": m.Content})
+				msgs = append(msgs, wireMessage(m))
 			}
 		}
 		b["messages"] = msgs
@@ -117,6 +121,17 @@ func (s *streamer) body(rq workload.Request) []byte {
 	if s.ignoreEOS {
 		b["ignore_eos"] = true
 	}
+	if t := sm.Tools; t != nil && s.chat {
+		b["tools"] = t.Tools
+		if t.Choice != nil {
+			b["tool_choice"] = t.Choice
+		}
+		if t.MaxTokens > 0 {
+			// A forced tool call stops when its call is written.
+			b["max_completion_tokens"] = t.MaxTokens
+			delete(b, "ignore_eos")
+		}
+	}
 	if s.temperature != nil {
 		b["temperature"] = *s.temperature
 	}
@@ -125,6 +140,28 @@ func (s *streamer) body(rq workload.Request) []byte {
 	}
 	out, _ := json.Marshal(b)
 	return out
+}
+
+// wireMessage is a chat message as the API takes it: an assistant's tool
+// calls (its content only when it has some), a tool result's call id.
+func wireMessage(m workload.Message) map[string]any {
+	w := map[string]any{"role": m.Role}
+	if m.ToolCallID != "" {
+		w["tool_call_id"] = m.ToolCallID
+	}
+	if len(m.ToolCalls) == 0 {
+		w["content"] = m.Content
+		return w
+	}
+	var calls []map[string]any
+	for _, tc := range m.ToolCalls {
+		calls = append(calls, map[string]any{"id": tc.ID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": tc.Arguments}})
+	}
+	w["tool_calls"] = calls
+	if m.Content != "" {
+		w["content"] = m.Content
+	}
+	return w
 }
 
 // do sends one request and times its chunks. The clock starts just before
@@ -229,7 +266,8 @@ func (s *streamer) readWhole(body io.Reader, out *Output) error {
 		Choices []struct {
 			Text    *string `json:"text"`
 			Message *struct {
-				Content *string `json:"content"`
+				Content   *string    `json:"content"`
+				ToolCalls []toolCall `json:"tool_calls"`
 			} `json:"message"`
 		} `json:"choices"`
 		Usage *usage `json:"usage"`
@@ -247,6 +285,11 @@ func (s *streamer) readWhole(body io.Reader, out *Output) error {
 	case c.Message != nil && c.Message.Content != nil:
 		out.GeneratedText = *c.Message.Content
 	}
+	if c := r.Choices[0]; c.Message != nil {
+		for _, tc := range c.Message.ToolCalls {
+			out.ToolCalls = append(out.ToolCalls, workload.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+	}
 	r.Usage.record(out)
 	out.Latency = end.Sub(out.Start)
 	out.TTFT = out.Latency
@@ -259,14 +302,42 @@ type chunk struct {
 	Choices []struct {
 		Text  *string `json:"text"`
 		Delta *struct {
-			Content          *string `json:"content"`
-			ReasoningContent *string `json:"reasoning_content"`
+			Content          *string    `json:"content"`
+			ReasoningContent *string    `json:"reasoning_content"`
+			ToolCalls        []toolCall `json:"tool_calls"`
 		} `json:"delta"`
 	} `json:"choices"`
 	Usage *usage `json:"usage"`
 	Error *struct {
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// toolCall is a tool call of an answer, or a streamed piece of one (its
+// index says which; the pieces of its arguments add up).
+type toolCall struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// addToolCall adds a streamed piece of a tool call to the answer's calls.
+func addToolCall(out *Output, tc toolCall) {
+	if tc.Index < 0 || tc.Index > 1024 {
+		return
+	}
+	for len(out.ToolCalls) <= tc.Index {
+		out.ToolCalls = append(out.ToolCalls, workload.ToolCall{})
+	}
+	c := &out.ToolCalls[tc.Index]
+	if tc.ID != "" {
+		c.ID = tc.ID
+	}
+	c.Name += tc.Function.Name
+	c.Arguments += tc.Function.Arguments
 }
 
 // usage is the token counts a server reports.
@@ -360,6 +431,11 @@ func (s *streamer) event(line []byte, ts time.Time, last *time.Time, first *bool
 			text.WriteString(*ch.Text)
 		case ch.Delta != nil && ch.Delta.Content != nil:
 			text.WriteString(*ch.Delta.Content)
+		}
+		if ch.Delta != nil {
+			for _, tc := range ch.Delta.ToolCalls {
+				addToolCall(out, tc)
+			}
 		}
 	}
 	// vLLM sends usage in a chunk of its own; llama.cpp's server puts it in

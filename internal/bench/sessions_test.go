@@ -238,3 +238,29 @@ func TestBenchAgentDurationCountsSent(t *testing.T) {
 		t.Errorf("num_prompts %d (JSON %d): want the 6 requests sent, not the 12 the 6 sessions planned", res.Config.NumPrompts, out.NumPrompts)
 	}
 }
+
+// TestGraphSessionMetrics: a replayed trace's session, whose calls run in
+// parallel, counts each moment once: the server's time is the time a call
+// of it was in flight, the tools' the waits no call overlapped, and the
+// three add up to its duration.
+func TestGraphSessionMetrics(t *testing.T) {
+	call := func(after ...int) workload.GraphCall { return workload.GraphCall{After: after} }
+	plan := &workload.Plan{Graph: &workload.GraphPlan{Sessions: []workload.GraphSession{{ID: "trace0_x", Source: "x.json",
+		Calls: []workload.GraphCall{call(), call(0), call(0), call(1, 2)}}}}}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	out := func(c, turn int, due, tool, from, to float64) Output {
+		return Output{Success: true, Session: 0, Call: c, Turn: turn, Due: time.Duration(due * float64(time.Second)), Tool: time.Duration(tool * float64(time.Second)),
+			Start: at(from), End: at(to), Latency: at(to).Sub(at(from))}
+	}
+	outs := []Output{out(0, 0, 0, 0, 0, 1), out(1, 1, 1.2, 0.2, 1.2, 2.2), out(2, 1, 1.2, 0.2, 1.2, 3.2), out(3, 2, 3.6, 0.4, 3.6, 4)}
+	m := sessionMetrics(outs, plan, start, []float64{99})
+	if m.Started != 1 || m.Finished != 1 || len(m.Sessions) != 1 {
+		t.Fatalf("%+v", m)
+	}
+	s := m.Sessions[0]
+	ms := func(d time.Duration) int64 { return d.Milliseconds() }
+	if s.ID != "trace0_x" || s.Source != "x.json" || s.Turns != 4 || s.Planned != 4 || ms(s.Duration) != 4000 || ms(s.Server) != 3400 || ms(s.Tools) != 600 || ms(s.Held) != 0 {
+		t.Errorf("session %+v: want 4 calls over 4 s, 3.4 s on the server (once for the two in parallel), 0.6 s on tools", s)
+	}
+}

@@ -38,6 +38,8 @@ func prompts(ctx context.Context, c *Config, p *workload.Plan, most int, dataTra
 		return out, err
 	case "conversation_replay":
 		return conversationReplayPlan(ctx, d.ConversationReplay, p, tk, rng)
+	case "otel_trace_replay":
+		return otelReplayPlan(ctx, c, p, tk, rng)
 	case "random":
 		return randomPrompts(ctx, d, most+1, dataTrace, tk, o, rng)
 	case "synthetic":

@@ -173,29 +173,40 @@ func MessageText(m Message) string {
 }
 
 // CountMessages fills c.Tokens (and, with an IDTokenizer, c.IDs) from its
-// messages, and ToolText from its tools.
-func (c *GraphCall) CountMessages(ctx context.Context, tk Tokenizer) error {
+// messages, and ToolText from its tools. memo keeps what a text counted
+// (its ids and length), for the many messages calls share.
+func (c *GraphCall) CountMessages(ctx context.Context, tk Tokenizer, memo map[string]Sample) error {
 	it, ids := tk.(IDTokenizer)
+	count := func(text string) (Sample, error) {
+		if s, ok := memo[text]; ok {
+			return s, nil
+		}
+		s := Sample{Prompt: text}
+		var err error
+		if ids {
+			s.PromptIDs, err = it.Encode(ctx, text)
+			s.PromptLen = len(s.PromptIDs)
+		} else {
+			s.PromptLen, err = tk.Count(ctx, text)
+		}
+		if err == nil {
+			memo[text] = s
+		}
+		return s, err
+	}
 	c.Tokens = make([]int, len(c.Messages))
+	c.IDs = nil
 	if ids {
 		c.IDs = make([][]int, len(c.Messages))
 	}
-	count := func(text string) (int, []int, error) {
-		if ids {
-			v, err := it.Encode(ctx, text)
-			return len(v), v, err
-		}
-		n, err := tk.Count(ctx, text)
-		return n, nil, err
-	}
 	for i, m := range c.Messages {
-		n, v, err := count(MessageText(m))
+		s, err := count(MessageText(m))
 		if err != nil {
 			return fmt.Errorf("count call %s: %w", c.ID, err)
 		}
-		c.Tokens[i] = n
+		c.Tokens[i] = s.PromptLen
 		if ids {
-			c.IDs[i] = v
+			c.IDs[i] = s.PromptIDs
 		}
 	}
 	if c.Tools != nil && len(c.Tools.Tools) > 0 {
@@ -203,11 +214,9 @@ func (c *GraphCall) CountMessages(ctx context.Context, tk Tokenizer) error {
 		if err != nil {
 			return fmt.Errorf("count call %s's tools: %w", c.ID, err)
 		}
-		n, v, err := count(string(b))
-		if err != nil {
+		if c.ToolText, err = count(string(b)); err != nil {
 			return fmt.Errorf("count call %s's tools: %w", c.ID, err)
 		}
-		c.ToolText = Sample{Prompt: string(b), PromptIDs: v, PromptLen: n}
 	}
 	return nil
 }

@@ -14,10 +14,10 @@ func (s *Schedule) graphSample(r Request) Sample {
 	msgs := s.substitute(call, run)
 	run.calls[r.Call].sent = msgs
 	sm := Sample{OutputLen: call.OutputLen, Tools: call.Tools, Messages: make([]Message, len(msgs)), PromptLen: call.ToolText.PromptLen}
-	ids := call.ToolText.PromptIDs
-	if call.ToolText.PromptLen == 0 {
-		ids = []int{}
-	}
+	// The ids, when every part has them (a live answer read as text has
+	// none): a fresh slice, as the parts' are shared.
+	withIDs := call.ToolText.PromptLen == 0 || call.ToolText.PromptIDs != nil
+	ids := append([]int(nil), call.ToolText.PromptIDs...)
 	text := []byte(call.ToolText.Prompt)
 	for i, m := range msgs {
 		sm.Messages[i] = m.Message
@@ -26,19 +26,17 @@ func (s *Schedule) graphSample(r Request) Sample {
 		}
 		text = append(text, MessageText(m.Message)...)
 		sm.PromptLen += m.tokens
-		if ids != nil && m.ids == nil && m.tokens > 0 {
-			ids = nil // a part without ids (a live answer read as text)
-		}
-		if ids != nil {
+		withIDs = withIDs && (m.ids != nil || m.tokens == 0)
+		if withIDs {
 			if len(ids) > 0 {
 				ids = append(ids, s.p.Separator...)
 			}
 			ids = append(ids, m.ids...)
 		}
 	}
-	sm.Prompt, sm.PromptIDs = string(text), ids
-	if len(sm.PromptIDs) == 0 {
-		sm.PromptIDs = nil
+	sm.Prompt = string(text)
+	if withIDs && len(ids) > 0 {
+		sm.PromptIDs = ids
 	}
 	return sm
 }
