@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,5 +195,14 @@ func TestOTelTraceReplay(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "stage_0_session_lifecycle_metrics.json")); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestPlanRefusesSessionReplay: plan searches a request rate, which a
+// replay of recorded sessions does not have: it is refused by name.
+func TestPlanRefusesSessionReplay(t *testing.T) {
+	err := run(context.Background(), []string{"plan", "--config", otelReplayConfig(t), "--slo", "ttft:p99<=1s", "--sim-hardware", "h100"}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "trace_session_replay") {
+		t.Errorf("plan of a session replay: %v, want an error naming trace_session_replay", err)
 	}
 }

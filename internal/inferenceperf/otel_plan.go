@@ -426,7 +426,10 @@ func sessionStages(p *workload.Plan, c *Config) error {
 	}
 	left := total
 	for _, s := range c.Load.Stages {
-		st := workload.Stage{Sessions: left, MaxConcurrency: *s.ConcurrentSessions}
+		st := workload.Stage{Sessions: left}
+		if s.ConcurrentSessions != nil {
+			st.MaxConcurrency = *s.ConcurrentSessions
+		}
 		if s.NumSessions != nil {
 			st.Sessions = min(*s.NumSessions, left)
 		}
