@@ -19,6 +19,7 @@ type graphState struct {
 	runs []*graphRun // by session, nil until it starts
 	base int         // the stage's first session
 	next time.Duration
+	cut  bool // the stage's timeout has passed
 	// waits are the started sessions' predecessor-wait deadlines, in
 	// the order they fall.
 	waits []graphWait
@@ -72,7 +73,7 @@ func (s *Schedule) graphPlaceFree() bool {
 // start, from where the stage before left off.
 func (s *Schedule) graphBegin(prev int) {
 	s.g.base += prev
-	s.g.next = s.stageStart
+	s.g.next, s.g.cut = s.stageStart, false
 	if n := len(s.p.Graph.Sessions) - s.g.base; s.stages[s.stage].Sessions > n {
 		s.stages[s.stage].Sessions = max(n, 0)
 	}
@@ -82,7 +83,7 @@ func (s *Schedule) graphBegin(prev int) {
 // and brings next forward to when the next one may start.
 func (s *Schedule) pollGraph(now time.Duration, next *time.Duration) {
 	st := &s.stages[s.stage]
-	if st.Timeout > 0 {
+	if st.Timeout > 0 && !s.g.cut {
 		if end := s.stageStart + st.Timeout; now >= end {
 			s.cutGraphStage()
 			return
@@ -229,6 +230,7 @@ func (s *Schedule) endGraph(run *graphRun, at time.Duration) {
 // cutGraphStage ends the stage at its timeout: no more sessions start,
 // and what the running ones have out is cancelled.
 func (s *Schedule) cutGraphStage() {
+	s.g.cut = true
 	s.pos = s.stages[s.stage].Sessions
 	s.cutGraphRuns()
 	s.running = 0
