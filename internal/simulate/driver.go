@@ -190,7 +190,7 @@ func (d *driver) boundary(busiest *node, now time.Time) (time.Time, bool) {
 // in the middle of a step is sent then and waits in the engine for the
 // step to end, as a real client's does, counted in its TTFT.
 func (d *driver) send(r workload.Request, polled time.Time) {
-	now := d.start.Add(r.Send)
+	now := d.start.Add(max(r.Send, r.Due)) // never before it was due
 	if now.After(polled) || now.Before(d.start) {
 		now = polled
 	}
