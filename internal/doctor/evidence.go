@@ -46,7 +46,7 @@ func round3(v float64) float64 {
 	if math.Abs(v) >= 100 {
 		return math.Round(v)
 	}
-	return math.Round(v*1000) / 1000
+	return math.Round(v*1000)/1000 + 0 // + 0: no "-0"
 }
 
 // promql builds the evidence queries of one window: over its length,

@@ -44,11 +44,13 @@ func (s *Signals) kvFull() bool      { return kvFull(s.v, s.th) }
 func (s *Signals) kvAdmission() bool { return kvAdmission(s.v, s.th) }
 func (s *Signals) kvLimited() bool   { return kvLimited(s.v, s.th) }
 
-// computeSaturated: the GPU is busy all the time on steps that use its
-// arithmetic: full of the token budget, or compute-bound at its peaks. A
-// busy GPU on small decode steps is not saturated (like DCGM's engine
-// activity, the busy ratio is near 1 whenever anything runs; a decode step
-// is bound by reading weights and KV, not by its token count).
+// computeSaturated: the engine works flat out (flatOut) on steps that use
+// the GPU's arithmetic: full of a token budget at which that arithmetic,
+// not the weights' read, sets a step's length (else the budget is the
+// limit: budgetLimited), or compute-bound at the GPU's peaks. A busy GPU
+// on small decode steps is not saturated (like DCGM's engine activity,
+// the busy ratio is near 1 whenever anything runs; a decode step is bound
+// by reading weights and KV, not by its token count).
 //
 // A wide step (hundreds of tokens) is compute-bound on any GPU when it is
 // prefill (its tokens share one read of the weights, past every GPU's
@@ -57,7 +59,39 @@ func (s *Signals) kvLimited() bool   { return kvLimited(s.v, s.th) }
 // KV): then larger steps take proportionally longer, and the budget's
 // headroom is no headroom.
 func (s *Signals) computeSaturated() bool {
-	return s.v(SigBusy) >= s.th.BusyHigh && (s.fullSteps() || s.wideComputeSteps())
+	return s.flatOut() && !s.budgetLimited() && (s.fullSteps() || s.wideComputeSteps())
+}
+
+// flatOut: the GPU is busy all the time; or the engine is, stepping back to
+// back while the queue grows, and the GPU's own reading is low for the
+// gaps between its kernels and steps (a tensor-parallel step's
+// synchronisation, host work of a few milliseconds a step, FP8's shorter
+// kernels), not because the host is the limit (host-bound).
+func (s *Signals) flatOut() bool { return s.v(SigBusy) >= s.th.BusyHigh || s.engineFlatOut() }
+
+// engineFlatOut is flatOut read from the engine's activity and the queue
+// rather than the GPU's counter.
+func (s *Signals) engineFlatOut() bool {
+	return s.v(SigEngineBusy) >= s.th.BusyHigh && s.queueGrows() && !s.hostBound()
+}
+
+// queueGrows: the waiting queue grew through the window, by min_requests
+// at least and by queue_growth of the arrivals: more arrived than the
+// engine served.
+func (s *Signals) queueGrows() bool {
+	g := s.v(SigQueueGrowth)
+	return g*s.seconds >= s.th.MinRequests && g >= s.th.QueueGrowth*s.v(SigArrivalRate)
+}
+
+// budgetLimited: the engine works flat out on steps at their token budget,
+// mostly prefill, and even at the GPU's peak bandwidth their memory
+// traffic takes budget_read_share of its time or more (MBU): a prefill
+// step's traffic is mostly the weights' read, which it pays whatever its
+// size, so a larger budget would carry more tokens for about the same
+// read. (A decode-heavy step's traffic is its sequences' KV, which grows
+// with the step: MBU then says nothing of the budget.)
+func (s *Signals) budgetLimited() bool {
+	return s.v(SigFill) >= s.th.BudgetRaiseFill && s.v(SigPromptPerGen) >= s.th.PromptHeavy && s.v(SigMBU) >= s.th.BudgetReadShare && s.flatOut()
 }
 
 // A GPU's utilisation estimated from vLLM's series counts host time, so
@@ -87,7 +121,7 @@ func (s *Signals) fullSteps() bool {
 // and the doctor cannot weigh them: on decode without the GPU's peaks, or
 // at all when utilisation is vLLM's estimate (which counts host time).
 func (s *Signals) computeUnknown() bool {
-	if !(s.v(SigBusy) >= s.th.BusyHigh) || s.fullSteps() || !(s.v(SigStepTokens) >= s.th.WideStep) {
+	if !s.flatOut() || s.fullSteps() || !(s.v(SigStepTokens) >= s.th.WideStep) {
 		return false
 	}
 	if s.src(SigBusy) == srcEstimate {

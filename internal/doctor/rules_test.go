@@ -21,6 +21,22 @@ func ruleCases() []ruleCase {
 	computeBound := func(l *load) {
 		l.busy, l.waiting, l.running, l.steps, l.prompt, l.gen, l.success = 0.99, constant(5), constant(20), 20, 150000, 100, 100
 	}
+	// Steps full of a 512-token budget of prefill on an H100: 60 steps a
+	// second, each reading 15.6 GB (the weights) and computing 505 tokens
+	// of an 8B model: MBU 0.28, MFU 0.49.
+	budgetFull := func(l *load) {
+		l.busy, l.waiting, l.running, l.steps, l.prompt, l.gen, l.success = 0.99, constant(5), constant(20), 60, 30000, 300, 10
+		l.maxBatched, l.peakFLOPs, l.peakBW, l.flops, l.readBytes = 512, 989e12, 3.35e12, 16e9*30300, 60*15.6e9
+	}
+	// The GPU's counter reads 70 % busy: the engine steps back to back
+	// (busy + host = 1) on full prefill steps while the queue grows by ten
+	// requests a second (a tenth of the arrivals), and the host takes 30 %
+	// of each step (under the host-bound line).
+	lowCounters := func(l *load) {
+		computeBound(l)
+		l.busy, l.host = 0.7, 0.3
+		l.waiting = func(i int) float64 { return float64(5 + 10*i) }
+	}
 	capped := func(l *load) {
 		l.maxSeqs, l.running, l.waiting, l.kv, l.busy = 4, constant(4), constant(10), constant(0.05), 0.99
 	}
@@ -34,6 +50,37 @@ func ruleCases() []ruleCase {
 		{"busy, no queue", "compute-bound", false, func(l *load) { computeBound(l); l.waiting = constant(0) }},
 		{"queue but idle executor", "compute-bound", false, func(l *load) { computeBound(l); l.busy = 0.4 }},
 		{"busy, queue, kv full", "compute-bound", false, func(l *load) { computeBound(l); l.kv = constant(0.97) }},
+
+		{"busy counter low, but the engine flat out on full steps while the queue grows", "compute-bound", true, lowCounters},
+		{"busy counter low on full steps, the queue steady", "compute-bound", false, func(l *load) { lowCounters(l); l.waiting = constant(5) }},
+		{"busy counter low on full steps, the queue growing, the host half of each step", "compute-bound", false, func(l *load) { lowCounters(l); l.busy, l.host = 0.45, 0.55 }},
+		{"vLLM + DCGM: engine activity low, the engine flat out on full steps while the queue grows", "compute-bound", true, func(l *load) {
+			lowCounters(l)
+			l.vllm, l.dcgm = true, 0.6
+		}},
+		{"vLLM + DCGM: engine activity low on full steps, the queue steady", "compute-bound", false, func(l *load) {
+			lowCounters(l)
+			l.vllm, l.dcgm, l.waiting = true, 0.6, constant(5)
+		}},
+
+		{"steps full of a 512-token budget spend 28% of the time reading weights", "token-budget", true, budgetFull},
+		{"steps full of a 512-token budget: not compute-bound", "compute-bound", false, budgetFull},
+		{"steps full of a 2048-token budget spend 9% reading weights", "token-budget", false, func(l *load) {
+			budgetFull(l)
+			l.maxBatched, l.steps, l.readBytes = 2048, 15, 15*15.6e9
+		}},
+		{"steps full of a 2048-token budget: compute-bound", "compute-bound", true, func(l *load) {
+			budgetFull(l)
+			l.maxBatched, l.steps, l.readBytes = 2048, 15, 15*15.6e9
+		}},
+		{"a 512-token budget of decode reads KV, not only the weights", "token-budget", false, func(l *load) { budgetFull(l); l.prompt, l.gen = 300, 30000 }},
+		{"a 512-token budget full, nothing waits", "token-budget", false, func(l *load) { budgetFull(l); l.waiting = constant(0) }},
+		{"a 512-token budget full, the GPU's counter low but the engine flat out while the queue grows", "token-budget", true, func(l *load) {
+			budgetFull(l)
+			l.busy, l.host = 0.7, 0.3
+			l.waiting = func(i int) float64 { return float64(5 + i) }
+		}},
+		{"a 512-token budget full, the GPU's counter low and the queue steady", "token-budget", false, func(l *load) { budgetFull(l); l.busy, l.host = 0.7, 0.3 }},
 
 		{"kv full and compute saturated", "compute-and-kv-bound", true, func(l *load) { computeBound(l); l.kv = constant(0.97) }},
 		{"kv full and compute saturated: not kv-capacity-bound alone", "kv-capacity-bound", false, func(l *load) { computeBound(l); l.kv = constant(0.97) }},
@@ -268,4 +315,48 @@ func find(t *testing.T, rep *Report, name string) Finding {
 	}
 	t.Fatalf("no %s finding in %v", name, rep.Names())
 	return Finding{}
+}
+
+// TestSaturationFromEverySignal: an engine flat out on full steps whose
+// GPU counter reads low (host gaps, a tensor-parallel step) is compute
+// saturated, said from the engine's activity and the queue's growth, and
+// advised --async-scheduling for the gaps; steps full of a budget whose
+// memory traffic is much of each step name the budget and the value to
+// try, and answer the scheduler "yes (budget)".
+func TestSaturationFromEverySignal(t *testing.T) {
+	l := healthy()
+	l.busy, l.waiting, l.running, l.steps, l.prompt, l.gen, l.success = 0.7, func(i int) float64 { return float64(5 + 10*i) }, constant(20), 20, 150000, 100, 100
+	l.host = 0.3
+	rep := diagnose(l.window(), nil)
+	if q := rep.Questions.Compute; q.Answer != Yes || !strings.Contains(q.Summary, "the engine stepped 100% of the time") || !strings.Contains(q.Summary, "queue grew by 10.00 requests a second") {
+		t.Errorf("compute answer: %s %q", q.Answer, q.Summary)
+	}
+	f := find(t, rep, "compute-bound")
+	if !slices.ContainsFunc(f.Changes, func(c Change) bool { return c.Flag == "--async-scheduling" }) || !strings.Contains(f.Inference, "waited for the host 30% of each step") {
+		t.Errorf("compute-bound on host gaps: changes %+v, inference %q", f.Changes, f.Inference)
+	}
+	rc := ReplicaConfig{}
+	f.apply(&rc)
+	if !rc.AsyncScheduling || rc.Replicas < 2 {
+		t.Errorf("compute-bound's replay config: %+v", rc)
+	}
+
+	l = healthy()
+	l.busy, l.waiting, l.running, l.steps, l.prompt, l.gen, l.success = 0.99, constant(5), constant(20), 60, 30000, 300, 10
+	l.maxBatched, l.peakFLOPs, l.peakBW, l.flops, l.readBytes = 512, 989e12, 3.35e12, 16e9*30300, 60*15.6e9
+	rep = diagnose(l.window(), nil)
+	// MBU 0.28: at 1024 tokens the read would be 16% of a step, at 2048 9%.
+	f = find(t, rep, "token-budget")
+	if got := f.Changes[0]; got.Flag != "--max-num-batched-tokens" || got.Value != "2048" {
+		t.Errorf("token-budget's change = %+v, want --max-num-batched-tokens 2048", got)
+	}
+	rc = ReplicaConfig{MaxNumBatchedTokens: 512}
+	f.apply(&rc)
+	if rc.MaxNumBatchedTokens != 2048 {
+		t.Errorf("apply: budget %d, want 2048", rc.MaxNumBatchedTokens)
+	}
+	q := rep.Questions
+	if q.Compute.Answer != No || q.Scheduler.Answer != Yes || q.Scheduler.Kind != "budget" || !strings.Contains(q.Compute.Summary, "--max-num-batched-tokens 2048") {
+		t.Errorf("answers: compute %s %q; scheduler %s %s %q", q.Compute.Answer, q.Compute.Summary, q.Scheduler.Answer, q.Scheduler.Kind, q.Scheduler.Summary)
+	}
 }

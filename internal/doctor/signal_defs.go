@@ -71,6 +71,14 @@ func signalDefs() []signalDef {
 			func(p promql, s *Signals) string {
 				return fmt.Sprintf("(%s + delta((sum(%s) + sum(%s))[%s:%s])) / %g", p.inc(metricspec.RequestSuccess), p.s(m), p.s(w), p.window, p.step, math.Round(s.seconds))
 			}),
+		// The queue's growth: the least-squares slope of the waiting gauge
+		// over the readings, as PromQL's deriv fits it. A queue that keeps
+		// growing says more arrives than the engine serves, whatever its
+		// utilisation counters read.
+		one(SigQueueGrowth, "requests/s", srcVLLM, "growth of the waiting queue (least-squares slope of requests waiting)", func(v *view) float64 { return slope(v.w.Gauge(w)) },
+			func(p promql, _ *Signals) string {
+				return fmt.Sprintf("deriv(sum(%s)[%s:%s])", p.s(w), p.window, p.step)
+			}),
 		one(SigAborts, "", srcVLLM, "aborted requests", func(v *view) float64 { return v.inc(keyAborts) },
 			func(p promql, _ *Signals) string { return p.inc(metricspec.RequestSuccess, `finished_reason="abort"`) }),
 		one(SigAbortShare, "ratio", srcVLLM, "share of finished requests aborted", func(v *view) float64 { return ratio(v.inc(keyAborts), v.inc(metricspec.RequestSuccess)) },
@@ -385,6 +393,28 @@ func arrivalRate(v *view) float64 {
 	}
 	inFlight := func(i int) float64 { return run[i].V + wait[i].V }
 	return math.Max(0, (zeroNaN(v.inc(metricspec.RequestSuccess))+inFlight(len(run)-1)-inFlight(0))/v.seconds())
+}
+
+// slope is the least-squares slope of a gauge's readings over their
+// times, per second; NaN with fewer than two readings or none apart.
+func slope(ps []Point) float64 {
+	if len(ps) < 2 {
+		return math.NaN()
+	}
+	var st, sv float64
+	for _, p := range ps {
+		st += p.T.Sub(ps[0].T).Seconds()
+		sv += p.V
+	}
+	n := float64(len(ps))
+	mt, mv := st/n, sv/n
+	var cov, vt float64
+	for _, p := range ps {
+		dt := p.T.Sub(ps[0].T).Seconds() - mt
+		cov += dt * (p.V - mv)
+		vt += dt * dt
+	}
+	return ratio(cov, vt)
 }
 
 // plateau infers max_num_seqs from vLLM's series: a plateau of the running

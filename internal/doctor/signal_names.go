@@ -22,6 +22,7 @@ const (
 	SigRestarts       SignalName = "restarts"
 	SigFinishRate     SignalName = "finish_rate"
 	SigArrivalRate    SignalName = "arrival_rate"
+	SigQueueGrowth    SignalName = "queue_growth"
 	SigAborts         SignalName = "aborts"
 	SigAbortShare     SignalName = "abort_share"
 	SigQueueShare     SignalName = "queue_share"

@@ -28,6 +28,9 @@ type load struct {
 	vllm                             bool    // no glassbox_* series
 	dcgm                             float64 // DCGM's graphics-engine activity beside the target; 0 for no DCGM
 	gpuName                          string  // DCGM's modelName
+	// vLLM's work estimates per second (MFU and MBU), and the GPU's peaks
+	// in glassbox's gauges (0: not exported).
+	flops, readBytes, peakFLOPs, peakBW float64
 	// Speculative decoding: verify passes per second and each draft
 	// position's acceptance (accepted there per pass); no families when
 	// specPasses is 0. specLen is the draft tokens per pass (k when 0).
@@ -103,6 +106,7 @@ func (l load) window() *Window {
 				gen = l.genRate(i)
 			}
 			add := map[string]float64{metricspec.ExecutorBusySeconds: l.busy, metricspec.EngineHostSeconds: l.host, metricspec.EngineSteps: l.steps, metricspec.GenerationTokens: gen, metricspec.PromptTokens: l.prompt, metricspec.PromptTokensCached: l.cached,
+				metricspec.EstimatedFLOPsPerGPU: l.flops, metricspec.EstimatedReadBytesPerGPU: l.readBytes,
 				metricspec.NumPreemptions: l.preempt, metricspec.RequestSuccess: l.success, keyAborts: l.aborts, metricspec.PrefixCacheQueries: l.queries, metricspec.PrefixCacheHits: l.hits}
 			if l.specPasses > 0 {
 				add[metricspec.SpecDecodeDrafts], add[metricspec.SpecDecodeDraftTokens] = l.specPasses, l.specPasses*l.specLen
@@ -133,6 +137,9 @@ func (l load) window() *Window {
 			if _, ok := s.Values[spec.Key]; !ok && spec.Key != metricspec.ExecutorPeakFLOPs {
 				s.Values[spec.Key] = cum[spec.Key]
 			}
+		}
+		if l.peakFLOPs > 0 {
+			s.Values[metricspec.ExecutorPeakFLOPs], s.Values[metricspec.ExecutorPeakMemBandwidth] = l.peakFLOPs, l.peakBW
 		}
 		// Without speculation the families are absent; with it, positions
 		// 0..k-1 exist.
