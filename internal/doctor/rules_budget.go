@@ -82,3 +82,17 @@ func (s *Signals) hostGapChange() (Change, func(*ReplicaConfig), bool) {
 	return Change{Flag: "--async-scheduling", Why: fmt.Sprintf("the GPU waited for the host %s of each step (%s): vLLM then schedules the next step while the GPU runs this one", pct(h), s.src(SigHostShare))},
 		func(rc *ReplicaConfig) { rc.AsyncScheduling = true }, true
 }
+
+// budgetUnknown says, of a saturated engine on steps at a budget below
+// vLLM's smallest default (2048) on a prompt-heavy load, that whether the
+// budget is the limit needs the GPU's peak bandwidth (vLLM's series do not
+// carry it). From 2048 tokens a step's weight read is under
+// budget_read_share of it on every GPU the simulator knows, for models of
+// 7B and more.
+func (s *Signals) budgetUnknown() (Change, bool) {
+	if !math.IsNaN(s.v(SigMBU)) || !(s.v(SigBudget) < 2048) || !(s.v(SigFill) >= s.th.BudgetRaiseFill) || !(s.v(SigPromptPerGen) >= s.th.PromptHeavy) {
+		return Change{}, false
+	}
+	return Change{Why: fmt.Sprintf("whether the %.0f-token budget (%s), not the GPU's arithmetic, is the limit needs the GPU's peak bandwidth (--gpu, or DCGM's modelName): steps this full of prompt tokens may spend much of their time reading the weights, which a larger --max-num-batched-tokens spreads over more tokens",
+		s.v(SigBudget), s.src(SigBudget))}, true
+}

@@ -179,6 +179,9 @@ func computeBound(s *Signals, _ *diagnosis) *Finding {
 		prev := apply
 		apply = func(rc *ReplicaConfig) { prev(rc); a(rc) }
 	}
+	if c, ok := s.budgetUnknown(); ok {
+		changes = append(changes, c)
+	}
 	evs := s.evs(SigBusy, SigFill)
 	if !math.IsNaN(s.v(SigPeakFLOPs)) {
 		evs = append(evs, s.evs(SigMFU, SigMBU, SigRoofline)...)

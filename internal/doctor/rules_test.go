@@ -82,6 +82,17 @@ func ruleCases() []ruleCase {
 		}},
 		{"a 512-token budget full, the GPU's counter low and the queue steady", "token-budget", false, func(l *load) { budgetFull(l); l.busy, l.host = 0.7, 0.3 }},
 
+		{"vLLM + DCGM: steps cut to 512 tokens of 3000-token prompts (an inferred budget), 28% of the time reading weights", "token-budget", true, func(l *load) {
+			budgetFull(l)
+			l.vllm, l.dcgm, l.gpuName = true, 0.85, "NVIDIA H100 80GB HBM3"
+		}},
+		{"vLLM + DCGM: steps of 505 tokens, prompts of 300: no budget below 2048 to infer", "token-budget", false, func(l *load) {
+			budgetFull(l)
+			l.vllm, l.dcgm, l.gpuName, l.success = true, 0.85, "NVIDIA H100 80GB HBM3", 100
+		}},
+		{"vLLM alone: steps cut to 512 tokens, no GPU peaks: compute-bound", "compute-bound", true, func(l *load) { budgetFull(l); l.vllm = true }},
+		{"vLLM alone: steps cut to 512 tokens, no GPU peaks: no token-budget", "token-budget", false, func(l *load) { budgetFull(l); l.vllm = true }},
+
 		{"kv full and compute saturated", "compute-and-kv-bound", true, func(l *load) { computeBound(l); l.kv = constant(0.97) }},
 		{"kv full and compute saturated: not kv-capacity-bound alone", "kv-capacity-bound", false, func(l *load) { computeBound(l); l.kv = constant(0.97) }},
 		{"compute saturated, kv room", "compute-and-kv-bound", false, computeBound},
@@ -358,5 +369,20 @@ func TestSaturationFromEverySignal(t *testing.T) {
 	q := rep.Questions
 	if q.Compute.Answer != No || q.Scheduler.Answer != Yes || q.Scheduler.Kind != "budget" || !strings.Contains(q.Compute.Summary, "--max-num-batched-tokens 2048") {
 		t.Errorf("answers: compute %s %q; scheduler %s %s %q", q.Compute.Answer, q.Compute.Summary, q.Scheduler.Answer, q.Scheduler.Kind, q.Scheduler.Summary)
+	}
+
+	// vLLM's series alone: the budget is inferred from the steps (none
+	// past 512 tokens while prompts averaged 3000), and without the GPU's
+	// peaks the doctor says whether it is the limit needs them.
+	l.vllm = true
+	rep = diagnose(l.window(), nil)
+	if sig := rep.Signals().Signal(SigBudget); sig.Value != 512 || sig.Source != srcInferred {
+		t.Errorf("vLLM alone: budget %v (%s), want 512 inferred", sig.Value, sig.Source)
+	}
+	f = find(t, rep, "compute-bound")
+	if !slices.ContainsFunc(f.Changes, func(c Change) bool {
+		return strings.Contains(c.Why, "512-token budget (inferred), not the GPU's arithmetic, is the limit needs the GPU's peak bandwidth")
+	}) {
+		t.Errorf("vLLM alone: compute-bound does not say the budget may be the limit: %+v", f.Changes)
 	}
 }

@@ -167,10 +167,14 @@ func signalDefs() []signalDef {
 				promql: func(p promql, _ *Signals) string { return p.info(metricspec.SchedulerConfigInfo) }},
 			{src: srcFlag, what: "max_num_batched_tokens (--max-num-batched-tokens)", value: func(v *view) float64 { return positive(float64(v.s.hints.MaxNumBatchedTokens)) }},
 			// vLLM exports no budget. Budgets are round numbers (2048 the
-			// smallest anyone sets, 8192 vLLM's default on big GPUs), and a
-			// step holds no more than its budget on average: the smallest
-			// round budget the mean step fits in.
-			{src: srcInferred, what: "max_num_batched_tokens (inferred: the smallest round budget the mean step fits)", value: func(v *view) float64 {
+			// smallest usual, 8192 vLLM's default on big GPUs), and a step
+			// holds no more than its budget on average: the smallest round
+			// budget the mean step fits in; or a smaller one that no step
+			// passed while the prompts were longer (chunkedBudget).
+			{src: srcInferred, what: "max_num_batched_tokens (inferred: the smallest round budget the mean step fits, or one below 2048 that no step passed while longer prompts were cut to it)", value: func(v *view) float64 {
+				if b := chunkedBudget(v); b > 0 {
+					return b
+				}
 				b := 2048.0
 				for _, b = range []float64{2048, 4096, 8192, 16384} {
 					if !(v.sig(SigStepTokens) > 1.02*b) {
@@ -393,6 +397,27 @@ func arrivalRate(v *view) float64 {
 	}
 	inFlight := func(i int) float64 { return run[i].V + wait[i].V }
 	return math.Max(0, (zeroNaN(v.inc(metricspec.RequestSuccess))+inFlight(len(run)-1)-inFlight(0))/v.seconds())
+}
+
+// chunkedBudget is a budget below 2048 read off vLLM's step histogram:
+// the smallest of 256, 512 and 1024 the mean step fits in, when no step of
+// the window passed it (its bucket holds them all) while the prompts'
+// computed tokens averaged more: prompts cut into chunks that size. 0 when
+// the steps say nothing of it.
+func chunkedBudget(v *view) float64 {
+	step := v.sig(SigStepTokens)
+	prompt := ratio(v.inc(metricspec.PromptTokens)-zeroNaN(v.inc(metricspec.PromptTokensCached)), v.inc(metricspec.TimeToFirstToken+"_count"))
+	for _, b := range []float64{256, 512, 1024} {
+		if step > 1.02*b {
+			continue
+		}
+		buckets := v.w.BucketIncrease(metricspec.IterationTokens)
+		if all := buckets[math.Inf(1)]; prompt > b && all > 0 && buckets[b] >= all {
+			return b
+		}
+		return 0
+	}
+	return 0
 }
 
 // slope is the least-squares slope of a gauge's readings over their

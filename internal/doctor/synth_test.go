@@ -70,6 +70,9 @@ func constantI(v float64) func(int) float64 { return constant(v) }
 
 var testBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, math.Inf(1)}
 
+// tokenBuckets are vLLM's for vllm:iteration_tokens_total.
+var tokenBuckets = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, math.Inf(1)}
+
 func (l load) window() *Window {
 	w := &Window{Source: "metrics", Target: "http://test/metrics", Selector: `{instance="test:8000"}`,
 		Info: map[string]map[string]string{}, Present: map[string]bool{}}
@@ -89,7 +92,11 @@ func (l load) window() *Window {
 		if buckets[family] == nil {
 			buckets[family] = map[float64]float64{}
 		}
-		for _, le := range testBuckets {
+		bounds := testBuckets
+		if family == metricspec.IterationTokens {
+			bounds = tokenBuckets
+		}
+		for _, le := range bounds {
 			if value <= le {
 				buckets[family][le] += count
 			}
