@@ -59,7 +59,17 @@ func (s *Signals) kvLimited() bool   { return kvLimited(s.v, s.th) }
 // KV): then larger steps take proportionally longer, and the budget's
 // headroom is no headroom.
 func (s *Signals) computeSaturated() bool {
-	return s.flatOut() && !s.budgetLimited() && (s.fullSteps() || s.wideComputeSteps())
+	return s.flatOut() && !s.budgetLimited() && !s.stepsHaveRoom() && (s.fullSteps() || s.wideComputeSteps())
+}
+
+// stepsHaveRoom: the steps of a prompt-heavy load are short of their token
+// budget, and even filled to it their memory traffic (mostly the weights'
+// read) would take budget_read_share of them or more: more tokens fit in
+// each step for little more time, so a GPU busy on them is not saturated
+// (a small budget's half-full steps cost nearly what full ones do).
+func (s *Signals) stepsHaveRoom() bool {
+	f := s.v(SigFill)
+	return f < s.th.BudgetRaiseFill && s.v(SigPromptPerGen) >= s.th.PromptHeavy && readShareAt(s.v(SigMBU), 1/f) >= s.th.BudgetReadShare
 }
 
 // flatOut: the GPU is busy all the time; or the engine is, stepping back to

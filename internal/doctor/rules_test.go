@@ -73,6 +73,10 @@ func ruleCases() []ruleCase {
 			budgetFull(l)
 			l.maxBatched, l.steps, l.readBytes = 2048, 15, 15*15.6e9
 		}},
+		{"steps 63% full of a 512-token budget, a third of their time reading weights: room in them, not compute-bound", "compute-bound", false, func(l *load) {
+			budgetFull(l)
+			l.prompt, l.readBytes = 19000, 60*15.6e9*1.2
+		}},
 		{"a 512-token budget of decode reads KV, not only the weights", "token-budget", false, func(l *load) { budgetFull(l); l.prompt, l.gen = 300, 30000 }},
 		{"a 512-token budget full, nothing waits", "token-budget", false, func(l *load) { budgetFull(l); l.waiting = constant(0) }},
 		{"a 512-token budget full, the GPU's counter low but the engine flat out while the queue grows", "token-budget", true, func(l *load) {
@@ -370,6 +374,14 @@ func TestSaturationFromEverySignal(t *testing.T) {
 	if q.Compute.Answer != No || q.Scheduler.Answer != Yes || q.Scheduler.Kind != "budget" || !strings.Contains(q.Compute.Summary, "--max-num-batched-tokens 2048") {
 		t.Errorf("answers: compute %s %q; scheduler %s %s %q", q.Compute.Answer, q.Compute.Summary, q.Scheduler.Answer, q.Scheduler.Kind, q.Scheduler.Summary)
 	}
+
+	// Steps 63% full of the 512-token budget with nothing waiting: busy,
+	// but more tokens fit in each step for little more time.
+	l.prompt, l.readBytes, l.waiting = 19000, 60*15.6e9*1.2, constant(0)
+	if q := diagnose(l.window(), nil).Questions.Compute; q.Answer != No {
+		t.Errorf("steps with room: compute %s %q, want no", q.Answer, q.Summary)
+	}
+	l.prompt, l.readBytes, l.waiting = 30000, 60*15.6e9, constant(5)
 
 	// vLLM's series alone: the budget is inferred from the steps (none
 	// past 512 tokens while prompts averaged 3000), and without the GPU's

@@ -171,7 +171,7 @@ func signalDefs() []signalDef {
 			// holds no more than its budget on average: the smallest round
 			// budget the mean step fits in; or a smaller one that no step
 			// passed while the prompts were longer (chunkedBudget).
-			{src: srcInferred, what: "max_num_batched_tokens (inferred: the smallest round budget the mean step fits, or one below 2048 that no step passed while longer prompts were cut to it)", value: func(v *view) float64 {
+			{src: srcInferred, what: "max_num_batched_tokens (inferred: the smallest round budget the mean step fits, or one below 2048 that the steps sit at while longer prompts wait)", value: func(v *view) float64 {
 				if b := chunkedBudget(v); b > 0 {
 					return b
 				}
@@ -399,23 +399,25 @@ func arrivalRate(v *view) float64 {
 	return math.Max(0, (zeroNaN(v.inc(metricspec.RequestSuccess))+inFlight(len(run)-1)-inFlight(0))/v.seconds())
 }
 
-// chunkedBudget is a budget below 2048 read off vLLM's step histogram:
-// the smallest of 256, 512 and 1024 the mean step fits in, when no step of
-// the window passed it (its bucket holds them all) while the prompts'
-// computed tokens averaged more: prompts cut into chunks that size. 0 when
-// the steps say nothing of it.
+// chunkedBudget is a budget below 2048 read off vLLM's series: requests
+// wait through most of the window, so the scheduler packs every step to
+// its budget; the load is prompt-heavy and its prompts' computed tokens
+// average more than a step holds, so they are cut into chunks; and the
+// mean step sits at one of 256, 512 or 1024 (within 90–102 % of it): the
+// budget is that round number. (vLLM's step histogram cannot say it: it
+// records a prompt's tokens at the step its prefill ends, all of them.) 0
+// when the series say nothing of it.
 func chunkedBudget(v *view) float64 {
 	step := v.sig(SigStepTokens)
 	prompt := ratio(v.inc(metricspec.PromptTokens)-zeroNaN(v.inc(metricspec.PromptTokensCached)), v.inc(metricspec.TimeToFirstToken+"_count"))
+	th := v.th()
+	if !(v.sig(SigWaitingShare) >= th.WaitingPersistent) || !(v.sig(SigPromptPerGen) >= th.PromptHeavy) {
+		return 0
+	}
 	for _, b := range []float64{256, 512, 1024} {
-		if step > 1.02*b {
-			continue
-		}
-		buckets := v.w.BucketIncrease(metricspec.IterationTokens)
-		if all := buckets[math.Inf(1)]; prompt > b && all > 0 && buckets[b] >= all {
+		if step >= th.FillInferred*b && step <= 1.02*b && prompt > b {
 			return b
 		}
-		return 0
 	}
 	return 0
 }
