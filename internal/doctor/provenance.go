@@ -33,6 +33,7 @@ type targetConfig struct {
 	prefixCaching                             *bool
 	gpuMemUtil                                float64
 	hardware, model                           string
+	quantization, cacheDtype                  string // vLLM's --quantization and --kv-cache-dtype ("" and "auto" for the model's)
 	tensorParallel                            int
 	hostOverhead                              float64 // the simulator's, seconds
 	asyncScheduling                           bool
@@ -50,6 +51,7 @@ func readConfig(w *Window) targetConfig {
 		numBlocks: atoi(metricspec.CacheConfigInfo, "num_gpu_blocks"), kvBytes: atoi(metricspec.CacheConfigInfo, "kv_cache_memory_bytes"),
 		hardware: w.Info[metricspec.ExecutorInfo]["hardware"], model: w.Info[metricspec.ExecutorInfo]["model"], tensorParallel: atoi(metricspec.ExecutorInfo, "tensor_parallel_size"),
 		asyncScheduling: w.Info[metricspec.SchedulerConfigInfo]["async_scheduling"] == "True",
+		quantization:    w.Info[metricspec.ExecutorInfo]["quantization"], cacheDtype: w.Info[metricspec.CacheConfigInfo]["cache_dtype"],
 	}
 	c.gpuMemUtil, _ = strconv.ParseFloat(w.Info[metricspec.CacheConfigInfo]["gpu_memory_utilization"], 64)
 	c.hostOverhead, _ = strconv.ParseFloat(w.Info[metricspec.ExecutorInfo]["host_overhead_seconds"], 64)

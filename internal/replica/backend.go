@@ -85,7 +85,7 @@ func simBackend(cfg *Config) (*backend, error) {
 			cfg.Speculative.DraftMaxModelLen = info.DraftMaxModelLen // vLLM's default: the draft's own context
 		}
 	}
-	return &backend{
+	b := &backend{
 		model: exec.Vocab(), eos: []int{exec.Vocab().EOS()}, name: info.Model, toolParser: toolcall.Hermes,
 		// The simulator embeds with any model profile, its hidden size long;
 		// its vectors may be shortened as a Matryoshka model's.
@@ -105,7 +105,13 @@ func simBackend(cfg *Config) (*backend, error) {
 		},
 		start: func(int, int) (engine.Executor, error) { return exec, nil },
 		close: func() {},
-	}, nil
+	}
+	if q := cfg.Quantization; q != "" {
+		// The weights' type (vLLM's --quantization), so that a replay
+		// (doctor --verify) runs the same arithmetic.
+		b.executorInfo["quantization"] = q
+	}
+	return b, nil
 }
 
 // chooseBackend is the simulator without a model, else the executor
