@@ -178,6 +178,7 @@ func Classes() []Class {
 		{Name: "speculation-costly", Finding: "speculation-costly",
 			Expect: Expect{Must: []string{"speculation-costly"}}},
 		agentClass(),
+		budgetClass(),
 	}
 }
 

@@ -1,0 +1,62 @@
+package corpus
+
+import (
+	"fmt"
+
+	"github.com/glassbox-llm/glassbox/internal/doctor"
+)
+
+// The fleets users run: tensor parallelism over two to eight GPUs, FP8
+// weights, token budgets from 256 tokens to vLLM's 8192. Two things read
+// differently there. A step split over several GPUs, or made short by FP8's
+// faster arithmetic, leaves the GPU idle for the host's few milliseconds
+// a step, so its counters read low (DCGM's engine activity 0.7–0.8, as a
+// real tensor-parallel deployment's do) while its steps are full and its
+// queue grows: compute-bound all the same. And a --max-num-batched-tokens
+// far below what the GPU could use makes every step pay the weights' read
+// for few tokens: the budget, not the GPU, is the limit (token-budget).
+
+// budgetClass is the class of engines held back by their token budget.
+func budgetClass() Class {
+	return Class{Name: "token-budget", Finding: "token-budget",
+		Expect: Expect{Must: []string{"token-budget"}, MustNot: others("token-budget", capacity),
+			Answers: map[doctor.Question]string{doctor.QCompute: "no", doctor.QKV: "no", doctor.QScheduler: "yes(budget)"}},
+		In: map[string]Override{VLLMAlone: {Why: "how much of a step reading the weights takes shows only against the GPU's peak bandwidth (MBU), which vLLM's series alone do not carry: the doctor names the engine saturated on full steps, and says that whether the budget is the limit needs --gpu",
+			Expect: Expect{Must: []string{"compute-bound"}, MustNot: []string{"token-budget", "compute-and-kv-bound", "kv-capacity-bound", "concurrency-cap", "under-loaded"},
+				Answers: map[doctor.Question]string{doctor.QCompute: "yes", doctor.QKV: "no"}}}}}
+}
+
+// fleetScenarios are the fleets' incidents: each of tensor parallelism,
+// FP8 and the token budget across its range, in the class its
+// construction gives.
+func fleetScenarios(sc func(name, class, why string, serve, load []string) Scenario, fast func(Scenario) Scenario) []Scenario {
+	random := func(in, out int, rate string) []string {
+		return flags("--random-input-len", fmt.Sprint(in), "--random-output-len", fmt.Sprint(out), "--request-rate", rate)
+	}
+	return []Scenario{
+		fast(sc("h100/llama-3.1-8b/budget-512", "token-budget", "--max-num-batched-tokens 512 against 20 requests/s of 2000-token prompts: every step carries 512 tokens and reads all 16 GB of weights for them (a quarter of its time at the H100's bandwidth); steps of 2048 tokens would prefill a third more a second (the cost model's steps: 16 ms at 512, 49 ms at 2048)",
+			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--max-num-batched-tokens", "512"), random(2000, 16, "20"))),
+		sc("a100-80g/qwen2.5-7b/budget-256", "token-budget", "--max-num-batched-tokens 256 on an A100 against 12 requests/s of 1000-token prompts: the weights' read is 30 % of each 23 ms step",
+			flags("--sim-hardware", "a100-80g", "--sim-model", "qwen2.5-7b", "--max-num-batched-tokens", "256"), random(1000, 32, "12")),
+		sc("l40s/llama-3.1-8b/budget-1024", "token-budget", "--max-num-batched-tokens 1024 on an L40S against 4 requests/s of 3000-token prompts: its 864 GB/s take 18 % of each step to read the weights",
+			flags("--sim-hardware", "l40s", "--sim-model", "llama-3.1-8b", "--max-num-batched-tokens", "1024"), random(3000, 16, "4")),
+		sc("h200x2/llama-3.1-70b/budget-512", "token-budget", "Llama-3.1-70B over two H200s with --max-num-batched-tokens 512 against 5 requests/s of 2000-token prompts: each GPU reads its 70 GB half of the weights for 512 tokens a step (a fifth of the step)",
+			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-70b", "--tensor-parallel-size", "2", "--max-num-batched-tokens", "512"), random(2000, 16, "5")),
+		sc("h100-fp8/llama-3.1-8b/budget-512", "token-budget", "FP8 weights (--sim-dtype fp8) and --max-num-batched-tokens 512 against 40 requests/s of 2000-token prompts: FP8 halves the read and the arithmetic alike, and the 8 GB read is still a quarter of each 10 ms step",
+			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--sim-dtype", "fp8", "--max-num-batched-tokens", "512"), random(2000, 16, "40")),
+
+		fast(sc("h100x2-fp8/qwen2.5-7b/host-gaps", "compute", "Qwen2.5-7B in FP8 over two H100s, 2048-token steps of some 18 ms on the GPU and 5 ms of host work a step (--sim-host-overhead), against 55 requests/s of 2000-token prompts: the steps are full and the queue grows, while the GPU idles a fifth of the time (DCGM's engine activity under 0.8)",
+			flags("--sim-hardware", "h100", "--sim-model", "qwen2.5-7b", "--sim-dtype", "fp8", "--tensor-parallel-size", "2", "--max-num-batched-tokens", "2048", "--sim-host-overhead", "5ms"), random(2000, 16, "55"))),
+		sc("h200x2-fp8/llama-3.1-8b/host-gaps", "compute", "Llama-3.1-8B in FP8 over two H200s, 2048-token steps of 20 ms on the GPU and 6 ms of host work each, against 50 requests/s of 2000-token prompts: full steps and a growing queue, the GPU's counters reading as a quarter idle",
+			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-8b", "--sim-dtype", "fp8", "--tensor-parallel-size", "2", "--max-num-batched-tokens", "2048", "--sim-host-overhead", "6ms"), random(2000, 16, "50")),
+		sc("h100x4-fp8/llama-3.1-70b/host-gaps", "compute", "Llama-3.1-70B in FP8 over four H100s, 1024-token steps of 57 ms on the GPU and 12 ms of host work each, against 10 requests/s of 2000-token prompts: full steps, a growing queue, the engine activity under 0.9",
+			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-70b", "--sim-dtype", "fp8", "--tensor-parallel-size", "4", "--max-num-batched-tokens", "1024", "--sim-host-overhead", "12ms"), random(2000, 16, "10")),
+		sc("h200x8/llama-3.1-70b/prompts", "compute", "Llama-3.1-70B over eight H200s at vLLM's 8192-token budget against 12 requests/s of 3000-token prompts: every step full of prefill",
+			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-70b", "--tensor-parallel-size", "8"), random(3000, 16, "12")),
+		sc("h100/llama-3.1-8b/budget-2048", "compute", "--max-num-batched-tokens 2048 against 25 requests/s of 2000-token prompts: full steps whose weight read is under a tenth of each 49 ms step, so a larger budget would gain little (3 %): the GPU's arithmetic is the limit, not the budget",
+			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--max-num-batched-tokens", "2048"), random(2000, 16, "25")),
+
+		sc("h100/llama-3.1-8b/budget-512-at-0.7", "near-capacity", "--max-num-batched-tokens 512 at about 70 % of what its steps can prefill: small steps, but nothing waits, so the budget limits nothing yet",
+			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--max-num-batched-tokens", "512"), random(2000, 16, "11")),
+	}
+}
