@@ -77,6 +77,14 @@ func (p promql) rate(name string, extra ...string) string {
 	return fmt.Sprintf("sum(rate(%s[%s]))", p.s(name, extra...), p.window)
 }
 
+// perEngine is a rate per data-parallel rank (the sum's share).
+func (p promql) perEngine(name string, s *Signals) string {
+	if n := s.cfg.engines; n > 1 {
+		return fmt.Sprintf("%s / %d", p.rate(name), n)
+	}
+	return p.rate(name)
+}
+
 func (p promql) inc(name string, extra ...string) string {
 	return fmt.Sprintf("sum(increase(%s[%s]))", p.s(name, extra...), p.window)
 }

@@ -35,6 +35,7 @@ type targetConfig struct {
 	hardware, model                           string
 	quantization, cacheDtype                  string // vLLM's --quantization and --kv-cache-dtype ("" and "auto" for the model's)
 	tensorParallel                            int
+	engines                                   int     // data-parallel ranks (InfoEngines), at least 1
 	hostOverhead                              float64 // the simulator's, seconds
 	asyncScheduling                           bool
 	kvMaxConcurrency                          float64
@@ -52,6 +53,7 @@ func readConfig(w *Window) targetConfig {
 		hardware: w.Info[metricspec.ExecutorInfo]["hardware"], model: w.Info[metricspec.ExecutorInfo]["model"], tensorParallel: atoi(metricspec.ExecutorInfo, "tensor_parallel_size"),
 		asyncScheduling: w.Info[metricspec.SchedulerConfigInfo]["async_scheduling"] == "True",
 		quantization:    w.Info[metricspec.ExecutorInfo]["quantization"], cacheDtype: w.Info[metricspec.CacheConfigInfo]["cache_dtype"],
+		engines: max(1, atoi(InfoEngines, "count")),
 	}
 	c.gpuMemUtil, _ = strconv.ParseFloat(w.Info[metricspec.CacheConfigInfo]["gpu_memory_utilization"], 64)
 	c.hostOverhead, _ = strconv.ParseFloat(w.Info[metricspec.ExecutorInfo]["host_overhead_seconds"], 64)

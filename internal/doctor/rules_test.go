@@ -97,6 +97,13 @@ func ruleCases() []ruleCase {
 		{"vLLM alone: steps cut to 512 tokens, no GPU peaks: compute-bound", "compute-bound", true, func(l *load) { budgetFull(l); l.vllm = true }},
 		{"vLLM alone: steps cut to 512 tokens, no GPU peaks: no token-budget", "token-budget", false, func(l *load) { budgetFull(l); l.vllm = true }},
 
+		// Two data-parallel ranks: the busy, step and FLOP counters sum
+		// over them, the cap is each rank's.
+		{"two data-parallel ranks, each busy half the time on full steps", "compute-bound", false, func(l *load) { computeBound(l); l.busy, l.engines = 1, 2 }},
+		{"two data-parallel ranks, each busy all the time on full steps", "compute-bound", true, func(l *load) { computeBound(l); l.busy, l.engines = 1.98, 2 }},
+		{"two data-parallel ranks, each running 2 under a cap of 4", "concurrency-cap", false, func(l *load) { capped(l); l.engines = 2 }},
+		{"two data-parallel ranks, each running 4 at a cap of 4", "concurrency-cap", true, func(l *load) { capped(l); l.engines, l.running = 2, constant(8) }},
+
 		{"kv full and compute saturated", "compute-and-kv-bound", true, func(l *load) { computeBound(l); l.kv = constant(0.97) }},
 		{"kv full and compute saturated: not kv-capacity-bound alone", "kv-capacity-bound", false, func(l *load) { computeBound(l); l.kv = constant(0.97) }},
 		{"compute saturated, kv room", "compute-and-kv-bound", false, computeBound},

@@ -242,10 +242,11 @@ func signalDefs() []signalDef {
 				if !(n > 0) {
 					return math.NaN()
 				}
-				return v.share(m, func(x float64) bool { return x >= v.th().PinnedNear*n-1 })
+				all := n * float64(v.cfg().engines) // each rank its own cap
+				return v.share(m, func(x float64) bool { return x >= v.th().PinnedNear*all-1 })
 			},
 			func(p promql, s *Signals) string {
-				return p.share(m, "sum", fmt.Sprintf(">= bool %g", s.th.PinnedNear*s.v(SigMaxSeqs)-1))
+				return p.share(m, "sum", fmt.Sprintf(">= bool %g", s.th.PinnedNear*s.v(SigMaxSeqs)*float64(s.cfg.engines)-1))
 			}),
 
 		// The GPU: its peaks, how much of them the steps use, and whether
@@ -253,14 +254,16 @@ func signalDefs() []signalDef {
 		peakDef(SigPeakFLOPs, "FLOP/s", "peak FLOP/s", func(f, _ float64) float64 { return f }),
 		peakDef(SigPeakBandwidth, "bytes/s", "peak memory bandwidth", func(_, b float64) float64 { return b }),
 		one(SigMFU, "ratio", srcVLLM, "MFU: vLLM's estimated FLOP/s over the GPU's peak",
-			func(v *view) float64 { return v.rate(metricspec.EstimatedFLOPsPerGPU) / v.sig(SigPeakFLOPs) },
+			func(v *view) float64 { return v.perEngine(metricspec.EstimatedFLOPsPerGPU) / v.sig(SigPeakFLOPs) },
 			func(p promql, s *Signals) string {
-				return fmt.Sprintf("%s / %g", p.rate(metricspec.EstimatedFLOPsPerGPU), s.v(SigPeakFLOPs))
+				return fmt.Sprintf("%s / %g", p.rate(metricspec.EstimatedFLOPsPerGPU), s.v(SigPeakFLOPs)*float64(s.cfg.engines))
 			}),
 		one(SigMBU, "ratio", srcVLLM, "memory-bandwidth utilisation: vLLM's estimated read bytes/s over the GPU's bandwidth",
-			func(v *view) float64 { return v.rate(metricspec.EstimatedReadBytesPerGPU) / v.sig(SigPeakBandwidth) },
+			func(v *view) float64 {
+				return v.perEngine(metricspec.EstimatedReadBytesPerGPU) / v.sig(SigPeakBandwidth)
+			},
 			func(p promql, s *Signals) string {
-				return fmt.Sprintf("%s / %g", p.rate(metricspec.EstimatedReadBytesPerGPU), s.v(SigPeakBandwidth))
+				return fmt.Sprintf("%s / %g", p.rate(metricspec.EstimatedReadBytesPerGPU), s.v(SigPeakBandwidth)*float64(s.cfg.engines))
 			}),
 		// Above 1 the steps' arithmetic takes the GPU longer than their
 		// memory traffic: more tokens per step cost time in proportion.
@@ -285,15 +288,15 @@ func signalDefs() []signalDef {
 		// Either counts the host's share of each step too.
 		one(SigStepsTimesITL, "ratio", srcEstimate, "engine steps per second × mean inter-token latency, at most 1 (vLLM's series)",
 			func(v *view) float64 {
-				steps := v.rate(hcount(metricspec.IterationTokens))
+				steps := v.perEngine(hcount(metricspec.IterationTokens))
 				itl := ratio(v.inc(hsum(metricspec.InterTokenLatency)), v.inc(hcount(metricspec.InterTokenLatency)))
 				if !(steps > 0 && itl > 0) {
 					return math.NaN()
 				}
 				return math.Min(1, steps*itl)
 			},
-			func(p promql, _ *Signals) string {
-				return "clamp_max(" + p.rate(hcount(metricspec.IterationTokens)) + " * " + p.ratio(p.inc(hsum(metricspec.InterTokenLatency)), p.inc(hcount(metricspec.InterTokenLatency))) + ", 1)"
+			func(p promql, s *Signals) string {
+				return "clamp_max(" + p.perEngine(hcount(metricspec.IterationTokens), s) + " * " + p.ratio(p.inc(hsum(metricspec.InterTokenLatency)), p.inc(hcount(metricspec.InterTokenLatency))) + ", 1)"
 			}),
 		one(SigBusyEstimate, "ratio", srcEstimate, "engine steps per second × mean inter-token latency, or the share of the window with a request running (vLLM's series)",
 			func(v *view) float64 {
@@ -307,8 +310,8 @@ func signalDefs() []signalDef {
 				return s.get(SigStepsTimesITL).PromQL + " or " + p.share(m, "sum", ">= bool 1")
 			}),
 		{name: SigBusy, unit: "ratio", alts: []signalAlt{
-			{src: srcGlassbox, what: "GPU utilisation: executor busy seconds per second", value: func(v *view) float64 { return v.rate(metricspec.ExecutorBusySeconds) },
-				promql: func(p promql, _ *Signals) string { return p.rate(metricspec.ExecutorBusySeconds) }},
+			{src: srcGlassbox, what: "GPU utilisation: executor busy seconds per second", value: func(v *view) float64 { return v.perEngine(metricspec.ExecutorBusySeconds) },
+				promql: func(p promql, s *Signals) string { return p.perEngine(metricspec.ExecutorBusySeconds, s) }},
 			// A GPU that always has work reads GR_ENGINE_ACTIVE below 1 (the
 			// gaps between its kernels): the share of the time it had work
 			// is the reading over that.
@@ -322,8 +325,8 @@ func signalDefs() []signalDef {
 				promql: func(p promql, s *Signals) string { return s.get(SigBusyEstimate).PromQL }},
 		}},
 		{name: SigEngineBusy, unit: "ratio", alts: []signalAlt{
-			{src: srcGlassbox, what: "share of the time the engine spent in steps", value: func(v *view) float64 { return v.rate(hsum(metricspec.EngineStepDuration)) },
-				promql: func(p promql, _ *Signals) string { return p.rate(hsum(metricspec.EngineStepDuration)) }},
+			{src: srcGlassbox, what: "share of the time the engine spent in steps", value: func(v *view) float64 { return v.perEngine(hsum(metricspec.EngineStepDuration)) },
+				promql: func(p promql, s *Signals) string { return p.perEngine(hsum(metricspec.EngineStepDuration), s) }},
 			{src: srcEstimate, what: "share of the time the engine spent in steps, estimated: steps per second × mean inter-token latency",
 				value:  func(v *view) float64 { return v.sig(SigBusyEstimate) },
 				promql: func(p promql, s *Signals) string { return s.get(SigBusyEstimate).PromQL }},
@@ -456,7 +459,7 @@ func plateau(v *view) float64 {
 	if v.share(metricspec.NumRequestsRunning, func(x float64) bool { return x >= th.PinnedNear*n-1 }) < th.PinnedShare {
 		return math.NaN()
 	}
-	return n
+	return n / float64(v.cfg().engines) // each data-parallel rank's
 }
 
 // restarts counts the readings at which the finished-request or the

@@ -31,6 +31,9 @@ type load struct {
 	// vLLM's work estimates per second (MFU and MBU), and the GPU's peaks
 	// in glassbox's gauges (0: not exported).
 	flops, readBytes, peakFLOPs, peakBW float64
+	// engines are the data-parallel ranks (vLLM's engine label); the
+	// counters above are their sums.
+	engines int
 	// Speculative decoding: verify passes per second and each draft
 	// position's acceptance (accepted there per pass); no families when
 	// specPasses is 0. specLen is the draft tokens per pass (k when 0).
@@ -82,6 +85,9 @@ func (l load) window() *Window {
 	if !l.vllm {
 		w.Info[metricspec.SchedulerConfigInfo] = map[string]string{"max_num_seqs": strconv.Itoa(l.maxSeqs), "max_num_batched_tokens": strconv.Itoa(l.maxBatched), "max_model_len": "4096"}
 		w.Info[metricspec.ExecutorInfo] = map[string]string{"executor": "sim", "hardware": "h200", "model": "llama-3.1-8b", "tensor_parallel_size": "1"}
+	}
+	if l.engines > 1 {
+		w.Info[InfoEngines] = map[string]string{"count": strconv.Itoa(l.engines)}
 	}
 	t0 := testTime()
 	cum := map[string]float64{}
