@@ -16,6 +16,10 @@ import (
 // far below what the GPU could use makes every step pay the weights' read
 // for few tokens: the budget, not the GPU, is the limit (token-budget).
 
+// llama70BFP8KVTP2 is Llama-3.1-70B's KV bytes a token on each of two GPUs
+// in FP8: 80 layers × 4 KV heads × 128 × 2 × 1 byte.
+const llama70BFP8KVTP2 = 81920
+
 // budgetClass is the class of engines held back by their token budget.
 func budgetClass() Class {
 	return Class{Name: "token-budget", Finding: "token-budget",
@@ -55,6 +59,9 @@ func fleetScenarios(sc func(name, class, why string, serve, load []string) Scena
 			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-70b", "--tensor-parallel-size", "8"), random(3000, 16, "12")),
 		sc("h100/llama-3.1-8b/budget-2048", "compute", "--max-num-batched-tokens 2048 against 25 requests/s of 2000-token prompts: full steps whose weight read is under a tenth of each 49 ms step, so a larger budget would gain little (3 %): the GPU's arithmetic is the limit, not the budget",
 			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--max-num-batched-tokens", "2048"), random(2000, 16, "25")),
+
+		sc("h100x2-fp8/llama-3.1-70b/long-generations", "kv-capacity", "Llama-3.1-70B in FP8 over two H100s with an FP8 KV cache of 2048 blocks a GPU (80 KiB a token: 32k tokens) against 4 requests/s of 512 + 1024 tokens: about 21 fit, twice that arrive, and the blocks run out as they grow",
+			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-70b", "--sim-dtype", "fp8", "--tensor-parallel-size", "2", "--max-model-len", "4096", "--kv-cache-memory-bytes", kvBlocks(2048, llama70BFP8KVTP2)), random(512, 1024, "4")),
 
 		sc("h100/llama-3.1-8b/budget-512-at-0.7", "near-capacity", "--max-num-batched-tokens 512 at about 70 % of what its steps can prefill: small steps, but nothing waits, so the budget limits nothing yet",
 			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--max-num-batched-tokens", "512"), random(2000, 16, "11")),
