@@ -138,6 +138,7 @@ func TestDoctorCommandLine(t *testing.T) {
 		{"doctor", "--metrics-url", base + "/metrics", "--prometheus-url", "http://127.0.0.1:1"},
 		{"doctor", "--metrics-url", base + "/metrics", "--bench-result", "/nonexistent.json"},
 		{"doctor", "--no-such-flag"},
+		{"doctor", "--metrics-url", base + "/metrics", "--quantization", "awq"},
 	} {
 		if code := exitCode(run(context.Background(), args, &out, &errOut)); code != doctorExitUsage {
 			t.Errorf("%v: exit %d, want %d", args, code, doctorExitUsage)

@@ -63,13 +63,14 @@ func (s *Signals) computeSaturated() bool {
 }
 
 // stepsHaveRoom: the steps of a prompt-heavy load are short of their token
-// budget, and even filled to it their memory traffic (mostly the weights'
-// read) would take budget_read_share of them or more: more tokens fit in
-// each step for little more time, so a GPU busy on them is not saturated
-// (a small budget's half-full steps cost nearly what full ones do).
+// budget, and even filled to it they would be too small for the GPU
+// (budgetBinds, at the traffic and arithmetic of a full step): more tokens
+// fit in each step for little more time, so a GPU busy on them is not
+// saturated (a small budget's half-full steps cost nearly what full ones
+// do).
 func (s *Signals) stepsHaveRoom() bool {
 	f := s.v(SigFill)
-	return f < s.th.BudgetRaiseFill && s.v(SigPromptPerGen) >= s.th.PromptHeavy && readShareAt(s.v(SigMBU), 1/f) >= s.th.BudgetReadShare
+	return f < s.th.BudgetRaiseFill && s.v(SigPromptPerGen) >= s.th.PromptHeavy && s.budgetBinds(readShareAt(s.v(SigMBU), 1/f), s.v(SigRoofline)/f)
 }
 
 // flatOut: the GPU is busy all the time; or the engine is, stepping back to
@@ -94,14 +95,25 @@ func (s *Signals) queueGrows() bool {
 }
 
 // budgetLimited: the engine works flat out on steps at their token budget,
-// mostly prefill, and even at the GPU's peak bandwidth their memory
-// traffic takes budget_read_share of its time or more (MBU): a prefill
-// step's traffic is mostly the weights' read, which it pays whatever its
-// size, so a larger budget would carry more tokens for about the same
-// read. (A decode-heavy step's traffic is its sequences' KV, which grows
-// with the step: MBU then says nothing of the budget.)
+// mostly prefill, whose size the GPU could use more of (budgetBinds). (A
+// decode-heavy step's traffic is its sequences' KV, which grows with the
+// step: its MBU says nothing of the budget.)
 func (s *Signals) budgetLimited() bool {
-	return s.v(SigFill) >= s.th.BudgetRaiseFill && s.v(SigPromptPerGen) >= s.th.PromptHeavy && s.v(SigMBU) >= s.th.BudgetReadShare && s.flatOut()
+	return s.v(SigFill) >= s.th.BudgetRaiseFill && s.v(SigPromptPerGen) >= s.th.PromptHeavy && s.budgetBinds(s.v(SigMBU), s.v(SigRoofline)) && s.flatOut()
+}
+
+// budgetBinds: steps whose memory traffic takes share m of the time at the
+// GPU's peak bandwidth and whose arithmetic takes r times that traffic at
+// the peaks are too small for the GPU. Their traffic is mostly the weights'
+// read, which a step pays whatever its size: at budget_read_share or more
+// of the time it is a large part of each step (where the GPU runs the read
+// and the arithmetic one after the other, as a GEMM's additive time in the
+// simulator's H100, A100 and L40S profiles); and below budget_roofline the
+// arithmetic does not hide it either (where the GPU overlaps them, as the
+// measured H200 does). A larger budget then carries more tokens for little
+// more time.
+func (s *Signals) budgetBinds(m, r float64) bool {
+	return m >= s.th.BudgetReadShare && r < s.th.BudgetRoofline
 }
 
 // A GPU's utilisation estimated from vLLM's series counts host time, so

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
@@ -84,6 +85,24 @@ func peaks(w *Window, hints Hints, hardware string) (flops, bandwidth float64, s
 		return hw.PeakFLOPs, hw.MemBandwidth, srcGPU, hw.Name
 	}
 	return math.NaN(), math.NaN(), srcNone, ""
+}
+
+// fp8Peak is the GPU's FP8 peak FLOP/s when its weights are FP8 (glassbox's
+// executor info says so, or --quantization fp8): their GEMMs run at it.
+// NaN otherwise, or for a GPU without FP8 arithmetic (an A100).
+func fp8Peak(w *Window, hints Hints, c *targetConfig) float64 {
+	if !strings.EqualFold(c.quantization, "fp8") && !strings.EqualFold(hints.Quantization, "fp8") {
+		return math.NaN()
+	}
+	hw, err := profiles.LookupHardware(c.hardware)
+	ok := err == nil && c.hardware != ""
+	if !ok {
+		hw, ok = hardwareHint(w, hints)
+	}
+	if !ok || !(hw.PeakFP8FLOPs > 0) {
+		return math.NaN()
+	}
+	return hw.PeakFP8FLOPs
 }
 
 // hardwareHint is the profile of --gpu, or of DCGM's modelName.

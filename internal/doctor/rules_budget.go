@@ -11,14 +11,16 @@ import (
 // between its steps); and, of an engine flat out on full steps, whether
 // the GPU's arithmetic or the token budget is what binds (MFU over MBU).
 
-// budgetToTry is the --max-num-batched-tokens at which a full step's
-// memory traffic would take less than budget_read_share of it: today's
-// budget doubled until it does, the traffic (mostly the weights' read)
-// the same at any size and the rest of the step growing with its tokens.
+// budgetToTry is the --max-num-batched-tokens past which a full step
+// would no longer be too small for the GPU by either line: today's budget
+// doubled until its memory traffic would take under budget_read_share of
+// a step (the traffic, mostly the weights' read, the same at any size; the
+// rest of the step growing with its tokens) and its arithmetic
+// budget_roofline times that traffic or more.
 func (s *Signals) budgetToTry() int {
-	b, m := s.v(SigBudget), s.v(SigMBU)
+	b, m, r := s.v(SigBudget), s.v(SigMBU), s.v(SigRoofline)
 	k := 2.0
-	for readShareAt(m, k) >= s.th.BudgetReadShare && k < 1<<10 {
+	for (readShareAt(m, k) >= s.th.BudgetReadShare || r*k < s.th.BudgetRoofline) && k < 1<<10 {
 		k *= 2
 	}
 	return int(b * k)

@@ -75,7 +75,13 @@ func ruleCases() []ruleCase {
 		}},
 		{"steps 63% full of a 512-token budget, a third of their time reading weights: room in them, not compute-bound", "compute-bound", false, func(l *load) {
 			budgetFull(l)
-			l.prompt, l.readBytes = 19000, 60*15.6e9*1.2
+			l.prompt, l.readBytes, l.flops = 19000, 60*15.6e9*1.2, 16e9*19300
+		}},
+		{"steps full of a 512-token budget whose arithmetic hides the read (2.3× it: a GPU that overlaps them)", "token-budget", false, func(l *load) { budgetFull(l); l.flops *= 1.3 }},
+		{"steps full of a 512-token budget whose arithmetic hides the read: compute-bound", "compute-bound", true, func(l *load) { budgetFull(l); l.flops *= 1.3 }},
+		{"the same steps of FP8 weights: against the FP8 peak, the arithmetic no longer hides the read", "token-budget", true, func(l *load) {
+			budgetFull(l)
+			l.flops, l.quantization = l.flops*1.3, "fp8"
 		}},
 		{"a 512-token budget of decode reads KV, not only the weights", "token-budget", false, func(l *load) { budgetFull(l); l.prompt, l.gen = 300, 30000 }},
 		{"a 512-token budget full, nothing waits", "token-budget", false, func(l *load) { budgetFull(l); l.waiting = constant(0) }},
@@ -384,11 +390,23 @@ func TestSaturationFromEverySignal(t *testing.T) {
 
 	// Steps 63% full of the 512-token budget with nothing waiting: busy,
 	// but more tokens fit in each step for little more time.
-	l.prompt, l.readBytes, l.waiting = 19000, 60*15.6e9*1.2, constant(0)
+	l.prompt, l.readBytes, l.flops, l.waiting = 19000, 60*15.6e9*1.2, 16e9*19300, constant(0)
 	if q := diagnose(l.window(), nil).Questions.Compute; q.Answer != No {
 		t.Errorf("steps with room: compute %s %q, want no", q.Answer, q.Summary)
 	}
-	l.prompt, l.readBytes, l.waiting = 30000, 60*15.6e9, constant(5)
+	l.prompt, l.readBytes, l.flops, l.waiting = 30000, 60*15.6e9, 16e9*30300, constant(5)
+
+	// vLLM + DCGM on an H100 whose FP8 weights only --quantization says:
+	// MFU and the roofline against the FP8 peak.
+	l.vllm, l.dcgm, l.gpuName, l.flops = true, 0.85, "NVIDIA H100 80GB HBM3", 16e9*30300*1.3
+	fp8 := NewDiagnoser(DefaultThresholds(), Hints{Quantization: "fp8"}).Diagnose(l.window(), nil)
+	if sig := fp8.Signals().Signal(SigPeakFLOPs); sig.Value != 1979e12 || !strings.Contains(sig.What, "FP8") {
+		t.Errorf("--quantization fp8: peak %v (%s), want the H100's FP8 1979e12", sig.Value, sig.What)
+	}
+	if !slices.Contains(fp8.Names(), "token-budget") || slices.Contains(diagnose(l.window(), nil).Names(), "token-budget") {
+		t.Errorf("FP8 steps: token-budget with --quantization fp8 only; findings %v, without it %v", fp8.Names(), diagnose(l.window(), nil).Names())
+	}
+	l.dcgm, l.gpuName, l.flops = 0, "", 16e9*30300
 
 	// vLLM's series alone: the budget is inferred from the steps (none
 	// past 512 tokens while prompts averaged 3000), and without the GPU's

@@ -251,7 +251,7 @@ func signalDefs() []signalDef {
 
 		// The GPU: its peaks, how much of them the steps use, and whether
 		// it is busy.
-		peakDef(SigPeakFLOPs, "FLOP/s", "peak FLOP/s", func(f, _ float64) float64 { return f }),
+		peakFLOPsDef(),
 		peakDef(SigPeakBandwidth, "bytes/s", "peak memory bandwidth", func(_, b float64) float64 { return b }),
 		one(SigMFU, "ratio", srcVLLM, "MFU: vLLM's estimated FLOP/s over the GPU's peak",
 			func(v *view) float64 { return v.perEngine(metricspec.EstimatedFLOPsPerGPU) / v.sig(SigPeakFLOPs) },
@@ -384,6 +384,16 @@ func peakDef(name SignalName, unit, what string, pick func(flops, bandwidth floa
 		{src: srcGlassbox, what: "the GPU's " + what + " (glassbox_executor_info's gauges)", value: from(srcGlassbox)},
 		{src: srcGPU, what: "the GPU's " + what + " (its datasheet)", value: from(srcGPU)},
 	}}
+}
+
+// peakFLOPsDef is the GPU's peak FLOP/s: its FP8 peak for FP8 weights,
+// whose GEMMs run at it; else the dense BF16 peak.
+func peakFLOPsDef() signalDef {
+	d := peakDef(SigPeakFLOPs, "FLOP/s", "peak FLOP/s", func(f, _ float64) float64 { return f })
+	fp8 := signalAlt{src: srcGPU, what: "the GPU's FP8 peak FLOP/s (its datasheet: the weights are FP8, and their GEMMs run at it)",
+		value: func(v *view) float64 { return fp8Peak(v.w, v.s.hints, v.cfg()) }}
+	d.alts = append([]signalAlt{fp8}, d.alts...)
+	return d
 }
 
 func quantileDef(name SignalName, what string, q float64, family string) signalDef {

@@ -34,6 +34,8 @@ type load struct {
 	// engines are the data-parallel ranks (vLLM's engine label); the
 	// counters above are their sums.
 	engines int
+	// quantization is glassbox_executor_info's (the weights' type).
+	quantization string
 	// Speculative decoding: verify passes per second and each draft
 	// position's acceptance (accepted there per pass); no families when
 	// specPasses is 0. specLen is the draft tokens per pass (k when 0).
@@ -85,6 +87,9 @@ func (l load) window() *Window {
 	if !l.vllm {
 		w.Info[metricspec.SchedulerConfigInfo] = map[string]string{"max_num_seqs": strconv.Itoa(l.maxSeqs), "max_num_batched_tokens": strconv.Itoa(l.maxBatched), "max_model_len": "4096"}
 		w.Info[metricspec.ExecutorInfo] = map[string]string{"executor": "sim", "hardware": "h200", "model": "llama-3.1-8b", "tensor_parallel_size": "1"}
+		if l.quantization != "" {
+			w.Info[metricspec.ExecutorInfo]["quantization"] = l.quantization
+		}
 	}
 	if l.engines > 1 {
 		w.Info[InfoEngines] = map[string]string{"count": strconv.Itoa(l.engines)}

@@ -45,7 +45,8 @@ type Thresholds struct {
 	PinnedShare       float64 `yaml:"pinned_share" doc:"share of readings with running at max_num_seqs that pins it"`
 	PinnedNear        float64 `yaml:"pinned_near" doc:"fraction of max_num_seqs (less one) a reading counts as at the cap"`
 	QueueGrowth       float64 `yaml:"queue_growth" doc:"growth of the waiting queue (its least-squares slope over the window) per request arriving that shows more requests arrive than the engine serves; the queue must also grow by min_requests over the window"`
-	BudgetReadShare   float64 `yaml:"budget_read_share" doc:"MBU of steps at their token budget on a prompt-heavy load (the share of the time their memory traffic takes at the GPU's peak bandwidth: mostly the weights' read, which a step pays whatever its size) from which the budget, not the GPU's arithmetic, is the limit (in the simulator's cost model, doubling such a budget raises prefill throughput by about 10 % or more)"`
+	BudgetReadShare   float64 `yaml:"budget_read_share" doc:"MBU of steps at their token budget on a prompt-heavy load (the share of the time their memory traffic takes at the GPU's peak bandwidth: mostly the weights' read, which a step pays whatever its size) from which the budget, with budget_roofline, is the limit"`
+	BudgetRoofline    float64 `yaml:"budget_roofline" doc:"MFU over MBU (at the peaks of the weights' type: FP8's for FP8 weights) of such steps below which their arithmetic does not hide the weights' read, so that a larger budget carries more tokens for little more time (in the simulator's cost model, doubling a budget under both lines raises prefill throughput by about 10 % or more on every GPU, where a GPU that overlaps the read with the arithmetic, as a measured H200 does, gains little past 2)"`
 
 	PreemptionRate    float64 `yaml:"preemption_rate" doc:"preemptions per second of a storm (the preemption alert's)"`
 	RecomputeCritical float64 `yaml:"recompute_critical" doc:"share of computed tokens recomputed after preemption that makes a storm critical"`
@@ -110,6 +111,7 @@ func DefaultThresholds() Thresholds {
 		PinnedNear:        0.9,
 		QueueGrowth:       0.05,
 		BudgetReadShare:   0.15,
+		BudgetRoofline:    2,
 
 		PreemptionRate:    0.5,
 		RecomputeCritical: 0.3,
