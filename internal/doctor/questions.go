@@ -94,8 +94,8 @@ func (s *Signals) computeAnswer() Answer {
 	case s.computeUnknown():
 		return s.answer(CantTell, "", by+fmt.Sprintf(" on decode steps of %.0f tokens: a batch that wide can be compute-bound, and without the GPU's peaks (--gpu, or DCGM's modelName) the doctor cannot weigh its arithmetic against its memory traffic", s.v(SigStepTokens)), uses, append(evs, SigStepTokens)...)
 	case s.budgetLimited():
-		return s.answer(No, "", by+fmt.Sprintf(" on steps %s full of the %.0f-token budget, but even at the GPU's peak bandwidth their memory traffic took %s of the time (MBU), mostly the weights' read that a step pays whatever its size: the budget, not the arithmetic, limits the work (--max-num-batched-tokens %d)",
-			pct(fill), s.v(SigBudget), pct(s.v(SigMBU)), s.budgetToTry()), uses, append(evs, SigMBU)...)
+		return s.answer(No, "", by+fmt.Sprintf(" on steps %s full of the %.0f-token budget, but even at the GPU's peak bandwidth their memory traffic took %s of the time (MBU), mostly the weights' read that a step pays whatever its size, and their arithmetic, %.1f× it at the peaks, does not hide it: the budget, not the arithmetic, limits the work (--max-num-batched-tokens %d)",
+			pct(fill), s.v(SigBudget), pct(s.v(SigMBU)), roof, s.budgetToTry()), uses, append(evs, SigMBU)...)
 	case s.computeSaturated():
 		what := fmt.Sprintf("on steps %s full of the %.0f-token budget", pct(fill), s.v(SigBudget))
 		switch {

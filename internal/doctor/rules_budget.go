@@ -30,7 +30,7 @@ func (s *Signals) budgetToTry() int {
 func readShareAt(m, k float64) float64 { return m / (m + (1-m)*k) }
 
 func tokenBudget(s *Signals, _ *diagnosis) *Finding {
-	b, m := s.v(SigBudget), s.v(SigMBU)
+	b, m, r := s.v(SigBudget), s.v(SigMBU), s.v(SigRoofline)
 	try := s.budgetToTry()
 	k := float64(try) / b
 	given := ""
@@ -38,17 +38,17 @@ func tokenBudget(s *Signals, _ *diagnosis) *Finding {
 		given = " (inferred from the steps; say it with --max-num-batched-tokens)"
 	}
 	changes := []Change{{Flag: "--max-num-batched-tokens", Value: fmt.Sprint(try),
-		Why: fmt.Sprintf("from %.0f%s: each step would read the weights once for %.0f× the tokens, its memory traffic about %s of it instead of %s (the rest of a step grows with its tokens): "+
-			"more prompt tokens a second, so shorter queues and time to first token; a request decoding beside a prefill chunk waits for the longer step, so inter-token latency rises", b, given, k, pct(readShareAt(m, k)), pct(m))},
+		Why: fmt.Sprintf("from %.0f%s: each step would read the weights once for %.0f× the tokens, its memory traffic about %s of it instead of %s (the rest of a step grows with its tokens) and its arithmetic %.1f× that traffic instead of %.1f×: "+
+			"more prompt tokens a second, so shorter queues and time to first token; a request decoding beside a prefill chunk waits for the longer step, so inter-token latency rises", b, given, k, pct(readShareAt(m, k)), pct(m), r*k, r)},
 		{Why: fmt.Sprintf("if steps of %d tokens are still full and requests still wait, the GPU's arithmetic binds next: scale out (%d replicas at today's completion rate)", try, s.replicasFor())},
 	}
 	evs := s.evs(SigFill, SigBudget, SigStepTokens, SigMBU, SigMFU, SigRoofline, SigPromptPerGen, SigBusy, SigEngineBusy, SigQueueGrowth, SigWaitingShare, SigWaiting, SigArrivalRate, SigFinishRate)
 	evs = append(evs, s.dcgmEvidence()...)
 	return &Finding{Title: "token budget: every step is full of a --max-num-batched-tokens too small for this GPU",
 		Evidence: evs,
-		Inference: fmt.Sprintf("%s: each carried the %.0f-token budget (%s full) while requests waited, and even at the GPU's peak bandwidth their memory traffic took %s of the time (MBU; their arithmetic %s of its peak, MFU). "+
+		Inference: fmt.Sprintf("%s: each carried the %.0f-token budget (%s full) while requests waited, and even at the GPU's peak bandwidth their memory traffic took %s of the time (MBU), while their arithmetic took only %.1f× that at the GPU's peaks (MFU %s), too little to hide it. "+
 			"That traffic is mostly the model's weights, which a step reads whatever its size: a budget this small spreads the read over few tokens, so the engine is flat out on steps the GPU could make larger for little more time. The budget, not the GPU, is the limit.",
-			s.saturationClause("full steps", "full steps"), b, pct(s.v(SigFill)), pct(m), pct(s.v(SigMFU))) + s.conflict(),
+			s.saturationClause("full steps", "full steps"), b, pct(s.v(SigFill)), pct(m), r, pct(s.v(SigMFU))) + s.conflict(),
 		Changes: changes, apply: func(rc *ReplicaConfig) { rc.MaxNumBatchedTokens = max(rc.MaxNumBatchedTokens, try) }}
 }
 
