@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -31,6 +32,12 @@ var (
 	ErrOverloaded = engine.ErrOverloaded
 	// ErrClosed: the LLM was closed before or during the call.
 	ErrClosed = errors.New("the LLM is closed")
+	// ErrEngineDead: the engine stopped because its executor failed for
+	// good (a sticky device fault, a step past Options.StepTimeout, a
+	// panicking kernel): the calls in flight and every later one fail
+	// with an error naming the reason, and Health returns it. Close the
+	// LLM and open another (or restart the process).
+	ErrEngineDead = engine.ErrEngineDead
 )
 
 // Options says what to run and how, with vLLM's names for vLLM's knobs
@@ -107,6 +114,11 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Logger receives the engine's and the server's logs; nil discards them.
 	Logger *slog.Logger
+	// StepTimeout is the engine's watchdog: a step running longer kills
+	// the engine (ErrEngineDead); 0 means 60 s (vLLM's
+	// VLLM_ENGINE_ITERATION_TIMEOUT_S) on the GPU and the simulator and
+	// 30 minutes on the CPU, negative turns it off.
+	StepTimeout time.Duration
 
 	// Test seams: observers see the engine's events after the metrics;
 	// maxQueued, when set, bounds the engine's queue.
@@ -181,6 +193,7 @@ func replicaConfig(ctx context.Context, o *Options) (replica.Config, error) {
 		Logger:               o.Logger,
 		Registerer:           o.Registerer,
 		Observers:            o.observers,
+		StepTimeout:          o.StepTimeout,
 	}
 	if g, ok := o.Registerer.(prometheus.Gatherer); ok {
 		cfg.Gatherer = g
@@ -256,6 +269,11 @@ func moduleVersion() string {
 // Options.Registerer is a Gatherer. Shut the http.Server down before
 // calling Close.
 func (l *LLM) Handler() http.Handler { return l.rep.Handler() }
+
+// Health is nil while the engine serves, and an error naming why it
+// stopped (it matches ErrEngineDead) once its executor died; Handler's
+// /health answers 503 with it then. It does not wait for the engine.
+func (l *LLM) Health() error { return l.rep.Engine.Health() }
 
 // Close cancels every running Generate, Chat and Stream call (they return
 // ErrClosed), waits for them, then stops the engine and releases the

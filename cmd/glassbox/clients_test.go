@@ -23,14 +23,19 @@ import (
 // round trip with the tool's result and a call cut by max_tokens, its
 // Responses API (responses.create, responses.stream, function calls with
 // previous_response_id, zodTextFormat), its embeddings (base64, decoded
-// by the SDK), the Vercel AI SDK's generateObject, tool calls and embed
-// over chat completions and through its default provider (the Responses
-// API) with an agent loop, and LangChain's ChatOpenAI over both APIs.
+// by the SDK), its Responses store (inputItems.list, delete, background
+// responses and cancel) and the API's edges (reasoning and verbosity that
+// ask for nothing, malformed tool schemas), the OpenAI Agents SDK (Agents
+// without a model, structured output, its tool loop), the Vercel AI SDK's
+// generateObject, tool calls and embed over chat completions and through
+// its default provider (the Responses API) with an agent loop, and
+// LangChain's ChatOpenAI over both APIs.
 // Each runs against the simulator and against a GGUF model with random
 // weights, GPT-2's real vocabulary and an embedding pooling: the SDKs
 // parse and validate every object with zod, and the checks here read what
 // they parsed. On the simulator the structured-output corpus's zod shapes
-// go through the AI SDK too.
+// go through the AI SDK too, and its JSON where a schema leaves a choice
+// must look like a model's.
 func TestRealClients(t *testing.T) {
 	dir := reftest.NodePackages(t, "testdata/clients")
 	vocab := reftest.Path(t, "testdata", "tokenizer", "ggml-vocab-gpt-2.gguf")
@@ -39,21 +44,26 @@ func TestRealClients(t *testing.T) {
 		"--pooling", "last", "-o", model}, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
+	// An Agents SDK Agent without a model asks for the SDK's default
+	// model: the servers answer to that name too.
+	names := "m," + agentsDefaultModel(t, dir)
 	servers := []struct {
 		name string
 		args []string
+		long string // max_output_tokens that keep a background response running until cancelled
 	}{
-		{"sim", []string{"--sim-time-scale", "0", "--served-model-name", "m"}},
-		{"gguf", []string{"--model", model, "--served-model-name", "m", "--max-model-len", "2048"}},
+		{"sim", []string{"--sim-time-scale", "0", "--served-model-name", names}, "20000"},
+		{"gguf", []string{"--model", model, "--served-model-name", names, "--max-model-len", "2048"}, "1800"},
 	}
 	for _, srv := range servers {
 		t.Run(srv.name, func(t *testing.T) {
 			base, _ := serveTest(t, srv.args...)
-			node := func(script string, out any) {
+			node := func(script string, out any, env ...string) {
 				t.Helper()
 				cmd := exec.CommandContext(t.Context(), "node", script)
 				cmd.Dir = dir
 				cmd.Env = append(cmd.Environ(), "BASE_URL="+base+"/v1", "MODEL=m", "EMBEDDINGS=1", "AI_SDK_LOG_WARNINGS=false")
+				cmd.Env = append(cmd.Env, env...)
 				var stderr strings.Builder
 				cmd.Stderr = &stderr
 				b, err := cmd.Output()
@@ -71,8 +81,11 @@ func TestRealClients(t *testing.T) {
 			checkResponses(t, node)
 			checkAISDKResponses(t, node)
 			checkLangChain(t, node)
+			checkStore(t, node, srv.long)
+			checkAgents(t, node, srv.name == "sim") // the GGUF of random weights does not end its prose
 			if srv.name == "sim" {
 				checkSchemaShapes(t, node)
+				checkSimJSON(t, node)
 			}
 		})
 	}
@@ -94,7 +107,7 @@ func (c *city) check(t *testing.T) {
 	}
 }
 
-func checkStructured(t *testing.T, node func(string, any)) {
+func checkStructured(t *testing.T, node func(string, any, ...string)) {
 	var r struct {
 		Parsed, Streamed       *city
 		Finish, StreamedFinish string
@@ -115,7 +128,7 @@ type toolSummary struct {
 	}
 }
 
-func checkTools(t *testing.T, node func(string, any)) {
+func checkTools(t *testing.T, node func(string, any, ...string)) {
 	var r struct {
 		Required, Named, Streamed, Cut toolSummary
 		FollowUp                       *string
@@ -157,7 +170,7 @@ func checkTools(t *testing.T, node func(string, any)) {
 	}
 }
 
-func checkEmbeddings(t *testing.T, node func(string, any)) {
+func checkEmbeddings(t *testing.T, node func(string, any, ...string)) {
 	var r struct {
 		Count       int
 		Dims        []int
@@ -171,7 +184,7 @@ func checkEmbeddings(t *testing.T, node func(string, any)) {
 	}
 }
 
-func checkAISDK(t *testing.T, node func(string, any)) {
+func checkAISDK(t *testing.T, node func(string, any, ...string)) {
 	var r struct {
 		Object struct {
 			Title  *string
@@ -207,7 +220,7 @@ func checkAISDK(t *testing.T, node func(string, any)) {
 	}
 }
 
-func checkResponses(t *testing.T, node func(string, any)) {
+func checkResponses(t *testing.T, node func(string, any, ...string)) {
 	var r struct {
 		Created struct {
 			ID, Text, Status string
@@ -261,7 +274,7 @@ func checkResponses(t *testing.T, node func(string, any)) {
 	}
 }
 
-func checkAISDKResponses(t *testing.T, node func(string, any)) {
+func checkAISDKResponses(t *testing.T, node func(string, any, ...string)) {
 	var r struct {
 		Text struct {
 			Text, Finish, ResponseID string
@@ -314,7 +327,7 @@ func checkAISDKResponses(t *testing.T, node func(string, any)) {
 	}
 }
 
-func checkLangChain(t *testing.T, node func(string, any)) {
+func checkLangChain(t *testing.T, node func(string, any, ...string)) {
 	var r map[string]struct {
 		Invoked, Streamed string
 		Structured        *struct {
@@ -344,7 +357,7 @@ func checkLangChain(t *testing.T, node func(string, any)) {
 
 // checkSchemaShapes sends the corpus's zod shapes through the AI SDK's
 // generateObject: each is parsed by zod, or refused by name.
-func checkSchemaShapes(t *testing.T, node func(string, any)) {
+func checkSchemaShapes(t *testing.T, node func(string, any, ...string)) {
 	var r map[string]struct {
 		Object json.RawMessage
 		Error  string
@@ -429,4 +442,16 @@ func compactJSON(t *testing.T, raw []byte) json.RawMessage {
 		t.Fatal(err)
 	}
 	return b.Bytes()
+}
+
+// agentsDefaultModel is the model an Agents SDK Agent without one asks for.
+func agentsDefaultModel(t *testing.T, dir string) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "node", "--input-type=module", "-e", `import { getDefaultModel } from "@openai/agents"; console.log(getDefaultModel());`)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the Agents SDK's default model: %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }

@@ -152,13 +152,12 @@ func diagnose(ctx context.Context, r *request) (*doctor.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(ms) > 1 { // only a Prometheus selector matches several
-		p, _ := r.src.(source.Prometheus)
+	if len(ms) > 1 { // a fleet: a selector that matches several instances
+		sel := r.src.FleetSelector()
 		if r.verify != nil {
-			return nil, fmt.Errorf("--verify replays one replica, and %s matches %d instances: add instance=\"…\" to the selector", p.Selector, len(ms))
+			return nil, fmt.Errorf("--verify replays one replica, and %s matches %d instances: add instance=\"…\" to the selector", sel, len(ms))
 		}
-		matchers, _ := doctor.ParseSelector(p.Selector)
-		return r.doc.Fleet(ms[0].Window.Target, "{"+matchers+"}", ms), nil
+		return r.doc.Fleet(ms[0].Window.Target, sel, ms), nil
 	}
 	rep := r.doc.Diagnose(ms[0].Window, r.client)
 	if r.verify != nil {

@@ -249,3 +249,36 @@ func TestReplayKeepsFP8(t *testing.T) {
 		t.Errorf("replay flags %s: want --kv-cache-memory-bytes %s (%d blocks of 16 fp8 tokens)", joined, want, blocks)
 	}
 }
+
+// fleetSource is a Source whose selector matched two instances: what the
+// doctor reads of a fleet, from any source that names one.
+type fleetSource struct{ selector string }
+
+func (f fleetSource) Collect(context.Context) ([]doctor.Member, error) {
+	var ms []doctor.Member
+	for _, in := range []string{"10.0.0.1:8000", "10.0.0.2:8000"} {
+		ms = append(ms, doctor.Member{Instance: in, ModelName: "m", Window: doctor.NewWindow("prometheus", "http://prometheus:9090")})
+	}
+	return ms, nil
+}
+
+func (f fleetSource) FleetSelector() string { return f.selector }
+
+// TestDoctorFleetNamedBySource: several members make a fleet report named
+// by the source's own selector (cmd asserts no concrete source to reach
+// it), and --verify, which replays one replica, refuses the fleet by that
+// name.
+func TestDoctorFleetNamedBySource(t *testing.T) {
+	src := fleetSource{`{job="vllm"}`}
+	rep, err := doctorRun(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Fleet == nil || len(rep.Fleet.Instances) != 2 || rep.Selector != src.selector || rep.Target != "http://prometheus:9090" {
+		t.Fatalf("fleet report: selector %q, target %q, fleet %+v", rep.Selector, rep.Target, rep.Fleet)
+	}
+	_, err = diagnose(context.Background(), &request{src: src, doc: defaults, verify: &doctor.VerifyConfig{}})
+	if err == nil || !strings.Contains(err.Error(), `{job="vllm"} matches 2 instances`) {
+		t.Errorf("--verify over a fleet: %v", err)
+	}
+}

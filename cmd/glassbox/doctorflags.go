@@ -11,8 +11,8 @@ import (
 )
 
 // thresholdFlags are the doctor's thresholds on a command line (doctor,
-// dashboard, monitoring export): --thresholds FILE over the defaults, then
-// each --threshold name=value in order.
+// dashboard, monitoring export, serve, plan): --thresholds FILE over the
+// defaults, then each --threshold name=value in order.
 type thresholdFlags struct {
 	file string
 	sets []string

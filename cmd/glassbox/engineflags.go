@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -24,6 +25,7 @@ type engineFlags struct {
 	simModel            string
 	simCalibration      string
 	tensorParallel      string // a count; plan takes a list
+	expertParallel      bool
 	simHostOverhead     time.Duration
 	asyncScheduling     bool
 	maxNumSeqs          string // a count; plan takes a list
@@ -59,9 +61,11 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	e.agent.register(fs)
 	fs.StringVar(&e.servedModelName, "served-model-name", "", "model name(s) clients use, comma-separated (default: the model)")
 	fs.StringVar(&e.simHardware, "sim-hardware", "h200", "simulated GPU: "+strings.Join(profiles.HardwareNames(), ", "))
-	fs.StringVar(&e.simModel, "sim-model", "llama-3.1-8b", "simulated model: "+strings.Join(profiles.ModelNames(), ", ")+" (or its Hugging Face name)")
+	fs.StringVar(&e.simModel, "sim-model", "llama-3.1-8b", "simulated model: "+strings.Join(profiles.ModelNames(), ", ")+
+		" (or its Hugging Face name), or any model's Hugging Face config.json: a path, or hf://OWNER/REPO")
 	fs.StringVar(&e.simCalibration, "sim-calibration", "", "a profile file from 'glassbox simulate calibrate' to use instead of the built-in coefficients")
 	fs.StringVar(&e.tensorParallel, "tensor-parallel-size", "1", "GPUs the simulated model is split over")
+	fs.BoolVar(&e.expertParallel, "enable-expert-parallel", false, "place a mixture of experts' experts whole on the GPUs instead of splitting each over them, as vLLM's flag (the simulator)")
 	fs.DurationVar(&e.simHostOverhead, "sim-host-overhead", 0, "host time per simulated step during which the GPU idles (a slow CPU, a Python-heavy engine), e.g. 5ms")
 	fs.BoolVar(&e.asyncScheduling, "async-scheduling", false, "overlap the host's work for the next step with the GPU's for this one, as vLLM's flag (the simulator only)")
 	fs.StringVar(&e.maxNumSeqs, "max-num-seqs", "", "most sequences running at once (default as vLLM: 1024 on H100/H200-class GPUs, else 256)")
@@ -106,7 +110,7 @@ func (e *engineFlags) visited(fs *flag.FlagSet) {
 // replicaConfig is the replica these flags describe.
 func (e *engineFlags) replicaConfig() (replica.Config, error) {
 	c := replica.Config{
-		Sim:       sim.Config{Hardware: e.simHardware, Model: e.simModel, HostOverhead: e.simHostOverhead},
+		Sim:       sim.Config{Hardware: e.simHardware, Model: e.simModel, HostOverhead: e.simHostOverhead, ExpertParallel: e.expertParallel},
 		BlockSize: e.blockSize, UserSpecifiedBlockSize: e.blockSizeSet,
 		NoPrefixCaching: !e.enablePrefix || e.noEnablePrefix, ShowHiddenMetricsForVersion: e.showHidden,
 		GPUMemoryUtilization: e.gpuMemoryUtil, MaxQueuedRequests: e.maxQueued, DisableLogStats: e.disableLogStats,
@@ -114,6 +118,10 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 		ToolCallParser: e.toolCallParser, EnableAutoToolChoice: e.autoToolChoice,
 	}
 	if err := e.agent.apply(&c); err != nil {
+		return c, err
+	}
+	var err error
+	if c.Sim.Model, err = resolveSimModel(e.simModel, os.Stderr); err != nil {
 		return c, err
 	}
 	switch strings.ToLower(e.simDtype) {
@@ -129,7 +137,6 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 	default:
 		return c, fmt.Errorf("--sim-dtype %s: want bf16 or fp8", e.simDtype)
 	}
-	var err error
 	if e.speculativeConfig != "" {
 		if c.Speculative, err = speculative.Parse([]byte(e.speculativeConfig)); err != nil {
 			return c, err

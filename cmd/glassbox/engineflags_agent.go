@@ -19,7 +19,7 @@ type agentFlags struct {
 func (a *agentFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&a.toolCallRate, "sim-tool-call-rate", 0.7, "the simulated model's share of answers that call a tool under tool_choice auto, in [0, 1]")
 	fs.Float64Var(&a.parallelShare, "sim-parallel-tool-calls", 0.2, "the simulated model's share of call lists that go on to one more call, in [0, 1] (one call most of the time)")
-	fs.IntVar(&a.responsesStore, "responses-store-size", 1024, "Responses API responses kept for previous_response_id, item_reference and GET /v1/responses/{id}, least recently used evicted (0: none, as vLLM by default)")
+	fs.IntVar(&a.responsesStore, "responses-store-size", 1024, "Responses API responses kept for previous_response_id, item_reference, GET /v1/responses/{id} (and its input_items), cancel and background: true, least recently used evicted (0: none, as vLLM by default)")
 }
 
 // apply sets the replica's share of these flags, refusing values out of

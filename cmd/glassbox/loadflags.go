@@ -75,11 +75,11 @@ func (f *loadFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&d.SkipChatTemplate, "skip-chat-template", false, "hf: do not apply the chat template to the datasets vLLM templates")
 	fs.BoolVar(&f.noStream, "no-stream", false, "vLLM's: load an hf dataset whole (refused: glassbox reads its first records)")
 	fs.IntVar(&c.NumPrompts, "num-prompts", 1000, "prompts to send (and the dataset size with --duration)")
-	fs.DurationVar(&c.Duration, "duration", 0, "send for this long instead of --num-prompts requests, e.g. 60s")
+	fs.DurationVar(&c.Duration, "duration", 0, "send for this long instead of --num-prompts requests, e.g. 60s; with --dataset-name agent, start sessions for this long (--agent-at-duration says what becomes of the running ones)")
 	fs.BoolVar(&c.IgnoreEOS, "ignore-eos", false, "send ignore_eos (always on for the random dataset)")
 	fs.StringVar(&f.requestRate, "request-rate", "inf", "requests per second; inf sends all at once")
 	fs.StringVar(&f.burstiness, "burstiness", "1", "gamma shape of arrival gaps: 1 is Poisson, <1 burstier, inf constant")
-	fs.IntVar(&c.MaxConcurrency, "max-concurrency", 0, "most requests in flight (0: no cap)")
+	fs.IntVar(&c.MaxConcurrency, "max-concurrency", 0, "most requests in flight (0: no cap); with --dataset-name agent, most sessions running at once")
 	fs.StringVar(&f.rampStrategy, "ramp-up-strategy", "", "linear or exponential ramp of the rate over the run")
 	fs.Float64Var(&f.rampStart, "ramp-up-start-rps", 0, "ramp: starting rate")
 	fs.Float64Var(&f.rampEnd, "ramp-up-end-rps", 0, "ramp: final rate")
@@ -126,7 +126,9 @@ func (f *loadFlags) resolve() error {
 		return errors.New("--no-stream: glassbox reads an hf dataset's first records a page at a time and shuffles those; it cannot load the whole dataset")
 	}
 	c.Dataset.Rows = hubRows
-	f.agent.apply(c)
+	if err := f.agent.apply(c); err != nil {
+		return err
+	}
 	switch inferenceperf.Compat(f.compat) {
 	case inferenceperf.Current, inferenceperf.Legacy:
 	default:

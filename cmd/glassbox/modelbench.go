@@ -15,6 +15,14 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/model"
 )
 
+func shapeNames() []string {
+	var names []string
+	for _, s := range model.Shapes() {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
 // runModelBench is llama-bench's pp and tg tests on a GGUF file.
 func runModelBench(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("model bench", flag.ContinueOnError)

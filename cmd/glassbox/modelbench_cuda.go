@@ -1,3 +1,5 @@
+//go:build !nocuda
+
 package main
 
 import (
@@ -15,21 +17,14 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/model"
 )
 
-func shapeNames() []string {
-	var names []string
-	for _, s := range model.Shapes() {
-		names = append(names, s.Name)
-	}
-	return names
-}
-
 // runModelBenchCUDA is model bench on the GPU: a GGUF file's weights, or
 // random ones of a shape made on the device.
 func runModelBenchCUDA(fs *flag.FlagSet, cfg model.BenchConfig, batch int, shape, typ string, eager, asJSON bool, stdout io.Writer) error {
 	if (shape == "") == (fs.NArg() == 0) || fs.NArg() > 1 {
 		return errors.New("model bench -device cuda: give one GGUF file, or -shape")
 	}
-	dev, err := cudaexec.OpenDevice(cudaConfig(os.Getenv))
+	c := cudaConfig(os.Getenv)
+	dev, err := cudaexec.OpenDevice(cudaexec.DeviceConfig{Ordinal: c.Ordinal, BLASLt: c.BLASLt, BLASLtDirs: c.BLASLtDirs})
 	if err != nil {
 		return fmt.Errorf("model bench -device cuda: %w", err)
 	}
@@ -51,6 +46,7 @@ func runModelBenchCUDA(fs *flag.FlagSet, cfg model.BenchConfig, batch int, shape
 		if l, err = dev.UploadRandom(s.Config(), dt, sizes); err != nil {
 			return err
 		}
+		defer l.Close()
 	} else {
 		f, err := gguf.Open(fs.Arg(0))
 		if err != nil {
@@ -65,6 +61,7 @@ func runModelBenchCUDA(fs *flag.FlagSet, cfg model.BenchConfig, batch int, shape
 		if l, err = dev.Upload(w, sizes); err != nil {
 			return err
 		}
+		defer l.Close()
 	}
 	results, err := cudaexec.Bench(l, bc, eager)
 	if err != nil {

@@ -25,11 +25,13 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var ef engineFlags
 	var lf loadFlags
 	var ff fleetFlags
+	var th thresholdFlags // the doctor's, for what limits each row above its rate
 	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	ef.register(fs)
 	lf.register(fs)
 	ff.register(fs, false)
+	th.register(fs)
 	replicas := fs.String("replicas", "", "fleet sizes to search, e.g. 2,4,8 (each row's rate is the fleet's), or auto with --target-rate: the fewest replicas meeting the SLOs there, simulated; empty: one replica, the fleet scaled from its rate")
 	routers := fs.String("router", "", "the routers in front of the fleets, e.g. round-robin,endpoint-picker (default round-robin)")
 	slo := fs.String("slo", "", "the SLOs every configuration must meet, e.g. ttft:p99<=500ms,tpot:p99<=50ms")
@@ -59,7 +61,7 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		var unused []string
 		fs.Visit(func(fl *flag.Flag) {
 			switch fl.Name {
-			case "slo", "replicas", "router", "target-rate", "price", "max-rate":
+			case "slo", "replicas", "router", "target-rate", "price", "max-rate", "threshold", "thresholds":
 				unused = append(unused, "--"+fl.Name)
 			}
 		})
@@ -73,6 +75,9 @@ func runPlan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	if cfg.Prices, err = parsePrices(*prices); err != nil {
+		return err
+	}
+	if cfg.Thresholds, err = th.thresholds(); err != nil {
 		return err
 	}
 	for _, hw := range strings.Split(ef.simHardware, ",") {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -26,6 +27,7 @@ type serveFlags struct {
 	mmap            bool
 	tokenizer       string
 	shutdownTimeout time.Duration
+	stepTimeout     string // a duration, seconds, or "" for the executor's default
 	readTimeout     time.Duration
 	keepAlive       float64
 	limitConcur     int
@@ -50,6 +52,8 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.Float64Var(&f.simTimeScale, "sim-time-scale", 1, "simulated step time multiplier: 1 is real time, 0.1 is ten times faster, 0 never waits")
 	fs.StringVar(&f.apiKey, "api-key", "", "require this bearer token on the API (default: $VLLM_API_KEY)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 30*time.Second, "on SIGINT/SIGTERM, how long in-flight requests may take to finish")
+	fs.StringVar(&f.stepTimeout, "step-timeout", "", "the engine's watchdog: a step running longer (e.g. 90s, or seconds as VLLM_ENGINE_ITERATION_TIMEOUT_S takes them) kills the engine and /health answers 503; 0 turns it off "+
+		"(default: 60s, vLLM's, on a GPU and the simulator; 30m on the CPU)")
 	fs.DurationVar(&f.readTimeout, "request-read-timeout", 30*time.Second, "how long a request's body may take to arrive before the connection is closed with 408 (0: no limit); headers have 10s")
 	fs.Float64Var(&f.keepAlive, "timeout-keep-alive", 5, "seconds an idle keep-alive connection is kept open (uvicorn's flag and default)")
 	fs.IntVar(&f.limitConcur, "limit-concurrency", 0, "most requests handled at once before new ones get 503 with Retry-After (uvicorn's flag; 0: no limit); probes and /metrics are always answered")
@@ -77,7 +81,35 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	if f.readTimeout < 0 || f.keepAlive < 0 || f.limitConcur < 0 {
 		return nil, fmt.Errorf("--request-read-timeout, --timeout-keep-alive and --limit-concurrency must not be negative")
 	}
+	if _, err := parseStepTimeout(f.stepTimeout); err != nil {
+		return nil, err
+	}
 	return f, nil
+}
+
+// parseStepTimeout reads --step-timeout as replica.Config.StepTimeout
+// takes it: "" is the executor's default (0), "0" turns the watchdog off
+// (negative); a bare number is seconds, as vLLM's
+// VLLM_ENGINE_ITERATION_TIMEOUT_S.
+func parseStepTimeout(s string) (time.Duration, error) {
+	if s = strings.TrimSpace(s); s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		secs, nerr := strconv.ParseFloat(s, 64)
+		if nerr != nil || math.IsNaN(secs) || math.Abs(secs) > math.MaxInt64/float64(time.Second) {
+			return 0, fmt.Errorf("--step-timeout %q: want a duration such as 90s or 5m, or seconds", s)
+		}
+		d = time.Duration(secs * float64(time.Second))
+	}
+	switch {
+	case d < 0:
+		return 0, fmt.Errorf("--step-timeout %s: must not be negative (0 turns the watchdog off)", s)
+	case d == 0:
+		return -1, nil
+	}
+	return d, nil
 }
 
 // parseCount reads 8192, 8k, 32K, 2m or 8G as vLLM's human-readable

@@ -95,9 +95,10 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		cfg.Series.Instance = f.metricsInstance
 	}
 	var readings []bench.Snapshot
-	if f.workload != nil {
+	if f.workload != nil || f.cfg.Agent != nil {
 		// The server's metrics each virtual second, as bench scrapes them,
-		// for the server view and inference-perf's Prometheus report.
+		// for the server view (what explains an agent run's per-turn
+		// figures) and inference-perf's Prometheus report.
 		cfg.ObserveInterval = time.Second
 		// A fleet's first replica stands for the server (its members
 		// are in the summary's fleet table).

@@ -176,3 +176,50 @@ func kvLines(t *testing.T, dir string) []float64 {
 	}
 	return out
 }
+
+// TestPlanTakesThresholds: plan takes the doctor's threshold flags (the
+// same definition as doctor's, listed by --help), and they move its
+// answer: past the row's limit the doctor finds queueing dominating at the
+// default queue_share of 0.5, and not once a file moves it to 0.97; a bad
+// threshold is refused by name, and so is one beside --speculation-sweep,
+// which diagnoses nothing.
+func TestPlanTakesThresholds(t *testing.T) {
+	var help strings.Builder
+	if err := run(context.Background(), []string{"plan", "--help"}, io.Discard, &help); err == nil || !strings.Contains(help.String(), "-thresholds string") || !strings.Contains(help.String(), "-threshold value") {
+		t.Errorf("plan --help (%v) lists no --threshold and --thresholds:\n%s", err, help.String())
+	}
+	file := filepath.Join(t.TempDir(), "thresholds.yaml")
+	if err := os.WriteFile(file, []byte("queue_share: 0.97\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := []string{"plan", "--slo", "ttft:p99<=400ms,tpot:p99<=20ms", "--sim-hardware", "h100", "--max-num-seqs", "16",
+		"--random-input-len", "200", "--random-output-len", "30", "--num-prompts", "20", "--trial-duration", "5s"}
+	limit := func(args ...string) string {
+		t.Helper()
+		var out strings.Builder
+		if err := run(context.Background(), append(slices.Clone(plan), args...), &out, io.Discard); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out.String())
+		}
+		_, after, ok := strings.Cut(out.String(), "the doctor finds ")
+		if !ok {
+			t.Fatalf("%v: no finding past the limit:\n%s", args, out.String())
+		}
+		name, _, _ := strings.Cut(after, ":")
+		return name
+	}
+	if got := limit(); got != "queueing-dominates" {
+		t.Errorf("default thresholds: the doctor finds %s past the limit, want queueing-dominates", got)
+	}
+	if got := limit("--thresholds", file); got == "queueing-dominates" {
+		t.Errorf("queue_share 0.97: the doctor still finds %s past the limit", got)
+	}
+	for _, bad := range [][]string{
+		{"--threshold", "no_such=1"},
+		{"--threshold", "queue_share=2"},
+		{"--speculation-sweep", "2", "--speculative-config", `{"method":"ngram","num_speculative_tokens":3}`, "--threshold", "queue_share=0.9"},
+	} {
+		if err := run(context.Background(), append(slices.Clone(plan), bad...), io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "threshold") {
+			t.Errorf("%v: %v, want an error naming the threshold", bad, err)
+		}
+	}
+}

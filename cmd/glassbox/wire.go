@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
-	cudaexec "github.com/glassbox-llm/glassbox/internal/executor/cuda"
 	"github.com/glassbox-llm/glassbox/internal/hub"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
@@ -90,10 +89,10 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 		go func() { _ = s.Serve(ln) }() // ends with Close below
 	}
 	if lns.Metrics != nil {
-		serveSide(lns.Metrics, server.MetricsRoutes(r.MetricsHandler(), r.DashboardHandler(), o.creds))
+		serveSide(lns.Metrics, server.MetricsRoutes(r.MetricsHandler(), r.DashboardHandler(), o.creds, r.Handler()))
 	}
 	if lns.DCGM != nil {
-		serveSide(lns.DCGM, server.MetricsRoutes(r.DCGMHandler(), nil, nil))
+		serveSide(lns.DCGM, server.MetricsRoutes(r.DCGMHandler(), nil, nil, nil))
 	}
 
 	go func() {
@@ -138,6 +137,9 @@ func newReplica(f *serveFlags, o *observability, log *slog.Logger) (*replica.Rep
 		return nil, err
 	}
 	c.Sim.TimeScale = f.simTimeScale
+	if c.StepTimeout, err = parseStepTimeout(f.stepTimeout); err != nil {
+		return nil, err
+	}
 	c.APIKey, c.Version, c.Logger = f.apiKey, version, log
 	c.Observers, c.RecordPhases = o.observers(), f.obs.detailed
 	c.DCGM, c.DCGMWindow, c.Hostname = f.obs.dcgmPort != "", f.obs.dcgmInterval, f.obs.hostname
@@ -189,6 +191,24 @@ func resolveModel(arg string, progress io.Writer) (string, error) {
 	return hubFetch(context.Background(), arg, progress)
 }
 
+// resolveSimModel turns --sim-model into a profile's name or a local
+// config.json: hf://OWNER/REPO names the repository's config.json (and
+// hf://OWNER/REPO/FILE a file of it), downloaded into the cache first.
+func resolveSimModel(arg string, progress io.Writer) (string, error) {
+	rest, ok := strings.CutPrefix(arg, hub.Prefix)
+	if !ok {
+		return arg, nil
+	}
+	if strings.Count(strings.Trim(rest, "/"), "/") == 1 {
+		arg = hub.Prefix + strings.Trim(rest, "/") + "/config.json"
+	}
+	path, err := hubFetch(context.Background(), arg, progress)
+	if err != nil {
+		return "", fmt.Errorf("--sim-model: %w", err)
+	}
+	return path, nil
+}
+
 // hubFetch downloads an hf:// reference (a model's file, or a dataset's as
 // hf://datasets/…) into the cache unless it is there ($HF_HOME-style:
 // $GLASSBOX_CACHE, else the user cache directory; $HF_ENDPOINT and
@@ -232,8 +252,8 @@ func hubCache() (string, error) {
 // cudaConfig is where the GPU executor finds cuBLASLt: $GLASSBOX_CUBLAS
 // names the file; else CUDA's and the active Python environment's
 // directories join the usual places.
-func cudaConfig(getenv func(string) string) cudaexec.DeviceConfig {
-	c := cudaexec.DeviceConfig{BLASLt: getenv("GLASSBOX_CUBLAS")}
+func cudaConfig(getenv func(string) string) replica.CUDAConfig {
+	c := replica.CUDAConfig{BLASLt: getenv("GLASSBOX_CUBLAS")}
 	for _, v := range []string{"CUDA_HOME", "CUDA_PATH"} {
 		if d := getenv(v); d != "" {
 			c.BLASLtDirs = append(c.BLASLtDirs, filepath.Join(d, "lib64"), filepath.Join(d, "targets", "*-linux", "lib"))

@@ -31,6 +31,11 @@ type Output struct {
 	QueueTime     time.Duration   // from when it was due to when it was sent: waiting on --max-concurrency, or on the user's previous round
 	Stage         int             // the inference-perf stage it belongs to (0 otherwise; a sweep's probe is -1)
 	Turn          int             // its turn in its agent session, from 0 (0 without agent sessions)
+	// Session is its session's user (an agent session's, or a multi-turn
+	// chat's), -1 without sessions; Tool is the tool's time before this
+	// turn, from the previous answer (workload.Request's).
+	Session int
+	Tool    time.Duration
 	// Unary is a request that did not stream (inference-perf's
 	// api.streaming false): its one answer is its first token and its last,
 	// so it has no TTFT, TPOT or ITL of its own.

@@ -68,8 +68,8 @@ type Config struct {
 
 	Dataset workload.DatasetConfig
 	// Agent, with the dataset agent, is the sessions' shape: NumPrompts
-	// sessions arriving at RequestRate (with Burstiness), under
-	// MaxConcurrency.
+	// sessions arriving at RequestRate (with Burstiness), at most
+	// MaxConcurrency of them running at once, started until Duration.
 	Agent       *workload.AgentConfig
 	NumPrompts  int           // default 1000 (the dataset size, and the request count unless Duration is set)
 	Duration    time.Duration // when set, send until this much time has passed instead of NumPrompts requests
@@ -171,7 +171,7 @@ func (c Config) ClientDefaults() (Config, error) {
 	if c.Plan != nil && (c.Sweep || c.Ramp != nil || c.Duration > 0) {
 		return c, errors.New("check config: an inference-perf --config sets its own stages: no --sweep, ramp or --duration with it")
 	}
-	if c.Duration > 0 && math.IsInf(c.RequestRate, 1) && c.Ramp == nil && c.MaxConcurrency == 0 && !c.Sweep {
+	if c.Duration > 0 && math.IsInf(c.RequestRate, 1) && c.Ramp == nil && c.MaxConcurrency == 0 && !c.Sweep && c.Agent == nil {
 		return c, errors.New("check config: --duration needs a finite --request-rate or a --max-concurrency, or it would send without end")
 	}
 	if len(c.PercentileMetrics) == 0 {

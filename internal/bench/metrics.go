@@ -189,16 +189,18 @@ func newDist(sec []float64, percentiles []float64) Dist {
 		x = []float64{0}
 	}
 	slices.Sort(x)
-	d.Mean = mean(x) * 1000
-	d.Median = percentile(x, 50) * 1000
+	d.Mean = Mean(x) * 1000
+	d.Median = SortedPercentile(x, 50) * 1000
 	d.Std = std(x) * 1000
 	for _, p := range percentiles {
-		d.Percentiles = append(d.Percentiles, Percentile{p, percentile(x, p) * 1000})
+		d.Percentiles = append(d.Percentiles, Percentile{p, SortedPercentile(x, p) * 1000})
 	}
 	return d
 }
 
-func mean(x []float64) float64 {
+// Mean is the arithmetic mean of x (NaN for none), as numpy's: vLLM's
+// bench and inference-perf's reports both compute theirs so.
+func Mean(x []float64) float64 {
 	s := 0.0
 	for _, v := range x {
 		s += v
@@ -208,7 +210,7 @@ func mean(x []float64) float64 {
 
 // std is the population standard deviation (numpy's default ddof=0).
 func std(x []float64) float64 {
-	mu := mean(x)
+	mu := Mean(x)
 	s := 0.0
 	for _, v := range x {
 		s += (v - mu) * (v - mu)
@@ -216,8 +218,10 @@ func std(x []float64) float64 {
 	return math.Sqrt(s / float64(len(x)))
 }
 
-// percentile is numpy's default ("linear") percentile of sorted x.
-func percentile(sorted []float64, p float64) float64 {
+// SortedPercentile is numpy's default ("linear") p-th percentile of
+// sorted x, which must not be empty: vLLM's bench and inference-perf's
+// reports both compute theirs so.
+func SortedPercentile(sorted []float64, p float64) float64 {
 	rank := p / 100 * float64(len(sorted)-1)
 	lo := int(math.Floor(rank))
 	hi := int(math.Ceil(rank))

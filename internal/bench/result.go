@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,36 +8,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/glassbox-llm/glassbox/internal/jsonobject"
 )
 
-// field is one key of a JSON object whose key order is kept.
-type field struct {
-	k string
-	v any
-}
-
-// object marshals its fields in order, so the result reads like vLLM's.
-type object []field
-
-func (o object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, f := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(f.k)
-		b.Write(k)
-		b.WriteByte(':')
-		v, err := json.Marshal(f.v)
-		if err != nil {
-			return nil, fmt.Errorf("marshal %s: %w", f.k, err)
-		}
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
+// object and field are a JSON object whose keys keep their order (so the result reads
+// like vLLM's), and one of its keys.
+type (
+	object = jsonobject.Object
+	field  = jsonobject.Field
+)
 
 // JSON is the result file. Without a sweep it is `vllm bench serve`'s
 // --save-result object, key for key (its metric keys follow
@@ -117,6 +96,9 @@ func (r *Result) passFields(p *Pass, detailed bool) object {
 	if len(p.Turns) > 0 {
 		o = append(o, field{"turns", turnObjects(p.Turns)})
 	}
+	if p.Sessions != nil {
+		o = append(o, field{"sessions", sessionsObject(p.Sessions, detailed)})
+	}
 	if p.Server != nil {
 		o = append(o, field{"server", serverObject(p.Server)})
 	}
@@ -162,8 +144,18 @@ func (r *Result) detail(p *Pass) object {
 			itls[i][j] = g.Seconds()
 		}
 	}
-	return object{{"input_lens", in}, {"output_lens", p.Metrics.OutputLens}, {"ttfts", ttft}, {"itls", itls},
+	o := object{{"input_lens", in}, {"output_lens", p.Metrics.OutputLens}, {"ttfts", ttft}, {"itls", itls},
 		{"start_times", start}, {"generated_texts", texts}, {"errors", errs}}
+	if p.Sessions != nil {
+		// glassbox's: which session and turn each request was, and when
+		// it was due (start_times are when it went).
+		sessions, turns, due := make([]int, n), make([]int, n), make([]float64, n)
+		for i, o := range p.Outputs {
+			sessions[i], turns[i], due[i] = o.Session, o.Turn, o.Due.Seconds()
+		}
+		o = append(o, field{"request_sessions", sessions}, field{"request_turns", turns}, field{"due_times", due})
+	}
+	return o
 }
 
 func serverObject(v *ServerView) object {
@@ -181,7 +173,8 @@ func serverObject(v *ServerView) object {
 	return object{{"request_success", v.RequestSuccess}, {"prompt_tokens", v.PromptTokens}, {"generation_tokens", v.GenerationTokens},
 		{"ttft", hist(v.TTFT)}, {"queue_time", hist(v.Queue)}, {"e2e_latency", hist(v.E2E)}, {"itl", hist(v.ITL)},
 		{"preemptions", v.Preemptions}, {"prefix_cache_queries", v.PrefixCacheQueries}, {"prefix_cache_hits", v.PrefixCacheHits},
-		{"prefix_cache_hit_rate", hit}, {"peak_kv_cache_usage", v.PeakKVUsage}, {"peak_waiting", v.PeakWaiting}, {"peak_running", v.PeakRunning}}
+		{"prefix_cache_hit_rate", hit}, {"peak_kv_cache_usage", v.PeakKVUsage}, {"peak_waiting", v.PeakWaiting}, {"peak_running", v.PeakRunning},
+		{"mean_waiting", v.MeanWaiting}, {"mean_running", v.MeanRunning}}
 }
 
 // percentileWord is vLLM's p_word: "99" for 99.0, "99.9" for 99.9.

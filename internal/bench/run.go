@@ -35,11 +35,12 @@ type Pass struct {
 	Start          time.Time
 	Outputs        []Output
 	Metrics        Metrics
-	Stages         []StageMetrics // an inference-perf load's stages, when it has more than one
-	Turns          []TurnMetrics  // an agent-session load's turns
-	Server         *ServerView    // nil when scraping is off or the server has no /metrics
-	Chaos          *ChaosReport   // with Config.Chaos: what misbehaved and whether the server agrees
-	Soak           *SoakReport    // with Config.Soak: the server over time
+	Stages         []StageMetrics  // an inference-perf load's stages, when it has more than one
+	Turns          []TurnMetrics   // an agent-session load's turns
+	Sessions       *SessionMetrics // and its sessions
+	Server         *ServerView     // nil when scraping is off or the server has no /metrics
+	Chaos          *ChaosReport    // with Config.Chaos: what misbehaved and whether the server agrees
+	Soak           *SoakReport     // with Config.Soak: the server over time
 	// Schedule is the stages the load ran (a sweep's, once found), and
 	// Saturation the rate a sweep's probe found; Probe its requests, which
 	// no metric counts.
@@ -275,7 +276,7 @@ func (r *runner) drive(ctx context.Context, sch *workload.Schedule, start time.T
 		if !d.out.Start.IsZero() {
 			d.out.QueueTime = d.out.Start.Sub(start.Add(d.req.Due))
 		}
-		d.out.Stage, d.out.Turn = d.req.Stage, d.req.Turn
+		d.out.Stage, d.out.Turn, d.out.Session, d.out.Tool = d.req.Stage, d.req.Turn, d.req.User, d.req.Tool
 		outputs[d.req.Index] = d.out
 		prog.done(d.out.Success)
 		sch.Finished(d.req, r.cfg.Now().Sub(start), workload.Outcome{OK: d.out.Success, Text: d.out.GeneratedText, OutputTokens: d.out.OutputTokens,

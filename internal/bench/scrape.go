@@ -29,6 +29,9 @@ type ServerView struct {
 	PrefixCacheHitRate                             *float64 // hits / queries; nil with no queries
 
 	PeakKVUsage, PeakWaiting, PeakRunning float64
+	// MeanWaiting and MeanRunning average the gauges over the scrapes:
+	// the load the server carried, which a latency is read against.
+	MeanWaiting, MeanRunning float64
 
 	snaps []*snapshot // every scrape, for Readings
 }
@@ -215,6 +218,8 @@ func (s *scraper) view(first, last *snapshot) *ServerView {
 		v.PeakKVUsage = max(v.PeakKVUsage, g.KVUsage)
 		v.PeakWaiting = max(v.PeakWaiting, g.Waiting)
 		v.PeakRunning = max(v.PeakRunning, g.Running)
+		v.MeanWaiting += g.Waiting / float64(len(v.Samples))
+		v.MeanRunning += g.Running / float64(len(v.Samples))
 	}
 	ps := []float64{50}
 	for _, p := range s.cfg.Percentiles {

@@ -36,9 +36,10 @@ func (p *Pass) measure(cfg *Config, dur time.Duration, plan *workload.Plan) {
 		dur = last.Sub(first)
 	}
 	p.Metrics = calculate(p.Outputs, dur, cfg.Percentiles, cfg.Goodput, p.MaxConcurrency)
-	p.Turns = nil
+	p.Turns, p.Sessions = nil, nil
 	if plan != nil && plan.Agent != nil {
 		p.Turns = turnMetrics(p.Outputs, plan.AgentTurns(), cfg.Percentiles)
+		p.Sessions = sessionMetrics(p.Outputs, plan, p.Start, cfg.Percentiles)
 	}
 	p.Stages = nil
 	stages := p.Schedule

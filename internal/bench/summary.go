@@ -78,6 +78,9 @@ func (r *Result) writePass(w io.Writer, p *Pass) {
 	if len(p.Turns) > 0 {
 		writeTurns(w, p)
 	}
+	if p.Sessions != nil {
+		writeSessions(w, p.Sessions)
+	}
 	if len(p.Stages) > 0 {
 		writeStages(w, p)
 	}
@@ -150,6 +153,8 @@ func writeServer(w io.Writer, p *Pass, line func(string, any)) {
 	line("Peak KV cache usage (%):", 100*v.PeakKVUsage)
 	line("Peak requests waiting:", v.PeakWaiting)
 	line("Peak requests running:", v.PeakRunning)
+	line("Mean requests waiting:", v.MeanWaiting)
+	line("Mean requests running:", v.MeanRunning)
 }
 
 func (r *Result) writeSweep(w io.Writer) {

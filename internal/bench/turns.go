@@ -8,7 +8,9 @@ import (
 // TurnMetrics is one turn of an agent-session load, over every session's
 // request at that turn: how long the prompt has grown, how much of it the
 // server's prefix cache served, and the time to first token, which an
-// agent waits on before each of its tools runs.
+// agent waits on before each of its tools runs — from when the request was
+// sent (the server's share) and from when the turn was due (what the agent
+// waited, a client-side hold included).
 type TurnMetrics struct {
 	Turn             int // from 1
 	Requests, Failed int
@@ -18,7 +20,7 @@ type TurnMetrics struct {
 	// do: the cache's hit rate is CachedTokens over those requests'
 	// prompt tokens.
 	CachedTokens, CachedOf, Reported int
-	TTFT                             Dist
+	TTFT, TTFTFromDue                Dist
 }
 
 // HitRate is the share of the turn's prompt tokens the prefix cache
@@ -33,7 +35,7 @@ func (t *TurnMetrics) HitRate() float64 {
 // turnMetrics groups outputs by their agent turn.
 func turnMetrics(outputs []Output, turns int, percentiles []float64) []TurnMetrics {
 	out := make([]TurnMetrics, turns)
-	ttfts := make([][]float64, turns)
+	ttfts, fromDue := make([][]float64, turns), make([][]float64, turns)
 	for _, o := range outputs {
 		if o.Turn < 0 || o.Turn >= turns || o.Start.IsZero() {
 			continue
@@ -52,11 +54,13 @@ func turnMetrics(outputs []Output, turns int, percentiles []float64) []TurnMetri
 		}
 		if !o.Unary {
 			ttfts[o.Turn] = append(ttfts[o.Turn], o.TTFT.Seconds())
+			fromDue[o.Turn] = append(fromDue[o.Turn], (o.QueueTime + o.TTFT).Seconds())
 		}
 	}
 	for i := range out {
 		out[i].Turn = i + 1
 		out[i].TTFT = newDist(ttfts[i], percentiles)
+		out[i].TTFTFromDue = newDist(fromDue[i], percentiles)
 	}
 	return out
 }
@@ -69,7 +73,7 @@ func writeTurns(w io.Writer, p *Pass) {
 		last := p.Turns[0].TTFT.Percentiles[len(p.Turns[0].TTFT.Percentiles)-1]
 		pct = "p" + percentileWord(last.P)
 	}
-	fmt.Fprintf(w, "%-5s %8s %12s %11s %14s %14s\n", "turn", "requests", "prompt tok", "cache hits", "mean TTFT ms", pct+" TTFT ms")
+	fmt.Fprintf(w, "%-5s %8s %10s %10s %13s %13s %13s\n", "turn", "requests", "prompt tok", "cache hits", "mean TTFT ms", pct+" TTFT ms", "from due ms")
 	for _, t := range p.Turns {
 		hit := "-"
 		if r := t.HitRate(); r >= 0 {
@@ -84,7 +88,7 @@ func writeTurns(w io.Writer, p *Pass) {
 		if n := len(t.TTFT.Percentiles); n > 0 {
 			p99 = t.TTFT.Percentiles[n-1].Value
 		}
-		fmt.Fprintf(w, "%-5d %8d %12.0f %11s %14.2f %14.2f\n", t.Turn, t.Requests, mean, hit, t.TTFT.Mean, p99)
+		fmt.Fprintf(w, "%-5d %8d %10.0f %10s %13.2f %13.2f %13.2f\n", t.Turn, t.Requests, mean, hit, t.TTFT.Mean, p99, t.TTFTFromDue.Mean)
 	}
 }
 
@@ -100,6 +104,10 @@ func turnObjects(turns []TurnMetrics) []object {
 			{"cached_tokens", t.CachedTokens}, {"prefix_cache_hit_rate", hit}, {"mean_ttft_ms", t.TTFT.Mean}, {"median_ttft_ms", t.TTFT.Median}}
 		for _, pc := range t.TTFT.Percentiles {
 			o = append(o, field{"p" + percentileWord(pc.P) + "_ttft_ms", pc.Value})
+		}
+		o = append(o, field{"mean_ttft_from_due_ms", t.TTFTFromDue.Mean}, field{"median_ttft_from_due_ms", t.TTFTFromDue.Median})
+		for _, pc := range t.TTFTFromDue.Percentiles {
+			o = append(o, field{"p" + percentileWord(pc.P) + "_ttft_from_due_ms", pc.Value})
 		}
 		out = append(out, o)
 	}

@@ -232,7 +232,8 @@ func TestProfileRoundTrip(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"hardware: h100\n", strings.Join(noReserve, "\n"), strings.Replace(b.String(), "kv_read_factor: 1.19", "kv_read_factor: 0.5", 1),
-		strings.Replace(b.String(), "hardware: h100", "hardware: tpu", 1), b.String() + "bogus: 1\n", "[1, 2"} {
+		strings.Replace(b.String(), "hardware: h100", "hardware: tpu", 1), b.String() + "bogus: 1\n", "[1, 2",
+		strings.Replace(b.String(), "imbalance: 1.25", "imbalance: 3", 1)} {
 		if _, _, err := ReadProfile(strings.NewReader(bad)); err == nil {
 			t.Errorf("accepted:\n%s", bad)
 		}

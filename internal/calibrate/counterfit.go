@@ -5,8 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/glassbox-llm/glassbox/internal/engine"
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
@@ -59,7 +58,7 @@ func (f *ProbeFit) fitCounters(p *Probe) error {
 	}
 	f.fitPower(p.Loads)
 	for _, l := range fused {
-		f.Loads = append(f.Loads, LoadCheck{ProbeLoad: l, Predicted: sim.Steady(hw, l.Busy, f.activity(&l))})
+		f.Loads = append(f.Loads, LoadCheck{ProbeLoad: l, Predicted: costmodel.Steady(hw, l.Busy, f.activity(&l))})
 	}
 	return nil
 }
@@ -78,8 +77,8 @@ func counterStart(hw *profiles.Hardware) profiles.Counters {
 }
 
 // activity is the fitted simulated GPU's activity on a load's step.
-func (f *ProbeFit) activity(l *ProbeLoad) engine.GPUActivity {
-	cm := sim.CostModel{HW: f.Hardware, Model: f.Model, TP: 1}
+func (f *ProbeFit) activity(l *ProbeLoad) costmodel.Activity {
+	cm := costmodel.Model{HW: f.Hardware, Model: f.Model, TP: 1}
 	return cm.Step(probeStepBatch(l.B, l.Ctx, l.N, 0)).Activity
 }
 
@@ -104,7 +103,7 @@ func (f *ProbeFit) fitActivity(fused, all []ProbeLoad) {
 			return loss() + prior*pen
 		}, x0, 0.5, 3000))
 	}
-	against := func(get func(*engine.GPUActivity) float64, want func(*ProbeLoad) float64) func() float64 {
+	against := func(get func(*costmodel.Activity) float64, want func(*ProbeLoad) float64) func() float64 {
 		return func() float64 {
 			var s float64
 			for i := range fused {
@@ -125,10 +124,10 @@ func (f *ProbeFit) fitActivity(fused, all []ProbeLoad) {
 	const prior = 1e-3
 	if len(fused) > 0 {
 		set, x0 := families(&k.SMActive)
-		fit(against(func(a *engine.GPUActivity) float64 { return a.SMActive }, func(l *ProbeLoad) float64 { return l.SMActive }), set, x0, prior)
+		fit(against(func(a *costmodel.Activity) float64 { return a.SMActive }, func(l *ProbeLoad) float64 { return l.SMActive }), set, x0, prior)
 		set, x0 = families(&k.SMOccupancy)
-		fit(against(func(a *engine.GPUActivity) float64 { return a.SMOccupancy }, func(l *ProbeLoad) float64 { return l.SMOccupancy }), set, x0, prior)
-		fit(against(func(a *engine.GPUActivity) float64 { return a.DRAMActive }, func(l *ProbeLoad) float64 { return l.DRAM }),
+		fit(against(func(a *costmodel.Activity) float64 { return a.SMOccupancy }, func(l *ProbeLoad) float64 { return l.SMOccupancy }), set, x0, prior)
+		fit(against(func(a *costmodel.Activity) float64 { return a.DRAMActive }, func(l *ProbeLoad) float64 { return l.DRAM }),
 			func(x []float64) { k.DRAMBandwidth, k.DRAMBytesPerFLOP = math.Exp(x[0]), math.Exp(x[1]) },
 			[]float64{math.Log(max(k.DRAMBandwidth, f.Hardware.MemBandwidth)), math.Log(max(k.DRAMBytesPerFLOP, 1e-5))}, 0)
 	}
@@ -137,7 +136,7 @@ func (f *ProbeFit) fitActivity(fused, all []ProbeLoad) {
 		var s float64
 		for i := range all {
 			l := &all[i]
-			cm := sim.CostModel{HW: f.Hardware, Model: f.Model, TP: 1}
+			cm := costmodel.Model{HW: f.Hardware, Model: f.Model, TP: 1}
 			c := cm.Step(probeStepBatch(l.B, l.Ctx, l.N, 0))
 			got, want := c.Activity.TensorActive*c.Duration.Seconds()*1e3, l.Tensor/l.Busy*l.StepMS
 			e := got/want - 1

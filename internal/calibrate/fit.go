@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/inferenceperf"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
@@ -105,7 +106,7 @@ func replay(ctx context.Context, r *Run, calib profiles.Calibration) (Prediction
 		return Prediction{}, err
 	}
 	var steps []step
-	observe := func(start time.Time, c *sim.Cost) {
+	observe := func(start time.Time, c *costmodel.Cost) {
 		s := step{start: start, end: start.Add(c.Duration + c.Host)}
 		s.basis[termKV] = c.DecodeKVRead.Seconds()
 		s.basis[termStep] = 1

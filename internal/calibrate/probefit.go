@@ -7,8 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/glassbox-llm/glassbox/internal/engine"
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
@@ -43,7 +42,7 @@ func (s *StepCheck) Err() float64 { return s.PredictedMS/s.MS - 1 }
 // simulated GPU reads for it.
 type LoadCheck struct {
 	ProbeLoad
-	Predicted sim.Reading
+	Predicted costmodel.Reading
 }
 
 // GEMMFit is the GEMM terms fitted to projections timed alone.
@@ -57,16 +56,16 @@ type GEMMFit struct {
 	MeanAbsErr       float64
 }
 
-// probeStepBatch is a step composition as the engine hands it over: B
+// probeStepBatch is a step composition as the cost model reads it: B
 // sequences each decoding their Ctx-th token (attending to Ctx keys) and
 // a chunk of N prompt tokens at Pos; every sequence samples.
-func probeStepBatch(b, ctx, n, pos int) *engine.Batch {
-	bt := &engine.Batch{NumTokens: b + n}
-	for i := range b {
-		bt.Seqs = append(bt.Seqs, engine.SeqBatch{Seq: i, Tokens: []int{1}, Pos: ctx - 1, NumPrompt: 1, Sample: true})
+func probeStepBatch(b, ctx, n, pos int) []costmodel.Seq {
+	bt := make([]costmodel.Seq, 0, b+1)
+	for range b {
+		bt = append(bt, costmodel.Seq{Tokens: 1, Pos: ctx - 1, NumPrompt: 1, Sample: true})
 	}
 	if n > 0 {
-		bt.Seqs = append(bt.Seqs, engine.SeqBatch{Seq: b, Tokens: make([]int, n), Pos: pos, NumPrompt: pos + n, Sample: true})
+		bt = append(bt, costmodel.Seq{Tokens: n, Pos: pos, NumPrompt: pos + n, Sample: true})
 	}
 	return bt
 }
@@ -186,7 +185,7 @@ func FitProbe(p *Probe, hw profiles.Hardware) (*ProbeFit, error) {
 		if tie {
 			h.Calib.ContextAttentionEfficiency = h.Calib.AttentionEfficiency
 		}
-		cm := sim.CostModel{HW: h, Model: model, TP: 1}
+		cm := costmodel.Model{HW: h, Model: model, TP: 1}
 		return cm.Step(probeStepBatch(s.B, s.Ctx, s.N, s.Pos)).Duration.Seconds() * 1e3
 	}
 	x0 := stepVector(cal)

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
@@ -82,7 +82,7 @@ func TestH200ProfileMatchesMeasurements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm := sim.CostModel{HW: hw, Model: m, TP: 1}
+	cm := costmodel.Model{HW: hw, Model: m, TP: 1}
 	var sum float64
 	n := 0
 	for _, s := range p.Steps {
@@ -119,7 +119,7 @@ func TestH200ProfileMatchesMeasurements(t *testing.T) {
 		if !l.Fused || faster[[3]int{l.B, l.Ctx, l.N}].Kernel != l.Kernel {
 			continue
 		}
-		r := sim.Steady(&hw, l.Busy, cm.Step(probeStepBatch(l.B, l.Ctx, l.N, 0)).Activity)
+		r := costmodel.Steady(&hw, l.Busy, cm.Step(probeStepBatch(l.B, l.Ctx, l.N, 0)).Activity)
 		lc := LoadCheck{ProbeLoad: l, Predicted: r}
 		t.Log(lc.String())
 		for _, c := range []struct {

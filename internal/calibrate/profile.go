@@ -48,6 +48,16 @@ type profileFile struct {
 	ContextAttentionEfficiency float64            `yaml:"context_attention_efficiency,omitempty"`
 	FP8                        *fp8File           `yaml:"fp8,omitempty"`
 	Counters                   *profiles.Counters `yaml:"counters,omitempty"`
+	// A mixture of experts' terms; a file without them keeps the
+	// hardware's built-in ones.
+	MoE *moeFile `yaml:"moe,omitempty"`
+}
+
+type moeFile struct {
+	GEMMEfficiency  float64 `yaml:"gemm_efficiency"`
+	ReadFactor      float64 `yaml:"read_factor"`
+	Imbalance       float64 `yaml:"imbalance"`
+	LayerOverheadUS float64 `yaml:"layer_overhead_us"`
 }
 
 type fp8File struct {
@@ -78,6 +88,9 @@ func WriteProfile(w io.Writer, hardware, note string, c profiles.Calibration) er
 	if c.Counters.EngineActive > 0 {
 		k := c.Counters
 		f.Counters = &k
+	}
+	if e := c.MoE; e != (profiles.MoECalibration{}) {
+		f.MoE = &moeFile{GEMMEfficiency: e.GEMMEfficiency, ReadFactor: e.ReadFactor, Imbalance: e.Imbalance, LayerOverheadUS: us(e.LayerOverhead)}
 	}
 	b, err := yaml.Marshal(f)
 	if err != nil {
@@ -131,6 +144,9 @@ func ReadProfile(r io.Reader) (string, profiles.Calibration, error) {
 	if f.FP8 != nil && !(f.FP8.GEMMEfficiency > 0 && f.FP8.GEMMEfficiency <= 1 && f.FP8.WeightLoadFactor >= 1 && f.FP8.GEMMKernelLatencyUS >= 0) {
 		return "", profiles.Calibration{}, fmt.Errorf("read profile: fp8 terms out of range (%+v)", *f.FP8)
 	}
+	if e := f.MoE; e != nil && !(e.GEMMEfficiency > 0 && e.GEMMEfficiency <= 1 && e.ReadFactor >= 1 && e.Imbalance >= 1 && e.Imbalance <= 2 && e.LayerOverheadUS >= 0 && e.LayerOverheadUS < 1e6) {
+		return "", profiles.Calibration{}, fmt.Errorf("read profile: moe terms out of range (%+v): gemm_efficiency in (0, 1], read_factor ≥ 1, imbalance in [1, 2]", *e)
+	}
 	if k := f.Counters; k != nil && !(k.EngineActive > 0 && k.EngineActive <= 1 && k.DRAMBandwidth > 0 && k.IdleWatts >= 0 && k.ClockExponent >= 0) {
 		return "", profiles.Calibration{}, fmt.Errorf("read profile: counters out of range (engine active %v, DRAM bandwidth %v)", k.EngineActive, k.DRAMBandwidth)
 	}
@@ -147,12 +163,15 @@ func ReadProfile(r io.Reader) (string, profiles.Calibration, error) {
 		Frontend:               profiles.Frontend{Arrival: fromUS(f.FrontendArrivalUS), PerToken: fromUS(f.FrontendPerTokenUS), Finish: fromUS(f.FrontendFinishUS), LagSteps: f.FrontendLagSteps},
 		GEMMOverlap:            f.GEMMOverlap, GEMMKernelLatency: fromUS(f.GEMMKernelLatencyUS),
 		AttentionEfficiency: f.AttentionEfficiency, ContextAttentionEfficiency: f.ContextAttentionEfficiency,
-		Counters: hw.Calib.Counters}
+		Counters: hw.Calib.Counters, MoE: hw.Calib.MoE}
 	if f.FP8 != nil {
 		c.FP8 = &profiles.FP8Calibration{GEMMEfficiency: f.FP8.GEMMEfficiency, WeightLoadFactor: f.FP8.WeightLoadFactor, GEMMKernelLatency: fromUS(f.FP8.GEMMKernelLatencyUS)}
 	}
 	if f.Counters != nil {
 		c.Counters = *f.Counters
+	}
+	if e := f.MoE; e != nil {
+		c.MoE = profiles.MoECalibration{GEMMEfficiency: e.GEMMEfficiency, ReadFactor: e.ReadFactor, Imbalance: e.Imbalance, LayerOverhead: fromUS(e.LayerOverheadUS)}
 	}
 	return f.Hardware, c, nil
 }

@@ -60,12 +60,12 @@ func agentScenarios(sc func(name, class, why string, serve, load []string) Scena
 			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-8b"), (agentLoad("1", 8, 3000, 300, 150, 2*time.Second)))),
 		fast(cachingOff(sc("h200/llama-3.1-8b/agent-prefix-off", "agent-sessions", "the same agent sessions with prefix caching off: every turn recomputes the system prompt and the whole conversation so far, some 22 prompt tokens for every generated one",
 			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-8b", "--no-enable-prefix-caching"), (agentLoad("1", 8, 3000, 300, 150, 2*time.Second))))),
-		sc("h100/qwen2.5-7b/agent-many-sessions", "agent-sessions", "agent sessions at 4/s, 10 turns each on a 3000-token system prompt, 400 tokens of tool result and 200 generated a turn, 5 s of tool time between turns, into a KV cache of 96,000 tokens: each turn's prompt is mostly the cached conversation so far (88 % of prompt tokens hit)",
+		sc("h100/qwen2.5-7b/agent-many-sessions", "agent-sessions", "agent sessions starting at 0.25/s, 10 turns each on a 3000-token system prompt, 400 tokens of tool result and 200 generated a turn, 5 s of tool time between turns, into a KV cache of 96,000 tokens: some fifteen sessions at a time, each turn's prompt mostly the cached conversation so far (90 % of prompt tokens hit)",
 			flags("--sim-hardware", "h100", "--sim-model", "qwen2.5-7b", "--max-model-len", "32768", "--kv-cache-memory-bytes", kvBlocks(6000, qwen7BKV)),
-			agentLoad("4", 10, 3000, 400, 200, 5*time.Second)),
-		idleEvictions(sc("h100/qwen2.5-7b/agent-evicted", "agent-sessions", "agent sessions at 2/s, 8 turns each on a 500-token system prompt, 1000 tokens of tool result and 200 generated a turn, 20 s of tool time between turns, into a KV cache of 40,000 tokens: the sessions waiting on their tools hold more context than the cache keeps, so most conversations are evicted before their next turn and recomputed (a third of prompt tokens hit), while the running requests use a quarter of the cache",
+			agentLoad("0.25", 10, 3000, 400, 200, 5*time.Second)),
+		idleEvictions(sc("h100/qwen2.5-7b/agent-evicted", "agent-sessions", "agent sessions starting at 0.25/s, 8 turns each on a 500-token system prompt, 1000 tokens of tool result and 200 generated a turn, 20 s of tool time between turns, into a KV cache of 40,000 tokens: the forty-odd sessions waiting on their tools hold several times the context the cache keeps, so most conversations are evicted before their next turn and recomputed (a tenth of prompt tokens hit), while the three or so running requests leave the cache short of its watermark most of the time",
 			flags("--sim-hardware", "h100", "--sim-model", "qwen2.5-7b", "--max-model-len", "32768", "--kv-cache-memory-bytes", kvBlocks(2500, qwen7BKV)),
-			agentLoad("2", 8, 500, 1000, 200, 20*time.Second))),
+			agentLoad("0.25", 8, 500, 1000, 200, 20*time.Second))),
 	}
 }
 

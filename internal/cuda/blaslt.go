@@ -13,18 +13,10 @@ import (
 // (CUDA's toolkit keeps it under its own lib directory, Python's wheels
 // under site-packages/nvidia/cublas/lib).
 type BLASLt struct {
-	lib     *library
+	api     *BLASLtAPI
 	Path    string
 	Version int // cublasLtGetVersion: major·10000 + minor·100 + patch
-	handle  uintptr
-	fn      blasFuncs
-}
-
-type blasFuncs struct {
-	create, destroy, getVersion                              uintptr
-	descCreate, descSetAttribute, descDestroy                uintptr
-	layoutCreate, layoutSetAttribute, layoutDestroy          uintptr
-	prefCreate, prefSetAttribute, prefDestroy, heuristic, mm uintptr
+	handle  LtHandle
 }
 
 // BLASLtCandidates lists where cuBLASLt is looked for when no file is
@@ -100,37 +92,40 @@ func openBLASLt(c *Context, path string) (*BLASLt, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &BLASLt{lib: lib, Path: path}
-	f := &b.fn
-	if err := lib.bind(map[string]*uintptr{
-		"cublasLtCreate": &f.create, "cublasLtDestroy": &f.destroy, "cublasLtGetVersion": &f.getVersion,
-		"cublasLtMatmulDescCreate": &f.descCreate, "cublasLtMatmulDescSetAttribute": &f.descSetAttribute, "cublasLtMatmulDescDestroy": &f.descDestroy,
-		"cublasLtMatrixLayoutCreate": &f.layoutCreate, "cublasLtMatrixLayoutSetAttribute": &f.layoutSetAttribute, "cublasLtMatrixLayoutDestroy": &f.layoutDestroy,
-		"cublasLtMatmulPreferenceCreate": &f.prefCreate, "cublasLtMatmulPreferenceSetAttribute": &f.prefSetAttribute,
-		"cublasLtMatmulPreferenceDestroy": &f.prefDestroy, "cublasLtMatmulAlgoGetHeuristic": &f.heuristic, "cublasLtMatmul": &f.mm,
-	}); err != nil {
+	api := new(BLASLtAPI)
+	if err := lib.bind(api); err != nil {
 		return nil, err
 	}
-	b.Version = int(call(f.getVersion))
-	if err := blasCheck("cublasLtCreate", call(f.create, ptr(&b.handle))); err != nil {
+	return NewBLASLt(c, api, path)
+}
+
+// NewBLASLt makes a cuBLASLt handle from api's functions (OpenBLASLt's
+// from the library at path, or a test's fake) on the context's thread
+// (call it inside Do).
+func NewBLASLt(c *Context, api *BLASLtAPI, path string) (*BLASLt, error) {
+	if err := unbound(api); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	b := &BLASLt{api: api, Path: path, Version: int(api.GetVersion())}
+	if err := blasCheck("cublasLtCreate", api.Create(&b.handle)); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return b, nil
 }
 
 // Close releases the handle (inside Do).
-func (b *BLASLt) Close() { call(b.fn.destroy, b.handle) }
+func (b *BLASLt) Close() { b.api.Destroy(b.handle) }
 
 // VersionString is the library's version as "13.1.0".
 func (b *BLASLt) VersionString() string {
 	return fmt.Sprintf("%d.%d.%d", b.Version/10000, b.Version/100%100, b.Version%100)
 }
 
-func blasCheck(op string, r uintptr) error {
+func blasCheck(op string, r LtStatus) error {
 	if r == 0 {
 		return nil
 	}
-	names := map[uintptr]string{1: "NOT_INITIALIZED", 3: "ALLOC_FAILED", 7: "INVALID_VALUE", 8: "ARCH_MISMATCH", 11: "MAPPING_ERROR",
+	names := map[LtStatus]string{1: "NOT_INITIALIZED", 3: "ALLOC_FAILED", 7: "INVALID_VALUE", 8: "ARCH_MISMATCH", 11: "MAPPING_ERROR",
 		13: "EXECUTION_FAILED", 14: "INTERNAL_ERROR", 15: "NOT_SUPPORTED", 16: "LICENSE_ERROR"}
 	return fmt.Errorf("%s: CUBLAS_STATUS_%s (%d)", op, names[r], r)
 }
@@ -167,11 +162,10 @@ func (t DType) String() string {
 
 // Constants of cuBLASLt's API.
 const (
-	computeF32         = 68 // CUBLAS_COMPUTE_32F
-	descTransA         = 3  // CUBLASLT_MATMUL_DESC_TRANSA
-	opT                = 1  // CUBLAS_OP_T
-	prefMaxWorkspace   = 1  // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
-	heuristicResultLen = 96 // sizeof(cublasLtMatmulHeuristicResult_t)
+	computeF32       = 68 // CUBLAS_COMPUTE_32F
+	descTransA       = 3  // CUBLASLT_MATMUL_DESC_TRANSA
+	opT              = 1  // CUBLAS_OP_T
+	prefMaxWorkspace = 1  // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
 )
 
 // GEMM is a planned product Y[n×out] (+)= X[n×in] · W[out×in]ᵀ, every
@@ -180,9 +174,9 @@ const (
 type GEMM struct {
 	b                   *BLASLt
 	N, In, OutF         int
-	desc, la, lb, lc    uintptr
-	algo                [heuristicResultLen]byte
-	workspace           int64
+	desc                LtMatmulDesc
+	la, lb, lc          LtMatrixLayout
+	algo                HeuristicResult // the heuristic's first choice
 	alpha, beta0, beta1 float32
 }
 
@@ -190,51 +184,53 @@ type GEMM struct {
 // scratch memory its algorithm may use.
 func (b *BLASLt) Plan(in, out DType, n, inF, outF int, workspace int64) (*GEMM, error) {
 	g := &GEMM{b: b, N: n, In: inF, OutF: outF, alpha: 1, beta1: 1}
-	f := &b.fn
+	api := b.api
 	fail := func(err error) (*GEMM, error) {
 		g.Destroy()
 		return nil, fmt.Errorf("plan a %s GEMM of %d×%d by %d×%d: %w", in, n, inF, outF, inF, err)
 	}
-	if err := blasCheck("cublasLtMatmulDescCreate", call(f.descCreate, ptr(&g.desc), computeF32, uintptr(F32))); err != nil {
+	if err := blasCheck("cublasLtMatmulDescCreate", api.MatmulDescCreate(&g.desc, computeF32, int32(F32))); err != nil {
 		return fail(err)
 	}
 	t := int32(opT)
-	if err := blasCheck("cublasLtMatmulDescSetAttribute", call(f.descSetAttribute, g.desc, descTransA, ptr(&t), 4)); err != nil {
+	if err := blasCheck("cublasLtMatmulDescSetAttribute", api.MatmulDescSetAttribute(g.desc, descTransA, &t, 4)); err != nil {
 		return fail(err)
 	}
 	// Column-major view: W is in×out (ld in) taken transposed, X in×n
 	// (ld in), Y out×n (ld out).
 	for _, l := range []struct {
-		dst        *uintptr
+		dst        *LtMatrixLayout
 		t          DType
 		rows, cols int
 	}{{&g.la, in, inF, outF}, {&g.lb, in, inF, n}, {&g.lc, out, outF, n}} {
-		if err := blasCheck("cublasLtMatrixLayoutCreate", call(f.layoutCreate, ptr(l.dst), uintptr(l.t), uintptr(l.rows), uintptr(l.cols), uintptr(l.rows))); err != nil {
+		if err := blasCheck("cublasLtMatrixLayoutCreate", api.MatrixLayoutCreate(l.dst, int32(l.t), uint64(l.rows), uint64(l.cols), int64(l.rows))); err != nil {
 			return fail(err)
 		}
 	}
-	var pref uintptr
-	if err := blasCheck("cublasLtMatmulPreferenceCreate", call(f.prefCreate, ptr(&pref))); err != nil {
+	var pref LtMatmulPreference
+	if err := blasCheck("cublasLtMatmulPreferenceCreate", api.PreferenceCreate(&pref)); err != nil {
 		return fail(err)
 	}
-	defer call(f.prefDestroy, pref)
+	defer api.PreferenceDestroy(pref)
 	ws := uint64(workspace)
-	if err := blasCheck("cublasLtMatmulPreferenceSetAttribute", call(f.prefSetAttribute, pref, prefMaxWorkspace, ptr(&ws), 8)); err != nil {
+	if err := blasCheck("cublasLtMatmulPreferenceSetAttribute", api.PreferenceSetAttribute(pref, prefMaxWorkspace, &ws, 8)); err != nil {
 		return fail(err)
 	}
 	var found int32
-	if err := blasCheck("cublasLtMatmulAlgoGetHeuristic", call(f.heuristic, b.handle, g.desc, g.la, g.lb, g.lc, g.lc, pref, 1, ptr(&g.algo[0]), ptr(&found))); err != nil {
+	if err := blasCheck("cublasLtMatmulAlgoGetHeuristic", api.AlgoGetHeuristic(b.handle, g.desc, g.la, g.lb, g.lc, g.lc, pref, 1, &g.algo, &found)); err != nil {
 		return fail(err)
 	}
-	if found < 1 {
+	if found < 1 || g.algo.State != 0 {
 		return fail(errors.New("cuBLASLt has no algorithm for it"))
 	}
-	g.workspace = int64(g.algo[8]) // after the 64-byte algorithm
+	if g.Workspace() > workspace {
+		return fail(fmt.Errorf("cuBLASLt's algorithm needs %d bytes of workspace, above the %d allowed", g.Workspace(), workspace))
+	}
 	return g, nil
 }
 
 // Workspace is the scratch memory the chosen algorithm needs.
-func (g *GEMM) Workspace() int64 { return g.workspace }
+func (g *GEMM) Workspace() int64 { return int64(g.algo.WorkspaceSize) }
 
 // Run queues Y = X·Wᵀ, or with accumulate Y += X·Wᵀ, on s; ws is
 // scratch of at least the workspace given to Plan.
@@ -243,20 +239,19 @@ func (g *GEMM) Run(s *Stream, w, x, y Ptr, accumulate bool, ws Ptr, wsBytes int6
 	if accumulate {
 		beta = &g.beta1
 	}
-	r := call(g.b.fn.mm, g.b.handle, g.desc, ptr(&g.alpha), uintptr(w), g.la, uintptr(x), g.lb, ptr(beta), uintptr(y), g.lc,
-		uintptr(y), g.lc, ptr(&g.algo[0]), uintptr(ws), uintptr(wsBytes), s.h)
+	r := g.b.api.Matmul(g.b.handle, g.desc, &g.alpha, w, g.la, x, g.lb, beta, y, g.lc, y, g.lc, &g.algo.Algo, ws, uint64(wsBytes), s.h)
 	return blasCheck("cublasLtMatmul", r)
 }
 
 // Destroy releases the plan.
 func (g *GEMM) Destroy() {
-	f := &g.b.fn
-	for _, l := range []uintptr{g.la, g.lb, g.lc} {
+	api := g.b.api
+	for _, l := range []LtMatrixLayout{g.la, g.lb, g.lc} {
 		if l != 0 {
-			call(f.layoutDestroy, l)
+			api.MatrixLayoutDestroy(l)
 		}
 	}
 	if g.desc != 0 {
-		call(f.descDestroy, g.desc)
+		api.MatmulDescDestroy(g.desc)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 )
 
 // Context is the device's primary context, current on one OS thread that
@@ -13,9 +14,12 @@ import (
 type Context struct {
 	d      *Driver
 	Device *Device
-	ctx    uintptr
+	ctx    CUcontext
 	work   chan func()
 	closed chan struct{}
+
+	mu   sync.Mutex
+	hung error // set once a DoWithin gave up on a call (lost.go)
 }
 
 // ErrClosed is returned by Do after Close.
@@ -39,12 +43,12 @@ func (c *Context) run(started chan<- error) {
 	// the context is current.
 	runtime.LockOSThread()
 	d := c.d
-	if err := d.check("cuDevicePrimaryCtxRetain", call(d.fn.primaryCtxRetain, ptr(&c.ctx), uintptr(c.Device.handle))); err != nil {
+	if err := d.check("cuDevicePrimaryCtxRetain", d.api.PrimaryCtxRetain(&c.ctx, c.Device.handle)); err != nil {
 		started <- fmt.Errorf("create a context on %s: %w", c.Device.Name, err)
 		return
 	}
-	if err := d.check("cuCtxSetCurrent", call(d.fn.ctxSetCurrent, c.ctx)); err != nil {
-		call(d.fn.primaryCtxRelease, uintptr(c.Device.handle))
+	if err := d.check("cuCtxSetCurrent", d.api.CtxSetCurrent(c.ctx)); err != nil {
+		d.api.PrimaryCtxRelease(c.Device.handle)
 		started <- fmt.Errorf("create a context on %s: %w", c.Device.Name, err)
 		return
 	}
@@ -52,32 +56,25 @@ func (c *Context) run(started chan<- error) {
 	for f := range c.work {
 		f()
 	}
-	call(d.fn.ctxSynchronize)
-	call(d.fn.primaryCtxRelease, uintptr(c.Device.handle))
+	d.api.CtxSynchronize()
+	d.api.PrimaryCtxRelease(c.Device.handle)
 	close(c.closed)
 }
 
-// Do runs f on the context's thread and returns its error. f must not
-// call Do (it would wait for itself).
-func (c *Context) Do(f func() error) (err error) {
-	done := make(chan struct{})
-	defer func() {
-		if recover() != nil { // a send on the closed work channel
-			err = ErrClosed
-		}
-	}()
-	c.work <- func() {
-		defer close(done)
-		err = f()
-	}
-	<-done
-	return err
-}
+// Do runs f on the context's thread and returns its error, waiting as
+// long as it takes (DoWithin bounds the wait). f must not call Do (it
+// would wait for itself).
+func (c *Context) Do(f func() error) error { return c.DoWithin(0, f) }
 
 // Close waits for the device to finish, releases the context and ends
-// its thread. Memory and modules not freed before are freed with it.
+// its thread. Memory and modules not freed before are freed with it. On a
+// hung context it does not wait: the thread ends, and the context is
+// released, if its call ever returns; else the process's exit frees them.
 func (c *Context) Close() {
 	close(c.work)
+	if c.hungErr() != nil {
+		return
+	}
 	<-c.closed
 }
 
@@ -86,13 +83,13 @@ func (c *Context) Driver() *Driver { return c.d }
 
 // Synchronize waits for all the context's work.
 func (c *Context) Synchronize() error {
-	return c.d.check("cuCtxSynchronize", call(c.d.fn.ctxSynchronize))
+	return c.d.check("cuCtxSynchronize", c.d.api.CtxSynchronize())
 }
 
 // MemInfo is the device's free and total memory, as the driver sees it.
 func (c *Context) MemInfo() (free, total int64, err error) {
 	var f, t uint64
-	if err := c.d.check("cuMemGetInfo", call(c.d.fn.memGetInfo, ptr(&f), ptr(&t))); err != nil {
+	if err := c.d.check("cuMemGetInfo", c.d.api.MemGetInfo(&f, &t)); err != nil {
 		return 0, 0, err
 	}
 	return int64(f), int64(t), nil

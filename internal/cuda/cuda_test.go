@@ -104,7 +104,7 @@ func TestKernelGraphAndEvents(t *testing.T) {
 		for i := range host {
 			host[i] = float32(i)
 		}
-		if err := CopyIn(c, p, host); err != nil {
+		if err := CopyIn(s, p, host); err != nil {
 			return err
 		}
 		var a Args
@@ -154,7 +154,7 @@ func TestKernelGraphAndEvents(t *testing.T) {
 			t.Errorf("elapsed %v ms, want > 0", ms)
 		}
 		out := make([]float32, n)
-		if err := CopyOut(c, out, p); err != nil {
+		if err := CopyOut(s, out, p); err != nil {
 			return err
 		}
 		for i, v := range out {
@@ -235,17 +235,17 @@ func checkGEMM(t *testing.T, c *Context, s *Stream, b *BLASLt, ws Ptr, dt DType,
 	for i := range y0 {
 		y0[i] = float32(r.NormFloat64())
 	}
-	pw, err := upload(c, dt, w)
+	pw, err := upload(c, s, dt, w)
 	if err != nil {
 		return err
 	}
 	defer c.Free(pw)
-	px, err := upload(c, dt, x)
+	px, err := upload(c, s, dt, x)
 	if err != nil {
 		return err
 	}
 	defer c.Free(px)
-	py, err := upload(c, F32, y0)
+	py, err := upload(c, s, F32, y0)
 	if err != nil {
 		return err
 	}
@@ -262,7 +262,7 @@ func checkGEMM(t *testing.T, c *Context, s *Stream, b *BLASLt, ws Ptr, dt DType,
 		return err
 	}
 	got := make([]float32, n*out)
-	if err := CopyOut(c, got, py); err != nil {
+	if err := CopyOut(s, got, py); err != nil {
 		return err
 	}
 	var worst float64
@@ -297,7 +297,7 @@ func round(dt DType, v float32) float32 {
 	return v
 }
 
-func upload(c *Context, dt DType, v []float32) (Ptr, error) {
+func upload(c *Context, s *Stream, dt DType, v []float32) (Ptr, error) {
 	p, err := c.Alloc(int64(len(v) * dt.Size()))
 	if err != nil {
 		return 0, err
@@ -308,15 +308,15 @@ func upload(c *Context, dt DType, v []float32) (Ptr, error) {
 		for i, x := range v {
 			h[i] = toBF16(x)
 		}
-		err = CopyIn(c, p, h)
+		err = CopyIn(s, p, h)
 	case F16:
 		h := make([]uint16, len(v))
 		for i, x := range v {
 			h[i] = toF16(x)
 		}
-		err = CopyIn(c, p, h)
+		err = CopyIn(s, p, h)
 	default:
-		err = CopyIn(c, p, v)
+		err = CopyIn(s, p, v)
 	}
 	return p, err
 }

@@ -29,10 +29,7 @@ func dlsym(h uintptr, name string) uintptr {
 	return p
 }
 
-// ccall calls a C function with integer and pointer arguments (none of
-// the functions bound here takes a float by value) and returns its
-// integer result.
-func ccall(fn uintptr, args ...uintptr) uintptr {
-	r, _, _ := purego.SyscallN(fn, args...)
-	return r
-}
+// registerFunc makes *fptr, a typed Go function, call the C function at
+// sym (purego.RegisterFunc: arguments by their Go kind, pointers kept
+// alive for the call, the result converted back).
+func registerFunc(fptr any, sym uintptr) { purego.RegisterFunc(fptr, sym) }

@@ -6,25 +6,8 @@ import (
 
 // Driver is libcuda, loaded and initialised.
 type Driver struct {
-	lib     *library
+	api     *DriverAPI
 	version int // cuDriverGetVersion: 1000·major + 10·minor
-	fn      driverFuncs
-}
-
-type driverFuncs struct {
-	init, driverGetVersion, getErrorName, getErrorString                         uintptr
-	deviceGet, deviceGetCount, deviceGetName, deviceTotalMem, deviceGetAttribute uintptr
-	devicePCIBusID                                                               uintptr
-	primaryCtxRetain, primaryCtxRelease, ctxSetCurrent, ctxSynchronize           uintptr
-	moduleLoadDataEx, moduleUnload, moduleGetFunction, funcSetAttribute          uintptr
-	memAlloc, memFree, memGetInfo, memAllocHost, memFreeHost                     uintptr
-	memcpyHtoD, memcpyDtoH, memcpyHtoDAsync, memcpyDtoHAsync, memcpyDtoDAsync    uintptr
-	memsetD8Async, memsetD32Async                                                uintptr
-	streamCreate, streamDestroy, streamSynchronize                               uintptr
-	eventCreate, eventRecord, eventSynchronize, eventElapsedTime, eventDestroy   uintptr
-	launchKernel                                                                 uintptr
-	streamBeginCapture, streamEndCapture, graphInstantiate, graphLaunch          uintptr
-	graphExecDestroy, graphDestroy                                               uintptr
 }
 
 // OpenDriver loads libcuda.so.1 from the loader's path and initialises
@@ -34,36 +17,25 @@ func OpenDriver() (*Driver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no NVIDIA driver: %w", err)
 	}
-	d := &Driver{lib: lib}
-	f := &d.fn
-	if err := lib.bind(map[string]*uintptr{
-		"cuInit": &f.init, "cuDriverGetVersion": &f.driverGetVersion, "cuGetErrorName": &f.getErrorName, "cuGetErrorString": &f.getErrorString,
-		"cuDeviceGet": &f.deviceGet, "cuDeviceGetCount": &f.deviceGetCount, "cuDeviceGetName": &f.deviceGetName,
-		"cuDeviceTotalMem_v2": &f.deviceTotalMem, "cuDeviceGetAttribute": &f.deviceGetAttribute, "cuDeviceGetPCIBusId": &f.devicePCIBusID,
-		"cuDevicePrimaryCtxRetain": &f.primaryCtxRetain, "cuDevicePrimaryCtxRelease_v2": &f.primaryCtxRelease,
-		"cuCtxSetCurrent": &f.ctxSetCurrent, "cuCtxSynchronize": &f.ctxSynchronize,
-		"cuModuleLoadDataEx": &f.moduleLoadDataEx, "cuModuleUnload": &f.moduleUnload, "cuModuleGetFunction": &f.moduleGetFunction,
-		"cuFuncSetAttribute": &f.funcSetAttribute,
-		"cuMemAlloc_v2":      &f.memAlloc, "cuMemFree_v2": &f.memFree, "cuMemGetInfo_v2": &f.memGetInfo,
-		"cuMemAllocHost_v2": &f.memAllocHost, "cuMemFreeHost": &f.memFreeHost,
-		"cuMemcpyHtoD_v2": &f.memcpyHtoD, "cuMemcpyDtoH_v2": &f.memcpyDtoH, "cuMemcpyHtoDAsync_v2": &f.memcpyHtoDAsync,
-		"cuMemcpyDtoHAsync_v2": &f.memcpyDtoHAsync, "cuMemcpyDtoDAsync_v2": &f.memcpyDtoDAsync,
-		"cuMemsetD8Async": &f.memsetD8Async, "cuMemsetD32Async": &f.memsetD32Async,
-		"cuStreamCreate": &f.streamCreate, "cuStreamDestroy_v2": &f.streamDestroy, "cuStreamSynchronize": &f.streamSynchronize,
-		"cuEventCreate": &f.eventCreate, "cuEventRecord": &f.eventRecord, "cuEventSynchronize": &f.eventSynchronize,
-		"cuEventElapsedTime": &f.eventElapsedTime, "cuEventDestroy_v2": &f.eventDestroy,
-		"cuLaunchKernel":          &f.launchKernel,
-		"cuStreamBeginCapture_v2": &f.streamBeginCapture, "cuStreamEndCapture": &f.streamEndCapture,
-		"cuGraphInstantiateWithFlags": &f.graphInstantiate, "cuGraphLaunch": &f.graphLaunch,
-		"cuGraphExecDestroy": &f.graphExecDestroy, "cuGraphDestroy": &f.graphDestroy,
-	}); err != nil {
+	api := new(DriverAPI)
+	if err := lib.bind(api); err != nil {
 		return nil, fmt.Errorf("load the NVIDIA driver: %w", err)
 	}
-	if err := d.check("cuInit", call(f.init, 0)); err != nil {
+	return NewDriver(api)
+}
+
+// NewDriver initialises a driver whose functions are api's: libcuda's
+// from OpenDriver, or a test's fake.
+func NewDriver(api *DriverAPI) (*Driver, error) {
+	if err := unbound(api); err != nil {
+		return nil, fmt.Errorf("load the NVIDIA driver: %w", err)
+	}
+	d := &Driver{api: api}
+	if err := d.check("cuInit", api.Init(0)); err != nil {
 		return nil, fmt.Errorf("initialise the NVIDIA driver: %w", err)
 	}
 	var v int32
-	if err := d.check("cuDriverGetVersion", call(f.driverGetVersion, ptr(&v))); err != nil {
+	if err := d.check("cuDriverGetVersion", api.DriverGetVersion(&v)); err != nil {
 		return nil, err
 	}
 	d.version = int(v)
@@ -104,16 +76,16 @@ func IsOutOfMemory(err error) bool {
 }
 
 // check turns a CUresult into an error (nil for CUDA_SUCCESS).
-func (d *Driver) check(callName string, r uintptr) error {
+func (d *Driver) check(callName string, r CUresult) error {
 	if r == 0 {
 		return nil
 	}
-	e := &Error{Call: callName, Code: int(int32(r)), Name: fmt.Sprintf("CUDA error %d", int32(r))}
-	var name, text *byte
-	if call(d.fn.getErrorName, r, ptr(&name)) == 0 {
+	e := &Error{Call: callName, Code: int(r), Name: fmt.Sprintf("CUDA error %d", r)}
+	var name, text *byte // the driver's own static strings
+	if d.api.GetErrorName(r, &name) == 0 {
 		e.Name = cStringAt(name)
 	}
-	if call(d.fn.getErrorString, r, ptr(&text)) == 0 {
+	if d.api.GetErrorString(r, &text) == 0 {
 		e.Text = cStringAt(text)
 	}
 	return e
@@ -122,7 +94,7 @@ func (d *Driver) check(callName string, r uintptr) error {
 // DeviceCount is how many CUDA devices the driver sees.
 func (d *Driver) DeviceCount() (int, error) {
 	var n int32
-	if err := d.check("cuDeviceGetCount", call(d.fn.deviceGetCount, ptr(&n))); err != nil {
+	if err := d.check("cuDeviceGetCount", d.api.DeviceGetCount(&n)); err != nil {
 		return 0, err
 	}
 	return int(n), nil
@@ -138,7 +110,7 @@ type Device struct {
 	L2Bytes      int
 	SharedOptin  int    // the most shared memory a block may opt into
 	PCIBusID     string // as NVML names it, "0000:19:00.0"
-	handle       int32
+	handle       CUdevice
 }
 
 // Device attributes (CUdevice_attribute).
@@ -153,32 +125,32 @@ const (
 // Device reads what glassbox needs to know of device ordinal.
 func (d *Driver) Device(ordinal int) (*Device, error) {
 	dev := &Device{Ordinal: ordinal}
-	if err := d.check("cuDeviceGet", call(d.fn.deviceGet, ptr(&dev.handle), uintptr(ordinal))); err != nil {
+	if err := d.check("cuDeviceGet", d.api.DeviceGet(&dev.handle, int32(ordinal))); err != nil {
 		return nil, err
 	}
 	name := make([]byte, 256)
-	if err := d.check("cuDeviceGetName", call(d.fn.deviceGetName, ptr(&name[0]), uintptr(len(name)), uintptr(dev.handle))); err != nil {
+	if err := d.check("cuDeviceGetName", d.api.DeviceGetName(&name[0], int32(len(name)), dev.handle)); err != nil {
 		return nil, err
 	}
 	dev.Name = goString(name)
 	var mem uint64
-	if err := d.check("cuDeviceTotalMem", call(d.fn.deviceTotalMem, ptr(&mem), uintptr(dev.handle))); err != nil {
+	if err := d.check("cuDeviceTotalMem", d.api.DeviceTotalMem(&mem, dev.handle)); err != nil {
 		return nil, err
 	}
 	dev.TotalMemory = int64(mem)
 	for _, a := range []struct {
-		attr int
+		attr int32
 		dst  *int
 	}{{attrMultiprocessorCount, &dev.SMs}, {attrL2CacheSize, &dev.L2Bytes}, {attrComputeMajor, &dev.Major},
 		{attrComputeMinor, &dev.Minor}, {attrSharedOptin, &dev.SharedOptin}} {
 		var v int32
-		if err := d.check("cuDeviceGetAttribute", call(d.fn.deviceGetAttribute, ptr(&v), uintptr(a.attr), uintptr(dev.handle))); err != nil {
+		if err := d.check("cuDeviceGetAttribute", d.api.DeviceGetAttribute(&v, a.attr, dev.handle)); err != nil {
 			return nil, err
 		}
 		*a.dst = int(v)
 	}
 	bus := make([]byte, 64)
-	if d.check("cuDeviceGetPCIBusId", call(d.fn.devicePCIBusID, ptr(&bus[0]), uintptr(len(bus)), uintptr(dev.handle))) == nil {
+	if d.check("cuDeviceGetPCIBusId", d.api.DeviceGetPCIBusID(&bus[0], int32(len(bus)), dev.handle)) == nil {
 		dev.PCIBusID = goString(bus)
 	}
 	return dev, nil

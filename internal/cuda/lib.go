@@ -5,6 +5,13 @@
 // with GPM on Hopper). A machine without them gets a plain error from
 // Open, and the same binary runs on its CPU.
 //
+// Each library is a table of typed Go functions, one per C function and
+// typed as its prototype (DriverAPI, BLASLtAPI, nvmlAPI), with C structs
+// as Go structs of the same layout (HeuristicResult, nvml_api.go's):
+// purego fills the tables from the libraries, tests fill them with a
+// fake (internal/fakecuda). No call passes an address as an integer, so
+// every variable handed to C as an out-parameter lives on the heap.
+//
 // A CUDA context is current on one OS thread: Context owns a goroutine
 // locked to its thread, and everything that touches the device runs
 // inside Context.Do. It must not import the engine, server, metrics or
@@ -14,6 +21,7 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"unsafe"
 )
@@ -46,14 +54,29 @@ func openLibrary(names ...string) (*library, error) {
 	return nil, errors.New(strings.Join(errs, "; "))
 }
 
-// bind fills each function pointer from the library's symbols, naming
-// every missing one.
-func (l *library) bind(syms map[string]*uintptr) error {
+// bind fills api, a pointer to one of the API tables (DriverAPI,
+// BLASLtAPI, nvmlAPI), from the library's symbols: each func field
+// tagged `c:"symbol"` becomes a typed call of that C function. A field
+// tagged `c:"symbol,optional"` stays nil when the library lacks it (an
+// older NVML); a missing required one is named in the error.
+func (l *library) bind(api any) error {
+	v := reflect.ValueOf(api).Elem()
 	var missing []string
-	for name, p := range syms {
-		if *p = dlsym(l.h, name); *p == 0 {
-			missing = append(missing, name)
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		tag, ok := f.Tag.Lookup("c")
+		if !ok || f.Type.Kind() != reflect.Func {
+			continue
 		}
+		name, optional := strings.CutSuffix(tag, ",optional")
+		sym := dlsym(l.h, name)
+		if sym == 0 {
+			if !optional {
+				missing = append(missing, name)
+			}
+			continue
+		}
+		registerFunc(v.Field(i).Addr().Interface(), sym)
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%s lacks %s", l.path, strings.Join(missing, ", "))
@@ -61,20 +84,23 @@ func (l *library) bind(syms map[string]*uintptr) error {
 	return nil
 }
 
-// call is ccall with Go pointers among the arguments kept alive and in
-// place for the call's duration (converted in the argument list, as
-// unsafe.Pointer's rule 4 asks).
-//
-//go:uintptrescapes
-func call(fn uintptr, args ...uintptr) uintptr { return ccall(fn, args...) }
-
-// ptr is the address of a Go value for a C out-parameter; the value must
-// stay reachable until the call returns (pass it in the call's argument
-// list).
-func ptr[T any](p *T) uintptr { return uintptr(unsafe.Pointer(p)) }
-
-// cString is a NUL-terminated copy of s for C.
-func cString(s string) []byte { return append([]byte(s), 0) }
+// unbound names api's required functions that are nil: a table a test
+// filled must still have every function the package may call.
+func unbound(api any) error {
+	v := reflect.ValueOf(api).Elem()
+	var missing []string
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		tag, ok := f.Tag.Lookup("c")
+		if ok && f.Type.Kind() == reflect.Func && !strings.HasSuffix(tag, ",optional") && v.Field(i).IsNil() {
+			missing = append(missing, tag)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s without %s", v.Type().Name(), strings.Join(missing, ", "))
+	}
+	return nil
+}
 
 // goString reads a NUL-terminated C string of at most max bytes.
 func goString(b []byte) string {

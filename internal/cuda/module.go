@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"unsafe"
 )
@@ -9,7 +10,7 @@ import (
 // Module is PTX loaded (JIT-compiled by the driver for this device).
 type Module struct {
 	c *Context
-	h uintptr
+	h CUmodule
 }
 
 // JIT options (CUjit_option) for the compiler's log.
@@ -29,7 +30,7 @@ func (c *Context) LoadPTX(ptx []byte) (*Module, error) {
 	pin.Pin(&log[0])
 	defer pin.Unpin()
 	m := &Module{c: c}
-	r := call(c.d.fn.moduleLoadDataEx, ptr(&m.h), ptr(&src[0]), uintptr(len(opts)), ptr(&opts[0]), ptr(&vals[0]))
+	r := c.d.api.ModuleLoadDataEx(&m.h, &src[0], uint32(len(opts)), &opts[0], &vals[0])
 	if err := c.d.check("cuModuleLoadDataEx", r); err != nil {
 		if msg := goString(log); msg != "" {
 			return nil, fmt.Errorf("load PTX: %w: %s", err, msg)
@@ -40,20 +41,19 @@ func (c *Context) LoadPTX(ptx []byte) (*Module, error) {
 }
 
 // Unload releases the module.
-func (m *Module) Unload() { call(m.c.d.fn.moduleUnload, m.h) }
+func (m *Module) Unload() { m.c.d.api.ModuleUnload(m.h) }
 
 // Function is a kernel of a module.
 type Function struct {
 	c    *Context
-	h    uintptr
+	h    CUfunction
 	Name string
 }
 
 // Function looks a kernel up by its (extern "C") name.
 func (m *Module) Function(name string) (*Function, error) {
 	f := &Function{c: m.c, Name: name}
-	n := cString(name)
-	if err := m.c.d.check("cuModuleGetFunction", call(m.c.d.fn.moduleGetFunction, ptr(&f.h), m.h, ptr(&n[0]))); err != nil {
+	if err := m.c.d.check("cuModuleGetFunction", m.c.d.api.ModuleGetFunction(&f.h, m.h, name)); err != nil {
 		return nil, fmt.Errorf("kernel %s: %w", name, err)
 	}
 	return f, nil
@@ -64,7 +64,7 @@ const funcMaxDynamicShared = 8 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTE
 // SetMaxDynamicShared lets launches of f ask for up to n bytes of dynamic
 // shared memory (above 48 KiB a kernel must opt in).
 func (f *Function) SetMaxDynamicShared(n int) error {
-	return f.c.d.check("cuFuncSetAttribute", call(f.c.d.fn.funcSetAttribute, f.h, funcMaxDynamicShared, uintptr(n)))
+	return f.c.d.check("cuFuncSetAttribute", f.c.d.api.FuncSetAttribute(f.h, funcMaxDynamicShared, int32(n)))
 }
 
 // Args holds one launch's kernel parameters. Each value takes an 8-byte
@@ -112,7 +112,7 @@ func (a *Args) Int(v int) *Args { return a.add(uint64(uint32(int32(v)))) }
 func (a *Args) Int64(v int64) *Args { return a.add(uint64(v)) }
 
 // Float adds a 32-bit float.
-func (a *Args) Float(v float32) *Args { return a.add(uint64(*(*uint32)(unsafe.Pointer(&v)))) }
+func (a *Args) Float(v float32) *Args { return a.add(uint64(math.Float32bits(v))) }
 
 // Dim is a grid or block size.
 type Dim struct{ X, Y, Z int }
@@ -123,12 +123,11 @@ type Dim struct{ X, Y, Z int }
 func (f *Function) Launch(s *Stream, grid, block Dim, shared int, a *Args) error {
 	gx, gy, gz := max(grid.X, 1), max(grid.Y, 1), max(grid.Z, 1)
 	bx, by, bz := max(block.X, 1), max(block.Y, 1), max(block.Z, 1)
-	var params uintptr
+	var params *unsafe.Pointer
 	if a != nil && a.n > 0 {
-		params = uintptr(unsafe.Pointer(&a.ptrs[0]))
+		params = &a.ptrs[0]
 	}
-	r := call(f.c.d.fn.launchKernel, f.h, uintptr(gx), uintptr(gy), uintptr(gz), uintptr(bx), uintptr(by), uintptr(bz),
-		uintptr(shared), s.h, params, 0)
+	r := f.c.d.api.LaunchKernel(f.h, uint32(gx), uint32(gy), uint32(gz), uint32(bx), uint32(by), uint32(bz), uint32(shared), s.h, params, nil)
 	if r != 0 {
 		return fmt.Errorf("launch %s: %w", f.Name, f.c.d.check("cuLaunchKernel", r))
 	}

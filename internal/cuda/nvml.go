@@ -7,15 +7,7 @@ import "fmt"
 // metrics on Hopper and later). Its calls are thread-safe: no Context
 // needed.
 type NVML struct {
-	lib *library
-	fn  nvmlFuncs
-}
-
-type nvmlFuncs struct {
-	init, shutdown, driverVersion, count, byIndex, byPCI, name, uuid uintptr
-	memory, power, powerLimit, clock, utilization, temperature       uintptr
-	gpmSupport, gpmAlloc, gpmFree, gpmSample, gpmMetrics             uintptr
-	board                                                            boardFuncs // optional: nvml_board.go
+	api *nvmlAPI
 }
 
 // OpenNVML loads libnvidia-ml.so.1 and initialises it.
@@ -24,38 +16,24 @@ func OpenNVML() (*NVML, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no NVML: %w", err)
 	}
-	n := &NVML{lib: lib}
-	f := &n.fn
-	if err := lib.bind(map[string]*uintptr{
-		"nvmlInit_v2": &f.init, "nvmlShutdown": &f.shutdown, "nvmlSystemGetDriverVersion": &f.driverVersion,
-		"nvmlDeviceGetCount_v2": &f.count, "nvmlDeviceGetHandleByIndex_v2": &f.byIndex, "nvmlDeviceGetHandleByPciBusId_v2": &f.byPCI,
-		"nvmlDeviceGetName": &f.name, "nvmlDeviceGetUUID": &f.uuid, "nvmlDeviceGetMemoryInfo": &f.memory,
-		"nvmlDeviceGetPowerUsage": &f.power, "nvmlDeviceGetEnforcedPowerLimit": &f.powerLimit, "nvmlDeviceGetClockInfo": &f.clock,
-		"nvmlDeviceGetUtilizationRates": &f.utilization, "nvmlDeviceGetTemperature": &f.temperature,
-	}); err != nil {
+	n := &NVML{api: new(nvmlAPI)}
+	if err := lib.bind(n.api); err != nil {
 		return nil, err
 	}
-	// GPM arrived with driver 520; older libraries lack it.
-	f.gpmSupport = dlsym(lib.h, "nvmlGpmQueryDeviceSupport")
-	f.gpmAlloc = dlsym(lib.h, "nvmlGpmSampleAlloc")
-	f.gpmFree = dlsym(lib.h, "nvmlGpmSampleFree")
-	f.gpmSample = dlsym(lib.h, "nvmlGpmSampleGet")
-	f.gpmMetrics = dlsym(lib.h, "nvmlGpmMetricsGet")
-	f.board.bind(lib)
-	if err := nvmlCheck("nvmlInit", call(f.init)); err != nil {
+	if err := nvmlCheck("nvmlInit", n.api.Init()); err != nil {
 		return nil, err
 	}
 	return n, nil
 }
 
 // Close shuts NVML down.
-func (n *NVML) Close() { call(n.fn.shutdown) }
+func (n *NVML) Close() { n.api.Shutdown() }
 
-func nvmlCheck(op string, r uintptr) error {
+func nvmlCheck(op string, r nvmlReturn) error {
 	if r == 0 {
 		return nil
 	}
-	names := map[uintptr]string{1: "UNINITIALIZED", 2: "INVALID_ARGUMENT", 3: "NOT_SUPPORTED", 4: "NO_PERMISSION", 6: "NOT_FOUND",
+	names := map[nvmlReturn]string{1: "UNINITIALIZED", 2: "INVALID_ARGUMENT", 3: "NOT_SUPPORTED", 4: "NO_PERMISSION", 6: "NOT_FOUND",
 		7: "INSUFFICIENT_SIZE", 9: "DRIVER_NOT_LOADED", 12: "LIB_RM_VERSION_MISMATCH", 15: "GPU_IS_LOST", 999: "UNKNOWN"}
 	return fmt.Errorf("%s: NVML_ERROR_%s (%d)", op, names[r], r)
 }
@@ -63,7 +41,7 @@ func nvmlCheck(op string, r uintptr) error {
 // DriverVersion is the driver's version, as "580.159.04".
 func (n *NVML) DriverVersion() (string, error) {
 	b := make([]byte, 96)
-	if err := nvmlCheck("nvmlSystemGetDriverVersion", call(n.fn.driverVersion, ptr(&b[0]), uintptr(len(b)))); err != nil {
+	if err := nvmlCheck("nvmlSystemGetDriverVersion", n.api.DriverVersion(&b[0], uint32(len(b)))); err != nil {
 		return "", err
 	}
 	return goString(b), nil
@@ -72,20 +50,20 @@ func (n *NVML) DriverVersion() (string, error) {
 // NVMLDevice is one board's handle.
 type NVMLDevice struct {
 	n *NVML
-	h uintptr
+	h nvmlDevice
 }
 
 // Devices is how many boards NVML sees.
 func (n *NVML) Devices() (int, error) {
 	var c uint32
-	err := nvmlCheck("nvmlDeviceGetCount", call(n.fn.count, ptr(&c)))
+	err := nvmlCheck("nvmlDeviceGetCount", n.api.Count(&c))
 	return int(c), err
 }
 
 // Device is board i in NVML's order.
 func (n *NVML) Device(i int) (*NVMLDevice, error) {
 	d := &NVMLDevice{n: n}
-	if err := nvmlCheck("nvmlDeviceGetHandleByIndex", call(n.fn.byIndex, uintptr(i), ptr(&d.h))); err != nil {
+	if err := nvmlCheck("nvmlDeviceGetHandleByIndex", n.api.ByIndex(uint32(i), &d.h)); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -95,41 +73,40 @@ func (n *NVML) Device(i int) (*NVMLDevice, error) {
 // Device.PCIBusID): NVML's order need not be CUDA's.
 func (n *NVML) DeviceByPCI(bus string) (*NVMLDevice, error) {
 	d := &NVMLDevice{n: n}
-	b := cString(bus)
-	if err := nvmlCheck("nvmlDeviceGetHandleByPciBusId", call(n.fn.byPCI, ptr(&b[0]), ptr(&d.h))); err != nil {
+	if err := nvmlCheck("nvmlDeviceGetHandleByPciBusId", n.api.ByPCI(bus, &d.h)); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *NVMLDevice) str(fn uintptr, op string) (string, error) {
+func (d *NVMLDevice) str(fn func(nvmlDevice, *byte, uint32) nvmlReturn, op string) (string, error) {
 	b := make([]byte, 96)
-	if err := nvmlCheck(op, call(fn, d.h, ptr(&b[0]), uintptr(len(b)))); err != nil {
+	if err := nvmlCheck(op, fn(d.h, &b[0], uint32(len(b)))); err != nil {
 		return "", err
 	}
 	return goString(b), nil
 }
 
 // Name is the product name ("NVIDIA H200").
-func (d *NVMLDevice) Name() (string, error) { return d.str(d.n.fn.name, "nvmlDeviceGetName") }
+func (d *NVMLDevice) Name() (string, error) { return d.str(d.n.api.Name, "nvmlDeviceGetName") }
 
 // UUID is the board's identifier ("GPU-…"), dcgm-exporter's UUID label.
-func (d *NVMLDevice) UUID() (string, error) { return d.str(d.n.fn.uuid, "nvmlDeviceGetUUID") }
+func (d *NVMLDevice) UUID() (string, error) { return d.str(d.n.api.UUID, "nvmlDeviceGetUUID") }
 
 // Memory is the board's memory in bytes.
 func (d *NVMLDevice) Memory() (total, free, used uint64, err error) {
-	var m struct{ Total, Free, Used uint64 }
-	err = nvmlCheck("nvmlDeviceGetMemoryInfo", call(d.n.fn.memory, d.h, ptr(&m)))
+	var m nvmlMemory
+	err = nvmlCheck("nvmlDeviceGetMemoryInfo", d.n.api.Memory(d.h, &m))
 	return m.Total, m.Free, m.Used, err
 }
 
 // Power is the board's draw and its enforced limit, in watts.
 func (d *NVMLDevice) Power() (draw, limit float64, err error) {
 	var mw, lim uint32
-	if err := nvmlCheck("nvmlDeviceGetPowerUsage", call(d.n.fn.power, d.h, ptr(&mw))); err != nil {
+	if err := nvmlCheck("nvmlDeviceGetPowerUsage", d.n.api.Power(d.h, &mw)); err != nil {
 		return 0, 0, err
 	}
-	if err := nvmlCheck("nvmlDeviceGetEnforcedPowerLimit", call(d.n.fn.powerLimit, d.h, ptr(&lim))); err != nil {
+	if err := nvmlCheck("nvmlDeviceGetEnforcedPowerLimit", d.n.api.PowerLimit(d.h, &lim)); err != nil {
 		return float64(mw) / 1000, 0, err
 	}
 	return float64(mw) / 1000, float64(lim) / 1000, nil
@@ -138,7 +115,7 @@ func (d *NVMLDevice) Power() (draw, limit float64, err error) {
 // PowerUsage is the board's draw in watts.
 func (d *NVMLDevice) PowerUsage() (float64, error) {
 	var mw uint32
-	err := nvmlCheck("nvmlDeviceGetPowerUsage", call(d.n.fn.power, d.h, ptr(&mw)))
+	err := nvmlCheck("nvmlDeviceGetPowerUsage", d.n.api.Power(d.h, &mw))
 	return float64(mw) / 1000, err
 }
 
@@ -152,22 +129,22 @@ const (
 // Clock is a clock's current frequency in MHz.
 func (d *NVMLDevice) Clock(domain int) (int, error) {
 	var mhz uint32
-	err := nvmlCheck("nvmlDeviceGetClockInfo", call(d.n.fn.clock, d.h, uintptr(domain), ptr(&mhz)))
+	err := nvmlCheck("nvmlDeviceGetClockInfo", d.n.api.Clock(d.h, int32(domain), &mhz))
 	return int(mhz), err
 }
 
 // Utilization is nvidia-smi's utilization.gpu and .memory, in percent
 // over the driver's last sample period.
 func (d *NVMLDevice) Utilization() (gpu, memory int, err error) {
-	var u struct{ GPU, Memory uint32 }
-	err = nvmlCheck("nvmlDeviceGetUtilizationRates", call(d.n.fn.utilization, d.h, ptr(&u)))
+	var u nvmlUtilization
+	err = nvmlCheck("nvmlDeviceGetUtilizationRates", d.n.api.Utilization(d.h, &u))
 	return int(u.GPU), int(u.Memory), err
 }
 
 // Temperature is the GPU's temperature in °C.
 func (d *NVMLDevice) Temperature() (int, error) {
 	var c uint32
-	err := nvmlCheck("nvmlDeviceGetTemperature", call(d.n.fn.temperature, d.h, 0, ptr(&c)))
+	err := nvmlCheck("nvmlDeviceGetTemperature", d.n.api.Temperature(d.h, 0, &c))
 	return int(c), err
 }
 
@@ -187,18 +164,19 @@ const (
 
 // GPMSupported reports whether the board has GPM (Hopper and later).
 func (d *NVMLDevice) GPMSupported() bool {
-	if d.n.fn.gpmSupport == 0 {
+	api := d.n.api
+	if api.GpmSupport == nil || api.GpmAlloc == nil || api.GpmFree == nil || api.GpmSample == nil || api.GpmMetrics == nil {
 		return false
 	}
-	s := struct{ Version, Supported uint32 }{Version: 1}
-	return call(d.n.fn.gpmSupport, d.h, ptr(&s)) == 0 && s.Supported != 0
+	s := nvmlGpmSupport{Version: 1} // NVML_GPM_SUPPORT_VERSION
+	return api.GpmSupport(d.h, &s) == 0 && s.Supported != 0
 }
 
 // GPMSample is a snapshot of the board's performance counters; metrics
 // are rates between two of them.
 type GPMSample struct {
 	d *NVMLDevice
-	h uintptr
+	h nvmlGpmSample
 }
 
 // NewGPMSample allocates a sample buffer; Free releases it.
@@ -207,52 +185,37 @@ func (d *NVMLDevice) NewGPMSample() (*GPMSample, error) {
 		return nil, fmt.Errorf("GPM: not supported on this board or driver")
 	}
 	s := &GPMSample{d: d}
-	if err := nvmlCheck("nvmlGpmSampleAlloc", call(d.n.fn.gpmAlloc, ptr(&s.h))); err != nil {
+	if err := nvmlCheck("nvmlGpmSampleAlloc", d.n.api.GpmAlloc(&s.h)); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
 // Free releases the sample.
-func (s *GPMSample) Free() { call(s.d.n.fn.gpmFree, s.h) }
+func (s *GPMSample) Free() { s.d.n.api.GpmFree(s.h) }
 
 // Take reads the counters now.
 func (s *GPMSample) Take() error {
-	return nvmlCheck("nvmlGpmSampleGet", call(s.d.n.fn.gpmSample, s.d.h, s.h))
-}
-
-// gpmMetric is nvmlGpmMetric_t.
-type gpmMetric struct {
-	ID     uint32
-	Return uint32
-	Value  float64
-	Info   [3]uintptr // C strings: name, description, unit
+	return nvmlCheck("nvmlGpmSampleGet", s.d.n.api.GpmSample(s.d.h, s.h))
 }
 
 // GPMMetrics computes metrics (GPM… ids, percent or per second) over the
 // interval between two samples; a metric the board does not give is an
 // error naming it.
 func GPMMetrics(older, newer *GPMSample, ids ...int) ([]float64, error) {
-	// The header's array has NVML_GPM_METRIC_MAX entries, which grows
-	// with drivers: leave the library room for any it may touch.
-	q := new(struct {
-		Version, Num     uint32
-		Sample1, Sample2 uintptr
-		Metrics          [1024]gpmMetric
-	})
 	if len(ids) > 32 {
 		return nil, fmt.Errorf("GPM: at most 32 metrics at once, got %d", len(ids))
 	}
-	q.Version, q.Num, q.Sample1, q.Sample2 = 1, uint32(len(ids)), older.h, newer.h
+	q := &nvmlGpmMetricsGet{Version: 1, Num: uint32(len(ids)), Sample1: older.h, Sample2: newer.h} // NVML_GPM_METRICS_GET_VERSION
 	for i, id := range ids {
 		q.Metrics[i].ID = uint32(id)
 	}
-	if err := nvmlCheck("nvmlGpmMetricsGet", call(older.d.n.fn.gpmMetrics, ptr(q))); err != nil {
+	if err := nvmlCheck("nvmlGpmMetricsGet", older.d.n.api.GpmMetrics(q)); err != nil {
 		return nil, err
 	}
 	out := make([]float64, len(ids))
 	for i := range ids {
-		if err := nvmlCheck(fmt.Sprintf("GPM metric %d", ids[i]), uintptr(q.Metrics[i].Return)); err != nil {
+		if err := nvmlCheck(fmt.Sprintf("GPM metric %d", ids[i]), q.Metrics[i].Return); err != nil {
 			return nil, err
 		}
 		out[i] = q.Metrics[i].Value

@@ -68,7 +68,7 @@ func TestNVMLBoard(t *testing.T) {
 // TestNVMLWithoutSymbols: a library that lacks an optional call fails
 // that call alone, by name, without calling anything.
 func TestNVMLWithoutSymbols(t *testing.T) {
-	d := &NVMLDevice{n: &NVML{}}
+	d := &NVMLDevice{n: &NVML{api: &nvmlAPI{}}}
 	for name, err := range map[string]error{
 		"index":   second(d.Index()),
 		"minor":   second(d.Minor()),

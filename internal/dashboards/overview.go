@@ -105,7 +105,7 @@ func overviewLoad(b *dashboard.DashboardBuilder, c *Config) {
 		Links(c.runbooks("GlassboxEngineStalled")))
 	b.WithPanel(graph("KV-cache usage", fmt.Sprintf("Share of KV blocks in use. Above %g new requests wait and running ones get preempted.", c.Thresholds.KVWatermark),
 		"percentunit", 6, q("A", fmt.Sprintf("max by (instance) (%s%s)", metricspec.KVCacheUsagePerc, engineSel), "{{instance}}")).
-		Min(0).Max(1).Thresholds(thresholds("green", c.Thresholds.KVWatermark, "orange", 0.98, "red")).
+		Min(0).Max(1).Thresholds(thresholds("green", c.Thresholds.KVWatermark, "orange", c.Thresholds.KVFull, "red")).
 		ThresholdsStyle(common.NewGraphThresholdsStyleConfigBuilder().Mode(common.GraphThresholdsStyleModeLine)).
 		Links(c.runbooks("GlassboxKVCacheNearlyFull")))
 	b.WithPanel(graph("Preemptions", "Requests preempted per second (their KV blocks freed, to be recomputed later).", "short", 6,

@@ -100,12 +100,14 @@ func rightAxis(p *timeseries.PanelBuilder, ref, unit string) {
 func sloTile(title, hist, le string, alertNames []string, c *Config) *stat.PanelBuilder {
 	expr := fmt.Sprintf(`sum(rate(%s_bucket{instance=~"$instance", model_name=~"$model_name", le="%s"}[$__range])) / sum(rate(%s_count%s[$__range]))`,
 		hist, le, hist, engineSel)
+	th := c.Thresholds // the bands: the doctor's slo_attained_low and slo_attained
 	return stat.NewPanelBuilder().Title(title).
-		Description("Share of requests within the bound over the selected time range, from the histogram's buckets. Red below 90%, green from 99%.").
+		Description(fmt.Sprintf("Share of requests within the bound over the selected time range, from the histogram's buckets. Red below %.4g%%, green from %.4g%%.",
+			100*th.SLOAttainedLow, 100*th.SLOAttained)).
 		Datasource(datasource()).Unit("percentunit").Decimals(1).Min(0).Max(1).Height(5).Span(6).
 		ColorMode(common.BigValueColorModeBackground).GraphMode(common.BigValueGraphModeNone).
 		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
-		Thresholds(thresholds("red", 0.9, "orange", 0.99, "green")).
+		Thresholds(thresholds("red", th.SLOAttainedLow, "orange", th.SLOAttained, "green")).
 		Links(c.runbooks(alertNames...)).
 		WithTarget(q("A", expr, "").Instant())
 }

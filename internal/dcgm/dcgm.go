@@ -6,14 +6,15 @@
 // writer (expose.go):
 //
 //   - Exporter, the simulated GPUs: one series set per tensor-parallel
-//     rank, derived step by step from the cost model's work (it observes
-//     the engine: an engine.Observer).
+//     rank, derived step by step from the cost model's counter model
+//     (internal/costmodel): the wiring shows it each engine step as a
+//     Step.
 //   - NVMLExporter, a real GPU: a sampler reads NVML (GPM's profiling
 //     metrics on Hopper and later) every interval, through the Device
 //     interface declared here; the wiring adapts internal/cuda to it.
 //
-// It may import engine (for the events) and the sim's profiles; it must not
-// import server, metrics, tracing or internal/cuda.
+// It may import the cost model and the profiles; it must not import the
+// engine, an executor, server, metrics, tracing or internal/cuda.
 package dcgm
 
 import (
@@ -23,8 +24,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/glassbox-llm/glassbox/internal/engine"
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
@@ -54,8 +54,8 @@ const bucketWidth = 100 * time.Millisecond
 // maxWindow bounds the history kept, and so Window.
 const maxWindow = time.Minute
 
-// Exporter accumulates each step's work per time bucket. ObserveStep runs
-// on the engine goroutine and scrapes on HTTP goroutines: mu guards all.
+// Exporter accumulates each step's work per time bucket. Observe runs on
+// the engine goroutine and scrapes on HTTP goroutines: mu guards all.
 type Exporter struct {
 	cfg    Config
 	labels []string // per GPU, the label block dcgm-exporter writes
@@ -72,7 +72,7 @@ type Exporter struct {
 type bucket struct {
 	index int64
 	busy  float64
-	act   engine.GPUActivity
+	act   costmodel.Activity
 	io    float64 // PCIe bytes
 }
 
@@ -101,12 +101,21 @@ func New(cfg Config) (*Exporter, error) {
 	return e, nil
 }
 
-var _ engine.Observer = (*Exporter)(nil)
+// Step is what the exporter reads of one engine step: when the GPU began
+// executing it and for how long, the tokens it computed and sampled
+// (their ids cross PCIe), and the activity the cost model gives its
+// kernels (costmodel.Cost's Activity).
+type Step struct {
+	Start           time.Time
+	Busy            time.Duration
+	Tokens, Sampled int
+	Activity        costmodel.Activity
+}
 
-// ObserveStep charges the step's execution, and the activity the cost
-// model gives its kernels, to the buckets it spans.
-func (e *Exporter) ObserveStep(s *engine.StepEvent) {
-	busy := s.ExecuteTime.Seconds()
+// Observe charges the step's execution, and its kernels' activity, to the
+// buckets it spans.
+func (e *Exporter) Observe(s Step) {
+	busy := s.Busy.Seconds()
 	if busy <= 0 {
 		return
 	}
@@ -115,9 +124,9 @@ func (e *Exporter) ObserveStep(s *engine.StepEvent) {
 	k, d := &e.cfg.Hardware.Calib.Counters, &e.cfg.Hardware.Device
 	energy := min(a.Watts, d.TDPWatts-k.IdleWatts) * busy
 	// PCIe: token ids in, sampled ids out, and the step's metadata.
-	io := float64(s.NumTokens+s.GenerationTokens)*8 + 4096
-	from := s.Start.Add(s.ScheduleTime)
-	to := from.Add(s.ExecuteTime)
+	io := float64(s.Tokens+s.Sampled)*8 + 4096
+	from := s.Start
+	to := from.Add(s.Busy)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.energy += energy
@@ -141,21 +150,17 @@ func (e *Exporter) ObserveStep(s *engine.StepEvent) {
 }
 
 // addActivity is sum + a×w, field by field.
-func addActivity(sum, a engine.GPUActivity, w float64) engine.GPUActivity {
-	return engine.GPUActivity{
+func addActivity(sum, a costmodel.Activity, w float64) costmodel.Activity {
+	return costmodel.Activity{
 		EngineActive: sum.EngineActive + a.EngineActive*w, SMActive: sum.SMActive + a.SMActive*w,
 		SMOccupancy: sum.SMOccupancy + a.SMOccupancy*w, TensorActive: sum.TensorActive + a.TensorActive*w,
 		DRAMActive: sum.DRAMActive + a.DRAMActive*w, Watts: sum.Watts + a.Watts*w,
 	}
 }
 
-// ObserveFinished implements engine.Observer; requests leave no trace on
-// a GPU's counters.
-func (e *Exporter) ObserveFinished(*engine.FinishedEvent) {}
-
 // reading is one GPU's values at a scrape.
 type reading struct {
-	sim.Reading
+	costmodel.Reading
 	energyMJ                   float64
 	txBps, rxBps               float64
 	memClock, temp, memTemp    int
@@ -171,7 +176,7 @@ func (e *Exporter) read(now time.Time) reading {
 	first := now.Add(-e.cfg.Window).UnixNano() / int64(bucketWidth)
 	w := now.Sub(time.Unix(0, (first+1)*int64(bucketWidth))).Seconds()
 	var busy, io float64
-	var act engine.GPUActivity
+	var act costmodel.Activity
 	e.mu.Lock()
 	for idx := first + 1; idx <= last; idx++ {
 		b := &e.buckets[idx%int64(len(e.buckets))]
@@ -183,11 +188,11 @@ func (e *Exporter) read(now time.Time) reading {
 	energy := e.energy
 	e.mu.Unlock()
 
-	mean := engine.GPUActivity{}
+	mean := costmodel.Activity{}
 	if busy > 0 {
 		mean = addActivity(mean, act, 1/busy)
 	}
-	r := reading{Reading: sim.Steady(hw, busy/w, mean)}
+	r := reading{Reading: costmodel.Steady(hw, busy/w, mean)}
 	idle := hw.Calib.Counters.IdleWatts
 	r.energyMJ = (idle*now.Sub(e.start).Seconds() + energy) * 1e3
 	r.txBps, r.rxBps = 100_000+io/2/w, 20_000+io/2/w

@@ -12,8 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/glassbox-llm/glassbox/internal/engine"
-	"github.com/glassbox-llm/glassbox/internal/executor/sim"
+	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
@@ -29,7 +28,7 @@ func h100(t *testing.T) profiles.Hardware {
 
 // run feeds steps of busy seconds every period over d, each with the
 // activity a while it runs, and returns the exporter and the clock's end.
-func run(t *testing.T, gpus int, busy, period, d time.Duration, a engine.GPUActivity) (*Exporter, time.Time) {
+func run(t *testing.T, gpus int, busy, period, d time.Duration, a costmodel.Activity) (*Exporter, time.Time) {
 	t.Helper()
 	hw := h100(t)
 	t0 := time.Unix(1_800_000_000, 0)
@@ -39,13 +38,13 @@ func run(t *testing.T, gpus int, busy, period, d time.Duration, a engine.GPUActi
 		t.Fatal(err)
 	}
 	for at := t0; at.Before(t0.Add(d)); at = at.Add(period) {
-		e.ObserveStep(&engine.StepEvent{Start: at, ExecuteTime: busy, End: at.Add(busy), NumTokens: 64, GenerationTokens: 64, Activity: a})
+		e.Observe(Step{Start: at, Busy: busy, Tokens: 64, Sampled: 64, Activity: a})
 	}
 	now = t0.Add(d)
 	return e, now
 }
 
-var light = engine.GPUActivity{EngineActive: 0.9, SMActive: 0.6, SMOccupancy: 0.1, TensorActive: 0.3, DRAMActive: 0.5, Watts: 400}
+var light = costmodel.Activity{EngineActive: 0.9, SMActive: 0.6, SMOccupancy: 0.1, TensorActive: 0.3, DRAMActive: 0.5, Watts: 400}
 
 func TestReadingFollowsTheSteps(t *testing.T) {
 	hw := h100(t)
@@ -122,10 +121,10 @@ func TestSimulatedSaturatedGPUReadsLikeAReal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm := sim.CostModel{HW: hw, Model: m, TP: 1}
-	b := &engine.Batch{}
-	for i := range 64 {
-		b.Seqs = append(b.Seqs, engine.SeqBatch{Seq: i, Tokens: []int{1}, Pos: 2047, NumPrompt: 1, Sample: true})
+	cm := costmodel.Model{HW: hw, Model: m, TP: 1}
+	var b []costmodel.Seq
+	for range 64 {
+		b = append(b, costmodel.Seq{Tokens: 1, Pos: 2047, NumPrompt: 1, Sample: true})
 	}
 	c := cm.Step(b)
 	t0 := time.Unix(1_800_000_000, 0)
@@ -135,7 +134,7 @@ func TestSimulatedSaturatedGPUReadsLikeAReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	for at := t0; at.Before(t0.Add(3 * time.Second)); at = at.Add(c.Duration) {
-		e.ObserveStep(&engine.StepEvent{Start: at, ExecuteTime: c.Duration, End: at.Add(c.Duration), Activity: c.Activity})
+		e.Observe(Step{Start: at, Busy: c.Duration, Activity: c.Activity})
 	}
 	now = t0.Add(3 * time.Second)
 	r := e.read(now)

@@ -16,10 +16,7 @@ func (e *Exporter) ServeHTTP(w http.ResponseWriter, r *http.Request) { serveText
 // group does the same share of each step).
 func (e *Exporter) WriteText(w io.Writer) error {
 	r := e.read(e.cfg.Now())
-	v := values{}
-	for _, f := range metricspec.DCGMFields() {
-		v[f.Name] = r.value(f.Name)
-	}
+	v := r.values()
 	vals := make([]values, len(e.labels))
 	for i := range vals {
 		vals[i] = v
@@ -27,45 +24,34 @@ func (e *Exporter) WriteText(w io.Writer) error {
 	return writeExposition(w, e.labels, vals)
 }
 
-// value is a field's reading.
-func (r *reading) value(name string) float64 {
-	switch name {
-	case metricspec.DCGMSMClock:
-		return math.Round(r.SMClockMHz)
-	case metricspec.DCGMMemClock:
-		return float64(r.memClock)
-	case metricspec.DCGMMemoryTemp:
-		return float64(r.memTemp)
-	case metricspec.DCGMGPUTemp:
-		return float64(r.temp)
-	case metricspec.DCGMPowerUsage:
-		return r.Watts
-	case metricspec.DCGMTotalEnergy:
-		return r.energyMJ
-	case metricspec.DCGMGPUUtil:
-		return r.GPUUtil
-	case metricspec.DCGMMemCopyUtil:
-		return r.CopyUtil
-	case metricspec.DCGMFBFree:
-		return float64(r.fbFree)
-	case metricspec.DCGMFBUsed:
-		return float64(r.fbUsed)
-	case metricspec.DCGMFBReserved:
-		return float64(r.fbReserved)
-	case metricspec.DCGMGREngineActive:
-		return r.EngineActive
-	case metricspec.DCGMSMActive:
-		return r.SMActive
-	case metricspec.DCGMSMOccupancy:
-		return r.SMOccupancy
-	case metricspec.DCGMTensorActive:
-		return r.TensorActive
-	case metricspec.DCGMDRAMActive:
-		return r.DRAMActive
-	case metricspec.DCGMPCIeTxBytes:
-		return r.txBps
-	case metricspec.DCGMPCIeRxBytes:
-		return r.rxBps
+// values is the reading by field: every field dcgm-exporter writes, 0
+// where the simulated GPU has nothing to count (errors, retries, remaps,
+// encoder, decoder, licence).
+func (r *reading) values() values {
+	v := values{
+		metricspec.DCGMSMClock:        math.Round(r.SMClockMHz),
+		metricspec.DCGMMemClock:       float64(r.memClock),
+		metricspec.DCGMMemoryTemp:     float64(r.memTemp),
+		metricspec.DCGMGPUTemp:        float64(r.temp),
+		metricspec.DCGMPowerUsage:     r.Watts,
+		metricspec.DCGMTotalEnergy:    r.energyMJ,
+		metricspec.DCGMGPUUtil:        r.GPUUtil,
+		metricspec.DCGMMemCopyUtil:    r.CopyUtil,
+		metricspec.DCGMFBFree:         float64(r.fbFree),
+		metricspec.DCGMFBUsed:         float64(r.fbUsed),
+		metricspec.DCGMFBReserved:     float64(r.fbReserved),
+		metricspec.DCGMGREngineActive: r.EngineActive,
+		metricspec.DCGMSMActive:       r.SMActive,
+		metricspec.DCGMSMOccupancy:    r.SMOccupancy,
+		metricspec.DCGMTensorActive:   r.TensorActive,
+		metricspec.DCGMDRAMActive:     r.DRAMActive,
+		metricspec.DCGMPCIeTxBytes:    r.txBps,
+		metricspec.DCGMPCIeRxBytes:    r.rxBps,
 	}
-	return 0 // errors, retries, remaps, encoder, decoder, licence
+	for _, f := range metricspec.DCGMFields() {
+		if _, ok := v[f.Name]; !ok {
+			v[f.Name] = 0
+		}
+	}
+	return v
 }

@@ -12,7 +12,8 @@ type getter func(name SignalName) float64
 // preempt (usage then drops below the line as blocks are freed, so the
 // mean understates it).
 func kvFull(g getter, th Thresholds) bool {
-	return g(SigKVHighShare) >= th.KVHighShare || g(SigPreemptRate) > 0 && g(SigKVPeak) >= th.KVWatermark
+	return g(SigKVHighShare) >= th.KVHighShare || g(SigPreemptRate) > 0 && g(SigKVPeak) >= th.KVWatermark ||
+		g(SigPreemptRate) >= th.PreemptionRate // vLLM preempts only when no block is free: a storm is a full cache, whatever the sampled gauge caught
 }
 
 // kvAdmission: requests waited while the free blocks could not hold the

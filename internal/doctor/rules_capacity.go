@@ -66,11 +66,12 @@ func (s *Signals) computeRoom() string {
 }
 
 // kvFactor is how much larger the KV cache should be for the requests
-// that waited to run beside those that ran, within [1.25, 4].
+// that waited to run beside those that ran, within the thresholds'
+// [kv_grow_min, kv_grow_max].
 func (s *Signals) kvFactor() float64 {
 	run := zeroNaN(s.v(SigRunning))
 	f := (run + zeroNaN(s.v(SigWaiting))) / math.Max(run, 1)
-	return math.Min(4, math.Max(1.25, f))
+	return math.Min(s.th.KVGrowMax, math.Max(s.th.KVGrowMin, f))
 }
 
 // kvChanges recommends a KV cache f times the current one.
@@ -168,7 +169,7 @@ func computeBound(s *Signals, _ *diagnosis) *Finding {
 	changes := []Change{{Why: fmt.Sprintf("scale out to %d replicas: requests arrive at %.2f/s and one replica finishes %.2f/s", replicas, s.v(SigArrivalRate), done)}}
 	apply := func(rc *ReplicaConfig) { rc.Replicas = max(rc.Replicas, replicas) }
 	if s.v(SigFill) >= s.th.BudgetRaiseFill && s.cfg.maxBatchedTokens > 0 {
-		n := 2 * s.cfg.maxBatchedTokens
+		n := s.raised(s.cfg.maxBatchedTokens, s.th.BudgetRaise)
 		changes = append(changes, Change{Flag: "--max-num-batched-tokens", Value: fmt.Sprint(n),
 			Why: "steps are full: larger steps amortise the weight reads (better TTFT, worse inter-token latency)"})
 		prev := apply
@@ -199,13 +200,18 @@ func computeBound(s *Signals, _ *diagnosis) *Finding {
 }
 
 // replicasFor is how many replicas the arrival rate needs at one
-// replica's completion rate, at least two.
+// replica's completion rate, at least scale_out_min.
 func (s *Signals) replicasFor() int {
 	arr, done := s.v(SigArrivalRate), s.v(SigFinishRate)
 	if arr > 0 && done > 0 {
-		return int(math.Max(2, math.Ceil(arr/done)))
+		return int(math.Max(s.th.ScaleOutMin, math.Ceil(arr/done)))
 	}
-	return 2
+	return int(s.th.ScaleOutMin)
+}
+
+// raised is n times factor, rounded up: a flag's raise.
+func (s *Signals) raised(n int, factor float64) int {
+	return int(math.Ceil(float64(n) * factor))
 }
 
 func computeAndKVBound(s *Signals, _ *diagnosis) *Finding {
@@ -241,7 +247,7 @@ func hostBound(s *Signals, _ *diagnosis) *Finding {
 		applies = append(applies, func(rc *ReplicaConfig) { rc.AsyncScheduling = true })
 	}
 	if n := s.v(SigMaxSeqs); n > 0 && s.pinned() {
-		want := int(2 * n)
+		want := s.raised(int(n), s.th.SeqsRaise)
 		changes = append(changes, Change{Flag: "--max-num-seqs", Value: fmt.Sprint(want),
 			Why: fmt.Sprintf("running sits at %.0f: larger batches amortise the host's per-step work over more tokens (if the KV cache holds them)", n)})
 		applies = append(applies, func(rc *ReplicaConfig) { rc.MaxNumSeqs = max(rc.MaxNumSeqs, want) })
@@ -277,7 +283,7 @@ func (s *Signals) capSuggestion() int {
 	}
 	kvLimit := n * s.th.KVSpare / math.Max(s.v(SigKVPeak), 0.01)
 	fillLimit := n * s.th.FillHigh / math.Max(s.v(SigFill), 0.001)
-	want := math.Max(2*n, math.Ceil(1.25*(s.v(SigRunning)+s.v(SigWaiting))))
+	want := math.Max(float64(s.raised(int(n), s.th.SeqsRaise)), math.Ceil(s.th.CapHeadroom*(s.v(SigRunning)+s.v(SigWaiting))))
 	if suggest := int(math.Floor(math.Min(want, math.Min(kvLimit, fillLimit)))); suggest > int(n) {
 		return suggest
 	}
@@ -291,7 +297,7 @@ func concurrencyCap(s *Signals, _ *diagnosis) *Finding {
 		Inference: fmt.Sprintf("Requests waited while %.0f ran, with the KV cache at most %s full and steps using %s of the token budget: "+
 			"the scheduler's sequence cap, not the hardware, limits the batch.", s.v(SigMaxSeqs), pct(s.v(SigKVPeak)), pct(s.v(SigFill))),
 		Changes: []Change{{Flag: "--max-num-seqs", Value: fmt.Sprint(suggest),
-			Why: fmt.Sprintf("from %.0f: the KV cache would stay under %s (linear in sequences) and steps under half the token budget", s.v(SigMaxSeqs), pct(s.th.KVSpare))}},
+			Why: fmt.Sprintf("from %.0f: the KV cache would stay under %s (linear in sequences) and steps under %s of the token budget", s.v(SigMaxSeqs), pct(s.th.KVSpare), pct(s.th.FillHigh))}},
 		apply: func(rc *ReplicaConfig) { rc.MaxNumSeqs = max(rc.MaxNumSeqs, suggest) }}
 }
 
@@ -316,9 +322,9 @@ func preemptionStorm(s *Signals, _ *diagnosis) *Finding {
 	if s.v(SigRecompute) >= s.th.RecomputeCritical {
 		sev = Critical
 	}
-	changes, apply := s.kvChanges(math.Max(1.5, s.kvFactor()))
-	if run := s.v(SigRunning); run >= 2 {
-		changes = append(changes[:len(changes)-1], Change{Flag: "--max-num-seqs", Value: fmt.Sprint(int(run * 0.75)),
+	changes, apply := s.kvChanges(math.Max(s.th.KVGrowEvicting, s.kvFactor()))
+	if run := s.v(SigRunning); run >= 2 && int(run*s.th.StormSeqsShare) >= 1 {
+		changes = append(changes[:len(changes)-1], Change{Flag: "--max-num-seqs", Value: fmt.Sprint(int(run * s.th.StormSeqsShare)),
 			Why: "alternatively, admit fewer sequences so that those admitted can finish"}, changes[len(changes)-1])
 	}
 	return &Finding{Severity: sev, Title: "preemption storm: the engine evicts running requests and recomputes them",

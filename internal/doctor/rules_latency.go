@@ -42,7 +42,7 @@ func prefillBound(s *Signals, _ *diagnosis) *Finding {
 		untested = untestedPrefix
 	}
 	if s.v(SigFill) >= s.th.PrefillRaiseFill && s.cfg.maxBatchedTokens > 0 {
-		n := 2 * s.cfg.maxBatchedTokens
+		n := s.raised(s.cfg.maxBatchedTokens, s.th.BudgetRaise)
 		changes = append(changes, Change{Flag: "--max-num-batched-tokens", Value: fmt.Sprint(n), Why: "steps are full of prefill chunks: larger chunks cut TTFT (at some inter-token latency)"})
 		applies = append(applies, func(rc *ReplicaConfig) { rc.MaxNumBatchedTokens = max(rc.MaxNumBatchedTokens, n) })
 	}
@@ -81,7 +81,7 @@ func (s *Signals) itlGrowth() float64 { return ratio(s.v(SigITLAtWidest), s.v(Si
 
 func decodeBound(s *Signals, _ *diagnosis) *Finding {
 	a, b := s.v(SigITLFitIntercept), s.v(SigITLFitSlope)
-	target := 1.25 * s.v(SigITLAtNarrowest)
+	target := s.th.ITLTarget * s.v(SigITLAtNarrowest)
 	seqs := int(math.Max(1, math.Floor((target-a)/b)))
 	changes := []Change{{Flag: "--max-num-seqs", Value: fmt.Sprint(seqs),
 		Why: fmt.Sprintf("keeps the fitted inter-token latency near %.1f ms (ITL ≈ %.2f ms + %.3f ms per running request); costs throughput", 1000*target, 1000*a, 1000*b)},
@@ -144,8 +144,8 @@ func clientTimeouts(s *Signals, _ *diagnosis) *Finding {
 	}
 	changes := []Change{{Why: "fix the latency first if another finding explains it"}}
 	if p99 := s.v(SigE2Ep99); p99 > 0 {
-		changes = append([]Change{{Flag: "client timeout", Value: fmt.Sprintf("≥ %.0fs", math.Ceil(2*p99)),
-			Why: "twice the p99 end-to-end latency; check proxies' idle timeouts for streams too"}}, changes...)
+		changes = append([]Change{{Flag: "client timeout", Value: fmt.Sprintf("≥ %.0fs", math.Ceil(s.th.ClientTimeoutP99*p99)),
+			Why: fmt.Sprintf("%g× the p99 end-to-end latency; check proxies' idle timeouts for streams too", s.th.ClientTimeoutP99)}}, changes...)
 	}
 	return &Finding{Title: "client timeouts: clients abort requests before they finish",
 		Evidence: evs,
@@ -183,7 +183,7 @@ func prefixCaching(s *Signals, _ *diagnosis) *Finding {
 			Changes:   []Change{{Flag: "--enable-prefix-caching", Why: "vLLM's default; costs little when prompts share nothing"}},
 			untested:  untestedPrefix}
 	}
-	changes, apply := s.kvChanges(1.5)
+	changes, apply := s.kvChanges(s.th.KVGrowEvicting)
 	return &Finding{Title: "prefix caching is ineffective: shared prefixes are evicted before reuse",
 		Evidence: s.evs(SigHitRate, SigKV, SigKVHighShare),
 		Inference: fmt.Sprintf("Prompts do share prefixes (%s of looked-up tokens hit), but the KV cache is full, so cached blocks are evicted for running requests before they can be reused.",

@@ -16,13 +16,14 @@ import (
 )
 
 // Thresholds are every number the rules, the three answers and a replay's
-// verdict compare a signal with, in one value, by the names a user sets
-// them under (--threshold name=value, or a YAML or JSON file of them):
-// docs/doctor.md's threshold table lists each (a test keeps the two
-// equal). The alert rules and the dashboards' lines (internal/dashboards)
-// and the live page read the same value, so an alert and the finding that
-// explains it fire on the same numbers. The corpus (internal/corpus) is
-// how a change to one is judged.
+// verdict compare a signal with, the factors the advice sizes its changes
+// by, and the dashboards' colour bands, in one value, by the names a user
+// sets them under (--threshold name=value, or a YAML or JSON file of
+// them): docs/doctor.md's threshold table lists each (a test keeps the two
+// equal). The alert rules and the dashboards' lines and bands
+// (internal/dashboards), the live page and the planner read the same
+// value, so an alert and the finding that explains it fire on the same
+// numbers. The corpus (internal/corpus) is how a change to one is judged.
 type Thresholds struct {
 	KVWatermark    float64 `yaml:"kv_watermark" doc:"KV-cache usage of vLLM's preemption line (the KV alert's)"`
 	KVHighShare    float64 `yaml:"kv_high_share" doc:"share of readings at the watermark that makes the KV cache full"`
@@ -79,6 +80,23 @@ type Thresholds struct {
 	SpecAcceptanceLow  float64 `yaml:"spec_acceptance_low" doc:"draft acceptance rate (accepted over draft tokens) below which a verify pass's drafts buy little (the acceptance alert's)"`
 	SpecPositionKeep   float64 `yaml:"spec_position_keep" doc:"acceptance at a draft position (accepted there per verify pass) below which drafting it costs more than it saves"`
 	SpecScoredPerToken float64 `yaml:"spec_scored_per_token" doc:"positions a verify pass scores per token it keeps above which, on a GPU busy with wide verify steps, speculation costs throughput (in the simulator's cost model, 1.5 still pays and 1.7 costs)"`
+
+	// The advice's sizing: how far a recommended change moves its flag.
+	KVGrowMin        float64 `yaml:"kv_grow_min" doc:"least factor a KV remedy grows the KV cache by: the queue's own need (running plus waiting, over running) is taken within kv_grow_min and kv_grow_max"`
+	KVGrowMax        float64 `yaml:"kv_grow_max" doc:"most factor a KV remedy grows the KV cache by at once"`
+	KVGrowEvicting   float64 `yaml:"kv_grow_evicting" doc:"least factor the KV cache is grown by when its blocks are taken from what still needs them (a preemption storm; prefixes evicted before reuse)"`
+	StormSeqsShare   float64 `yaml:"storm_seqs_share" doc:"share of the mean running requests that a preemption storm's other remedy, a lower --max-num-seqs, admits"`
+	BudgetRaise      float64 `yaml:"budget_raise" doc:"factor by which --max-num-batched-tokens is raised when steps are full (compute- and prefill-bound)"`
+	SeqsRaise        float64 `yaml:"seqs_raise" doc:"factor by which --max-num-seqs is raised at its cap (host-bound; concurrency-cap raises it at least this much)"`
+	CapHeadroom      float64 `yaml:"cap_headroom" doc:"concurrency-cap's --max-num-seqs over the requests running and waiting, within what the KV cache and the steps leave room for"`
+	ScaleOutMin      float64 `yaml:"scale_out_min" doc:"fewest replicas a scale-out recommends (a whole number)"`
+	ITLTarget        float64 `yaml:"itl_target" doc:"fitted inter-token latency, over the narrowest batch's, that decode-bound's --max-num-seqs keeps"`
+	ClientTimeoutP99 float64 `yaml:"client_timeout_p99" doc:"client timeout advised, in multiples of the p99 end-to-end latency"`
+
+	// The dashboards' colour bands, which no rule reads.
+	KVFull         float64 `yaml:"kv_full" doc:"KV-cache usage at which the dashboards' KV panel turns red, the cache out of blocks (orange from kv_watermark, below it)"`
+	SLOAttainedLow float64 `yaml:"slo_attained_low" doc:"share of requests within an SLO below which the dashboards' SLO tiles are red (orange from it)"`
+	SLOAttained    float64 `yaml:"slo_attained" doc:"share of requests within an SLO from which the dashboards' SLO tiles are green"`
 
 	ReplayThroughputGain float64 `yaml:"replay_throughput_gain" doc:"output throughput of the recommended replay over the current one that is an improvement"`
 	ReplayLatencyGain    float64 `yaml:"replay_latency_gain" doc:"mean end-to-end latency of the current replay over the recommended one that is an improvement"`
@@ -144,6 +162,21 @@ func DefaultThresholds() Thresholds {
 		SpecAcceptanceLow:  0.3,
 		SpecPositionKeep:   0.3,
 		SpecScoredPerToken: 1.6,
+
+		KVGrowMin:        1.25,
+		KVGrowMax:        4,
+		KVGrowEvicting:   1.5,
+		StormSeqsShare:   0.75,
+		BudgetRaise:      2,
+		SeqsRaise:        2,
+		CapHeadroom:      1.25,
+		ScaleOutMin:      2,
+		ITLTarget:        1.25,
+		ClientTimeoutP99: 2,
+
+		KVFull:         0.98,
+		SLOAttainedLow: 0.9,
+		SLOAttained:    0.99,
 
 		ReplayThroughputGain: 1.05,
 		ReplayLatencyGain:    1.1,
@@ -265,6 +298,30 @@ func (t Thresholds) Validate() error {
 	}
 	if !(t.ImbalanceRatio > 1) {
 		return fmt.Errorf("threshold imbalance_ratio: %v: a replica above its fleet's mean by less than 1× is no imbalance", t.ImbalanceRatio)
+	}
+	return t.validateSizing()
+}
+
+// validateSizing refuses a factor that would advise the opposite of its
+// change (a raise below 1×), a count that is no whole number, and colour
+// bands out of order.
+func (t Thresholds) validateSizing() error {
+	for _, name := range []string{"kv_grow_min", "kv_grow_evicting", "budget_raise", "seqs_raise", "cap_headroom", "itl_target", "client_timeout_p99"} {
+		if v, _ := t.Get(name); !(v >= 1) {
+			return fmt.Errorf("threshold %s: %v is a factor a recommendation raises by: want it at least 1", name, v)
+		}
+	}
+	switch {
+	case !(t.KVGrowMax >= t.KVGrowMin):
+		return fmt.Errorf("threshold kv_grow_max: %v is below kv_grow_min %v", t.KVGrowMax, t.KVGrowMin)
+	case !(t.StormSeqsShare > 0 && t.StormSeqsShare < 1):
+		return fmt.Errorf("threshold storm_seqs_share: %v lowers --max-num-seqs to a share of the running requests: want it in (0, 1)", t.StormSeqsShare)
+	case !(t.ScaleOutMin >= 1) || t.ScaleOutMin != math.Trunc(t.ScaleOutMin):
+		return fmt.Errorf("threshold scale_out_min: %v replicas: want a whole number, at least 1", t.ScaleOutMin)
+	case !(t.KVFull > t.KVWatermark && t.KVFull <= 1):
+		return fmt.Errorf("threshold kv_full: %v: the KV panel turns orange at kv_watermark (%v) and red at kv_full, so want it above the watermark and at most 1 (set kv_full with kv_watermark)", t.KVFull, t.KVWatermark)
+	case !(t.SLOAttainedLow > 0 && t.SLOAttainedLow < t.SLOAttained && t.SLOAttained <= 1):
+		return fmt.Errorf("threshold slo_attained_low %v, slo_attained %v: the SLO tiles are red below the first and green from the second: want 0 < slo_attained_low < slo_attained <= 1", t.SLOAttainedLow, t.SLOAttained)
 	}
 	return nil
 }

@@ -377,4 +377,7 @@ type Stats struct {
 	// and when the last step saw them.
 	RunningLoRA, WaitingLoRA string
 	LoRAAt                   time.Time
+	// Dead is what killed the engine (Health has the whole error); empty
+	// while it lives.
+	Dead DeathReason
 }

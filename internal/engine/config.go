@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/speculative"
 )
@@ -37,6 +38,12 @@ type Config struct {
 	// engine drafts by prompt lookup itself; a draft model is the
 	// executor's (a Drafter).
 	Speculative speculative.Config
+
+	// StepTimeout is the watchdog (serve's --step-timeout): a step whose
+	// Execute has not returned after this long of wall time kills the
+	// engine with DeathStepTimeout. 0 turns it off. With it, Execute runs
+	// on a goroutine of its own that the engine waits for.
+	StepTimeout time.Duration
 }
 
 // Validate reports the first setting that cannot work.
@@ -56,6 +63,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("max waiting requests must be at least 1, got %d", c.MaxWaiting)
 	case len(c.LoRAs) > 0 && c.MaxLoRAs < 1:
 		return fmt.Errorf("max-loras must be at least 1 with LoRA adapters, got %d", c.MaxLoRAs)
+	case c.StepTimeout < 0:
+		return fmt.Errorf("step timeout must not be negative (0 turns the watchdog off), got %s", c.StepTimeout)
 	case c.Speculative.Enabled() && (c.Speculative.NumSpeculativeTokens < 1 || c.Speculative.NumSpeculativeTokens > speculative.MaxSpeculativeTokens):
 		return fmt.Errorf("num_speculative_tokens must be in [1, %d], got %d", speculative.MaxSpeculativeTokens, c.Speculative.NumSpeculativeTokens)
 	}

@@ -35,6 +35,7 @@ type Engine struct {
 	room   chan struct{}       // closed when the queue shrinks, for AwaitRoom; nil without waiters
 	ids    map[string]struct{} // live request ids
 	closed bool
+	dead   *DeadError    // why the executor killed the engine; nil while it lives
 	wake   chan struct{} // holds a token when inbox or aborts are non-empty
 
 	queued atomic.Int64 // submitted and not yet admitted: the overload measure
@@ -65,6 +66,11 @@ type Engine struct {
 	stepAt  time.Time   // start of the current step, for Phase records
 	timer   KernelTimer // the executor, when it times kernels and Config.Profiling is set
 	timing  bool        // timer is on
+
+	// The executor goroutine, under Config.StepTimeout only (dead.go).
+	calls    chan struct{}
+	results  chan execResult
+	watchdog *time.Timer
 
 	loraSeen []bool // scratch of adapters, by id
 }
@@ -179,7 +185,7 @@ func (e *Engine) enqueue(rs []*reqState) error {
 	defer e.mu.Unlock()
 	switch {
 	case e.closed:
-		return ErrClosed
+		return e.closedErr()
 	case e.queued.Load()+int64(len(rs)) > int64(e.cfg.MaxWaiting):
 		return ErrOverloaded
 	}
@@ -204,8 +210,8 @@ func (e *Engine) enqueue(rs []*reqState) error {
 // AwaitRoom returns once the queue has room for n more requests, at that
 // moment: the caller's next Submit or Group.Add may still find it full
 // when others got there first, and waits again. It fails with ErrClosed
-// after shutdown, with ctx's cause, and at once with ErrOverloaded when
-// n exceeds the whole queue.
+// after shutdown (the *DeadError once the engine died), with ctx's cause,
+// and at once with ErrOverloaded when n exceeds the whole queue.
 func (e *Engine) AwaitRoom(ctx context.Context, n int) error {
 	if n > e.cfg.MaxWaiting {
 		return fmt.Errorf("await room for %d requests in a queue of %d: %w", n, e.cfg.MaxWaiting, ErrOverloaded)
@@ -213,8 +219,9 @@ func (e *Engine) AwaitRoom(ctx context.Context, n int) error {
 	for {
 		e.mu.Lock()
 		if e.closed {
+			err := e.closedErr()
 			e.mu.Unlock()
-			return ErrClosed
+			return err
 		}
 		if e.queued.Load()+int64(n) <= int64(e.cfg.MaxWaiting) {
 			e.mu.Unlock()
@@ -318,9 +325,14 @@ func (e *Engine) signal() {
 
 // Run is the engine goroutine. It blocks while idle and returns when ctx is
 // done, after ending every request it still holds as aborted; Submit fails
-// with ErrClosed from then on.
+// with ErrClosed from then on. It also returns when the executor dies
+// (dead.go): every request has then ended with the *DeadError, and Submit
+// fails with it.
 func (e *Engine) Run(ctx context.Context) {
-	for {
+	if e.cfg.StepTimeout > 0 && e.calls == nil {
+		e.startExecutor()
+	}
+	for e.dead == nil {
 		if ctx.Err() != nil {
 			e.shutdown()
 			return
@@ -352,7 +364,7 @@ func (e *Engine) Advance() (busy bool) {
 		return false
 	}
 	e.step()
-	return e.sched.NumRunning()+e.sched.NumWaiting() > 0
+	return e.dead == nil && e.sched.NumRunning()+e.sched.NumWaiting() > 0
 }
 
 // Stop shuts an Advance-driven engine down as Run does when its context
@@ -404,12 +416,26 @@ func (e *Engine) slot(rs *reqState) int {
 }
 
 // shutdown ends everything still queued or running as aborted.
-func (e *Engine) shutdown() {
+func (e *Engine) shutdown() { e.stop(FinishAbort, nil) }
+
+// stop closes the engine and ends everything still queued or running with
+// reason: aborted at shutdown, failed with dead's error when the executor
+// died (dead is then what every later caller gets). Their KV blocks go back
+// to the pool; the executor goroutine, if any, ends (after its call
+// returns, when it is hung).
+func (e *Engine) stop(reason FinishReason, dead *DeadError) {
 	e.mu.Lock()
 	e.closed = true
+	if dead != nil && e.dead == nil {
+		e.dead = dead
+	}
 	idles := e.idles
 	e.idles = nil
 	e.mu.Unlock()
+	if e.calls != nil {
+		close(e.calls)
+		e.calls = nil
+	}
 	e.signalRoom() // waiters see the engine closed
 	defer func() {
 		for _, c := range idles {
@@ -418,21 +444,27 @@ func (e *Engine) shutdown() {
 	}()
 	e.drain()
 	now := e.clock.Now()
+	var err error
+	if dead != nil {
+		err = dead
+	}
 	for _, rs := range e.byID {
-		e.finish(rs, FinishAbort, -1, now, nil, nil)
+		e.finish(rs, reason, -1, now, err, nil)
 	}
 	e.deliver()
 }
 
 // AwaitIdle returns once the engine holds no request: every submitted one
 // has finished and been reported to the observer (at once when it is idle
-// already). It fails with ErrClosed after shutdown and with ctx's error.
+// already). It fails with ErrClosed after shutdown (the *DeadError once the
+// engine died) and with ctx's error.
 func (e *Engine) AwaitIdle(ctx context.Context) error {
 	done := make(chan struct{})
 	e.mu.Lock()
 	if e.closed {
+		err := e.closedErr()
 		e.mu.Unlock()
-		return ErrClosed
+		return err
 	}
 	e.idles = append(e.idles, done)
 	e.signal()
@@ -473,6 +505,9 @@ func (e *Engine) publish() {
 		KVUsage:     e.kv.Usage(),
 		Preemptions: e.preempt,
 		Deferred:    e.plan.Deferred,
+	}
+	if e.dead != nil {
+		st.Dead = e.dead.Reason
 	}
 	if len(e.cfg.LoRAs) > 0 {
 		st.RunningLoRA, st.WaitingLoRA = e.adapters(e.sched.Running()), e.adapters(e.sched.Waiting())

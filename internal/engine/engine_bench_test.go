@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/sampling"
 )
@@ -20,12 +21,17 @@ func (zeroExec) Execute(b *Batch, r *StepResult) error {
 
 // BenchmarkStep measures one decode step of the engine (schedule, batch,
 // deliver to every stream, observe) with a zero-cost executor, and reads
-// every stream once per step as a server would.
+// every stream once per step as a server would; with the watchdog, Execute
+// runs on the executor goroutine (the difference is its hand-off).
 func BenchmarkStep(b *testing.B) {
-	for _, n := range []int{256, 1024} {
-		b.Run(fmt.Sprintf("seqs=%d", n), func(b *testing.B) {
+	for _, c := range []struct {
+		n        int
+		watchdog time.Duration
+	}{{256, 0}, {1024, 0}, {256, time.Minute}} {
+		n := c.n
+		b.Run(fmt.Sprintf("seqs=%d/watchdog=%s", n, c.watchdog), func(b *testing.B) {
 			cfg := Config{MaxNumSeqs: n, MaxNumBatchedTokens: 8192, MaxModelLen: 1 << 20, BlockSize: 16,
-				NumBlocks: 1 << 21, EnablePrefixCaching: true, MaxWaiting: n}
+				NumBlocks: 1 << 21, EnablePrefixCaching: true, MaxWaiting: n, StepTimeout: c.watchdog}
 			e, err := New(cfg, zeroExec{}, nopObserver{})
 			if err != nil {
 				b.Fatal(err)
@@ -57,6 +63,7 @@ func BenchmarkStep(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/step")
+			e.Stop() // ends the executor goroutine
 		})
 	}
 }

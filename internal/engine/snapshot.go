@@ -62,14 +62,16 @@ type BlockPoolState struct {
 }
 
 // Snapshot asks the engine goroutine for a snapshot, taken between two
-// steps (or at once when idle). It fails with ErrClosed after shutdown and
-// with ctx's error when the engine does not answer in time.
+// steps (or at once when idle). It fails with ErrClosed after shutdown
+// (the *DeadError once the engine died) and with ctx's error when the
+// engine does not answer in time.
 func (e *Engine) Snapshot(ctx context.Context) (*Snapshot, error) {
 	reply := make(chan *Snapshot, 1)
 	e.mu.Lock()
 	if e.closed {
+		err := e.closedErr()
 		e.mu.Unlock()
-		return nil, ErrClosed
+		return nil, err
 	}
 	e.snaps = append(e.snaps, reply)
 	e.signal()

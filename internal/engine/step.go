@@ -9,7 +9,9 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/sched"
 )
 
-// step runs one iteration: plan, execute, deliver, observe.
+// step runs one iteration: plan, execute, deliver, observe. When the
+// executor dies in it, the engine stops (dead.go) and the step is not
+// observed.
 func (e *Engine) step() {
 	start := e.clock.Now()
 	e.stepAt = start
@@ -39,7 +41,12 @@ func (e *Engine) step() {
 	e.result.FLOPs, e.result.ReadBytes, e.result.WriteBytes, e.result.Activity = 0, 0, 0, GPUActivity{}
 	e.result.HostTime, e.result.Kernels = 0, nil
 	e.timeKernels()
-	err := e.exec.Execute(&e.batch, &e.result)
+	res := e.execute()
+	if d := e.deathOf(&res, len(p.Seqs)); d != nil {
+		e.die(d, res.stack) // the step's requests fail with the rest
+		return
+	}
+	err := res.err
 	executed := e.clock.Now()
 	if e.result.HostTime > 0 {
 		e.clock.Sleep(e.result.HostTime) // the host's share of the step: the GPU idles

@@ -18,6 +18,7 @@ type Grammar struct {
 	frames     []frame
 	starts     []int32 // each rule's start frame
 	rootCalled bool    // some rule calls the root, so its end is not the end of the output
+	json       bool    // the output is a JSON text (a schema's, or any object)
 }
 
 type frame struct {

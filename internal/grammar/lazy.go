@@ -34,6 +34,10 @@ func (l *Lazy) State() (trigger string, free bool, calls int, after string) {
 	return l.trigger, l.mt == nil && !l.done, l.calls, l.after
 }
 
+// JSON reports whether what follows the trigger is a JSON text (a tool
+// call's body is).
+func (l *Lazy) JSON() bool { return l.c.g.json }
+
 // FillMask sets every token while free (the end of the sequence
 // included), the grammar's tokens otherwise.
 func (l *Lazy) FillMask(mask []uint64) {

@@ -27,6 +27,11 @@ func (c *Compiled) NewMatcher() *Matcher {
 	return mt
 }
 
+// JSON reports whether the output is a JSON text (a JSON Schema's or
+// json_object's grammar), for the simulated model, which writes JSON as a
+// model does rather than pick among the allowed bytes.
+func (mt *Matcher) JSON() bool { return mt.c.g.json }
+
 // CanEnd reports whether the output may end here (an end-of-sequence
 // token is allowed).
 func (mt *Matcher) CanEnd() bool { return mt.accept }

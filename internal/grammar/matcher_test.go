@@ -168,3 +168,30 @@ func TestMaskExactOnQwenVocab(t *testing.T) {
 		t.Error("the complete output cannot end")
 	}
 }
+
+// TestJSONMarksItsOutput: matchers of a JSON Schema's grammar (with a
+// suffix too, and lazily) and of json_object's say their output is JSON,
+// for the simulated model; regular expressions, choices and GBNF do not.
+func TestJSONMarksItsOutput(t *testing.T) {
+	v := jsonAlphabetVocab(rand.New(rand.NewPCG(1, 1)))
+	for _, c := range []struct {
+		spec Spec
+		json bool
+	}{
+		{Spec{Kind: KindJSON, Text: `{"type":"integer"}`}, true},
+		{Spec{Kind: KindJSON, Text: `{"type":"object"}`, Suffix: "</call>"}, true},
+		{Spec{Kind: KindJSONObject}, true},
+		{Spec{Kind: KindRegex, Text: `\{[a-z]+\}`}, false},
+		{Spec{Kind: KindChoice, Choices: []string{"{}", "[]"}}, false},
+		{Spec{Kind: KindGrammar, Text: `root ::= "{" "}"`}, false},
+	} {
+		g, err := Parse(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		compiled := Compile(g, v)
+		if got, lazy := compiled.NewMatcher().JSON(), compiled.NewLazy("<call>").JSON(); got != c.json || lazy != c.json {
+			t.Errorf("%+v: JSON() %v, lazily %v, want %v", c.spec, got, lazy, c.json)
+		}
+	}
+}

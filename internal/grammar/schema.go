@@ -67,7 +67,15 @@ func JSONSchema(schema []byte) (*Grammar, error) {
 		return nil, err
 	}
 	c.b.Define("root", x)
-	return build(c.b, "schema")
+	return jsonGrammar(build(c.b, "schema"))
+}
+
+// jsonGrammar marks a built grammar's output as JSON.
+func jsonGrammar(g *Grammar, err error) (*Grammar, error) {
+	if g != nil {
+		g.json = true
+	}
+	return g, err
 }
 
 // jsonSchemaThen is JSONSchema's value between optional whitespace, then
@@ -83,7 +91,7 @@ func jsonSchemaThen(schema []byte, suffix string) (*Grammar, error) {
 		return nil, err
 	}
 	c.b.Define("root", Seq(c.ws, x, c.ws, Lit(suffix)))
-	return build(c.b, "schema")
+	return jsonGrammar(build(c.b, "schema"))
 }
 
 // JSONObject is the grammar of any JSON object (response_format
@@ -96,6 +104,7 @@ func JSONObject() *Grammar {
 	if err != nil {
 		panic("BUG: grammar: the JSON object grammar does not build: " + err.Error())
 	}
+	g.json = true
 	return g
 }
 

@@ -62,7 +62,7 @@ func prometheusSummary(v *bench.ServerView, from, to *time.Time) object {
 			xs = append(xs, value(s, name))
 		}
 		slices.Sort(xs)
-		return object{{"mean", mean(xs)}, {"median", percentile(xs, 50)}, {"p90", percentile(xs, 90)}, {"p99", percentile(xs, 99)}}
+		return object{{"mean", bench.Mean(xs)}, {"median", bench.SortedPercentile(xs, 50)}, {"p90", bench.SortedPercentile(xs, 90)}, {"p99", bench.SortedPercentile(xs, 99)}}
 	}
 	ratio := func(num, den string) float64 {
 		if d := inc(den); d > 0 {
@@ -77,7 +77,7 @@ func prometheusSummary(v *bench.ServerView, from, to *time.Time) object {
 			{"count", inc(v0 + "request_success_total")}, {"rate", rate(v0 + "request_success_total")},
 			{"prompt_len", object{{"mean", rate(v0 + "prompt_tokens_total")}, {"rate", rate(v0 + "prompt_tokens_total")}}},
 			{"output_len", object{{"mean", rate(v0 + "generation_tokens_total")}, {"rate", rate(v0 + "generation_tokens_total")}}},
-			{"queue_len", object{{"mean", gauge(v0 + "num_requests_waiting")[0].v}}},
+			{"queue_len", object{{"mean", gauge(v0 + "num_requests_waiting")[0].Value}}},
 			{"request_latency", hist(v0 + "e2e_request_latency_seconds")},
 			{"time_to_first_token", hist(v0 + "time_to_first_token_seconds")},
 			{"time_per_output_token", hist(v0 + "request_time_per_output_token_seconds")},
@@ -86,7 +86,7 @@ func prometheusSummary(v *bench.ServerView, from, to *time.Time) object {
 			{"num_preemptions_total", object{{"mean", inc(v0 + "num_preemptions_total")}}},
 			{"prefix_cache_hit_percent", object{{"mean", ratio(v0+"prefix_cache_hits_total", v0+"prefix_cache_queries_total")}}},
 			{"inter_token_latency", hist(v0 + "inter_token_latency_seconds")},
-			{"num_requests_running", object{{"mean", gauge(v0 + "num_requests_running")[0].v}}},
+			{"num_requests_running", object{{"mean", gauge(v0 + "num_requests_running")[0].Value}}},
 			{"request_queue_time", hist(v0 + "request_queue_time_seconds")},
 			{"request_inference_time", hist(v0 + "request_inference_time_seconds")},
 			{"request_prefill_time", hist(v0 + "request_prefill_time_seconds")},

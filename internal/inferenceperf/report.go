@@ -1,7 +1,6 @@
 package inferenceperf
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
+	"github.com/glassbox-llm/glassbox/internal/jsonobject"
 )
 
 // WriteReports writes a run of the configuration w as inference-perf
@@ -201,32 +201,9 @@ func stageOutputs(outs []bench.Output, s int) []bench.Output {
 	return out
 }
 
-// field is one key of a JSON object whose key order is kept.
-type field struct {
-	k string
-	v any
-}
-
-// object marshals its fields in order, as inference-perf's reports list
-// them.
-type object []field
-
-func (o object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, f := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(f.k)
-		b.Write(k)
-		b.WriteByte(':')
-		v, err := json.Marshal(f.v)
-		if err != nil {
-			return nil, fmt.Errorf("marshal %s: %w", f.k, err)
-		}
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
+// object and field are a JSON object whose keys keep their order (as inference-perf's
+// reports list them), and one of its keys.
+type (
+	object = jsonobject.Object
+	field  = jsonobject.Field
+)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
@@ -20,13 +21,13 @@ func (x *ipContext) ipSummary(v []float64) any {
 	}
 	s := slices.Clone(v)
 	slices.Sort(s)
-	o := object{{"mean", mean(s)}, {"min", s[0]}, {"max", s[len(s)-1]}}
+	o := object{{"mean", bench.Mean(s)}, {"min", s[0]}, {"max", s[len(s)-1]}}
 	for _, p := range x.pcts {
 		k := "median"
 		if p != 50 {
 			k = "p" + strconv.FormatFloat(p, 'g', -1, 64)
 		}
-		o = append(o, field{k, percentile(s, p)})
+		o = append(o, field{k, bench.SortedPercentile(s, p)})
 	}
 	return o
 }
@@ -247,20 +248,4 @@ func (x *ipContext) goodputMetrics(ok []*ipRecord) any {
 		}
 	}
 	return o
-}
-
-func mean(x []float64) float64 {
-	s := 0.0
-	for _, v := range x {
-		s += v
-	}
-	return s / float64(len(x))
-}
-
-// percentile is numpy's default ("linear") percentile of sorted x.
-func percentile(sorted []float64, p float64) float64 {
-	rank := p / 100 * float64(len(sorted)-1)
-	lo := int(math.Floor(rank))
-	hi := int(math.Ceil(rank))
-	return sorted[lo] + (sorted[hi]-sorted[lo])*(rank-float64(lo))
 }

@@ -1,5 +1,7 @@
-// Package layering holds the test that enforces DESIGN.md §2's dependency
-// rules across the module. It has no code of its own.
+// Package layering holds the tests that enforce DESIGN.md §2's dependency
+// rules across the module, and that keep docs/architecture.md's map of it
+// (the files and functions a request passes through) true. It has no code
+// of its own.
 package layering
 
 import (
@@ -95,19 +97,41 @@ var forbidden = map[string][]string{
 	// NVIDIA's libraries, bound at run time: the GPU executor and the
 	// tools that read the board build on them; they know no engine.
 	module + "/internal/cuda": modelSide,
+	// The fake board the GPU code's tests run on knows only the bindings.
+	module + "/internal/fakecuda": slices.Concat(modelSide, []string{module + "/internal/replica", module + "/internal/dcgm"}),
 	// dcgm-exporter's series, simulated or read from a real GPU: it
-	// declares what it reads of NVML (dcgm.Device) and the wiring adapts
-	// internal/cuda to it, so the exporter builds and tests without
-	// NVIDIA's libraries; it serves text, it registers no metrics.
-	module + "/internal/dcgm": {"github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/cuda", module + "/internal/executor/cuda",
-		module + "/internal/executor/cpu", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/replica"},
+	// declares what it reads of NVML (dcgm.Device) and of an engine step
+	// (dcgm.Step), and the wiring adapts internal/cuda and the engine's
+	// events to them, so the exporter builds and tests without NVIDIA's
+	// libraries or an engine; the simulated counters are the cost model's.
+	// It serves text, it registers no metrics.
+	module + "/internal/dcgm": {"github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/cuda", module + "/internal/engine", module + "/internal/executor",
+		module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/replica"},
+	// The cost model prices steps from the profiles: it knows no engine
+	// (a step comes in as costmodel.Seq), no executor (the simulated one
+	// imports it, with the fake model's text kept there) and serves nothing.
+	module + "/internal/costmodel": {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/engine", module + "/internal/sched",
+		module + "/internal/kvcache", module + "/internal/executor", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing",
+		module + "/internal/replica", module + "/internal/simulate", module + "/internal/dcgm"},
 	// The profile table is data: everything reads it, it reads nothing.
 	module + "/internal/profiles": {module + "/internal/", "net/http", "github.com/prometheus/"},
 	module + "/internal/hub":      {module + "/internal/engine", module + "/internal/server", module + "/internal/executor", module + "/internal/model"},
+
+	// The ordered JSON object of bench's and inference-perf's reports: a
+	// format, nothing of glassbox's.
+	module + "/internal/jsonobject": {module + "/internal/"},
 }
 
 // replicaUsers may import replica besides the entry points.
 var replicaUsers = map[string]bool{module + "/internal/simulate": true, module + "/internal/calibrate": true, module + "/internal/plan": true}
+
+// simUsers may import the simulated executor besides the entry points, and
+// with it the simulated model's text, vocabulary and tool calls, which
+// live there alone: replica builds it, simulate runs it in virtual time
+// (its tokenizer is the simulated vocabulary) and calibrate configures the
+// simulated servers it fits. What needs a step's price, the GPU counters or
+// the KV cache's size takes internal/costmodel instead.
+var simUsers = map[string]bool{module + "/internal/replica": true, module + "/internal/simulate": true, module + "/internal/calibrate": true}
 
 // inferencePerfUsers may import inferenceperf besides cmd/: calibrate reads
 // the reference runs' inference-perf files.
@@ -148,6 +172,11 @@ func TestDependencyRules(t *testing.T) {
 			// tools that describe servers to it.
 			if imp == module+"/internal/replica" && p.ImportPath != module && !strings.HasPrefix(p.ImportPath, module+"/cmd/") && !replicaUsers[p.ImportPath] {
 				t.Errorf("%s imports %s: only cmd/, the public package and simulate's tools assemble replicas", p.ImportPath, imp)
+			}
+			// The simulated executor holds the fake model's text: only
+			// what builds or configures one imports it.
+			if imp == module+"/internal/executor/sim" && p.ImportPath != module && !strings.HasPrefix(p.ImportPath, module+"/cmd/") && !simUsers[p.ImportPath] {
+				t.Errorf("%s imports %s, the simulated executor and its fake model's text: take a step's price, the counters or the KV sizing from internal/costmodel", p.ImportPath, imp)
 			}
 			// inference-perf's files are read where a user names one (cmd's
 			// --config) and by calibrate; the rest take the Plans it builds.

@@ -79,7 +79,7 @@ func (p *Page) promView(ctx context.Context, q query) *view {
 		v.problem = err.Error() // not kept: the next refresh asks again
 		return v
 	}
-	rep := p.doc.Fleet(pr.URL, pr.Selector, ms)
+	rep := p.doc.Fleet(pr.URL, src.FleetSelector(), ms)
 	v.fleet = rep.Findings
 	for i := range rep.Fleet.Instances {
 		in := &rep.Fleet.Instances[i]

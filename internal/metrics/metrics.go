@@ -101,6 +101,7 @@ func New(cfg Config, reg prometheus.Registerer) (*Metrics, error) {
 	b.info(metricspec.ExecutorInfo, cfg.ExecutorInfo, true)
 	b.gauge(metricspec.ExecutorPeakFLOPs, cfg.PeakFLOPs)
 	b.gauge(metricspec.ExecutorPeakMemBandwidth, cfg.PeakBandwidth)
+	b.register(newDeadCollector(cfg))
 	m.http = newHTTPSeries(b)
 
 	if m.enabled {

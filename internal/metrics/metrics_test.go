@@ -134,6 +134,7 @@ func expectedFamilies() map[string]familySpec {
 			"max_model_len", "max_num_batched_tokens", "max_num_seqs", "model_name"}},
 		"glassbox_executor_info":   {typ: g, labels: []string{"engine", "executor", "hardware", "model", "model_name"}},
 		"glassbox_kv_cache_blocks": {typ: g, labels: with("state"), label: "state", values: []string{"free", "cached", "used"}},
+		"glassbox_engine_dead":     {typ: g, labels: with("reason"), label: "reason", values: []string{"executor_error", "step_timeout", "executor_panic"}},
 		// The instrumentator's unlabelled histogram exists before any request.
 		"http_request_duration_highr_seconds": {typ: h},
 	}
@@ -281,7 +282,7 @@ func TestDisableLogStats(t *testing.T) {
 
 	fams := parse(t, scrape(t, reg))
 	want := []string{
-		"glassbox_executor_info", "glassbox_executor_peak_flops_per_second",
+		"glassbox_engine_dead", "glassbox_executor_info", "glassbox_executor_peak_flops_per_second",
 		"glassbox_executor_peak_memory_bandwidth_bytes_per_second", "glassbox_scheduler_config_info",
 		"http_request_duration_highr_seconds", "http_request_duration_highr_seconds_created",
 		"http_request_duration_seconds", "http_request_duration_seconds_created",

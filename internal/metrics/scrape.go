@@ -122,3 +122,37 @@ func (c *loraCollector) noteLocked() {
 		c.combos[k] = max(c.combos[k], float64(s.LoRAAt.UnixNano())/1e9)
 	}
 }
+
+// deadCollector is glassbox_engine_dead: one series per reason the engine
+// can die of, 1 for the one that killed it, read from the stats at scrape
+// time. It is registered with the executor's families, whatever
+// --disable-log-stats says: it is the engine's health, not its load.
+type deadCollector struct {
+	stats  func() engine.Stats
+	labels []string // model_name, engine values
+	desc   *prometheus.Desc
+}
+
+func newDeadCollector(cfg Config) *deadCollector {
+	f := metricspec.Must(metricspec.EngineDead)
+	return &deadCollector{stats: cfg.Stats, labels: []string{cfg.ModelName, cfg.Engine},
+		desc: prometheus.NewDesc(f.Name, f.Help, append([]string{labelModel, labelEngine}, f.Labels...), nil)}
+}
+
+// Describe implements prometheus.Collector.
+func (c *deadCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect implements prometheus.Collector.
+func (c *deadCollector) Collect(ch chan<- prometheus.Metric) {
+	var dead engine.DeathReason
+	if c.stats != nil {
+		dead = c.stats().Dead
+	}
+	for _, r := range engine.DeathReasons {
+		v := 0.0
+		if r == dead {
+			v = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, c.labels[0], c.labels[1], string(r))
+	}
+}

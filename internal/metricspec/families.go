@@ -129,6 +129,8 @@ var families = []Family{
 		Help: "Peak dense FLOP/s of one GPU of the executor; divide estimated FLOP rates by it for MFU."},
 	{Name: ExecutorPeakMemBandwidth, Kind: Gauge,
 		Help: "Peak memory bandwidth of one GPU of the executor in bytes/s; divide estimated byte rates by it for MBU."},
+	{Name: EngineDead, Kind: Gauge, Labels: []string{LabelReason},
+		Help: "1 once the engine is dead, for what killed it: executor_error (a sticky device fault), step_timeout (a step past --step-timeout), executor_panic; 0 while it serves. /health answers 503 meanwhile."},
 	{Name: ExecutorBusySeconds, Kind: Counter, Help: "Time spent inside the executor; its rate is the executor's utilisation."},
 	{Name: EngineHostSeconds, Kind: Counter,
 		Help: "Time inside engine iterations but outside the executor (scheduling, output processing, the host's share of a step), during which the GPU idles."},

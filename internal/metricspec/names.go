@@ -25,6 +25,7 @@ const (
 	ExecutorInfo             = "glassbox_executor_info"
 	ExecutorPeakFLOPs        = "glassbox_executor_peak_flops_per_second"
 	ExecutorPeakMemBandwidth = "glassbox_executor_peak_memory_bandwidth_bytes_per_second"
+	EngineDead               = "glassbox_engine_dead" // 1 for what killed the engine, read from its stats
 
 	// Counters and histograms fed by engine steps.
 	PromptTokensBySource       = "vllm:prompt_tokens_by_source_total"

@@ -96,8 +96,10 @@ type ErrorObject struct {
 
 // AsError maps any error to what the client sees. It is the one place where
 // errors become HTTP statuses: parameter errors are 400, an overloaded or
-// closed engine is 503 with Retry-After, a body over the size limit is 413,
-// and anything unexpected is 500.
+// closed engine is 503 with Retry-After, a dead one (its executor failed
+// for good) 503 naming why, without Retry-After: it does not come back
+// by itself. A body over the size limit is 413, and anything unexpected is
+// 500.
 func AsError(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
@@ -111,6 +113,13 @@ func AsError(err error) *Error {
 	case errors.Is(err, engine.ErrOverloaded):
 		return &Error{Status: http.StatusServiceUnavailable, Type: TypeServiceUnavailable, RetryAfter: 1,
 			Message: "The server is overloaded: too many requests are waiting. Retry later.", Err: err}
+	case errors.Is(err, engine.ErrEngineDead):
+		msg := err.Error()
+		var d *engine.DeadError
+		if errors.As(err, &d) {
+			msg = d.Error() // without the request's own prefix: the same words for every request
+		}
+		return &Error{Status: http.StatusServiceUnavailable, Type: TypeServiceUnavailable, Message: "The server cannot serve: its " + msg, Err: err}
 	case errors.Is(err, engine.ErrClosed):
 		return &Error{Status: http.StatusServiceUnavailable, Type: TypeServiceUnavailable, RetryAfter: 5,
 			Message: "The server is shutting down.", Err: err}

@@ -37,6 +37,7 @@ func refusals(endpoint string) []refusal {
 	is := func(want string) func([]byte) bool {
 		return func(raw []byte) bool { return bytes.Equal(compact(raw), []byte(want)) }
 	}
+	object := func(raw []byte) bool { return jsonKind(raw) == "object" }
 	empty := func(raw []byte) bool {
 		c := compact(raw)
 		return bytes.Equal(c, []byte("{}")) || bytes.Equal(c, []byte("[]")) || bytes.Equal(c, []byte(`""`))
@@ -88,8 +89,7 @@ func refusals(endpoint string) []refusal {
 			{"modalities", is(`["text"]`), "this server generates text only"},
 			{"prediction", always, "predicted outputs are not supported"},
 			{"web_search_options", always, "web search is not supported"},
-			{"reasoning_effort", always, "reasoning models are not supported"},
-			{"verbosity", always, "verbosity is not supported"},
+			{"reasoning_effort", is(`"none"`), `reasoning models are not supported: only "none" (no reasoning) is served`},
 			{"store", is("false"), "stored completions are not supported"},
 			{"echo", is("false"), "echo is not supported for chat"},
 			{"add_generation_prompt", is("true"), "the assistant's turn is always opened"},
@@ -101,8 +101,12 @@ func refusals(endpoint string) []refusal {
 		}
 	case endpointResponses:
 		more = []refusal{
-			{"background", is("false"), "background responses are not supported: a response is answered while its request is open"},
-			{"reasoning", always, "reasoning models are not supported"},
+			// reasoning's fields are refused one by one: {} and effort
+			// "none" (what the Agents SDK sends for GPT-5.x) ask for nothing.
+			{"reasoning", object, "reasoning models are not supported"},
+			{"reasoning.effort", is(`"none"`), `reasoning models are not supported: only effort "none" (no reasoning) is served`},
+			{"reasoning.summary", always, "reasoning summaries are not produced: glassbox serves no reasoning models"},
+			{"reasoning.generate_summary", always, "reasoning summaries are not produced: glassbox serves no reasoning models"},
 			{"prompt", always, "prompt templates are not supported"},
 			{"conversation", always, "conversations are not supported: use previous_response_id"},
 			{"max_tool_calls", always, "max_tool_calls limits built-in tools, which are not served"},
@@ -130,11 +134,11 @@ func checkRefused(data []byte, endpoint string) error {
 	if err := json.Unmarshal(data, &fields); err != nil {
 		return nil // the typed decode reports it
 	}
-	if so, ok := fields["stream_options"]; ok {
-		var opts map[string]json.RawMessage
-		if json.Unmarshal(so, &opts) == nil {
-			for k, v := range opts {
-				fields["stream_options."+k] = v
+	for _, parent := range []string{"stream_options", "reasoning"} {
+		var sub map[string]json.RawMessage
+		if json.Unmarshal(fields[parent], &sub) == nil {
+			for k, v := range sub {
+				fields[parent+"."+k] = v
 			}
 		}
 	}

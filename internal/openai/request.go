@@ -66,6 +66,9 @@ type ChatCompletionRequest struct {
 	Tools             []Tool      `json:"tools"`
 	ToolChoice        *ToolChoice `json:"tool_choice"`
 	ParallelToolCalls *bool       `json:"parallel_tool_calls"`
+	// Verbosity is accepted and changes nothing, as vLLM accepts it:
+	// see CheckVerbosity.
+	Verbosity *string `json:"verbosity"`
 }
 
 // TokenizeRequest is the body of POST /tokenize: either a prompt or the

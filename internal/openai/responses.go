@@ -32,6 +32,7 @@ type ResponsesRequest struct {
 	Text               *ResponseText      `json:"text"`
 	StructuredOutputs  *StructuredOutputs `json:"structured_outputs"`
 	Stream             bool               `json:"stream"`
+	Background         bool               `json:"background"`
 	Store              *bool              `json:"store"`
 	PreviousResponseID *string            `json:"previous_response_id"`
 	Include            []string           `json:"include"`
@@ -164,7 +165,7 @@ func DecodeResponsesRequest(r io.Reader) (*ResponsesRequest, error) {
 
 // check refuses by name what the request asks for and glassbox does not
 // serve: tools other than functions, include values other than the
-// output's logprobs, text verbosity.
+// output's logprobs; text.verbosity is one of its values.
 func (r *ResponsesRequest) check() error {
 	if r.Input.Text == nil && len(r.Input.Items) == 0 {
 		return BadRequest("input", "`input` is required: a string or a non-empty list of items")
@@ -179,8 +180,16 @@ func (r *ResponsesRequest) check() error {
 			return BadRequest("include", "include %q is not supported: only message.output_text.logprobs", inc)
 		}
 	}
-	if r.Text != nil && r.Text.Verbosity != nil && *r.Text.Verbosity != "medium" {
-		return BadRequest("text.verbosity", "`text.verbosity` is not supported by glassbox: the model writes as it writes")
+	if r.Text != nil {
+		if err := CheckVerbosity("text.verbosity", r.Text.Verbosity); err != nil {
+			return err
+		}
+	}
+	if r.Background && r.Store != nil && !*r.Store {
+		return BadRequest("background", "background can only be used when `store` is true")
+	}
+	if r.Background && r.Stream {
+		return BadRequest("background", "a background response is read with GET /v1/responses/{id}: streaming one is not supported")
 	}
 	if r.StructuredOutputs != nil && r.Text != nil && r.Text.Format != nil && r.Text.Format.Type != "text" {
 		return BadRequest("text.format", "give `text.format` or `structured_outputs`, not both")
@@ -307,6 +316,11 @@ func ResponsesError(err error) error {
 	e, ok := err.(*Error)
 	if !ok {
 		return err
+	}
+	if e.Param == "tools" { // the Responses API's tools are flat
+		c := *e
+		c.Message = strings.ReplaceAll(c.Message, "].function.", "].")
+		return &c
 	}
 	rename := map[string]string{"messages": "input", "max_tokens": "max_output_tokens", "response_format": "text.format",
 		"max_completion_tokens": "max_output_tokens"}

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -30,4 +31,50 @@ func FuzzDecodeResponsesRequest(f *testing.F) {
 		}
 		checkDecoded(t, nil, err)
 	})
+}
+
+// TestFieldsThatAskForNothing: reasoning {} and effort "none" (what the
+// Agents SDK sends for GPT-5.x) and the verbosity values are accepted;
+// what reasoning asks for beyond that is refused by its own name, and a
+// verbosity OpenAI does not define is a 400 naming it.
+func TestFieldsThatAskForNothing(t *testing.T) {
+	for _, f := range []string{`"reasoning":{}`, `"reasoning":{"effort":"none"}`, `"reasoning":{"effort":null,"summary":null}`,
+		`"reasoning":null`, `"text":{"verbosity":"low"}`, `"text":{"verbosity":"high","format":{"type":"text"}}`,
+		`"reasoning":{"effort":"none"},"text":{"verbosity":"low"}`} {
+		if _, err := DecodeResponsesRequest(strings.NewReader(`{"input":"x",` + f + `}`)); err != nil {
+			t.Errorf("responses with %s: %v, want it accepted", f, err)
+		}
+	}
+	for _, f := range []string{`"reasoning_effort":"none"`, `"verbosity":"low"`, `"verbosity":null`} {
+		req, err := DecodeChatRequest(strings.NewReader(`{"messages":[{"role":"user","content":"x"}],` + f + `}`))
+		if err == nil {
+			_, err = req.Validate(served)
+		}
+		if err != nil {
+			t.Errorf("chat with %s: %v, want it accepted", f, err)
+		}
+	}
+	for _, c := range []struct{ body, param string }{
+		{`{"input":"x","reasoning":{"effort":"low"}}`, "reasoning.effort"},
+		{`{"input":"x","reasoning":{"effort":"none","summary":"auto"}}`, "reasoning.summary"},
+		{`{"input":"x","reasoning":{"generate_summary":"concise"}}`, "reasoning.generate_summary"},
+		{`{"input":"x","reasoning":"high"}`, "reasoning"},
+		{`{"input":"x","text":{"verbosity":"loud"}}`, "text.verbosity"},
+		{`{"messages":[{"role":"user","content":"x"}],"reasoning_effort":"high"}`, "reasoning_effort"},
+		{`{"messages":[{"role":"user","content":"x"}],"verbosity":"loud"}`, "verbosity"},
+	} {
+		var err error
+		if strings.Contains(c.body, "messages") {
+			var req *ChatCompletionRequest
+			if req, err = DecodeChatRequest(strings.NewReader(c.body)); err == nil {
+				_, err = req.Validate(served)
+			}
+		} else {
+			_, err = DecodeResponsesRequest(strings.NewReader(c.body))
+		}
+		var api *Error
+		if !errors.As(err, &api) || api.Status != 400 || api.Param != c.param || !strings.Contains(api.Message, c.param) {
+			t.Errorf("%s: %v, want a 400 naming %s", c.body, err, c.param)
+		}
+	}
 }

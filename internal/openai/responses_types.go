@@ -7,7 +7,7 @@ type Response struct {
 	ID                 string             `json:"id"`
 	Object             string             `json:"object"` // "response"
 	CreatedAt          int64              `json:"created_at"`
-	Status             string             `json:"status"` // in_progress, completed, incomplete
+	Status             string             `json:"status"` // queued, in_progress, completed, incomplete, cancelled, failed
 	Error              *ResponseError     `json:"error"`
 	IncompleteDetails  *IncompleteDetails `json:"incomplete_details"`
 	Instructions       *string            `json:"instructions"`
@@ -30,6 +30,13 @@ type Response struct {
 	ServiceTier        string             `json:"service_tier"`
 	Reasoning          *struct{}          `json:"reasoning"`
 	TopLogprobs        int                `json:"top_logprobs"`
+}
+
+// ResponseDeleted answers DELETE /v1/responses/{id}.
+type ResponseDeleted struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"` // response
+	Deleted bool   `json:"deleted"`
 }
 
 // ResponseError is a response's error (null when it has none).

@@ -128,6 +128,14 @@ func toolDefs(tools []Tool) ([]toolcall.Tool, []any, error) {
 		if jsonKind(params) == "null" {
 			params = nil
 		}
+		// Checked whatever tool_choice says: auto's and none's schemas are
+		// not compiled, and a malformed one would be served unchecked
+		// (the model shown a tool no call can satisfy).
+		if params != nil {
+			if err := grammar.CheckSchema(params); err != nil {
+				return nil, nil, BadRequest("tools", "%s.function.parameters is not a valid JSON Schema: %v", param, err)
+			}
+		}
 		list = append(list, toolcall.Tool{Name: fn.Name, Parameters: string(params)})
 		raw, err := json.Marshal(tool)
 		if err != nil {

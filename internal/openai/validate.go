@@ -93,6 +93,9 @@ func (r *ChatCompletionRequest) Validate(served []string) (*Generation, error) {
 	if err := checkMessages(r.Messages, false); err != nil {
 		return nil, err
 	}
+	if err := CheckVerbosity("verbosity", r.Verbosity); err != nil {
+		return nil, err
+	}
 	if err := r.tools(g); err != nil {
 		return nil, err
 	}
@@ -237,4 +240,17 @@ func checkTokenIDs(param string, ids []int) error {
 		}
 	}
 	return nil
+}
+
+// CheckVerbosity accepts OpenAI's verbosity values (chat's verbosity, the
+// Responses API's text.verbosity). It is a preference that models trained
+// for it (GPT-5) read; the models glassbox serves have no such training
+// and no chat template takes it, so, as vLLM, glassbox accepts it and it
+// changes nothing: max_tokens bounds an answer's length. Refusing it would
+// refuse every GPT-5.x default of the Agents SDK, which sends "low".
+func CheckVerbosity(param string, v *string) error {
+	if v == nil || slices.Contains([]string{"low", "medium", "high"}, *v) {
+		return nil
+	}
+	return BadRequest(param, "`%s` must be low, medium or high, got %q", param, *v)
 }

@@ -245,6 +245,9 @@ func with(p sampling.Params, f func(*sampling.Params)) sampling.Params {
 	return p
 }
 
+// dead is a dead engine's error, as requests get it.
+var dead = &engine.DeadError{Reason: engine.DeathStepTimeout, Err: errors.New("a step ran for more than the step timeout (1m0s)")}
+
 func TestAsError(t *testing.T) {
 	tests := []struct {
 		err        error
@@ -255,6 +258,8 @@ func TestAsError(t *testing.T) {
 		{fmt.Errorf("submit request: %w", engine.ErrOverloaded), 503, "1"},
 		{errors.New("boom"), 500, ""},
 		{&http.MaxBytesError{Limit: 10}, 413, ""},
+		{fmt.Errorf("submit cmpl-1: %w", engine.ErrClosed), 503, "5"},
+		{fmt.Errorf("submit cmpl-1: %w", dead), 503, ""}, // it does not come back: no Retry-After
 	}
 	for _, tt := range tests {
 		rec := httptest.NewRecorder()
@@ -265,5 +270,16 @@ func TestAsError(t *testing.T) {
 		if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 			t.Errorf("%v: Content-Type %q", tt.err, ct)
 		}
+	}
+}
+
+// TestDeadEngineError: a dead engine's error is a 503 whose message names
+// the reason and the cause, the same for every request (without the
+// request's own prefix).
+func TestDeadEngineError(t *testing.T) {
+	e := AsError(fmt.Errorf("submit chatcmpl-7: %w", dead))
+	if e.Status != 503 || e.Type != TypeServiceUnavailable || e.RetryAfter != 0 ||
+		e.Message != "The server cannot serve: its engine is dead (step_timeout): a step ran for more than the step timeout (1m0s)" {
+		t.Errorf("AsError(dead) = %+v", e)
 	}
 }

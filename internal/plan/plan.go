@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -440,6 +441,8 @@ func commandLines(rc replica.Config) (glassbox, vllm []string) {
 	model := rc.Sim.Model
 	if m, err := profiles.LookupModel(rc.Sim.Model); err == nil && len(m.HF) > 0 {
 		model = m.HF[0]
+	} else if filepath.Base(model) == "config.json" {
+		model = filepath.Dir(model) // vLLM serves the checkpoint's directory
 	}
 	vllm = []string{"vllm", "serve", model, "--tensor-parallel-size", itoa(rc.Sim.TensorParallel), "--max-num-seqs", itoa(rc.MaxNumSeqs)}
 	if rc.MaxNumBatchedTokens > 0 {
@@ -454,6 +457,10 @@ func commandLines(rc replica.Config) (glassbox, vllm []string) {
 		g := strconv.FormatFloat(rc.GPUMemoryUtilization, 'f', -1, 64)
 		glassbox = append(glassbox, "--gpu-memory-utilization", g)
 		vllm = append(vllm, "--gpu-memory-utilization", g)
+	}
+	if rc.Sim.ExpertParallel {
+		glassbox = append(glassbox, "--enable-expert-parallel")
+		vllm = append(vllm, "--enable-expert-parallel")
 	}
 	if rc.NoPrefixCaching {
 		glassbox = append(glassbox, "--no-enable-prefix-caching")

@@ -1,8 +1,12 @@
 // Package profiles is the data table of the GPUs and models glassbox knows:
 // datasheet peaks, what NVIDIA's tools report of each GPU, the cost model's
-// fitted coefficients, and transformer shapes. The simulator prices steps
-// with it, the doctor reads a vLLM target's peak FLOP/s and bandwidth from
-// it, and the planner searches it. It imports nothing of glassbox's.
+// fitted coefficients (profiles.go, h200.go), and transformer shapes read
+// from Hugging Face config.json files, dense or mixtures of experts, GQA or
+// MLA, with their checkpoints' weight formats (model.go, hfconfig.go,
+// hfmoe.go, hfquant.go; the built-in models are such files: builtin.go).
+// The simulator prices steps with it, the doctor reads a vLLM target's peak
+// FLOP/s and bandwidth from it, and the planner searches it. It imports
+// nothing of glassbox's.
 package profiles
 
 import (
@@ -114,6 +118,8 @@ type Calibration struct {
 	// FP8 is the GEMMs' terms with FP8 (e4m3) weights, as vLLM's
 	// --quantization fp8 runs them; nil where no FP8 GEMM was measured.
 	FP8 *FP8Calibration
+	// MoE is how a mixture of experts' routed experts run.
+	MoE MoECalibration
 
 	// Counters relate a step's work to what the GPU's own activity
 	// counters (DCGM's profiling fields) read while it runs.
@@ -126,6 +132,38 @@ type FP8Calibration struct {
 	GEMMEfficiency    float64
 	WeightLoadFactor  float64
 	GEMMKernelLatency time.Duration
+}
+
+// MoECalibration is the terms of a mixture of experts' routed experts
+// beyond a dense GEMM's (costmodel/moe.go). Stated, not fitted: no MoE
+// kernel was timed here; table A′'s MoE runs check them end to end.
+type MoECalibration struct {
+	// GEMMEfficiency is the grouped GEMM's arithmetic rate over a dense
+	// GEMM's. 1: with many tokens an expert, vLLM's fused MoE kernel is
+	// one dense GEMM an expert (its tuned tiles); what it loses with few
+	// tokens an expert is the tiles' padding, priced on its own.
+	GEMMEfficiency float64 `yaml:"gemm_efficiency"`
+	// ReadFactor is the experts' weight read over a dense GEMM's at the
+	// same bytes. 1: each touched expert's weights stream once, as a
+	// dense GEMM's do.
+	ReadFactor float64 `yaml:"read_factor"`
+	// Imbalance is the most popular expert's share of the routed tokens
+	// over the mean (1: uniform routing), at most 2: routers trained with
+	// a balancing loss keep experts within a factor of about 1.2–1.5 of
+	// each other over a batch (Mixtral's paper, DeepSeek-V3's
+	// auxiliary-loss-free balancing). Fewer distinct experts are then
+	// touched by the same tokens, and under expert parallelism the GPU
+	// with the popular experts does more of the work.
+	Imbalance float64 `yaml:"imbalance"`
+	// LayerOverhead is an MoE layer's kernels beyond a dense MLP's: the
+	// router's top-k softmax, the tokens' alignment to experts' tiles and
+	// the weighted sum of their outputs, about 2.5 µs each.
+	LayerOverhead time.Duration `yaml:"layer_overhead"`
+}
+
+// moeCalibration is every profile's MoE terms (see MoECalibration).
+func moeCalibration() MoECalibration {
+	return MoECalibration{GEMMEfficiency: 1, ReadFactor: 1, Imbalance: 1.25, LayerOverhead: 7500 * time.Nanosecond}
 }
 
 // Counters are the relationships between a step's composition and the
@@ -239,8 +277,12 @@ func h100Calibration() Calibration {
 	c.Counters = h.Counters
 	c.Counters.DRAMBandwidth *= 3.35 / 4.8
 	// The H200's FP8 GEMMs sustain this share of its BF16 ones' rate.
+	// Their weights read at the H100's BF16 factor: its GEMMs add (no
+	// latency a GEMM), so the factor carries the GEMMs' latency, which
+	// the H200's FP8 factor of 1 leaves to its 12.9 µs a GEMM. Borrowing
+	// that 1 priced Llama-4-Scout FP8 (table A′'s exp 17) 20 % fast.
 	c.FP8 = &FP8Calibration{GEMMEfficiency: h.FP8.GEMMEfficiency * c.GEMMEfficiency / h.GEMMEfficiency,
-		WeightLoadFactor: h.FP8.WeightLoadFactor, GEMMKernelLatency: h.FP8.GEMMKernelLatency}
+		WeightLoadFactor: c.WeightLoadFactor, GEMMKernelLatency: h.FP8.GEMMKernelLatency}
 	return c
 }
 
@@ -273,6 +315,7 @@ func baseCalibration() Calibration {
 		AllReduceLatency:       5 * time.Microsecond,
 		ActivationReserveBytes: 2 << 30,
 		Frontend:               frontend(),
+		MoE:                    moeCalibration(),
 	}
 }
 
@@ -331,104 +374,6 @@ func hardwareProfiles() []Hardware {
 	}
 }
 
-// Model is a transformer's shape as the cost model sees it.
-type Model struct {
-	Name string
-	HF   []string // the Hugging Face repositories of this shape, which LookupModel also accepts
-
-	Layers        int // num_hidden_layers
-	Hidden        int // hidden_size
-	Heads         int // num_attention_heads
-	KVHeads       int // num_key_value_heads
-	HeadDim       int // hidden_size / num_attention_heads unless set
-	Intermediate  int // intermediate_size
-	Vocab         int // vocab_size
-	MaxPosition   int // max_position_embeddings
-	TiedEmbedding bool
-
-	Params        float64 // total parameters, from the model card
-	BytesPerParam float64 // 2 for bf16
-
-	// FP8 stores the linear layers' weights in FP8 (e4m3, one byte each)
-	// and runs their GEMMs on FP8 tensor cores, as vLLM's --quantization
-	// fp8 does; the embedding and the LM head stay at BytesPerParam.
-	FP8 bool
-	// KVBytes is the bytes of one cached K or V element: 0 takes
-	// BytesPerParam; 1 is vLLM's --kv-cache-dtype fp8.
-	KVBytes float64
-}
-
-// WeightBytes is the whole model's weight size.
-func (m *Model) WeightBytes() float64 {
-	if m.FP8 {
-		return m.MatmulParams() + (m.Params-m.MatmulParams())*m.BytesPerParam
-	}
-	return m.Params * m.BytesPerParam
-}
-
-// KVElementBytes is the bytes of one cached K or V element.
-func (m *Model) KVElementBytes() float64 {
-	if m.KVBytes > 0 {
-		return m.KVBytes
-	}
-	return m.BytesPerParam
-}
-
-// modelProfiles returns the known models, with values from each model's
-// Hugging Face config.json and parameter counts from its safetensors index
-// (the architecture test re-derives each count from the shape).
-func modelProfiles() []Model {
-	return []Model{
-		{Name: "llama-3.1-8b", HF: []string{"meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B", "meta-llama/Meta-Llama-3.1-8B-Instruct"},
-			Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128,
-			Intermediate: 14336, Vocab: 128256, MaxPosition: 131072,
-			Params: 8_030_261_248, BytesPerParam: 2},
-		{Name: "llama-3.1-70b", HF: []string{"meta-llama/Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B", "meta-llama/Meta-Llama-3.1-70B-Instruct"},
-			Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128,
-			Intermediate: 28672, Vocab: 128256, MaxPosition: 131072,
-			Params: 70_553_706_496, BytesPerParam: 2},
-		// Llama 3.2's small models share Llama 3.1's tokenizer (the same
-		// 128256 ids): the draft models of speculative decoding for it.
-		{Name: "llama-3.2-1b", HF: []string{"meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-1B"},
-			Layers: 16, Hidden: 2048, Heads: 32, KVHeads: 8, HeadDim: 64,
-			Intermediate: 8192, Vocab: 128256, MaxPosition: 131072, TiedEmbedding: true,
-			Params: 1_235_814_400, BytesPerParam: 2},
-		{Name: "llama-3.2-3b", HF: []string{"meta-llama/Llama-3.2-3B-Instruct", "meta-llama/Llama-3.2-3B"},
-			Layers: 28, Hidden: 3072, Heads: 24, KVHeads: 8, HeadDim: 128,
-			Intermediate: 8192, Vocab: 128256, MaxPosition: 131072, TiedEmbedding: true,
-			Params: 3_212_749_824, BytesPerParam: 2},
-		{Name: "llama-2-7b", HF: []string{"meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-7b-chat-hf"},
-			Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 32, HeadDim: 128,
-			Intermediate: 11008, Vocab: 32000, MaxPosition: 4096,
-			Params: 6_738_415_616, BytesPerParam: 2},
-		{Name: "llama-2-70b", HF: []string{"meta-llama/Llama-2-70b-hf", "meta-llama/Llama-2-70b-chat-hf"},
-			Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128,
-			Intermediate: 28672, Vocab: 32000, MaxPosition: 4096,
-			Params: 68_976_648_192, BytesPerParam: 2},
-		{Name: "codellama-34b", HF: []string{"codellama/CodeLlama-34b-hf", "codellama/CodeLlama-34b-Instruct-hf"},
-			Layers: 48, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128,
-			Intermediate: 22016, Vocab: 32000, MaxPosition: 16384,
-			Params: 33_743_970_304, BytesPerParam: 2},
-		{Name: "qwen2.5-7b", HF: []string{"Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B"},
-			Layers: 28, Hidden: 3584, Heads: 28, KVHeads: 4, HeadDim: 128,
-			Intermediate: 18944, Vocab: 152064, MaxPosition: 32768,
-			Params: 7_615_616_512, BytesPerParam: 2},
-		{Name: "qwen2.5-0.5b", HF: []string{"Qwen/Qwen2.5-0.5B-Instruct", "Qwen/Qwen2.5-0.5B"},
-			Layers: 24, Hidden: 896, Heads: 14, KVHeads: 2, HeadDim: 64,
-			Intermediate: 4864, Vocab: 151936, MaxPosition: 32768, TiedEmbedding: true,
-			Params: 494_032_768, BytesPerParam: 2},
-		{Name: "qwen3-14b", HF: []string{"Qwen/Qwen3-14B"},
-			Layers: 40, Hidden: 5120, Heads: 40, KVHeads: 8, HeadDim: 128,
-			Intermediate: 17408, Vocab: 151936, MaxPosition: 40960,
-			Params: 14_768_307_200, BytesPerParam: 2},
-		// Its attention is wider than its hidden size: 64 heads of 128.
-		{Name: "qwen3-32b", HF: []string{"Qwen/Qwen3-32B"},
-			Layers: 64, Hidden: 5120, Heads: 64, KVHeads: 8, HeadDim: 128,
-			Intermediate: 25600, Vocab: 151936, MaxPosition: 40960,
-			Params: 32_762_123_264, BytesPerParam: 2},
-	}
-}
-
 // HardwareByDeviceName is the profile whose GPU NVIDIA's tools name so
 // (DCGM's modelName label, nvidia-smi's name), matched case-insensitively.
 func HardwareByDeviceName(name string) (Hardware, bool) {
@@ -449,13 +394,14 @@ func HardwareNames() []string {
 	return names
 }
 
-// ModelNames lists the valid model profile names.
-func ModelNames() []string {
-	var names []string
-	for _, m := range modelProfiles() {
-		names = append(names, m.Name)
+// Defaults are vLLM's scheduling defaults for a GPU (arg_utils.py, for the
+// OpenAI server): 1024 sequences and 8192 batched tokens on GPUs with at
+// least 70 GiB that are not A100s, else 256 and 2048.
+func (h *Hardware) Defaults() (maxNumSeqs, maxNumBatchedTokens int) {
+	if h.MemoryBytes >= 70*(1<<30) && !strings.HasPrefix(strings.ToLower(h.Name), "a100") {
+		return 1024, 8192
 	}
-	return names
+	return 256, 2048
 }
 
 // LookupHardware returns the named hardware profile. Names are matched
@@ -469,72 +415,3 @@ func LookupHardware(name string) (Hardware, error) {
 	return Hardware{}, fmt.Errorf("look up hardware %q: unknown profile (valid: %s)",
 		name, strings.Join(HardwareNames(), ", "))
 }
-
-// LookupModel returns the named model profile, by its name or a Hugging
-// Face repository of its shape, matched case-insensitively.
-func LookupModel(name string) (Model, error) {
-	for _, m := range modelProfiles() {
-		if strings.EqualFold(m.Name, name) {
-			return m, nil
-		}
-		for _, hf := range m.HF {
-			if strings.EqualFold(hf, name) {
-				return m, nil
-			}
-		}
-	}
-	return Model{}, fmt.Errorf("look up model %q: unknown profile (valid: %s)",
-		name, strings.Join(ModelNames(), ", "))
-}
-
-// Defaults are vLLM's scheduling defaults for a GPU (arg_utils.py, for the
-// OpenAI server): 1024 sequences and 8192 batched tokens on GPUs with at
-// least 70 GiB that are not A100s, else 256 and 2048.
-func (h *Hardware) Defaults() (maxNumSeqs, maxNumBatchedTokens int) {
-	if h.MemoryBytes >= 70*(1<<30) && !strings.HasPrefix(strings.ToLower(h.Name), "a100") {
-		return 1024, 8192
-	}
-	return 256, 2048
-}
-
-// KVHeadsPerGPU is how many KV heads each GPU stores: vLLM splits them
-// across TP ranks and replicates them when there are fewer heads than ranks.
-func (m *Model) KVHeadsPerGPU(tp int) int { return max(1, m.KVHeads/max(1, tp)) }
-
-// KVBytesPerToken is the KV cache one token takes on each GPU: K and V, for
-// every layer and local KV head, in the model's dtype.
-func (m *Model) KVBytesPerToken(tp int) int64 {
-	return int64(float64(2*m.Layers*m.KVHeadsPerGPU(tp)*m.HeadDim) * m.KVElementBytes())
-}
-
-// CheckTP reports whether the model can be split tp ways, with vLLM's rules:
-// attention heads divide evenly, and KV heads either divide evenly or are
-// replicated a whole number of times.
-func (m *Model) CheckTP(tp int) error {
-	switch {
-	case tp < 1:
-		return fmt.Errorf("check tensor parallel size: must be at least 1, got %d", tp)
-	case m.Heads%tp != 0:
-		return fmt.Errorf("check tensor parallel size: %s has %d attention heads, not divisible by --tensor-parallel-size %d",
-			m.Name, m.Heads, tp)
-	case m.KVHeads%tp != 0 && tp%m.KVHeads != 0:
-		return fmt.Errorf("check tensor parallel size: %s has %d KV heads, which cannot be split or replicated over %d GPUs",
-			m.Name, m.KVHeads, tp)
-	}
-	return nil
-}
-
-// MatmulParams is the parameters that multiply every token: all but the
-// input embedding, which is a row lookup, and the LM head, which only runs
-// for sampled positions (vLLM computes logits at those alone).
-func (m *Model) MatmulParams() float64 {
-	p := m.Params - m.HeadParams()
-	if !m.TiedEmbedding {
-		p -= m.HeadParams()
-	}
-	return p
-}
-
-// HeadParams is the LM head's (vocabulary × hidden), read once per step
-// that samples; a tied head is the embedding itself.
-func (m *Model) HeadParams() float64 { return float64(m.Vocab) * float64(m.Hidden) }

@@ -44,41 +44,58 @@ func TestLookupModel(t *testing.T) {
 	}
 }
 
-// TestModelShapes checks each profile against its own architecture: the
-// parameter count from the model card must match the count implied by the
-// layer shapes, which catches a mistyped config value.
+// TestModelShapes checks each built-in's weights, counted from its
+// config.json, against the published count: the safetensors index's
+// exactly for the dense models (which catches a mistyped or misread
+// config value), the model card's total for the mixtures of experts.
 func TestModelShapes(t *testing.T) {
-	qkvBias := map[string]bool{"qwen2.5-7b": true, "qwen2.5-0.5b": true}
-	qkNorm := map[string]bool{"qwen3-14b": true, "qwen3-32b": true} // RMSNorm of each head's q and k
-	wide := map[string]bool{"qwen3-32b": true}                      // heads × head dim above the hidden size
-	for _, m := range modelProfiles() {
-		t.Run(m.Name, func(t *testing.T) {
-			if m.Heads*m.HeadDim != m.Hidden && !wide[m.Name] {
-				t.Errorf("heads %d × head dim %d != hidden %d", m.Heads, m.HeadDim, m.Hidden)
+	exact := map[string]float64{
+		"llama-3.1-8b": 8_030_261_248, "llama-3.1-70b": 70_553_706_496, "llama-3.2-1b": 1_235_814_400,
+		"llama-3.2-3b": 3_212_749_824, "llama-2-7b": 6_738_415_616, "llama-2-70b": 68_976_648_192,
+		"codellama-34b": 33_743_970_304, "qwen2.5-7b": 7_615_616_512, "qwen2.5-0.5b": 494_032_768,
+		"qwen3-14b": 14_768_307_200, "qwen3-32b": 32_762_123_264,
+		"mistral-nemo-12b": 12_247_782_400, "yi-34b": 34_388_917_248, "mixtral-8x7b": 46_702_792_704,
+	}
+	// Model cards' totals and active weights, in billions, and how far
+	// the count may be from the total (the digits the card gives).
+	cards := map[string]struct{ total, active, off float64 }{
+		"mixtral-8x22b":             {140.6, 39, 0.05},  // 140.6B total, 39B active
+		"qwen3-30b-a3b":             {30.5, 3.3, 0.05},  // 30.5B, 3.3B activated
+		"deepseek-v2-lite":          {15.7, 2.4, 0.05},  // 15.7B, 2.4B active
+		"deepseek-v3":               {671, 36.6, 0.5},   // 671B and 36.6B with the head, the MTP layer's 11.5B apart
+		"gpt-oss-120b":              {116.8, 5.1, 0.05}, // 116.8B total, 5.1B active
+		"llama-4-scout-17b-16e-fp8": {109, 17, 1},       // 109B total, 17B active (its vision encoder approximated)
+	}
+	for _, name := range ModelNames() {
+		t.Run(name, func(t *testing.T) {
+			m, err := LookupModel(name)
+			if err != nil {
+				t.Fatal(err)
 			}
 			if m.Heads%m.KVHeads != 0 {
 				t.Errorf("heads %d not a multiple of KV heads %d", m.Heads, m.KVHeads)
 			}
-			h, q, kv := float64(m.Hidden), float64(m.Heads*m.HeadDim), float64(m.KVHeads*m.HeadDim)
-			attn := 2*h*q + 2*h*kv
-			if qkvBias[m.Name] {
-				attn += q + 2*kv
-			}
-			if qkNorm[m.Name] {
-				attn += 2 * float64(m.HeadDim)
-			}
-			mlp := 3 * h * float64(m.Intermediate)
-			layer := attn + mlp + 2*h // two RMSNorm weights
-			embed := float64(m.Vocab) * h
-			want := float64(m.Layers)*layer + embed + h
-			if !m.TiedEmbedding {
-				want += embed
-			}
-			if rel := math.Abs(m.Params-want) / want; rel > 1e-6 {
-				t.Errorf("params %.0f, architecture implies %.0f (%.4f%% off)", m.Params, want, 100*rel)
-			}
 			if m.BytesPerParam != 2 || m.MaxPosition < 4096 {
 				t.Errorf("bytes/param %v, max position %d", m.BytesPerParam, m.MaxPosition)
+			}
+			if want, ok := exact[name]; ok {
+				if m.Params != want {
+					t.Errorf("params %.0f, the published count is %.0f", m.Params, want)
+				}
+				return
+			}
+			c, ok := cards[name]
+			if !ok {
+				t.Fatalf("no published count to check %s against", name)
+			}
+			// Cards count the LM head among the active weights, some the
+			// embedding too.
+			active := m.ActiveParams() + m.HeadParams()
+			withEmbedding := active + float64(m.Vocab)*float64(m.Hidden)
+			if math.Abs(m.Params/1e9-c.total) > c.off ||
+				math.Abs(active/1e9-c.active) > 0.05*c.active && math.Abs(withEmbedding/1e9-c.active) > 0.05*c.active {
+				t.Errorf("%.2fB weights, %.2fB active (%.2fB with the embedding); the model card says %vB and %vB",
+					m.Params/1e9, active/1e9, withEmbedding/1e9, c.total, c.active)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/dcgm"
@@ -37,6 +38,7 @@ type backend struct {
 	maxModelLen                 int // the model's context
 	defaultSeqs, defaultBatched int
 	cacheDtype                  string
+	stepTimeout                 time.Duration // the watchdog's default; 0: DefaultStepTimeout
 
 	executorInfo             map[string]string
 	peakFLOPs, peakBandwidth float64
@@ -71,10 +73,7 @@ func simBackend(cfg *Config) (*backend, error) {
 	hw := exec.CostModel().HW
 	seqs, batched := hw.Defaults()
 	m := exec.CostModel().Model
-	weights, kv := "bf16", "bf16"
-	if m.FP8 {
-		weights = "fp8"
-	}
+	weights, kv := m.WeightsName(), "bf16"
 	if m.KVElementBytes() == 1 {
 		kv = "fp8"
 	}
@@ -215,7 +214,7 @@ func cpuBackend(cfg *Config) (*backend, error) {
 		embeddings: emb,
 		model:      l.Vocab, chat: l.Chat, toolParser: templateParser(l.Chat.Template()), eos: l.EOG, name: cfg.Model, describe: l.Describe(threads),
 		maxModelLen: l.ContextLen, defaultSeqs: cpu.DefaultMaxNumSeqs, defaultBatched: cpu.DefaultMaxNumBatchedTokens,
-		cacheDtype: cacheDtypeLabel(cfg.KVCacheDtype, dtype),
+		cacheDtype: cacheDtypeLabel(cfg.KVCacheDtype, dtype), stepTimeout: DefaultCPUStepTimeout,
 		executorInfo: map[string]string{"executor": "cpu", "hardware": "cpu", "model": l.Weights.Arch, "tensor_parallel_size": "1",
 			"kernels": l.Weights.Kernels().String(), "kv_cache_dtype": dtype.String()},
 		blocks: func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs, _ int) (int, error) {
@@ -224,4 +223,37 @@ func cpuBackend(cfg *Config) (*backend, error) {
 		start: func(numBlocks, blockSize int) (engine.Executor, error) { return l.Start(numBlocks, blockSize, threads) },
 		close: l.Close,
 	}, nil
+}
+
+// describeCounters is the banner's account of the NVML exporter: the
+// board, the interval, and what it does not read.
+func describeCounters(e *dcgm.NVMLExporter, interval time.Duration) string {
+	s := fmt.Sprintf("dcgm-exporter's series of the %s read from NVML every %v", e.ModelName(), cmpInterval(interval))
+	if why := e.GPMMissing(); why != "" {
+		s += "; no DCGM_FI_PROF_* series: this board or driver has no GPM (Hopper and later), as dcgm-exporter without DCP (" + why + ")"
+	} else {
+		s += " (DCGM_FI_PROF_* from GPM)"
+	}
+	if f := e.Failing(); len(f) > 0 {
+		s += "; not read here: " + strings.Join(f, ", ")
+	}
+	return s
+}
+
+func cmpInterval(d time.Duration) time.Duration {
+	if d == 0 {
+		return time.Second
+	}
+	return d
+}
+
+// CUDAConfig says which GPU the CUDA executor opens and where cuBLASLt
+// is (the executor's DeviceConfig, kept here so that a build without
+// the GPU executor, -tags nocuda, links none of it).
+type CUDAConfig struct {
+	Ordinal int
+	// BLASLt is cuBLASLt's file; empty searches the usual places, with
+	// BLASLtDirs first.
+	BLASLt     string
+	BLASLtDirs []string
 }

@@ -1,3 +1,5 @@
+//go:build !nocuda
+
 package replica
 
 import (
@@ -27,7 +29,7 @@ func cudaBackend(cfg *Config) (b *backend, err error) {
 	case cfg.Speculative.Enabled():
 		return nil, errors.New("--speculative-config: speculative decoding is not on the GPU executor yet (the CPU and the simulator run it)")
 	}
-	dev, err := cudaexec.OpenDevice(cfg.CUDA)
+	dev, err := cudaexec.OpenDevice(cudaexec.DeviceConfig{Ordinal: cfg.CUDA.Ordinal, BLASLt: cfg.CUDA.BLASLt, BLASLtDirs: cfg.CUDA.BLASLtDirs})
 	if err != nil {
 		return nil, err
 	}
@@ -78,15 +80,22 @@ func cudaBackend(cfg *Config) (b *backend, err error) {
 		maxModelLen: l.ContextLen, defaultSeqs: seqs, defaultBatched: batched, cacheDtype: cacheDtype,
 		executorInfo: map[string]string{"executor": "cuda", "hardware": dev.Info.Name, "model": w.Arch, "tensor_parallel_size": "1",
 			"kernels": "cuda ptx (clang), cublaslt " + dev.BLASLt().VersionString(), "kv_cache_dtype": kvType},
+		// Sizing the KV cache uploads the model (the cache takes what is
+		// left); a sizing that fails leaves nothing on the GPU, and a
+		// second one starts from an empty device.
 		blocks: func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs, maxNumBatchedTokens int) (int, error) {
+			if loaded != nil {
+				loaded.Close()
+				loaded = nil
+			}
 			sizes = cudaexec.Sizes{MaxTokens: maxNumBatchedTokens, MaxSeqs: maxNumSeqs, MaxModelLen: maxModelLen, BlockSize: blockSize}
-			var err error
-			if loaded, err = dev.Upload(w, sizes); err != nil {
+			l, n, m, err := dev.Fit(w, sizes, cfg.GPUMemoryUtilization, kvBytes, cfg.EnforceEager)
+			mem = m
+			if err != nil {
 				return 0, fmt.Errorf("load %s on the GPU: %w", cfg.Model, err)
 			}
-			n, m, err := loaded.KVBlocks(cfg.GPUMemoryUtilization, kvBytes, blockSize, cfg.EnforceEager)
-			mem = m
-			return n, err
+			loaded = l
+			return n, nil
 		},
 		start: func(numBlocks, blockSize int) (engine.Executor, error) {
 			var err error
@@ -105,8 +114,13 @@ func cudaBackend(cfg *Config) (b *backend, err error) {
 			if closeCounters != nil {
 				closeCounters()
 			}
+			// Each owner after what borrows from it: the executor, the
+			// model on the GPU, the GPU, the model's file.
 			if exec != nil {
 				exec.Close()
+			}
+			if loaded != nil {
+				loaded.Close()
 			}
 			dev.Close()
 			l.Close()

@@ -1,10 +1,10 @@
+//go:build !nocuda
+
 package replica
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/cuda"
@@ -36,28 +36,6 @@ func gpuCounters(bus string, interval time.Duration, hostname string, log *slog.
 		return nil, nil, err
 	}
 	return e, func() { e.Close(); n.Close() }, nil
-}
-
-// describeCounters is the banner's account of the NVML exporter: the
-// board, the interval, and what it does not read.
-func describeCounters(e *dcgm.NVMLExporter, interval time.Duration) string {
-	s := fmt.Sprintf("dcgm-exporter's series of the %s read from NVML every %v", e.ModelName(), cmpInterval(interval))
-	if why := e.GPMMissing(); why != "" {
-		s += "; no DCGM_FI_PROF_* series: this board or driver has no GPM (Hopper and later), as dcgm-exporter without DCP (" + why + ")"
-	} else {
-		s += " (DCGM_FI_PROF_* from GPM)"
-	}
-	if f := e.Failing(); len(f) > 0 {
-		s += "; not read here: " + strings.Join(f, ", ")
-	}
-	return s
-}
-
-func cmpInterval(d time.Duration) time.Duration {
-	if d == 0 {
-		return time.Second
-	}
-	return d
 }
 
 // nvmlBoard adapts internal/cuda's NVML device to what dcgm reads.

@@ -24,7 +24,6 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/dcgm"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/engine"
-	cudaexec "github.com/glassbox-llm/glassbox/internal/executor/cuda"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/grammar"
 	"github.com/glassbox-llm/glassbox/internal/jinja"
@@ -42,6 +41,15 @@ const (
 	DefaultMaxQueuedRequests = 10000
 )
 
+// The step watchdog's defaults (Config.StepTimeout 0): vLLM's
+// VLLM_ENGINE_ITERATION_TIMEOUT_S on a GPU and the simulator; on the CPU,
+// where one chunked-prefill step of a large model on a few cores takes
+// minutes, long enough for that and still short of forever.
+const (
+	DefaultStepTimeout    = 60 * time.Second
+	DefaultCPUStepTimeout = 30 * time.Minute
+)
+
 // Config is everything one replica is built from, named after vLLM's flags.
 // Zero MaxNumSeqs, MaxNumBatchedTokens and MaxModelLen take the backend's
 // defaults, as vLLM's unset flags do; BlockSize and MaxQueuedRequests must
@@ -54,7 +62,7 @@ type Config struct {
 	// else the CPU, saying why in Note.
 	Device string
 	// CUDA is how to open the GPU: which one, and cuBLASLt's file.
-	CUDA cudaexec.DeviceConfig
+	CUDA CUDAConfig
 	// EnforceEager runs every GPU step kernel by kernel, with no CUDA
 	// graphs (vLLM's --enforce-eager).
 	EnforceEager bool
@@ -132,6 +140,13 @@ type Config struct {
 	// clock.
 	Clock engine.Clock
 
+	// StepTimeout is the engine's watchdog (--step-timeout): a step that
+	// runs longer kills the engine (engine.DeathStepTimeout). 0 takes the
+	// executor's default on the wall clock (DefaultStepTimeout,
+	// DefaultCPUStepTimeout) and none on a Clock of the caller's (virtual
+	// time); negative turns it off.
+	StepTimeout time.Duration
+
 	// LoRA, when set, serves LoRA adapters as model names
 	// (--enable-lora): on the simulator only.
 	LoRA *LoRA
@@ -174,6 +189,7 @@ type Replica struct {
 	gather                       prometheus.Gatherer // what metrics serves: hidden families added, glassbox's dropped as configured
 	page                         *live.Page
 	back                         *backend
+	log                          *slog.Logger
 	stop                         context.CancelFunc
 	done                         chan struct{}
 }
@@ -183,7 +199,8 @@ func New(cfg Config) (r *Replica, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Clock == nil {
+	wall := cfg.Clock == nil
+	if wall {
 		cfg.Clock = engine.WallClock()
 	}
 	cfg.Sim.Clock = cfg.Clock
@@ -207,6 +224,7 @@ func New(cfg Config) (r *Replica, err error) {
 	if err != nil {
 		return nil, err
 	}
+	ecfg.StepTimeout = stepTimeout(cfg.StepTimeout, cmp.Or(b.stepTimeout, DefaultStepTimeout), wall)
 	exec, err := b.start(ecfg.NumBlocks, ecfg.BlockSize)
 	if err != nil {
 		return nil, err
@@ -269,7 +287,7 @@ func New(cfg Config) (r *Replica, err error) {
 			if err != nil {
 				return nil, err
 			}
-			observers = append([]engine.Observer{exporter}, observers...)
+			observers = append([]engine.Observer{simCounters{exporter}}, observers...)
 			counters = exporter
 			countersLine = fmt.Sprintf("the simulated dcgm-exporter of %d× %s", b.gpus, b.hardware.Device.ModelName)
 		case b.gpuCounters != nil:
@@ -302,7 +320,7 @@ func New(cfg Config) (r *Replica, err error) {
 		mh = metrics.Handler(gather)
 	}
 	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Memory: b.memory(), Note: note, DCGM: countersLine,
-		Tokenizer: b.model, Grammars: server.NewGrammars(b.model, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather, back: b,
+		Tokenizer: b.model, Grammars: server.NewGrammars(b.model, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather, back: b, log: cfg.Logger,
 		rejected: m.Rejected, dcgm: counters}
 	var dash http.Handler
 	if mh != nil {
@@ -439,13 +457,33 @@ func (r *Replica) Start() {
 
 // Close stops the engine, aborting what is in flight, and releases the
 // executor's threads and the model's memory. Call it once, after the HTTP
-// side has drained.
+// side has drained. After a hung step (engine.DeathStepTimeout) the
+// executor is still inside that call: Close leaves it, its threads and its
+// memory (a GPU context's too) to the process's exit rather than free
+// what the call may yet touch, or wait for it for ever.
 func (r *Replica) Close() {
 	if r.stop != nil {
 		r.stop()
 		<-r.done
 	}
+	var d *engine.DeadError
+	if errors.As(r.Engine.Health(), &d) && d.Reason == engine.DeathStepTimeout {
+		r.log.Warn("the executor is left as it is: a step is still hung in it; its threads and memory go with the process", "err", d.Err)
+		return
+	}
 	r.back.close()
+}
+
+// stepTimeout is the engine's watchdog: asked is Config.StepTimeout,
+// def the executor's default.
+func stepTimeout(asked, def time.Duration, wall bool) time.Duration {
+	switch {
+	case asked < 0 || asked == 0 && !wall:
+		return 0
+	case asked > 0:
+		return asked
+	}
+	return def
 }
 
 // Gatherer is what /metrics serves, after --show-hidden-metrics-for-version

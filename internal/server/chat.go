@@ -12,27 +12,7 @@ import (
 
 // handleChat serves POST /v1/chat/completions.
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
-	arrival := time.Now()
-	req, err := openai.DecodeChatRequest(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	j, err := s.prepareChat(req, arrival)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	j.readHeaders(r)
-	if err := s.submit(j); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if j.gen.Stream {
-		s.streamChat(w, r, j)
-		return
-	}
-	s.respondChat(w, r, j)
+	serveGeneration(s, w, r, openai.DecodeChatRequest, s.prepareChat, s.streamChat, s.respondChat)
 }
 
 // prepareChat validates the request, renders the conversation with the chat

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -9,15 +10,21 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/openai"
 )
 
-// handleCompletions serves POST /v1/completions.
-func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+// serveGeneration is the shape every generation route shares: decode the
+// body, prepare the job (validate, render, tokenize), submit it, then
+// stream its outputs or answer them whole. Each failure before the first
+// byte is answered once, by s.fail, with OpenAI's error body; after
+// submit, stream and respond own the answer (and the group's abort).
+func serveGeneration[Req any](s *Server, w http.ResponseWriter, r *http.Request,
+	decode func(io.Reader) (Req, error), prepare func(Req, time.Time) (*job, error),
+	stream, respond func(http.ResponseWriter, *http.Request, *job)) {
 	arrival := time.Now()
-	req, err := openai.DecodeCompletionRequest(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	req, err := decode(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	j, err := s.prepareCompletion(req, arrival)
+	j, err := prepare(req, arrival)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -28,10 +35,15 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if j.gen.Stream {
-		s.streamCompletion(w, r, j)
+		stream(w, r, j)
 		return
 	}
-	s.respondCompletion(w, r, j)
+	respond(w, r, j)
+}
+
+// handleCompletions serves POST /v1/completions.
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	serveGeneration(s, w, r, openai.DecodeCompletionRequest, s.prepareCompletion, s.streamCompletion, s.respondCompletion)
 }
 
 // prepareCompletion validates the request and tokenizes its prompts.
@@ -104,7 +116,7 @@ func (s *Server) endStream(r *http.Request, sse *openai.SSEWriter, j *job, err e
 	var oe *outputError
 	switch {
 	case errors.As(err, &oe):
-		s.log.ErrorContext(r.Context(), "generation failed", "id", j.id, "err", oe.err)
+		s.generationFailed(r, j.id, oe.err)
 		if sse.SendError(oe.err) != nil {
 			return
 		}
@@ -168,5 +180,5 @@ func (s *Server) endResponse(w http.ResponseWriter, r *http.Request, j *job, err
 		s.log.DebugContext(r.Context(), "client left", "id", j.id, "err", err)
 		return
 	}
-	s.fail(w, r, oe.err)
+	s.fail(w, r, oe)
 }

@@ -22,9 +22,25 @@ type Profiler interface {
 // reach the gap between two steps; a longer wait means a stuck step.
 const snapshotTimeout = 5 * time.Second
 
+// handleHealth answers 200 while the engine can serve and 503 once its
+// executor died, as vLLM's /health does on EngineDeadError (a liveness
+// probe then restarts the process); the body is OpenAI's error object
+// naming the reason (vLLM's is empty). It never waits for the engine
+// goroutine, so it answers during a hung step too.
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if err := s.eng.Health(); err != nil {
+		s.fail(w, r, err)
+	}
+}
+
 // handleReady answers 200 while the engine accepts requests and 503 once it
-// is shutting down, so a load balancer stops routing before the drain ends.
+// is shutting down or dead, so a load balancer stops routing before the
+// drain ends.
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	if err := s.eng.Health(); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if s.eng.Closed() {
 		s.fail(w, r, engine.ErrClosed)
 	}

@@ -78,7 +78,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		}
 		left--
 		if out.Err != nil || out.FinishReason != engine.FinishStop {
-			s.fail(w, r, fmt.Errorf("embed input %d: %w", m, cmp.Or(out.Err, engine.ErrClosed)))
+			s.fail(w, r, &outputError{fmt.Errorf("embed input %d: %w", m, cmp.Or(out.Err, engine.ErrClosed))})
 			return
 		}
 		vec := out.Embedding

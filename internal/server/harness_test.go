@@ -148,11 +148,12 @@ func (o *finishObserver) ObserveFinished(f *engine.FinishedEvent) {
 
 // testEnv is a running engine behind an httptest server.
 type testEnv struct {
-	url  string
-	eng  *engine.Engine
-	obs  *finishObserver
-	srv  *httptest.Server
-	exec *alphabetExec
+	url    string
+	eng    *engine.Engine
+	obs    *finishObserver
+	srv    *httptest.Server
+	server *Server
+	exec   *alphabetExec
 }
 
 type envOption func(*engine.Config, *Config)
@@ -183,13 +184,15 @@ func startExec(t *testing.T, x engine.Executor, opts ...envOption) *testEnv {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { eng.Run(ctx) })
-	srv := httptest.NewServer(New(scfg, eng, byteModel{}).Handler())
+	server := New(scfg, eng, byteModel{})
+	srv := httptest.NewServer(server.Handler())
 	t.Cleanup(func() {
 		srv.Close()
 		cancel()
 		wg.Wait()
+		server.background.Wait() // the engine ended every request: no background response runs on
 	})
-	return &testEnv{url: srv.URL, eng: eng, obs: obs, srv: srv}
+	return &testEnv{url: srv.URL, eng: eng, obs: obs, srv: srv, server: server}
 }
 
 // post sends a JSON body and returns the response.

@@ -17,6 +17,7 @@ type responseJob struct {
 	*job
 	req   *openai.ResponsesRequest
 	msgs  []openai.ChatMessage // the conversation, for the store
+	input []openai.ListedItem  // the input's items, for the store
 	store bool
 }
 
@@ -40,6 +41,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rj.readHeaders(r)
+	if req.Background {
+		s.startBackground(w, r, rj)
+		return
+	}
 	if err := s.submit(rj.job); err != nil {
 		s.fail(w, r, err)
 		return
@@ -52,13 +57,21 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 }
 
 // prepareResponse builds the conversation and the chat request that serve
-// req: a previous_response_id the store does not hold is vLLM's 404.
+// req: a previous_response_id the store does not hold is vLLM's 404, one
+// still being generated in the background a 400.
 func (s *Server) prepareResponse(req *openai.ResponsesRequest, arrival time.Time) (*responseJob, error) {
+	if req.Background && !s.responses.enabled() {
+		return nil, openai.BadRequest("background", "background responses are kept in the response store, and this server keeps none: "+
+			"start glassbox serve with --responses-store-size above 0")
+	}
 	var previous []openai.ChatMessage
 	if id := req.PreviousResponseID; id != nil && *id != "" {
 		stored, ok := s.responses.get(*id)
 		if !ok {
 			return nil, openai.ResponseNotFound("previous_response_id", *id)
+		}
+		if st := stored.resp.Status; st == "queued" || st == "in_progress" {
+			return nil, openai.BadRequest("previous_response_id", "response %s is %s: continue it once it has ended", *id, st)
 		}
 		previous = openai.AppendOutput(stored.msgs, stored.resp.Output)
 	}
@@ -78,7 +91,7 @@ func (s *Server) prepareResponse(req *openai.ResponsesRequest, arrival time.Time
 	// As vLLM, store: true (the default) is honoured when the store is on
 	// and quietly not otherwise.
 	store := s.responses.enabled() && (req.Store == nil || *req.Store)
-	return &responseJob{job: j, req: req, msgs: msgs, store: store}, nil
+	return &responseJob{job: j, req: req, msgs: msgs, input: req.InputItems(s.responses.item, newItemID), store: store}, nil
 }
 
 // response is the response object with what is known so far.
@@ -89,7 +102,7 @@ func (rj *responseJob) response(status string, output []openai.ResponseItem, usa
 		MaxOutputTokens: p.MaxTokens, Model: rj.gen.Model, Output: output, ParallelToolCalls: req.ParallelToolCalls == nil || *req.ParallelToolCalls,
 		PreviousResponseID: req.PreviousResponseID, Temperature: p.Temperature, TopP: p.TopP, ToolChoice: "auto",
 		Tools: req.Tools, Text: openai.ResponseText{Format: &openai.ResponseTextFormat{Type: "text"}}, Truncation: "disabled",
-		User: req.User, Metadata: req.Metadata, Store: rj.store, ServiceTier: "auto",
+		User: req.User, Metadata: req.Metadata, Store: rj.store, Background: req.Background, ServiceTier: "auto",
 	}
 	if output == nil {
 		resp.Output = []openai.ResponseItem{}
@@ -100,8 +113,11 @@ func (rj *responseJob) response(status string, output []openai.ResponseItem, usa
 	if resp.Metadata == nil {
 		resp.Metadata = map[string]string{}
 	}
-	if req.Text != nil && req.Text.Format != nil {
-		resp.Text = *req.Text
+	if req.Text != nil {
+		if req.Text.Format != nil {
+			resp.Text.Format = req.Text.Format
+		}
+		resp.Text.Verbosity = req.Text.Verbosity
 	}
 	if tc := req.ToolChoice; tc != nil {
 		resp.ToolChoice = tc.Mode
@@ -131,45 +147,67 @@ func responseStatus(finish string) string {
 	return "completed"
 }
 
+// responseOutput gathers a response's output as it is generated.
+type responseOutput struct {
+	started bool
+	text    strings.Builder
+	lps     []openai.ChatTokenLogprob
+	finish  string
+}
+
+func (c *responseOutput) add(s *Server, rj *responseJob, ev event) {
+	c.text.WriteString(ev.out.Text)
+	if lp := s.chatLogprobs(rj.job, &ev.out); lp != nil {
+		c.lps = append(c.lps, lp.Content...)
+	}
+	if f := finishReason(&ev.out); f != nil {
+		c.finish = *f
+	}
+}
+
+// responseItems reads the output into a message item (the prose) and a
+// function_call item per call; the last item is incomplete when the
+// response is (cut by max_output_tokens) or was cancelled, a call it cut
+// kept as a cut call is.
+func (s *Server) responseItems(rj *responseJob, c *responseOutput, status string) []openai.ResponseItem {
+	finish := c.finish
+	if status == "cancelled" {
+		finish, status = "length", "incomplete"
+	}
+	reader := newToolReader(rj.gen.Tools, s.cfg.ToolParser)
+	content, deltas := reader.read(c.text.String())
+	more, moreDeltas, _ := reader.finish(finish)
+	content += more
+	var output []openai.ResponseItem
+	if content != "" {
+		output = append(output, openai.ResponseItem{ID: "msg_" + randomHex(16), Type: "message", Status: status,
+			Content: []openai.OutputText{openai.NewOutputText(content, c.lps)}})
+	}
+	for _, call := range compactCalls(mergeCalls(nil, append(deltas, moreDeltas...))) {
+		output = append(output, openai.ResponseItem{ID: "fc_" + randomHex(16), Type: "function_call", Status: "completed",
+			CallID: call.ID, Name: call.Function.Name, Arguments: call.Function.Arguments})
+	}
+	if n := len(output); n > 0 && status == "incomplete" {
+		output[n-1].Status = status
+	}
+	return output
+}
+
 // respondResponse waits for the output and writes the response object.
 func (s *Server) respondResponse(w http.ResponseWriter, r *http.Request, rj *responseJob) {
-	var text strings.Builder
-	var lps []openai.ChatTokenLogprob
-	var finish string
+	var c responseOutput
 	err := s.run(r.Context(), rj.job, func(ev event) error {
-		text.WriteString(ev.out.Text)
-		if lp := s.chatLogprobs(rj.job, &ev.out); lp != nil {
-			lps = append(lps, lp.Content...)
-		}
-		if f := finishReason(&ev.out); f != nil {
-			finish = *f
-		}
+		c.add(s, rj, ev)
 		return nil
 	})
 	if err != nil {
 		s.endResponse(w, r, rj.job, err)
 		return
 	}
-	reader := newToolReader(rj.gen.Tools, s.cfg.ToolParser)
-	content, deltas := reader.read(text.String())
-	more, moreDeltas, _ := reader.finish(finish)
-	content += more
-	status := responseStatus(finish)
-	var output []openai.ResponseItem
-	if content != "" {
-		output = append(output, openai.ResponseItem{ID: "msg_" + randomHex(16), Type: "message", Status: status,
-			Content: []openai.OutputText{openai.NewOutputText(content, lps)}})
-	}
-	for _, c := range compactCalls(mergeCalls(nil, append(deltas, moreDeltas...))) {
-		output = append(output, openai.ResponseItem{ID: "fc_" + randomHex(16), Type: "function_call", Status: "completed",
-			CallID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
-	}
-	if n := len(output); n > 0 && status == "incomplete" {
-		output[n-1].Status = status
-	}
-	resp := rj.response(status, output, rj.usage())
+	status := responseStatus(c.finish)
+	resp := rj.response(status, s.responseItems(rj, &c, status), rj.usage())
 	if rj.store {
-		s.responses.put(resp, rj.msgs)
+		s.responses.put(resp, rj.msgs, rj.input)
 	}
 	s.writeJSON(w, r, resp)
 }
@@ -216,7 +254,7 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, rj *resp
 	var oe *outputError
 	switch {
 	case errors.As(err, &oe):
-		s.log.ErrorContext(r.Context(), "generation failed", "id", rj.id, "err", oe.err)
+		s.generationFailed(r, rj.id, oe.err)
 		e := openai.AsError(oe.err)
 		code := e.Type
 		_ = st.send(openai.ResponseEvent{Type: "error", Code: &code, Message: e.Message})
@@ -231,7 +269,7 @@ func (s *Server) streamResponse(w http.ResponseWriter, r *http.Request, rj *resp
 	}
 	final := rj.response(status, st.items, rj.usage())
 	if rj.store {
-		s.responses.put(final, rj.msgs)
+		s.responses.put(final, rj.msgs, rj.input)
 	}
 	_ = st.send(openai.ResponseEvent{Type: "response.completed", Response: &final})
 }

@@ -234,7 +234,7 @@ func TestResponsesConversation(t *testing.T) {
 func TestResponsesStoreBounded(t *testing.T) {
 	s := newResponseStore(2)
 	for _, id := range []string{"a", "b", "c"} {
-		s.put(openai.Response{ID: id, Output: []openai.ResponseItem{{ID: "msg_" + id, Type: "message"}}}, nil)
+		s.put(openai.Response{ID: id, Output: []openai.ResponseItem{{ID: "msg_" + id, Type: "message"}}}, nil, nil)
 		if id == "b" {
 			s.get("a")
 		}
@@ -251,7 +251,7 @@ func TestResponsesStoreBounded(t *testing.T) {
 		}
 	}
 	s.maxBytes = 1500
-	s.put(openai.Response{ID: "big"}, []openai.ChatMessage{{Role: "user", Content: strings.Repeat("x", 900)}})
+	s.put(openai.Response{ID: "big"}, []openai.ChatMessage{{Role: "user", Content: strings.Repeat("x", 900)}}, nil)
 	if _, ok := s.get("a"); ok || s.bytes > s.maxBytes || s.lru.Len() != 1 {
 		t.Errorf("over the byte bound: %d bytes kept", s.bytes)
 	}
@@ -265,8 +265,9 @@ func TestResponsesErrors(t *testing.T) {
 	cases := []struct{ body, param, msg string }{
 		{`{}`, "input", "`input` is required"},
 		{`{"input":"x","max_output_tokens":100000}`, "max_output_tokens", "maximum context length"},
-		{`{"input":"x","background":true}`, "background", "not supported"},
-		{`{"input":"x","reasoning":{"effort":"low"}}`, "reasoning", "not supported"},
+		{`{"input":"x","background":true,"store":false}`, "background", "`store` is true"},
+		{`{"input":"x","background":true,"stream":true}`, "background", "streaming one is not supported"},
+		{`{"input":"x","reasoning":{"effort":"low"}}`, "reasoning.effort", "not supported"},
 		{`{"input":"x","truncation":"auto"}`, "truncation", "not supported"},
 		{`{"input":"x","tools":[{"type":"web_search"}]}`, "tools", "only function tools"},
 		{`{"input":"x","include":["reasoning.encrypted_content"]}`, "include", "not supported"},
@@ -309,5 +310,16 @@ func TestResponsesStructuredOutput(t *testing.T) {
 			t.Fatalf("stream %s: %+v", stream, r)
 		}
 		validates(t, person, outputText(r))
+	}
+}
+
+// TestResponsesAgentDefaults: what the Agents SDK's Agent without a model
+// sends (reasoning effort "none", text.verbosity "low") is served, the
+// verbosity given back in the response's text as sent.
+func TestResponsesAgentDefaults(t *testing.T) {
+	env := startEnv(t, &alphabetExec{eosAt: 4})
+	r := responseOf(t, env.post(t, "/v1/responses", `{"input":"hi","reasoning":{"effort":"none"},"text":{"verbosity":"low"}}`))
+	if r.Status != "completed" || outputText(r) == "" || r.Text.Verbosity == nil || *r.Text.Verbosity != "low" || r.Text.Format == nil || r.Text.Format.Type != "text" {
+		t.Errorf("response %+v, text %+v", r, r.Text)
 	}
 }

@@ -1,6 +1,7 @@
 // Package server owns the HTTP side of glassbox: the OpenAI-compatible
 // routes (/v1/completions, /v1/chat/completions with structured outputs
-// and tool calls, /v1/responses, /v1/embeddings, /v1/models; OpenAI's error body for
+// and tool calls, /v1/responses with its store (input items, delete,
+// cancel, background responses), /v1/embeddings, /v1/models; OpenAI's error body for
 // every other route and method), vLLM's
 // /tokenize and /detokenize, /health, /ready, /version and /metrics,
 // /debug/engine, the profiler's /start_profile and /stop_profile, API-key and
@@ -21,6 +22,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
@@ -119,6 +121,9 @@ type Server struct {
 	maxModelLen int
 	started     int64 // unix seconds, the models' "created"
 	responses   *responseStore
+	// background counts the background responses' goroutines, each
+	// ended by its engine request's end.
+	background sync.WaitGroup
 }
 
 // New builds a server for eng, whose requests use m's tokenizer.
@@ -168,12 +173,15 @@ func (s *Server) Handler() http.Handler {
 	route("POST /v1/embeddings", "/v1/embeddings", s.handleEmbeddings, false)
 	route("POST /v1/responses", "/v1/responses", s.handleResponses, false)
 	route("GET /v1/responses/{id}", "/v1/responses/{id}", s.handleGetResponse, false)
+	route("DELETE /v1/responses/{id}", "/v1/responses/{id}", s.handleDeleteResponse, false)
+	route("POST /v1/responses/{id}/cancel", "/v1/responses/{id}/cancel", s.handleCancelResponse, false)
+	route("GET /v1/responses/{id}/input_items", "/v1/responses/{id}/input_items", s.handleInputItems, false)
 	route("GET /v1/models", "/v1/models", s.handleModels, false)
 	route("GET /v1/models/{id...}", "/v1/models/{id}", s.handleModel, false)
 	route("POST /tokenize", "/tokenize", s.handleTokenize, false)
 	route("POST /detokenize", "/detokenize", s.handleDetokenize, false)
 	// Probes stay open: a kubelet has no API key.
-	route("GET /health", "/health", func(http.ResponseWriter, *http.Request) {}, true)
+	route("GET /health", "/health", s.handleHealth, true)
 	route("GET /ready", "/ready", s.handleReady, true)
 	route("GET /version", "/version", s.handleVersion, false)
 	route("GET /debug/engine", "/debug/engine", s.handleDebugEngine, false)
@@ -217,21 +225,38 @@ func noRoute(mux *http.ServeMux, r *http.Request) *openai.Error {
 }
 
 // fail writes err as an error response and logs what the server got wrong.
+// A refused submission counts as an admission rejection (a dead engine's
+// as a shutdown's); a request the engine failed after admitting it (an
+// *outputError) does not. A dead engine's errors are logged at debug
+// level: the engine logged its death once.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	if s.cfg.Rejected != nil {
+	dead := errors.Is(err, engine.ErrEngineDead)
+	var admitted *outputError
+	if s.cfg.Rejected != nil && !errors.As(err, &admitted) {
 		switch {
 		case errors.Is(err, engine.ErrOverloaded):
 			s.cfg.Rejected(metricspec.RejectQueueFull)
-		case errors.Is(err, engine.ErrClosed) && r.Method == http.MethodPost:
+		case (dead || errors.Is(err, engine.ErrClosed)) && r.Method == http.MethodPost:
 			s.cfg.Rejected(metricspec.RejectShutdown)
 		}
 	}
 	e := openai.WriteError(w, err)
 	level := slog.LevelDebug
-	if e.Status >= http.StatusInternalServerError {
+	if e.Status >= http.StatusInternalServerError && !dead {
 		level = slog.LevelError
 	}
 	s.log.Log(r.Context(), level, "request failed", "path", r.URL.Path, "status", e.Status, "err", err)
+}
+
+// generationFailed logs a generation the engine failed after its response
+// began; a dead engine's at debug level, as the engine logged its death
+// once.
+func (s *Server) generationFailed(r *http.Request, id string, err error) {
+	level := slog.LevelError
+	if errors.Is(err, engine.ErrEngineDead) {
+		level = slog.LevelDebug
+	}
+	s.log.Log(r.Context(), level, "generation failed", "id", id, "err", err)
 }
 
 // writeJSON writes a 200 response.

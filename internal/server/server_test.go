@@ -266,7 +266,8 @@ func TestUnknownRoutesGetOpenAIErrors(t *testing.T) {
 		status       int
 		allow, msg   string
 	}{
-		{"DELETE", "/v1/responses/resp_1", 405, "GET", "use GET"},
+		{"PUT", "/v1/responses/resp_1", 405, "GET, DELETE", "use GET or DELETE"},
+		{"GET", "/v1/responses/resp_1/cancel", 405, "POST", "use POST"},
 		{"GET", "/v1/responses/resp_1", 404, "", "Response with id 'resp_1' not found."},
 		{"GET", "/v1/nope", 404, "", "Invalid URL (GET /v1/nope)"},
 		{"GET", "/", 404, "", "Invalid URL (GET /)"},

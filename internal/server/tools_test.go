@@ -198,3 +198,40 @@ func TestToolErrors(t *testing.T) {
 	var resp openai.ChatCompletionResponse
 	decodeBody(t, env.post(t, "/v1/chat/completions", conv), 200, &resp)
 }
+
+// TestMalformedToolSchemaRefused: a tool whose parameters are not a JSON
+// Schema is a 400 naming tools under every tool_choice, over chat and the
+// Responses API, where auto and none served it unchecked; a schema that
+// is one, with a keyword the grammar does not build, is still served
+// under auto (its calls unchecked, as vLLM serves them).
+func TestMalformedToolSchemaRefused(t *testing.T) {
+	env := startExec(t, &scriptExec{script: "ok"}, longContext, func(_ *engine.Config, c *Config) { c.ToolParser = "hermes" })
+	tool := func(params string) string {
+		return `"tools":[{"type":"function","function":{"name":"f","parameters":` + params + `}}]`
+	}
+	flat := func(params string) string {
+		return `"tools":[{"type":"function","name":"f","parameters":` + params + `}]`
+	}
+	malformed := `{"type":"objekt","properties":{"a":{"type":"string"}}}`
+	for _, choice := range []string{"", `,"tool_choice":"auto"`, `,"tool_choice":"none"`, `,"tool_choice":"required"`,
+		`,"tool_choice":{"type":"function","function":{"name":"f"}}`} {
+		for _, c := range []struct{ path, body string }{
+			{"/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],` + tool(malformed) + choice + `}`},
+			{"/v1/responses", `{"input":"x",` + flat(malformed) + strings.Replace(choice, `"function":{"name":"f"}`, `"name":"f"`, 1) + `}`},
+		} {
+			var body openai.ErrorBody
+			decodeBody(t, env.post(t, c.path, c.body), 400, &body)
+			where := "tools[0].function.parameters"
+			if c.path == "/v1/responses" {
+				where = "tools[0].parameters" // the Responses API's tools are flat
+			}
+			if body.Error.Param == nil || *body.Error.Param != "tools" || !strings.Contains(body.Error.Message, `"objekt" is not a JSON Schema type`) ||
+				!strings.Contains(body.Error.Message, where) {
+				t.Errorf("%s %s: error %+v, want a 400 naming tools and the type", c.path, choice, body.Error)
+			}
+		}
+	}
+	unbuilt := `{"type":"object","properties":{"n":{"type":"integer","multipleOf":2}}}`
+	var resp openai.ChatCompletionResponse
+	decodeBody(t, env.post(t, "/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],`+tool(unbuilt)+`,"tool_choice":"auto"}`), 200, &resp)
+}

@@ -184,8 +184,16 @@ func (d *driver) boundary(busiest *node, now time.Time) (time.Time, bool) {
 }
 
 // send starts a request released by the schedule: the router picks its
-// replica, which it reaches after the frontend's arrival time.
-func (d *driver) send(r workload.Request, now time.Time) {
+// replica, which it reaches after the frontend's arrival time. The fleet
+// polls the schedule at step boundaries, so the request goes at its own
+// send time (Request.Send), which may be earlier than now: a request due
+// in the middle of a step is sent then and waits in the engine for the
+// step to end, as a real client's does, counted in its TTFT.
+func (d *driver) send(r workload.Request, polled time.Time) {
+	now := d.start.Add(r.Send)
+	if now.After(polled) || now.Before(d.start) {
+		now = polled
+	}
 	if r.Index >= len(d.outputs) {
 		d.outputs = append(d.outputs, make([]bench.Output, r.Index+1-len(d.outputs))...)
 		d.tokens = append(d.tokens, make([]TokenTimes, r.Index+1-len(d.tokens))...)
@@ -194,7 +202,7 @@ func (d *driver) send(r workload.Request, now time.Time) {
 	d.flights[r.Index] = f
 	f.out.Start = now
 	f.out.QueueTime = now.Sub(d.start.Add(r.Due))
-	f.out.Stage, f.out.Turn = r.Stage, r.Turn
+	f.out.Stage, f.out.Turn, f.out.Session, f.out.Tool = r.Stage, r.Turn, r.User, r.Tool
 	f.out.PromptLen = r.Sample.PromptLen
 	f.out.ITL = make([]time.Duration, 0, max(r.Sample.OutputLen-1, 0)) // one gap a token after the first
 	f.prompt = r.Sample.PromptIDs

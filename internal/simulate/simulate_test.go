@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/inferenceperf"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
@@ -60,15 +60,15 @@ func TestOneRequestTimeline(t *testing.T) {
 	}
 	hw, _ := profiles.LookupHardware("h100")
 	m, _ := profiles.LookupModel("llama-3.1-8b")
-	cm := sim.CostModel{HW: hw, Model: m, TP: 1}
-	prefill := cm.Step(&engine.Batch{Seqs: []engine.SeqBatch{{Tokens: s.PromptIDs, NumPrompt: 100, Sample: true}}})
+	cm := costmodel.Model{HW: hw, Model: m, TP: 1}
+	prefill := cm.Step([]costmodel.Seq{{Tokens: len(s.PromptIDs), NumPrompt: 100, Sample: true}})
 	fe := hw.Calib.Frontend
 	step := prefill.Duration + prefill.Host
 	want := fe.Arrival + step + time.Duration(fe.LagSteps*float64(step)) + fe.PerToken
 	if d := o.TTFT - want; d.Abs() > time.Microsecond {
 		t.Errorf("TTFT %v, want arrival %v + prefill %v × (1 + lag %.2f) + per-token %v = %v", o.TTFT, fe.Arrival, step, fe.LagSteps, fe.PerToken, want)
 	}
-	decode := cm.Step(&engine.Batch{Seqs: []engine.SeqBatch{{Tokens: []int{1}, Pos: 105, NumPrompt: 100, Sample: true}}})
+	decode := cm.Step([]costmodel.Seq{{Tokens: 1, Pos: 105, NumPrompt: 100, Sample: true}})
 	for i, g := range o.ITL[1:] {
 		if rel := math.Abs(float64(g-decode.Duration-fe.PerToken)) / float64(decode.Duration); rel > 0.001 {
 			t.Errorf("gap %d: %v, want a decode step %v + %v", i+2, g, decode.Duration, fe.PerToken)
@@ -83,6 +83,39 @@ func TestOneRequestTimeline(t *testing.T) {
 	}
 	if !o.Start.Equal(Epoch.Add(time.Second)) || res.Duration != time.Second+o.Latency {
 		t.Errorf("sent at %v, run %v", o.Start, res.Duration)
+	}
+}
+
+// TestDueMidStepIsSentThen: a request due while the engine is in a step
+// is sent at its due time and waits for the step to end in the engine,
+// as a real client's request does: its TTFT counts the wait, and none of
+// it is client-side queue time. The fleet polls the schedule at step
+// boundaries; before, the request went at the boundary and the wait was
+// lost from its TTFT.
+func TestDueMidStepIsSentThen(t *testing.T) {
+	long := workload.Sample{PromptIDs: ids(2000, 0), PromptLen: 2000, OutputLen: 50}
+	short := workload.Sample{PromptIDs: ids(20, 5000), PromptLen: 20, OutputLen: 2}
+	hw, _ := profiles.LookupHardware("h100")
+	m, _ := profiles.LookupModel("llama-3.1-8b")
+	cm := costmodel.Model{HW: hw, Model: m, TP: 1}
+	prefill := cm.Step([]costmodel.Seq{{Tokens: 2000, NumPrompt: 2000, Sample: true}})
+	step := prefill.Duration + prefill.Host
+	// Due halfway through the long prompt's prefill step.
+	mid := time.Second + hw.Calib.Frontend.Arrival + step/2
+	plan := onePlan([]time.Duration{time.Second, mid}, long, short)
+	res, err := Run(context.Background(), Config{Replica: server(), Plan: plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := res.Outputs[1]
+	if !o.Success {
+		t.Fatalf("output %+v", o)
+	}
+	if !o.Start.Equal(Epoch.Add(mid)) || o.QueueTime != 0 {
+		t.Errorf("sent at %v (queue time %v), want its due time %v", o.Start.Sub(Epoch), o.QueueTime, mid)
+	}
+	if o.TTFT < step/2 {
+		t.Errorf("TTFT %v: less than the half step (%v) it waited for in the engine", o.TTFT, step/2)
 	}
 }
 

@@ -41,6 +41,16 @@ type promQuery struct {
 	client   *http.Client
 }
 
+// FleetSelector is the selector in its braces, as Collect reads it
+// (the selector as given when it does not parse: Collect refuses it).
+func (p Prometheus) FleetSelector() string {
+	m, err := doctor.ParseSelector(p.Selector)
+	if err != nil {
+		return p.Selector
+	}
+	return "{" + m + "}"
+}
+
 func (p Prometheus) query() (*promQuery, error) {
 	if err := checkURL(p.URL); err != nil {
 		return nil, err

@@ -23,6 +23,9 @@ type Scrape struct {
 	Now      func() time.Time
 }
 
+// FleetSelector is "": a scrape reads one target.
+func (Scrape) FleetSelector() string { return "" }
+
 func (s Scrape) withDefaults() (Scrape, error) {
 	for _, u := range []string{s.URL, s.DCGMURL} {
 		if u != "" {

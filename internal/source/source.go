@@ -32,6 +32,10 @@ import (
 // matches several.
 type Source interface {
 	Collect(ctx context.Context) ([]doctor.Member, error)
+	// FleetSelector is what the members Collect returns have in common,
+	// as label matchers in braces: the name a fleet's report goes by
+	// (doctor.Diagnoser.Fleet). "" for a source that reads one target.
+	FleetSelector() string
 }
 
 // File is one saved /metrics scrape: a snapshot, not a window.
@@ -39,6 +43,9 @@ type File struct {
 	Path string
 	Now  func() time.Time // the reading's time; default time.Now
 }
+
+// FleetSelector is "": a file is one target's scrape.
+func (File) FleetSelector() string { return "" }
 
 // Collect reads the file as one reading.
 func (f File) Collect(context.Context) ([]doctor.Member, error) {

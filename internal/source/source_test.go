@@ -492,3 +492,18 @@ func TestEngineRanks(t *testing.T) {
 		t.Errorf("a running gauge without an engine label: engines %q, want 1", n)
 	}
 }
+
+// TestFleetSelector: a Prometheus source names its fleet by its selector
+// in braces, however given; sources of one target name none.
+func TestFleetSelector(t *testing.T) {
+	for sel, want := range map[string]string{`job="vllm"`: `{job="vllm"}`, ` { job="vllm", model_name="m" } `: `{job="vllm", model_name="m"}`, "": "{}"} {
+		if got := (Prometheus{URL: "http://p:9090", Selector: sel}).FleetSelector(); got != want {
+			t.Errorf("selector %q: fleet %q, want %q", sel, got, want)
+		}
+	}
+	for _, s := range []Source{Scrape{URL: "http://t:8000/metrics"}, File{Path: "m.txt"}} {
+		if got := s.FleetSelector(); got != "" {
+			t.Errorf("%T: fleet %q", s, got)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package tensor
 
 import (
+	"fmt"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 )
@@ -23,7 +25,9 @@ type Task interface {
 // forward pass) and then park on a channel, so an idle server burns no CPU.
 //
 // Run must be called from one goroutine at a time; the pool's own
-// goroutines end with Close.
+// goroutines end with Close. A task that panics on a worker does not take
+// the process down: Run raises it again on its caller (a *KernelPanic),
+// where the engine recovers it.
 type Pool struct {
 	workers []*poolWorker
 	wg      sync.WaitGroup // worker goroutines, for Close
@@ -38,6 +42,7 @@ type Pool struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	spinLimit int
+	panicked  atomic.Pointer[KernelPanic] // the operation's first panic
 
 	afterPublish func() // test seam: runs between publishing and waking
 }
@@ -51,6 +56,23 @@ const (
 	workerRunning int32 = iota
 	workerParked
 )
+
+// KernelPanic is a task's panic on one of the pool's threads, raised again
+// by Run on its caller once every thread has left the operation: a panic
+// on a worker goroutine would otherwise end the process, past any
+// recover. It carries the stack of the thread it happened on.
+type KernelPanic struct {
+	Worker int // 0 is Run's caller
+	Value  any
+	Stack  []byte
+}
+
+func (p *KernelPanic) Error() string {
+	return fmt.Sprintf("compute thread %d panicked: %v", p.Worker, p.Value)
+}
+
+// PanicStack is where the task panicked.
+func (p *KernelPanic) PanicStack() []byte { return p.Stack }
 
 // NewPool starts threads-1 worker goroutines (the caller of Run is the
 // other thread). threads < 1 counts as 1.
@@ -98,13 +120,27 @@ func (p *Pool) Run(t Task, total, chunk int) {
 			w.wake <- struct{}{}
 		}
 	}
-	p.work(0)
+	p.safeWork(0)
 	for i := 0; p.pending.Load() != 0; i++ {
 		if i > 64 {
 			runtime.Gosched()
 		}
 	}
 	p.task = nil // the pool must not keep the task's data reachable
+	if kp := p.panicked.Swap(nil); kp != nil {
+		panic(kp)
+	}
+}
+
+// safeWork is work with a panic kept for Run to raise: the thread stops
+// taking chunks, the others finish the operation's.
+func (p *Pool) safeWork(worker int) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.panicked.CompareAndSwap(nil, &KernelPanic{Worker: worker, Value: v, Stack: debug.Stack()})
+		}
+	}()
+	p.work(worker)
 }
 
 func (p *Pool) work(worker int) {
@@ -129,7 +165,7 @@ func (p *Pool) loop(id int, w *poolWorker) {
 		if p.closed.Load() {
 			return
 		}
-		p.work(id)
+		p.safeWork(id)
 		p.pending.Add(-1)
 	}
 }

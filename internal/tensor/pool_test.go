@@ -1,7 +1,9 @@
 package tensor
 
 import (
+	"fmt"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -182,5 +184,64 @@ func TestEvenChunk(t *testing.T) {
 				t.Errorf("unit %d, %+v: chunk %d leaves the busiest thread %d rows of %d (ideal %d)", unit, c, got, busiest, c.rows, ideal)
 			}
 		}
+	}
+}
+
+// panicTask panics on the thread named by on, after making sure that a
+// worker (not only the caller) takes part: the caller's chunk waits for a
+// worker's.
+type panicTask struct {
+	on        int // 0: the caller; 1: a worker
+	workerRan chan struct{}
+	once      atomic.Bool
+}
+
+func (p *panicTask) Run(worker, lo, hi int) {
+	if worker == 0 {
+		if p.on == 0 {
+			panic("caller's kernel")
+		}
+		<-p.workerRan
+		return
+	}
+	if p.once.CompareAndSwap(false, true) {
+		p.workerRan <- struct{}{} // buffered: the package's close shadows the builtin
+		if p.on != 0 {
+			panic(fmt.Sprintf("worker's kernel at %d", lo))
+		}
+	}
+}
+
+// TestPoolPanicIsRaisedOnTheCaller: a task that panics on a worker
+// goroutine (which would end the process) or on the caller is raised by
+// Run on its caller as a *KernelPanic with the panicking thread's stack,
+// once every thread has left the operation; the pool works on after it.
+func TestPoolPanicIsRaisedOnTheCaller(t *testing.T) {
+	for _, on := range []int{0, 1} {
+		p := NewPool(2)
+		task := &panicTask{on: on, workerRan: make(chan struct{}, 1)}
+		v := func() (v any) {
+			defer func() { v = recover() }()
+			p.Run(task, 2, 1)
+			return nil
+		}()
+		kp, ok := v.(*KernelPanic)
+		if !ok {
+			t.Fatalf("panic on thread %d: Run raised %#v, want a *KernelPanic", on, v)
+		}
+		if (kp.Worker == 0) != (on == 0) || !strings.Contains(fmt.Sprint(kp.Value), "kernel") {
+			t.Errorf("panic on thread %d: %+v", on, kp)
+		}
+		if !strings.Contains(string(kp.PanicStack()), "(*panicTask).Run") {
+			t.Errorf("panic on thread %d: the stack does not show the task:\n%s", on, kp.Stack)
+		}
+		c := &countTask{hits: make([]atomic.Int32, 64), workers: make([]atomic.Int32, 2)}
+		p.Run(c, 64, 1)
+		for i := range c.hits {
+			if c.hits[i].Load() != 1 {
+				t.Fatalf("after the panic: item %d ran %d times", i, c.hits[i].Load())
+			}
+		}
+		p.Close()
 	}
 }

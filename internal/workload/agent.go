@@ -16,16 +16,33 @@ import (
 // come back and the tool has run (its latency). Prompts grow turn by turn
 // on a shared prefix, and each session's requests come with idle gaps
 // between them: what prefix caching, KV headroom and routing by prefix are
-// for.
+// for. The Schedule runs them (schedule_sessions.go), for bench and
+// simulate alike.
 
-// AgentPlan makes a plan's requests the turns of agent sessions: request k
-// of a stage is turn k/len(Sessions) of session k%len(Sessions) (modulo its
-// turns when Recycle).
+// AgentPlan makes a plan's requests the turns of agent sessions.
+//
+// With OwnClocks (glassbox's agent sessions) each session runs on its own
+// clock: its stage offset is when it starts (open loop, at the sessions'
+// rate), and each of its turns is due when the previous answer has come
+// back and the tool has run (closed loop), whatever the other sessions do.
+// The plan's MaxConcurrency then caps the sessions running at once, and its
+// Until stops starting sessions (Cut also stops the running ones' turns).
+//
+// Without it (inference-perf's conversation_replay) request k of a stage is
+// turn k/len(Sessions) of session k%len(Sessions) (modulo its turns when
+// Recycle), due at the stage's offset k and sent no earlier than its
+// session's previous answer and tool allow, as inference-perf's load
+// generator hands its requests to the conversations' session locks.
 type AgentPlan struct {
 	Sessions []AgentSession
 	// Recycle starts a session that ran its turns over, from its system
 	// prompt (inference-perf's conversation_replay closed loop).
-	Recycle bool
+	Recycle   bool
+	OwnClocks bool
+	// Cut, with OwnClocks and the plan's Until, ends the running sessions
+	// there too: a turn due at or after Until is not sent, and its session
+	// ends cut. Without it they run every turn (Until only stops starts).
+	Cut bool
 }
 
 // AgentSession is one conversation's blueprint.
@@ -44,18 +61,22 @@ type AgentTurn struct {
 // AgentConfig is agent sessions described by flags (bench's and
 // simulate's --dataset-name agent).
 type AgentConfig struct {
-	Sessions    int           // conversations
-	Turns       int           // turns each
-	SystemLen   int           // tokens of the system prompt every session shares
-	InputLen    int           // tokens of each turn's new input (the user's message, then a tool's result)
-	OutputLen   int           // max_tokens of each turn
-	ToolLatency time.Duration // between an answer and the next turn
-	Rate        float64       // sessions started per second (+Inf: all at once)
-	Burstiness  float64       // gamma shape of the sessions' arrival gaps (1: Poisson)
-	// MaxConcurrency caps the requests in flight (0: none); Until, when
-	// positive, stops sending then (--duration), sessions unfinished.
+	Sessions    int         // conversations
+	Turns       int         // turns each
+	SystemLen   int         // tokens of the system prompt every session shares
+	InputLen    int         // tokens of each turn's new input (the user's message, then a tool's result)
+	OutputLen   int         // max_tokens of each turn
+	ToolLatency ToolLatency // between an answer and the next turn, drawn per turn
+	Rate        float64     // sessions started per second (+Inf: all at once)
+	Burstiness  float64     // gamma shape of the sessions' arrival gaps (1: Poisson)
+	// MaxConcurrency caps the sessions running at once (0: none): a
+	// session due while all places are taken starts when one frees, its
+	// first turn held on the client meanwhile. Until, when positive,
+	// stops starting sessions then (--duration); Cut also stops the
+	// running sessions' turns then, where by default they finish.
 	MaxConcurrency int
 	Until          time.Duration
+	Cut            bool
 }
 
 // Check refuses what cannot run, by flag.
@@ -67,22 +88,31 @@ func (c *AgentConfig) Check() error {
 		return fmt.Errorf("agent sessions: %d sessions of %d turns is too many requests", c.Sessions, c.Turns)
 	case c.SystemLen < 0 || c.InputLen < 1 || c.OutputLen < 1:
 		return fmt.Errorf("agent sessions: want --agent-system-prompt-len >= 0, --agent-input-len and --agent-output-len >= 1, got %d, %d, %d", c.SystemLen, c.InputLen, c.OutputLen)
-	case c.ToolLatency < 0:
-		return fmt.Errorf("agent sessions: --agent-tool-latency must not be negative, got %v", c.ToolLatency)
 	case !(c.Rate > 0) || !(c.Burstiness > 0):
 		return errors.New("agent sessions: the session rate and burstiness must be positive")
+	case c.Cut && c.Until <= 0:
+		return errors.New("agent sessions: --agent-at-duration cut needs a --duration")
 	}
-	return nil
+	return c.ToolLatency.Check()
 }
 
 // NewAgentPlan builds the plan of agent sessions c describes: the sessions
-// arrive at c.Rate and each runs c.Turns turns.
+// arrive at c.Rate and each runs c.Turns turns on its own clock. The
+// sessions' starts and tool latencies are drawn from rng first, so that
+// two runs of one seed (bench against a server, simulate) put the same
+// agent load on their servers whatever their tokenizers draw after.
 func NewAgentPlan(ctx context.Context, c AgentConfig, tk Tokenizer, rng *rand.Rand) (*Plan, error) {
 	if err := c.Check(); err != nil {
 		return nil, err
 	}
 	n := c.Sessions
-	p := &Plan{Sessions: true, MaxConcurrency: c.MaxConcurrency, Until: c.Until, Agent: &AgentPlan{Sessions: make([]AgentSession, n)}}
+	starts := scheduleOffsets(n, c.Rate, c.Burstiness, nil, rng)
+	latencies := make([]time.Duration, n*c.Turns)
+	for i := range latencies {
+		latencies[i] = c.ToolLatency.Draw(rng)
+	}
+	p := &Plan{Sessions: true, MaxConcurrency: c.MaxConcurrency, Until: c.Until,
+		Agent: &AgentPlan{OwnClocks: true, Cut: c.Cut, Sessions: make([]AgentSession, n)}}
 	var system Sample
 	if c.SystemLen > 0 {
 		s, err := LoadSamples(ctx, DatasetConfig{Name: "random", RandomInputLen: c.SystemLen, RandomOutputLen: 1}, 1, tk, rng)
@@ -102,23 +132,18 @@ func NewAgentPlan(ctx context.Context, c AgentConfig, tk Tokenizer, rng *rand.Ra
 		s := &p.Agent.Sessions[i]
 		s.System = system
 		for t := range c.Turns {
-			s.Turns = append(s.Turns, AgentTurn{Input: inputs[i*c.Turns+t], ToolLatency: c.ToolLatency})
+			s.Turns = append(s.Turns, AgentTurn{Input: inputs[i*c.Turns+t], ToolLatency: latencies[i*c.Turns+t]})
 		}
 	}
 	p.Prompts = make([]Sample, n)
 	for i := range p.Prompts {
 		p.Prompts[i] = system
 	}
-	starts := scheduleOffsets(n, c.Rate, c.Burstiness, nil, rng)
-	offsets := make([]time.Duration, 0, n*c.Turns)
-	for range c.Turns {
-		offsets = append(offsets, starts...) // a turn is due with its session; it waits for the one before
-	}
 	var span time.Duration
 	if len(starts) > 0 {
 		span = starts[len(starts)-1]
 	}
-	p.Stages = []Stage{{Rate: c.Rate, Duration: span, Offsets: offsets}}
+	p.Stages = []Stage{{Rate: c.Rate, Duration: span, Offsets: starts}}
 	return p, nil
 }
 

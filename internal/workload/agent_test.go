@@ -16,7 +16,7 @@ import (
 // the tool's latency has passed, each session one turn at a time.
 func TestAgentSessions(t *testing.T) {
 	tk := simTok{sim.NewVocab()}
-	c := AgentConfig{Sessions: 2, Turns: 3, SystemLen: 40, InputLen: 10, OutputLen: 5, ToolLatency: 2 * time.Second, Rate: 1, Burstiness: 1}
+	c := AgentConfig{Sessions: 2, Turns: 3, SystemLen: 40, InputLen: 10, OutputLen: 5, ToolLatency: ToolLatency{Mean: 2 * time.Second}, Rate: 1, Burstiness: 1}
 	p, err := NewAgentPlan(context.Background(), c, tk, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		t.Fatal(err)

@@ -51,6 +51,22 @@ type Plan struct {
 	Separator []int
 }
 
+// OpenLoop is the plan of vLLM's bench serve: requests at the arrival
+// offsets, cycling through the samples, at most maxConcurrency at once
+// (0: no cap), sending stopping at until when it is positive.
+func OpenLoop(samples []Sample, arr *Arrivals, maxConcurrency int, until time.Duration) *Plan {
+	var offs []time.Duration
+	for {
+		off, ok := arr.Next()
+		if !ok {
+			break
+		}
+		offs = append(offs, off)
+	}
+	return &Plan{Prompts: samples, Stages: []Stage{{Rate: arr.rate, Duration: arr.duration, Offsets: offs}},
+		MaxConcurrency: maxConcurrency, Until: until}
+}
+
 // LoRASplit sends Split of the requests to the LoRA adapter Name.
 type LoRASplit struct {
 	Name  string
@@ -85,9 +101,16 @@ func StagesRate(stages []Stage) float64 {
 }
 
 // NumRequests is how many requests the plan's stages send (a sweep's
-// probe, before it has run, counts as its own burst).
+// probe, before it has run, counts as its own burst; agent sessions on
+// their own clocks, every turn of every session).
 func (p *Plan) NumRequests() int {
 	n := 0
+	if a := p.Agent; a != nil && a.OwnClocks {
+		for _, s := range a.Sessions {
+			n += len(s.Turns)
+		}
+		return n
+	}
 	for _, s := range p.Stages {
 		n += len(s.Offsets)
 	}

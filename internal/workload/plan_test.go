@@ -162,6 +162,35 @@ func TestScheduleConcurrencyAndUntil(t *testing.T) {
 	}
 }
 
+// TestSendTimesIgnoreLatePolls: a caller that polls late (the simulator
+// polls at step boundaries) still sends each request at the moment its
+// client would have: its due time, the finish that freed its slot, or its
+// user's answer plus the tool's time; never the poll's.
+func TestSendTimesIgnoreLatePolls(t *testing.T) {
+	p := fixedPlan(3, secs(0.5, 0.7, 0.9, 5))
+	p.MaxConcurrency = 2
+	s := p.Start()
+	r, _ := s.Poll(time.Second) // polled late: due at 0.5 s and 0.7 s
+	if len(r) != 2 || r[0].Send != 500*time.Millisecond || r[1].Send != 700*time.Millisecond {
+		t.Fatalf("sent %+v; want sends at their due times 0.5 s and 0.7 s", r)
+	}
+	s.Finished(r[0], 1200*time.Millisecond, Outcome{OK: true, OutputTokens: 1})
+	more, _ := s.Poll(1500 * time.Millisecond)
+	if len(more) != 1 || more[0].Due != 900*time.Millisecond || more[0].Send != 1200*time.Millisecond {
+		t.Fatalf("after a slot freed at 1.2 s, polled at 1.5 s: %+v; want due 0.9 s, sent 1.2 s", more)
+	}
+
+	p = fixedPlan(1, secs(0, 0))
+	p.Sessions = true
+	s = p.Start()
+	r, _ = s.Poll(0)
+	s.Finished(r[0], 2*time.Second, Outcome{OK: true, Text: "a", OutputTokens: 1})
+	more, _ = s.Poll(3 * time.Second)
+	if len(more) != 1 || more[0].Send != 2*time.Second {
+		t.Fatalf("a user's next round after its answer at 2 s, polled at 3 s: %+v; want sent at 2 s", more)
+	}
+}
+
 // TestReplayPlan: a detailed bench result replays its successful requests
 // at their send offsets with their token counts.
 func TestReplayPlan(t *testing.T) {

@@ -19,6 +19,17 @@ type Request struct {
 	// conversation so far.
 	Sample Sample
 	Due    time.Duration // when the plan scheduled it, from the run's start
+	// Send is when its client sends it, from the run's start: its due time,
+	// or later when it waited on the client (a --max-concurrency slot, its
+	// session's previous round and tool, a place for its session), the
+	// moment that wait ended. It comes from due times and the finish times
+	// the schedule is told, never from when it was polled, so a caller that
+	// polls late (the simulator, at step boundaries) still sends on time.
+	Send time.Duration
+	// Tool is the tool's time before a session's turn: from its previous
+	// answer to when this turn could go (0 for a first turn, and after a
+	// failed one, which calls no tool).
+	Tool time.Duration
 	// Model, when set, is the LoRA adapter to send it to instead of the
 	// served model (load.lora_traffic_split).
 	Model string
@@ -62,8 +73,14 @@ type Schedule struct {
 	queue      []Request // due session rounds released by their user, waiting for a slot
 	sleeping   []sleeper // session rounds waiting out their tool's latency
 	users      []session
-	stopped    bool
-	rng        *rand.Rand
+	running    int         // agent sessions on their own clocks started and not ended
+	held       []heldStart // their starts due while --max-concurrency's places were taken
+	// slotWait is set while a due request waits for a --max-concurrency
+	// slot, slotFreed the last finish while it did: what waited goes then.
+	slotWait  bool
+	slotFreed time.Duration
+	stopped   bool
+	rng       *rand.Rand
 
 	deadlines []deadline // request timeouts, in send order
 	cancel    []Cancel   // to abandon, for Cancelled
@@ -87,6 +104,7 @@ type session struct {
 	ids     []int
 	tokens  int           // its length in tokens
 	readyAt time.Duration // its next round goes no earlier (the tool's latency)
+	tool    time.Duration // that latency, for the next round's Request.Tool
 }
 
 // sleeper is a session round released when its tool's latency is over.
@@ -113,22 +131,6 @@ func (p *Plan) Start() *Schedule {
 	return s
 }
 
-// OpenLoop is the plan of vLLM's bench serve: requests at the arrival
-// offsets, cycling through the samples, at most maxConcurrency at once
-// (0: no cap), sending stopping at until when it is positive.
-func OpenLoop(samples []Sample, arr *Arrivals, maxConcurrency int, until time.Duration) *Plan {
-	var offs []time.Duration
-	for {
-		off, ok := arr.Next()
-		if !ok {
-			break
-		}
-		offs = append(offs, off)
-	}
-	return &Plan{Prompts: samples, Stages: []Stage{{Rate: arr.rate, Duration: arr.duration, Offsets: offs}},
-		MaxConcurrency: maxConcurrency, Until: until}
-}
-
 // Stages are the stages the schedule has run or will run (a sweep's, once
 // its probe has found them), the probe not among them.
 func (s *Schedule) Stages() []Stage { return s.stages[s.base:] }
@@ -146,7 +148,7 @@ func (s *Schedule) Err() error { return s.err }
 func (s *Schedule) Poll(now time.Duration) (ready []Request, next time.Duration) {
 	s.sampleTo(now)
 	next = -1
-	if s.p.Until > 0 && now >= s.p.Until && !s.stopped {
+	if s.p.Until > 0 && now >= s.p.Until && !s.stopped && !s.ownClocks() {
 		s.stop(false)
 	}
 	s.expire(now)
@@ -169,11 +171,20 @@ func (s *Schedule) Poll(now time.Duration) (ready []Request, next time.Duration)
 			continue
 		}
 		due := s.stageStart + st.Offsets[s.pos]
+		if s.ownClocks() && s.p.Until > 0 && due >= s.p.Until {
+			s.closeStarts() // known now: no session starts at or after --duration
+			continue
+		}
 		if due > now {
 			next = soonest(next, due)
 			break
 		}
+		if s.ownClocks() {
+			s.startDue(due)
+			continue
+		}
 		if !s.p.Sessions && !s.slotFree() {
+			s.slotWait = true
 			break // waits for a slot: sent later, still due at its offset
 		}
 		if r, goes := s.schedule(due, now); goes {
@@ -181,10 +192,17 @@ func (s *Schedule) Poll(now time.Duration) (ready []Request, next time.Duration)
 		}
 	}
 	next = s.wake(now, next)
-	for len(s.queue) > 0 && s.slotFree() {
+	for len(s.queue) > 0 {
+		if !s.slotFree() {
+			s.slotWait = true
+			break
+		}
 		r := s.queue[0]
 		s.queue = s.queue[1:]
 		ready = append(ready, s.release(r, now))
+	}
+	if s.slotFree() {
+		s.slotWait = false
 	}
 	if len(s.deadlines) > 0 {
 		next = soonest(next, s.deadlines[0].at)
@@ -241,7 +259,7 @@ func (s *Schedule) cutProbe() {
 // cancels what is in flight.
 func (s *Schedule) dropPending(abandon bool) {
 	s.open -= len(s.queue) + len(s.sleeping)
-	s.sleeping = nil
+	s.sleeping, s.held = nil, nil
 	for i := range s.users {
 		s.open -= len(s.users[i].waiting)
 		s.users[i].waiting = nil
@@ -277,7 +295,7 @@ func (s *Schedule) schedule(due, now time.Duration) (r Request, goes bool) {
 		k = s.next
 		s.next++
 	}
-	r = Request{Stage: s.stage - s.base, User: -1, Sample: s.p.Prompts[k%n], Due: due}
+	r = Request{Stage: s.stage - s.base, User: -1, Sample: s.p.Prompts[k%n], Due: due, Send: due}
 	s.pos++
 	if a := s.p.Agent; a != nil {
 		user, turn, ok := a.turn(k)
@@ -300,13 +318,15 @@ func (s *Schedule) schedule(due, now time.Duration) (r Request, goes bool) {
 		u.waiting = append(u.waiting, r)
 	} else {
 		u.busy = true
+		r.Tool = u.tool
+		r.Send = max(due, u.readyAt)
 		s.ready(r, u.readyAt, now)
 	}
 	return r, false
 }
 
 // ready queues a session round for a slot, or puts it to sleep until its
-// user's tool has run.
+// user's tool has run (at, which its Send already counts).
 func (s *Schedule) ready(r Request, at, now time.Duration) {
 	if at > now {
 		s.sleeping = append(s.sleeping, sleeper{at, r})
@@ -349,6 +369,13 @@ func (s *Schedule) pickModel() string {
 // release sends r at now: a session round gets its conversation
 // prepended, as inference-perf's user session does (context + " " + prompt).
 func (s *Schedule) release(r Request, now time.Duration) Request {
+	if r.Index < 0 {
+		r.Index = s.index // a session's turn is numbered as it goes
+		s.index++
+	}
+	if s.slotWait {
+		r.Send = max(r.Send, s.slotFreed) // it waited for the slot freed then
+	}
 	if r.User >= 0 {
 		u := &s.users[r.User]
 		if a := s.p.Agent; a != nil && r.Turn == 0 {
@@ -407,11 +434,15 @@ func (s *Schedule) Finished(r Request, at time.Duration, o Outcome) {
 	delete(s.inFlight, r.Index)
 	s.open--
 	s.lastDone = max(s.lastDone, at)
+	if s.slotWait {
+		s.slotFreed = max(s.slotFreed, at)
+	}
 	s.feedBreakers(r, at, o)
 	if r.User < 0 || r.User >= len(s.users) || r.Stage+s.base != s.stage {
 		return
 	}
 	u := &s.users[r.User]
+	u.tool = 0
 	if o.OK {
 		u.text = r.Sample.Prompt + " " + o.Text
 		if r.Sample.PromptIDs != nil {
@@ -419,14 +450,21 @@ func (s *Schedule) Finished(r Request, at time.Duration, o Outcome) {
 		}
 		u.tokens = r.Sample.PromptLen + len(s.p.Separator) + o.OutputTokens
 		if a := s.p.Agent; a != nil {
-			u.readyAt = at + a.latency(r.User, r.Turn) // the tool runs on the answer
+			u.tool = a.latency(r.User, r.Turn) // the tool runs on the answer
+			u.readyAt = at + u.tool
 		}
+	}
+	if s.ownClocks() {
+		s.nextTurn(r, at)
+		return
 	}
 	u.busy = false
 	if len(u.waiting) > 0 && !s.stopped {
 		next := u.waiting[0]
 		u.waiting = u.waiting[1:]
 		u.busy = true
+		next.Tool = u.tool
+		next.Send = max(next.Due, at, u.readyAt) // it waited on its user's round and tool
 		s.ready(next, u.readyAt, at)
 	}
 }

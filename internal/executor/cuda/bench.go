@@ -39,7 +39,8 @@ func BenchSizes(c BenchConfig, blockSize int) Sizes {
 	return Sizes{MaxTokens: max(c.Prompt, c.Batch, 1), MaxSeqs: max(c.Batch, 1), MaxModelLen: c.Depth + max(c.Prompt, c.Gen) + 1, BlockSize: blockSize}
 }
 
-// Bench runs the tests on l (whose sizes must be BenchSizes(cfg)).
+// Bench runs the tests on l (whose sizes must be BenchSizes(cfg)) with
+// an executor of its own, closed at the end: l stays loaded.
 func Bench(l *Loaded, cfg BenchConfig, eager bool) ([]BenchResult, error) {
 	if cfg.Reps < 1 || cfg.Prompt < 0 || cfg.Gen < 0 || cfg.Depth < 0 || cfg.Batch < 1 {
 		return nil, fmt.Errorf("bench: need a repetition, a batch and non-negative lengths, got %+v", cfg)

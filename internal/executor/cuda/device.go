@@ -11,6 +11,9 @@ package cuda
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 
 	"github.com/glassbox-llm/glassbox/internal/cuda"
 )
@@ -45,6 +48,16 @@ type Device struct {
 	// record, when set, takes every launch instead of the GPU: a device
 	// without one, for the tests of what ops.go launches.
 	record func(k *kernel, grid, block cuda.Dim, shared int) error
+
+	// One owner for each thing: the device owns its context, stream,
+	// kernels, cuBLASLt and workspace; a Loaded model its weights and
+	// step buffers; an Executor its KV cache, graphs and events, and it
+	// borrows the model's. Closing an owner closes what borrows from it
+	// first, so any order of Close calls frees everything once. mu guards
+	// the books of who is open (closed flags, loaded, Loaded.execs).
+	mu     sync.Mutex
+	closed bool
+	loaded map[*Loaded]struct{} // models uploaded and not closed
 }
 
 // workspaceBytes is cuBLASLt's scratch: 32 MiB, NVIDIA's advice for
@@ -58,6 +71,20 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
+	d, err := openDevice(drv, cfg, cuda.OpenBLASLt)
+	if err != nil {
+		return nil, err
+	}
+	if n, err := cuda.OpenNVML(); err == nil { // the driver's own version, as nvidia-smi shows it
+		d.driverVersion, _ = n.DriverVersion()
+		n.Close()
+	}
+	return d, nil
+}
+
+// openDevice opens GPU cfg.Ordinal of drv with the cuBLASLt openBLAS
+// opens: libcuda's and the library's (OpenDevice), or a test's fakes.
+func openDevice(drv *cuda.Driver, cfg DeviceConfig, openBLAS func(c *cuda.Context, path string, dirs []string) (*cuda.BLASLt, error)) (*Device, error) {
 	n, err := drv.DeviceCount()
 	if err != nil {
 		return nil, fmt.Errorf("count GPUs: %w", err)
@@ -76,19 +103,15 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Device{Driver: drv, Info: info, ctx: ctx, gemms: map[gemmKey]*cuda.GEMM{}}
-	if n, err := cuda.OpenNVML(); err == nil { // the driver's own version, as nvidia-smi shows it
-		d.driverVersion, _ = n.DriverVersion()
-		n.Close()
-	}
-	if err := ctx.Do(func() error { return d.open(cfg) }); err != nil {
+	d := &Device{Driver: drv, Info: info, ctx: ctx, gemms: map[gemmKey]*cuda.GEMM{}, loaded: map[*Loaded]struct{}{}}
+	if err := ctx.Do(func() error { return d.open(cfg, openBLAS) }); err != nil {
 		d.Close()
 		return nil, err
 	}
 	return d, nil
 }
 
-func (d *Device) open(cfg DeviceConfig) error {
+func (d *Device) open(cfg DeviceConfig, openBLAS func(c *cuda.Context, path string, dirs []string) (*cuda.BLASLt, error)) error {
 	var err error
 	if d.stream, err = d.ctx.NewStream(); err != nil {
 		return err
@@ -96,7 +119,7 @@ func (d *Device) open(cfg DeviceConfig) error {
 	if d.k, err = loadKernels(d.ctx); err != nil {
 		return err
 	}
-	if d.blas, err = cuda.OpenBLASLt(d.ctx, cfg.BLASLt, cfg.BLASLtDirs); err != nil {
+	if d.blas, err = openBLAS(d.ctx, cfg.BLASLt, cfg.BLASLtDirs); err != nil {
 		return err
 	}
 	d.wsBytes = workspaceBytes
@@ -107,15 +130,27 @@ func (d *Device) open(cfg DeviceConfig) error {
 // Do runs f on the device's thread.
 func (d *Device) Do(f func() error) error { return d.ctx.Do(f) }
 
-// Close releases everything the device holds, its memory included.
+// Close releases everything the device holds: first the models still
+// loaded on it (and so their executors), then its own cuBLASLt plans,
+// kernels, workspace and stream, and its context. A second Close does
+// nothing.
 func (d *Device) Close() {
-	if d.ctx == nil {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
 		return
+	}
+	d.closed = true
+	loaded := slices.Collect(maps.Keys(d.loaded))
+	d.mu.Unlock()
+	for _, l := range loaded {
+		l.Close()
 	}
 	_ = d.ctx.Do(func() error {
 		for _, g := range d.gemms {
 			g.Destroy()
 		}
+		d.gemms = nil
 		if d.blas != nil {
 			d.blas.Close()
 		}
@@ -129,7 +164,6 @@ func (d *Device) Close() {
 		return nil
 	})
 	d.ctx.Close()
-	d.ctx = nil
 }
 
 // BLASLt is the cuBLASLt the device uses (for the banner).

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -32,6 +33,8 @@ type Config struct {
 // goroutine only; the device work runs on the Device's thread.
 type Executor struct {
 	dev     *Device
+	l       *Loaded // whose weights and step buffers it borrows
+	closed  bool    // under dev.mu
 	cfg     Config
 	sizes   Sizes
 	w       *devWeights
@@ -60,7 +63,8 @@ type Executor struct {
 
 // Upload copies w to the device and allocates the step buffers for
 // sizes; KVBlocks then sizes the cache and Start makes the executor. The
-// host's weights may be released once it returns.
+// host's weights may be released once it returns; the device memory is
+// the Loaded model's until its Close (or the device's).
 func (d *Device) Upload(w *model.Weights, s Sizes) (*Loaded, error) {
 	if err := CheckWeights(w); err != nil {
 		return nil, err
@@ -68,7 +72,7 @@ func (d *Device) Upload(w *model.Weights, s Sizes) (*Loaded, error) {
 	if err := checkLimits(d.Info, shapeOf(&w.Config, s.BlockSize), s); err != nil {
 		return nil, fmt.Errorf("load on %s: %w", d.Info.Name, err)
 	}
-	l := &Loaded{dev: d, sizes: s}
+	l := &Loaded{dev: d, sizes: s, execs: map[*Executor]struct{}{}}
 	err := d.Do(func() error {
 		var err error
 		if l.w, err = d.uploadWeights(w, s.MaxModelLen); err != nil {
@@ -86,16 +90,22 @@ func (d *Device) Upload(w *model.Weights, s Sizes) (*Loaded, error) {
 	c := &w.Config
 	l.params = float64(c.Layers) * float64(c.Hidden) * float64(2*c.Heads*c.HeadDim+2*c.KVDim()+3*c.FFN)
 	l.weightB = float64(WeightBytes(w, 0))
+	if err := d.adopt(l); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 
-// Loaded is a model on the device, before its KV cache.
+// Loaded is a model on the device: it owns its weights and step buffers
+// in device memory, which the executors it starts borrow.
 type Loaded struct {
 	dev             *Device
 	sizes           Sizes
 	w               *devWeights
 	bufs            *stepBufs
 	params, weightB float64
+	closed          bool                   // under dev.mu
+	execs           map[*Executor]struct{} // started and not closed, under dev.mu
 }
 
 func (w *devWeights) shapeOf() *devWeightsShape {
@@ -121,6 +131,9 @@ type Memory struct {
 // and other processes') and what the decode graphs will take (none when
 // eager), in blocks of blockSize tokens.
 func (l *Loaded) KVBlocks(util float64, kvBytes int64, blockSize int, eager bool) (int, Memory, error) {
+	if l.isClosed() {
+		return 0, Memory{}, fmt.Errorf("size the KV cache: %w", errModelClosed)
+	}
 	var free, total int64
 	err := l.dev.Do(func() (err error) { free, total, err = l.dev.ctx.MemInfo(); return err })
 	if err != nil {
@@ -162,16 +175,20 @@ func (l *Loaded) buckets() []int {
 func gib(n int64) float64 { return float64(n) / (1 << 30) }
 
 // Start allocates the KV cache of cfg.NumBlocks blocks and makes the
-// executor.
+// executor, which borrows l's weights and step buffers: one at a time
+// (close it before starting another on l).
 func (l *Loaded) Start(cfg Config) (*Executor, error) {
 	c := &l.w.c
+	if err := l.startable(); err != nil {
+		return nil, fmt.Errorf("new cuda executor: %w", err)
+	}
 	if cfg.NumBlocks < 1 || cfg.BlockSize < 1 {
 		return nil, fmt.Errorf("new cuda executor: %d blocks of %d tokens", cfg.NumBlocks, cfg.BlockSize)
 	}
 	if cfg.Sizes != l.sizes {
 		return nil, fmt.Errorf("new cuda executor: sizes %+v, but the buffers were made for %+v", cfg.Sizes, l.sizes)
 	}
-	e := &Executor{dev: l.dev, cfg: cfg, sizes: l.sizes, w: l.w, bufs: l.bufs, graphs: !cfg.Eager, gc: newGraphCache(cfg.Logger),
+	e := &Executor{dev: l.dev, l: l, cfg: cfg, sizes: l.sizes, w: l.w, bufs: l.bufs, graphs: !cfg.Eager, gc: newGraphCache(cfg.Logger),
 		shape:  shapeOf(c, cfg.BlockSize),
 		params: l.params, weightB: l.weightB}
 	e.buckets = l.buckets()
@@ -193,6 +210,9 @@ func (l *Loaded) Start(cfg Config) (*Executor, error) {
 	})
 	if err != nil {
 		e.Close()
+		return nil, fmt.Errorf("new cuda executor: %w", err)
+	}
+	if err := l.lend(e); err != nil {
 		return nil, fmt.Errorf("new cuda executor: %w", err)
 	}
 	return e, nil
@@ -221,25 +241,6 @@ func graphBuckets(most int) []int {
 	return append(b, most)
 }
 
-// Close releases the graphs, the cache, the buffers and the weights.
-func (e *Executor) Close() {
-	_ = e.dev.Do(func() error {
-		e.gc.close()
-		if e.start != nil {
-			e.start.Destroy()
-			e.end.Destroy()
-		}
-		if e.events != nil {
-			e.events.destroy()
-		}
-		e.dev.ctx.Free(e.kv)
-		e.kv = 0
-		e.bufs.free(e.dev)
-		e.w.free(e.dev)
-		return nil
-	})
-}
-
 // kvLayer is layer l's K and V caches.
 func (e *Executor) kvLayer(l int) (cuda.Ptr, cuda.Ptr) {
 	half := e.kvBytes / 2
@@ -251,6 +252,12 @@ func (e *Executor) kvLayer(l int) (cuda.Ptr, cuda.Ptr) {
 // (replayed from a graph for a decode step), sampling on the device,
 // the samples (and any logits the CPU samples from) copied back.
 func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
+	e.dev.mu.Lock()
+	closed := e.closed
+	e.dev.mu.Unlock()
+	if closed {
+		return errors.New("execute: the cuda executor is closed")
+	}
 	if err := e.plan(b); err != nil {
 		return err
 	}
@@ -258,7 +265,7 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	e.kernels = nil
 	err := e.dev.Do(func() (err error) { ms, err = e.run(); return err })
 	if err != nil {
-		return fmt.Errorf("execute: %w", err)
+		return stepError(err)
 	}
 	r.Kernels = e.kernels
 	e.deliver(b, r)

@@ -115,7 +115,7 @@ func TestFailedCaptureRunsEagerForGood(t *testing.T) {
 func TestStickyFaultInCaptureFailsTheStep(t *testing.T) {
 	f := &fakeGraphs{captureErr: &cuda.Error{Call: "cuStreamEndCapture", Code: 700, Name: "CUDA_ERROR_ILLEGAL_ADDRESS"}}
 	c := newGraphCache(nil)
-	if err := c.step(4, f); !sticky(err) {
+	if err := c.step(4, f); !dead(err) {
 		t.Errorf("err %v", err)
 	}
 	if c.eagerFor(4) {

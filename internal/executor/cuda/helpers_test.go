@@ -43,9 +43,9 @@ func (d *Device) put(t *testing.T, dt cuda.DType, v []float32) cuda.Ptr {
 	err := d.Do(func() error {
 		switch dt {
 		case cuda.F16, cuda.BF16:
-			return cuda.CopyIn(d.ctx, p, toHalf(dt, v))
+			return cuda.CopyIn(d.stream, p, toHalf(dt, v))
 		}
-		return cuda.CopyIn(d.ctx, p, v)
+		return cuda.CopyIn(d.stream, p, v)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +56,7 @@ func (d *Device) put(t *testing.T, dt cuda.DType, v []float32) cuda.Ptr {
 func putInts(t *testing.T, d *Device, v []int32) cuda.Ptr {
 	t.Helper()
 	p := d.testAlloc(t, int64(4*len(v)))
-	if err := d.Do(func() error { return cuda.CopyIn(d.ctx, p, v) }); err != nil {
+	if err := d.Do(func() error { return cuda.CopyIn(d.stream, p, v) }); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -71,10 +71,10 @@ func (d *Device) get(t *testing.T, dt cuda.DType, p cuda.Ptr, n int) []float32 {
 			return err
 		}
 		if dt == cuda.F32 {
-			return cuda.CopyOut(d.ctx, out, p)
+			return cuda.CopyOut(d.stream, out, p)
 		}
 		h := make([]uint16, n)
-		if err := cuda.CopyOut(d.ctx, h, p); err != nil {
+		if err := cuda.CopyOut(d.stream, h, p); err != nil {
 			return err
 		}
 		copy(out, fromHalf(dt, h))

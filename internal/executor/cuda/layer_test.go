@@ -130,7 +130,7 @@ func TestKernelDequantQ8_0(t *testing.T) {
 	src := d.testAlloc(t, int64(len(q)))
 	out := d.testAlloc(t, 2*n)
 	d.run(t, func() error {
-		if err := cuda.CopyIn(d.ctx, src, q); err != nil {
+		if err := cuda.CopyIn(d.stream, src, q); err != nil {
 			return err
 		}
 		return d.dequantQ80(src, out, n)

@@ -70,7 +70,7 @@ func startExecutor(t *testing.T, d *Device, w *model.Weights, blocks int, eager 
 func (e *Executor) logitsRows(t *testing.T) []float32 {
 	V := e.w.c.Vocab
 	out := make([]float32, e.p.m*V)
-	e.dev.run(t, func() error { return cuda.CopyOut(e.dev.ctx, out, e.bufs.logits) })
+	e.dev.run(t, func() error { return cuda.CopyOut(e.dev.stream, out, e.bufs.logits) })
 	return out
 }
 

@@ -86,7 +86,7 @@ func (d *Device) newAttnProbe(s attnShape, dt cuda.DType, per int) (p *attnProbe
 	if err != nil {
 		return nil, err
 	}
-	if err := cuda.CopyIn(d.ctx, p.in, ints); err != nil {
+	if err := cuda.CopyIn(d.stream, p.in, ints); err != nil {
 		return nil, err
 	}
 	for i, kv := range []cuda.Ptr{p.kc, p.vc} {
@@ -140,10 +140,10 @@ func (p *attnProbe) run(c check, ks kernelSet) ([]float32, error) {
 func downloadFloats(d *Device, dt cuda.DType, p cuda.Ptr, n int) ([]float32, error) {
 	out := make([]float32, n)
 	if dt == cuda.F32 {
-		return out, cuda.CopyOut(d.ctx, out, p)
+		return out, cuda.CopyOut(d.stream, out, p)
 	}
 	h := make([]uint16, n)
-	if err := cuda.CopyOut(d.ctx, h, p); err != nil {
+	if err := cuda.CopyOut(d.stream, h, p); err != nil {
 		return nil, err
 	}
 	for i, x := range h {

@@ -15,7 +15,7 @@ func (d *Device) UploadRandom(c model.Config, dt cuda.DType, s Sizes) (*Loaded, 
 	if err := checkLimits(d.Info, shapeOf(&c, s.BlockSize), s); err != nil {
 		return nil, fmt.Errorf("random %s model on %s: %w", c.Arch, d.Info.Name, err)
 	}
-	l := &Loaded{dev: d, sizes: s}
+	l := &Loaded{dev: d, sizes: s, execs: map[*Executor]struct{}{}}
 	err := d.Do(func() error {
 		w, err := d.randomWeights(c, dt, s.MaxModelLen)
 		if err != nil {
@@ -33,6 +33,9 @@ func (d *Device) UploadRandom(c model.Config, dt cuda.DType, s Sizes) (*Loaded, 
 	}
 	l.params = float64(c.Layers) * float64(c.Hidden) * float64(2*c.Heads*c.HeadDim+2*c.KVDim()+3*c.FFN)
 	l.weightB = float64(dt.Size()) * (l.params + float64(c.Vocab)*float64(c.Hidden))
+	if err := d.adopt(l); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 

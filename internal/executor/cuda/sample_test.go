@@ -32,14 +32,14 @@ func runSample(t *testing.T, d *Device, logits []float32, V int, ps []rowParams,
 	words := (V + 63) / 64
 	pmask := d.testAlloc(t, int64(8*max(words, 1)))
 	if mask != nil {
-		d.run(t, func() error { return cuda.CopyIn(d.ctx, pmask, mask) })
+		d.run(t, func() error { return cuda.CopyIn(d.stream, pmask, mask) })
 	}
 	a := sampleArgs{logits: d.put(t, cuda.F32, logits), vocab: V, m: m, temp: d.put(t, cuda.F32, temp), topk: putInts(t, d, topk),
 		topp: d.put(t, cuda.F32, topp), minp: d.put(t, cuda.F32, minp), u: d.put(t, cuda.F32, us), maskRow: putInts(t, d, maskRow),
 		masks: pmask, words: words, tokens: d.testAlloc(t, int64(4*m)), logprobs: d.testAlloc(t, int64(4*m))}
 	d.run(t, func() error { return d.sample(a) })
 	toks := make([]int32, m)
-	d.run(t, func() error { return cuda.CopyOut(d.ctx, toks, a.tokens) })
+	d.run(t, func() error { return cuda.CopyOut(d.stream, toks, a.tokens) })
 	return toks, d.get(t, cuda.F32, a.logprobs, m)
 }
 

@@ -142,7 +142,7 @@ func TestSelfCheckHangIsBounded(t *testing.T) {
 		}}
 		start := time.Now()
 		_, err := checkKernels(kernelsFor(h100, llama8B), llama8B, cuda.F16, f.open, selfCheckLimit)
-		if !errors.Is(err, errHung) || !strings.Contains(err.Error(), "tiled decode") {
+		if !errors.Is(err, cuda.ErrHung) || !strings.Contains(err.Error(), "tiled decode") {
 			t.Errorf("err %v", err)
 		}
 		if waited := time.Since(start); waited != selfCheckLimit {

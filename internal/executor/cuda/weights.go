@@ -218,7 +218,7 @@ func (d *Device) uploadFloats(dw *devWeights, v []float32) (cuda.Ptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	return p, cuda.CopyIn(d.ctx, p, v)
+	return p, cuda.CopyIn(d.stream, p, v)
 }
 
 // uploadMatrices stacks ms's rows (same columns) into one matrix of type
@@ -254,13 +254,15 @@ func (d *Device) uploadMatrix(dw *devWeights, dt cuda.DType, m *tensor.Matrix, d
 		return err
 	}
 	if own == dt && m.Type != gguf.Q8_0 {
-		return cuda.CopyIn(d.ctx, dst, m.Data)
+		return cuda.CopyIn(d.stream, dst, m.Data)
 	}
 	need := int64(len(m.Data))
 	if m.Type == gguf.Q8_0 && own != dt {
 		need += 2 * n // the fp16 values before conversion
 	}
 	if need > dw.scratchN {
+		// The previous conversion may still read the old scratch: wait
+		// for it before freeing it.
 		if err := d.stream.Synchronize(); err != nil {
 			return err
 		}
@@ -271,11 +273,9 @@ func (d *Device) uploadMatrix(dw *devWeights, dt cuda.DType, m *tensor.Matrix, d
 		}
 		dw.scratchN = need
 	}
-	// The previous conversion may still read the scratch: wait for it.
-	if err := d.stream.Synchronize(); err != nil {
-		return err
-	}
-	if err := cuda.CopyIn(d.ctx, dw.scratch, m.Data); err != nil {
+	// The copy is queued on the stream behind the previous conversion
+	// (which may still read the scratch) and ahead of this one's kernels.
+	if err := cuda.CopyIn(d.stream, dw.scratch, m.Data); err != nil {
 		return err
 	}
 	src, st := dw.scratch, own

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
@@ -25,18 +26,17 @@ import (
 // fitted from a real run's counters): a draft drawn from the target's
 // own distribution would pass rejection sampling every time.
 type draftModel struct {
-	cost CostModel // the draft's profile, at its tensor parallelism
+	cost costmodel.Model // the draft's profile, at its tensor parallelism
 	// share turns the draft's per-GPU work into the target's GPUs'
 	// average: its TP over the target's.
 	share float64
 	// maxLen is --speculative-config's max_model_len (0: the profile's).
 	maxLen int
 
-	batch  engine.Batch // one pass, priced
-	zeros  []int        // token values the price does not read
-	ends   []int        // each sequence's context with draft K/V after the step
-	drafts [][]int      // each sequence's drafts, handed to the engine
-	path   []int        // a sequence's context along its drafts
+	pass   []costmodel.Seq // one pass, priced
+	ends   []int           // each sequence's context with draft K/V after the step
+	drafts [][]int         // each sequence's drafts, handed to the engine
+	path   []int           // a sequence's context along its drafts
 	one    engine.SeqBatch
 	res    sampling.Result
 }
@@ -71,7 +71,7 @@ func newDraft(sp *speculative.Config, hw profiles.Hardware, target *profiles.Mod
 	if sp.DraftMaxModelLen > m.MaxPosition {
 		return nil, &speculative.Error{Key: "max_model_len", Msg: fmt.Sprintf("%d is past %s's %d positions", sp.DraftMaxModelLen, m.Name, m.MaxPosition)}
 	}
-	return &draftModel{cost: CostModel{HW: hw, Model: m, TP: dtp}, share: float64(dtp) / float64(tp), maxLen: sp.DraftMaxModelLen}, nil
+	return &draftModel{cost: costmodel.Model{HW: hw, Model: m, TP: dtp}, share: float64(dtp) / float64(tp), maxLen: sp.DraftMaxModelLen}, nil
 }
 
 // Drafts reports whether the executor runs a draft model (engine.Drafter).
@@ -84,7 +84,7 @@ func (e *Executor) Drafts() bool { return e.draft != nil }
 // paused) leaves its draft K/V for the step that proposes again. It
 // returns the price of the draft's passes, their work averaged over the
 // target's GPUs.
-func (d *draftModel) step(e *Executor, b *engine.Batch, r *engine.StepResult) (Cost, int, error) {
+func (d *draftModel) step(e *Executor, b *engine.Batch, r *engine.StepResult) (costmodel.Cost, int, error) {
 	n := len(b.Seqs)
 	if len(r.Drafts) < n {
 		r.Drafts = make([][]int, n)
@@ -101,7 +101,7 @@ func (d *draftModel) step(e *Executor, b *engine.Batch, r *engine.StepResult) (C
 	}
 	// The first pass: every position without draft K/V, sampling the
 	// first draft where one is proposed.
-	d.batch.Seqs = d.batch.Seqs[:0]
+	d.pass = d.pass[:0]
 	most := 0
 	for i := range b.Seqs {
 		s := &b.Seqs[i]
@@ -125,19 +125,19 @@ func (d *draftModel) step(e *Executor, b *engine.Batch, r *engine.StepResult) (C
 		if s.Propose > 0 {
 			most = max(most, s.Propose)
 			if err := d.propose(e, i, s, r, end); err != nil {
-				return Cost{}, 0, err
+				return costmodel.Cost{}, 0, err
 			}
 		}
 	}
-	if len(d.batch.Seqs) == 0 {
-		return Cost{}, 0, nil
+	if len(d.pass) == 0 {
+		return costmodel.Cost{}, 0, nil
 	}
 	total := d.price()
 	passes := 1
 	// One single-token pass per further draft, over the sequences that
 	// propose that many.
 	for j := 1; j < most; j++ {
-		d.batch.Seqs = d.batch.Seqs[:0]
+		d.pass = d.pass[:0]
 		for i := range b.Seqs {
 			if s := &b.Seqs[i]; d.ends[i] > 0 && s.Propose > j {
 				d.add(s, 1, d.ends[i]+j-1, true)
@@ -155,17 +155,12 @@ func (d *draftModel) step(e *Executor, b *engine.Batch, r *engine.StepResult) (C
 
 // add puts n tokens of s from pos into the pass being priced.
 func (d *draftModel) add(s *engine.SeqBatch, n, pos int, sample bool) {
-	if len(d.zeros) < n {
-		d.zeros = make([]int, 2*n)
-	}
-	d.batch.Seqs = append(d.batch.Seqs, engine.SeqBatch{Tokens: d.zeros[:n], Pos: pos, NumPrompt: s.NumPrompt, Sample: sample})
-	d.batch.NumTokens += n
+	d.pass = append(d.pass, costmodel.Seq{Tokens: n, Pos: pos, NumPrompt: s.NumPrompt, Sample: sample})
 }
 
 // price is the pass's cost, its work averaged over the target's GPUs.
-func (d *draftModel) price() Cost {
-	c := d.cost.Step(&d.batch)
-	d.batch.NumTokens = 0
+func (d *draftModel) price() costmodel.Cost {
+	c := d.cost.Step(d.pass)
 	c.FLOPs *= d.share
 	c.ReadBytes *= d.share
 	c.WriteBytes *= d.share

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
@@ -91,8 +92,8 @@ func TestDraftModelCost(t *testing.T) {
 		rates    string
 		accepted int
 	}{{"[1,1,1,1]", k}, {"[0,0,0,0]", 0}} {
-		var seen Cost
-		e := newExec(t, Config{Speculative: parseSpec(t, fmt.Sprintf(draftJSON, k, tc.rates)), Observe: func(_ time.Time, c *Cost) { seen = *c }})
+		var seen costmodel.Cost
+		e := newExec(t, Config{Speculative: parseSpec(t, fmt.Sprintf(draftJSON, k, tc.rates)), Observe: func(_ time.Time, c *costmodel.Cost) { seen = *c }})
 		b := verifyStep(e, n, k)
 		target := e.StepCost(b)
 		var r engine.StepResult
@@ -101,15 +102,15 @@ func TestDraftModelCost(t *testing.T) {
 		}
 
 		// The draft's passes priced on their own.
-		draft := CostModel{HW: e.cost.HW, Model: mustModel(t, "llama-3.2-1b"), TP: 1}
-		var want Cost
+		draft := costmodel.Model{HW: e.cost.HW, Model: mustModel(t, "llama-3.2-1b"), TP: 1}
+		var want costmodel.Cost
 		add := func(tokens, from int) {
-			var pass engine.Batch
+			var pass []costmodel.Seq
 			for i := range b.Seqs {
 				s := &b.Seqs[i]
-				pass.Seqs = append(pass.Seqs, engine.SeqBatch{Tokens: make([]int, tokens), Pos: s.DraftKV + from, NumPrompt: s.NumPrompt, Sample: true})
+				pass = append(pass, costmodel.Seq{Tokens: tokens, Pos: s.DraftKV + from, NumPrompt: s.NumPrompt, Sample: true})
 			}
-			c := draft.Step(&pass)
+			c := draft.Step(pass)
 			want.Duration += c.Duration
 			want.FLOPs += c.FLOPs
 		}
@@ -161,7 +162,7 @@ func TestDraftModelTakesKVBlocks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bytes, _ := KVCacheBytes(e.cost.HW, target, 1, 0.9, override)
+		bytes, _ := costmodel.KVCacheBytes(e.cost.HW, target, 1, 0.9, override)
 		if override == 0 {
 			bytes -= int64(draft.WeightBytes())
 		}

@@ -1,7 +1,8 @@
-// Package sim owns the simulated GPU executor: hardware and model profiles,
-// a roofline cost model calibrated from published fits that gives each
-// engine step a duration, and a fake language model whose tokens read like
-// English text and go through the real samplers. It lets the whole server
+// Package sim owns the simulated GPU executor: each engine step priced by
+// the cost model (internal/costmodel, which it hands each step's sequences
+// in its own terms, price.go), and a fake language model whose tokens read
+// like English text and go through the real samplers (its vocabulary,
+// text and tool calls are this package's alone). It lets the whole server
 // run, be load-tested and be observed without a GPU or model weights.
 //
 // It implements engine.Executor and may import engine and sampling; it must
@@ -16,9 +17,9 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/sampling"
@@ -28,8 +29,12 @@ import (
 // Config selects what to simulate and how fast.
 type Config struct {
 	Hardware       string // a hardware profile name, see HardwareNames
-	Model          string // a model profile name, see ModelNames
+	Model          string // a model profile's name, or a config.json's path (profiles.LoadModel)
 	TensorParallel int    // GPUs the model is split over; 0 means 1
+	// ExpertParallel places a mixture of experts' experts whole on the
+	// GPUs (vLLM's --enable-expert-parallel: over TP × DP of them) instead
+	// of splitting each over the TP GPUs.
+	ExpertParallel bool
 
 	// TimeScale multiplies every simulated step's duration before sleeping:
 	// 1 is real time (a server), 0.1 runs ten times faster, 0 never sleeps
@@ -55,7 +60,7 @@ type Config struct {
 
 	// Observe, when set, sees every step's cost as the step starts (the
 	// calibration reads the terms it fits from it).
-	Observe func(start time.Time, c *Cost)
+	Observe func(start time.Time, c *costmodel.Cost)
 
 	// PlainTokens samples every token as an ordinary word chosen by its
 	// position, without the fake language model or the samplers: for runs
@@ -115,7 +120,8 @@ type Info struct {
 // Executor is the simulated GPU. Like every engine.Executor it is called
 // from the engine goroutine only; it is not safe for concurrent use.
 type Executor struct {
-	cost      CostModel
+	cost      costmodel.Model
+	seqs      []costmodel.Seq // scratch: the step as the cost model reads it
 	vocab     *Vocab
 	gen       *textGen
 	sampler   sampling.Sampler
@@ -124,7 +130,7 @@ type Executor struct {
 	async     bool          // Config.AsyncScheduling
 	plain     bool
 	synthetic *speculative.Curve // rejection_sample_method "synthetic"
-	observe   func(time.Time, *Cost)
+	observe   func(time.Time, *costmodel.Cost)
 	clock     engine.Clock
 	deadline  time.Time // when the previous simulated step ends
 	lora      *loraState
@@ -137,6 +143,7 @@ type Executor struct {
 	fallback *rand.Rand // for a sequence that arrives without an RNG
 	mask     []uint64   // a constrained sequence's allowed tokens
 	picks    []int      // scratch of constrain
+	jsonBuf  []byte     // scratch of jsonRegion: the output's bytes
 	verify   []int      // a verified sequence's history with its accepted drafts
 	accepted [][]sampling.Result
 }
@@ -147,7 +154,7 @@ func New(cfg Config) (*Executor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
-	m, err := profiles.LookupModel(cfg.Model)
+	m, err := profiles.LoadModel(cfg.Model)
 	if err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
@@ -158,7 +165,7 @@ func New(cfg Config) (*Executor, error) {
 	if err := m.CheckTP(tp); err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
-	if err := setDtypes(&hw, &m, cfg.Quantization, cfg.KVCacheDtype); err != nil {
+	if err := costmodel.SetDtypes(&hw, &m, cfg.Quantization, cfg.KVCacheDtype); err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
 	if math.IsNaN(cfg.TimeScale) || math.IsInf(cfg.TimeScale, 0) || cfg.TimeScale < 0 {
@@ -183,7 +190,7 @@ func New(cfg Config) (*Executor, error) {
 	e := &Executor{
 		draft:     draft,
 		synthetic: synthetic,
-		cost:      CostModel{HW: hw, Model: m, TP: tp},
+		cost:      costmodel.Model{HW: hw, Model: m, TP: tp},
 		vocab:     v,
 		gen:       newTextGen(v),
 		timeScale: cfg.TimeScale,
@@ -199,7 +206,16 @@ func New(cfg Config) (*Executor, error) {
 	if e.clock == nil {
 		e.clock = engine.WallClock()
 	}
+	if cfg.ExpertParallel {
+		if m.MoE == nil {
+			return nil, fmt.Errorf("new sim executor: --enable-expert-parallel: %s has no experts to place", m.Name)
+		}
+		e.cost.EP = tp // TP × DP, one data-parallel rank
+	}
 	if l := cfg.LoRA; l != nil {
+		if m.MoE != nil || m.MLA != nil {
+			return nil, fmt.Errorf("new sim executor: --enable-lora: the simulator prices adapters on dense attention and MLPs, and %s has experts or latent attention", m.Name)
+		}
 		if l.MaxLoRAs < 1 || l.Rank < 1 {
 			return nil, fmt.Errorf("new sim executor: LoRA needs --max-loras and --max-lora-rank of at least 1, got %d and %d", l.MaxLoRAs, l.Rank)
 		}
@@ -216,41 +232,6 @@ func New(cfg Config) (*Executor, error) {
 		e.local[i] = -1
 	}
 	return e, nil
-}
-
-// setDtypes applies vLLM's --quantization and --kv-cache-dtype to the
-// simulated model, refusing by name what the simulator cannot price.
-func setDtypes(hw *profiles.Hardware, m *profiles.Model, quantization, kvDtype string) error {
-	switch strings.ToLower(quantization) {
-	case "":
-	case "fp8":
-		if hw.PeakFP8FLOPs <= 0 || hw.Calib.FP8 == nil {
-			return fmt.Errorf("--quantization fp8: the simulated %s has no FP8 GEMMs measured (profiles with them: %s)",
-				hw.Name, strings.Join(fp8Hardware(), ", "))
-		}
-		m.FP8 = true
-	default:
-		return fmt.Errorf("--quantization %s: the simulator prices bf16 and fp8 weights only", quantization)
-	}
-	switch strings.ToLower(kvDtype) {
-	case "", "auto":
-	case "fp8", "fp8_e4m3", "fp8_e5m2":
-		m.KVBytes = 1
-	default:
-		return fmt.Errorf("--kv-cache-dtype %s: the simulated GPU keeps KV in the model's dtype (auto) or in fp8 (fp8, fp8_e4m3, fp8_e5m2)", kvDtype)
-	}
-	return nil
-}
-
-// fp8Hardware lists the profiles with FP8 GEMM terms.
-func fp8Hardware() []string {
-	var out []string
-	for _, n := range profiles.HardwareNames() {
-		if h, err := profiles.LookupHardware(n); err == nil && h.PeakFP8FLOPs > 0 && h.Calib.FP8 != nil {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // Info describes the simulated deployment.
@@ -281,11 +262,11 @@ func (e *Executor) Info() Info {
 func (e *Executor) Vocab() *Vocab { return e.vocab }
 
 // CostModel is the model that prices each step.
-func (e *Executor) CostModel() CostModel { return e.cost }
+func (e *Executor) CostModel() costmodel.Model { return e.cost }
 
 // StepCost prices a batch's target pass without running it (a draft
 // model's passes depend on what verification accepts).
-func (e *Executor) StepCost(b *engine.Batch) Cost { return e.cost.Step(b) }
+func (e *Executor) StepCost(b *engine.Batch) costmodel.Cost { return e.cost.Step(e.priced(b)) }
 
 // KVCacheBlocks sizes the KV cache as vLLM does: override bytes per GPU
 // when positive, else gpuMemoryUtilization of device memory less weights
@@ -295,12 +276,12 @@ func (e *Executor) StepCost(b *engine.Batch) Cost { return e.cost.Step(b) }
 // count). Whether that many blocks can serve is the engine
 // configuration's check.
 func (e *Executor) KVCacheBlocks(gpuMemoryUtilization float64, override int64, blockSize int) (int, error) {
-	bytes, err := KVCacheBytes(e.cost.HW, e.cost.Model, e.cost.TP, gpuMemoryUtilization, override)
+	bytes, err := e.cost.CacheBytes(gpuMemoryUtilization, override)
 	if err != nil {
 		return 0, err
 	}
 	if e.draft == nil {
-		return KVBlocks(bytes, e.cost.Model, e.cost.TP, blockSize), nil
+		return costmodel.KVBlocks(bytes, e.cost.Model, e.cost.TP, blockSize), nil
 	}
 	weights, kvTok := e.draft.memory()
 	if override <= 0 {
@@ -322,7 +303,7 @@ func (e *Executor) KVCacheBlocks(gpuMemoryUtilization float64, override int64, b
 // rather than added to it.
 func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 	now := e.clock.Now()
-	c := e.cost.Step(b)
+	c := e.cost.Step(e.priced(b))
 	if e.lora != nil {
 		l := e.lora.step(&e.cost, b)
 		c.LoRA, c.LoRALoad = l.Compute, l.Load
@@ -350,7 +331,7 @@ func (e *Executor) Execute(b *engine.Batch, r *engine.StepResult) error {
 		seen := c // a copy, so that c itself stays on the stack
 		e.observe(now, &seen)
 	}
-	r.FLOPs, r.ReadBytes, r.WriteBytes, r.Activity = c.FLOPs, c.ReadBytes, c.WriteBytes, c.Activity
+	r.FLOPs, r.ReadBytes, r.WriteBytes, r.Activity = c.FLOPs, c.ReadBytes, c.WriteBytes, engine.GPUActivity(c.Activity)
 	host := c.Host + e.host
 	if e.async {
 		host = max(host-c.Duration, 0) // hidden behind the GPU's work
@@ -561,8 +542,9 @@ func (e *Executor) sample(s *engine.SeqBatch, out *sampling.Result) error {
 	return nil
 }
 
-// constrain masks the candidates with the sequence's constraint. The fake
-// language model knows words, not JSON: where the grammar allows none of
+// constrain masks the candidates with the sequence's constraint. A JSON
+// text the model writes as a model does (jsonwriter.go). Otherwise the fake
+// language model knows words, not the grammar: where the grammar allows none of
 // its candidates (punctuation, digits, a closing quote), and one step in
 // four anyway so that strings end after a few words, it picks among the
 // allowed tokens itself, from the sequence's own random source: the end
@@ -583,6 +565,19 @@ func (e *Executor) constrain(s *engine.SeqBatch, h []int, cands []int32, logits 
 		}
 	}
 	rng := e.rng(s.RNG)
+	if j, ok := s.Constraint.(jsonOutput); ok && j.JSON() {
+		if region, ok := e.jsonRegion(s, h); ok {
+			switch c := e.writeJSON(scanJSON(region), rng, any); {
+			case c.prose:
+				e.plainProse(cands, logits, c.plain)
+				return false
+			case !c.fallback:
+				*out = sampling.Result{Token: c.tok, Top: out.Top[:0]}
+				return true
+			}
+			any = false // the grammar's bytes, below
+		}
+	}
 	if any && rng.IntN(4) != 0 {
 		return false
 	}

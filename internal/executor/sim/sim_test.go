@@ -26,6 +26,24 @@ func newExec(t testing.TB, cfg Config) *Executor {
 	return e
 }
 
+// decodeBatch is n sequences each decoding one token after ctx tokens.
+func decodeBatch(n, ctx int) *engine.Batch {
+	b := &engine.Batch{}
+	for i := range n {
+		b.Seqs = append(b.Seqs, engine.SeqBatch{Seq: i, Tokens: []int{1}, Pos: ctx, NumPrompt: ctx / 2, Sample: true})
+		b.NumTokens++
+	}
+	return b
+}
+
+// prefillBatch is one sequence prefilling tokens prompt tokens from pos.
+func prefillBatch(tokens, pos int) *engine.Batch {
+	return &engine.Batch{
+		Seqs:      []engine.SeqBatch{{Tokens: make([]int, tokens), Pos: pos, NumPrompt: pos + tokens, Sample: true}},
+		NumTokens: tokens,
+	}
+}
+
 // generate decodes from prompt one token per step, as the engine would,
 // until EOS or n tokens; EOS is not included.
 func generate(t testing.TB, e *Executor, prompt string, p sampling.Params, rng *rand.Rand, n int) []int {

@@ -1,4 +1,4 @@
-package sim
+package costmodel
 
 import (
 	"encoding/csv"
@@ -10,12 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
-func costModel(t *testing.T, hw, model string, tp int) *CostModel {
+func costModel(t *testing.T, hw, model string, tp int) *Model {
 	t.Helper()
 	h, err := profiles.LookupHardware(hw)
 	if err != nil {
@@ -25,28 +24,24 @@ func costModel(t *testing.T, hw, model string, tp int) *CostModel {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &CostModel{HW: h, Model: m, TP: tp}
+	return &Model{HW: h, Model: m, TP: tp}
 }
 
 // decodeBatch is n sequences each decoding one token after ctx tokens.
-func decodeBatch(n, ctx int) *engine.Batch {
-	b := &engine.Batch{}
-	for i := range n {
-		b.Seqs = append(b.Seqs, engine.SeqBatch{Seq: i, Tokens: []int{1}, Pos: ctx, NumPrompt: ctx / 2, Sample: true})
-		b.NumTokens++
+func decodeBatch(n, ctx int) []Seq {
+	var b []Seq
+	for range n {
+		b = append(b, Seq{Tokens: 1, Pos: ctx, NumPrompt: ctx / 2, Sample: true})
 	}
 	return b
 }
 
 // prefillBatch is one sequence prefilling tokens prompt tokens from pos.
-func prefillBatch(tokens, pos int) *engine.Batch {
-	return &engine.Batch{
-		Seqs:      []engine.SeqBatch{{Tokens: make([]int, tokens), Pos: pos, NumPrompt: pos + tokens, Sample: true}},
-		NumTokens: tokens,
-	}
+func prefillBatch(tokens, pos int) []Seq {
+	return []Seq{{Tokens: tokens, Pos: pos, NumPrompt: pos + tokens, Sample: true}}
 }
 
-func overhead(cm *CostModel, seqs int) time.Duration {
+func overhead(cm *Model, seqs int) time.Duration {
 	c := cm.HW.Calib
 	return c.StepOverhead + time.Duration(cm.Model.Layers)*c.LayerOverhead + time.Duration(seqs)*c.RequestOverhead
 }
@@ -219,7 +214,7 @@ func TestDecodeBatchingIsSublinear(t *testing.T) {
 }
 
 func TestTensorParallel(t *testing.T) {
-	for _, b := range []*engine.Batch{decodeBatch(1, 1000), decodeBatch(128, 2000), prefillBatch(4096, 0)} {
+	for _, b := range [][]Seq{decodeBatch(1, 1000), decodeBatch(128, 2000), prefillBatch(4096, 0)} {
 		one := costModel(t, "h200", "llama-3.1-70b", 1).Step(b)
 		two := costModel(t, "h200", "llama-3.1-70b", 2).Step(b)
 		if one.AllReduce != 0 || two.AllReduce <= 0 {
@@ -272,7 +267,7 @@ func TestWorkEstimates(t *testing.T) {
 	if want := 8 * kv; c.WriteBytes != want {
 		t.Errorf("write bytes %v, want %v", c.WriteBytes, want)
 	}
-	if got := cm.Step(&engine.Batch{}); got != (Cost{}) {
+	if got := cm.Step(nil); got != (Cost{}) {
 		t.Errorf("empty batch costs %+v", got)
 	}
 }
@@ -282,7 +277,7 @@ func TestWorkEstimates(t *testing.T) {
 func TestMixedStepSharesTheWeightRead(t *testing.T) {
 	cm := costModel(t, "h100", "llama-3.1-8b", 1)
 	p, d := prefillBatch(1024, 0), decodeBatch(64, 500)
-	mixed := &engine.Batch{Seqs: append(append([]engine.SeqBatch{}, p.Seqs...), d.Seqs...)}
+	mixed := append(append([]Seq{}, p...), d...)
 	cp, cd, cmix := cm.Step(p), cm.Step(d), cm.Step(mixed)
 	if cmix.Duration <= cp.Duration || cmix.Duration-cp.Duration >= cd.Duration/2 {
 		t.Errorf("mixed step %v: prefill alone %v, decode alone %v; want the decode to add under half its own time",
@@ -342,35 +337,19 @@ func TestKVCacheBytes(t *testing.T) {
 	}
 }
 
-// TestLoRACost: a step's adapters cost their weights' read and their
-// arithmetic; an adapter not in one of the --max-loras slots is first
-// copied from the host, once, and the least recently used gives way.
-func TestLoRACost(t *testing.T) {
-	e, err := New(Config{Hardware: "h100", Model: "llama-3.1-8b", LoRA: &LoRA{MaxLoRAs: 2, Rank: 16}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	batch := func(loras ...int) *engine.Batch {
-		b := &engine.Batch{}
-		for i, l := range loras {
-			b.Seqs = append(b.Seqs, engine.SeqBatch{Seq: i, Tokens: []int{1}, Pos: 100, NumPrompt: 50, LoRA: l})
-			b.NumTokens++
-		}
-		return b
-	}
-	var loads []time.Duration
-	for _, b := range []*engine.Batch{batch(0, 0), batch(1, 0), batch(1, 2), batch(1, 2), batch(3)} {
-		c := e.lora.step(&e.cost, b)
-		loads = append(loads, c.Load)
-	}
-	if loads[0] != 0 || loads[1] <= 0 || loads[2] != loads[1] || loads[3] != 0 || loads[4] != loads[1] {
-		t.Errorf("loads %v; want none for the base model, one each for adapters 1, 2 and 3, none once resident", loads)
-	}
+// TestLoRAParams: an adapter's parameters at a rank, over every linear
+// layer of the model.
+func TestLoRAParams(t *testing.T) {
+	cm := costModel(t, "h100", "llama-3.1-8b", 1)
 	// Llama-3.1-8B at rank 16: 16·(4096+4096 + 2·(4096+1024) + 4096+4096 + 2·(4096+14336) + 14336+4096)·32 ≈ 42M parameters, 84 MB.
-	if p := loraParams(&e.cost.Model, 16); p < 41e6 || p > 43e6 {
+	if p := loraParams(&cm.Model, 16); p < 41e6 || p > 43e6 {
 		t.Errorf("adapter of %.1fM parameters, want about 42M", p/1e6)
 	}
-	if r := e.lora.resident; len(r) != 2 || r[0] != 2 || r[1] != 3 {
-		t.Errorf("resident %v, want [2 3] (1 evicted as least recently used)", r)
+	if c := cm.LoRA(16, 0, 0, 8); c != (LoRACost{}) {
+		t.Errorf("no adapters cost %+v", c)
+	}
+	one, two := cm.LoRA(16, 1, 0, 8), cm.LoRA(16, 2, 1, 8)
+	if one.Compute <= 0 || one.Load != 0 || two.Bytes != 2*one.Bytes || two.Load <= 0 {
+		t.Errorf("one resident adapter %+v, two with one loaded %+v", one, two)
 	}
 }

@@ -1,25 +1,36 @@
-package sim
+package costmodel
 
 import (
 	"math"
 	"time"
 
-	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
+// Activity is what a GPU's activity counters (DCGM's profiling fields)
+// average over a step while its kernels run: the shares of the time its
+// graphics engine, SMs, tensor pipes and DRAM were busy, the SMs' mean
+// occupancy, and the watts above idle the kernels draw at the boost
+// clock. The engine carries the same fields as engine.GPUActivity, which
+// the simulated executor converts this to (and the wiring back, for the
+// simulated dcgm-exporter): the two types must keep the same fields.
+type Activity struct {
+	EngineActive, SMActive, SMOccupancy, TensorActive, DRAMActive float64
+	Watts                                                         float64
+}
+
 // activity is what the GPU's activity counters read while the step's
-// kernels run (Counters): each family's SM activity and occupancy
+// kernels run (the profile's Counters): each family's SM activity and occupancy
 // weighted by its time, the tensor pipe's padded busy time, the DRAM
 // traffic over the counter's full-scale bandwidth, the graphics engine's
 // share, and the power those draw above idle at the boost clock. Where
 // the profile has no counter relationships (Counters.EngineActive 0) it
 // reads nothing.
-func (cm *CostModel) activity(c *Cost, g *gemmWork, decodeAttn, prefillAttn time.Duration, elementwise, decodeFLOPs, prefillFLOPs float64) engine.GPUActivity {
+func (cm *Model) activity(c *Cost, g *gemmWork, decodeAttn, prefillAttn time.Duration, elementwise, decodeFLOPs, prefillFLOPs float64) Activity {
 	k := &cm.HW.Calib.Counters
 	d := c.Duration.Seconds()
 	if k.EngineActive == 0 || d <= 0 {
-		return engine.GPUActivity{}
+		return Activity{}
 	}
 	gemm := c.GEMM.Seconds()
 	t := profiles.Families{
@@ -33,7 +44,7 @@ func (cm *CostModel) activity(c *Cost, g *gemmWork, decodeAttn, prefillAttn time
 		return (t.Read*f.Read + t.Compute*f.Compute + t.DecodeAttention*f.DecodeAttention +
 			t.PrefillAttention*f.PrefillAttention + t.Other*f.Other) / d
 	}
-	a := engine.GPUActivity{
+	a := Activity{
 		EngineActive: k.EngineActive,
 		SMActive:     min(weigh(&k.SMActive), 1),
 		SMOccupancy:  min(weigh(&k.SMOccupancy), 1),
@@ -67,7 +78,7 @@ type Reading struct {
 // boost × (available / demanded)^ClockExponent. NVML's GPU utilisation
 // is the share of the window with a kernel running: 100 under any load
 // that keeps the GPU fed, whatever the kernels do.
-func Steady(hw *profiles.Hardware, busy float64, a engine.GPUActivity) Reading {
+func Steady(hw *profiles.Hardware, busy float64, a Activity) Reading {
 	k, d := &hw.Calib.Counters, &hw.Device
 	busy = min(max(busy, 0), 1)
 	r := Reading{
