@@ -148,6 +148,45 @@ func signalDefs() []signalDef {
 					p.inc(metricspec.PromptTokens) + " - " + p.inc(metricspec.PromptTokensCached) + " + " + p.inc(metricspec.GenerationTokens) + ")"
 			}),
 
+		// The KV cache's size, and whether the next prompt fits in it.
+		{name: SigBlocks, unit: "blocks", constant: true, alts: []signalAlt{{src: srcVLLM, what: "KV-cache blocks (num_gpu_blocks)",
+			value:  func(v *view) float64 { return positive(float64(v.cfg().numBlocks)) },
+			promql: func(p promql, _ *Signals) string { return p.info(metricspec.CacheConfigInfo) }}}},
+		{name: SigBlockSize, unit: "tokens", constant: true, alts: []signalAlt{{src: srcVLLM, what: "tokens per KV block (block_size)",
+			value:  func(v *view) float64 { return positive(float64(v.cfg().blockSize)) },
+			promql: func(p promql, _ *Signals) string { return p.info(metricspec.CacheConfigInfo) }}}},
+		// The KV tokens a typical waiting request needs: its prompt, less
+		// what the prefix cache served. It is the window's (even over an
+		// interval: one interval shows too few first tokens).
+		{name: SigAdmissionNeed, unit: "tokens", constant: true, alts: []signalAlt{{src: srcVLLM, what: "KV tokens the next prompt needs (prompt tokens less the prefix cache's, per request)",
+			value: func(v *view) float64 {
+				return ratio(v.inc(metricspec.PromptTokens)-zeroNaN(v.inc(metricspec.PromptTokensCached)), v.inc(hcount(metricspec.TimeToFirstToken)))
+			},
+			promql: func(p promql, _ *Signals) string {
+				return "(" + p.inc(metricspec.PromptTokens) + " - " + p.inc(metricspec.PromptTokensCached) + ") / " + p.inc(hcount(metricspec.TimeToFirstToken))
+			}}}},
+		// A waiting request's prompt needs its blocks: when the free ones
+		// cannot hold it, it cannot get through its prefill without
+		// evicting another, whether the scheduler admits it in chunks (and
+		// then preempts) or holds it in the queue: the KV cache is the
+		// limit, below its watermark too.
+		one(SigAdmissionShare, "ratio", srcVLLM, "share of the window in which a request waited and the free KV blocks could not hold the next prompt",
+			func(v *view) float64 {
+				capacity := v.sig(SigBlocks) * v.sig(SigBlockSize)
+				need := v.sig(SigAdmissionNeed)
+				if !(capacity > 0) || !(need > 0) {
+					return math.NaN()
+				}
+				return v.shareAt(w, func(sn Snapshot) bool {
+					u, ok := sn.Values[kv]
+					return ok && sn.Values[w] >= 1 && (1-u)*capacity < need
+				})
+			},
+			func(p promql, s *Signals) string {
+				return fmt.Sprintf("avg_over_time(((sum(%s) >= bool 1) * ((1 - max(%s)) * %g < bool %.0f))[%s:%s])", p.s(w), p.s(kv),
+					s.v(SigBlocks)*s.v(SigBlockSize), s.v(SigAdmissionNeed), p.window, p.step)
+			}),
+
 		// Steps against the token budget.
 		{name: SigStepTokens, unit: "tokens", alts: []signalAlt{
 			{src: srcVLLM, what: "computed tokens per step",
@@ -188,45 +227,6 @@ func signalDefs() []signalDef {
 			func(v *view) float64 { return v.sig(SigStepTokens) / v.sig(SigBudget) },
 			func(p promql, s *Signals) string {
 				return fmt.Sprintf("%s / %g", p.ratio(p.inc(hsum(metricspec.IterationTokens)), p.inc(hcount(metricspec.IterationTokens))), s.v(SigBudget))
-			}),
-
-		// The KV cache's size, and whether the next prompt fits in it.
-		{name: SigBlocks, unit: "blocks", constant: true, alts: []signalAlt{{src: srcVLLM, what: "KV-cache blocks (num_gpu_blocks)",
-			value:  func(v *view) float64 { return positive(float64(v.cfg().numBlocks)) },
-			promql: func(p promql, _ *Signals) string { return p.info(metricspec.CacheConfigInfo) }}}},
-		{name: SigBlockSize, unit: "tokens", constant: true, alts: []signalAlt{{src: srcVLLM, what: "tokens per KV block (block_size)",
-			value:  func(v *view) float64 { return positive(float64(v.cfg().blockSize)) },
-			promql: func(p promql, _ *Signals) string { return p.info(metricspec.CacheConfigInfo) }}}},
-		// The KV tokens a typical waiting request needs: its prompt, less
-		// what the prefix cache served. It is the window's (even over an
-		// interval: one interval shows too few first tokens).
-		{name: SigAdmissionNeed, unit: "tokens", constant: true, alts: []signalAlt{{src: srcVLLM, what: "KV tokens the next prompt needs (prompt tokens less the prefix cache's, per request)",
-			value: func(v *view) float64 {
-				return ratio(v.inc(metricspec.PromptTokens)-zeroNaN(v.inc(metricspec.PromptTokensCached)), v.inc(hcount(metricspec.TimeToFirstToken)))
-			},
-			promql: func(p promql, _ *Signals) string {
-				return "(" + p.inc(metricspec.PromptTokens) + " - " + p.inc(metricspec.PromptTokensCached) + ") / " + p.inc(hcount(metricspec.TimeToFirstToken))
-			}}}},
-		// A waiting request's prompt needs its blocks: when the free ones
-		// cannot hold it, it cannot get through its prefill without
-		// evicting another, whether the scheduler admits it in chunks (and
-		// then preempts) or holds it in the queue: the KV cache is the
-		// limit, below its watermark too.
-		one(SigAdmissionShare, "ratio", srcVLLM, "share of the window in which a request waited and the free KV blocks could not hold the next prompt",
-			func(v *view) float64 {
-				capacity := v.sig(SigBlocks) * v.sig(SigBlockSize)
-				need := v.sig(SigAdmissionNeed)
-				if !(capacity > 0) || !(need > 0) {
-					return math.NaN()
-				}
-				return v.shareAt(w, func(sn Snapshot) bool {
-					u, ok := sn.Values[kv]
-					return ok && sn.Values[w] >= 1 && (1-u)*capacity < need
-				})
-			},
-			func(p promql, s *Signals) string {
-				return fmt.Sprintf("avg_over_time(((sum(%s) >= bool 1) * ((1 - max(%s)) * %g < bool %.0f))[%s:%s])", p.s(w), p.s(kv),
-					s.v(SigBlocks)*s.v(SigBlockSize), s.v(SigAdmissionNeed), p.window, p.step)
 			}),
 
 		// The sequence cap, and whether running sat at it.
@@ -413,22 +413,22 @@ func arrivalRate(v *view) float64 {
 }
 
 // chunkedBudget is a budget below 2048 read off vLLM's series: requests
-// wait through most of the window, so the scheduler packs every step to
-// its budget; the load is prompt-heavy and its prompts' computed tokens
-// average more than a step holds, so they are cut into chunks; and the
-// mean step sits at one of 256, 512 or 1024 (within 90–102 % of it): the
-// budget is that round number. (vLLM's step histogram cannot say it: it
+// wait through most of the window while the KV cache has room for them,
+// so the scheduler packs every step to its budget; the load is
+// prompt-heavy and its prompts' computed tokens average more than a step
+// holds, so they are cut into chunks; and the mean step sits at one of
+// 256, 512 or 1024 (within 2 % of it): the budget is that round number. (vLLM's step histogram cannot say it: it
 // records a prompt's tokens at the step its prefill ends, all of them.) 0
 // when the series say nothing of it.
 func chunkedBudget(v *view) float64 {
 	step := v.sig(SigStepTokens)
 	prompt := ratio(v.inc(metricspec.PromptTokens)-zeroNaN(v.inc(metricspec.PromptTokensCached)), v.inc(metricspec.TimeToFirstToken+"_count"))
 	th := v.th()
-	if !(v.sig(SigWaitingShare) >= th.WaitingPersistent) || !(v.sig(SigPromptPerGen) >= th.PromptHeavy) {
+	if !(v.sig(SigWaitingShare) >= th.WaitingPersistent) || !(v.sig(SigPromptPerGen) >= th.PromptHeavy) || kvLimited(v.sig, th) {
 		return 0
 	}
 	for _, b := range []float64{256, 512, 1024} {
-		if step >= th.FillInferred*b && step <= 1.02*b && prompt > b {
+		if step >= 0.98*b && step <= 1.02*b && prompt > b {
 			return b
 		}
 	}
