@@ -283,7 +283,8 @@ func (s *Signals) capSuggestion() int {
 	}
 	kvLimit := n * s.th.KVSpare / math.Max(s.v(SigKVPeak), 0.01)
 	fillLimit := n * s.th.FillHigh / math.Max(s.v(SigFill), 0.001)
-	want := math.Max(float64(s.raised(int(n), s.th.SeqsRaise)), math.Ceil(s.th.CapHeadroom*(s.v(SigRunning)+s.v(SigWaiting))))
+	inFlight := (s.v(SigRunning) + s.v(SigWaiting)) / float64(s.cfg.engines) // a data-parallel rank's share: the cap is each rank's
+	want := math.Max(float64(s.raised(int(n), s.th.SeqsRaise)), math.Ceil(s.th.CapHeadroom*inFlight))
 	if suggest := int(math.Floor(math.Min(want, math.Min(kvLimit, fillLimit)))); suggest > int(n) {
 		return suggest
 	}

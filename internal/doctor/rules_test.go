@@ -325,6 +325,13 @@ func TestRecommendationsComputeFromEvidence(t *testing.T) {
 		t.Errorf("apply: max seqs %d, want 18", rc.MaxNumSeqs)
 	}
 
+	// Two data-parallel ranks, each with 4 running at its cap of 4 and 5
+	// waiting: ⌈1.25 × 9⌉ = 12 a rank.
+	l.running, l.engines = constant(8), 2
+	if got := find(t, diagnose(l.window(), nil), "concurrency-cap").Changes[0]; got.Value != "12" {
+		t.Errorf("two ranks: change = %+v, want --max-num-seqs 12 (a rank's)", got)
+	}
+
 	l = healthy()
 	l.kv, l.waiting, l.running, l.busy = constant(0.95), constant(6), constant(8), 0.99
 	f = find(t, diagnose(l.window(), nil), "kv-capacity-bound")
