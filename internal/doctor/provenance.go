@@ -88,10 +88,11 @@ func peaks(w *Window, hints Hints, hardware string) (flops, bandwidth float64, s
 }
 
 // fp8Peak is the GPU's FP8 peak FLOP/s when its weights are FP8 (glassbox's
-// executor info says so, or --quantization fp8): their GEMMs run at it.
+// executor info says so: weights="fp8", by the flag or the checkpoint; or
+// --quantization fp8): their GEMMs run at it.
 // NaN otherwise, or for a GPU without FP8 arithmetic (an A100).
 func fp8Peak(w *Window, hints Hints, c *targetConfig) float64 {
-	if !strings.EqualFold(c.quantization, "fp8") && !strings.EqualFold(hints.Quantization, "fp8") {
+	if !strings.EqualFold(c.quantization, "fp8") && w.Info[metricspec.ExecutorInfo]["weights"] != "fp8" && !strings.EqualFold(hints.Quantization, "fp8") {
 		return math.NaN()
 	}
 	hw, err := profiles.LookupHardware(c.hardware)

@@ -110,6 +110,11 @@ func simBackend(cfg *Config) (*backend, error) {
 		// (doctor --verify) runs the same arithmetic.
 		b.executorInfo["quantization"] = q
 	}
+	if m := exec.CostModel().Model; m.Format(m.Weights.MLP).FP8 || m.Format(m.Weights.Experts).FP8 {
+		// The MLPs' (or experts') GEMMs run on FP8 tensor cores, by the
+		// flag or the checkpoint: the doctor reads MFU against the FP8 peak.
+		b.executorInfo["weights"] = "fp8"
+	}
 	return b, nil
 }
 
