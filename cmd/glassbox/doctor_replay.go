@@ -118,6 +118,9 @@ func replicaFlags(rc doctor.ReplicaConfig) ([]string, error) {
 	if rc.Quantization != "" {
 		flags = append(flags, "--quantization", rc.Quantization)
 	}
+	if rc.ExpertParallel {
+		flags = append(flags, "--enable-expert-parallel")
+	}
 	if k := rc.KVCacheDtype; k != "" && k != "auto" {
 		flags = append(flags, "--kv-cache-dtype", k)
 	}

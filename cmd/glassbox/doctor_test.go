@@ -187,15 +187,12 @@ func TestReplayVirtualSameLoadForBoth(t *testing.T) {
 	}
 }
 
-// TestReplayKeepsFP8: an FP8 target (serve --sim-dtype fp8) says its
-// weights' type in glassbox_executor_info and its cache's in
-// vllm:cache_config_info, and --verify replays it in FP8: the replica's
-// flags carry --quantization fp8 and --kv-cache-dtype fp8, and its KV
-// cache holds the target's blocks at one byte an element (it was replayed
-// in bf16, with twice the bytes).
-func TestReplayKeepsFP8(t *testing.T) {
-	f, err := parseSimulateFlags([]string{"--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--sim-dtype", "fp8", "--max-num-batched-tokens", "512",
-		"--random-input-len", "2000", "--random-output-len", "16", "--request-rate", "40", "--duration", "20s", "--num-prompts", "801", "--seed", "1"}, io.Discard)
+// replayedFlags simulates a target from its simulate command line,
+// diagnoses it in glassbox's clothes and returns the serve flags --verify
+// would replay its recommendation with, and the window.
+func replayedFlags(t *testing.T, args ...string) (string, *doctor.Window) {
+	t.Helper()
+	f, err := parseSimulateFlags(args, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +204,7 @@ func TestReplayKeepsFP8(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := doctor.NewWindow("simulate", "fp8")
+	w := doctor.NewWindow("simulate", "target")
 	var errs []error
 	cfg := simulate.Config{Replica: rc, Plan: plan, ObserveInterval: 2 * time.Second, Observe: func(at time.Time, in simulate.Instance) {
 		body, err := text(in.Gatherer)
@@ -236,7 +233,18 @@ func TestReplayKeepsFP8(t *testing.T) {
 	if v.Skipped != "" {
 		t.Fatalf("not replayed: %s (findings %v)", v.Skipped, rep.Names())
 	}
-	joined := strings.Join(flags, " ")
+	return strings.Join(flags, " "), w
+}
+
+// TestReplayKeepsFP8: an FP8 target (serve --sim-dtype fp8) says its
+// weights' type in glassbox_executor_info and its cache's in
+// vllm:cache_config_info, and --verify replays it in FP8: the replica's
+// flags carry --quantization fp8 and --kv-cache-dtype fp8, and its KV
+// cache holds the target's blocks at one byte an element (it was replayed
+// in bf16, with twice the bytes).
+func TestReplayKeepsFP8(t *testing.T) {
+	joined, w := replayedFlags(t, "--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--sim-dtype", "fp8", "--max-num-batched-tokens", "512",
+		"--random-input-len", "2000", "--random-output-len", "16", "--request-rate", "40", "--duration", "20s", "--num-prompts", "801", "--seed", "1")
 	if !strings.Contains(joined, "--quantization fp8") || !strings.Contains(joined, "--kv-cache-dtype fp8") {
 		t.Errorf("the FP8 target's replay flags: %s", joined)
 	}
@@ -247,6 +255,17 @@ func TestReplayKeepsFP8(t *testing.T) {
 	}
 	if want := fmt.Sprint(int64(blocks) * 16 * 65536); !strings.Contains(joined, "--kv-cache-memory-bytes "+want) {
 		t.Errorf("replay flags %s: want --kv-cache-memory-bytes %s (%d blocks of 16 fp8 tokens)", joined, want, blocks)
+	}
+}
+
+// TestReplayKeepsExpertParallel: a mixture of experts served with
+// --enable-expert-parallel is replayed with it (it was replayed with each
+// expert split over the GPUs).
+func TestReplayKeepsExpertParallel(t *testing.T) {
+	joined, _ := replayedFlags(t, "--sim-hardware", "h100", "--sim-model", "mixtral-8x7b", "--tensor-parallel-size", "2", "--enable-expert-parallel", "--max-num-batched-tokens", "512",
+		"--random-input-len", "2000", "--random-output-len", "16", "--request-rate", "20", "--duration", "20s", "--num-prompts", "401", "--seed", "1")
+	if !strings.Contains(joined, "--enable-expert-parallel") || !strings.Contains(joined, "--tensor-parallel-size 2") {
+		t.Errorf("the expert-parallel target's replay flags: %s", joined)
 	}
 }
 

@@ -37,6 +37,7 @@ type targetConfig struct {
 	quantization, cacheDtype                  string // vLLM's --quantization and --kv-cache-dtype ("" and "auto" for the model's)
 	tensorParallel                            int
 	engines                                   int     // data-parallel ranks (InfoEngines), at least 1
+	expertParallel                            bool    // --enable-expert-parallel
 	hostOverhead                              float64 // the simulator's, seconds
 	asyncScheduling                           bool
 	kvMaxConcurrency                          float64
@@ -54,7 +55,8 @@ func readConfig(w *Window) targetConfig {
 		hardware: w.Info[metricspec.ExecutorInfo]["hardware"], model: w.Info[metricspec.ExecutorInfo]["model"], tensorParallel: atoi(metricspec.ExecutorInfo, "tensor_parallel_size"),
 		asyncScheduling: w.Info[metricspec.SchedulerConfigInfo]["async_scheduling"] == "True",
 		quantization:    w.Info[metricspec.ExecutorInfo]["quantization"], cacheDtype: w.Info[metricspec.CacheConfigInfo]["cache_dtype"],
-		engines: max(1, atoi(InfoEngines, "count")),
+		engines:        max(1, atoi(InfoEngines, "count")),
+		expertParallel: w.Info[metricspec.ExecutorInfo]["enable_expert_parallel"] == "True",
 	}
 	c.gpuMemUtil, _ = strconv.ParseFloat(w.Info[metricspec.CacheConfigInfo]["gpu_memory_utilization"], 64)
 	c.hostOverhead, _ = strconv.ParseFloat(w.Info[metricspec.ExecutorInfo]["host_overhead_seconds"], 64)

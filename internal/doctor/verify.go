@@ -27,6 +27,7 @@ type ReplicaConfig struct {
 	// --kv-cache-dtype ("" and "auto" for the model's own type): an FP8
 	// target is replayed in FP8, its KV blocks one byte an element.
 	Quantization, KVCacheDtype string
+	ExpertParallel             bool // --enable-expert-parallel
 	// Replicas is how many replicas share the load; the replay runs one of
 	// them at its share of the arrival rate (a router that balances
 	// evenly). 0 and 1 are one.
@@ -175,7 +176,7 @@ func currentReplica(s *Signals) (ReplicaConfig, error) {
 	return ReplicaConfig{Hardware: c.hardware, Model: c.model, TensorParallel: max(1, c.tensorParallel),
 		MaxNumSeqs: c.maxNumSeqs, MaxNumBatchedTokens: c.maxBatchedTokens, MaxModelLen: c.maxModelLen,
 		BlockSize: c.blockSize, NumBlocks: c.numBlocks, PrefixCaching: *c.prefixCaching,
-		HostOverhead: c.hostDuration(), AsyncScheduling: c.asyncScheduling, Quantization: c.quantization, KVCacheDtype: c.cacheDtype, Replicas: 1}, nil
+		HostOverhead: c.hostDuration(), AsyncScheduling: c.asyncScheduling, Quantization: c.quantization, KVCacheDtype: c.cacheDtype, ExpertParallel: c.expertParallel, Replicas: 1}, nil
 }
 
 // estimateLoad takes the arrival rate and mean lengths from the counters.

@@ -110,6 +110,10 @@ func simBackend(cfg *Config) (*backend, error) {
 		// (doctor --verify) runs the same arithmetic.
 		b.executorInfo["quantization"] = q
 	}
+	if cfg.Sim.ExpertParallel {
+		// vLLM's --enable-expert-parallel, for a replay.
+		b.executorInfo["enable_expert_parallel"] = "True"
+	}
 	if m := exec.CostModel().Model; m.Format(m.Weights.MLP).FP8 || m.Format(m.Weights.Experts).FP8 {
 		// The MLPs' (or experts') GEMMs run on FP8 tensor cores, by the
 		// flag or the checkpoint: the doctor reads MFU against the FP8 peak.
