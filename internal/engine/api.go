@@ -117,7 +117,7 @@ type Output struct {
 	Err          error
 
 	PromptTokens int // set on every output
-	CachedTokens int // prompt tokens served from the prefix cache
+	CachedTokens int // prompt tokens served from the prefix cache or loaded from the offload tier
 
 	// Embedding is an Embed request's vector (L2-normalised), on its
 	// final output.
@@ -293,13 +293,18 @@ type StepEvent struct {
 	NumPrefillTokens int // of those, prompt (or recompute) tokens
 	NumDecodeSeqs    int
 
-	Preemptions      int
-	PrefixQueries    int // prompt tokens looked up in the prefix cache
-	PrefixHits       int // of those, found cached
-	PromptTokens     int // prompt tokens of prefills that completed this step (cached included)
-	CachedTokens     int // of those, served from the prefix cache
-	GenerationTokens int
-	IterationTokens  int // computed prompt tokens of completed prefills + generated tokens
+	Preemptions   int
+	PrefixQueries int // prompt tokens looked up in the prefix cache
+	PrefixHits    int // of those, found cached
+	// With an offload tier: tokens of this step's admissions looked up
+	// in it (vLLM's connector queries) and those it held, and the
+	// look-ups made (one an admission).
+	ExternalQueries, ExternalHits, ExternalLookups int
+	PromptTokens                                   int // prompt tokens of prefills that completed this step (cached included)
+	CachedTokens                                   int // of those, not computed: served from the prefix cache or loaded from the offload tier
+	ExternalTokens                                 int // of CachedTokens, loaded from the offload tier
+	GenerationTokens                               int
+	IterationTokens                                int // computed prompt tokens of completed prefills + generated tokens
 
 	TTFTs []float64 // seconds, for sequences that got their first token this step
 	ITLs  []float64 // seconds since the previous output, for every other sequence that produced tokens
@@ -325,6 +330,12 @@ type StepEvent struct {
 	// Kernels are the executor's timed parts of the step (StepResult's),
 	// while a profile records and the executor is a KernelTimer.
 	Kernels []KernelTime
+
+	// Offload is the offload tier's transfers since the previous step.
+	Offload OffloadEvent
+	// BlockEvictions are the sampled GPU blocks evicted while planning
+	// this step (Config.KVCacheMetrics).
+	BlockEvictions []BlockEviction
 }
 
 // FinishedEvent describes one sequence at its end.
@@ -335,7 +346,7 @@ type FinishedEvent struct {
 	Reason    FinishReason
 
 	PromptTokens     int
-	CachedTokens     int
+	CachedTokens     int // from the prefix cache or the offload tier
 	GenerationTokens int
 	MaxTokens        int // 0 for an embedding
 
@@ -380,4 +391,6 @@ type Stats struct {
 	// Dead is what killed the engine (Health has the whole error); empty
 	// while it lives.
 	Dead DeathReason
+	// Offload is the offload tier now (zero without one).
+	Offload OffloadStats
 }

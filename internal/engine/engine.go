@@ -73,6 +73,10 @@ type Engine struct {
 	watchdog *time.Timer
 
 	loraSeen []bool // scratch of adapters, by id
+
+	xfer      *transfers // the offload tier's copies; nil without one
+	residency *residency // --kv-cache-metrics; nil without
+	carried   carried    // look-ups of plans that ran no step
 }
 
 // reqState is the engine's record of one request.
@@ -92,7 +96,11 @@ type reqState struct {
 	draftKV int
 	verify  []int
 
-	queued   time.Time
+	queued time.Time
+	// loading: its prefix is being loaded from the offload tier;
+	// loaded: the load ended and it has not run since.
+	loading, loaded bool
+
 	firstSch time.Time
 	firstTok time.Time
 	lastTok  time.Time
@@ -113,7 +121,8 @@ func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
 	if obs == nil {
 		obs = nopObserver{}
 	}
-	kv, err := kvcache.New(kvcache.Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, EnablePrefixCaching: cfg.EnablePrefixCaching})
+	kv, err := kvcache.New(kvcache.Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, EnablePrefixCaching: cfg.EnablePrefixCaching,
+		HostBlocks: cfg.Offload.Blocks})
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +148,17 @@ func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
 	}
 	if sp.Enabled() {
 		e.perPos = make([]int, sp.NumSpeculativeTokens)
+	}
+	if cfg.Offload.Enabled() {
+		e.xfer = &transfers{cfg: cfg.Offload}
+	}
+	if cfg.KVCacheMetrics {
+		rate := cfg.KVCacheMetricsSample
+		if rate == 0 {
+			rate = DefaultKVCacheMetricsSample
+		}
+		e.residency = newResidency(rate, func() time.Time { return e.stepAt })
+		kv.SetTracker(e.residency)
 	}
 	if kt, ok := exec.(KernelTimer); ok && cfg.Profiling != nil {
 		e.timer = kt
@@ -339,6 +359,7 @@ func (e *Engine) Run(ctx context.Context) {
 		}
 		e.drain()
 		if e.sched.NumRunning() == 0 && e.sched.NumWaiting() == 0 {
+			e.settleTransfers()
 			e.publish()
 			e.answerIdle()
 			select {
@@ -347,7 +368,9 @@ func (e *Engine) Run(ctx context.Context) {
 			}
 			continue
 		}
-		e.step()
+		if !e.step() {
+			e.waitLoad(ctx)
+		}
 	}
 }
 
@@ -363,7 +386,9 @@ func (e *Engine) Advance() (busy bool) {
 		e.answerIdle()
 		return false
 	}
-	e.step()
+	if !e.step() {
+		e.awaitLoad() // the driver's clock moves on to the load's end
+	}
 	return e.dead == nil && e.sched.NumRunning()+e.sched.NumWaiting() > 0
 }
 
@@ -504,7 +529,12 @@ func (e *Engine) publish() {
 		KVCached:    e.kv.NumFreeCached(),
 		KVUsage:     e.kv.Usage(),
 		Preemptions: e.preempt,
-		Deferred:    e.plan.Deferred,
+		// Deferred are passed over for their adapter (the last step) or
+		// held back by a KV load, as vLLM's skipped waiting requests.
+		Deferred: e.plan.Deferred + e.sched.NumLoading(),
+	}
+	if e.xfer != nil {
+		st.Offload = e.offloadStats(e.clock.Now())
 	}
 	if e.dead != nil {
 		st.Dead = e.dead.Reason

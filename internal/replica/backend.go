@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/dcgm"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor/cpu"
@@ -49,8 +50,14 @@ type backend struct {
 	gpuCounters func(interval time.Duration, hostname string, log *slog.Logger) (*dcgm.NVMLExporter, error)
 
 	blocks func(kvBytes int64, blockSize, maxModelLen, maxNumSeqs, maxNumBatchedTokens int) (int, error)
-	start  func(numBlocks, blockSize int) (engine.Executor, error)
-	close  func() // after the engine stops
+	// offload sizes a CPU KV offload tier of size bytes; nil where the
+	// executor has none (the CPU's, the GPU's).
+	offload func(size float64, blockSize int) engine.Offload
+	// another starts one more copy of the executor on clock, for a
+	// data-parallel rank; nil where the executor has one model copy.
+	another func(clock engine.Clock) (engine.Executor, error)
+	start   func(numBlocks, blockSize int) (engine.Executor, error)
+	close   func() // after the engine stops
 	// memoryLine, when set, describes a GPU's memory split once blocks
 	// ran.
 	memoryLine func() string
@@ -104,6 +111,15 @@ func simBackend(cfg *Config) (*backend, error) {
 		},
 		start: func(int, int) (engine.Executor, error) { return exec, nil },
 		close: func() {},
+		another: func(clock engine.Clock) (engine.Executor, error) {
+			c := cfg.Sim
+			c.Clock = clock
+			return sim.New(c)
+		},
+		offload: func(size float64, blockSize int) engine.Offload {
+			n, bytes, bw := costmodel.HostKV(hw, m, info.TensorParallel, blockSize, size)
+			return engine.Offload{Blocks: n, BlockBytes: bytes, Bandwidth: bw}
+		},
 	}
 	if q := cfg.Quantization; q != "" {
 		// The weights' type (vLLM's --quantization), so that a replay

@@ -99,7 +99,7 @@ func TestCloseLeavesAHungExecutor(t *testing.T) {
 				}
 				var log lockedBuffer
 				closed := false
-				r := &Replica{Engine: eng, back: &backend{close: func() { closed = true }}, log: slog.New(slog.NewTextHandler(&log, nil))}
+				r := &Replica{Engine: eng, Ranks: []*engine.Engine{eng}, back: &backend{close: func() { closed = true }}, log: slog.New(slog.NewTextHandler(&log, nil))}
 				r.Start()
 				p := sampling.Defaults()
 				p.MaxTokens = 4

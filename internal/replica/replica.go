@@ -16,6 +16,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -150,6 +151,29 @@ type Config struct {
 	// LoRA, when set, serves LoRA adapters as model names
 	// (--enable-lora): on the simulator only.
 	LoRA *LoRA
+
+	// KVOffloadingSize is --kv-offloading-size: GiB of host memory for a
+	// CPU KV offload tier, summed over the tensor-parallel ranks as
+	// vLLM's (0: none); KVOffloadingBackend is its backend, "native" (or
+	// empty). The simulator only.
+	KVOffloadingSize    float64
+	KVOffloadingBackend string
+	// KVCacheMetrics and KVCacheMetricsSample are --kv-cache-metrics and
+	// --kv-cache-metrics-sample: the residency histograms.
+	KVCacheMetrics       bool
+	KVCacheMetricsSample float64
+
+	// DataParallelSize is --data-parallel-size: engine ranks behind the
+	// one API, each a copy of the model on its own GPUs with its own KV
+	// cache and scheduler, balanced as vLLM's API server does (0 or 1:
+	// one). The simulator only.
+	DataParallelSize int
+	// DataParallelRank makes this replica rank k of a data-parallel
+	// server whose other ranks the caller builds, each a replica of its
+	// own on one registry (glassbox simulate steps each on its own
+	// clock): its metrics carry engine k and, after the first, none of the
+	// API server's families.
+	DataParallelRank int
 }
 
 // LoRA is --enable-lora's set-up: the adapters (--lora-modules), the most
@@ -162,7 +186,12 @@ type LoRA struct {
 
 // Replica is a built instance. Start runs its engine; Close stops it.
 type Replica struct {
+	// Engine is the first rank; Ranks all of them (one without data
+	// parallelism), API what the server submits to (Engine itself, or the
+	// ranks' balancer).
 	Engine       *engine.Engine
+	Ranks        []*engine.Engine
+	API          server.Engine
 	EngineConfig engine.Config
 	Names        []string // served model names, the first the default
 	Describe     string   // what runs it, for a start-up banner
@@ -254,13 +283,17 @@ func New(cfg Config) (r *Replica, err error) {
 	case cfg.EnableAutoToolChoice:
 		return nil, fmt.Errorf("--enable-auto-tool-choice needs --tool-call-parser (%s): the model's chat template shows no tool format glassbox reads", strings.Join(toolcall.Parsers(), ", "))
 	}
+	if err := checkDataParallel(&cfg, b); err != nil {
+		return nil, err
+	}
 	var eng *engine.Engine
-	m, err := metrics.New(metrics.Config{
-		ModelName: names[0], Engine: "0", MaxModelLen: ecfg.MaxModelLen, DisableLogStats: cfg.DisableLogStats,
+	mcfg := metrics.Config{
+		ModelName: names[0], Engine: strconv.Itoa(cfg.DataParallelRank), NoFrontend: cfg.DataParallelRank > 0,
+		MaxModelLen: ecfg.MaxModelLen, DisableLogStats: cfg.DisableLogStats,
 		Cache: metricspec.CacheConfig{BlockSize: ecfg.BlockSize, UserSpecifiedBlockSize: cfg.UserSpecifiedBlockSize,
 			NumGPUBlocks: ecfg.NumBlocks, MaxModelLen: ecfg.MaxModelLen, EnablePrefixCaching: ecfg.EnablePrefixCaching,
 			GPUMemoryUtilization: cfg.GPUMemoryUtilization, CacheDtype: b.cacheDtype,
-			KVCacheMemoryBytes: cfg.KVCacheMemoryBytes, PrefixCachingHashAlgo: "sha256"},
+			KVCacheMemoryBytes: cfg.KVCacheMemoryBytes, PrefixCachingHashAlgo: "sha256", KVOffloadingSize: cfg.KVOffloadingSize},
 		SchedulerInfo: map[string]string{
 			"max_num_seqs": strconv.Itoa(ecfg.MaxNumSeqs), "max_num_batched_tokens": strconv.Itoa(ecfg.MaxNumBatchedTokens),
 			"max_model_len": strconv.Itoa(ecfg.MaxModelLen), "async_scheduling": metricspec.PythonBool(cfg.AsyncScheduling),
@@ -269,7 +302,9 @@ func New(cfg Config) (r *Replica, err error) {
 		NumSpeculativeTokens: cfg.Speculative.NumSpeculativeTokens,
 		Stats:                func() engine.Stats { return eng.Stats() },
 		MaxLoRAs:             ecfg.MaxLoRAs,
-	}, reg)
+		Offload:              ecfg.Offload.Enabled(), KVCacheMetrics: ecfg.KVCacheMetrics,
+	}
+	m, err := metrics.New(mcfg, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -311,6 +346,10 @@ func New(cfg Config) (r *Replica, err error) {
 	if eng, err = engine.New(ecfg, exec, obs); err != nil {
 		return nil, err
 	}
+	ranks, api, err := dataParallel(&cfg, b, eng, ecfg, mcfg, reg)
+	if err != nil {
+		return nil, err
+	}
 	var mh http.Handler
 	if gather != nil {
 		gather = metrics.WithHidden(gather, hidden)
@@ -319,7 +358,11 @@ func New(cfg Config) (r *Replica, err error) {
 		}
 		mh = metrics.Handler(gather)
 	}
-	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Memory: b.memory(), Note: note, DCGM: countersLine,
+	describe := b.describe
+	if n := len(ranks); n > 1 {
+		describe += fmt.Sprintf(", %d data-parallel ranks", n)
+	}
+	r = &Replica{Engine: eng, Ranks: ranks, API: api, EngineConfig: ecfg, Names: names, Describe: describe, Memory: b.memory(), Note: note, DCGM: countersLine,
 		Tokenizer: b.model, Grammars: server.NewGrammars(b.model, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather, back: b, log: cfg.Logger,
 		rejected: m.Rejected, dcgm: counters}
 	var dash http.Handler
@@ -338,7 +381,7 @@ func New(cfg Config) (r *Replica, err error) {
 		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger, LoRA: adapters,
 		Metrics: mh, Instrument: m.InstrumentHTTP, Rejected: m.Rejected, Chat: b.chat, Profiler: cfg.Profiler, Dashboard: dash,
 		Grammars: r.Grammars, ToolParser: parser, Embeddings: b.embeddings, ResponsesStore: cfg.ResponsesStore,
-	}, eng, b.model)
+	}, api, b.model)
 	r.handler = srv.Handler()
 	return r, nil
 }
@@ -413,6 +456,10 @@ func engineConfig(cfg *Config, b *backend) (engine.Config, error) {
 	if c.NumBlocks, err = b.blocks(cfg.KVCacheMemoryBytes, c.BlockSize, c.MaxModelLen, c.MaxNumSeqs, c.MaxNumBatchedTokens); err != nil {
 		return c, err
 	}
+	if c.Offload, err = offload(cfg, b, c.BlockSize); err != nil {
+		return c, err
+	}
+	c.KVCacheMetrics, c.KVCacheMetricsSample = cfg.KVCacheMetrics, cfg.KVCacheMetricsSample
 	return c, c.Validate()
 }
 
@@ -452,7 +499,11 @@ func (r *Replica) Start() {
 		}
 		close(pageDone)
 	}()
-	go func() { r.Engine.Run(ctx); <-pageDone; close(r.done) }()
+	var ranks sync.WaitGroup
+	for _, e := range r.Ranks {
+		ranks.Go(func() { e.Run(ctx) })
+	}
+	go func() { ranks.Wait(); <-pageDone; close(r.done) }()
 }
 
 // Close stops the engine, aborting what is in flight, and releases the
@@ -466,10 +517,12 @@ func (r *Replica) Close() {
 		r.stop()
 		<-r.done
 	}
-	var d *engine.DeadError
-	if errors.As(r.Engine.Health(), &d) && d.Reason == engine.DeathStepTimeout {
-		r.log.Warn("the executor is left as it is: a step is still hung in it; its threads and memory go with the process", "err", d.Err)
-		return
+	for _, e := range r.Ranks {
+		var d *engine.DeadError
+		if errors.As(e.Health(), &d) && d.Reason == engine.DeathStepTimeout {
+			r.log.Warn("the executor is left as it is: a step is still hung in it; its threads and memory go with the process", "err", d.Err)
+			return
+		}
 	}
 	r.back.close()
 }
@@ -494,6 +547,10 @@ func (r *Replica) Gatherer() prometheus.Gatherer { return r.gather }
 // DescribeSizes is the start-up banner's line about the engine's sizes.
 func (r *Replica) DescribeSizes() string {
 	c := r.EngineConfig
-	return fmt.Sprintf("KV cache: %d blocks of %d tokens (%d tokens); max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d, prefix caching %v",
+	s := fmt.Sprintf("KV cache: %d blocks of %d tokens (%d tokens); max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d, prefix caching %v",
 		c.NumBlocks, c.BlockSize, c.NumBlocks*c.BlockSize, c.MaxModelLen, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.EnablePrefixCaching)
+	if o := c.Offload; o.Enabled() {
+		s += fmt.Sprintf("; KV offload: %d host blocks (%.1f GiB) at %.0f GB/s", o.Blocks, float64(int64(o.Blocks)*o.BlockBytes)/(1<<30), o.Bandwidth/1e9)
+	}
+	return s
 }

@@ -440,6 +440,9 @@ func (d *driver) answer(f *flight, at time.Time) {
 // between steps, so a reading at the first step boundary after its time is
 // the reading at its time).
 func (d *driver) record(nd *node, t time.Time) {
+	if nd.rank > 0 {
+		return // rank 0's readings are the server's
+	}
 	if s := d.cfg.Series; s != nil && s.Interval > 0 {
 		for !nd.nextSer.After(t) {
 			s.take(nd.gather, nd.dcgm, nd.nextSer, nd.name)
@@ -481,6 +484,9 @@ func (d *driver) idleArrival(t time.Time) (time.Time, bool) {
 // finishReadings takes a replica's readings to t and one at t, so that the
 // last requests count.
 func (d *driver) finishReadings(nd *node, t time.Time) {
+	if nd.rank > 0 {
+		return
+	}
 	d.record(nd, t)
 	if s := d.cfg.Series; s != nil && s.Interval > 0 && !s.taken(t, nd.name) {
 		s.take(nd.gather, nd.dcgm, t, nd.name)

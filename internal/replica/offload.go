@@ -1,0 +1,35 @@
+package replica
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/glassbox-llm/glassbox/internal/engine"
+)
+
+// offload is the engine's CPU KV offload tier for --kv-offloading-size
+// and --kv-offloading-backend, refused by name where it cannot be: on an
+// executor without one, with another backend, or too small for a block.
+func offload(cfg *Config, b *backend, blockSize int) (engine.Offload, error) {
+	size := cfg.KVOffloadingSize
+	switch backend := strings.ToLower(cfg.KVOffloadingBackend); {
+	case size == 0:
+		return engine.Offload{}, nil
+	case math.IsNaN(size) || math.IsInf(size, 0) || size < 0:
+		return engine.Offload{}, fmt.Errorf("--kv-offloading-size %v: want GiB of host memory, more than 0", size)
+	case backend != "" && backend != "native":
+		return engine.Offload{}, fmt.Errorf("--kv-offloading-backend %s: glassbox offloads with vLLM's native backend only (native); LMCache is not here", cfg.KVOffloadingBackend)
+	case b.offload == nil && cfg.Model != "" && b.hardware == nil && b.gpuCounters == nil:
+		return engine.Offload{}, fmt.Errorf("--kv-offloading-size: the CPU executor's KV cache is in host memory already; the simulated GPU (no --model) offloads to host memory")
+	case b.offload == nil:
+		return engine.Offload{}, fmt.Errorf("--kv-offloading-size: this executor has no host KV tier; the simulated GPU (no --model) prices vLLM's")
+	case cfg.NoPrefixCaching:
+		return engine.Offload{}, fmt.Errorf("--kv-offloading-size needs prefix caching: offloaded blocks are found by their prefix-cache hashes")
+	}
+	o := b.offload(size*(1<<30), blockSize)
+	if o.Blocks < 1 {
+		return o, fmt.Errorf("--kv-offloading-size %v GiB holds no KV block of %d tokens (%d bytes)", size, blockSize, o.BlockBytes)
+	}
+	return o, nil
+}
