@@ -75,6 +75,19 @@ func fleetScenarios(sc func(name, class, why string, serve, load []string) Scena
 		sc("h100x2-fp8/llama-3.1-70b/long-generations", "kv-capacity", "Llama-3.1-70B in FP8 over two H100s with an FP8 KV cache of 2048 blocks a GPU (80 KiB a token: 32k tokens) against 4 requests/s of 512 + 1024 tokens: about 21 fit, twice that arrive, and the blocks run out as they grow",
 			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-70b", "--sim-dtype", "fp8", "--tensor-parallel-size", "2", "--max-model-len", "4096", "--kv-cache-memory-bytes", kvBlocks(2048, llama70BFP8KVTP2)), random(512, 1024, "4")),
 
+		// Data parallelism: two or four engine ranks behind one API, each its
+		// own scheduler, KV cache and GPU, the API balancing by queue.
+		sc("h100-dp2/llama-3.1-8b/prompts", "compute", "--data-parallel-size 2 on two H100s at a 2048-token budget against 50 requests/s of 2000-token prompts: both ranks step full of prefill and the queue grows",
+			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--data-parallel-size", "2", "--max-num-batched-tokens", "2048"), random(2000, 16, "50")),
+		sc("h100-dp2/qwen2.5-7b/max-num-seqs-16", "concurrency-cap", "--data-parallel-size 2 with --max-num-seqs 16 a rank against 60 requests/s of 256 → 128 tokens: 32 run, the rest wait, with each rank's KV cache and steps nearly empty",
+			flags("--sim-hardware", "h100", "--sim-model", "qwen2.5-7b", "--data-parallel-size", "2", "--max-num-seqs", "16"), random(256, 128, "60")),
+		sc("h200-dp2/llama-3.1-8b/long-generations", "kv-capacity", "--data-parallel-size 2, each rank with a KV cache of 2048 blocks (about 21 requests of 512 + 1024 tokens), against 16 requests/s: the blocks run out as sequences grow",
+			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-8b", "--data-parallel-size", "2", "--max-model-len", "4096", "--kv-cache-memory-bytes", kvBlocks(2048, llama8BKV)), random(512, 1024, "16")),
+		sc("h100-dp4/llama-3.1-8b/chat", "healthy", "--data-parallel-size 4 against 8 requests/s of 256 → 128 tokens: each rank serves a quarter as it comes",
+			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--data-parallel-size", "4"), random(256, 128, "8")),
+		sc("h100-dp2/llama-3.1-8b/prompts-at-0.6", "near-capacity", "--data-parallel-size 2 at a 2048-token budget against 13 requests/s of 2000-token prompts, 60 % of what the two ranks prefill: each rank busy about 60 % of the time (the two ranks' busy seconds sum past 1), nothing waits",
+			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--data-parallel-size", "2", "--max-num-batched-tokens", "2048"), random(2000, 16, "13")),
+
 		sc("h100/llama-3.1-8b/budget-512-at-0.7", "near-capacity", "--max-num-batched-tokens 512 at about 70 % of what its steps can prefill: small steps, but nothing waits, so the budget limits nothing yet",
 			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--max-num-batched-tokens", "512"), random(2000, 16, "11")),
 	}
