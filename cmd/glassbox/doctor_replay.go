@@ -121,6 +121,9 @@ func replicaFlags(rc doctor.ReplicaConfig) ([]string, error) {
 	if rc.ExpertParallel {
 		flags = append(flags, "--enable-expert-parallel")
 	}
+	if rc.DataParallel > 1 {
+		flags = append(flags, "--data-parallel-size", itoa(rc.DataParallel))
+	}
 	if k := rc.KVCacheDtype; k != "" && k != "auto" {
 		flags = append(flags, "--kv-cache-dtype", k)
 	}

@@ -258,6 +258,16 @@ func TestReplayKeepsFP8(t *testing.T) {
 	}
 }
 
+// TestReplayKeepsDataParallel: a server of two data-parallel ranks is
+// replayed as two (it was replayed as one rank taking the whole load).
+func TestReplayKeepsDataParallel(t *testing.T) {
+	joined, _ := replayedFlags(t, "--sim-hardware", "h100", "--sim-model", "qwen2.5-7b", "--data-parallel-size", "2", "--max-num-seqs", "8",
+		"--random-input-len", "256", "--random-output-len", "128", "--request-rate", "40", "--duration", "20s", "--num-prompts", "801", "--seed", "1")
+	if !strings.Contains(joined, "--data-parallel-size 2") {
+		t.Errorf("the data-parallel target's replay flags: %s", joined)
+	}
+}
+
 // TestReplayKeepsExpertParallel: a mixture of experts served with
 // --enable-expert-parallel is replayed with it (it was replayed with each
 // expert split over the GPUs).

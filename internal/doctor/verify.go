@@ -28,6 +28,9 @@ type ReplicaConfig struct {
 	// target is replayed in FP8, its KV blocks one byte an element.
 	Quantization, KVCacheDtype string
 	ExpertParallel             bool // --enable-expert-parallel
+	// DataParallel is --data-parallel-size: the ranks behind one API, each
+	// with MaxNumSeqs, MaxNumBatchedTokens and NumBlocks of its own.
+	DataParallel int
 	// Replicas is how many replicas share the load; the replay runs one of
 	// them at its share of the arrival rate (a router that balances
 	// evenly). 0 and 1 are one.
@@ -176,7 +179,7 @@ func currentReplica(s *Signals) (ReplicaConfig, error) {
 	return ReplicaConfig{Hardware: c.hardware, Model: c.model, TensorParallel: max(1, c.tensorParallel),
 		MaxNumSeqs: c.maxNumSeqs, MaxNumBatchedTokens: c.maxBatchedTokens, MaxModelLen: c.maxModelLen,
 		BlockSize: c.blockSize, NumBlocks: c.numBlocks, PrefixCaching: *c.prefixCaching,
-		HostOverhead: c.hostDuration(), AsyncScheduling: c.asyncScheduling, Quantization: c.quantization, KVCacheDtype: c.cacheDtype, ExpertParallel: c.expertParallel, Replicas: 1}, nil
+		HostOverhead: c.hostDuration(), AsyncScheduling: c.asyncScheduling, Quantization: c.quantization, KVCacheDtype: c.cacheDtype, ExpertParallel: c.expertParallel, DataParallel: c.engines, Replicas: 1}, nil
 }
 
 // estimateLoad takes the arrival rate and mean lengths from the counters.
