@@ -2,6 +2,7 @@ package corpus
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 )
@@ -87,6 +88,13 @@ func fleetScenarios(sc func(name, class, why string, serve, load []string) Scena
 			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--data-parallel-size", "4"), random(256, 128, "8")),
 		sc("h100-dp2/llama-3.1-8b/prompts-at-0.6", "near-capacity", "--data-parallel-size 2 at a 2048-token budget against 13 requests/s of 2000-token prompts, 60 % of what the two ranks prefill: each rank busy about 60 % of the time (the two ranks' busy seconds sum past 1), nothing waits",
 			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--data-parallel-size", "2", "--max-num-batched-tokens", "2048"), random(2000, 16, "13")),
+
+		// CPU KV offload (--kv-offloading-size): every block computed is
+		// copied to host memory, and a prefix the GPU evicted comes back
+		// from there over PCIe.
+		sc("h100/qwen2.5-7b/agent-evicted-offload", "agent-sessions", "the agent sessions of agent-evicted (forty-odd sessions between their turns holding several times the 40,000 tokens of KV) with a 32 GiB offload tier: the conversations the GPU evicts while their tools run come back from host memory at the next turn, so most prompt tokens are served from a cache again",
+			flags("--sim-hardware", "h100", "--sim-model", "qwen2.5-7b", "--max-model-len", "32768", "--kv-cache-memory-bytes", kvBlocks(2500, qwen7BKV), "--kv-offloading-size", "32"),
+			agentLoad("0.25", 8, 500, 1000, 200, 20*time.Second)),
 
 		sc("h100/llama-3.1-8b/budget-512-at-0.7", "near-capacity", "--max-num-batched-tokens 512 at about 70 % of what its steps can prefill: small steps, but nothing waits, so the budget limits nothing yet",
 			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--max-num-batched-tokens", "512"), random(2000, 16, "11")),

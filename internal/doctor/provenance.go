@@ -38,6 +38,7 @@ type targetConfig struct {
 	tensorParallel                            int
 	engines                                   int     // data-parallel ranks (InfoEngines), at least 1
 	expertParallel                            bool    // --enable-expert-parallel
+	offloadGiB                                float64 // --kv-offloading-size: host memory for the offload tier, 0 without one
 	hostOverhead                              float64 // the simulator's, seconds
 	asyncScheduling                           bool
 	kvMaxConcurrency                          float64
@@ -61,6 +62,7 @@ func readConfig(w *Window) targetConfig {
 	c.gpuMemUtil, _ = strconv.ParseFloat(w.Info[metricspec.CacheConfigInfo]["gpu_memory_utilization"], 64)
 	c.hostOverhead, _ = strconv.ParseFloat(w.Info[metricspec.ExecutorInfo]["host_overhead_seconds"], 64)
 	c.kvMaxConcurrency, _ = strconv.ParseFloat(w.Info[metricspec.CacheConfigInfo][metricspec.CacheMaxConcurrency], 64)
+	c.offloadGiB, _ = strconv.ParseFloat(w.Info[metricspec.CacheConfigInfo]["kv_offloading_size"], 64) // "None" without a tier
 	switch w.Info[metricspec.CacheConfigInfo]["enable_prefix_caching"] {
 	case "True", "true":
 		t := true

@@ -184,6 +184,12 @@ func ruleCases() []ruleCase {
 		{"caching on, hits evicted", "prefix-caching", true, func(l *load) { l.queries, l.hits, l.kv = 1000, 100, constant(0.95) }},
 		{"caching on, hits with room", "prefix-caching", false, func(l *load) { l.queries, l.hits = 1000, 100 }},
 		{"caching on, prompts mostly cache hits (agent sessions)", "prefix-reuse", true, func(l *load) { l.prompt, l.queries, l.hits = 2000, 1000, 800 }},
+		{"caching on, an offload tier loads back most prompt tokens the prefix cache lost", "prefix-reuse", true, func(l *load) {
+			l.prompt, l.cached, l.queries, l.hits, l.offloadGiB = 2000, 1600, 1000, 100, 32
+		}},
+		{"the same cached share without an offload tier: the prefix cache's hit rate is the reuse", "prefix-reuse", false, func(l *load) {
+			l.prompt, l.cached, l.queries, l.hits = 2000, 1600, 1000, 100
+		}},
 		{"caching on, few hits", "prefix-reuse", false, func(l *load) { l.prompt, l.queries, l.hits = 2000, 1000, 100 }},
 		{"caching on, hits but generation heavy", "prefix-reuse", false, func(l *load) { l.queries, l.hits = 1000, 800 }},
 

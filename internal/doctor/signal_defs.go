@@ -110,6 +110,17 @@ func signalDefs() []signalDef {
 			func(p promql, _ *Signals) string {
 				return p.ratio(p.inc(metricspec.PrefixCacheHits), p.inc(metricspec.PrefixCacheQueries))
 			}),
+		// Prompt tokens not computed: served by the prefix cache, or loaded
+		// back from an offload tier's host memory (vLLM counts both in
+		// prompt_tokens_cached, the prefix cache's hits alone in
+		// prefix_cache_hits).
+		one(SigCachedShare, "ratio", srcVLLM, "share of prompt tokens cached (the prefix cache's, or loaded from the offload tier)",
+			func(v *view) float64 {
+				return ratio(v.inc(metricspec.PromptTokensCached), v.inc(metricspec.PromptTokens))
+			},
+			func(p promql, _ *Signals) string {
+				return p.ratio(p.inc(metricspec.PromptTokensCached), p.inc(metricspec.PromptTokens))
+			}),
 		// Prompt tokens are counted once, at a request's first token, as is
 		// TTFT; generated tokens per finished request come from the
 		// histogram observed at finish: requests at the edges do not skew

@@ -29,6 +29,7 @@ const (
 	SigPrefillShare   SignalName = "prefill_share"
 	SigPrefills       SignalName = "prefills"
 	SigHitRate        SignalName = "prefix_hit_rate"
+	SigCachedShare    SignalName = "prompt_cached_share"
 	SigPromptMean     SignalName = "prompt_tokens_per_request"
 	SigGenMean        SignalName = "generation_tokens_per_request"
 	SigPromptPerGen   SignalName = "computed_prompt_per_generated"

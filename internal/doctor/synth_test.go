@@ -36,6 +36,8 @@ type load struct {
 	engines int
 	// quantization is glassbox_executor_info's (the weights' type).
 	quantization string
+	// offloadGiB is vllm:cache_config_info's kv_offloading_size (0: none).
+	offloadGiB float64
 	// Speculative decoding: verify passes per second and each draft
 	// position's acceptance (accepted there per pass); no families when
 	// specPasses is 0. specLen is the draft tokens per pass (k when 0).
@@ -83,7 +85,10 @@ func (l load) window() *Window {
 		Info: map[string]map[string]string{}, Present: map[string]bool{}}
 	w.Info[metricspec.CacheConfigInfo] = map[string]string{"block_size": "16", "num_gpu_blocks": strconv.Itoa(l.blocks),
 		"enable_prefix_caching": map[bool]string{true: "True", false: "False"}[l.prefix], "gpu_memory_utilization": "0.92",
-		"kv_cache_memory_bytes": strconv.Itoa(l.blocks * 16 * 131072)}
+		"kv_cache_memory_bytes": strconv.Itoa(l.blocks * 16 * 131072), "kv_offloading_size": "None"}
+	if l.offloadGiB > 0 {
+		w.Info[metricspec.CacheConfigInfo]["kv_offloading_size"] = strconv.FormatFloat(l.offloadGiB, 'g', -1, 64)
+	}
 	if !l.vllm {
 		w.Info[metricspec.SchedulerConfigInfo] = map[string]string{"max_num_seqs": strconv.Itoa(l.maxSeqs), "max_num_batched_tokens": strconv.Itoa(l.maxBatched), "max_model_len": "4096"}
 		w.Info[metricspec.ExecutorInfo] = map[string]string{"executor": "sim", "hardware": "h200", "model": "llama-3.1-8b", "tensor_parallel_size": "1"}
