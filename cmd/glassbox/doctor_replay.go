@@ -124,6 +124,9 @@ func replicaFlags(rc doctor.ReplicaConfig) ([]string, error) {
 	if rc.DataParallel > 1 {
 		flags = append(flags, "--data-parallel-size", itoa(rc.DataParallel))
 	}
+	if rc.OffloadGiB > 0 {
+		flags = append(flags, "--kv-offloading-size", strconv.FormatFloat(rc.OffloadGiB, 'g', -1, 64))
+	}
 	if k := rc.KVCacheDtype; k != "" && k != "auto" {
 		flags = append(flags, "--kv-cache-dtype", k)
 	}

@@ -268,6 +268,16 @@ func TestReplayKeepsDataParallel(t *testing.T) {
 	}
 }
 
+// TestReplayKeepsOffload: a target with a CPU KV offload tier is replayed
+// with its tier (it was replayed without one).
+func TestReplayKeepsOffload(t *testing.T) {
+	joined, _ := replayedFlags(t, "--sim-hardware", "h100", "--sim-model", "qwen2.5-7b", "--max-model-len", "4096", "--kv-cache-memory-bytes", "1000000000", "--kv-offloading-size", "8",
+		"--random-input-len", "512", "--random-output-len", "1024", "--request-rate", "8", "--duration", "30s", "--num-prompts", "241", "--seed", "1")
+	if !strings.Contains(joined, "--kv-offloading-size 8") {
+		t.Errorf("the offloading target's replay flags: %s", joined)
+	}
+}
+
 // TestReplayKeepsExpertParallel: a mixture of experts served with
 // --enable-expert-parallel is replayed with it (it was replayed with each
 // expert split over the GPUs).

@@ -31,6 +31,9 @@ type ReplicaConfig struct {
 	// DataParallel is --data-parallel-size: the ranks behind one API, each
 	// with MaxNumSeqs, MaxNumBatchedTokens and NumBlocks of its own.
 	DataParallel int
+	// OffloadGiB is --kv-offloading-size: the CPU offload tier's host
+	// memory, 0 without one.
+	OffloadGiB float64
 	// Replicas is how many replicas share the load; the replay runs one of
 	// them at its share of the arrival rate (a router that balances
 	// evenly). 0 and 1 are one.
@@ -179,7 +182,7 @@ func currentReplica(s *Signals) (ReplicaConfig, error) {
 	return ReplicaConfig{Hardware: c.hardware, Model: c.model, TensorParallel: max(1, c.tensorParallel),
 		MaxNumSeqs: c.maxNumSeqs, MaxNumBatchedTokens: c.maxBatchedTokens, MaxModelLen: c.maxModelLen,
 		BlockSize: c.blockSize, NumBlocks: c.numBlocks, PrefixCaching: *c.prefixCaching,
-		HostOverhead: c.hostDuration(), AsyncScheduling: c.asyncScheduling, Quantization: c.quantization, KVCacheDtype: c.cacheDtype, ExpertParallel: c.expertParallel, DataParallel: c.engines, Replicas: 1}, nil
+		HostOverhead: c.hostDuration(), AsyncScheduling: c.asyncScheduling, Quantization: c.quantization, KVCacheDtype: c.cacheDtype, ExpertParallel: c.expertParallel, DataParallel: c.engines, OffloadGiB: c.offloadGiB, Replicas: 1}, nil
 }
 
 // estimateLoad takes the arrival rate and mean lengths from the counters.
