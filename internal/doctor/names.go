@@ -19,6 +19,13 @@ const (
 	// InfoDCGM is the Window.Info entry of the GPUs' modelName, from the
 	// DCGM series.
 	InfoDCGM = "dcgm"
+	// InfoEngines is the Window.Info entry of how many engines the target
+	// serves from ("count"): the distinct values of vLLM's engine label on
+	// its running gauge, one per data-parallel rank (--data-parallel-size).
+	// Each rank has its own scheduler, KV cache and GPUs, and the
+	// counters a rank keeps of its own time (busy seconds, steps, FLOPs per
+	// GPU) sum over them.
+	InfoEngines = "engines"
 )
 
 // How a Series reduces a family's label sets to one number.

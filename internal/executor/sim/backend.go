@@ -67,6 +67,27 @@ func (b *Backend) Load(l executor.Limits) (*executor.Spec, error) {
 	if info.Draft != "" {
 		describe += fmt.Sprintf(", drafting with %s on %d", info.Draft, info.DraftTensorParallel)
 	}
+	infoLabels := map[string]string{
+		"executor": info.Executor, "hardware": info.Hardware, "model": info.Model,
+		"tensor_parallel_size": strconv.Itoa(info.TensorParallel),
+		// The host time the simulator adds per step, so that a replay
+		// (doctor --verify) can add it too.
+		"host_overhead_seconds": strconv.FormatFloat(b.cfg.HostOverhead.Seconds(), 'g', -1, 64),
+	}
+	if q := b.cfg.Quantization; q != "" {
+		// The weights' type (vLLM's --quantization), so that a replay
+		// (doctor --verify) runs the same arithmetic.
+		infoLabels["quantization"] = q
+	}
+	if b.cfg.ExpertParallel {
+		// vLLM's --enable-expert-parallel, for a replay.
+		infoLabels["enable_expert_parallel"] = "True"
+	}
+	if m.Format(m.Weights.MLP).FP8 || m.Format(m.Weights.Experts).FP8 {
+		// The MLPs' (or experts') GEMMs run on FP8 tensor cores, by the
+		// flag or the checkpoint: the doctor reads MFU against the FP8 peak.
+		infoLabels["weights"] = "fp8"
+	}
 	return &executor.Spec{
 		Name: info.Model, Describe: describe,
 		Vocab: exec.Vocab(), EOS: []int{exec.Vocab().EOS()},
@@ -75,14 +96,8 @@ func (b *Backend) Load(l executor.Limits) (*executor.Spec, error) {
 		// be shortened as a Matryoshka model's.
 		Embeddings:       &executor.Embeddings{Dim: m.Hidden, Pooling: "simulated", Truncatable: true},
 		DraftMaxModelLen: info.DraftMaxModelLen,
-		Info: map[string]string{
-			"executor": info.Executor, "hardware": info.Hardware, "model": info.Model,
-			"tensor_parallel_size": strconv.Itoa(info.TensorParallel),
-			// The host time the simulator adds per step, so that a replay
-			// (doctor --verify) can add it too.
-			"host_overhead_seconds": strconv.FormatFloat(b.cfg.HostOverhead.Seconds(), 'g', -1, 64),
-		},
-		PeakFLOPs: info.PeakFLOPs, PeakBandwidth: info.MemBandwidth,
+		Info:             infoLabels,
+		PeakFLOPs:        info.PeakFLOPs, PeakBandwidth: info.MemBandwidth,
 		GPU: executor.GPU{Simulated: &hw, Count: info.TensorParallel},
 	}, nil
 }
