@@ -41,6 +41,12 @@ const (
 // number of positions it exports.
 const maxSpecPositions = 8
 
+// keyEngineDead is glassbox_engine_dead of one reason: 1 once that
+// killed the engine.
+func keyEngineDead(reason string) string {
+	return metricspec.EngineDead + `{reason="` + reason + `"}`
+}
+
 // keySpecPos is the accepted-tokens counter of draft position i.
 func keySpecPos(i int) string {
 	return metricspec.SpecDecodeAcceptedTokensPos + `{position="` + strconv.Itoa(i) + `"}`
@@ -75,6 +81,9 @@ func ScalarSeries() []Series {
 	}
 	for i := range maxSpecPositions {
 		out = append(out, Series{Key: keySpecPos(i), Family: metricspec.SpecDecodeAcceptedTokensPos, Label: metricspec.LabelPosition, Value: strconv.Itoa(i), Agg: AggSum})
+	}
+	for _, r := range metricspec.EngineDeadReasons {
+		out = append(out, Series{Key: keyEngineDead(r), Family: metricspec.EngineDead, Label: metricspec.LabelReason, Value: r, Agg: AggMax})
 	}
 	for _, f := range dcgmActivities {
 		out = append(out, Series{Key: f, Family: f, Agg: AggAvg, DCGM: true})

@@ -41,6 +41,7 @@ func (d *diagnosis) has(name string) bool { return slices.Contains(d.names, name
 func rules() []rule {
 	capacity := []SignalName{SigBusy, SigBudget, SigMaxSeqs}
 	return []rule{
+		{name: "engine-dead", severity: Critical, excludes: notWhileDead, when: func(s *Signals) bool { return s.deadReason() != "" }, advise: engineDead},
 		{name: "metrics-stale", severity: Warning, when: stale, advise: metricsStale},
 		{name: "compute-and-kv-bound", answers: []Question{QCompute, QKV}, severity: Warning,
 			excludes: []string{"kv-capacity-bound", "compute-bound", "concurrency-cap", "under-loaded"}, uses: append(capacity, SigPeakFLOPs),

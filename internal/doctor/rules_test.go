@@ -193,6 +193,13 @@ func ruleCases() []ruleCase {
 		{"caching on, few hits", "prefix-reuse", false, func(l *load) { l.prompt, l.queries, l.hits = 2000, 1000, 100 }},
 		{"caching on, hits but generation heavy", "prefix-reuse", false, func(l *load) { l.queries, l.hits = 1000, 800 }},
 
+		{"the engine died mid-window", "engine-dead", true, func(l *load) {
+			l.dead, l.deadAt, l.running, l.waiting = "executor_error", 10, constant(0), constant(0)
+		}},
+		{"the engine died and its load queues behind the dead server", "engine-dead", true, func(l *load) {
+			l.dead, l.deadAt, l.busy, l.waiting = "step_timeout", 0, 1, constant(40)
+		}},
+		{"the engine serves", "engine-dead", false, func(l *load) {}},
 		{"generating nothing with requests running", "metrics-stale", true, func(l *load) { l.gen, l.steps, l.running = 0, 0, constant(3) }},
 		{"healthy counters", "metrics-stale", false, func(l *load) {}},
 		{"the target restarted mid-window", "metrics-stale", true, func(l *load) { l.restartAt = 10 }},
@@ -434,5 +441,23 @@ func TestSaturationFromEverySignal(t *testing.T) {
 		return strings.Contains(c.Why, "512-token budget (inferred), not the GPU's arithmetic, is the limit needs the GPU's peak bandwidth")
 	}) {
 		t.Errorf("vLLM alone: compute-bound does not say the budget may be the limit: %+v", f.Changes)
+	}
+}
+
+// TestDeadEngineSaysOnlyThat: a window whose engine died is read as that
+// alone, whatever its load looked like (a queue behind a dead server is
+// no capacity finding), with the reason's advice.
+func TestDeadEngineSaysOnlyThat(t *testing.T) {
+	l := healthy()
+	l.busy, l.waiting, l.kv = 1, constant(40), constant(0.97)
+	alive := diagnose(l.window(), nil).Names()
+	l.dead, l.deadAt = "executor_panic", 5
+	rep := diagnose(l.window(), nil)
+	if !slices.Equal(rep.Names(), []string{"engine-dead"}) {
+		t.Fatalf("findings %v (alive: %v), want engine-dead alone", rep.Names(), alive)
+	}
+	f := rep.Findings[0]
+	if f.Severity != Critical || !strings.Contains(f.Inference, "executor_panic") || !strings.Contains(f.Changes[0].Why, "stack") {
+		t.Errorf("finding %+v: want critical, naming the reason, advising on a panic", f)
 	}
 }

@@ -38,6 +38,10 @@ type load struct {
 	quantization string
 	// offloadGiB is vllm:cache_config_info's kv_offloading_size (0: none).
 	offloadGiB float64
+	// dead is the reason glassbox_engine_dead names from reading deadAt
+	// on ("": the engine serves throughout).
+	dead   string
+	deadAt int
 	// Speculative decoding: verify passes per second and each draft
 	// position's acceptance (accepted there per pass); no families when
 	// specPasses is 0. specLen is the draft tokens per pass (k when 0).
@@ -163,6 +167,9 @@ func (l load) window() *Window {
 		}
 		if l.peakFLOPs > 0 {
 			s.Values[metricspec.ExecutorPeakFLOPs], s.Values[metricspec.ExecutorPeakMemBandwidth] = l.peakFLOPs, l.peakBW
+		}
+		if l.dead != "" && i >= l.deadAt {
+			s.Values[keyEngineDead(l.dead)] = 1
 		}
 		// Without speculation the families are absent; with it, positions
 		// 0..k-1 exist.
