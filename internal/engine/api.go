@@ -134,26 +134,6 @@ type Executor interface {
 	Execute(b *Batch, r *StepResult) error
 }
 
-// Embedder is an Executor that can pool a prompt into a vector (an
-// embedding model, the simulator): it honours SeqBatch.Embed. The engine
-// refuses an Embed request at Submit unless its executor Embeds, so that
-// one request cannot fail a step that other requests share.
-type Embedder interface {
-	Executor
-	Embeds() bool
-}
-
-// Drafter is an Executor that drafts for speculative decoding itself
-// (a draft model beside the target): it honours SeqBatch.Propose and
-// DraftKV and fills StepResult.Drafts and DraftKV. Every executor that is
-// given drafts (SeqBatch.Draft) must verify them, whoever drafted.
-type Drafter interface {
-	Executor
-	// Drafts reports whether the executor drafts; false refuses a
-	// draft-model configuration.
-	Drafts() bool
-}
-
 // KernelTimer is an Executor that can time the parts of its steps — a
 // GPU's kernels, the phases of a CPU's forward pass — for a profile: the
 // view vLLM's users get from nsys. The engine turns it on while
@@ -213,10 +193,12 @@ type SeqBatch struct {
 	// after them (the target's own choice where a draft was rejected, or
 	// one more when none was) in Samples, as Sampler.Verify does.
 	Draft []int
-	// Propose asks a Drafter for up to this many drafts of the token
+	// Propose asks an executor with a draft model
+	// (Capabilities.DraftModel) for up to this many drafts of the token
 	// after this step's; DraftKV is how many leading positions of the
-	// sequence hold the draft model's K/V (the Drafter computes the rest
-	// of the verified ones: a prefill chunk's, the accepted drafts').
+	// sequence hold the draft model's K/V (that executor computes the
+	// rest of the verified ones: a prefill chunk's, the accepted
+	// drafts').
 	Propose int
 	DraftKV int
 }
@@ -230,7 +212,7 @@ type StepResult struct {
 	// asked for), in order, before its Samples entry. The engine copies
 	// what it keeps.
 	Accepted [][]sampling.Result
-	// Drafts and DraftKV are a Drafter's: the drafts proposed for each
+	// Drafts and DraftKV are a draft model's: the drafts proposed for each
 	// sequence's next step (nil for none) and the positions whose draft
 	// K/V are now valid, indexed like Batch.Seqs.
 	Drafts  [][]int

@@ -36,8 +36,13 @@ type Config struct {
 
 	// Speculative is --speculative-config (the zero value: off). The
 	// engine drafts by prompt lookup itself; a draft model is the
-	// executor's (a Drafter).
+	// executor's (Capabilities.DraftModel).
 	Speculative speculative.Config
+
+	// AsyncScheduling is --async-scheduling: the executor overlaps its
+	// host work for the next step with the device's for this one (its
+	// Capabilities must say it does; the engine's loop is the same).
+	AsyncScheduling bool
 
 	// StepTimeout is the watchdog (serve's --step-timeout): a step whose
 	// Execute has not returned after this long of wall time kills the

@@ -23,6 +23,7 @@ type Engine struct {
 	cfg   Config
 	clock Clock
 	exec  Executor
+	caps  Capabilities // what exec declares
 	obs   Observer
 	log   *slog.Logger
 
@@ -126,19 +127,18 @@ func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp := &cfg.Speculative
-	if sp.Method == speculative.MethodDraftModel {
-		if d, ok := exec.(Drafter); !ok || !d.Drafts() {
-			return nil, fmt.Errorf("engine config: speculative method %s: the executor has no draft model", sp.Method)
-		}
+	caps := CapabilitiesOf(exec)
+	if err := cfg.CheckCapabilities(caps); err != nil {
+		return nil, fmt.Errorf("engine config: %w", err)
 	}
+	sp := &cfg.Speculative
 	s, err := sched.New(sched.Config{MaxNumSeqs: cfg.MaxNumSeqs, MaxNumBatchedTokens: cfg.MaxNumBatchedTokens,
 		MaxLoRAs: cfg.MaxLoRAs, Lookahead: sp.Lookahead(), MaxModelLen: cfg.MaxModelLen}, kv)
 	if err != nil {
 		return nil, err
 	}
 	e := &Engine{
-		cfg: cfg, clock: cfg.Clock, exec: exec, obs: obs, log: cfg.Logger,
+		cfg: cfg, clock: cfg.Clock, exec: exec, caps: caps, obs: obs, log: cfg.Logger,
 		ids:   make(map[string]struct{}),
 		wake:  make(chan struct{}, 1),
 		sched: s, kv: kv,
@@ -298,8 +298,8 @@ func (e *Engine) check(r *Request) error {
 		return &sampling.ParamError{Param: "max_tokens", Msg: fmt.Sprintf("max_tokens must be at least 1, got %d", r.Params.MaxTokens)}
 	}
 	if r.Embed {
-		if x, ok := e.exec.(Embedder); !ok || !x.Embeds() {
-			return &sampling.ParamError{Param: "model", Msg: "this model does not serve embeddings: it has no pooling"}
+		if err := e.checkEmbed(); err != nil {
+			return err
 		}
 	}
 	if r.LoRA != "" && !slices.Contains(e.cfg.LoRAs, r.LoRA) {

@@ -212,7 +212,7 @@ func (e *Engine) buildBatch() {
 	clear(r.Accepted)
 	clear(r.Drafts)
 	for i := range b.Seqs {
-		r.DraftKV[i] = b.Seqs[i].DraftKV // unchanged unless a Drafter computes more
+		r.DraftKV[i] = b.Seqs[i].DraftKV // unchanged unless a draft model computes more
 	}
 }
 

@@ -214,3 +214,8 @@ func Must(name string) Family {
 	}
 	return f
 }
+
+// EngineDeadReasons are glassbox_engine_dead's reason values (the engine's
+// DeathReasons, which internal/metrics' tests hold it to), for readers
+// that must not import the engine: the doctor.
+var EngineDeadReasons = []string{"executor_error", "step_timeout", "executor_panic"}

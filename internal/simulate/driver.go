@@ -190,7 +190,7 @@ func (d *driver) boundary(busiest *node, now time.Time) (time.Time, bool) {
 // in the middle of a step is sent then and waits in the engine for the
 // step to end, as a real client's does, counted in its TTFT.
 func (d *driver) send(r workload.Request, polled time.Time) {
-	now := d.start.Add(r.Send)
+	now := d.start.Add(max(r.Send, r.Due)) // never before it was due
 	if now.After(polled) || now.Before(d.start) {
 		now = polled
 	}
@@ -203,6 +203,7 @@ func (d *driver) send(r workload.Request, polled time.Time) {
 	f.out.Start = now
 	f.out.QueueTime = now.Sub(d.start.Add(r.Due))
 	f.out.Stage, f.out.Turn, f.out.Session, f.out.Tool = r.Stage, r.Turn, r.User, r.Tool
+	f.out.SessionID, f.out.Round, f.out.Call = r.SessionID, r.Round, r.Call
 	f.out.PromptLen = r.Sample.PromptLen
 	f.out.ITL = make([]time.Duration, 0, max(r.Sample.OutputLen-1, 0)) // one gap a token after the first
 	f.prompt = r.Sample.PromptIDs
@@ -281,8 +282,22 @@ func (d *driver) submit(f *flight, at time.Time) {
 	params := sampling.Defaults()
 	params.MaxTokens, params.IgnoreEOS = max(s.OutputLen, 1), true
 	req := &engine.Request{ID: strconv.Itoa(f.req.Index), Prompt: f.prompt, Arrival: f.sent, Params: params, LoRA: f.req.Model}
-	if d.format != nil {
-		c, err := nd.rep.Grammars.Get(*d.format)
+	format, err := d.format, error(nil)
+	if tf := toolFormat(s.Tools); tf != nil {
+		// A forced tool call, held to its tools' schemas as serve holds it.
+		if format != nil {
+			err = errors.New("tool_choice cannot be combined with `response_format`: both constrain the output")
+		}
+		format = tf
+		if s.Tools.MaxTokens > 0 {
+			req.Params.MaxTokens = s.Tools.MaxTokens
+		}
+	}
+	if format != nil {
+		c, gerr := nd.rep.Grammars.Get(*format)
+		if err == nil {
+			err = gerr
+		}
 		if err != nil {
 			f.out.Error, f.out.ErrorType = err.Error(), "HTTP Error 400"
 			heap.Push(&d.pending, event{at: at, f: f, kind: answered})
