@@ -25,7 +25,7 @@ type Manager struct {
 	cfg    Config
 	blocks []block
 	free   freeList
-	cached map[Hash]int32 // content hash → block holding it
+	cached prefixIndex // content hash → block holding it
 	// freeCached counts free blocks that still hold cached content.
 	freeCached int
 	hasher     hasher
@@ -70,7 +70,6 @@ func New(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg:    cfg,
 		blocks: make([]block, cfg.NumBlocks),
-		cached: make(map[Hash]int32),
 	}
 	m.free.init(m.blocks)
 	for i := range m.blocks {
@@ -89,7 +88,7 @@ func (m *Manager) BlockSize() int { return m.cfg.BlockSize }
 func (m *Manager) NumFree() int { return m.free.n }
 
 // NumCached counts blocks whose content is registered in the prefix cache.
-func (m *Manager) NumCached() int { return len(m.cached) }
+func (m *Manager) NumCached() int { return m.cached.n }
 
 // NumFreeCached counts free blocks that still hold reusable prefix content.
 func (m *Manager) NumFreeCached() int { return m.freeCached }
@@ -115,7 +114,7 @@ func (m *Manager) LookupPrefix(s *Seq, tokens []int) int {
 	m.hashBlocks(s, tokens, maxBlocks)
 	n := 0
 	for n < maxBlocks {
-		if _, ok := m.cached[s.hashes[n]]; !ok {
+		if _, ok := m.cached.get(m.blocks, s.hashes[n]); !ok {
 			break
 		}
 		n++
@@ -132,7 +131,7 @@ func (m *Manager) CachedBlocks(hashes []Hash) int {
 	}
 	n := 0
 	for n < len(hashes) {
-		if _, ok := m.cached[hashes[n]]; !ok {
+		if _, ok := m.cached.get(m.blocks, hashes[n]); !ok {
 			break
 		}
 		n++
@@ -154,7 +153,7 @@ func (m *Manager) Allocate(s *Seq, tokens []int, numComputed, numNew int) bool {
 	// shrinks what is left for new blocks.
 	reuseFree := 0
 	for i := range hits {
-		id, ok := m.cached[s.hashes[i]]
+		id, ok := m.cached.get(m.blocks, s.hashes[i])
 		if !ok {
 			panic("BUG: kvcache: prefix hit vanished between lookup and allocate")
 		}
@@ -166,7 +165,7 @@ func (m *Manager) Allocate(s *Seq, tokens []int, numComputed, numNew int) bool {
 		return false
 	}
 	for i := range hits {
-		id := m.cached[s.hashes[i]]
+		id, _ := m.cached.get(m.blocks, s.hashes[i])
 		m.acquire(id)
 		s.table = append(s.table, int(id))
 	}
@@ -193,12 +192,11 @@ func (m *Manager) Cache(s *Seq, tokens []int, numComputed int) {
 	m.hashBlocks(s, tokens, full)
 	for i := s.numCached; i < full; i++ {
 		h := s.hashes[i]
-		if _, ok := m.cached[h]; ok {
-			continue
+		if !m.cached.add(m.blocks, h, int32(s.table[i])) {
+			continue // another block holds it
 		}
 		b := &m.blocks[s.table[i]]
 		b.hash, b.hashed = h, true
-		m.cached[h] = int32(s.table[i])
 	}
 	s.numCached = full
 }
@@ -264,9 +262,7 @@ func (m *Manager) popFree() int32 {
 	id := m.free.popFront(m.blocks)
 	b := &m.blocks[id]
 	if b.hashed {
-		if m.cached[b.hash] == id {
-			delete(m.cached, b.hash)
-		}
+		m.cached.remove(b.hash, id)
 		b.hashed = false
 		m.freeCached--
 	}

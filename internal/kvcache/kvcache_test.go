@@ -38,14 +38,22 @@ func (m *Manager) check(seqs []*Seq) error {
 		if (b.ref == 0) != b.inFree {
 			return fmt.Errorf("block %d: ref %d, in free list %v", id, b.ref, b.inFree)
 		}
-		if b.hashed && m.cached[b.hash] != int32(id) {
+		if got, ok := m.cached.get(m.blocks, b.hash); b.hashed && (!ok || got != int32(id)) {
 			return fmt.Errorf("block %d: hashed but the cache maps its hash elsewhere", id)
 		}
 	}
-	for h, id := range m.cached {
-		if b := &m.blocks[id]; !b.hashed || b.hash != h {
-			return fmt.Errorf("cache entry for block %d does not match the block", id)
+	entries := 0
+	for _, sl := range m.cached.slots {
+		if sl.block == 0 {
+			continue
 		}
+		entries++
+		if b := &m.blocks[sl.block-1]; !b.hashed || low(b.hash) != sl.lo {
+			return fmt.Errorf("cache entry for block %d does not match the block", sl.block-1)
+		}
+	}
+	if entries != m.cached.n {
+		return fmt.Errorf("prefix index holds %d entries, counter says %d", entries, m.cached.n)
 	}
 	used := 0
 	for _, r := range refs {
