@@ -63,6 +63,26 @@ func (s *Stream) TryNext() (Output, bool) {
 	return s.take(), true
 }
 
+// TryNextInto is TryNext into the caller's o, for a driver that reads every
+// stream after every step: the pending tokens and logprobs are copied into
+// o's own slices, reused from its last call, so that reading a step's
+// token allocates nothing; the rest of o is replaced. It reports false,
+// leaving o as it was, when nothing is pending.
+func (s *Stream) TryNextInto(o *Output) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.has {
+		return false
+	}
+	toks, lps := o.Tokens[:0], o.Logprobs[:0]
+	*o = s.out
+	o.Tokens = append(toks, s.out.Tokens...)
+	o.Logprobs = append(lps, s.out.Logprobs...)
+	s.out = Output{Tokens: s.out.Tokens[:0], Logprobs: s.out.Logprobs[:0]}
+	s.has, s.done = false, o.Finished
+	return true
+}
+
 // take hands the pending output over, its slices copied for the caller to
 // own, and keeps the pending buffers for the engine to fill again: the
 // copy is made on the reader's goroutine, so the engine's loop does not
