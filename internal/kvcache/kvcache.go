@@ -11,6 +11,7 @@ package kvcache
 
 import (
 	"fmt"
+	"slices"
 )
 
 // Config sizes the cache.
@@ -164,6 +165,7 @@ func (m *Manager) Allocate(s *Seq, tokens []int, numComputed, numNew int) bool {
 	if need > m.free.n-reuseFree {
 		return false
 	}
+	s.table = slices.Grow(s.table, max(hits+need, 0)) // in one allocation, not doubling block by block
 	for i := range hits {
 		id, _ := m.cached.get(m.blocks, s.hashes[i])
 		m.acquire(id)
@@ -273,6 +275,9 @@ func (m *Manager) popFree() int32 {
 // hashBlocks extends s's memoised chain hashes to cover n full blocks.
 func (m *Manager) hashBlocks(s *Seq, tokens []int, n int) {
 	bs := m.cfg.BlockSize
+	if n > len(s.hashes) {
+		s.hashes = slices.Grow(s.hashes, n-len(s.hashes))
+	}
 	for i := len(s.hashes); i < n; i++ {
 		parent := s.root
 		if i > 0 {

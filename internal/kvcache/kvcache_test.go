@@ -361,3 +361,50 @@ func TestDraftedBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPromptGrowsItsSlicesOnce: admitting a 1,024-token prompt (its 63
+// looked-up hashes, its 64 blocks, the last block's hash when cached)
+// grows its hashes and its block table once each, not by doubling block
+// after block.
+func TestPromptGrowsItsSlicesOnce(t *testing.T) {
+	m, err := New(Config{NumBlocks: 256, BlockSize: 16, EnablePrefixCaching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := seqTokens(1024, 0)
+	base := 0
+	n := testing.AllocsPerRun(20, func() {
+		base += 1024 // a new prompt each time: no hits
+		for i := range tokens {
+			tokens[i] = base + i
+		}
+		s := &Seq{}
+		hit := m.LookupPrefix(s, tokens)
+		if !m.Allocate(s, tokens, hit, len(tokens)-hit) {
+			t.Fatal("no room for the prompt")
+		}
+		m.Cache(s, tokens, len(tokens))
+		m.Free(s)
+	})
+	if n > 3 { // the Seq, its hashes, its table
+		t.Errorf("admitting a prompt allocates %v times, want at most 3", n)
+	}
+}
+
+// TestAllocateWithRoomToSpare: a table that already holds more blocks than
+// the tokens need (drafts rejected after their blocks were allocated) is
+// allocated for again without change.
+func TestAllocateWithRoomToSpare(t *testing.T) {
+	m, err := New(Config{NumBlocks: 8, BlockSize: 4, EnablePrefixCaching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := seqTokens(16, 0)
+	s := &Seq{}
+	if !m.Allocate(s, tokens, 0, 16) {
+		t.Fatal("no room for 16 tokens")
+	}
+	if !m.Allocate(s, tokens, 4, 1) || len(s.table) != 4 {
+		t.Errorf("allocating 5 tokens into a table of 4 blocks left %d blocks", len(s.table))
+	}
+}
