@@ -1,8 +1,11 @@
 package engine
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -50,4 +53,65 @@ func TestTryNextIntoReadsWhatTryNextReads(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("a step's token read through TryNextInto allocates %v times", n)
 	}
+}
+
+// TestDrivenEngineStreamsTakeNoLocks: an engine handed to a driver (Drive)
+// generates what an engine on its own goroutine does, read through
+// TryNextInto between Advances, and its streams take no locks: pushing to
+// one and reading it while its mutex is held does not wait (a stream that
+// locked would wait here for ever, which the test binary's -timeout
+// reports). Run on it is a bug.
+func TestDrivenEngineStreamsTakeNoLocks(t *testing.T) {
+	var want [][]int
+	synctest.Test(t, func(t *testing.T) {
+		e, stop := start(t, testConfig(), &countExec{}, nil)
+		defer stop()
+		for i := range 3 {
+			s, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: prompt(5+i, 10*i), Params: params(4 + i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			toks, _ := collect(s)
+			want = append(want, toks)
+		}
+	})
+
+	synctest.Test(t, func(t *testing.T) { driven(t, want) })
+}
+
+func driven(t *testing.T, want [][]int) {
+	e, err := New(testConfig(), &countExec{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Drive()
+	var streams []*Stream
+	for i := range 3 {
+		s, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: prompt(5+i, 10*i), Params: params(4 + i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock() // held for good: a driven stream must not need it
+		streams = append(streams, s)
+	}
+	got := make([][]int, len(streams))
+	var o Output
+	for busy := true; busy; {
+		busy = e.Advance()
+		for i, s := range streams {
+			for s.TryNextInto(&o) {
+				got[i] = append(got[i], o.Tokens...)
+			}
+		}
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("a driven engine's outputs differ from Run's (-Run +driven):\n%s", d)
+	}
+
+	defer func() {
+		if recover() == nil {
+			t.Error("Run on a driven engine did not panic")
+		}
+	}()
+	e.Run(context.Background())
 }
