@@ -1,6 +1,8 @@
 package kvcache
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"testing"
 )
@@ -406,5 +408,28 @@ func TestAllocateWithRoomToSpare(t *testing.T) {
 	}
 	if !m.Allocate(s, tokens, 4, 1) || len(s.table) != 4 {
 		t.Errorf("allocating 5 tokens into a table of 4 blocks left %d blocks", len(s.table))
+	}
+}
+
+// TestChainHashIsSHA256OfParentAndTokens pins the hash's definition: block
+// i's is the first 16 bytes of SHA-256 over block i-1's hash (the
+// namespace's root for the first) and the block's tokens as little-endian
+// uint32s, whatever the block size and however often the hasher is reused.
+func TestChainHashIsSHA256OfParentAndTokens(t *testing.T) {
+	for _, bs := range []int{1, 4, 16} {
+		tokens := seqTokens(3*bs+1, 70000)
+		got := ChainHashes(bs, 5, tokens)
+		parent := namespaceRoot(5)
+		for i := range 3 {
+			msg := append([]byte(nil), parent[:]...)
+			for _, tok := range tokens[i*bs : (i+1)*bs] {
+				msg = binary.LittleEndian.AppendUint32(msg, uint32(tok))
+			}
+			full := sha256.Sum256(msg)
+			copy(parent[:], full[:16])
+			if got[i] != parent {
+				t.Fatalf("block size %d, block %d: hash %x, want %x", bs, i, got[i], parent)
+			}
+		}
 	}
 }
