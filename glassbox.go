@@ -273,7 +273,7 @@ func (l *LLM) Handler() http.Handler { return l.rep.Handler() }
 // Health is nil while the engine serves, and an error naming why it
 // stopped (it matches ErrEngineDead) once its executor died; Handler's
 // /health answers 503 with it then. It does not wait for the engine.
-func (l *LLM) Health() error { return l.rep.Engine.Health() }
+func (l *LLM) Health() error { return l.rep.API.Health() }
 
 // Close cancels every running Generate, Chat and Stream call (they return
 // ErrClosed), waits for them, then stops the engine and releases the

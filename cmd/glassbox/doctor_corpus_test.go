@@ -30,7 +30,7 @@ import (
 var (
 	corpusRun    = flag.String("corpus.run", "", "regenerate the corpus scenarios whose names match this regexp and print their reports (with -corpus.update, record them)")
 	corpusUpdate = flag.Bool("corpus.update", false, "with -corpus.run: write the regenerated windows to internal/corpus/testdata")
-	corpusFull   = flag.Bool("corpus.full", false, "run every corpus scenario through a real Prometheus and --verify, and write docs/doctor-corpus.md's full section")
+	corpusFull   = flag.Bool("corpus.full", false, "run every corpus scenario through a real Prometheus and --verify, and write docs/doctor-corpus.md's full section (with -corpus.run, those it names only, the table logged instead)")
 )
 
 // corpusDir is where recorded windows live.
@@ -356,6 +356,9 @@ func TestDoctorCorpusRemedies(t *testing.T) {
 // docs/doctor-corpus.md. It takes some minutes:
 //
 //	go test ./cmd/glassbox -run TestDoctorCorpusFull -timeout 60m -args -corpus.full
+//
+// With -corpus.run REGEXP it runs the scenarios it names only, and logs
+// their table rather than writing the docs.
 func TestDoctorCorpusFull(t *testing.T) {
 	if !*corpusFull {
 		t.Skip("the corpus's full run: go test ./cmd/glassbox -run TestDoctorCorpusFull -timeout 60m -args -corpus.full")
@@ -369,7 +372,14 @@ func TestDoctorCorpusFull(t *testing.T) {
 		verdict, note string
 	}
 	var rows []fullRow
+	var only *regexp.Regexp
+	if *corpusRun != "" {
+		only = regexp.MustCompile(*corpusRun)
+	}
 	for _, sc := range corpus.Scenarios() {
+		if only != nil && !only.MatchString(sc.Name) {
+			continue
+		}
 		g := generate(t, sc, sc.File())
 		v := generate(t, sc, sc.File()+"-vllm", "--disable-glassbox-metrics")
 		importRun(t, dir, g)
@@ -433,6 +443,10 @@ func TestDoctorCorpusFull(t *testing.T) {
 		if len(r.Misses) > 0 {
 			t.Errorf("%s read as %s (%s): %v", r.Scenario.Name, r.Clothes, r.Source, r.Misses)
 		}
+	}
+	if only != nil {
+		t.Logf("the scenarios -corpus.run names (docs/doctor-corpus.md unchanged):\n%s", b.String())
+		return
 	}
 	docPath := "../../docs/doctor-corpus.md"
 	doc, err := os.ReadFile(docPath)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
@@ -96,6 +97,9 @@ func replicaFlags(rc doctor.ReplicaConfig) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica flags: %w", err)
 	}
+	if k := strings.ToLower(rc.KVCacheDtype); strings.HasPrefix(k, "fp8") {
+		m.KVBytes = 1 // as the simulator prices --kv-cache-dtype fp8
+	}
 	kv := int64(rc.NumBlocks) * int64(rc.BlockSize) * m.KVBytesPerToken(rc.TensorParallel)
 	itoa := strconv.Itoa
 	flags := []string{"--sim-hardware", rc.Hardware, "--sim-model", rc.Model, "--tensor-parallel-size", itoa(rc.TensorParallel),
@@ -110,6 +114,21 @@ func replicaFlags(rc doctor.ReplicaConfig) ([]string, error) {
 	}
 	if rc.AsyncScheduling {
 		flags = append(flags, "--async-scheduling")
+	}
+	if rc.Quantization != "" {
+		flags = append(flags, "--quantization", rc.Quantization)
+	}
+	if rc.ExpertParallel {
+		flags = append(flags, "--enable-expert-parallel")
+	}
+	if rc.DataParallel > 1 {
+		flags = append(flags, "--data-parallel-size", itoa(rc.DataParallel))
+	}
+	if rc.OffloadGiB > 0 {
+		flags = append(flags, "--kv-offloading-size", strconv.FormatFloat(rc.OffloadGiB, 'g', -1, 64))
+	}
+	if k := rc.KVCacheDtype; k != "" && k != "auto" {
+		flags = append(flags, "--kv-cache-dtype", k)
 	}
 	return flags, nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/glassbox-llm/glassbox/internal/bench"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
+	"github.com/glassbox-llm/glassbox/internal/promtext"
+	"github.com/glassbox-llm/glassbox/internal/simulate"
 	"github.com/glassbox-llm/glassbox/internal/source"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
@@ -135,6 +138,7 @@ func TestDoctorCommandLine(t *testing.T) {
 		{"doctor", "--metrics-url", base + "/metrics", "--prometheus-url", "http://127.0.0.1:1"},
 		{"doctor", "--metrics-url", base + "/metrics", "--bench-result", "/nonexistent.json"},
 		{"doctor", "--no-such-flag"},
+		{"doctor", "--metrics-url", base + "/metrics", "--quantization", "awq"},
 	} {
 		if code := exitCode(run(context.Background(), args, &out, &errOut)); code != doctorExitUsage {
 			t.Errorf("%v: exit %d, want %d", args, code, doctorExitUsage)
@@ -180,6 +184,108 @@ func TestReplayVirtualSameLoadForBoth(t *testing.T) {
 	}
 	if d := cmp.Diff(a, b); d != "" {
 		t.Errorf("the two replays were sent different loads (-current +recommended):\n%s", d)
+	}
+}
+
+// replayedFlags simulates a target from its simulate command line,
+// diagnoses it in glassbox's clothes and returns the serve flags --verify
+// would replay its recommendation with, and the window.
+func replayedFlags(t *testing.T, args ...string) (string, *doctor.Window) {
+	t.Helper()
+	f, err := parseSimulateFlags(args, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := f.replicaConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := f.plan(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := doctor.NewWindow("simulate", "target")
+	var errs []error
+	cfg := simulate.Config{Replica: rc, Plan: plan, ObserveInterval: 2 * time.Second, Observe: func(at time.Time, in simulate.Instance) {
+		body, err := text(in.Gatherer)
+		errs = append(errs, err)
+		s, err := promtext.Parse(strings.NewReader(body))
+		errs = append(errs, err)
+		if err == nil {
+			source.Append(w, at, s)
+		}
+	}}
+	if _, err := simulate.Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep := defaults.Diagnose(w, nil)
+	var flags []string
+	v := doctor.Verify(context.Background(), doctor.VerifyConfig{Seed: 1, Send: time.Second, Replay: func(_ context.Context, got doctor.ReplicaConfig, _ doctor.ReplayLoad) ([]string, doctor.ReplayOutcome, error) {
+		fl, err := replicaFlags(got)
+		flags = fl
+		return fl, doctor.ReplayOutcome{}, err
+	}}, rep)
+	if v.Skipped != "" {
+		t.Fatalf("not replayed: %s (findings %v)", v.Skipped, rep.Names())
+	}
+	return strings.Join(flags, " "), w
+}
+
+// TestReplayKeepsFP8: an FP8 target (serve --sim-dtype fp8) says its
+// weights' type in glassbox_executor_info and its cache's in
+// vllm:cache_config_info, and --verify replays it in FP8: the replica's
+// flags carry --quantization fp8 and --kv-cache-dtype fp8, and its KV
+// cache holds the target's blocks at one byte an element (it was replayed
+// in bf16, with twice the bytes).
+func TestReplayKeepsFP8(t *testing.T) {
+	joined, w := replayedFlags(t, "--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--sim-dtype", "fp8", "--max-num-batched-tokens", "512",
+		"--random-input-len", "2000", "--random-output-len", "16", "--request-rate", "40", "--duration", "20s", "--num-prompts", "801", "--seed", "1")
+	if !strings.Contains(joined, "--quantization fp8") || !strings.Contains(joined, "--kv-cache-dtype fp8") {
+		t.Errorf("the FP8 target's replay flags: %s", joined)
+	}
+	// 64 KiB a token of Llama-3.1-8B's KV in fp8: 32 layers × 8 heads × 128 × 2.
+	blocks, err := strconv.Atoi(w.Info["vllm:cache_config_info"]["num_gpu_blocks"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprint(int64(blocks) * 16 * 65536); !strings.Contains(joined, "--kv-cache-memory-bytes "+want) {
+		t.Errorf("replay flags %s: want --kv-cache-memory-bytes %s (%d blocks of 16 fp8 tokens)", joined, want, blocks)
+	}
+}
+
+// TestReplayKeepsDataParallel: a server of two data-parallel ranks is
+// replayed as two (it was replayed as one rank taking the whole load).
+func TestReplayKeepsDataParallel(t *testing.T) {
+	joined, _ := replayedFlags(t, "--sim-hardware", "h100", "--sim-model", "qwen2.5-7b", "--data-parallel-size", "2", "--max-num-seqs", "8",
+		"--random-input-len", "256", "--random-output-len", "128", "--request-rate", "40", "--duration", "20s", "--num-prompts", "801", "--seed", "1")
+	if !strings.Contains(joined, "--data-parallel-size 2") {
+		t.Errorf("the data-parallel target's replay flags: %s", joined)
+	}
+}
+
+// TestReplayKeepsOffload: a target with a CPU KV offload tier is replayed
+// with its tier (it was replayed without one).
+func TestReplayKeepsOffload(t *testing.T) {
+	joined, _ := replayedFlags(t, "--sim-hardware", "h100", "--sim-model", "qwen2.5-7b", "--max-model-len", "4096", "--kv-cache-memory-bytes", "1000000000", "--kv-offloading-size", "8",
+		"--random-input-len", "512", "--random-output-len", "1024", "--request-rate", "8", "--duration", "30s", "--num-prompts", "241", "--seed", "1")
+	if !strings.Contains(joined, "--kv-offloading-size 8") {
+		t.Errorf("the offloading target's replay flags: %s", joined)
+	}
+}
+
+// TestReplayKeepsExpertParallel: a mixture of experts served with
+// --enable-expert-parallel is replayed with it (it was replayed with each
+// expert split over the GPUs).
+func TestReplayKeepsExpertParallel(t *testing.T) {
+	joined, _ := replayedFlags(t, "--sim-hardware", "h100", "--sim-model", "mixtral-8x7b", "--tensor-parallel-size", "2", "--enable-expert-parallel", "--max-num-batched-tokens", "512",
+		"--random-input-len", "2000", "--random-output-len", "16", "--request-rate", "20", "--duration", "20s", "--num-prompts", "401", "--seed", "1")
+	if !strings.Contains(joined, "--enable-expert-parallel") || !strings.Contains(joined, "--tensor-parallel-size 2") {
+		t.Errorf("the expert-parallel target's replay flags: %s", joined)
 	}
 }
 

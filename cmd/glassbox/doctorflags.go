@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
@@ -66,6 +67,7 @@ func (d *diagnoserFlags) register(fs *flag.FlagSet, whose string) {
 	fs.StringVar(&d.hints.GPU, "gpu", "", "the "+whose+" GPU (h100, h200, a100-80g, l40s), for MFU and bandwidth utilisation when the series do not say")
 	fs.IntVar(&d.hints.MaxNumSeqs, "max-num-seqs", 0, "the "+whose+" --max-num-seqs, when the series do not say (vLLM's do not)")
 	fs.IntVar(&d.hints.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "the "+whose+" --max-num-batched-tokens, when the series do not say")
+	fs.StringVar(&d.hints.Quantization, "quantization", "", "the "+whose+" --quantization (fp8): MFU and the roofline against the GPU's FP8 peak, when the series do not say (vLLM's do not)")
 }
 
 func (d *diagnoserFlags) diagnoser() (doctor.Diagnoser, error) {
@@ -73,6 +75,9 @@ func (d *diagnoserFlags) diagnoser() (doctor.Diagnoser, error) {
 		if _, err := profiles.LookupHardware(g); err != nil {
 			return doctor.Diagnoser{}, fmt.Errorf("--gpu: %w", err)
 		}
+	}
+	if q := d.hints.Quantization; q != "" && !strings.EqualFold(q, "fp8") {
+		return doctor.Diagnoser{}, fmt.Errorf("--quantization %s: the doctor knows fp8 weights' peaks (and the model's own type without the flag)", q)
 	}
 	th, err := d.thresholds()
 	if err != nil {

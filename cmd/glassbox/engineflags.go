@@ -55,10 +55,12 @@ type engineFlags struct {
 	speculativeConfig   string
 	specAcceptanceFrom  string
 	agent               agentFlags
+	kv                  servingFlags
 }
 
 func (e *engineFlags) register(fs *flag.FlagSet) {
 	e.agent.register(fs)
+	e.kv.register(fs)
 	fs.StringVar(&e.servedModelName, "served-model-name", "", "model name(s) clients use, comma-separated (default: the model)")
 	fs.StringVar(&e.simHardware, "sim-hardware", "h200", "simulated GPU: "+strings.Join(profiles.HardwareNames(), ", "))
 	fs.StringVar(&e.simModel, "sim-model", "llama-3.1-8b", "simulated model: "+strings.Join(profiles.ModelNames(), ", ")+
@@ -124,6 +126,7 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 	if c.Sim.Model, err = resolveSimModel(e.simModel, os.Stderr); err != nil {
 		return c, err
 	}
+	e.kv.apply(&c)
 	switch strings.ToLower(e.simDtype) {
 	case "bf16", "auto", "":
 	case "fp8":

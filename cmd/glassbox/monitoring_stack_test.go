@@ -108,8 +108,15 @@ type promSample struct {
 }
 
 // promQuery runs an instant query through Prometheus' HTTP API.
-func promQuery(promURL, q string) ([]promSample, error) {
-	resp, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(q))
+func promQuery(promURL, q string) ([]promSample, error) { return promQueryAt(promURL, q, time.Time{}) }
+
+// promQueryAt is promQuery evaluated at t (zero: now).
+func promQueryAt(promURL, q string, t time.Time) ([]promSample, error) {
+	u := promURL + "/api/v1/query?query=" + url.QueryEscape(q)
+	if !t.IsZero() {
+		u += fmt.Sprintf("&time=%.3f", float64(t.UnixNano())/1e9)
+	}
+	resp, err := http.Get(u)
 	if err != nil {
 		return nil, err
 	}

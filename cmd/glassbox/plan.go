@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -136,6 +137,9 @@ func planLoad(lf *loadFlags) (plan.Load, error) {
 	tk := simulate.Tokenizer()
 	c := lf.cfg
 	if w := lf.workload; w != nil {
+		if w.Load.Type == "trace_session_replay" {
+			return nil, errors.New("plan: --config's load type trace_session_replay replays recorded sessions at their own pace, and plan searches a request rate: run it with bench or simulate")
+		}
 		o := lf.planOptions
 		o.Seed, o.NoClientCap = c.Seed, true
 		return func(ctx context.Context, rate float64, d time.Duration) (*workload.Plan, error) {

@@ -216,10 +216,16 @@ func TestAgentSessionFlags(t *testing.T) {
 	if err := run(context.Background(), args, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	s, _ := resultJSON(t, path)["sessions"].(map[string]any)
+	j := resultJSON(t, path)
+	s, _ := j["sessions"].(map[string]any)
 	per, _ := s["per_session"].([]any)
 	if s == nil || s["cut"].(float64) < 1 || len(per) != int(s["started"].(float64)) || len(per) >= 20 {
 		t.Fatalf("sessions: %v", s)
+	}
+	// num_prompts is the turns sent (bench's too), not the sessions asked
+	// for nor every turn they planned.
+	if n, sent := j["num_prompts"], j["completed"].(float64)+j["failed"].(float64); n != sent || sent <= float64(len(per)) {
+		t.Errorf("num_prompts %v: want the %v requests sent", n, sent)
 	}
 	tools := map[float64]bool{}
 	for _, x := range per {

@@ -125,6 +125,8 @@ func runSimulate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if f.workload != nil || f.replay != "" {
 		load.RequestRate, load.NumPrompts = workload.StagesRate(res.Stages), staged(res.Outputs)
+	} else if f.cfg.Agent != nil {
+		load.NumPrompts = staged(res.Outputs) // the turns sent, as bench counts them
 	}
 	out, err := bench.Offline(load, name, "glassbox-sim", bench.Pass{Name: "main", RequestRate: load.RequestRate, Burstiness: load.Burstiness,
 		MaxConcurrency: load.MaxConcurrency, Ramp: load.Ramp, Start: res.Start, Outputs: res.Outputs, Schedule: res.Stages, Saturation: res.Saturation,

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -152,6 +153,31 @@ func TestCalibrateCommand(t *testing.T) {
 	if err := run(context.Background(), []string{"simulate", "--sim-hardware", "a100-80g", "--sim-calibration", prof, "--num-prompts", "1"}, io.Discard, io.Discard); err == nil {
 		t.Error("an h100 profile was accepted for an a100")
 	}
+	// --terms fits those alone; a term it does not know, or --scoreboard
+	// with a fit's flags, is refused by name.
+	out.Reset()
+	if err := run(context.Background(), []string{"simulate", "calibrate", "--runs", filepath.Join(dir, "runs"), "--iterations", "1", "--terms", "frontend_arrival,frontend_lag_steps"}, &out, io.Discard); err != nil {
+		t.Fatalf("--terms: %v\n%s", err, out.String())
+	}
+	if !regexp.MustCompile(`kv_read_factor +(\S+) → +(\S+)\n`).MatchString(out.String()) || !kept(out.String(), "kv_read_factor") || !kept(out.String(), "step_overhead") {
+		t.Errorf("a fit of the frontend's arrival and lag moved other terms:\n%s", out.String())
+	}
+	for _, args := range [][]string{
+		{"--runs", filepath.Join(dir, "runs"), "--terms", "frontend_speed"},
+		{"--reference", "README.md", "--scoreboard", "--iterations", "2"},
+		{"--scoreboard"},
+	} {
+		err := run(context.Background(), append([]string{"simulate", "calibrate"}, args...), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "frontend_speed") && !strings.Contains(err.Error(), "--scoreboard") && !strings.Contains(err.Error(), "--reference") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
+// kept says the fitted-terms table shows the term unchanged.
+func kept(out, term string) bool {
+	m := regexp.MustCompile(term + ` +(\S+) → +(\S+)`).FindStringSubmatch(out)
+	return m != nil && m[1] == m[2]
 }
 
 // TestPlanCommand: plan over a small grid prints every configuration, the

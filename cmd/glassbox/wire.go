@@ -89,10 +89,10 @@ func startServe(ctx context.Context, args []string, stdout, stderr io.Writer) (*
 		go func() { _ = s.Serve(ln) }() // ends with Close below
 	}
 	if lns.Metrics != nil {
-		serveSide(lns.Metrics, server.MetricsRoutes(r.MetricsHandler(), r.DashboardHandler(), o.creds))
+		serveSide(lns.Metrics, server.MetricsRoutes(r.MetricsHandler(), r.DashboardHandler(), o.creds, r.Handler()))
 	}
 	if lns.DCGM != nil {
-		serveSide(lns.DCGM, server.MetricsRoutes(r.DCGMHandler(), nil, nil))
+		serveSide(lns.DCGM, server.MetricsRoutes(r.DCGMHandler(), nil, nil, nil))
 	}
 
 	go func() {

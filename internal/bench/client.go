@@ -36,6 +36,15 @@ type Output struct {
 	// turn, from the previous answer (workload.Request's).
 	Session int
 	Tool    time.Duration
+	// SessionID and Round are its session's name and its round in it,
+	// as inference-perf names them (workload.Request's); empty and 0
+	// where the plan names none.
+	SessionID string
+	Round     int
+	// Call is its graph session's call (workload.Request's), and
+	// ToolCalls the tool calls its answer made.
+	Call      int
+	ToolCalls []workload.ToolCall
 	// Unary is a request that did not stream (inference-perf's
 	// api.streaming false): its one answer is its first token and its last,
 	// so it has no TTFT, TPOT or ITL of its own.
@@ -70,7 +79,7 @@ type streamer struct {
 	headers       map[string]string // more request headers (inference-perf's api.headers)
 	sessionHeader string            // the header naming a session round's user
 	tokenHeader   string            // the response header whose token a session's next round echoes
-	tokens        sync.Map          // user → session token
+	tokens        sync.Map          // session → its token
 }
 
 func newStreamer(cfg *Config) *streamer {
@@ -100,7 +109,7 @@ func (s *streamer) body(rq workload.Request) []byte {
 		if sm.Messages != nil {
 			msgs = msgs[:0]
 			for _, m := range sm.Messages {
-				msgs = append(msgs, map[string]any{"role": m.Role, "content": m.Content})
+				msgs = append(msgs, wireMessage(m))
 			}
 		}
 		b["messages"] = msgs
@@ -112,6 +121,17 @@ func (s *streamer) body(rq workload.Request) []byte {
 	if s.ignoreEOS {
 		b["ignore_eos"] = true
 	}
+	if t := sm.Tools; t != nil && s.chat {
+		b["tools"] = t.Tools
+		if t.Choice != nil {
+			b["tool_choice"] = t.Choice
+		}
+		if t.MaxTokens > 0 {
+			// A forced tool call stops when its call is written.
+			b["max_completion_tokens"] = t.MaxTokens
+			delete(b, "ignore_eos")
+		}
+	}
 	if s.temperature != nil {
 		b["temperature"] = *s.temperature
 	}
@@ -120,6 +140,28 @@ func (s *streamer) body(rq workload.Request) []byte {
 	}
 	out, _ := json.Marshal(b)
 	return out
+}
+
+// wireMessage is a chat message as the API takes it: an assistant's tool
+// calls (its content only when it has some), a tool result's call id.
+func wireMessage(m workload.Message) map[string]any {
+	w := map[string]any{"role": m.Role}
+	if m.ToolCallID != "" {
+		w["tool_call_id"] = m.ToolCallID
+	}
+	if len(m.ToolCalls) == 0 {
+		w["content"] = m.Content
+		return w
+	}
+	var calls []map[string]any
+	for _, tc := range m.ToolCalls {
+		calls = append(calls, map[string]any{"id": tc.ID, "type": "function", "function": map[string]any{"name": tc.Name, "arguments": tc.Arguments}})
+	}
+	w["tool_calls"] = calls
+	if m.Content != "" {
+		w["content"] = m.Content
+	}
+	return w
 }
 
 // do sends one request and times its chunks. The clock starts just before
@@ -149,11 +191,12 @@ func (s *streamer) do(ctx context.Context, rq workload.Request) (out Output) {
 	for k, v := range s.headers {
 		req.Header.Set(k, v)
 	}
-	if rq.User >= 0 {
+	session := sessionOf(rq)
+	if session != "" {
 		if s.sessionHeader != "" {
-			req.Header.Set(s.sessionHeader, fmt.Sprintf("user_session_%d", rq.User))
+			req.Header.Set(s.sessionHeader, session)
 		}
-		if tok, ok := s.tokens.Load(rq.User); ok && s.tokenHeader != "" {
+		if tok, ok := s.tokens.Load(session); ok && s.tokenHeader != "" {
 			req.Header.Set(s.tokenHeader, tok.(string))
 		}
 	}
@@ -165,8 +208,8 @@ func (s *streamer) do(ctx context.Context, rq workload.Request) (out Output) {
 	}
 	defer resp.Body.Close()
 	out.Status = resp.StatusCode
-	if tok := resp.Header.Get(s.tokenHeader); s.tokenHeader != "" && tok != "" && rq.User >= 0 {
-		s.tokens.Store(rq.User, tok)
+	if tok := resp.Header.Get(s.tokenHeader); s.tokenHeader != "" && tok != "" && session != "" {
+		s.tokens.Store(session, tok)
 	}
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
@@ -183,6 +226,19 @@ func (s *streamer) do(ctx context.Context, rq workload.Request) (out Output) {
 		s.fail(ctx, &out, err)
 	}
 	return out
+}
+
+// sessionOf is the session a request's headers name, as inference-perf's
+// client names it: the plan's name for it (a recycled conversation is a
+// session of its own, with a token of its own), else user_session_N.
+func sessionOf(rq workload.Request) string {
+	switch {
+	case rq.SessionID != "":
+		return rq.SessionID
+	case rq.User >= 0:
+		return fmt.Sprintf("user_session_%d", rq.User)
+	}
+	return ""
 }
 
 // fail records a transport failure, named as inference-perf names it: a
@@ -210,7 +266,8 @@ func (s *streamer) readWhole(body io.Reader, out *Output) error {
 		Choices []struct {
 			Text    *string `json:"text"`
 			Message *struct {
-				Content *string `json:"content"`
+				Content   *string    `json:"content"`
+				ToolCalls []toolCall `json:"tool_calls"`
 			} `json:"message"`
 		} `json:"choices"`
 		Usage *usage `json:"usage"`
@@ -228,6 +285,11 @@ func (s *streamer) readWhole(body io.Reader, out *Output) error {
 	case c.Message != nil && c.Message.Content != nil:
 		out.GeneratedText = *c.Message.Content
 	}
+	if c := r.Choices[0]; c.Message != nil {
+		for _, tc := range c.Message.ToolCalls {
+			out.ToolCalls = append(out.ToolCalls, workload.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+	}
 	r.Usage.record(out)
 	out.Latency = end.Sub(out.Start)
 	out.TTFT = out.Latency
@@ -240,14 +302,42 @@ type chunk struct {
 	Choices []struct {
 		Text  *string `json:"text"`
 		Delta *struct {
-			Content          *string `json:"content"`
-			ReasoningContent *string `json:"reasoning_content"`
+			Content          *string    `json:"content"`
+			ReasoningContent *string    `json:"reasoning_content"`
+			ToolCalls        []toolCall `json:"tool_calls"`
 		} `json:"delta"`
 	} `json:"choices"`
 	Usage *usage `json:"usage"`
 	Error *struct {
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// toolCall is a tool call of an answer, or a streamed piece of one (its
+// index says which; the pieces of its arguments add up).
+type toolCall struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// addToolCall adds a streamed piece of a tool call to the answer's calls.
+func addToolCall(out *Output, tc toolCall) {
+	if tc.Index < 0 || tc.Index > 1024 {
+		return
+	}
+	for len(out.ToolCalls) <= tc.Index {
+		out.ToolCalls = append(out.ToolCalls, workload.ToolCall{})
+	}
+	c := &out.ToolCalls[tc.Index]
+	if tc.ID != "" {
+		c.ID = tc.ID
+	}
+	c.Name += tc.Function.Name
+	c.Arguments += tc.Function.Arguments
 }
 
 // usage is the token counts a server reports.
@@ -341,6 +431,11 @@ func (s *streamer) event(line []byte, ts time.Time, last *time.Time, first *bool
 			text.WriteString(*ch.Text)
 		case ch.Delta != nil && ch.Delta.Content != nil:
 			text.WriteString(*ch.Delta.Content)
+		}
+		if ch.Delta != nil {
+			for _, tc := range ch.Delta.ToolCalls {
+				addToolCall(out, tc)
+			}
 		}
 	}
 	// vLLM sends usage in a chunk of its own; llama.cpp's server puts it in

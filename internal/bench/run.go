@@ -133,6 +133,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if p != nil && cfg.Plan != nil {
 		// A sweep's stages are known only now.
 		res.Config.NumPrompts, res.Config.RequestRate = p.numStaged(), workload.StagesRate(p.Schedule)
+	} else if p != nil && cfg.Agent != nil {
+		// The requests the run had, as vLLM's num_prompts is the requests
+		// it sends: --duration stops starting sessions, so the turns of
+		// those it never started are not among them.
+		res.Config.NumPrompts = p.numStaged()
 	}
 	if err != nil {
 		if p != nil && p.Metrics.Completed > 0 {
@@ -277,10 +282,11 @@ func (r *runner) drive(ctx context.Context, sch *workload.Schedule, start time.T
 			d.out.QueueTime = d.out.Start.Sub(start.Add(d.req.Due))
 		}
 		d.out.Stage, d.out.Turn, d.out.Session, d.out.Tool = d.req.Stage, d.req.Turn, d.req.User, d.req.Tool
+		d.out.SessionID, d.out.Round, d.out.Call = d.req.SessionID, d.req.Round, d.req.Call
 		outputs[d.req.Index] = d.out
 		prog.done(d.out.Success)
 		sch.Finished(d.req, r.cfg.Now().Sub(start), workload.Outcome{OK: d.out.Success, Text: d.out.GeneratedText, OutputTokens: d.out.OutputTokens,
-			PromptTokens: d.out.PromptLen, ErrorType: d.out.ErrorType, Error: d.out.Error})
+			PromptTokens: d.out.PromptLen, ErrorType: d.out.ErrorType, Error: d.out.Error, ToolCalls: d.out.ToolCalls})
 	}
 	for ctx.Err() == nil {
 		ready, next := sch.Poll(r.cfg.Now().Sub(start))

@@ -211,3 +211,56 @@ func TestServerViewMeans(t *testing.T) {
 		t.Errorf("running mean %v peak %v, waiting mean %v peak %v; want 4, 8, 2, 6", v.MeanRunning, v.PeakRunning, v.MeanWaiting, v.PeakWaiting)
 	}
 }
+
+// TestBenchAgentDurationCountsSent: with --duration, the result's
+// num_prompts is the requests the run sent, as vLLM's is the requests it
+// sends: the turns of the sessions --duration kept from starting are not
+// among them.
+func TestBenchAgentDurationCountsSent(t *testing.T) {
+	srv := &agentServer{ttft: func(string) time.Duration { return 100 * ms }}
+	res := runAgents(t, srv, Config{NumPrompts: 6, RequestRate: 1, Burstiness: math.Inf(1), Duration: 3500 * ms, Percentiles: []float64{99},
+		Agent: &workload.AgentConfig{Turns: 2, SystemLen: 10, InputLen: 5, OutputLen: 3}})
+	p := res.Passes[0]
+	if p.Sessions.Started != 3 || p.Metrics.Completed != 6 {
+		t.Fatalf("%d sessions, %d requests: want the 3 that start in 3.5 s at 1/s (at 1, 2 and 3 s), each of 2 turns", p.Sessions.Started, p.Metrics.Completed)
+	}
+	j, err := res.JSON(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		NumPrompts int `json:"num_prompts"`
+	}
+	if err := json.Unmarshal(j, &out); err != nil {
+		t.Fatal(err)
+	}
+	if res.Config.NumPrompts != 6 || out.NumPrompts != 6 {
+		t.Errorf("num_prompts %d (JSON %d): want the 6 requests sent, not the 12 the 6 sessions planned", res.Config.NumPrompts, out.NumPrompts)
+	}
+}
+
+// TestGraphSessionMetrics: a replayed trace's session, whose calls run in
+// parallel, counts each moment once: the server's time is the time a call
+// of it was in flight, the tools' the waits no call overlapped, and the
+// three add up to its duration.
+func TestGraphSessionMetrics(t *testing.T) {
+	call := func(after ...int) workload.GraphCall { return workload.GraphCall{After: after} }
+	plan := &workload.Plan{Graph: &workload.GraphPlan{Sessions: []workload.GraphSession{{ID: "trace0_x", Source: "x.json",
+		Calls: []workload.GraphCall{call(), call(0), call(0), call(1, 2)}}}}}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return start.Add(time.Duration(s * float64(time.Second))) }
+	out := func(c, turn int, due, tool, from, to float64) Output {
+		return Output{Success: true, Session: 0, Call: c, Turn: turn, Due: time.Duration(due * float64(time.Second)), Tool: time.Duration(tool * float64(time.Second)),
+			Start: at(from), End: at(to), Latency: at(to).Sub(at(from))}
+	}
+	outs := []Output{out(0, 0, 0, 0, 0, 1), out(1, 1, 1.2, 0.2, 1.2, 2.2), out(2, 1, 1.2, 0.2, 1.2, 3.2), out(3, 2, 3.6, 0.4, 3.6, 4)}
+	m := sessionMetrics(outs, plan, start, []float64{99})
+	if m.Started != 1 || m.Finished != 1 || len(m.Sessions) != 1 {
+		t.Fatalf("%+v", m)
+	}
+	s := m.Sessions[0]
+	ms := func(d time.Duration) int64 { return d.Milliseconds() }
+	if s.ID != "trace0_x" || s.Source != "x.json" || s.Turns != 4 || s.Planned != 4 || ms(s.Duration) != 4000 || ms(s.Server) != 3400 || ms(s.Tools) != 600 || ms(s.Held) != 0 {
+		t.Errorf("session %+v: want 4 calls over 4 s, 3.4 s on the server (once for the two in parallel), 0.6 s on tools", s)
+	}
+}

@@ -37,7 +37,7 @@ func (p *Pass) measure(cfg *Config, dur time.Duration, plan *workload.Plan) {
 	}
 	p.Metrics = calculate(p.Outputs, dur, cfg.Percentiles, cfg.Goodput, p.MaxConcurrency)
 	p.Turns, p.Sessions = nil, nil
-	if plan != nil && plan.Agent != nil {
+	if plan != nil && (plan.Agent != nil || plan.Graph != nil) {
 		p.Turns = turnMetrics(p.Outputs, plan.AgentTurns(), cfg.Percentiles)
 		p.Sessions = sessionMetrics(p.Outputs, plan, p.Start, cfg.Percentiles)
 	}

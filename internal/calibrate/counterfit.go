@@ -3,7 +3,6 @@ package calibrate
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/glassbox-llm/glassbox/internal/costmodel"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
@@ -189,16 +188,6 @@ func (f *ProbeFit) fitPower(loads []ProbeLoad) {
 	x := minimize(loss, []float64{math.Log(max(k.DRAMWatts, 50)), math.Log(max(k.TensorWatts, 50)), math.Log(max(k.SMWatts, 50)),
 		math.Log(max(k.ClockExponent, 0.1))}, 0.5, 4000)
 	k.DRAMWatts, k.TensorWatts, k.SMWatts, k.ClockExponent = math.Exp(x[0]), math.Exp(x[1]), math.Exp(x[2]), math.Exp(x[3])
-}
-
-func median(x []float64) float64 {
-	s := slices.Clone(x)
-	slices.Sort(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
 }
 
 // String is the load's counters, measured/simulated.

@@ -2,10 +2,12 @@ package calibrate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/glassbox-llm/glassbox/internal/costmodel"
@@ -28,14 +30,17 @@ type Prediction struct {
 	lin linear // the replay's sensitivities, for the fit
 }
 
-// Terms are the coefficients a fit moves. The GEMMs' terms (weight-read
-// factor, efficiency) and the elementwise traffic stay as Vidur's kernel
-// timings fix them (sim's TestGEMMsMatchVidur holds the profile to them);
-// the frontend's finish stays BLIS's, since the per-token term cannot be
-// told from it when outputs have one length. The per-layer and per-step
+// Terms are the coefficients a fit can move. By default it moves all but
+// the GEMMs' weight-read factor: the GEMMs' terms (weight-read factor,
+// efficiency) and the elementwise traffic stay as Vidur's kernel timings
+// fix them where a GPU has them (costmodel's TestGEMMsMatchVidur holds the
+// profiles to them); a GPU without them (the L40S) has its weight-read
+// factor fitted to its runs, which on cached prompts are all decode. The
+// frontend's finish stays BLIS's, since the per-token terms cannot be told
+// from it when outputs have one length. The per-layer and per-step
 // overheads are told apart by models of different depths.
-var Terms = []string{"kv_read_factor", "step_overhead", "request_overhead", "all_reduce_latency", "layer_overhead",
-	"frontend_arrival", "frontend_per_token", "frontend_lag_steps"}
+var Terms = []string{"kv_read_factor", "step_overhead", "request_overhead", "all_reduce_latency", "layer_overhead", "weight_load_factor",
+	"frontend_arrival", "frontend_per_token", "frontend_lag_steps", "frontend_stream"}
 
 // The terms' indexes: the first gpuTerms move a step's GPU time.
 const (
@@ -44,36 +49,46 @@ const (
 	termSeq
 	termAllReduce
 	termLayer
+	termWeightRead
 	gpuTerms
 	termArrival = iota - 1
 	termPerToken
 	termLag
+	termStream
+	numTerms
 )
 
 // vector is a calibration's fitted terms, seconds for times.
 func vector(c profiles.Calibration) []float64 {
 	return []float64{c.KVReadFactor, c.StepOverhead.Seconds(), c.RequestOverhead.Seconds(), c.AllReduceLatency.Seconds(),
-		c.LayerOverhead.Seconds(), c.Frontend.Arrival.Seconds(), c.Frontend.PerToken.Seconds(), c.Frontend.LagSteps}
+		c.LayerOverhead.Seconds(), c.WeightLoadFactor, c.Frontend.Arrival.Seconds(), c.Frontend.PerToken.Seconds(), c.Frontend.LagSteps, c.Frontend.Stream.Seconds()}
 }
 
 func withVector(c profiles.Calibration, v []float64) profiles.Calibration {
 	d := func(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
-	c.KVReadFactor = v[termKV]
+	c.KVReadFactor, c.WeightLoadFactor = v[termKV], v[termWeightRead]
 	c.StepOverhead, c.RequestOverhead, c.AllReduceLatency, c.LayerOverhead = d(v[termStep]), d(v[termSeq]), d(v[termAllReduce]), d(v[termLayer])
-	c.Frontend.Arrival, c.Frontend.PerToken, c.Frontend.LagSteps = d(v[termArrival]), d(v[termPerToken]), v[termLag]
+	c.Frontend.Arrival, c.Frontend.PerToken, c.Frontend.LagSteps, c.Frontend.Stream = d(v[termArrival]), d(v[termPerToken]), v[termLag], d(v[termStream])
 	return c
 }
 
-// lowerBounds keep a fit physical: the KV read is no faster than the
-// bandwidth bound allows, and no overhead is negative.
-var lowerBounds = []float64{1, 0, 0, 0, 0, 0, 0, 0}
+// lowerBounds keep a fit physical: the KV and weight reads are no faster
+// than the bandwidth bound allows, and no overhead is negative.
+var lowerBounds = []float64{1, 0, 0, 0, 0, 1, 0, 0, 0, 0}
 
-// linear is a replay's mean TTFT and E2E as affine functions of the
-// terms, around the calibration it ran with: mean = at + grad·(v − v0).
+// meanLin is a replayed mean as an affine function of the terms, around
+// the calibration it ran with: at + grad·(v − v0), in seconds.
+type meanLin struct {
+	at   float64
+	grad []float64
+}
+
+// linear is a replay's means linearised: the whole run's TTFT and E2E,
+// and each stage's.
 type linear struct {
-	v0               []float64
-	ttft, e2e        float64 // seconds, as replayed
-	gradTTFT, gradE2 []float64
+	v0                  []float64
+	ttft, e2e           meanLin
+	stageTTFT, stageE2E []meanLin
 }
 
 // Evaluate replays every run with calib.
@@ -115,6 +130,10 @@ func replay(ctx context.Context, r *Run, calib profiles.Calibration) (Prediction
 			s.basis[termAllReduce] = 2 * float64(m.Layers)
 		}
 		s.basis[termLayer] = float64(m.Layers)
+		if c.MemoryBound() && !m.FP8 {
+			// The additive form's GEMMs take the weight read at the factor.
+			s.basis[termWeightRead] = c.WeightRead.Seconds()
+		}
 		steps = append(steps, s)
 	}
 	res, err := simulate.Run(ctx, simulate.Config{Plan: plan, Replica: replica.Config{
@@ -123,6 +142,7 @@ func replay(ctx context.Context, r *Run, calib profiles.Calibration) (Prediction
 		MaxNumSeqs: r.Server.MaxNumSeqs, MaxNumBatchedTokens: r.Server.MaxNumBatchedTokens, MaxModelLen: r.Server.MaxModelLen,
 		BlockSize: replica.DefaultBlockSize, MaxQueuedRequests: replica.DefaultMaxQueuedRequests,
 		GPUMemoryUtilization: r.Server.GPUMemoryUtilization, NoPrefixCaching: r.Server.NoPrefixCaching,
+		KVOffloadingSize: r.Server.KVOffloadGiB,
 	}})
 	if err != nil {
 		return Prediction{}, err
@@ -156,10 +176,16 @@ func replay(ctx context.Context, r *Run, calib profiles.Calibration) (Prediction
 		}
 		return out
 	}
-	lin := linear{v0: vector(calib), gradTTFT: make([]float64, len(Terms)), gradE2: make([]float64, len(Terms))}
 	at := func(e time.Time) int { // the step ending at e
 		return sort.Search(len(ends), func(j int) bool { return !ends[j].Before(e) })
 	}
+	// sums[0] is the whole run's, sums[1+s] stage s's.
+	type sums struct {
+		n, ttft, e2e float64
+		gT, gE       [numTerms]float64
+	}
+	stages := len(r.Load.Load.Stages)
+	acc := make([]sums, 1+stages)
 	for i, o := range res.Outputs {
 		p.Requests++
 		if !o.Success {
@@ -176,30 +202,58 @@ func replay(ctx context.Context, r *Run, calib profiles.Calibration) (Prediction
 		a := o.Start.Add(fe.Arrival)
 		bf, bl := span(a, tt.First), span(a, tt.Last)
 		sf, sl := steps[min(at(tt.First), len(steps)-1)], steps[min(at(tt.Last), len(steps)-1)]
+		var gT, gE [numTerms]float64
 		for k := range gpuTerms {
 			// The lag moves with the step it follows.
-			lin.gradTTFT[k] += bf[k] + fe.LagSteps*sf.basis[k]
-			lin.gradE2[k] += bl[k] + fe.LagSteps*sl.basis[k]
+			gT[k] = bf[k] + fe.LagSteps*sf.basis[k]
+			gE[k] = bl[k] + fe.LagSteps*sl.basis[k]
 		}
-		lin.gradTTFT[termArrival]++  // the arrival delays the first token
-		lin.gradTTFT[termPerToken]++ // and the first token pays the per-token time
-		lin.gradTTFT[termLag] += tt.FirstStep.Seconds()
-		lin.gradE2[termArrival]++
-		lin.gradE2[termPerToken] += n
-		lin.gradE2[termLag] += tt.LastStep.Seconds()
+		gT[termArrival], gE[termArrival] = 1, 1 // the arrival delays the first token and so the last
+		gT[termPerToken], gE[termPerToken] = 1, n
+		gT[termLag], gE[termLag] = tt.FirstStep.Seconds(), tt.LastStep.Seconds()
+		// A token waits for the API server's work on the tokens it
+		// handled back to back up to it, its own included.
+		gT[termStream], gE[termStream] = float64(tt.FirstQueued), float64(tt.LastQueued)
+		groups := []int{0}
+		if o.Stage >= 0 && o.Stage < stages {
+			groups = append(groups, 1+o.Stage)
+		}
+		for _, g := range groups {
+			s := &acc[g]
+			s.n++
+			s.ttft += o.TTFT.Seconds()
+			s.e2e += o.Latency.Seconds()
+			for k := range numTerms {
+				s.gT[k] += gT[k]
+				s.gE[k] += gE[k]
+			}
+		}
 	}
-	ok := float64(len(ttft))
-	if ok == 0 {
+	if len(ttft) == 0 {
 		return p, fmt.Errorf("every one of %d requests failed", p.Requests)
 	}
-	for k := range lin.gradTTFT {
-		lin.gradTTFT[k] /= ok
-		lin.gradE2[k] /= ok
+	means := func(s *sums) (meanLin, meanLin) {
+		t, e := meanLin{at: s.ttft / s.n, grad: make([]float64, numTerms)}, meanLin{at: s.e2e / s.n, grad: make([]float64, numTerms)}
+		for k := range numTerms {
+			t.grad[k], e.grad[k] = s.gT[k]/s.n, s.gE[k]/s.n
+		}
+		return t, e
 	}
-	lin.ttft, lin.e2e = mean(ttft), mean(e2e)
+	lin := linear{v0: vector(calib)}
+	lin.ttft, lin.e2e = means(&acc[0])
+	p.Predicted = Metrics{TTFT: 1e3 * lin.ttft.at, TTFTP90: 1e3 * pct(ttft, 90), TTFTP99: 1e3 * pct(ttft, 99),
+		E2E: 1e3 * lin.e2e.at, E2EP90: 1e3 * pct(e2e, 90), E2EP99: 1e3 * pct(e2e, 99), TPOT: 1e3 * mean(tpot)}
+	if stages > 1 {
+		for s := 1; s <= stages; s++ {
+			if acc[s].n == 0 {
+				return p, fmt.Errorf("stage %d: no request succeeded", s-1)
+			}
+			t, e := means(&acc[s])
+			lin.stageTTFT, lin.stageE2E = append(lin.stageTTFT, t), append(lin.stageE2E, e)
+			p.Predicted.Stages = append(p.Predicted.Stages, StageMetrics{TTFT: 1e3 * t.at, E2E: 1e3 * e.at})
+		}
+	}
 	p.lin = lin
-	p.Predicted = Metrics{TTFT: 1e3 * lin.ttft, TTFTP90: 1e3 * pct(ttft, 90), TTFTP99: 1e3 * pct(ttft, 99),
-		E2E: 1e3 * lin.e2e, E2EP90: 1e3 * pct(e2e, 90), E2EP99: 1e3 * pct(e2e, 99), TPOT: 1e3 * mean(tpot)}
 	return p, nil
 }
 
@@ -207,7 +261,31 @@ func replay(ctx context.Context, r *Run, calib profiles.Calibration) (Prediction
 type FitOptions struct {
 	Iterations int     // replay-and-refit rounds; default 4
 	Prior      float64 // weight pulling each term toward its starting value; default 0.05
-	Progress   func(round int, preds []Prediction)
+	// Terms names the terms to move (of Terms); the others keep their
+	// starting values. Empty moves every one but weight_load_factor. A run
+	// or two of one GPU cannot tell ten terms apart: fit the few they
+	// measure.
+	Terms    []string
+	Progress func(round int, preds []Prediction)
+}
+
+// free is which of Terms o moves.
+func (o FitOptions) free() ([]bool, error) {
+	free := make([]bool, len(Terms))
+	if len(o.Terms) == 0 {
+		for k := range free {
+			free[k] = k != termWeightRead
+		}
+		return free, nil
+	}
+	for _, name := range o.Terms {
+		k := slices.Index(Terms, name)
+		if k < 0 {
+			return nil, fmt.Errorf("fit: unknown term %q (valid: %s)", name, strings.Join(Terms, ", "))
+		}
+		free[k] = true
+	}
+	return free, nil
 }
 
 // Fit moves start's Terms to minimise the runs' squared relative error of
@@ -224,6 +302,13 @@ func Fit(ctx context.Context, runs []Run, start profiles.Calibration, o FitOptio
 	if o.Prior == 0 {
 		o.Prior = 0.05
 	}
+	free, err := o.free()
+	if err != nil {
+		return start, nil, nil, err
+	}
+	if free[termWeightRead] && start.GEMMOverlap > 1 {
+		return start, nil, nil, errors.New("fit: weight_load_factor is fitted in the additive GEMM form only; this profile overlaps the read and the arithmetic (gemm_overlap > 1): fit it to a probe instead")
+	}
 	cur := start
 	before, err := Evaluate(ctx, runs, cur)
 	if err != nil {
@@ -232,7 +317,7 @@ func Fit(ctx context.Context, runs []Run, start profiles.Calibration, o FitOptio
 	preds, best := before, objective(before)
 	for round := 1; round <= o.Iterations; round++ {
 		from := vector(cur)
-		to := solve(preds, vector(start), o.Prior)
+		to := solve(preds, vector(start), o.Prior, free)
 		improved := false
 		for half := 0; half < 3 && !improved; half++ {
 			cand := withVector(cur, to)
@@ -257,48 +342,67 @@ func Fit(ctx context.Context, runs []Run, start profiles.Calibration, o FitOptio
 	return cur, before, preds, nil
 }
 
+// fitRow is one measured mean a fit matches, with its weight.
+type fitRow struct {
+	w, meas float64 // meas in seconds
+	m       meanLin
+}
+
+// fitRows are what a replay is fitted on: each stage's mean TTFT and E2E
+// where the run measured them (weighted so that a run counts once),
+// else the whole run's.
+func fitRows(p *Prediction) []fitRow {
+	ms, l := p.Run.Measured, p.lin
+	if n := len(ms.Stages); n > 0 && n == len(l.stageTTFT) {
+		w := 1 / math.Sqrt(float64(n))
+		var rows []fitRow
+		for s := range n {
+			rows = append(rows, fitRow{w, ms.Stages[s].TTFT / 1e3, l.stageTTFT[s]}, fitRow{w, ms.Stages[s].E2E / 1e3, l.stageE2E[s]})
+		}
+		return rows
+	}
+	return []fitRow{{1, ms.TTFT / 1e3, l.ttft}, {1, ms.E2E / 1e3, l.e2e}}
+}
+
 // objective is the fit's loss over replays, each relative error capped at
 // 1 so that one overloaded replay cannot outweigh the rest.
 func objective(preds []Prediction) float64 {
 	j := 0.0
 	for i := range preds {
-		e := preds[i].Errors()
-		for _, v := range []float64{e.TTFT, e.E2E} {
-			if !math.IsNaN(v) {
-				j += min(v*v, 1)
+		for _, r := range fitRows(&preds[i]) {
+			if r.meas > 0 {
+				e := r.m.at/r.meas - 1
+				j += r.w * r.w * min(e*e, 1)
 			}
 		}
 	}
 	return j
 }
 
-// solve is one linearised least-squares step: rows are each run's mean
-// TTFT and E2E relative to the measured values, plus the prior rows. A
+// solve is one linearised least-squares step: rows are each run's means
+// (fitRows) relative to the measured values, plus the prior rows. A
 // replay far off (an overloaded queue, whose latency the linearisation
 // cannot follow) is down-weighted as a Huber loss would, and each term's
 // move is damped (Levenberg–Marquardt), so that the rounds converge.
-func solve(preds []Prediction, prior []float64, weight float64) []float64 {
+func solve(preds []Prediction, prior []float64, weight float64, free []bool) []float64 {
 	n := len(Terms)
 	var A [][]float64
 	var b []float64
 	cur := preds[0].lin.v0
 	colNorm := make([]float64, n)
-	for _, p := range preds {
-		l := p.lin
-		for _, row := range []struct {
-			at, meas float64
-			grad     []float64
-		}{{l.ttft, p.Run.Measured.TTFT / 1e3, l.gradTTFT}, {l.e2e, p.Run.Measured.E2E / 1e3, l.gradE2}} {
+	for i := range preds {
+		l := preds[i].lin
+		for _, row := range fitRows(&preds[i]) {
 			if row.meas <= 0 {
 				continue
 			}
-			w := 1 / max(1, math.Abs(row.at/row.meas-1)/huber)
+			w := row.w / max(1, math.Abs(row.m.at/row.meas-1)/huber)
 			// at + grad·(v − v0) ≈ meas, divided by meas.
 			r := make([]float64, n)
-			c := row.at
+			c := row.m.at
 			for k := range n {
-				r[k] = w * row.grad[k] / row.meas
-				c -= row.grad[k] * l.v0[k]
+				r[k] = w * row.m.grad[k] / row.meas
+				c -= row.m.grad[k] * l.v0[k]
 				colNorm[k] += r[k] * r[k]
 			}
 			A = append(A, r)
@@ -322,16 +426,25 @@ func solve(preds []Prediction, prior []float64, weight float64) []float64 {
 		A = append(A, r)
 		b = append(b, d*cur[k])
 	}
-	// v = lb + x with x ≥ 0.
+	// v = lb + x with x ≥ 0; a term held fixed is moved to the right-hand
+	// side at its current value, its column left empty.
 	for i := range A {
 		for k := range n {
-			b[i] -= A[i][k] * lowerBounds[k]
+			if free[k] {
+				b[i] -= A[i][k] * lowerBounds[k]
+			} else {
+				b[i] -= A[i][k] * cur[k]
+				A[i][k] = 0
+			}
 		}
 	}
 	x := nnls(A, b)
 	v := make([]float64, n)
 	for k := range n {
 		v[k] = lowerBounds[k] + x[k]
+		if !free[k] {
+			v[k] = cur[k]
+		}
 	}
 	return v
 }

@@ -38,6 +38,9 @@ type profileFile struct {
 	FrontendPerTokenUS float64 `yaml:"frontend_per_token_us"`
 	FrontendFinishUS   float64 `yaml:"frontend_finish_us"`
 	FrontendLagSteps   float64 `yaml:"frontend_lag_steps"`
+	// The API server's per-token work, queued (profiles.Frontend.Stream);
+	// a file without it models none.
+	FrontendStreamUS float64 `yaml:"frontend_stream_us,omitempty"`
 
 	// Terms of a probe's fit (calibrate --from-probe); a file without them
 	// prices GEMMs additively, attention at the GEMMs' rate, no FP8, and
@@ -79,8 +82,8 @@ func WriteProfile(w io.Writer, hardware, note string, c profiles.Calibration) er
 		HostStepOverheadUS: us(c.HostStepOverhead), HostSeqOverheadUS: us(c.HostSeqOverhead), AllReduceLatencyUS: us(c.AllReduceLatency),
 		ActivationReserve: c.ActivationReserveBytes,
 		FrontendArrivalUS: us(c.Frontend.Arrival), FrontendPerTokenUS: us(c.Frontend.PerToken), FrontendFinishUS: us(c.Frontend.Finish),
-		FrontendLagSteps: c.Frontend.LagSteps,
-		GEMMOverlap:      c.GEMMOverlap, GEMMKernelLatencyUS: us(c.GEMMKernelLatency),
+		FrontendLagSteps: c.Frontend.LagSteps, FrontendStreamUS: us(c.Frontend.Stream),
+		GEMMOverlap: c.GEMMOverlap, GEMMKernelLatencyUS: us(c.GEMMKernelLatency),
 		AttentionEfficiency: c.AttentionEfficiency, ContextAttentionEfficiency: c.ContextAttentionEfficiency}
 	if c.FP8 != nil {
 		f.FP8 = &fp8File{GEMMEfficiency: c.FP8.GEMMEfficiency, WeightLoadFactor: c.FP8.WeightLoadFactor, GEMMKernelLatencyUS: us(c.FP8.GEMMKernelLatency)}
@@ -151,7 +154,7 @@ func ReadProfile(r io.Reader) (string, profiles.Calibration, error) {
 		return "", profiles.Calibration{}, fmt.Errorf("read profile: counters out of range (engine active %v, DRAM bandwidth %v)", k.EngineActive, k.DRAMBandwidth)
 	}
 	for _, v := range []float64{f.GEMMKernelLatencyUS, f.ActivationPasses, f.StepOverheadUS, f.LayerOverheadUS, f.RequestOverheadUS, f.HostStepOverheadUS, f.HostSeqOverheadUS,
-		f.AllReduceLatencyUS, f.ActivationReserve, f.FrontendArrivalUS, f.FrontendPerTokenUS, f.FrontendFinishUS, f.FrontendLagSteps} {
+		f.AllReduceLatencyUS, f.ActivationReserve, f.FrontendArrivalUS, f.FrontendPerTokenUS, f.FrontendFinishUS, f.FrontendLagSteps, f.FrontendStreamUS} {
 		if !(v >= 0) || v > 1e12 {
 			return "", profiles.Calibration{}, fmt.Errorf("read profile: a term is negative or out of range (%v)", v)
 		}
@@ -160,8 +163,9 @@ func ReadProfile(r io.Reader) (string, profiles.Calibration, error) {
 		StepOverhead: fromUS(f.StepOverheadUS), LayerOverhead: fromUS(f.LayerOverheadUS), RequestOverhead: fromUS(f.RequestOverheadUS),
 		HostStepOverhead: fromUS(f.HostStepOverheadUS), HostSeqOverhead: fromUS(f.HostSeqOverheadUS), AllReduceLatency: fromUS(f.AllReduceLatencyUS),
 		ActivationReserveBytes: f.ActivationReserve,
-		Frontend:               profiles.Frontend{Arrival: fromUS(f.FrontendArrivalUS), PerToken: fromUS(f.FrontendPerTokenUS), Finish: fromUS(f.FrontendFinishUS), LagSteps: f.FrontendLagSteps},
-		GEMMOverlap:            f.GEMMOverlap, GEMMKernelLatency: fromUS(f.GEMMKernelLatencyUS),
+		Frontend: profiles.Frontend{Arrival: fromUS(f.FrontendArrivalUS), PerToken: fromUS(f.FrontendPerTokenUS), Finish: fromUS(f.FrontendFinishUS), LagSteps: f.FrontendLagSteps,
+			Stream: fromUS(f.FrontendStreamUS)},
+		GEMMOverlap: f.GEMMOverlap, GEMMKernelLatency: fromUS(f.GEMMKernelLatencyUS),
 		AttentionEfficiency: f.AttentionEfficiency, ContextAttentionEfficiency: f.ContextAttentionEfficiency,
 		Counters: hw.Calib.Counters, MoE: hw.Calib.MoE}
 	if f.FP8 != nil {

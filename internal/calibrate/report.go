@@ -45,18 +45,20 @@ func Summarize(preds []Prediction) Summary {
 			}
 		}
 	}
-	med := func(x []float64) float64 {
-		if len(x) == 0 {
-			return math.NaN()
-		}
-		x = slices.Clone(x)
-		slices.Sort(x)
-		if len(x)%2 == 1 {
-			return x[len(x)/2]
-		}
-		return (x[len(x)/2-1] + x[len(x)/2]) / 2
+	return Summary{MeanAbs: Errors{mean(t), mean(e), mean(o)}, MedianAbs: Errors{median(t), median(e), median(o)}}
+}
+
+// median is x's, NaN for none.
+func median(x []float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
 	}
-	return Summary{MeanAbs: Errors{mean(t), mean(e), mean(o)}, MedianAbs: Errors{med(t), med(e), med(o)}}
+	x = slices.Clone(x)
+	slices.Sort(x)
+	if len(x)%2 == 1 {
+		return x[len(x)/2]
+	}
+	return (x[len(x)/2-1] + x[len(x)/2]) / 2
 }
 
 // WriteTable writes a Markdown table of the replays: per run the measured
@@ -67,8 +69,12 @@ func WriteTable(w io.Writer, preds []Prediction) {
 	for i := range preds {
 		p := &preds[i]
 		m, q, e := p.Run.Measured, p.Predicted, p.Errors()
-		fmt.Fprintf(w, "| %s | %.1f | %.1f | %s | %.0f | %.0f | %s | %.2f | %.2f | %s | %.0f | %.0f |\n", p.Run.Name,
-			m.TTFT, q.TTFT, pctText(e.TTFT), m.E2E, q.E2E, pctText(e.E2E), m.TPOT, q.TPOT, pctText(e.TPOT), m.E2EP99, q.E2EP99)
+		p99 := "–" // not measured
+		if m.E2EP99 > 0 {
+			p99 = fmt.Sprintf("%.0f", m.E2EP99)
+		}
+		fmt.Fprintf(w, "| %s | %.1f | %.1f | %s | %.0f | %.0f | %s | %.2f | %.2f | %s | %s | %.0f |\n", p.Run.Name,
+			m.TTFT, q.TTFT, pctText(e.TTFT), m.E2E, q.E2E, pctText(e.E2E), m.TPOT, q.TPOT, pctText(e.TPOT), p99, q.E2EP99)
 	}
 	s := Summarize(preds)
 	fmt.Fprintf(w, "| **mean abs error** | | | %s | | | %s | | | %s | | |\n", absText(s.MeanAbs.TTFT), absText(s.MeanAbs.E2E), absText(s.MeanAbs.TPOT))
@@ -107,7 +113,7 @@ func WriteTerms(w io.Writer, before, after profiles.Calibration) {
 	a, b := vector(before), vector(after)
 	for k, name := range Terms {
 		unit, scale := "", 1.0
-		if strings.HasSuffix(name, "overhead") || strings.HasSuffix(name, "latency") || name == "frontend_arrival" || name == "frontend_per_token" {
+		if strings.HasSuffix(name, "overhead") || strings.HasSuffix(name, "latency") || name == "frontend_arrival" || name == "frontend_per_token" || name == "frontend_stream" {
 			unit, scale = " µs", 1e6
 		}
 		fmt.Fprintf(w, "  %-20s %10.4g → %10.4g%s\n", name, a[k]*scale, b[k]*scale, unit)

@@ -7,15 +7,12 @@
 package calibrate
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -45,6 +42,9 @@ type Server struct {
 	MaxModelLen          int
 	GPUMemoryUtilization float64
 	NoPrefixCaching      bool
+	// KVOffloadGiB is host memory for vLLM's CPU KV offload
+	// (--kv-offloading-size, the native backend); 0 is none.
+	KVOffloadGiB float64
 }
 
 // Metrics are a run's client-side latencies in milliseconds; zero is not
@@ -54,7 +54,13 @@ type Metrics struct {
 	TTFT, TTFTP90, TTFTP99 float64
 	E2E, E2EP90, E2EP99    float64
 	TPOT                   float64
+	// Stages are each stage's means, where a run of several stages
+	// reports them (nil otherwise).
+	Stages []StageMetrics
 }
+
+// StageMetrics are one stage's mean TTFT and E2E, in milliseconds.
+type StageMetrics struct{ TTFT, E2E float64 }
 
 // vllmDefaults are the campaign's, and vLLM's for what the campaign leaves.
 func vllmDefaults(hw string) Server {
@@ -152,7 +158,7 @@ func outputLen(c *inferenceperf.Config) int {
 
 // serveValueFlags are the flags ParseServeArgs reads, which take a value.
 var serveValueFlags = map[string]bool{"model": true, "tensor-parallel-size": true, "tp": true, "max-num-seqs": true,
-	"max-num-batched-tokens": true, "max-model-len": true, "gpu-memory-utilization": true}
+	"max-num-batched-tokens": true, "max-model-len": true, "gpu-memory-utilization": true, "kv-offloading-size": true, "kv-offloading-backend": true}
 
 // vllmBoolFlags are vllm serve's common switches, which take no value, so
 // the word after one is not read as its value.
@@ -209,6 +215,12 @@ func ParseServeArgs(line, hardware string) (Server, error) {
 			s.GPUMemoryUtilization, err = strconv.ParseFloat(val, 64)
 		case "no-enable-prefix-caching":
 			s.NoPrefixCaching = true
+		case "kv-offloading-size":
+			s.KVOffloadGiB, err = strconv.ParseFloat(val, 64)
+		case "kv-offloading-backend":
+			if !strings.EqualFold(val, "native") {
+				err = errors.New("only vLLM's native backend is simulated")
+			}
 		}
 		if err != nil {
 			return s, fmt.Errorf("server.args: --%s %q: %w", name, val, err)
@@ -266,166 +278,4 @@ func parseResult(b []byte, outLen int) (Metrics, error) {
 		m.TPOT = (m.E2E - m.TTFT) / float64(outLen-1)
 	}
 	return m, nil
-}
-
-// preset is one of the BLIS campaign's inference-perf workloads
-// (inference-sim/tektonc-data-collection workloads.yaml): stages, groups ×
-// prompts per group, system prompt, question and output lengths.
-type preset struct {
-	stages                [][2]float64
-	groups, perGroup      int
-	system, question, out int
-}
-
-var presets = map[string]preset{
-	"general":        {[][2]float64{{8, 600}, {20, 600}}, 9, 5, 100, 447, 248},
-	"codegen":        {[][2]float64{{5, 600}, {10, 600}}, 11, 4, 100, 466, 247},
-	"roleplay":       {[][2]float64{{6, 1200}}, 10, 5, 150, 600, 251},
-	"reasoning":      {[][2]float64{{4, 1200}}, 23, 1, 100, 934, 1448},
-	"general-lite":   {[][2]float64{{2.5, 600}, {6, 600}}, 9, 5, 100, 447, 248},
-	"reasoning-lite": {[][2]float64{{1, 1200}}, 23, 1, 100, 934, 1448},
-}
-
-// Config is the preset's inference-perf file as the campaign wrote it.
-func (p preset) config() string {
-	var b strings.Builder
-	b.WriteString("load:\n  type: constant\n  stages:\n")
-	for _, s := range p.stages {
-		fmt.Fprintf(&b, "  - {rate: %g, duration: %g}\n", s[0], s[1])
-	}
-	fmt.Fprintf(&b, "api: {type: completion, streaming: true}\nserver: {type: vllm, ignore_eos: true}\n"+
-		"data:\n  type: shared_prefix\n  shared_prefix:\n    num_unique_system_prompts: %d\n    num_users_per_system_prompt: %d\n"+
-		"    system_prompt_len: %d\n    question_len: %d\n    output_len: %d\n    enable_multi_turn_chat: true\n",
-		p.groups, p.perGroup, p.system, p.question, p.out)
-	return b.String()
-}
-
-// tableModels maps the reference table's model names to sim profiles.
-var tableModels = map[string]string{
-	"Llama-3.1-8B": "llama-3.1-8b", "Llama-3.1-70B": "llama-3.1-70b", "Qwen2.5-7B": "qwen2.5-7b",
-	"Qwen3-14B": "qwen3-14b", "Llama-2-70B": "llama-2-70b", "Llama-2-7B": "llama-2-7b", "CodeLlama-34B": "codellama-34b",
-}
-
-var (
-	stageRow  = regexp.MustCompile(`^\|\s*(\S+) TP(\d+) (\S+)\s*\|\s*([\d.]+)\s*\|\s*(\d+)\s*\|\s*([\d.]+)\s*/\s*([\d.]+)\s*\|\s*([\d.]+)\s*/\s*([\d.]+)\s*\|\s*([\d.]+)\s*\|`)
-	tableRow  = regexp.MustCompile(`^\|\s*(\d+)\s*\|\s*([^|]+?)\s*\|\s*(\d+)\s*\|\s*([^|]+?)\s*\|\s*([^|]+?)\s*\|\s*([^|]+?)\s*\|\s*([\d.]+)\s*\|$`)
-	flagInRow = regexp.MustCompile("`--([a-z-]+)[ =]([0-9.]+)`")
-	triple    = regexp.MustCompile(`^([\d.]+)\s*/\s*([\d.]+)\s*/\s*([\d.]+)`)
-)
-
-// sectionARows are the submatches of row in the lines of section A.
-func sectionARows(r io.Reader, row *regexp.Regexp) ([][]string, error) {
-	sc := bufio.NewScanner(r)
-	inA := false
-	var out [][]string
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "## ") {
-			inA = strings.HasPrefix(line, "## A.")
-			continue
-		}
-		if m := row.FindStringSubmatch(line); inA && m != nil {
-			out = append(out, m)
-		}
-	}
-	return out, sc.Err()
-}
-
-// ReadTable reads table A of the reference calibration data
-// (reference/calibration/README.md §A: vLLM 0.15.1 on H100, measured by
-// the BLIS campaign): one run per row, its workload the campaign preset it
-// names, run as inference-perf e8e0aa99 ran it (see inferenceperf.Legacy), with
-// the 26–48 tokens re-tokenisation added to each question.
-func ReadTable(r io.Reader) ([]Run, error) {
-	rows, err := sectionARows(r, tableRow)
-	if err != nil {
-		return nil, err
-	}
-	var runs []Run
-	for _, m := range rows {
-		model, ok := tableModels[m[2]]
-		if !ok {
-			return nil, fmt.Errorf("read table: exp %s: no sim profile for model %q", m[1], m[2])
-		}
-		words := strings.Fields(strings.Trim(strings.SplitN(m[4], ":", 2)[0], "`, "))
-		if len(words) == 0 {
-			return nil, fmt.Errorf("read table: exp %s: no workload named in %q", m[1], m[4])
-		}
-		name := strings.TrimRight(words[0], ",;")
-		p, ok := presets[name]
-		if !ok {
-			return nil, fmt.Errorf("read table: exp %s: unknown workload %q", m[1], name)
-		}
-		srv := vllmDefaults("h100")
-		srv.Model = model
-		srv.TensorParallel, _ = strconv.Atoi(m[3])
-		for _, f := range flagInRow.FindAllStringSubmatch(m[4], -1) {
-			switch f[1] {
-			case "max-num-batched-tokens":
-				srv.MaxNumBatchedTokens, _ = strconv.Atoi(f[2])
-			case "gpu-memory-utilization":
-				srv.GPUMemoryUtilization, _ = strconv.ParseFloat(f[2], 64)
-			default:
-				return nil, fmt.Errorf("read table: exp %s: flag --%s is not simulated", m[1], f[1])
-			}
-		}
-		ttft, e2e := triple.FindStringSubmatch(m[5]), triple.FindStringSubmatch(m[6])
-		if ttft == nil || e2e == nil {
-			return nil, fmt.Errorf("read table: exp %s: latencies %q, %q", m[1], m[5], m[6])
-		}
-		num := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
-		load, err := inferenceperf.Parse(strings.NewReader(p.config()))
-		if err != nil {
-			return nil, err
-		}
-		runs = append(runs, Run{
-			Name: "exp" + m[1] + "-" + model + "-tp" + m[3] + "-" + name, Server: srv, Load: load,
-			Plan:     inferenceperf.PlanOptions{Compat: inferenceperf.Legacy, Drift: [2]int{26, 48}},
-			Measured: Metrics{TTFT: num(ttft[1]), TTFTP90: num(ttft[2]), TTFTP99: num(ttft[3]), E2E: num(e2e[1]), E2EP90: num(e2e[2]), E2EP99: num(e2e[3]), TPOT: num(m[7])},
-		})
-	}
-	if len(runs) == 0 {
-		return nil, errors.New("read table: no rows of table A")
-	}
-	sort.SliceStable(runs, func(i, j int) bool { return runs[i].Name < runs[j].Name })
-	return runs, nil
-}
-
-// ReadStageTable reads the stage-level table after table A (the same
-// campaign's first round: one row per stage of a run), as runs of that
-// stage alone: the check on runs a fit of table A never saw. That round
-// had CPU KV offload on, which the simulator does not model.
-func ReadStageTable(r io.Reader) ([]Run, error) {
-	rows, err := sectionARows(r, stageRow)
-	if err != nil {
-		return nil, err
-	}
-	var runs []Run
-	for _, m := range rows {
-		model, ok := tableModels[m[1]]
-		if !ok {
-			return nil, fmt.Errorf("read stage table: no sim profile for model %q", m[1])
-		}
-		p, ok := presets[m[3]]
-		if !ok {
-			return nil, fmt.Errorf("read stage table: unknown workload %q", m[3])
-		}
-		num := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
-		rate, n := num(m[4]), num(m[5])
-		p.stages = [][2]float64{{rate, n / rate}}
-		load, err := inferenceperf.Parse(strings.NewReader(p.config()))
-		if err != nil {
-			return nil, err
-		}
-		srv := vllmDefaults("h100")
-		srv.Model = model
-		srv.TensorParallel, _ = strconv.Atoi(m[2])
-		runs = append(runs, Run{Name: fmt.Sprintf("%s-tp%s-%s-%g", model, m[2], m[3], rate), Server: srv, Load: load,
-			Plan:     inferenceperf.PlanOptions{Compat: inferenceperf.Legacy, Drift: [2]int{26, 48}},
-			Measured: Metrics{TTFT: num(m[6]), TTFTP99: num(m[7]), E2E: num(m[8]), E2EP99: num(m[9]), TPOT: num(m[10])}})
-	}
-	if len(runs) == 0 {
-		return nil, errors.New("read stage table: no stage rows")
-	}
-	return runs, nil
 }

@@ -28,7 +28,7 @@ func idleEvictions(s Scenario) Scenario {
 	e := Expect{MustNot: []string{"prefix-reuse", "kv-capacity-bound", "compute-bound"}}
 	s.In = map[string]Override{}
 	for _, c := range Clothes {
-		s.In[c] = Override{Expect: e, Why: "prefixes evicted while their sessions wait on tools leave no trace in the series glassbox and vLLM export by default: the cache's free blocks include the evictable ones, so KV usage stays low, and a middling hit rate does not say how much the prompts share; vLLM's --kv-cache-metrics residency histograms (kv_block_idle_before_evict_seconds), which glassbox does not export, would show it"}
+		s.In[c] = Override{Expect: e, Why: "prefixes evicted while their sessions wait on tools leave no trace in the series glassbox and vLLM export by default: the cache's free blocks include the evictable ones, so KV usage stays low, and a middling hit rate does not say how much the prompts share; vLLM's --kv-cache-metrics residency histograms (kv_block_idle_before_evict_seconds, which glassbox exports under the same flag) would show it, and the doctor does not read them yet; with a CPU offload tier the conversations come back from host memory and prefix-reuse names the load (agent-evicted-offload)"}
 	}
 	return s
 }

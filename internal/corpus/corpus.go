@@ -126,7 +126,7 @@ type Override struct {
 
 // capacity are the findings that say what holds the queue: one class
 // names one of them.
-var capacity = []string{"kv-capacity-bound", "compute-bound", "compute-and-kv-bound", "concurrency-cap", "under-loaded"}
+var capacity = []string{"kv-capacity-bound", "compute-bound", "compute-and-kv-bound", "concurrency-cap", "token-budget", "under-loaded"}
 
 func others(name string, from []string) []string {
 	return slices.DeleteFunc(slices.Clone(from), func(s string) bool { return s == name })
@@ -178,6 +178,7 @@ func Classes() []Class {
 		{Name: "speculation-costly", Finding: "speculation-costly",
 			Expect: Expect{Must: []string{"speculation-costly"}}},
 		agentClass(),
+		budgetClass(),
 	}
 }
 

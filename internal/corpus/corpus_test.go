@@ -2,6 +2,7 @@ package corpus
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -164,5 +165,18 @@ func TestClothesDropWhatTheyLack(t *testing.T) {
 		if _, ok := w.Info["glassbox_scheduler_config_info"]; ok != (c == Glassbox) {
 			t.Errorf("%s clothes: scheduler info present %v", c, ok)
 		}
+	}
+}
+
+// TestCorpusSizeInDocs: docs/doctor.md says how many scenarios and classes
+// the corpus holds, as Scenarios and Classes do.
+func TestCorpusSizeInDocs(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/doctor.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("**%d scenarios in %d classes**", len(Scenarios()), len(Classes()))
+	if !strings.Contains(string(doc), want) {
+		t.Errorf("docs/doctor.md does not say the corpus holds %s", want)
 	}
 }

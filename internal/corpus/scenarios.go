@@ -215,5 +215,5 @@ func Scenarios() []Scenario {
 			flags("--sim-hardware", "h100", "--sim-model", "llama-3.1-8b", "--max-num-batched-tokens", "2048"), random(1500, 8, "15")),
 		sc("h200/llama-3.1-8b/cap-just-enough", "near-capacity", "--max-num-seqs 32 with about 25 requests running: near the cap, not pinned",
 			flags("--sim-hardware", "h200", "--sim-model", "llama-3.1-8b", "--max-num-seqs", "32"), random(128, 256, "4")),
-	}, agentScenarios(sc, fast)...)
+	}, append(append(agentScenarios(sc, fast), fleetScenarios(sc, fast)...), moeScenarios(sc)...)...)
 }

@@ -26,7 +26,7 @@ func Judge(d doctor.Diagnoser, sc Scenario, w *doctor.Window, clothes, source st
 }
 
 // columns are the findings the confusion table counts.
-var columns = []string{"kv-capacity-bound", "compute-bound", "compute-and-kv-bound", "concurrency-cap", "host-bound", "under-loaded",
+var columns = []string{"kv-capacity-bound", "compute-bound", "compute-and-kv-bound", "concurrency-cap", "token-budget", "host-bound", "under-loaded",
 	"preemption-storm", "prefill-bound", "decode-bound", "queueing-dominates", "client-timeouts", "prefix-caching", "speculation-costly"}
 
 // Confusion is the class × finding table of results: in each cell, how
@@ -39,7 +39,7 @@ func Confusion(results []Result) string {
 		byClass[r.Scenario.Class] = append(byClass[r.Scenario.Class], r)
 	}
 	short := map[string]string{"kv-capacity-bound": "kv-cap", "compute-bound": "compute", "compute-and-kv-bound": "both", "concurrency-cap": "cap",
-		"host-bound": "host", "under-loaded": "under", "preemption-storm": "preempt", "prefill-bound": "prefill", "decode-bound": "decode",
+		"token-budget": "budget", "host-bound": "host", "under-loaded": "under", "preemption-storm": "preempt", "prefill-bound": "prefill", "decode-bound": "decode",
 		"queueing-dominates": "queue", "client-timeouts": "timeouts", "prefix-caching": "prefix", "speculation-costly": "spec"}
 	b.WriteString("| class (finding) | reports | right |")
 	for _, c := range columns {

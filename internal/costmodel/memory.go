@@ -102,3 +102,23 @@ func KVBlocks(kvBytes int64, m profiles.Model, tp, blockSize int) int {
 	}
 	return int(kvBytes / (int64(blockSize) * m.KVBytesPerToken(tp)))
 }
+
+// HostKV sizes vLLM's CPU KV offload tier of size bytes of host memory
+// (--kv-offloading-size, which vLLM sums over the tensor-parallel ranks):
+// the blocks of blockSize tokens it holds, one block's bytes over every
+// GPU (what a transfer of it moves), and the host link's bandwidth over
+// every GPU (each copies its share of a block at once over its own PCIe
+// link, HostLink).
+func HostKV(hw profiles.Hardware, m profiles.Model, tp, blockSize int, size float64) (blocks int, blockBytes int64, bandwidth float64) {
+	tp = max(tp, 1)
+	blockBytes = int64(blockSize) * m.KVBytesPerToken(tp) * int64(tp)
+	if blockBytes <= 0 || !(size > 0) {
+		return 0, blockBytes, 0
+	}
+	return int(size / float64(blockBytes)), blockBytes, HostLink(&hw) * float64(tp)
+}
+
+// HostLink is one GPU's host-to-device (and device-to-host) copy rate:
+// PCIe Gen5 x16 on Hopper, Gen4 x16 before, at about 85% of the link's 64
+// or 32 GB/s, what pinned-memory copies reach.
+func HostLink(hw *profiles.Hardware) float64 { return hostLink(hw) }

@@ -56,7 +56,7 @@ func fleetPerReplica(b *dashboard.DashboardBuilder, c *Config) {
 		Links(c.runbooks("GlassboxLoadImbalance", "GlassboxQueueTimeDominates")))
 	b.WithPanel(graph("Requests running, per replica", "Each replica's running batch (capped by --max-num-seqs and by KV blocks).",
 		"short", 8, q("A", byInstance("sum", metricspec.NumRequestsRunning), "{{instance}}")).
-		Links(c.runbooks("GlassboxEngineStalled")))
+		Links(c.runbooks("GlassboxEngineStalled", "GlassboxEngineDead")))
 	b.WithPanel(graph("KV-cache usage, per replica", fmt.Sprintf("Each replica's share of KV blocks in use; above %g it queues and preempts.", c.Thresholds.KVWatermark),
 		"percentunit", 8, q("A", byInstance("max", metricspec.KVCacheUsagePerc), "{{instance}}")).
 		Min(0).Max(1).Thresholds(thresholds("green", c.Thresholds.KVWatermark, "red")).

@@ -102,7 +102,7 @@ func overviewLoad(b *dashboard.DashboardBuilder, c *Config) {
 	b.WithPanel(graph("Requests running and waiting", "Requests in the running batch and in the waiting queue.", "short", 6,
 		q("A", fmt.Sprintf("sum(%s%s)", metricspec.NumRequestsRunning, engineSel), "running"),
 		q("B", fmt.Sprintf("sum(%s%s)", metricspec.NumRequestsWaiting, engineSel), "waiting")).
-		Links(c.runbooks("GlassboxEngineStalled")))
+		Links(c.runbooks("GlassboxEngineStalled", "GlassboxEngineDead")))
 	b.WithPanel(graph("KV-cache usage", fmt.Sprintf("Share of KV blocks in use. Above %g new requests wait and running ones get preempted.", c.Thresholds.KVWatermark),
 		"percentunit", 6, q("A", fmt.Sprintf("max by (instance) (%s%s)", metricspec.KVCacheUsagePerc, engineSel), "{{instance}}")).
 		Min(0).Max(1).Thresholds(thresholds("green", c.Thresholds.KVWatermark, "orange", c.Thresholds.KVFull, "red")).

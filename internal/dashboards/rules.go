@@ -164,6 +164,22 @@ func alerts(c *Config) []alertSpec {
 			return append(e.gauge(metricspec.NumRequestsRunning, 3), e.counter(metricspec.GenerationTokens, e.pick(hot, 0, 50))...)
 		},
 	}, {
+		name: "GlassboxEngineDead", finding: "engine-dead", severity: severityCritical, forDur: c.ShortFor, labels: model,
+		expr:    fmt.Sprintf("max by (%s) (%s%s) == 1", byModel, metricspec.EngineDead, c.selector()),
+		summary: fmt.Sprintf("engine of %s is dead", on),
+		desc:    "The engine stopped (glassbox_engine_dead's reason says why: a sticky device fault, a step past --step-timeout, or a panicking executor): every request fails with 503 and /health answers 503 until the process restarts.",
+		series: func(e *testEnv, hot bool) []inputSeries {
+			var out []inputSeries
+			for _, r := range metricspec.EngineDeadReasons {
+				v := 0.0
+				if hot && r == "executor_error" {
+					v = 1
+				}
+				out = append(out, inputSeries{e.engineSeries(metricspec.EngineDead, "reason", r), fmt.Sprintf("%s+0x%d", num(v), e.steps)})
+			}
+			return out
+		},
+	}, {
 		name: "GlassboxTargetDown", finding: "metrics-stale", severity: severityCritical, forDur: c.ShortFor, labels: []string{"job", "instance"},
 		expr:    fmt.Sprintf("up%s == 0", c.selector()),
 		summary: "Prometheus cannot scrape glassbox on {{ $labels.instance }}",

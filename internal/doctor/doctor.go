@@ -40,6 +40,10 @@ type Hints struct {
 	GPU                 string // a hardware profile name, for peak FLOP/s and bandwidth
 	MaxNumSeqs          int
 	MaxNumBatchedTokens int
+	// Quantization is the target's --quantization ("" or "fp8"): FP8
+	// weights run their GEMMs at the GPU's FP8 peak, which MFU and the
+	// roofline are then read against.
+	Quantization string
 }
 
 // NewDiagnoser is a doctor with th (DefaultThresholds, or the user's) and

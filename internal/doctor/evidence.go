@@ -46,7 +46,7 @@ func round3(v float64) float64 {
 	if math.Abs(v) >= 100 {
 		return math.Round(v)
 	}
-	return math.Round(v*1000) / 1000
+	return math.Round(v*1000)/1000 + 0 // + 0: no "-0"
 }
 
 // promql builds the evidence queries of one window: over its length,
@@ -75,6 +75,14 @@ func (p promql) s(name string, extra ...string) string {
 
 func (p promql) rate(name string, extra ...string) string {
 	return fmt.Sprintf("sum(rate(%s[%s]))", p.s(name, extra...), p.window)
+}
+
+// perEngine is a rate per data-parallel rank (the sum's share).
+func (p promql) perEngine(name string, s *Signals) string {
+	if n := s.cfg.engines; n > 1 {
+		return fmt.Sprintf("%s / %d", p.rate(name), n)
+	}
+	return p.rate(name)
 }
 
 func (p promql) inc(name string, extra ...string) string {

@@ -19,6 +19,13 @@ const (
 	// InfoDCGM is the Window.Info entry of the GPUs' modelName, from the
 	// DCGM series.
 	InfoDCGM = "dcgm"
+	// InfoEngines is the Window.Info entry of how many engines the target
+	// serves from ("count"): the distinct values of vLLM's engine label on
+	// its running gauge, one per data-parallel rank (--data-parallel-size).
+	// Each rank has its own scheduler, KV cache and GPUs, and the
+	// counters a rank keeps of its own time (busy seconds, steps, FLOPs per
+	// GPU) sum over them.
+	InfoEngines = "engines"
 )
 
 // How a Series reduces a family's label sets to one number.
@@ -33,6 +40,12 @@ const (
 // (num_speculative_tokens is rarely above it); the target's k is the
 // number of positions it exports.
 const maxSpecPositions = 8
+
+// keyEngineDead is glassbox_engine_dead of one reason: 1 once that
+// killed the engine.
+func keyEngineDead(reason string) string {
+	return metricspec.EngineDead + `{reason="` + reason + `"}`
+}
 
 // keySpecPos is the accepted-tokens counter of draft position i.
 func keySpecPos(i int) string {
@@ -68,6 +81,9 @@ func ScalarSeries() []Series {
 	}
 	for i := range maxSpecPositions {
 		out = append(out, Series{Key: keySpecPos(i), Family: metricspec.SpecDecodeAcceptedTokensPos, Label: metricspec.LabelPosition, Value: strconv.Itoa(i), Agg: AggSum})
+	}
+	for _, r := range metricspec.EngineDeadReasons {
+		out = append(out, Series{Key: keyEngineDead(r), Family: metricspec.EngineDead, Label: metricspec.LabelReason, Value: r, Agg: AggMax})
 	}
 	for _, f := range dcgmActivities {
 		out = append(out, Series{Key: f, Family: f, Agg: AggAvg, DCGM: true})

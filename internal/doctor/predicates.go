@@ -45,11 +45,13 @@ func (s *Signals) kvFull() bool      { return kvFull(s.v, s.th) }
 func (s *Signals) kvAdmission() bool { return kvAdmission(s.v, s.th) }
 func (s *Signals) kvLimited() bool   { return kvLimited(s.v, s.th) }
 
-// computeSaturated: the GPU is busy all the time on steps that use its
-// arithmetic: full of the token budget, or compute-bound at its peaks. A
-// busy GPU on small decode steps is not saturated (like DCGM's engine
-// activity, the busy ratio is near 1 whenever anything runs; a decode step
-// is bound by reading weights and KV, not by its token count).
+// computeSaturated: the engine works flat out (flatOut) on steps that use
+// the GPU's arithmetic: full of a token budget at which that arithmetic,
+// not the weights' read, sets a step's length (else the budget is the
+// limit: budgetLimited), or compute-bound at the GPU's peaks. A busy GPU
+// on small decode steps is not saturated (like DCGM's engine activity,
+// the busy ratio is near 1 whenever anything runs; a decode step is bound
+// by reading weights and KV, not by its token count).
 //
 // A wide step (hundreds of tokens) is compute-bound on any GPU when it is
 // prefill (its tokens share one read of the weights, past every GPU's
@@ -58,7 +60,61 @@ func (s *Signals) kvLimited() bool   { return kvLimited(s.v, s.th) }
 // KV): then larger steps take proportionally longer, and the budget's
 // headroom is no headroom.
 func (s *Signals) computeSaturated() bool {
-	return s.v(SigBusy) >= s.th.BusyHigh && (s.fullSteps() || s.wideComputeSteps())
+	return s.flatOut() && !s.budgetLimited() && !s.stepsHaveRoom() && (s.fullSteps() || s.wideComputeSteps())
+}
+
+// stepsHaveRoom: the steps of a prompt-heavy load are short of their token
+// budget, and even filled to it they would be too small for the GPU
+// (budgetBinds, at the traffic and arithmetic of a full step): more tokens
+// fit in each step for little more time, so a GPU busy on them is not
+// saturated (a small budget's half-full steps cost nearly what full ones
+// do).
+func (s *Signals) stepsHaveRoom() bool {
+	f := s.v(SigFill)
+	return f < s.th.BudgetRaiseFill && s.v(SigPromptPerGen) >= s.th.PromptHeavy && s.budgetBinds(readShareAt(s.v(SigMBU), 1/f), s.v(SigRoofline)/f)
+}
+
+// flatOut: the GPU is busy all the time; or the engine is, stepping back to
+// back while the queue grows, and the GPU's own reading is low for the
+// gaps between its kernels and steps (a tensor-parallel step's
+// synchronisation, host work of a few milliseconds a step, FP8's shorter
+// kernels), not because the host is the limit (host-bound).
+func (s *Signals) flatOut() bool { return s.v(SigBusy) >= s.th.BusyHigh || s.engineFlatOut() }
+
+// engineFlatOut is flatOut read from the engine's activity and the queue
+// rather than the GPU's counter.
+func (s *Signals) engineFlatOut() bool {
+	return s.v(SigEngineBusy) >= s.th.BusyHigh && s.queueGrows() && !s.hostBound()
+}
+
+// queueGrows: the waiting queue grew through the window, by min_requests
+// at least and by queue_growth of the arrivals: more arrived than the
+// engine served.
+func (s *Signals) queueGrows() bool {
+	g := s.v(SigQueueGrowth)
+	return g*s.seconds >= s.th.MinRequests && g >= s.th.QueueGrowth*s.v(SigArrivalRate)
+}
+
+// budgetLimited: the engine works flat out on steps at their token budget,
+// mostly prefill, whose size the GPU could use more of (budgetBinds). (A
+// decode-heavy step's traffic is its sequences' KV, which grows with the
+// step: its MBU says nothing of the budget.)
+func (s *Signals) budgetLimited() bool {
+	return s.v(SigFill) >= s.th.BudgetRaiseFill && s.v(SigPromptPerGen) >= s.th.PromptHeavy && s.budgetBinds(s.v(SigMBU), s.v(SigRoofline)) && s.flatOut()
+}
+
+// budgetBinds: steps whose memory traffic takes share m of the time at the
+// GPU's peak bandwidth and whose arithmetic takes r times that traffic at
+// the peaks are too small for the GPU. Their traffic is mostly the weights'
+// read, which a step pays whatever its size: at budget_read_share or more
+// of the time it is a large part of each step (where the GPU runs the read
+// and the arithmetic one after the other, as a GEMM's additive time in the
+// simulator's H100, A100 and L40S profiles); and below budget_roofline the
+// arithmetic does not hide it either (where the GPU overlaps them, as the
+// measured H200 does). A larger budget then carries more tokens for little
+// more time.
+func (s *Signals) budgetBinds(m, r float64) bool {
+	return m >= s.th.BudgetReadShare && r < s.th.BudgetRoofline
 }
 
 // A GPU's utilisation estimated from vLLM's series counts host time, so
@@ -88,7 +144,7 @@ func (s *Signals) fullSteps() bool {
 // and the doctor cannot weigh them: on decode without the GPU's peaks, or
 // at all when utilisation is vLLM's estimate (which counts host time).
 func (s *Signals) computeUnknown() bool {
-	if !(s.v(SigBusy) >= s.th.BusyHigh) || s.fullSteps() || !(s.v(SigStepTokens) >= s.th.WideStep) {
+	if !s.flatOut() || s.fullSteps() || !(s.v(SigStepTokens) >= s.th.WideStep) {
 		return false
 	}
 	if s.src(SigBusy) == srcEstimate {

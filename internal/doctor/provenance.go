@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/profiles"
@@ -33,7 +34,11 @@ type targetConfig struct {
 	prefixCaching                             *bool
 	gpuMemUtil                                float64
 	hardware, model                           string
+	quantization, cacheDtype                  string // vLLM's --quantization and --kv-cache-dtype ("" and "auto" for the model's)
 	tensorParallel                            int
+	engines                                   int     // data-parallel ranks (InfoEngines), at least 1
+	expertParallel                            bool    // --enable-expert-parallel
+	offloadGiB                                float64 // --kv-offloading-size: host memory for the offload tier, 0 without one
 	hostOverhead                              float64 // the simulator's, seconds
 	asyncScheduling                           bool
 	kvMaxConcurrency                          float64
@@ -50,10 +55,14 @@ func readConfig(w *Window) targetConfig {
 		numBlocks: atoi(metricspec.CacheConfigInfo, "num_gpu_blocks"), kvBytes: atoi(metricspec.CacheConfigInfo, "kv_cache_memory_bytes"),
 		hardware: w.Info[metricspec.ExecutorInfo]["hardware"], model: w.Info[metricspec.ExecutorInfo]["model"], tensorParallel: atoi(metricspec.ExecutorInfo, "tensor_parallel_size"),
 		asyncScheduling: w.Info[metricspec.SchedulerConfigInfo]["async_scheduling"] == "True",
+		quantization:    w.Info[metricspec.ExecutorInfo]["quantization"], cacheDtype: w.Info[metricspec.CacheConfigInfo]["cache_dtype"],
+		engines:        max(1, atoi(InfoEngines, "count")),
+		expertParallel: w.Info[metricspec.ExecutorInfo]["enable_expert_parallel"] == "True",
 	}
 	c.gpuMemUtil, _ = strconv.ParseFloat(w.Info[metricspec.CacheConfigInfo]["gpu_memory_utilization"], 64)
 	c.hostOverhead, _ = strconv.ParseFloat(w.Info[metricspec.ExecutorInfo]["host_overhead_seconds"], 64)
 	c.kvMaxConcurrency, _ = strconv.ParseFloat(w.Info[metricspec.CacheConfigInfo][metricspec.CacheMaxConcurrency], 64)
+	c.offloadGiB, _ = strconv.ParseFloat(w.Info[metricspec.CacheConfigInfo]["kv_offloading_size"], 64) // "None" without a tier
 	switch w.Info[metricspec.CacheConfigInfo]["enable_prefix_caching"] {
 	case "True", "true":
 		t := true
@@ -80,6 +89,25 @@ func peaks(w *Window, hints Hints, hardware string) (flops, bandwidth float64, s
 		return hw.PeakFLOPs, hw.MemBandwidth, srcGPU, hw.Name
 	}
 	return math.NaN(), math.NaN(), srcNone, ""
+}
+
+// fp8Peak is the GPU's FP8 peak FLOP/s when its weights are FP8 (glassbox's
+// executor info says so: weights="fp8", by the flag or the checkpoint; or
+// --quantization fp8): their GEMMs run at it.
+// NaN otherwise, or for a GPU without FP8 arithmetic (an A100).
+func fp8Peak(w *Window, hints Hints, c *targetConfig) float64 {
+	if !strings.EqualFold(c.quantization, "fp8") && w.Info[metricspec.ExecutorInfo]["weights"] != "fp8" && !strings.EqualFold(hints.Quantization, "fp8") {
+		return math.NaN()
+	}
+	hw, err := profiles.LookupHardware(c.hardware)
+	ok := err == nil && c.hardware != ""
+	if !ok {
+		hw, ok = hardwareHint(w, hints)
+	}
+	if !ok || !(hw.PeakFP8FLOPs > 0) {
+		return math.NaN()
+	}
+	return hw.PeakFP8FLOPs
 }
 
 // hardwareHint is the profile of --gpu, or of DCGM's modelName.

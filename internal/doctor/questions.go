@@ -83,11 +83,19 @@ func (s *Signals) computeAnswer() Answer {
 		return s.answer(CantTell, "", "no reading of the GPU's utilisation: neither glassbox's busy counter, DCGM's engine activity nor vLLM's step series", uses, evs...)
 	}
 	by := fmt.Sprintf("the GPU was busy %s of the time (%s)", pct(busy), s.src(SigBusy))
+	if busy < s.th.BusyHigh && s.engineFlatOut() && (s.computeSaturated() || s.budgetLimited()) {
+		uses, evs = append(uses, SigEngineBusy), append(evs, SigEngineBusy, SigQueueGrowth, SigHostShare)
+		by = fmt.Sprintf("the engine stepped %s of the time (%s) while the queue grew by %.2f requests a second, the GPU's own reading (busy %s, %s) low for the gaps between its steps%s,",
+			pct(s.v(SigEngineBusy)), s.src(SigEngineBusy), s.v(SigQueueGrowth), pct(busy), s.src(SigBusy), s.hostGap())
+	}
 	switch {
 	case s.computeUnknown() && s.src(SigBusy) == srcEstimate:
 		return s.answer(CantTell, "", by+fmt.Sprintf(" on steps of %.0f tokens short of their budget: vLLM's series time the engine loop, host included, so whether the GPU or the host fills those steps cannot be told (DCGM's engine activity, --dcgm-url, would)", s.v(SigStepTokens)), uses, append(evs, SigStepTokens)...)
 	case s.computeUnknown():
 		return s.answer(CantTell, "", by+fmt.Sprintf(" on decode steps of %.0f tokens: a batch that wide can be compute-bound, and without the GPU's peaks (--gpu, or DCGM's modelName) the doctor cannot weigh its arithmetic against its memory traffic", s.v(SigStepTokens)), uses, append(evs, SigStepTokens)...)
+	case s.budgetLimited():
+		return s.answer(No, "", by+fmt.Sprintf(" on steps %s full of the %.0f-token budget, but even at the GPU's peak bandwidth their memory traffic took %s of the time (MBU), mostly the weights' read that a step pays whatever its size, and their arithmetic, %.1f× it at the peaks, does not hide it: the budget, not the arithmetic, limits the work (--max-num-batched-tokens %d)",
+			pct(fill), s.v(SigBudget), pct(s.v(SigMBU)), roof, s.budgetToTry()), uses, append(evs, SigMBU)...)
 	case s.computeSaturated():
 		what := fmt.Sprintf("on steps %s full of the %.0f-token budget", pct(fill), s.v(SigBudget))
 		switch {
@@ -138,6 +146,9 @@ func (s *Signals) schedulerAnswer() Answer {
 	case s.capSuggestion() > 0:
 		return s.answer(Yes, "cap", fmt.Sprintf("running sat at max_num_seqs %.0f in %s of the window while requests waited, with the KV cache and the steps to spare", s.v(SigMaxSeqs), pct(s.v(SigPinnedShare))),
 			[]SignalName{SigMaxSeqs, SigBusy, SigBudget}, SigPinnedShare, SigMaxSeqs, SigWaitingShare)
+	case s.budgetLimited() && s.queued():
+		return s.answer(Yes, "budget", fmt.Sprintf("requests waited while every step carried the %.0f-token budget (%s full), too few tokens to spread the weights' read over (memory traffic %s of the time at the GPU's peak bandwidth): --max-num-batched-tokens holds the batch back, not the GPU",
+			s.v(SigBudget), pct(s.v(SigFill)), pct(s.v(SigMBU))), []SignalName{SigBudget, SigBusy, SigPeakFLOPs}, SigFill, SigBudget, SigMBU, SigWaitingShare)
 	case s.noWork():
 		stepped := ""
 		if !math.IsNaN(eng) {

@@ -41,6 +41,7 @@ func (d *diagnosis) has(name string) bool { return slices.Contains(d.names, name
 func rules() []rule {
 	capacity := []SignalName{SigBusy, SigBudget, SigMaxSeqs}
 	return []rule{
+		{name: "engine-dead", severity: Critical, excludes: notWhileDead, when: func(s *Signals) bool { return s.deadReason() != "" }, advise: engineDead},
 		{name: "metrics-stale", severity: Warning, when: stale, advise: metricsStale},
 		{name: "compute-and-kv-bound", answers: []Question{QCompute, QKV}, severity: Warning,
 			excludes: []string{"kv-capacity-bound", "compute-bound", "concurrency-cap", "under-loaded"}, uses: append(capacity, SigPeakFLOPs),
@@ -49,6 +50,8 @@ func rules() []rule {
 			when: func(s *Signals) bool { return s.kvLimited() && s.queued() }, advise: kvCapacityBound},
 		{name: "compute-bound", answers: []Question{QCompute}, severity: Warning, excludes: []string{"concurrency-cap", "under-loaded"}, uses: append(capacity, SigPeakFLOPs),
 			when: func(s *Signals) bool { return s.computeSaturated() && s.queued() }, advise: computeBound},
+		{name: "token-budget", answers: []Question{QCompute, QScheduler}, severity: Warning, excludes: []string{"concurrency-cap", "under-loaded"}, uses: []SignalName{SigBusy, SigBudget, SigPeakFLOPs},
+			when: func(s *Signals) bool { return s.budgetLimited() && s.queued() }, advise: tokenBudget},
 		{name: "host-bound", answers: []Question{QScheduler}, severity: Warning, excludes: []string{"concurrency-cap", "under-loaded"}, uses: []SignalName{SigHostShare, SigEngineBusy, SigMaxSeqs},
 			when: (*Signals).hostBound, advise: hostBound},
 		{name: "concurrency-cap", answers: []Question{QScheduler}, severity: Warning, uses: []SignalName{SigBudget, SigMaxSeqs, SigBusy},

@@ -175,16 +175,27 @@ func computeBound(s *Signals, _ *diagnosis) *Finding {
 		prev := apply
 		apply = func(rc *ReplicaConfig) { prev(rc); rc.MaxNumBatchedTokens = max(rc.MaxNumBatchedTokens, n) }
 	}
+	if c, a, ok := s.hostGapChange(); ok {
+		changes = append(changes, c)
+		prev := apply
+		apply = func(rc *ReplicaConfig) { prev(rc); a(rc) }
+	}
+	if c, ok := s.budgetUnknown(); ok {
+		changes = append(changes, c)
+	}
 	evs := s.evs(SigBusy, SigFill)
 	if !math.IsNaN(s.v(SigPeakFLOPs)) {
 		evs = append(evs, s.evs(SigMFU, SigMBU, SigRoofline)...)
+	}
+	if !(s.v(SigBusy) >= s.th.BusyHigh) {
+		evs = append(evs, s.evs(SigEngineBusy, SigQueueGrowth, SigHostShare)...)
 	}
 	evs = append(evs, s.dcgmEvidence()...)
 	evs = append(evs, s.evs(SigWaitingShare, SigWaiting, SigKV, SigRunning, SigMaxSeqs, SigArrivalRate, SigFinishRate)...)
 	return &Finding{Title: "compute bound: the GPU is busy all the time on full steps and requests still wait",
 		Evidence: evs,
-		Inference: fmt.Sprintf("The GPU was busy %s of the time (%s) on steps that use its arithmetic, with KV blocks to spare, yet requests waited: "+
-			"the work offered exceeds what one replica computes.", pct(s.v(SigBusy)), s.src(SigBusy)) + s.conflict(),
+		Inference: s.saturationClause("steps that use its arithmetic", "steps that use the GPU's arithmetic") + ", with KV blocks to spare, yet requests waited: " +
+			"the work offered exceeds what one replica computes." + s.conflict(),
 		Changes: changes, apply: apply}
 }
 
@@ -272,7 +283,8 @@ func (s *Signals) capSuggestion() int {
 	}
 	kvLimit := n * s.th.KVSpare / math.Max(s.v(SigKVPeak), 0.01)
 	fillLimit := n * s.th.FillHigh / math.Max(s.v(SigFill), 0.001)
-	want := math.Max(float64(s.raised(int(n), s.th.SeqsRaise)), math.Ceil(s.th.CapHeadroom*(s.v(SigRunning)+s.v(SigWaiting))))
+	inFlight := (s.v(SigRunning) + s.v(SigWaiting)) / float64(s.cfg.engines) // a data-parallel rank's share: the cap is each rank's
+	want := math.Max(float64(s.raised(int(n), s.th.SeqsRaise)), math.Ceil(s.th.CapHeadroom*inFlight))
 	if suggest := int(math.Floor(math.Min(want, math.Min(kvLimit, fillLimit)))); suggest > int(n) {
 		return suggest
 	}

@@ -87,3 +87,42 @@ func singleReading(s *Signals) Finding {
 		Inference: "Counters (tokens, finished requests, preemptions) and histograms (latencies) need two readings to give a rate or a distribution over a window, so no bottleneck can be named from one scrape. The gauges above are the target's state at that instant.",
 		Changes:   []Change{{Why: "sample the live target over a window (--metrics-url with --duration), or read its history from Prometheus (--prometheus-url)"}}}
 }
+
+// notWhileDead are the findings a dead engine's window cannot support: its
+// requests fail at once, so its load, latencies and capacity describe the
+// failure, not the server.
+var notWhileDead = []string{"compute-and-kv-bound", "kv-capacity-bound", "compute-bound", "token-budget", "host-bound", "concurrency-cap",
+	"under-loaded", "preemption-storm", "prefill-bound", "decode-bound", "queueing-dominates", "client-timeouts", "prefix-caching", "prefix-reuse",
+	"speculation-costly"}
+
+// deadReason is what glassbox_engine_dead says killed the engine in the
+// window's first reading that has it dead ("" if none did): a target
+// restarted since (a liveness probe on /health) still had the death.
+func (s *Signals) deadReason() string {
+	for _, snap := range s.w.Snapshots {
+		for _, r := range metricspec.EngineDeadReasons {
+			if snap.Values[keyEngineDead(r)] >= 1 {
+				return r
+			}
+		}
+	}
+	return ""
+}
+
+// deadAdvice is what each reason asks of the operator.
+var deadAdvice = map[string]string{
+	"executor_error": "a sticky device fault (an illegal address, a failed launch, an ECC error): read the engine's log line and the kernel's (dmesg: NVIDIA Xid), check the GPU with nvidia-smi; only a new process recovers the device",
+	"step_timeout":   "a step ran past --step-timeout (a hung kernel, or a step legitimately longer: a long prefill on a CPU): read the log's step; raise --step-timeout only if steps really take that long",
+	"executor_panic": "the executor panicked (a bug): the log holds its stack; file it with the request that ran",
+}
+
+// engineDead reports an engine that stopped: every request fails until the
+// process restarts.
+func engineDead(s *Signals, _ *diagnosis) *Finding {
+	r := s.deadReason()
+	return &Finding{Severity: Critical, Title: "engine dead: every request fails until the server restarts",
+		Evidence: []Evidence{ev("engine dead, reason "+r, 1, "", "max_over_time(max("+s.p.s(metricspec.EngineDead, `reason="`+r+`"`)+")["+s.p.window+":"+s.p.step+"])")},
+		Inference: "glassbox_engine_dead says the engine stopped (" + r + "): in-flight requests ended with a 503 error, new ones are refused with it, and /health answers 503. " +
+			"The window's load, latencies and capacity describe the failure, not the server, so no other finding is drawn from them.",
+		Changes: []Change{{Why: "restart the server (a Kubernetes liveness probe on /health does; runbook GlassboxEngineDead), then: " + deadAdvice[r]}}}
+}

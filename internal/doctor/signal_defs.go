@@ -71,6 +71,14 @@ func signalDefs() []signalDef {
 			func(p promql, s *Signals) string {
 				return fmt.Sprintf("(%s + delta((sum(%s) + sum(%s))[%s:%s])) / %g", p.inc(metricspec.RequestSuccess), p.s(m), p.s(w), p.window, p.step, math.Round(s.seconds))
 			}),
+		// The queue's growth: the least-squares slope of the waiting gauge
+		// over the readings, as PromQL's deriv fits it. A queue that keeps
+		// growing says more arrives than the engine serves, whatever its
+		// utilisation counters read.
+		one(SigQueueGrowth, "requests/s", srcVLLM, "growth of the waiting queue (least-squares slope of requests waiting)", func(v *view) float64 { return slope(v.w.Gauge(w)) },
+			func(p promql, _ *Signals) string {
+				return fmt.Sprintf("deriv(sum(%s)[%s:%s])", p.s(w), p.window, p.step)
+			}),
 		one(SigAborts, "", srcVLLM, "aborted requests", func(v *view) float64 { return v.inc(keyAborts) },
 			func(p promql, _ *Signals) string { return p.inc(metricspec.RequestSuccess, `finished_reason="abort"`) }),
 		one(SigAbortShare, "ratio", srcVLLM, "share of finished requests aborted", func(v *view) float64 { return ratio(v.inc(keyAborts), v.inc(metricspec.RequestSuccess)) },
@@ -101,6 +109,17 @@ func signalDefs() []signalDef {
 			},
 			func(p promql, _ *Signals) string {
 				return p.ratio(p.inc(metricspec.PrefixCacheHits), p.inc(metricspec.PrefixCacheQueries))
+			}),
+		// Prompt tokens not computed: served by the prefix cache, or loaded
+		// back from an offload tier's host memory (vLLM counts both in
+		// prompt_tokens_cached, the prefix cache's hits alone in
+		// prefix_cache_hits).
+		one(SigCachedShare, "ratio", srcVLLM, "share of prompt tokens cached (the prefix cache's, or loaded from the offload tier)",
+			func(v *view) float64 {
+				return ratio(v.inc(metricspec.PromptTokensCached), v.inc(metricspec.PromptTokens))
+			},
+			func(p promql, _ *Signals) string {
+				return p.ratio(p.inc(metricspec.PromptTokensCached), p.inc(metricspec.PromptTokens))
 			}),
 		// Prompt tokens are counted once, at a request's first token, as is
 		// TTFT; generated tokens per finished request come from the
@@ -138,44 +157,6 @@ func signalDefs() []signalDef {
 			func(p promql, _ *Signals) string {
 				return "(" + p.inc(metricspec.NumPreemptions) + " * (" + p.inc(metricspec.PromptTokens) + " + " + p.inc(metricspec.GenerationTokens) + " / 2) / " + p.inc(metricspec.RequestSuccess) + ") / (" +
 					p.inc(metricspec.PromptTokens) + " - " + p.inc(metricspec.PromptTokensCached) + " + " + p.inc(metricspec.GenerationTokens) + ")"
-			}),
-
-		// Steps against the token budget.
-		{name: SigStepTokens, unit: "tokens", alts: []signalAlt{
-			{src: srcVLLM, what: "computed tokens per step",
-				value: func(v *view) float64 {
-					return ratio(v.inc(hsum(metricspec.IterationTokens)), v.inc(hcount(metricspec.IterationTokens)))
-				},
-				promql: func(p promql, _ *Signals) string {
-					return p.ratio(p.inc(hsum(metricspec.IterationTokens)), p.inc(hcount(metricspec.IterationTokens)))
-				}},
-			{src: srcGlassbox, what: "computed tokens per step",
-				value: func(v *view) float64 {
-					return ratio(v.inc(metricspec.PromptTokens)-zeroNaN(v.inc(metricspec.PromptTokensCached))+v.inc(metricspec.GenerationTokens), v.inc(metricspec.EngineSteps))
-				}},
-		}},
-		{name: SigBudget, unit: "tokens", constant: true, alts: []signalAlt{
-			{src: srcGlassbox, what: "max_num_batched_tokens", value: func(v *view) float64 { return positive(float64(v.cfg().maxBatchedTokens)) },
-				promql: func(p promql, _ *Signals) string { return p.info(metricspec.SchedulerConfigInfo) }},
-			{src: srcFlag, what: "max_num_batched_tokens (--max-num-batched-tokens)", value: func(v *view) float64 { return positive(float64(v.s.hints.MaxNumBatchedTokens)) }},
-			// vLLM exports no budget. Budgets are round numbers (2048 the
-			// smallest anyone sets, 8192 vLLM's default on big GPUs), and a
-			// step holds no more than its budget on average: the smallest
-			// round budget the mean step fits in.
-			{src: srcInferred, what: "max_num_batched_tokens (inferred: the smallest round budget the mean step fits)", value: func(v *view) float64 {
-				b := 2048.0
-				for _, b = range []float64{2048, 4096, 8192, 16384} {
-					if !(v.sig(SigStepTokens) > 1.02*b) {
-						break
-					}
-				}
-				return b
-			}},
-		}},
-		one(SigFill, "ratio", srcVLLM, "computed tokens per step, of max_num_batched_tokens",
-			func(v *view) float64 { return v.sig(SigStepTokens) / v.sig(SigBudget) },
-			func(p promql, s *Signals) string {
-				return fmt.Sprintf("%s / %g", p.ratio(p.inc(hsum(metricspec.IterationTokens)), p.inc(hcount(metricspec.IterationTokens))), s.v(SigBudget))
 			}),
 
 		// The KV cache's size, and whether the next prompt fits in it.
@@ -217,6 +198,48 @@ func signalDefs() []signalDef {
 					s.v(SigBlocks)*s.v(SigBlockSize), s.v(SigAdmissionNeed), p.window, p.step)
 			}),
 
+		// Steps against the token budget.
+		{name: SigStepTokens, unit: "tokens", alts: []signalAlt{
+			{src: srcVLLM, what: "computed tokens per step",
+				value: func(v *view) float64 {
+					return ratio(v.inc(hsum(metricspec.IterationTokens)), v.inc(hcount(metricspec.IterationTokens)))
+				},
+				promql: func(p promql, _ *Signals) string {
+					return p.ratio(p.inc(hsum(metricspec.IterationTokens)), p.inc(hcount(metricspec.IterationTokens)))
+				}},
+			{src: srcGlassbox, what: "computed tokens per step",
+				value: func(v *view) float64 {
+					return ratio(v.inc(metricspec.PromptTokens)-zeroNaN(v.inc(metricspec.PromptTokensCached))+v.inc(metricspec.GenerationTokens), v.inc(metricspec.EngineSteps))
+				}},
+		}},
+		{name: SigBudget, unit: "tokens", constant: true, alts: []signalAlt{
+			{src: srcGlassbox, what: "max_num_batched_tokens", value: func(v *view) float64 { return positive(float64(v.cfg().maxBatchedTokens)) },
+				promql: func(p promql, _ *Signals) string { return p.info(metricspec.SchedulerConfigInfo) }},
+			{src: srcFlag, what: "max_num_batched_tokens (--max-num-batched-tokens)", value: func(v *view) float64 { return positive(float64(v.s.hints.MaxNumBatchedTokens)) }},
+			// vLLM exports no budget. Budgets are round numbers (2048 the
+			// smallest usual, 8192 vLLM's default on big GPUs), and a step
+			// holds no more than its budget on average: the smallest round
+			// budget the mean step fits in; or a smaller one that no step
+			// passed while the prompts were longer (chunkedBudget).
+			{src: srcInferred, what: "max_num_batched_tokens (inferred: the smallest round budget the mean step fits, or one below 2048 that the steps sit at while longer prompts wait)", value: func(v *view) float64 {
+				if b := chunkedBudget(v); b > 0 {
+					return b
+				}
+				b := 2048.0
+				for _, b = range []float64{2048, 4096, 8192, 16384} {
+					if !(v.sig(SigStepTokens) > 1.02*b) {
+						break
+					}
+				}
+				return b
+			}},
+		}},
+		one(SigFill, "ratio", srcVLLM, "computed tokens per step, of max_num_batched_tokens",
+			func(v *view) float64 { return v.sig(SigStepTokens) / v.sig(SigBudget) },
+			func(p promql, s *Signals) string {
+				return fmt.Sprintf("%s / %g", p.ratio(p.inc(hsum(metricspec.IterationTokens)), p.inc(hcount(metricspec.IterationTokens))), s.v(SigBudget))
+			}),
+
 		// The sequence cap, and whether running sat at it.
 		{name: SigMaxSeqs, unit: "", constant: true, alts: []signalAlt{
 			{src: srcGlassbox, what: "max_num_seqs", value: func(v *view) float64 { return positive(float64(v.cfg().maxNumSeqs)) },
@@ -230,25 +253,28 @@ func signalDefs() []signalDef {
 				if !(n > 0) {
 					return math.NaN()
 				}
-				return v.share(m, func(x float64) bool { return x >= v.th().PinnedNear*n-1 })
+				all := n * float64(v.cfg().engines) // each rank its own cap
+				return v.share(m, func(x float64) bool { return x >= v.th().PinnedNear*all-1 })
 			},
 			func(p promql, s *Signals) string {
-				return p.share(m, "sum", fmt.Sprintf(">= bool %g", s.th.PinnedNear*s.v(SigMaxSeqs)-1))
+				return p.share(m, "sum", fmt.Sprintf(">= bool %g", s.th.PinnedNear*s.v(SigMaxSeqs)*float64(s.cfg.engines)-1))
 			}),
 
 		// The GPU: its peaks, how much of them the steps use, and whether
 		// it is busy.
-		peakDef(SigPeakFLOPs, "FLOP/s", "peak FLOP/s", func(f, _ float64) float64 { return f }),
+		peakFLOPsDef(),
 		peakDef(SigPeakBandwidth, "bytes/s", "peak memory bandwidth", func(_, b float64) float64 { return b }),
 		one(SigMFU, "ratio", srcVLLM, "MFU: vLLM's estimated FLOP/s over the GPU's peak",
-			func(v *view) float64 { return v.rate(metricspec.EstimatedFLOPsPerGPU) / v.sig(SigPeakFLOPs) },
+			func(v *view) float64 { return v.perEngine(metricspec.EstimatedFLOPsPerGPU) / v.sig(SigPeakFLOPs) },
 			func(p promql, s *Signals) string {
-				return fmt.Sprintf("%s / %g", p.rate(metricspec.EstimatedFLOPsPerGPU), s.v(SigPeakFLOPs))
+				return fmt.Sprintf("%s / %g", p.rate(metricspec.EstimatedFLOPsPerGPU), s.v(SigPeakFLOPs)*float64(s.cfg.engines))
 			}),
 		one(SigMBU, "ratio", srcVLLM, "memory-bandwidth utilisation: vLLM's estimated read bytes/s over the GPU's bandwidth",
-			func(v *view) float64 { return v.rate(metricspec.EstimatedReadBytesPerGPU) / v.sig(SigPeakBandwidth) },
+			func(v *view) float64 {
+				return v.perEngine(metricspec.EstimatedReadBytesPerGPU) / v.sig(SigPeakBandwidth)
+			},
 			func(p promql, s *Signals) string {
-				return fmt.Sprintf("%s / %g", p.rate(metricspec.EstimatedReadBytesPerGPU), s.v(SigPeakBandwidth))
+				return fmt.Sprintf("%s / %g", p.rate(metricspec.EstimatedReadBytesPerGPU), s.v(SigPeakBandwidth)*float64(s.cfg.engines))
 			}),
 		// Above 1 the steps' arithmetic takes the GPU longer than their
 		// memory traffic: more tokens per step cost time in proportion.
@@ -273,15 +299,15 @@ func signalDefs() []signalDef {
 		// Either counts the host's share of each step too.
 		one(SigStepsTimesITL, "ratio", srcEstimate, "engine steps per second × mean inter-token latency, at most 1 (vLLM's series)",
 			func(v *view) float64 {
-				steps := v.rate(hcount(metricspec.IterationTokens))
+				steps := v.perEngine(hcount(metricspec.IterationTokens))
 				itl := ratio(v.inc(hsum(metricspec.InterTokenLatency)), v.inc(hcount(metricspec.InterTokenLatency)))
 				if !(steps > 0 && itl > 0) {
 					return math.NaN()
 				}
 				return math.Min(1, steps*itl)
 			},
-			func(p promql, _ *Signals) string {
-				return "clamp_max(" + p.rate(hcount(metricspec.IterationTokens)) + " * " + p.ratio(p.inc(hsum(metricspec.InterTokenLatency)), p.inc(hcount(metricspec.InterTokenLatency))) + ", 1)"
+			func(p promql, s *Signals) string {
+				return "clamp_max(" + p.perEngine(hcount(metricspec.IterationTokens), s) + " * " + p.ratio(p.inc(hsum(metricspec.InterTokenLatency)), p.inc(hcount(metricspec.InterTokenLatency))) + ", 1)"
 			}),
 		one(SigBusyEstimate, "ratio", srcEstimate, "engine steps per second × mean inter-token latency, or the share of the window with a request running (vLLM's series)",
 			func(v *view) float64 {
@@ -295,8 +321,8 @@ func signalDefs() []signalDef {
 				return s.get(SigStepsTimesITL).PromQL + " or " + p.share(m, "sum", ">= bool 1")
 			}),
 		{name: SigBusy, unit: "ratio", alts: []signalAlt{
-			{src: srcGlassbox, what: "GPU utilisation: executor busy seconds per second", value: func(v *view) float64 { return v.rate(metricspec.ExecutorBusySeconds) },
-				promql: func(p promql, _ *Signals) string { return p.rate(metricspec.ExecutorBusySeconds) }},
+			{src: srcGlassbox, what: "GPU utilisation: executor busy seconds per second", value: func(v *view) float64 { return v.perEngine(metricspec.ExecutorBusySeconds) },
+				promql: func(p promql, s *Signals) string { return p.perEngine(metricspec.ExecutorBusySeconds, s) }},
 			// A GPU that always has work reads GR_ENGINE_ACTIVE below 1 (the
 			// gaps between its kernels): the share of the time it had work
 			// is the reading over that.
@@ -310,8 +336,8 @@ func signalDefs() []signalDef {
 				promql: func(p promql, s *Signals) string { return s.get(SigBusyEstimate).PromQL }},
 		}},
 		{name: SigEngineBusy, unit: "ratio", alts: []signalAlt{
-			{src: srcGlassbox, what: "share of the time the engine spent in steps", value: func(v *view) float64 { return v.rate(hsum(metricspec.EngineStepDuration)) },
-				promql: func(p promql, _ *Signals) string { return p.rate(hsum(metricspec.EngineStepDuration)) }},
+			{src: srcGlassbox, what: "share of the time the engine spent in steps", value: func(v *view) float64 { return v.perEngine(hsum(metricspec.EngineStepDuration)) },
+				promql: func(p promql, s *Signals) string { return p.perEngine(hsum(metricspec.EngineStepDuration), s) }},
 			{src: srcEstimate, what: "share of the time the engine spent in steps, estimated: steps per second × mean inter-token latency",
 				value:  func(v *view) float64 { return v.sig(SigBusyEstimate) },
 				promql: func(p promql, s *Signals) string { return s.get(SigBusyEstimate).PromQL }},
@@ -371,51 +397,17 @@ func peakDef(name SignalName, unit, what string, pick func(flops, bandwidth floa
 	}}
 }
 
+// peakFLOPsDef is the GPU's peak FLOP/s: its FP8 peak for FP8 weights,
+// whose GEMMs run at it; else the dense BF16 peak.
+func peakFLOPsDef() signalDef {
+	d := peakDef(SigPeakFLOPs, "FLOP/s", "peak FLOP/s", func(f, _ float64) float64 { return f })
+	fp8 := signalAlt{src: srcGPU, what: "the GPU's FP8 peak FLOP/s (its datasheet: the weights are FP8, and their GEMMs run at it)",
+		value: func(v *view) float64 { return fp8Peak(v.w, v.s.hints, v.cfg()) }}
+	d.alts = append([]signalAlt{fp8}, d.alts...)
+	return d
+}
+
 func quantileDef(name SignalName, what string, q float64, family string) signalDef {
 	return one(name, "s", srcVLLM, what, func(v *view) float64 { return v.quantile(q, family) },
 		func(p promql, _ *Signals) string { return p.quantile(q, family) })
-}
-
-// arrivalRate is requests finished plus the change in those in the engine,
-// per second.
-func arrivalRate(v *view) float64 {
-	run, wait := v.w.Gauge(metricspec.NumRequestsRunning), v.w.Gauge(metricspec.NumRequestsWaiting)
-	if len(run) < 2 || len(wait) < 2 || !(v.seconds() > 0) {
-		return math.NaN()
-	}
-	inFlight := func(i int) float64 { return run[i].V + wait[i].V }
-	return math.Max(0, (zeroNaN(v.inc(metricspec.RequestSuccess))+inFlight(len(run)-1)-inFlight(0))/v.seconds())
-}
-
-// plateau infers max_num_seqs from vLLM's series: a plateau of the running
-// gauge with requests waiting is a cap, unless the KV cache holds it there
-// or full steps (the budget admits no more prefill) do.
-func plateau(v *view) float64 {
-	n := v.sig(SigRunningPeak)
-	th := v.th()
-	if !(n >= 2) || !(v.sig(SigWaitingShare) >= th.WaitingPersistent) || kvLimited(v.sig, th) || v.sig(SigFill) >= th.FillInferred {
-		return math.NaN()
-	}
-	if v.share(metricspec.NumRequestsRunning, func(x float64) bool { return x >= th.PinnedNear*n-1 }) < th.PinnedShare {
-		return math.NaN()
-	}
-	return n
-}
-
-// restarts counts the readings at which the finished-request or the
-// generated-token counter fell: the process behind the series restarted.
-func restarts(v *view) float64 {
-	n := 0
-	snaps := v.w.Snapshots
-	for i := 1; i < len(snaps); i++ {
-		for _, key := range []string{metricspec.RequestSuccess, metricspec.GenerationTokens} {
-			a, ok1 := snaps[i-1].Values[key]
-			b, ok2 := snaps[i].Values[key]
-			if ok1 && ok2 && b < a {
-				n++
-				break
-			}
-		}
-	}
-	return float64(n)
 }

@@ -214,6 +214,11 @@ func (v *view) inc(key string) float64 {
 
 func (v *view) rate(key string) float64 { return v.inc(key) / v.seconds() }
 
+// perEngine is a rate a data-parallel rank keeps of its own time or GPUs
+// (busy seconds, step seconds, steps, FLOPs per GPU), per rank: the
+// series sum over the ranks.
+func (v *view) perEngine(key string) float64 { return v.rate(key) / float64(v.cfg().engines) }
+
 // points are a gauge's readings: every one over the window, the end's
 // over an interval.
 func (v *view) points(key string) []Point {

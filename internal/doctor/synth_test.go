@@ -28,6 +28,20 @@ type load struct {
 	vllm                             bool    // no glassbox_* series
 	dcgm                             float64 // DCGM's graphics-engine activity beside the target; 0 for no DCGM
 	gpuName                          string  // DCGM's modelName
+	// vLLM's work estimates per second (MFU and MBU), and the GPU's peaks
+	// in glassbox's gauges (0: not exported).
+	flops, readBytes, peakFLOPs, peakBW float64
+	// engines are the data-parallel ranks (vLLM's engine label); the
+	// counters above are their sums.
+	engines int
+	// quantization is glassbox_executor_info's (the weights' type).
+	quantization string
+	// offloadGiB is vllm:cache_config_info's kv_offloading_size (0: none).
+	offloadGiB float64
+	// dead is the reason glassbox_engine_dead names from reading deadAt
+	// on ("": the engine serves throughout).
+	dead   string
+	deadAt int
 	// Speculative decoding: verify passes per second and each draft
 	// position's acceptance (accepted there per pass); no families when
 	// specPasses is 0. specLen is the draft tokens per pass (k when 0).
@@ -67,15 +81,27 @@ func constantI(v float64) func(int) float64 { return constant(v) }
 
 var testBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, math.Inf(1)}
 
+// tokenBuckets are vLLM's for vllm:iteration_tokens_total.
+var tokenBuckets = []float64{1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, math.Inf(1)}
+
 func (l load) window() *Window {
 	w := &Window{Source: "metrics", Target: "http://test/metrics", Selector: `{instance="test:8000"}`,
 		Info: map[string]map[string]string{}, Present: map[string]bool{}}
 	w.Info[metricspec.CacheConfigInfo] = map[string]string{"block_size": "16", "num_gpu_blocks": strconv.Itoa(l.blocks),
 		"enable_prefix_caching": map[bool]string{true: "True", false: "False"}[l.prefix], "gpu_memory_utilization": "0.92",
-		"kv_cache_memory_bytes": strconv.Itoa(l.blocks * 16 * 131072)}
+		"kv_cache_memory_bytes": strconv.Itoa(l.blocks * 16 * 131072), "kv_offloading_size": "None"}
+	if l.offloadGiB > 0 {
+		w.Info[metricspec.CacheConfigInfo]["kv_offloading_size"] = strconv.FormatFloat(l.offloadGiB, 'g', -1, 64)
+	}
 	if !l.vllm {
 		w.Info[metricspec.SchedulerConfigInfo] = map[string]string{"max_num_seqs": strconv.Itoa(l.maxSeqs), "max_num_batched_tokens": strconv.Itoa(l.maxBatched), "max_model_len": "4096"}
 		w.Info[metricspec.ExecutorInfo] = map[string]string{"executor": "sim", "hardware": "h200", "model": "llama-3.1-8b", "tensor_parallel_size": "1"}
+		if l.quantization != "" {
+			w.Info[metricspec.ExecutorInfo]["quantization"] = l.quantization
+		}
+	}
+	if l.engines > 1 {
+		w.Info[InfoEngines] = map[string]string{"count": strconv.Itoa(l.engines)}
 	}
 	t0 := testTime()
 	cum := map[string]float64{}
@@ -86,7 +112,11 @@ func (l load) window() *Window {
 		if buckets[family] == nil {
 			buckets[family] = map[float64]float64{}
 		}
-		for _, le := range testBuckets {
+		bounds := testBuckets
+		if family == metricspec.IterationTokens {
+			bounds = tokenBuckets
+		}
+		for _, le := range bounds {
 			if value <= le {
 				buckets[family][le] += count
 			}
@@ -103,6 +133,7 @@ func (l load) window() *Window {
 				gen = l.genRate(i)
 			}
 			add := map[string]float64{metricspec.ExecutorBusySeconds: l.busy, metricspec.EngineHostSeconds: l.host, metricspec.EngineSteps: l.steps, metricspec.GenerationTokens: gen, metricspec.PromptTokens: l.prompt, metricspec.PromptTokensCached: l.cached,
+				metricspec.EstimatedFLOPsPerGPU: l.flops, metricspec.EstimatedReadBytesPerGPU: l.readBytes,
 				metricspec.NumPreemptions: l.preempt, metricspec.RequestSuccess: l.success, keyAborts: l.aborts, metricspec.PrefixCacheQueries: l.queries, metricspec.PrefixCacheHits: l.hits}
 			if l.specPasses > 0 {
 				add[metricspec.SpecDecodeDrafts], add[metricspec.SpecDecodeDraftTokens] = l.specPasses, l.specPasses*l.specLen
@@ -133,6 +164,12 @@ func (l load) window() *Window {
 			if _, ok := s.Values[spec.Key]; !ok && spec.Key != metricspec.ExecutorPeakFLOPs {
 				s.Values[spec.Key] = cum[spec.Key]
 			}
+		}
+		if l.peakFLOPs > 0 {
+			s.Values[metricspec.ExecutorPeakFLOPs], s.Values[metricspec.ExecutorPeakMemBandwidth] = l.peakFLOPs, l.peakBW
+		}
+		if l.dead != "" && i >= l.deadAt {
+			s.Values[keyEngineDead(l.dead)] = 1
 		}
 		// Without speculation the families are absent; with it, positions
 		// 0..k-1 exist.

@@ -39,16 +39,20 @@ type Thresholds struct {
 	WideStep          float64 `yaml:"wide_step" doc:"tokens per step from which a busy GPU may be compute-bound on decode alone (without its peaks the doctor cannot tell)"`
 	EngineBusy        float64 `yaml:"engine_busy" doc:"share of the time the engine spends in steps when they run back to back"`
 	HostShare         float64 `yaml:"host_share" doc:"share of each step the GPU waits for the host that makes the host the limit"`
+	HostGap           float64 `yaml:"host_gap" doc:"share of each step the GPU waits for the host from which an engine flat out on full steps is advised --async-scheduling (host-bound, from host_share, advises it too)"`
 	ConflictGap       float64 `yaml:"conflict_gap" doc:"difference between two readings of utilisation that the report calls a conflict"`
 	WaitingPersistent float64 `yaml:"waiting_persistent" doc:"share of readings with a request waiting that makes a queue"`
 	NoWaiting         float64 `yaml:"no_waiting" doc:"share of readings with a request waiting below which nothing queues"`
 	PinnedShare       float64 `yaml:"pinned_share" doc:"share of readings with running at max_num_seqs that pins it"`
 	PinnedNear        float64 `yaml:"pinned_near" doc:"fraction of max_num_seqs (less one) a reading counts as at the cap"`
+	QueueGrowth       float64 `yaml:"queue_growth" doc:"growth of the waiting queue (its least-squares slope over the window) per request arriving that shows more requests arrive than the engine serves; the queue must also grow by min_requests over the window"`
+	BudgetReadShare   float64 `yaml:"budget_read_share" doc:"MBU of steps at their token budget on a prompt-heavy load (the share of the time their memory traffic takes at the GPU's peak bandwidth: mostly the weights' read, which a step pays whatever its size) from which the budget, with budget_roofline, is the limit"`
+	BudgetRoofline    float64 `yaml:"budget_roofline" doc:"MFU over MBU (at the peaks of the weights' type: FP8's for FP8 weights) of such steps below which their arithmetic does not hide the weights' read, so that a larger budget carries more tokens for little more time (in the simulator's cost model, doubling a budget under both lines raises prefill throughput by about 10 % or more on every GPU, where a GPU that overlaps the read with the arithmetic, as a measured H200 does, gains little past 2)"`
 
 	PreemptionRate    float64 `yaml:"preemption_rate" doc:"preemptions per second of a storm (the preemption alert's)"`
 	RecomputeCritical float64 `yaml:"recompute_critical" doc:"share of computed tokens recomputed after preemption that makes a storm critical"`
 	GPUMemoryUtil     float64 `yaml:"gpu_memory_util" doc:"--gpu-memory-utilization the KV remedies raise a lower one to, if the weights and activations leave room"`
-	BudgetRaiseFill   float64 `yaml:"budget_raise_fill" doc:"step fill at which a compute-bound engine is advised a larger --max-num-batched-tokens"`
+	BudgetRaiseFill   float64 `yaml:"budget_raise_fill" doc:"step fill at which a compute-bound engine is advised a larger --max-num-batched-tokens, and from which token-budget counts the steps at their budget"`
 	PrefillRaiseFill  float64 `yaml:"prefill_raise_fill" doc:"step fill at which a prefill-bound engine is advised a larger --max-num-batched-tokens"`
 	QueueShare        float64 `yaml:"queue_share" doc:"share of end-to-end time spent queued that dominates latency (the queue alert's)"`
 	AbortShare        float64 `yaml:"abort_share" doc:"share of finished requests aborted (the abort alert's)"`
@@ -117,11 +121,15 @@ func DefaultThresholds() Thresholds {
 		WideStep:          512,
 		EngineBusy:        0.8,
 		HostShare:         0.5,
+		HostGap:           0.1,
 		ConflictGap:       0.4,
 		WaitingPersistent: 0.5,
 		NoWaiting:         0.1,
 		PinnedShare:       0.7,
 		PinnedNear:        0.9,
+		QueueGrowth:       0.05,
+		BudgetReadShare:   0.15,
+		BudgetRoofline:    2,
 
 		PreemptionRate:    0.5,
 		RecomputeCritical: 0.3,

@@ -23,6 +23,17 @@ type ReplicaConfig struct {
 	PrefixCaching       bool
 	HostOverhead        time.Duration // the simulator's per-step host time (--sim-host-overhead)
 	AsyncScheduling     bool
+	// Quantization and KVCacheDtype are vLLM's --quantization and
+	// --kv-cache-dtype ("" and "auto" for the model's own type): an FP8
+	// target is replayed in FP8, its KV blocks one byte an element.
+	Quantization, KVCacheDtype string
+	ExpertParallel             bool // --enable-expert-parallel
+	// DataParallel is --data-parallel-size: the ranks behind one API, each
+	// with MaxNumSeqs, MaxNumBatchedTokens and NumBlocks of its own.
+	DataParallel int
+	// OffloadGiB is --kv-offloading-size: the CPU offload tier's host
+	// memory, 0 without one.
+	OffloadGiB float64
 	// Replicas is how many replicas share the load; the replay runs one of
 	// them at its share of the arrival rate (a router that balances
 	// evenly). 0 and 1 are one.
@@ -171,7 +182,7 @@ func currentReplica(s *Signals) (ReplicaConfig, error) {
 	return ReplicaConfig{Hardware: c.hardware, Model: c.model, TensorParallel: max(1, c.tensorParallel),
 		MaxNumSeqs: c.maxNumSeqs, MaxNumBatchedTokens: c.maxBatchedTokens, MaxModelLen: c.maxModelLen,
 		BlockSize: c.blockSize, NumBlocks: c.numBlocks, PrefixCaching: *c.prefixCaching,
-		HostOverhead: c.hostDuration(), AsyncScheduling: c.asyncScheduling, Replicas: 1}, nil
+		HostOverhead: c.hostDuration(), AsyncScheduling: c.asyncScheduling, Quantization: c.quantization, KVCacheDtype: c.cacheDtype, ExpertParallel: c.expertParallel, DataParallel: c.engines, OffloadGiB: c.offloadGiB, Replicas: 1}, nil
 }
 
 // estimateLoad takes the arrival rate and mean lengths from the counters.

@@ -117,7 +117,7 @@ type Output struct {
 	Err          error
 
 	PromptTokens int // set on every output
-	CachedTokens int // prompt tokens served from the prefix cache
+	CachedTokens int // prompt tokens served from the prefix cache or loaded from the offload tier
 
 	// Embedding is an Embed request's vector (L2-normalised), on its
 	// final output.
@@ -132,26 +132,6 @@ type Output struct {
 // goroutine, so it needs no locking of its own state.
 type Executor interface {
 	Execute(b *Batch, r *StepResult) error
-}
-
-// Embedder is an Executor that can pool a prompt into a vector (an
-// embedding model, the simulator): it honours SeqBatch.Embed. The engine
-// refuses an Embed request at Submit unless its executor Embeds, so that
-// one request cannot fail a step that other requests share.
-type Embedder interface {
-	Executor
-	Embeds() bool
-}
-
-// Drafter is an Executor that drafts for speculative decoding itself
-// (a draft model beside the target): it honours SeqBatch.Propose and
-// DraftKV and fills StepResult.Drafts and DraftKV. Every executor that is
-// given drafts (SeqBatch.Draft) must verify them, whoever drafted.
-type Drafter interface {
-	Executor
-	// Drafts reports whether the executor drafts; false refuses a
-	// draft-model configuration.
-	Drafts() bool
 }
 
 // KernelTimer is an Executor that can time the parts of its steps — a
@@ -213,10 +193,12 @@ type SeqBatch struct {
 	// after them (the target's own choice where a draft was rejected, or
 	// one more when none was) in Samples, as Sampler.Verify does.
 	Draft []int
-	// Propose asks a Drafter for up to this many drafts of the token
+	// Propose asks an executor with a draft model
+	// (Capabilities.DraftModel) for up to this many drafts of the token
 	// after this step's; DraftKV is how many leading positions of the
-	// sequence hold the draft model's K/V (the Drafter computes the rest
-	// of the verified ones: a prefill chunk's, the accepted drafts').
+	// sequence hold the draft model's K/V (that executor computes the
+	// rest of the verified ones: a prefill chunk's, the accepted
+	// drafts').
 	Propose int
 	DraftKV int
 }
@@ -230,7 +212,7 @@ type StepResult struct {
 	// asked for), in order, before its Samples entry. The engine copies
 	// what it keeps.
 	Accepted [][]sampling.Result
-	// Drafts and DraftKV are a Drafter's: the drafts proposed for each
+	// Drafts and DraftKV are a draft model's: the drafts proposed for each
 	// sequence's next step (nil for none) and the positions whose draft
 	// K/V are now valid, indexed like Batch.Seqs.
 	Drafts  [][]int
@@ -293,13 +275,18 @@ type StepEvent struct {
 	NumPrefillTokens int // of those, prompt (or recompute) tokens
 	NumDecodeSeqs    int
 
-	Preemptions      int
-	PrefixQueries    int // prompt tokens looked up in the prefix cache
-	PrefixHits       int // of those, found cached
-	PromptTokens     int // prompt tokens of prefills that completed this step (cached included)
-	CachedTokens     int // of those, served from the prefix cache
-	GenerationTokens int
-	IterationTokens  int // computed prompt tokens of completed prefills + generated tokens
+	Preemptions   int
+	PrefixQueries int // prompt tokens looked up in the prefix cache
+	PrefixHits    int // of those, found cached
+	// With an offload tier: tokens of this step's admissions looked up
+	// in it (vLLM's connector queries) and those it held, and the
+	// look-ups made (one an admission).
+	ExternalQueries, ExternalHits, ExternalLookups int
+	PromptTokens                                   int // prompt tokens of prefills that completed this step (cached included)
+	CachedTokens                                   int // of those, not computed: served from the prefix cache or loaded from the offload tier
+	ExternalTokens                                 int // of CachedTokens, loaded from the offload tier
+	GenerationTokens                               int
+	IterationTokens                                int // computed prompt tokens of completed prefills + generated tokens
 
 	TTFTs []float64 // seconds, for sequences that got their first token this step
 	ITLs  []float64 // seconds since the previous output, for every other sequence that produced tokens
@@ -325,6 +312,12 @@ type StepEvent struct {
 	// Kernels are the executor's timed parts of the step (StepResult's),
 	// while a profile records and the executor is a KernelTimer.
 	Kernels []KernelTime
+
+	// Offload is the offload tier's transfers since the previous step.
+	Offload OffloadEvent
+	// BlockEvictions are the sampled GPU blocks evicted while planning
+	// this step (Config.KVCacheMetrics).
+	BlockEvictions []BlockEviction
 }
 
 // FinishedEvent describes one sequence at its end.
@@ -335,7 +328,7 @@ type FinishedEvent struct {
 	Reason    FinishReason
 
 	PromptTokens     int
-	CachedTokens     int
+	CachedTokens     int // from the prefix cache or the offload tier
 	GenerationTokens int
 	MaxTokens        int // 0 for an embedding
 
@@ -380,4 +373,6 @@ type Stats struct {
 	// Dead is what killed the engine (Health has the whole error); empty
 	// while it lives.
 	Dead DeathReason
+	// Offload is the offload tier now (zero without one).
+	Offload OffloadStats
 }

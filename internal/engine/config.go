@@ -36,15 +36,33 @@ type Config struct {
 
 	// Speculative is --speculative-config (the zero value: off). The
 	// engine drafts by prompt lookup itself; a draft model is the
-	// executor's (a Drafter).
+	// executor's (Capabilities.DraftModel).
 	Speculative speculative.Config
+
+	// AsyncScheduling is --async-scheduling: the executor overlaps its
+	// host work for the next step with the device's for this one (its
+	// Capabilities must say it does; the engine's loop is the same).
+	AsyncScheduling bool
 
 	// StepTimeout is the watchdog (serve's --step-timeout): a step whose
 	// Execute has not returned after this long of wall time kills the
 	// engine with DeathStepTimeout. 0 turns it off. With it, Execute runs
 	// on a goroutine of its own that the engine waits for.
 	StepTimeout time.Duration
+
+	// Offload is the CPU KV offload tier (--kv-offloading-size); the
+	// zero value has none.
+	Offload Offload
+
+	// KVCacheMetrics samples GPU blocks' residency (--kv-cache-metrics)
+	// at KVCacheMetricsSample (--kv-cache-metrics-sample, in (0, 1]; 0
+	// is vLLM's default, 0.01) for StepEvent.BlockEvictions.
+	KVCacheMetrics       bool
+	KVCacheMetricsSample float64
 }
+
+// DefaultKVCacheMetricsSample is vLLM's --kv-cache-metrics-sample.
+const DefaultKVCacheMetricsSample = 0.01
 
 // Validate reports the first setting that cannot work.
 func (c *Config) Validate() error {
@@ -67,6 +85,14 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("step timeout must not be negative (0 turns the watchdog off), got %s", c.StepTimeout)
 	case c.Speculative.Enabled() && (c.Speculative.NumSpeculativeTokens < 1 || c.Speculative.NumSpeculativeTokens > speculative.MaxSpeculativeTokens):
 		return fmt.Errorf("num_speculative_tokens must be in [1, %d], got %d", speculative.MaxSpeculativeTokens, c.Speculative.NumSpeculativeTokens)
+	}
+	if err := c.Offload.validate(c.EnablePrefixCaching); err != nil {
+		return err
+	}
+	if c.KVCacheMetrics && c.KVCacheMetricsSample != 0 {
+		if err := checkSample(c.KVCacheMetricsSample); err != nil {
+			return err
+		}
 	}
 	if need := (c.MaxModelLen + c.BlockSize - 1) / c.BlockSize; need > c.NumBlocks {
 		return fmt.Errorf("max-model-len %d needs %d KV blocks but the cache holds %d (%d tokens): lower --max-model-len or give the KV cache more memory",

@@ -23,6 +23,7 @@ type Engine struct {
 	cfg   Config
 	clock Clock
 	exec  Executor
+	caps  Capabilities // what exec declares
 	obs   Observer
 	log   *slog.Logger
 
@@ -74,6 +75,10 @@ type Engine struct {
 	watchdog *time.Timer
 
 	loraSeen []bool // scratch of adapters, by id
+
+	xfer      *transfers // the offload tier's copies; nil without one
+	residency *residency // --kv-cache-metrics; nil without
+	carried   carried    // look-ups of plans that ran no step
 }
 
 // reqState is the engine's record of one request.
@@ -93,7 +98,11 @@ type reqState struct {
 	draftKV int
 	verify  []int
 
-	queued   time.Time
+	queued time.Time
+	// loading: its prefix is being loaded from the offload tier;
+	// loaded: the load ended and it has not run since.
+	loading, loaded bool
+
 	firstSch time.Time
 	firstTok time.Time
 	lastTok  time.Time
@@ -114,23 +123,23 @@ func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
 	if obs == nil {
 		obs = nopObserver{}
 	}
-	kv, err := kvcache.New(kvcache.Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, EnablePrefixCaching: cfg.EnablePrefixCaching})
+	kv, err := kvcache.New(kvcache.Config{NumBlocks: cfg.NumBlocks, BlockSize: cfg.BlockSize, EnablePrefixCaching: cfg.EnablePrefixCaching,
+		HostBlocks: cfg.Offload.Blocks})
 	if err != nil {
 		return nil, err
 	}
-	sp := &cfg.Speculative
-	if sp.Method == speculative.MethodDraftModel {
-		if d, ok := exec.(Drafter); !ok || !d.Drafts() {
-			return nil, fmt.Errorf("engine config: speculative method %s: the executor has no draft model", sp.Method)
-		}
+	caps := CapabilitiesOf(exec)
+	if err := cfg.CheckCapabilities(caps); err != nil {
+		return nil, fmt.Errorf("engine config: %w", err)
 	}
+	sp := &cfg.Speculative
 	s, err := sched.New(sched.Config{MaxNumSeqs: cfg.MaxNumSeqs, MaxNumBatchedTokens: cfg.MaxNumBatchedTokens,
 		MaxLoRAs: cfg.MaxLoRAs, Lookahead: sp.Lookahead(), MaxModelLen: cfg.MaxModelLen}, kv)
 	if err != nil {
 		return nil, err
 	}
 	e := &Engine{
-		cfg: cfg, clock: cfg.Clock, exec: exec, obs: obs, log: cfg.Logger,
+		cfg: cfg, clock: cfg.Clock, exec: exec, caps: caps, obs: obs, log: cfg.Logger,
 		ids:   make(map[string]struct{}),
 		wake:  make(chan struct{}, 1),
 		sched: s, kv: kv,
@@ -140,6 +149,17 @@ func New(cfg Config, exec Executor, obs Observer) (*Engine, error) {
 	}
 	if sp.Enabled() {
 		e.perPos = make([]int, sp.NumSpeculativeTokens)
+	}
+	if cfg.Offload.Enabled() {
+		e.xfer = &transfers{cfg: cfg.Offload}
+	}
+	if cfg.KVCacheMetrics {
+		rate := cfg.KVCacheMetricsSample
+		if rate == 0 {
+			rate = DefaultKVCacheMetricsSample
+		}
+		e.residency = newResidency(rate, func() time.Time { return e.stepAt })
+		kv.SetTracker(e.residency)
 	}
 	if kt, ok := exec.(KernelTimer); ok && cfg.Profiling != nil {
 		e.timer = kt
@@ -279,8 +299,8 @@ func (e *Engine) check(r *Request) error {
 		return &sampling.ParamError{Param: "max_tokens", Msg: fmt.Sprintf("max_tokens must be at least 1, got %d", r.Params.MaxTokens)}
 	}
 	if r.Embed {
-		if x, ok := e.exec.(Embedder); !ok || !x.Embeds() {
-			return &sampling.ParamError{Param: "model", Msg: "this model does not serve embeddings: it has no pooling"}
+		if err := e.checkEmbed(); err != nil {
+			return err
 		}
 	}
 	if r.LoRA != "" && !slices.Contains(e.cfg.LoRAs, r.LoRA) {
@@ -344,6 +364,7 @@ func (e *Engine) Run(ctx context.Context) {
 		}
 		e.drain()
 		if e.sched.NumRunning() == 0 && e.sched.NumWaiting() == 0 {
+			e.settleTransfers()
 			e.publish()
 			e.answerIdle()
 			select {
@@ -352,7 +373,9 @@ func (e *Engine) Run(ctx context.Context) {
 			}
 			continue
 		}
-		e.step()
+		if !e.step() {
+			e.waitLoad(ctx)
+		}
 	}
 }
 
@@ -368,7 +391,9 @@ func (e *Engine) Advance() (busy bool) {
 		e.answerIdle()
 		return false
 	}
-	e.step()
+	if !e.step() {
+		e.awaitLoad() // the driver's clock moves on to the load's end
+	}
 	return e.dead == nil && e.sched.NumRunning()+e.sched.NumWaiting() > 0
 }
 
@@ -519,7 +544,12 @@ func (e *Engine) publish() {
 		KVCached:    e.kv.NumFreeCached(),
 		KVUsage:     e.kv.Usage(),
 		Preemptions: e.preempt,
-		Deferred:    e.plan.Deferred,
+		// Deferred are passed over for their adapter (the last step) or
+		// held back by a KV load, as vLLM's skipped waiting requests.
+		Deferred: e.plan.Deferred + e.sched.NumLoading(),
+	}
+	if e.xfer != nil {
+		st.Offload = e.offloadStats(e.clock.Now())
 	}
 	if e.dead != nil {
 		st.Dead = e.dead.Reason

@@ -18,8 +18,11 @@ import (
 // countExec emits last-token+1 and takes a virtual millisecond per step plus
 // a microsecond per token, so prefill work shows in the timeline.
 type countExec struct {
-	eosAt int // token value that is emitted as EOS (0: never)
+	eosAt int          // token value that is emitted as EOS (0: never)
+	caps  Capabilities // what it declares (its steps do the same either way)
 }
+
+func (x *countExec) Capabilities() Capabilities { return x.caps }
 
 const testEOS = 999
 
@@ -492,7 +495,7 @@ func TestLoRAAdapters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := testConfig()
 		cfg.LoRAs, cfg.MaxLoRAs = []string{"a", "b", "c"}, 2
-		e, stop := start(t, cfg, &blockingExec{release: make(chan struct{})}, nil)
+		e, stop := start(t, cfg, &blockingExec{countExec: countExec{caps: Capabilities{LoRA: true}}, release: make(chan struct{})}, nil)
 		defer stop()
 		if _, err := e.Submit(&Request{ID: "x", Prompt: prompt(2, 1), Params: params(4), LoRA: "nope"}); err == nil {
 			t.Fatal("an unknown adapter was accepted")

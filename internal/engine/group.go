@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // Group is one call's sequences: n samples of each of its prompts, as
@@ -16,13 +17,15 @@ import (
 // closes it.
 type Group struct {
 	e       *Engine
+	pick    func() *Engine // data parallelism: the rank of each Add (nil: e)
 	id      string
 	n       int
 	ready   chan struct{} // shared by the members' streams: holds a token while one has pending output
 	members []*Stream
-	done    []bool // the final output was handed over
-	left    int    // members whose final output was not handed over
-	scan    int    // where Next looks first, so no member starves the others
+	engines []*Engine // each member's
+	done    []bool    // the final output was handed over
+	left    int       // members whose final output was not handed over
+	scan    int       // where Next looks first, so no member starves the others
 }
 
 // NewGroup starts an empty group of n samples per prompt; id names it and
@@ -43,6 +46,10 @@ func (g *Group) Len() int { return len(g.members) }
 // own constraint). All n are queued or none: a full queue is ErrOverloaded,
 // and the caller may AwaitRoom and add again.
 func (g *Group) Add(base Request, each func(k int, r *Request)) error {
+	e := g.e
+	if g.pick != nil {
+		e = g.pick()
+	}
 	first := len(g.members)
 	states := make([]*reqState, 0, g.n)
 	for k := range g.n {
@@ -58,18 +65,19 @@ func (g *Group) Add(base Request, each func(k int, r *Request)) error {
 		if each != nil {
 			each(k, &r)
 		}
-		rs, err := g.e.prepare(&r)
+		rs, err := e.prepare(&r)
 		if err != nil {
 			return err
 		}
 		rs.stream.ready = g.ready
 		states = append(states, rs)
 	}
-	if err := g.e.enqueue(states); err != nil {
+	if err := e.enqueue(states); err != nil {
 		return err
 	}
 	for _, rs := range states {
 		g.members = append(g.members, rs.stream)
+		g.engines = append(g.engines, e)
 		g.done = append(g.done, false)
 	}
 	g.left += len(states)
@@ -107,13 +115,20 @@ func (g *Group) Next(ctx context.Context) (member int, out Output, ok bool) {
 // Abort ends every unfinished member as aborted; their final outputs still
 // come through Next.
 func (g *Group) Abort() {
-	var ids []string
-	for m, st := range g.members {
-		if !g.done[m] {
-			ids = append(ids, st.ID())
+	var seen []*Engine
+	for _, e := range g.engines {
+		if slices.Contains(seen, e) {
+			continue
 		}
+		seen = append(seen, e)
+		var ids []string
+		for m, st := range g.members {
+			if !g.done[m] && g.engines[m] == e {
+				ids = append(ids, st.ID())
+			}
+		}
+		e.abort(ids...)
 	}
-	g.e.abort(ids...)
 }
 
 // Close aborts what is unfinished and waits until every member has ended,

@@ -177,7 +177,7 @@ func TestGroupCloseAbortsAndFreesBlocks(t *testing.T) {
 // computed, summed over its chunks.
 type embedExec struct{ seen map[int]int }
 
-func (x *embedExec) Embeds() bool { return true }
+func (x *embedExec) Capabilities() Capabilities { return Capabilities{Embeddings: true} }
 
 func (x *embedExec) Execute(b *Batch, r *StepResult) error {
 	if x.seen == nil {

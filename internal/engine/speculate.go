@@ -61,9 +61,9 @@ func (e *Engine) mayDraft(rs *reqState, outputs int) bool {
 	return sp.DraftMaxModelLen == 0 || len(rs.seq.Tokens)+sp.NumSpeculativeTokens < sp.DraftMaxModelLen
 }
 
-// proposeCount is how many drafts a Drafter should propose in the step
-// about to run for sc (0 without a draft model, or for a step that
-// samples nothing).
+// proposeCount is how many drafts the executor's draft model should
+// propose in the step about to run for sc (0 without a draft model, or
+// for a step that samples nothing).
 func (e *Engine) proposeCount(rs *reqState, sc sched.Scheduled) int {
 	if !e.drafting() || !sc.Sample || !e.mayDraft(rs, rs.numOutput+1) {
 		return 0
@@ -72,7 +72,7 @@ func (e *Engine) proposeCount(rs *reqState, sc sched.Scheduled) int {
 }
 
 // propose sets the drafts of every sequence of the step just run that
-// goes on decoding: the Drafter's, or by prompt lookup over its tokens;
+// goes on decoding: the draft model's, or by prompt lookup over its tokens;
 // never past the sequence's end.
 func (e *Engine) propose() {
 	if !e.cfg.Speculative.Enabled() {

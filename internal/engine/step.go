@@ -11,19 +11,33 @@ import (
 
 // step runs one iteration: plan, execute, deliver, observe. When the
 // executor dies in it, the engine stops (dead.go) and the step is not
-// observed.
-func (e *Engine) step() {
+// observed. It reports false when nothing could run because every
+// sequence that could waits on a load from the offload tier: the caller
+// lets time pass.
+func (e *Engine) step() bool {
 	start := e.clock.Now()
 	e.stepAt = start
+	e.completeTransfers(start)
 	e.sched.Schedule(&e.plan)
 	p := &e.plan
+	if e.xfer != nil {
+		e.startLoads(p, start)
+	}
 	if len(p.Seqs) == 0 {
-		// Nothing fits: only possible if a single request needs more blocks
-		// than exist, which Config.Validate and Submit rule out.
-		panic("BUG: engine: sequences are queued but none could be scheduled")
+		// Nothing runs while every sequence that could waits on a load
+		// from the offload tier: let time pass to the first one's end.
+		// Otherwise nothing fits: only possible if a single request needs
+		// more blocks than exist, which Config.Validate and Submit rule out.
+		if e.sched.NumLoading() == 0 {
+			panic("BUG: engine: sequences are queued but none could be scheduled")
+		}
+		e.carry(p, start)
+		e.publish()
+		return false
 	}
 	for _, q := range p.Admitted {
 		rs := e.slots[q.ID]
+		rs.loaded = false
 		if rs.firstSch.IsZero() {
 			rs.firstSch = start
 			e.queued.Add(-1)
@@ -44,7 +58,7 @@ func (e *Engine) step() {
 	res := e.execute()
 	if d := e.deathOf(&res, len(p.Seqs)); d != nil {
 		e.die(d, res.stack) // the step's requests fail with the rest
-		return
+		return true
 	}
 	err := res.err
 	executed := e.clock.Now()
@@ -65,11 +79,22 @@ func (e *Engine) step() {
 		Start: start, ScheduleTime: scheduled.Sub(start), ExecuteTime: busy, HostTime: done.Sub(executed),
 		NumSeqs: len(p.Seqs), NumTokens: p.NumTokens,
 		Preemptions: len(p.Preempted), PrefixQueries: p.PrefixQueries, PrefixHits: p.PrefixHits,
+		ExternalQueries: p.ExternalQueries, ExternalHits: p.ExternalHits, ExternalLookups: p.ExternalLookups,
 		TTFTs: ev.TTFTs[:0], ITLs: ev.ITLs[:0], Seqs: ev.Seqs[:0], Preempted: ev.Preempted[:0],
 		FLOPs: e.result.FLOPs, ReadBytes: e.result.ReadBytes, WriteBytes: e.result.WriteBytes, Activity: e.result.Activity,
 		SpecAcceptedPerPos: e.perPos, Kernels: e.result.Kernels,
+		Offload: ev.Offload, BlockEvictions: ev.BlockEvictions[:0],
 	}
 	clear(e.perPos)
+	e.takeCarried(ev)
+	if e.xfer != nil {
+		e.startStores(done)
+		e.xfer.takeEvent(&ev.Offload)
+	}
+	if r := e.residency; r != nil {
+		ev.BlockEvictions = append(ev.BlockEvictions, r.out...)
+		r.out = r.out[:0]
+	}
 	for _, q := range p.Preempted {
 		rs := e.slots[q.ID]
 		ev.Preempted = append(ev.Preempted, rs.req.ID)
@@ -96,6 +121,7 @@ func (e *Engine) step() {
 	ev.Running, ev.Waiting, ev.KVUsage = e.sched.NumRunning(), e.sched.NumWaiting(), e.kv.Usage()
 	e.obs.ObserveStep(ev)
 	e.deliver()
+	return true
 }
 
 // timeKernels turns the executor's kernel timing on when a profile starts
@@ -186,7 +212,7 @@ func (e *Engine) buildBatch() {
 	clear(r.Accepted)
 	clear(r.Drafts)
 	for i := range b.Seqs {
-		r.DraftKV[i] = b.Seqs[i].DraftKV // unchanged unless a Drafter computes more
+		r.DraftKV[i] = b.Seqs[i].DraftKV // unchanged unless a draft model computes more
 	}
 }
 
@@ -224,7 +250,7 @@ func (e *Engine) advance(i int, sc sched.Scheduled, now time.Time) {
 
 	out := &e.out
 	e.toks = e.toks[:0]
-	*out = Output{Logprobs: out.Logprobs[:0], StopToken: -1, PromptTokens: q.NumPrompt, CachedTokens: q.NumCached}
+	*out = Output{Logprobs: out.Logprobs[:0], StopToken: -1, PromptTokens: q.NumPrompt, CachedTokens: cachedTokens(q)}
 	first := rs.firstTok.IsZero()
 	for j := range len(accepted) + 1 {
 		s := &e.result.Samples[i]
@@ -272,8 +298,9 @@ func (e *Engine) append(rs *reqState, s *sampling.Result, now time.Time) (Finish
 		rs.firstTok = now
 		ev.TTFTs = append(ev.TTFTs, now.Sub(rs.req.Arrival).Seconds())
 		ev.PromptTokens += q.NumPrompt
-		ev.CachedTokens += q.NumCached
-		ev.IterationTokens += q.NumPrompt - q.NumCached
+		ev.CachedTokens += cachedTokens(q)
+		ev.ExternalTokens += q.NumExternal
+		ev.IterationTokens += q.NumPrompt - cachedTokens(q)
 	}
 	e.toks = append(e.toks, tok)
 	p := &rs.req.Params
@@ -322,14 +349,15 @@ func (e *Engine) pooled(sc sched.Scheduled, vec []float32, now time.Time) {
 	// for the timeline, though no token was generated.
 	rs.firstTok, rs.lastTok = now, now
 	ev.PromptTokens += q.NumPrompt
-	ev.CachedTokens += q.NumCached
-	ev.IterationTokens += q.NumPrompt - q.NumCached
+	ev.CachedTokens += cachedTokens(q)
+	ev.ExternalTokens += q.NumExternal
+	ev.IterationTokens += q.NumPrompt - cachedTokens(q)
 	if vec == nil {
 		err := fmt.Errorf("the executor returned no embedding for %q", rs.req.ID)
 		e.finish(rs, FinishError, -1, now, err, nil)
 		return
 	}
-	out := Output{StopToken: -1, PromptTokens: q.NumPrompt, CachedTokens: q.NumCached, Embedding: slices.Clone(vec)}
+	out := Output{StopToken: -1, PromptTokens: q.NumPrompt, CachedTokens: cachedTokens(q), Embedding: slices.Clone(vec)}
 	e.finish(rs, FinishStop, -1, now, nil, &out)
 }
 
@@ -365,11 +393,14 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, stopTok int, now time
 		out.Tokens, out.Logprobs = slices.Clone(last.Tokens), slices.Clone(last.Logprobs) // last reuses engine buffers
 	}
 	out.Finished, out.FinishReason, out.StopToken, out.Err = true, reason, stopTok, err
-	out.PromptTokens, out.CachedTokens, out.Timing = rs.seq.NumPrompt, rs.seq.NumCached, rs.timing(now)
+	out.PromptTokens, out.CachedTokens, out.Timing = rs.seq.NumPrompt, cachedTokens(&rs.seq), rs.timing(now)
 	e.finals = append(e.finals, final{stream: rs.stream, out: out})
 	if rs.firstSch.IsZero() {
 		e.queued.Add(-1) // left before admission
 		e.shrunk = true
+	}
+	if rs.loading {
+		e.dropLoad(rs)
 	}
 	e.sched.Finish(&rs.seq)
 	delete(e.byID, rs.req.ID)
@@ -386,9 +417,14 @@ func (e *Engine) finish(rs *reqState, reason FinishReason, stopTok int, now time
 	f := &e.fin
 	*f = FinishedEvent{
 		ID: rs.req.ID, Group: rs.req.Group, GroupSize: rs.req.GroupSize, Reason: reason,
-		PromptTokens: rs.seq.NumPrompt, CachedTokens: rs.seq.NumCached, GenerationTokens: rs.numOutput,
+		PromptTokens: rs.seq.NumPrompt, CachedTokens: cachedTokens(&rs.seq), GenerationTokens: rs.numOutput,
 		MaxTokens: maxTokens, Timing: rs.timing(now),
 		Request: rs.req, Phases: rs.phases,
 	}
 	e.obs.ObserveFinished(f)
 }
+
+// cachedTokens are q's prompt tokens not computed at its last admission:
+// found in the prefix cache or loaded from the offload tier (vLLM's
+// num_cached_tokens counts both).
+func cachedTokens(q *sched.Seq) int { return q.NumCached + q.NumExternal }

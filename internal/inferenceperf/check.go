@@ -37,11 +37,9 @@ func (c *Config) checkLoad() error {
 	switch l.Type {
 	case "":
 		l.Type = "constant"
-	case "constant", "poisson", "concurrent", "trace_replay":
-	case "trace_session_replay":
-		return c.at("load.type", "trace_session_replay replays agent traces (otel_trace_replay, weka_trace_replay), which glassbox does not read")
+	case "constant", "poisson", "concurrent", "trace_replay", "trace_session_replay":
 	default:
-		return c.at("load.type", "%q: want constant, poisson, concurrent or trace_replay", l.Type)
+		return c.at("load.type", "%q: want constant, poisson, concurrent, trace_replay or trace_session_replay", l.Type)
 	}
 	if l.Interval != nil && !(*l.Interval >= 0) {
 		return c.at("load.interval", "must not be negative, got %v", *l.Interval)
@@ -63,29 +61,12 @@ func (c *Config) checkLoad() error {
 			return err
 		}
 	}
-	for i, s := range l.Stages {
-		p := fmt.Sprintf("load.stages[%d]", i)
-		if s.ConcurrentSessions != nil || s.SessionRate != nil || s.NumSessions != nil || s.Timeout != nil {
-			return c.at(p, "concurrent_sessions, session_rate, num_sessions and timeout belong to load type trace_session_replay")
+	if l.Type == "trace_session_replay" {
+		if err := c.checkSessionStages(); err != nil {
+			return err
 		}
-		if l.Type == "concurrent" {
-			if s.NumRequests == nil || *s.NumRequests < 1 || s.ConcurrencyLevel == nil || *s.ConcurrencyLevel < 1 {
-				return c.at(p, "load type concurrent needs num_requests and concurrency_level, both positive")
-			}
-			if *s.NumRequests > workload.MaxRequests {
-				return c.at(p, "%d requests is too many", *s.NumRequests)
-			}
-			continue
-		}
-		if s.NumRequests != nil || s.ConcurrencyLevel != nil {
-			return c.at(p, "num_requests and concurrency_level belong to load type concurrent, not %s", l.Type)
-		}
-		if !finitePositive(s.Rate) || !finitePositive(s.Duration) {
-			return c.at(p, "rate and duration must be positive, got %v and %v", s.Rate, s.Duration)
-		}
-		if n := s.Rate * s.Duration; n > workload.MaxRequests {
-			return c.at(p, "%v requests is too many", n)
-		}
+	} else if err := c.checkStages(); err != nil {
+		return err
 	}
 	if w := l.NumWorkers; w != nil && *w < 0 {
 		return c.at("load.num_workers", "must not be negative, got %d", *w)
@@ -112,6 +93,8 @@ func (c *Config) checkSweep() error {
 		return c.at("load.sweep", "a sweep cannot run with load type concurrent (as in inference-perf)")
 	case "trace_replay":
 		return c.at("load.sweep", "a sweep cannot run with load type trace_replay here: the trace sets the send times")
+	case "trace_session_replay":
+		return c.at("load.sweep", "a sweep cannot run with load type trace_session_replay (as in inference-perf)")
 	}
 	switch s.Type {
 	case "linear", "geometric":
@@ -281,8 +264,8 @@ func (c *Config) checkOutputs() error {
 	if t := c.Tokenizer; t != nil {
 		c.note("tokenizer: glassbox counts tokens with the server's own tokenizer (/tokenize), or the simulator's; it loads no Hugging Face tokenizer (pretrained_model_name_or_path, trust_remote_code and token are not used)")
 	}
-	if c.Report.SessionLifecycle != nil {
-		c.note("report.session_lifecycle: glassbox runs no agent-trace sessions (load type trace_session_replay), so it writes no session reports")
+	if c.Report.SessionLifecycle != nil && c.Data.Type != "otel_trace_replay" {
+		c.note("report.session_lifecycle: session reports are written for data.type otel_trace_replay's sessions only (as in inference-perf); this run has none")
 	}
 	if s := c.Storage; s != nil {
 		if s.GoogleCloudStorage != nil || s.SimpleStorageService != nil {
@@ -295,6 +278,63 @@ func (c *Config) checkOutputs() error {
 		}
 		if l := s.LocalStorage; l != nil && (l.BucketName != nil || l.EndpointURL != nil || l.RegionName != nil || l.AddressingStyle != nil) {
 			return c.at("storage.local_storage", "takes path and report_file_prefix only")
+		}
+	}
+	return nil
+}
+
+// checkSessionStages checks trace_session_replay's stages (each a slice
+// of the traces' sessions) and the load keys that do not apply to them.
+func (c *Config) checkSessionStages() error {
+	l := &c.Load
+	if c.Data.Type != "otel_trace_replay" {
+		return c.at("load.type", "trace_session_replay replays data.type otel_trace_replay's sessions, not data.type %q's requests", c.Data.Type)
+	}
+	for i, s := range l.Stages {
+		p := fmt.Sprintf("load.stages[%d]", i)
+		switch {
+		case s.Rate != 0 || s.Duration != 0 || s.NumRequests != nil || s.ConcurrencyLevel != nil:
+			return c.at(p, "load type trace_session_replay's stages take concurrent_sessions, session_rate, num_sessions and timeout, not rate, duration, num_requests or concurrency_level")
+		case s.ConcurrentSessions == nil || *s.ConcurrentSessions < 0:
+			return c.at(p+".concurrent_sessions", "is required: the most sessions at once, 0 for all")
+		case s.SessionRate != nil && !finitePositive(*s.SessionRate):
+			return c.at(p+".session_rate", "must be positive, got %v", *s.SessionRate)
+		case s.SessionRate != nil && *s.ConcurrentSessions > 0 && *s.SessionRate > float64(*s.ConcurrentSessions):
+			return c.at(p+".session_rate", "%v cannot exceed concurrent_sessions (%d), as in inference-perf", *s.SessionRate, *s.ConcurrentSessions)
+		case s.NumSessions != nil && (*s.NumSessions < 1 || *s.NumSessions > workload.MaxRequests):
+			return c.at(p+".num_sessions", "want 1 to %d, got %d", workload.MaxRequests, *s.NumSessions)
+		case s.Timeout != nil && !finitePositive(*s.Timeout):
+			return c.at(p+".timeout", "must be positive, got %v", *s.Timeout)
+		}
+	}
+	return nil
+}
+
+// checkStages checks the stages of the load types that send requests.
+func (c *Config) checkStages() error {
+	l := &c.Load
+	for i, s := range l.Stages {
+		p := fmt.Sprintf("load.stages[%d]", i)
+		if s.ConcurrentSessions != nil || s.SessionRate != nil || s.NumSessions != nil || s.Timeout != nil {
+			return c.at(p, "concurrent_sessions, session_rate, num_sessions and timeout belong to load type trace_session_replay")
+		}
+		if l.Type == "concurrent" {
+			if s.NumRequests == nil || *s.NumRequests < 1 || s.ConcurrencyLevel == nil || *s.ConcurrencyLevel < 1 {
+				return c.at(p, "load type concurrent needs num_requests and concurrency_level, both positive")
+			}
+			if *s.NumRequests > workload.MaxRequests {
+				return c.at(p, "%d requests is too many", *s.NumRequests)
+			}
+			continue
+		}
+		if s.NumRequests != nil || s.ConcurrencyLevel != nil {
+			return c.at(p, "num_requests and concurrency_level belong to load type concurrent, not %s", l.Type)
+		}
+		if !finitePositive(s.Rate) || !finitePositive(s.Duration) {
+			return c.at(p, "rate and duration must be positive, got %v and %v", s.Rate, s.Duration)
+		}
+		if n := s.Rate * s.Duration; n > workload.MaxRequests {
+			return c.at(p, "%v requests is too many", n)
 		}
 	}
 	return nil

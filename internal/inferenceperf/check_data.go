@@ -38,18 +38,24 @@ func (c *Config) checkData() error {
 		}
 	case "cnn_dailymail", "infinity_instruct", "billsum_conversations":
 		return c.at("data.type", "%s: glassbox does not read that hub dataset (use shareGPT, random, synthetic or shared_prefix)", d.Type)
-	case "otel_trace_replay", "weka_trace_replay", "visionarena":
-		return c.at("data.type", "%s is not built in glassbox (it replays recorded agent traces or multimodal chats; conversation_replay generates agent sessions)", d.Type)
+	case "otel_trace_replay":
+		if err := c.checkOTelTraceReplay(); err != nil {
+			return err
+		}
+	case "weka_trace_replay", "visionarena":
+		return c.at("data.type", "%s is not built in glassbox (it replays Weka's traces or multimodal chats; otel_trace_replay replays agent traces, conversation_replay generates agent sessions)", d.Type)
 	default:
-		return c.at("data.type", "%q: want mock, shareGPT, random, synthetic, shared_prefix or conversation_replay", d.Type)
+		return c.at("data.type", "%q: want mock, shareGPT, random, synthetic, shared_prefix, conversation_replay or otel_trace_replay", d.Type)
+	}
+	if d.Type != "otel_trace_replay" && d.OTelTraceReplay != nil {
+		return c.at("data.otel_trace_replay", "is set for data.type %s", d.Type)
 	}
 	if d.Type != "conversation_replay" && d.ConversationReplay != nil {
 		return c.at("data.conversation_replay", "is set for data.type %s", d.Type)
 	}
-	for key, v := range map[string]any{"multimodal": d.Multimodal, "otel_trace_replay": d.OTelTraceReplay, "weka_trace_replay": d.WekaTraceReplay,
-		"visionarena": d.VisionArena} {
+	for key, v := range map[string]any{"multimodal": d.Multimodal, "weka_trace_replay": d.WekaTraceReplay, "visionarena": d.VisionArena} {
 		if v != nil {
-			return c.at("data."+key, "glassbox does not generate multimodal prompts or replay recorded agent traces")
+			return c.at("data."+key, "glassbox does not generate multimodal prompts or replay Weka's traces")
 		}
 	}
 	if d.UseChatTemplate {

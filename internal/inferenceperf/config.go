@@ -5,7 +5,8 @@
 // results go noted), the load they describe built as a workload.Plan (the
 // stages, a saturation sweep, the data, multi-turn and agent sessions,
 // request timeouts, circuit breakers, LoRA traffic splits; as inference-perf
-// runs them now, or as e8e0aa99 did), and a run's report files, written as
+// runs them now, or as e8e0aa99 did; recorded agent traces, otel_trace_replay,
+// read into graph sessions), and a run's report files, written as
 // inference-perf writes them.
 //
 // It builds on workload (plans and their schedule) and bench (a run's
@@ -50,7 +51,8 @@ type Config struct {
 
 // Load is the load block.
 type Load struct {
-	// Type is constant (default), poisson, concurrent or trace_replay.
+	// Type is constant (default), poisson, concurrent, trace_replay or
+	// trace_session_replay (data.type otel_trace_replay's).
 	Type     string   `yaml:"type"`
 	Interval *float64 `yaml:"interval"` // seconds between stages; default 1
 	Stages   []Stage  `yaml:"stages"`
@@ -67,8 +69,9 @@ type Load struct {
 }
 
 // Stage is one stage: rate requests per second for duration seconds, or
-// (load type concurrent) num_requests at concurrency_level at once.
-// trace_session_replay's fields are read to be refused.
+// (load type concurrent) num_requests at concurrency_level at once, or
+// (trace_session_replay) num_sessions sessions, concurrent_sessions at
+// once (0: all), session_rate a second at most, timeout seconds at most.
 type Stage struct {
 	Rate             float64 `yaml:"rate"`
 	Duration         float64 `yaml:"duration"`
@@ -160,10 +163,12 @@ type Data struct {
 	// sessions.
 	ConversationReplay *ConversationReplay `yaml:"conversation_replay"`
 
+	// OTelTraceReplay is data.type otel_trace_replay's agent traces.
+	OTelTraceReplay *OTelTraceReplay `yaml:"otel_trace_replay"`
+
 	// Read to be refused by name: glassbox generates no multimodal
-	// content and replays no agent traces.
+	// content and replays no Weka traces.
 	Multimodal      any `yaml:"multimodal"`
-	OTelTraceReplay any `yaml:"otel_trace_replay"`
 	WekaTraceReplay any `yaml:"weka_trace_replay"`
 	VisionArena     any `yaml:"visionarena"`
 }

@@ -119,6 +119,7 @@ func conversationReplayPlan(ctx context.Context, r *ConversationReplay, p *workl
 		return nil, err
 	}
 	p.Sessions, p.Agent = true, &workload.AgentPlan{Recycle: true, Sessions: make([]workload.AgentSession, n)}
+	p.SessionName = replaySessionName
 	prompts := make([]workload.Sample, n)
 	next := 1 + n
 	for i := range n {
@@ -137,6 +138,16 @@ func conversationReplayPlan(ctx context.Context, r *ConversationReplay, p *workl
 		}
 	}
 	return prompts, nil
+}
+
+// replaySessionName is conversation_replay's name for a slot's conv-th
+// conversation of a stage: conv_N for its first, slot_N_convo_C for the
+// C-th that starts over in its slot.
+func replaySessionName(slot, conv int) string {
+	if conv == 0 {
+		return fmt.Sprintf("conv_%d", slot)
+	}
+	return fmt.Sprintf("slot_%d_convo_%d", slot, conv)
 }
 
 // joinPrompts is a and b with a space between (p's Separator in ids), as

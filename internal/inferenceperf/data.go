@@ -25,16 +25,21 @@ func prompts(ctx context.Context, c *Config, p *workload.Plan, most int, dataTra
 			// run's seed, as inference-perf's generator seeds its own.
 			rng = rand.New(rand.NewPCG(uint64(*s), 0x5ba4edf))
 		}
-		out, err := sharedPrefixPrompts(ctx, d.SharedPrefix, tk, o, rng)
+		out, orig, err := sharedPrefixPrompts(ctx, d.SharedPrefix, tk, o, rng)
 		p.Sessions = o.Compat == Current && d.SharedPrefix.EnableMultiTurnChat
 		if err == nil && p.Sessions {
 			if it, ok := tk.(workload.IDTokenizer); ok {
 				p.Separator, err = it.Encode(ctx, " ")
 			}
+			// inference-perf names a prompt's session by its place before
+			// the shuffle: group × num_prompts_per_group + prompt.
+			p.SessionName = func(user, _ int) string { return fmt.Sprintf("user_session_%d", orig[user]) }
 		}
 		return out, err
 	case "conversation_replay":
 		return conversationReplayPlan(ctx, d.ConversationReplay, p, tk, rng)
+	case "otel_trace_replay":
+		return otelReplayPlan(ctx, c, p, tk, rng)
 	case "random":
 		return randomPrompts(ctx, d, most+1, dataTrace, tk, o, rng)
 	case "synthetic":
@@ -61,8 +66,9 @@ func prompts(ctx context.Context, c *Config, p *workload.Plan, most int, dataTra
 // num_prompts_per_group questions, then shuffles them: every request of a
 // group shares its system prompt as a prefix. Lengths given as
 // distributions are drawn as inference-perf draws them: every group's
-// system prompt length, then per group its questions' and outputs'.
-func sharedPrefixPrompts(ctx context.Context, s *SharedPrefix, tk workload.Tokenizer, o PlanOptions, rng *rand.Rand) ([]workload.Sample, error) {
+// system prompt length, then per group its questions' and outputs'. orig
+// is each prompt's place before the shuffle.
+func sharedPrefixPrompts(ctx context.Context, s *SharedPrefix, tk workload.Tokenizer, o PlanOptions, rng *rand.Rand) (out []workload.Sample, orig []int, err error) {
 	groups, per := *s.NumGroups, *s.NumPromptsPerGroup
 	if o.Compat == Legacy {
 		// e8e0aa99 knew neither the long aliases nor sessions: a value
@@ -76,13 +82,13 @@ func sharedPrefixPrompts(ctx context.Context, s *SharedPrefix, tk workload.Token
 		}
 		for _, l := range []*Length{s.SystemPromptLen, s.QuestionLen, s.OutputLen} {
 			if _, ok := l.Fixed(); !ok || s.QuestionDistribution != nil || s.OutputDistribution != nil {
-				return nil, errors.New("shared_prefix: e8e0aa99 read the lengths as numbers, not distributions")
+				return nil, nil, errors.New("shared_prefix: e8e0aa99 read the lengths as numbers, not distributions")
 			}
 		}
 	}
 	it, exact := tk.(workload.IDTokenizer)
 	if !exact {
-		return nil, fmt.Errorf("shared_prefix needs a tokenizer that converts ids (the server's /tokenize and /detokenize)")
+		return nil, nil, fmt.Errorf("shared_prefix needs a tokenizer that converts ids (the server's /tokenize and /detokenize)")
 	}
 	v := it.VocabSize()
 	lo := workload.FirstWordID(v)
@@ -97,7 +103,7 @@ func sharedPrefixPrompts(ctx context.Context, s *SharedPrefix, tk workload.Token
 	if o.Compat == Legacy {
 		var err error
 		if sep, err = it.Encode(ctx, " "); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	sysLens := s.SystemPromptLen.lengths(groups, nil, rng)
@@ -106,11 +112,10 @@ func sharedPrefixPrompts(ctx context.Context, s *SharedPrefix, tk workload.Token
 		qLens[g] = s.QuestionLen.lengths(per, s.QuestionDistribution, rng)
 		outLens[g] = s.OutputLen.lengths(per, s.OutputDistribution, rng)
 	}
-	var out []workload.Sample
 	for g := range groups {
 		sysText, sysIDs, err := promptText(ctx, it, randomIDs(sysLens[g]), o.Compat == Current, rng)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for k := range per {
 			q := qLens[g][k]
@@ -119,7 +124,7 @@ func sharedPrefixPrompts(ctx context.Context, s *SharedPrefix, tk workload.Token
 			}
 			qText, qIDs, err := promptText(ctx, it, randomIDs(max(q, 1)), o.Compat == Current, rng)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			sm := workload.Sample{OutputLen: max(outLens[g][k], 1)}
 			if o.Compat == Legacy {
@@ -134,8 +139,12 @@ func sharedPrefixPrompts(ctx context.Context, s *SharedPrefix, tk workload.Token
 			out = append(out, sm)
 		}
 	}
-	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out, nil
+	orig = make([]int, len(out))
+	for i := range orig {
+		orig[i] = i
+	}
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j], orig[i], orig[j] = out[j], out[i], orig[j], orig[i] })
+	return out, orig, nil
 }
 
 // promptText is the text of random ids: in Current mode re-tokenised to

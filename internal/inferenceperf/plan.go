@@ -101,6 +101,11 @@ func NewPlan(ctx context.Context, c *Config, tk workload.Tokenizer, o PlanOption
 	if len(p.Prompts) == 0 {
 		return nil, fmt.Errorf("plan workload: data.type %s gave no prompts", c.Data.Type)
 	}
+	if c.Load.Type == "trace_session_replay" {
+		if err := sessionStages(p, c); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
 }
 
@@ -160,6 +165,9 @@ func planStages(p *workload.Plan, c *Config, trace, dataTrace []workload.TraceEn
 			Poisson:       l.Type == "poisson",
 		}
 		return *sw.NumRequests, nil
+	}
+	if l.Type == "trace_session_replay" {
+		return 0, nil // the sessions' stages, once the traces are read (sessionStages)
 	}
 	for i, s := range l.Stages {
 		st := workload.Stage{Rate: s.Rate, Duration: workload.Seconds(s.Duration)}

@@ -282,3 +282,39 @@ func TestTraceReplayStages(t *testing.T) {
 		t.Errorf("30 requests from a 3-request trace: %v", err)
 	}
 }
+
+// TestSharedPrefixSessionNames: shared_prefix's multi-turn sessions are
+// named as inference-perf names them, by a prompt's place before the
+// shuffle (group × num_prompts_per_group + prompt: the prompts of a name's
+// group share its system prompt), and count their rounds from 1.
+func TestSharedPrefixSessionNames(t *testing.T) {
+	p := newPlan(t, `
+load: {type: constant, stages: [{rate: 20, duration: 1}]}
+api: {type: completion}
+data: {type: shared_prefix, shared_prefix: {num_groups: 2, num_prompts_per_group: 3, system_prompt_len: 30, question_len: 5, output_len: 4, enable_multi_turn_chat: true}}
+`, PlanOptions{Seed: 3})
+	_, reqs := run(p.Start(), func(workload.Request) time.Duration { return time.Second }, func(workload.Request) bool { return false })
+	if len(reqs) != 20 {
+		t.Fatalf("%d requests, want 20", len(reqs))
+	}
+	group := map[int]string{} // group → its system prompt
+	rounds := map[string]int{}
+	for _, r := range reqs {
+		var orig int
+		if _, err := fmt.Sscanf(r.SessionID, "user_session_%d", &orig); err != nil || orig < 0 || orig >= 6 {
+			t.Fatalf("request %d of user %d: session %q", r.Index, r.User, r.SessionID)
+		}
+		rounds[r.SessionID]++
+		if r.Round != rounds[r.SessionID] {
+			t.Errorf("%s: round %d, want %d", r.SessionID, r.Round, rounds[r.SessionID])
+		}
+		sys := p.Prompts[r.User].Prompt[:20]
+		if g, ok := group[orig/3]; ok && g != sys {
+			t.Errorf("%s (user %d) does not share its group's system prompt", r.SessionID, r.User)
+		}
+		group[orig/3] = sys
+	}
+	if len(rounds) != 6 || group[0] == group[1] {
+		t.Errorf("%d sessions named, groups %v: want 6 sessions in 2 groups", len(rounds), group)
+	}
+}

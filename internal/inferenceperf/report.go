@@ -18,8 +18,10 @@ import (
 // glassbox's runs (bench's, or simulate's through bench.Offline): into dir,
 // summary_lifecycle_metrics.json, stage_N_lifecycle_metrics.json,
 // per_request_lifecycle_metrics.json, adapter_NAME[_stage_N]_lifecycle_metrics.json,
-// summary_prometheus_metrics.json and stage_N_prometheus_metrics.json as the
-// configuration's report block selects them, with prefix before each name
+// summary_prometheus_metrics.json, stage_N_prometheus_metrics.json and, for
+// a replay of agent traces, summary_session_lifecycle_metrics.json,
+// stage_N_session_lifecycle_metrics.json and per_session_lifecycle_metrics.json
+// as the configuration's report block selects them, with prefix before each name
 // (storage.local_storage.report_file_prefix), and config.yaml. A sweep's
 // probe is in none of them, as in inference-perf. It returns the files
 // written.
@@ -85,6 +87,9 @@ func WriteReports(r *bench.Result, w *Config, dir, prefix string, config []byte)
 				files = append(files, ipFile{fmt.Sprintf("stage_%d_prometheus_metrics", s), o})
 			}
 		}
+	}
+	if w.Data.Type == "otel_trace_replay" {
+		files = append(files, x.sessionFiles(rc.SessionLifecycle)...)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("write inference-perf reports: %w", err)

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -173,6 +174,53 @@ func TestErrorLabels(t *testing.T) {
 	} {
 		if got := errorLabel(tc.typ, tc.msg); got != tc.want {
 			t.Errorf("%s %q: %q, want %q", tc.typ, tc.msg, got, tc.want)
+		}
+	}
+}
+
+// TestUserSessionHeaders: api.session_id_header_key carries each request's
+// session as inference-perf names it — a conversation that starts over in
+// its slot is a session of its own — and per_request_lifecycle_metrics.json
+// gives it with the request's round in extra_info.
+func TestUserSessionHeaders(t *testing.T) {
+	srv := &recordingServer{models: []string{"base"}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	w, err := Parse(strings.NewReader(`
+load: {type: concurrent, stages: [{num_requests: 6, concurrency_level: 1}]}
+api: {type: completion, streaming: true, session_id_header_key: x-session-id}
+data:
+  type: conversation_replay
+  conversation_replay: {num_conversations: 2, shared_system_prompt_len: 10, turns_per_conversation: {type: fixed, mean: 2},
+    input_tokens_per_turn: {type: fixed, mean: 4}, output_tokens_per_turn: {type: fixed, mean: 3}}
+report: {request_lifecycle: {per_request: true}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := bench.Config{BaseURL: ts.URL, MetricsURL: "-", Model: "base"}
+	w.Bench(&cfg, PlanOptions{})
+	res, err := bench.Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for _, h := range srv.headers {
+		sent = append(sent, h.Get("X-Session-Id"))
+	}
+	if want := []string{"conv_0", "conv_1", "conv_0", "conv_1", "slot_0_convo_1", "slot_1_convo_1"}; !slices.Equal(sent, want) {
+		t.Errorf("session headers %v, want %v", sent, want)
+	}
+	dir := t.TempDir()
+	if _, err := WriteReports(res, w, dir, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	var per []map[string]any
+	readJSON(t, filepath.Join(dir, "per_request_lifecycle_metrics.json"), &per)
+	for i, r := range per {
+		x := r["info"].(map[string]any)["extra_info"].(map[string]any)
+		if want := []any{1.0, 1.0, 2.0, 2.0, 1.0, 1.0}[i]; x["user_session"] != sent[i] || x["chat_round"] != want {
+			t.Errorf("request %d: extra_info %v, want user_session %s, chat_round %v", i, x, sent[i], want)
 		}
 	}
 }

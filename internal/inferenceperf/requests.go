@@ -31,7 +31,7 @@ type (
 			Audio *struct{} `json:"audio"`
 		} `json:"request_metrics"`
 		ResponseMetrics ipResponseMetrics `json:"response_metrics"`
-		ExtraInfo       struct{}          `json:"extra_info"`
+		ExtraInfo       ipExtraInfo       `json:"extra_info"`
 		LoRAAdapter     *string           `json:"lora_adapter"`
 		Labels          struct{}          `json:"labels"`
 		InputTokens     int               `json:"input_tokens"`
@@ -50,6 +50,13 @@ type (
 		PromptTokensDetails *struct {
 			CachedTokens int `json:"cached_tokens"`
 		} `json:"prompt_tokens_details,omitempty"`
+	}
+	// ipExtraInfo is what inference-perf's user sessions (shared_prefix's
+	// multi-turn chat, conversation_replay) add to their requests' info:
+	// the session's name and the request's round in it; others have none.
+	ipExtraInfo struct {
+		UserSession string `json:"user_session,omitempty"`
+		ChatRound   int    `json:"chat_round,omitempty"`
 	}
 	ipErrorRecord struct {
 		ErrorType string `json:"error_type"`
@@ -84,6 +91,9 @@ func (x *ipContext) perRequest(recs []*ipRecord) ipRecords {
 			}
 			chunks := []string{}
 			rm.ResponseChunks, rm.ChunkTimes, rm.OutputTokenTimes = &chunks, &tt, &tt
+		}
+		if o.Round > 0 {
+			r.Info.ExtraInfo = ipExtraInfo{UserSession: o.SessionID, ChatRound: o.Round}
 		}
 		if o.Model != "" {
 			m := o.Model

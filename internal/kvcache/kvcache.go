@@ -19,6 +19,10 @@ type Config struct {
 	NumBlocks           int
 	BlockSize           int // tokens per block
 	EnablePrefixCaching bool
+	// HostBlocks sizes the CPU offload tier in blocks of BlockSize tokens
+	// (vLLM's --kv-offloading-size); 0 has none. It keys blocks by the
+	// prefix cache's hashes, so it needs EnablePrefixCaching.
+	HostBlocks int
 }
 
 // Manager owns every block. Not safe for concurrent use.
@@ -30,6 +34,8 @@ type Manager struct {
 	// freeCached counts free blocks that still hold cached content.
 	freeCached int
 	hasher     hasher
+	host       *hostTier // nil without an offload tier
+	tracker    Tracker   // nil unless residency is tracked
 }
 
 type block struct {
@@ -47,10 +53,11 @@ type block struct {
 // hashes of its full blocks. The scheduler keeps one per request.
 type Seq struct {
 	table     []int
-	hashes    []Hash // chain hash of block i of the token sequence, memoised
-	numCached int    // leading blocks of table already offered to the cache
-	drafted   int    // leading blocks of table marked drafted
-	root      Hash   // the first block's parent: the namespace it caches in
+	hashes    []Hash  // chain hash of block i of the token sequence, memoised
+	numCached int     // leading blocks of table already offered to the cache
+	drafted   int     // leading blocks of table marked drafted
+	root      Hash    // the first block's parent: the namespace it caches in
+	loading   []int32 // host blocks its load in flight reads (StartLoad)
 }
 
 // SetNamespace keeps the sequence's cached blocks apart from other
@@ -65,8 +72,13 @@ func (s *Seq) BlockTable() []int { return s.table }
 
 // New returns a manager with every block free.
 func New(cfg Config) (*Manager, error) {
-	if cfg.NumBlocks < 1 || cfg.BlockSize < 1 {
+	switch {
+	case cfg.NumBlocks < 1 || cfg.BlockSize < 1:
 		return nil, fmt.Errorf("kvcache: need at least one block of at least one token, got %d blocks of %d", cfg.NumBlocks, cfg.BlockSize)
+	case cfg.HostBlocks < 0:
+		return nil, fmt.Errorf("kvcache: the offload tier cannot hold %d blocks", cfg.HostBlocks)
+	case cfg.HostBlocks > 0 && !cfg.EnablePrefixCaching:
+		return nil, fmt.Errorf("kvcache: the offload tier keys blocks by their prefix-cache hashes: it needs prefix caching")
 	}
 	m := &Manager{
 		cfg:    cfg,
@@ -75,6 +87,9 @@ func New(cfg Config) (*Manager, error) {
 	m.free.init(m.blocks)
 	for i := range m.blocks {
 		m.free.pushBack(m.blocks, int32(i))
+	}
+	if cfg.HostBlocks > 0 {
+		m.host = newHostTier(cfg.HostBlocks)
 	}
 	return m, nil
 }
@@ -149,7 +164,13 @@ func (m *Manager) Allocate(s *Seq, tokens []int, numComputed, numNew int) bool {
 	if len(s.table) == 0 && numComputed > 0 {
 		hits = numComputed / m.cfg.BlockSize
 	}
-	need := m.blocksFor(numComputed+numNew) - len(s.table) - hits
+	return m.allocate(s, hits, numComputed+numNew)
+}
+
+// allocate gives s room for tokens tokens, sharing the cached blocks of
+// its first hits chain hashes when its table is empty. All or nothing.
+func (m *Manager) allocate(s *Seq, hits, tokens int) bool {
+	need := m.blocksFor(tokens) - len(s.table) - hits
 	// Hit blocks that nobody holds sit in the free list: taking them
 	// shrinks what is left for new blocks.
 	reuseFree := 0
@@ -200,12 +221,19 @@ func (m *Manager) Cache(s *Seq, tokens []int, numComputed int) {
 		b := &m.blocks[s.table[i]]
 		b.hash, b.hashed = h, true
 	}
+	if m.host != nil {
+		m.offload(s, s.numCached, full)
+	}
 	s.numCached = full
 }
 
 // Free releases s's blocks, last block first, so that a sequence's tail is
-// evicted before its (more shareable) head. s can be allocated again later.
+// evicted before its (more shareable) head, and ends a load in flight. s
+// can be allocated again later.
 func (m *Manager) Free(s *Seq) {
+	if len(s.loading) > 0 {
+		m.EndLoad(s)
+	}
 	for i := len(s.table) - 1; i >= 0; i-- {
 		id := int32(s.table[i])
 		b := &m.blocks[id]
@@ -257,6 +285,9 @@ func (m *Manager) acquire(id int32) {
 		}
 	}
 	b.ref++
+	if m.tracker != nil {
+		m.tracker.Accessed(int(id))
+	}
 }
 
 // popFree takes the least recently freed block, evicting its cached content.
@@ -269,6 +300,10 @@ func (m *Manager) popFree() int32 {
 		m.freeCached--
 	}
 	b.ref, b.drafted = 1, false
+	if m.tracker != nil {
+		m.tracker.Evicted(int(id))
+		m.tracker.Allocated(int(id))
+	}
 	return id
 }
 

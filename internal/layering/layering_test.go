@@ -116,6 +116,17 @@ var forbidden = map[string][]string{
 	// The profile table is data: everything reads it, it reads nothing.
 	module + "/internal/profiles": {module + "/internal/", "net/http", "github.com/prometheus/"},
 	module + "/internal/hub":      {module + "/internal/engine", module + "/internal/server", module + "/internal/executor", module + "/internal/model"},
+	// The loader reads a model's files for every real executor: the model
+	// side, known to no one executor.
+	module + "/internal/loader": modelSide,
+	// The executors serve nothing and know neither each other nor who
+	// assembles them: each implements executor.Lifecycle in its own
+	// package, and the GPU's loads its model through the loader, not the
+	// CPU executor.
+	module + "/internal/executor":      {"net/http", "github.com/prometheus/", "go.opentelemetry.io/", module + "/internal/server", module + "/internal/metrics", module + "/internal/tracing", module + "/internal/replica"},
+	module + "/internal/executor/cpu":  {module + "/internal/executor/cuda", module + "/internal/executor/sim"},
+	module + "/internal/executor/cuda": {module + "/internal/executor/cpu", module + "/internal/executor/sim"},
+	module + "/internal/executor/sim":  {module + "/internal/executor/cpu", module + "/internal/executor/cuda"},
 
 	// The ordered JSON object of bench's and inference-perf's reports: a
 	// format, nothing of glassbox's.

@@ -1,9 +1,11 @@
 package metrics
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 )
 
 // TestEngineDeadGauge: glassbox_engine_dead reads the engine's stats at
@@ -30,5 +32,17 @@ func TestEngineDeadGauge(t *testing.T) {
 		if got := read(); got["step_timeout"] != 1 || got["executor_error"] != 0 || got["executor_panic"] != 0 {
 			t.Errorf("disable-log-stats %v: engine dead of step_timeout reads %v", disable, got)
 		}
+	}
+}
+
+// TestEngineDeadReasonsAreTheEngines: the reasons the doctor and the alert
+// read (metricspec, which must not import the engine) are the engine's.
+func TestEngineDeadReasonsAreTheEngines(t *testing.T) {
+	var want []string
+	for _, r := range engine.DeathReasons {
+		want = append(want, string(r))
+	}
+	if !slices.Equal(metricspec.EngineDeadReasons, want) {
+		t.Errorf("metricspec.EngineDeadReasons %v, the engine's %v", metricspec.EngineDeadReasons, want)
 	}
 }

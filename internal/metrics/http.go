@@ -59,7 +59,7 @@ func excludedHandler(name string) bool {
 // excludes come back unwrapped. The wrapper keeps http.Flusher working for
 // SSE and exposes Unwrap for http.ResponseController.
 func (m *Metrics) InstrumentHTTP(handlerName string, h http.Handler) http.Handler {
-	if excludedHandler(handlerName) {
+	if excludedHandler(handlerName) || m.http.reqSize == nil { // nil: NoFrontend, a rank with no API server of its own
 		return h
 	}
 	s := &m.http

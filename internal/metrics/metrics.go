@@ -68,6 +68,16 @@ type Config struct {
 	// MaxLoRAs is --max-loras when LoRA adapters are served (0: none);
 	// it registers vllm:lora_requests_info.
 	MaxLoRAs int
+
+	// NoFrontend leaves out the API server's families (HTTP, admission
+	// rejections): a data-parallel rank after the first, whose API server
+	// is rank 0's.
+	NoFrontend bool
+
+	// Offload registers the KV offload connector's families (an offload
+	// tier, --kv-offloading-size); KVCacheMetrics the residency
+	// histograms (--kv-cache-metrics).
+	Offload, KVCacheMetrics bool
 }
 
 // Metrics holds every series glassbox exports. ObserveStep and
@@ -77,10 +87,12 @@ type Config struct {
 type Metrics struct {
 	enabled bool
 
-	step     stepSeries
-	spec     specSeries
-	finished finishedSeries
-	groups   map[string]*groupStats // open n>1 parent requests, by Group
+	step      stepSeries
+	spec      specSeries
+	offload   *offloadSeries   // nil without an offload tier
+	residency *residencySeries // nil without --kv-cache-metrics
+	finished  finishedSeries
+	groups    map[string]*groupStats // open n>1 parent requests, by Group
 
 	http       httpSeries
 	admissions map[string]prometheus.Counter // by reason
@@ -101,26 +113,38 @@ func New(cfg Config, reg prometheus.Registerer) (*Metrics, error) {
 	b.info(metricspec.ExecutorInfo, cfg.ExecutorInfo, true)
 	b.gauge(metricspec.ExecutorPeakFLOPs, cfg.PeakFLOPs)
 	b.gauge(metricspec.ExecutorPeakMemBandwidth, cfg.PeakBandwidth)
-	b.register(newDeadCollector(cfg))
-	m.http = newHTTPSeries(b)
+	b.register(newDeadCollector(cfg, b.labels))
+	if !cfg.NoFrontend {
+		m.http = newHTTPSeries(b)
+	}
 
 	if m.enabled {
 		b.info(metricspec.CacheConfigInfo, cfg.Cache.Labels(), false)
 		if cfg.NumSpeculativeTokens > 0 {
 			m.spec = newSpecSeries(b, cfg.NumSpeculativeTokens)
 		}
+		if cfg.Offload {
+			m.offload = newOffloadSeries(b)
+		}
 		b.sleepState()
 		m.step = newStepSeries(b)
 		m.finished = newFinishedSeries(b, cfg.MaxModelLen)
+		if cfg.KVCacheMetrics {
+			m.residency = newResidencySeries(b)
+		}
 		m.groups = make(map[string]*groupStats)
 		b.register(newStatsCollector(cfg))
-		if cfg.MaxLoRAs > 0 {
+		// vllm:lora_requests_info has no engine label: rank 0's, as vLLM
+		// warns it misleads with data parallelism.
+		if cfg.MaxLoRAs > 0 && !cfg.NoFrontend {
 			m.lora = newLoRACollector(cfg)
 			b.register(m.lora)
 		}
-		frontend := &builder{reg: reg, labels: prometheus.Labels{labelModel: cfg.ModelName}}
-		m.admissions = frontend.counterVec(metricspec.AdmissionRejections, []string{metricspec.RejectQueueFull, metricspec.RejectShutdown, metricspec.RejectConcurrency})
-		b.err = cmp.Or(b.err, frontend.err)
+		if !cfg.NoFrontend {
+			frontend := &builder{reg: reg, labels: prometheus.Labels{labelModel: cfg.ModelName}}
+			m.admissions = frontend.counterVec(metricspec.AdmissionRejections, []string{metricspec.RejectQueueFull, metricspec.RejectShutdown, metricspec.RejectConcurrency})
+			b.err = cmp.Or(b.err, frontend.err)
+		}
 	}
 	if b.err != nil {
 		return nil, fmt.Errorf("new metrics: %w", b.err)

@@ -20,6 +20,8 @@ func TestNamesMatchRegistry(t *testing.T) {
 	cfg := testConfig()
 	cfg.MaxLoRAs = 2             // lora_requests_info exists only with LoRA
 	cfg.NumSpeculativeTokens = 3 // the spec-decode families exist only with speculation
+	cfg.Offload = true           // the offload connector's only with an offload tier
+	cfg.KVCacheMetrics = true    // the residency histograms only with --kv-cache-metrics
 	m, reg := newTestMetrics(t, cfg)
 	// The HTTP vectors have no children, and so gather nothing, until a
 	// request has been served.

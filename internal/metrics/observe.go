@@ -12,10 +12,12 @@ import (
 // one lock a step for the latencies (batchHistogram).
 type stepSeries struct {
 	prefixQueries, prefixHits                prometheus.Counter
-	extPrefixQueries, extPrefixHits          prometheus.Counter // no KV connector: stay 0
+	extPrefixQueries, extPrefixHits          prometheus.Counter // the offload tier's look-ups
 	preemptions                              prometheus.Counter
 	promptTokens, promptCached               prometheus.Counter
 	promptLocalCompute, promptCacheHit       prometheus.Counter
+	promptExternal                           prometheus.Counter
+	cachedDevice, cachedHost                 prometheus.Counter
 	generationTokens                         prometheus.Counter
 	flops, readBytes, writeBytes             prometheus.Counter
 	busySeconds, hostSeconds, steps          prometheus.Counter
@@ -24,6 +26,7 @@ type stepSeries struct {
 
 func newStepSeries(b *builder) stepSeries {
 	bySource := b.counterVec(metricspec.PromptTokensBySource, []string{"local_compute", "local_cache_hit", "external_kv_transfer"})
+	cachedBySource := b.counterVec(metricspec.PromptTokensCachedBySource, metricspec.CacheSources())
 	// No multi-modal inputs: the cache families exist and stay 0, as
 	// vLLM's do for a text model.
 	b.counter(metricspec.MMCacheQueries)
@@ -38,6 +41,9 @@ func newStepSeries(b *builder) stepSeries {
 		promptCached:       b.counter(metricspec.PromptTokensCached),
 		promptLocalCompute: bySource["local_compute"],
 		promptCacheHit:     bySource["local_cache_hit"],
+		promptExternal:     bySource["external_kv_transfer"],
+		cachedDevice:       cachedBySource["device"],
+		cachedHost:         cachedBySource["host"],
 		generationTokens:   b.counter(metricspec.GenerationTokens),
 		flops:              b.counter(metricspec.EstimatedFLOPsPerGPU),
 		readBytes:          b.counter(metricspec.EstimatedReadBytesPerGPU),
@@ -107,9 +113,19 @@ func (m *Metrics) ObserveStep(s *engine.StepEvent) {
 	st.prefixHits.Add(float64(s.PrefixHits))
 	st.preemptions.Add(float64(s.Preemptions))
 	st.promptTokens.Add(float64(s.PromptTokens))
+	// Cached tokens are the prefix cache's (the device's) and those loaded
+	// from the offload tier (the host's, an external KV transfer to vLLM).
+	local := max(s.CachedTokens-s.ExternalTokens, 0)
 	st.promptCached.Add(float64(s.CachedTokens))
-	st.promptCacheHit.Add(float64(s.CachedTokens))
+	st.promptCacheHit.Add(float64(local))
+	st.promptExternal.Add(float64(s.ExternalTokens))
+	st.cachedDevice.Add(float64(local))
+	st.cachedHost.Add(float64(s.ExternalTokens))
 	st.promptLocalCompute.Add(float64(max(s.PromptTokens-s.CachedTokens, 0)))
+	st.extPrefixQueries.Add(float64(s.ExternalQueries))
+	st.extPrefixHits.Add(float64(s.ExternalHits))
+	m.offload.observe(s)
+	m.residency.observe(s)
 	st.generationTokens.Add(float64(s.GenerationTokens))
 	st.flops.Add(s.FLOPs)
 	st.readBytes.Add(s.ReadBytes)

@@ -15,34 +15,45 @@ import (
 // from the engine goroutine, keeps the engine free of metric work and makes
 // every gauge of one scrape come from the same instant.
 type statsCollector struct {
-	stats  func() engine.Stats
-	labels []string // model_name, engine values
+	stats func() engine.Stats
 
 	running, waiting, waitingByReason, kvUsage, kvBlocks *prometheus.Desc
+	// With an offload tier (nil without): the CPU backend's pin gauges
+	// and the loads by stage.
+	cpuUsage, cpuWrite, cpuRead, kvFetch *prometheus.Desc
 }
 
 func newStatsCollector(cfg Config) *statsCollector {
-	vl := []string{labelModel, labelEngine}
+	// model_name and engine are constant labels, so that data-parallel
+	// ranks' collectors on one registry have descriptors of their own.
+	constant := prometheus.Labels{labelModel: cfg.ModelName, labelEngine: cfg.Engine}
 	desc := func(name string) *prometheus.Desc {
 		f := metricspec.Must(name)
-		return prometheus.NewDesc(f.Name, f.Help, append(vl, f.Labels...), nil)
+		return prometheus.NewDesc(f.Name, f.Help, f.Labels, constant)
 	}
 	c := &statsCollector{
 		stats:           cfg.Stats,
-		labels:          []string{cfg.ModelName, cfg.Engine},
 		running:         desc(metricspec.NumRequestsRunning),
 		waiting:         desc(metricspec.NumRequestsWaiting),
 		waitingByReason: desc(metricspec.NumRequestsWaitingByReason),
 		kvUsage:         desc(metricspec.KVCacheUsagePerc),
 		kvBlocks:        desc(metricspec.KVCacheBlocks),
 	}
+	if cfg.Offload {
+		c.kvFetch = desc(metricspec.NumRequestsKVFetchByStage)
+		c.cpuUsage = desc(metricspec.KVOffloadCPUCacheUsage)
+		c.cpuWrite = desc(metricspec.KVOffloadCPUCacheWriteUsage)
+		c.cpuRead = desc(metricspec.KVOffloadCPUCacheReadUsage)
+	}
 	return c
 }
 
 // Describe implements prometheus.Collector.
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range [...]*prometheus.Desc{c.running, c.waiting, c.waitingByReason, c.kvUsage, c.kvBlocks} {
-		ch <- d
+	for _, d := range [...]*prometheus.Desc{c.running, c.waiting, c.waitingByReason, c.kvUsage, c.kvBlocks, c.kvFetch, c.cpuUsage, c.cpuWrite, c.cpuRead} {
+		if d != nil {
+			ch <- d
+		}
 	}
 }
 
@@ -53,12 +64,13 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		s = c.stats()
 	}
 	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(c.labels[:2:2], extra...)...)
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, extra...)
 	}
 	gauge(c.running, float64(s.Running))
 	gauge(c.waiting, float64(s.Waiting))
 	// Deferred are those the last step passed over for their LoRA adapter
-	// (glassbox has no KV transfer); the rest wait for capacity.
+	// and those loading their KV from the offload tier; the rest wait for
+	// capacity.
 	deferred := min(s.Deferred, s.Waiting)
 	gauge(c.waitingByReason, float64(s.Waiting-deferred), "capacity")
 	gauge(c.waitingByReason, float64(deferred), "deferred")
@@ -66,6 +78,24 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.kvBlocks, float64(max(s.KVFree-s.KVCached, 0)), "free")
 	gauge(c.kvBlocks, float64(max(s.KVCached, 0)), "cached")
 	gauge(c.kvBlocks, float64(max(s.KVBlocks-s.KVFree, 0)), "used")
+	if c.kvFetch == nil {
+		return
+	}
+	o := &s.Offload
+	gauge(c.kvFetch, float64(o.LoadsQueued), metricspec.StageWaitingToStart)
+	gauge(c.kvFetch, float64(o.LoadsInFlight), metricspec.StageInProgress)
+	gauge(c.kvFetch, float64(o.LoadsDone), metricspec.StageCompletedWaiting)
+	// The share of the tier pinned by transfers in flight, as vLLM's CPU
+	// backend reports it (blocks held but idle are not counted).
+	share := func(n int) float64 {
+		if o.Blocks == 0 {
+			return 0
+		}
+		return float64(n) / float64(o.Blocks)
+	}
+	gauge(c.cpuUsage, share(o.Storing+o.Loading))
+	gauge(c.cpuWrite, share(o.Storing))
+	gauge(c.cpuRead, share(o.Loading))
 }
 
 // loraCollector is vllm:lora_requests_info: one series per combination of
@@ -117,6 +147,7 @@ func (c *loraCollector) noteLocked() {
 	k := [2]string{s.RunningLoRA, s.WaitingLoRA}
 	if _, ok := c.combos[k]; !ok {
 		c.order = append(c.order, k)
+		c.combos[k] = 0 // noted once, whether or not it has a time yet
 	}
 	if !s.LoRAAt.IsZero() {
 		c.combos[k] = max(c.combos[k], float64(s.LoRAAt.UnixNano())/1e9)
@@ -128,15 +159,15 @@ func (c *loraCollector) noteLocked() {
 // time. It is registered with the executor's families, whatever
 // --disable-log-stats says: it is the engine's health, not its load.
 type deadCollector struct {
-	stats  func() engine.Stats
-	labels []string // model_name, engine values
-	desc   *prometheus.Desc
+	stats func() engine.Stats
+	desc  *prometheus.Desc
 }
 
-func newDeadCollector(cfg Config) *deadCollector {
+// newDeadCollector's model_name and engine are constant labels, so that
+// data-parallel ranks sharing one registry each register their own.
+func newDeadCollector(cfg Config, labels prometheus.Labels) *deadCollector {
 	f := metricspec.Must(metricspec.EngineDead)
-	return &deadCollector{stats: cfg.Stats, labels: []string{cfg.ModelName, cfg.Engine},
-		desc: prometheus.NewDesc(f.Name, f.Help, append([]string{labelModel, labelEngine}, f.Labels...), nil)}
+	return &deadCollector{stats: cfg.Stats, desc: prometheus.NewDesc(f.Name, f.Help, f.Labels, labels)}
 }
 
 // Describe implements prometheus.Collector.
@@ -153,6 +184,6 @@ func (c *deadCollector) Collect(ch chan<- prometheus.Metric) {
 		if r == dead {
 			v = 1
 		}
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, c.labels[0], c.labels[1], string(r))
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, string(r))
 	}
 }

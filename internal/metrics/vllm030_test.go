@@ -136,6 +136,8 @@ func TestStructureMatchesVLLM030(t *testing.T) {
 			return "glassbox's own additions (DESIGN.md §3)"
 		case strings.HasPrefix(name, "vllm:admission_rejections_"):
 			return "vLLM 0.32's admission counter, after 0.30"
+		case strings.HasPrefix(name, "vllm:prompt_tokens_cached_by_source_"):
+			return "cached prompt tokens by tier (vLLM PR #56318), after 0.30"
 		case strings.HasPrefix(name, "process_") && vllm.families[name] == nil:
 			return "client_golang's process collector has more than Python's"
 		}

@@ -21,6 +21,7 @@ type CacheConfig struct {
 	CacheDtype            string // "auto", or the K/V element type
 	KVCacheMemoryBytes    int64  // --kv-cache-memory-bytes; 0 when unset
 	PrefixCachingHashAlgo string
+	KVOffloadingSize      float64 // --kv-offloading-size in GiB; 0 when unset
 }
 
 // Label names of vllm:cache_config_info that readers use.
@@ -55,7 +56,7 @@ func (c CacheConfig) Labels() map[string]string {
 		CacheKVBytes:                             pyOptionalInt(c.KVCacheMemoryBytes),
 		CacheSizeTokens:                          strconv.Itoa(tokens),
 		"kv_offloading_backend":                  "native",
-		"kv_offloading_size":                     "None",
+		"kv_offloading_size":                     pyOptionalFloat(c.KVOffloadingSize),
 		"kv_sharing_fast_prefill":                "False",
 		"mamba_block_size":                       "None",
 		"mamba_cache_dtype":                      "auto",
@@ -84,4 +85,12 @@ func pyOptionalInt(n int64) string {
 		return "None"
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// pyOptionalFloat is str() of an Optional[float]: "None" for 0.
+func pyOptionalFloat(v float64) string {
+	if v == 0 {
+		return "None"
+	}
+	return PyRepr(v)
 }

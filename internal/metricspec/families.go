@@ -36,21 +36,24 @@ type Family struct {
 	// histograms follow --max-model-len as vLLM's do.
 	Buckets func(maxModelLen int) []float64
 	// Speculative families exist only when speculative decoding is
-	// configured.
-	Speculative bool
+	// configured, Offload ones only with a KV offload tier, and
+	// KVCacheMetrics ones only with --kv-cache-metrics.
+	Speculative, Offload, KVCacheMetrics bool
 }
 
 func fixed(b func() []float64) func(int) []float64 { return func(int) []float64 { return b() } }
 
-// families is the table every lookup reads, in the order vLLM 0.30
+// coreFamilies is the table every lookup reads (with offload.go's), in the order vLLM 0.30
 // registers them (its /metrics lists families in that order), then
 // glassbox's own. HELP texts are vLLM's verbatim, typos and trailing
 // spaces included: consumers compare them.
-var families = []Family{
+var coreFamilies = []Family{
 	{Name: SpecDecodeDrafts, Kind: Counter, Help: "Number of spec decoding drafts.", Speculative: true},
 	{Name: SpecDecodeDraftTokens, Kind: Counter, Help: "Number of draft tokens.", Speculative: true},
 	{Name: SpecDecodeAcceptedTokens, Kind: Counter, Help: "Number of accepted tokens.", Speculative: true},
 	{Name: SpecDecodeAcceptedTokensPos, Kind: Counter, Help: "Accepted tokens per draft position.", Labels: []string{LabelPosition}, Speculative: true},
+	// The offload connector's families (offload.go) come here, after
+	// the spec-decode ones, as vLLM's logger creates them.
 	{Name: EstimatedFLOPsPerGPU, Kind: Counter,
 		Help: "Estimated number of floating point operations per GPU (for Model Flops Utilization calculations)."},
 	{Name: EstimatedReadBytesPerGPU, Kind: Counter,
@@ -63,6 +66,11 @@ var families = []Family{
 		Help: "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for scheduling capacity; " +
 			"'deferred' = deferred by transient constraints (LoRA budget, KV transfer, blocked status). " +
 			"Sum of all reasons equals vllm:num_requests_waiting."},
+	// glassbox's wording: vLLM's own HELP was not at hand (the gauge is
+	// registered only with an offload tier here, as with vLLM's connectors).
+	{Name: NumRequestsKVFetchByStage, Kind: Gauge, Labels: []string{LabelStage}, Offload: true,
+		Help: "Number of waiting requests loading their KV cache asynchronously, by stage. Stage labels: " +
+			"'waiting_to_start' = transfer not started; 'in_progress' = transfer running; 'completed_waiting' = loaded, waiting to run."},
 	{Name: EngineSleepState, Kind: Gauge, Labels: []string{LabelSleepState},
 		Help: "Engine sleep state; awake = 0 means engine is sleeping; awake = 1 means engine is awake; " +
 			"weights_offloaded = 1 means sleep level 1; discard_all = 1 means sleep level 2."},
@@ -79,6 +87,9 @@ var families = []Family{
 	{Name: PromptTokens, Kind: Counter, Help: "Number of prefill tokens processed."},
 	{Name: PromptTokensBySource, Kind: Counter, Labels: []string{LabelSource}, Help: "Number of prompt tokens by source."},
 	{Name: PromptTokensCached, Kind: Counter, Help: "Number of cached prompt tokens (local + external)."},
+	// glassbox's wording: vLLM PR #56318's own HELP was not at hand.
+	{Name: PromptTokensCachedBySource, Kind: Counter, Labels: []string{LabelSource},
+		Help: "Number of cached prompt tokens by the cache tier that held them (sums to vllm:prompt_tokens_cached_total)."},
 	{Name: GenerationTokens, Kind: Counter, Help: "Number of generation tokens processed."},
 	{Name: RequestSuccess, Kind: Counter, Labels: []string{LabelFinishedReason}, Help: "Count of successfully processed requests."},
 	{Name: RequestPromptTokens, Kind: Histogram, Help: "Number of prefill tokens processed.", Buckets: OneTwoFiveBuckets},
@@ -105,6 +116,8 @@ var families = []Family{
 		Buckets: fixed(NumPreemptionsBuckets)},
 	{Name: RequestPrefillKVComputed, Kind: Histogram, Buckets: OneTwoFiveBuckets,
 		Help: "Histogram of new KV tokens computed during prefill (excluding cached tokens)."},
+	// The residency families (offload.go) follow the finished-request
+	// histograms, as vLLM's logger creates them.
 	{Name: CacheConfigInfo, Kind: Gauge, Help: "Information of the LLMEngine CacheConfig"},
 	{Name: AdmissionRejections, Kind: Counter, Labels: []string{LabelReason},
 		Help: "Number of requests rejected at admission (HTTP 503), by reason."},
@@ -143,6 +156,24 @@ type entry struct {
 	*Family
 	index int
 }
+
+// families is the whole table: the core one with offload.go's spliced in
+// where vLLM's logger creates them.
+var families = func() []Family {
+	at := func(fs []Family, name string) int {
+		for i := range fs {
+			if fs[i].Name == name {
+				return i
+			}
+		}
+		panic("BUG: metricspec: no family " + name)
+	}
+	out := append([]Family(nil), coreFamilies...)
+	i := at(out, SpecDecodeAcceptedTokensPos) + 1
+	out = append(out[:i], append(append([]Family(nil), offloadFamilies...), out[i:]...)...)
+	i = at(out, CacheConfigInfo)
+	return append(out[:i], append(append([]Family(nil), residencyFamilies...), out[i:]...)...)
+}()
 
 var byName = func() map[string]entry {
 	m := make(map[string]entry, len(families))
@@ -183,3 +214,8 @@ func Must(name string) Family {
 	}
 	return f
 }
+
+// EngineDeadReasons are glassbox_engine_dead's reason values (the engine's
+// DeathReasons, which internal/metrics' tests hold it to), for readers
+// that must not import the engine: the doctor.
+var EngineDeadReasons = []string{"executor_error", "step_timeout", "executor_panic"}

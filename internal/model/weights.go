@@ -28,6 +28,19 @@ type Weights struct {
 	repacked   map[string]bool // the types repack rearranged
 }
 
+// CanDraftFor refuses, by what differs, a draft model (w) that cannot
+// draft for target in speculative decoding: another vocabulary, or hidden
+// states only (an embedding model).
+func (w *Weights) CanDraftFor(target *Weights) error {
+	if w.Config.Pooling != PoolNone {
+		return fmt.Errorf("the draft model is an embedding model (pooling %v)", w.Config.Pooling)
+	}
+	if w.Vocab != target.Vocab {
+		return fmt.Errorf("the draft model has %d embeddings, the target %d: a draft must share the target's vocabulary", w.Vocab, target.Vocab)
+	}
+	return nil
+}
+
 // Kernels is the kernel set these weights run on and the layout they
 // have: "repacked" with the types the loader rearranged, or GGUF's rows
 // (a mapped file, or no type this CPU repacks).

@@ -12,18 +12,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/glassbox-llm/glassbox/internal/dcgm"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/executor"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/grammar"
 	"github.com/glassbox-llm/glassbox/internal/jinja"
@@ -150,6 +152,29 @@ type Config struct {
 	// LoRA, when set, serves LoRA adapters as model names
 	// (--enable-lora): on the simulator only.
 	LoRA *LoRA
+
+	// KVOffloadingSize is --kv-offloading-size: GiB of host memory for a
+	// CPU KV offload tier, summed over the tensor-parallel ranks as
+	// vLLM's (0: none); KVOffloadingBackend is its backend, "native" (or
+	// empty). The simulator only.
+	KVOffloadingSize    float64
+	KVOffloadingBackend string
+	// KVCacheMetrics and KVCacheMetricsSample are --kv-cache-metrics and
+	// --kv-cache-metrics-sample: the residency histograms.
+	KVCacheMetrics       bool
+	KVCacheMetricsSample float64
+
+	// DataParallelSize is --data-parallel-size: engine ranks behind the
+	// one API, each a copy of the model on its own GPUs with its own KV
+	// cache and scheduler, balanced as vLLM's API server does (0 or 1:
+	// one). The simulator only.
+	DataParallelSize int
+	// DataParallelRank makes this replica rank k of a data-parallel
+	// server whose other ranks the caller builds, each a replica of its
+	// own on one registry (glassbox simulate steps each on its own
+	// clock): its metrics carry engine k and, after the first, none of the
+	// API server's families.
+	DataParallelRank int
 }
 
 // LoRA is --enable-lora's set-up: the adapters (--lora-modules), the most
@@ -162,7 +187,12 @@ type LoRA struct {
 
 // Replica is a built instance. Start runs its engine; Close stops it.
 type Replica struct {
+	// Engine is the first rank; Ranks all of them (one without data
+	// parallelism), API what the server submits to (Engine itself, or the
+	// ranks' balancer).
 	Engine       *engine.Engine
+	Ranks        []*engine.Engine
+	API          server.Engine
 	EngineConfig engine.Config
 	Names        []string // served model names, the first the default
 	Describe     string   // what runs it, for a start-up banner
@@ -188,50 +218,73 @@ type Replica struct {
 	rejected                     func(reason string) // counts a 503 refused at admission
 	gather                       prometheus.Gatherer // what metrics serves: hidden families added, glassbox's dropped as configured
 	page                         *live.Page
-	back                         *backend
+	life                         executor.Lifecycle  // the executor's, closed after the engine stops
+	stopCounters                 func()              // a real GPU's dcgm-exporter; nil otherwise
+	chat                         server.ChatRenderer // nil: ChatML
 	log                          *slog.Logger
 	stop                         context.CancelFunc
 	done                         chan struct{}
 }
 
 // New builds a replica; on error everything built so far is released.
-func New(cfg Config) (r *Replica, err error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	wall := cfg.Clock == nil
-	if wall {
-		cfg.Clock = engine.WallClock()
-	}
-	cfg.Sim.Clock = cfg.Clock
-	if cfg.LoRA != nil && cfg.Model != "" {
-		return nil, errors.New("--enable-lora: LoRA adapters are not on this executor: the CPU executor runs the GGUF's own weights only (serve adapters on the simulated GPU, without --model)")
-	}
+func New(cfg Config) (*Replica, error) {
+	wall := prepare(&cfg)
 	if err := checkSpeculative(&cfg); err != nil {
 		return nil, err
 	}
-	cfg.Sim.Speculative = cfg.Speculative
-	b, note, err := chooseBackend(&cfg)
+	ecfg := features(&cfg)
+	x, err := chooseExecutor(&cfg, &ecfg)
 	if err != nil {
 		return nil, err
 	}
+	return assemble(cfg, ecfg, x, wall)
+}
+
+// prepare fills in the logger and the clock; wall says the clock is the
+// wall clock, not a caller's.
+func prepare(cfg *Config) (wall bool) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	wall = cfg.Clock == nil
+	if wall {
+		cfg.Clock = engine.WallClock()
+	}
+	return wall
+}
+
+// assemble builds the replica around a loaded executor: the KV cache
+// sized, the executor started, then the metrics, the engine (ecfg, the
+// features asked, completed) and the API around it. On error the
+// executor is closed.
+func assemble(cfg Config, ecfg engine.Config, x *chosen, wall bool) (r *Replica, err error) {
+	life, spec, note := x.life, x.spec, x.note
+	var stopCounters func()
 	defer func() {
 		if err != nil {
-			b.close()
+			if stopCounters != nil {
+				stopCounters()
+			}
+			life.Close()
 		}
 	}()
-	ecfg, err := engineConfig(&cfg, b)
+	if err := engineConfig(&ecfg, &cfg, spec, life); err != nil {
+		return nil, err
+	}
+	ecfg.StepTimeout = stepTimeout(cfg.StepTimeout, cmp.Or(spec.StepTimeout, DefaultStepTimeout), wall)
+	started, err := life.Start(ecfg.NumBlocks)
 	if err != nil {
 		return nil, err
 	}
-	ecfg.StepTimeout = stepTimeout(cfg.StepTimeout, cmp.Or(b.stepTimeout, DefaultStepTimeout), wall)
-	exec, err := b.start(ecfg.NumBlocks, ecfg.BlockSize)
-	if err != nil {
-		return nil, err
+	describe, info := spec.Describe, map[string]string{}
+	if started.Describe != "" {
+		describe += "; " + started.Describe
 	}
+	maps.Copy(info, spec.Info)
+	maps.Copy(info, started.Info) // what Start chose replaces what Load said
 	names := cfg.ServedModelNames
 	if len(names) == 0 {
-		names = []string{b.name}
+		names = []string{spec.Name}
 	}
 	reg, gather := cfg.Registerer, cfg.Gatherer
 	if reg == nil && gather == nil {
@@ -245,7 +298,7 @@ func New(cfg Config) (r *Replica, err error) {
 			return nil, fmt.Errorf("show hidden metrics: %w", err)
 		}
 	}
-	parser := cmp.Or(cfg.ToolCallParser, b.toolParser)
+	parser := cmp.Or(cfg.ToolCallParser, templateParser(spec.Chat))
 	switch {
 	case parser != "":
 		if err := toolcall.Check(parser); err != nil {
@@ -254,61 +307,53 @@ func New(cfg Config) (r *Replica, err error) {
 	case cfg.EnableAutoToolChoice:
 		return nil, fmt.Errorf("--enable-auto-tool-choice needs --tool-call-parser (%s): the model's chat template shows no tool format glassbox reads", strings.Join(toolcall.Parsers(), ", "))
 	}
+	if err := checkDataParallel(&cfg, life); err != nil {
+		return nil, err
+	}
 	var eng *engine.Engine
-	m, err := metrics.New(metrics.Config{
-		ModelName: names[0], Engine: "0", MaxModelLen: ecfg.MaxModelLen, DisableLogStats: cfg.DisableLogStats,
+	mcfg := metrics.Config{
+		ModelName: names[0], Engine: strconv.Itoa(cfg.DataParallelRank), NoFrontend: cfg.DataParallelRank > 0,
+		MaxModelLen: ecfg.MaxModelLen, DisableLogStats: cfg.DisableLogStats,
 		Cache: metricspec.CacheConfig{BlockSize: ecfg.BlockSize, UserSpecifiedBlockSize: cfg.UserSpecifiedBlockSize,
 			NumGPUBlocks: ecfg.NumBlocks, MaxModelLen: ecfg.MaxModelLen, EnablePrefixCaching: ecfg.EnablePrefixCaching,
-			GPUMemoryUtilization: cfg.GPUMemoryUtilization, CacheDtype: b.cacheDtype,
-			KVCacheMemoryBytes: cfg.KVCacheMemoryBytes, PrefixCachingHashAlgo: "sha256"},
+			GPUMemoryUtilization: cfg.GPUMemoryUtilization, CacheDtype: spec.CacheDtype,
+			KVCacheMemoryBytes: cfg.KVCacheMemoryBytes, PrefixCachingHashAlgo: "sha256", KVOffloadingSize: cfg.KVOffloadingSize},
 		SchedulerInfo: map[string]string{
 			"max_num_seqs": strconv.Itoa(ecfg.MaxNumSeqs), "max_num_batched_tokens": strconv.Itoa(ecfg.MaxNumBatchedTokens),
 			"max_model_len": strconv.Itoa(ecfg.MaxModelLen), "async_scheduling": metricspec.PythonBool(cfg.AsyncScheduling),
 		},
-		ExecutorInfo: b.executorInfo, PeakFLOPs: b.peakFLOPs, PeakBandwidth: b.peakBandwidth,
+		ExecutorInfo: info, PeakFLOPs: spec.PeakFLOPs, PeakBandwidth: spec.PeakBandwidth,
 		NumSpeculativeTokens: cfg.Speculative.NumSpeculativeTokens,
 		Stats:                func() engine.Stats { return eng.Stats() },
 		MaxLoRAs:             ecfg.MaxLoRAs,
-	}, reg)
+		Offload:              ecfg.Offload.Enabled(), KVCacheMetrics: ecfg.KVCacheMetrics,
+	}
+	m, err := metrics.New(mcfg, reg)
 	if err != nil {
 		return nil, err
 	}
 	observers := cfg.Observers
-	var counters http.Handler
-	var countersLine string
+	var dcgmHandler http.Handler
+	var dcgmLine string
 	if cfg.DCGM {
-		if err := dcgm.CheckInterval(cfg.DCGMWindow); err != nil {
-			return nil, fmt.Errorf("--dcgm-interval: %w", err)
+		c, err := newCounters(&cfg, spec.GPU, note)
+		if err != nil {
+			return nil, err
 		}
-		switch {
-		case b.hardware != nil:
-			exporter, err := dcgm.New(dcgm.Config{Hardware: *b.hardware, GPUs: b.gpus, GPUMemoryUtilization: cfg.GPUMemoryUtilization,
-				Hostname: cfg.Hostname, Window: cfg.DCGMWindow, Now: cfg.Clock.Now})
-			if err != nil {
-				return nil, err
-			}
-			observers = append([]engine.Observer{simCounters{exporter}}, observers...)
-			counters = exporter
-			countersLine = fmt.Sprintf("the simulated dcgm-exporter of %d× %s", b.gpus, b.hardware.Device.ModelName)
-		case b.gpuCounters != nil:
-			exporter, err := b.gpuCounters(cfg.DCGMWindow, cfg.Hostname, cfg.Logger)
-			if err != nil {
-				return nil, fmt.Errorf("--dcgm-port: read the GPU's counters: %w", err)
-			}
-			counters, countersLine = exporter, describeCounters(exporter, cfg.DCGMWindow)
-		default:
-			msg := "--dcgm-port: the CPU executor has no GPU counters to serve: dcgm-exporter's series come from an NVIDIA GPU (--device cuda) or the simulated one (no --model)"
-			if note != "" {
-				msg += "; " + note
-			}
-			return nil, errors.New(msg)
+		if c.observer != nil {
+			observers = append([]engine.Observer{c.observer}, observers...)
 		}
+		dcgmHandler, dcgmLine, stopCounters = c.handler, c.line, c.stop
 	}
 	var obs engine.Observer = m
 	if len(observers) > 0 {
 		obs = append(engine.Observers{m}, observers...)
 	}
-	if eng, err = engine.New(ecfg, exec, obs); err != nil {
+	if eng, err = engine.New(ecfg, started.Executor, obs); err != nil {
+		return nil, err
+	}
+	ranks, api, err := dataParallel(&cfg, life, eng, ecfg, mcfg, reg)
+	if err != nil {
 		return nil, err
 	}
 	var mh http.Handler
@@ -319,9 +364,16 @@ func New(cfg Config) (r *Replica, err error) {
 		}
 		mh = metrics.Handler(gather)
 	}
-	r = &Replica{Engine: eng, EngineConfig: ecfg, Names: names, Describe: b.describe, Memory: b.memory(), Note: note, DCGM: countersLine,
-		Tokenizer: b.model, Grammars: server.NewGrammars(b.model, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather, back: b, log: cfg.Logger,
-		rejected: m.Rejected, dcgm: counters}
+	if n := len(ranks); n > 1 {
+		describe += fmt.Sprintf(", %d data-parallel ranks", n)
+	}
+	var chat server.ChatRenderer // nil: ChatML
+	if spec.Chat != nil {
+		chat = spec.Chat
+	}
+	r = &Replica{Engine: eng, Ranks: ranks, API: api, EngineConfig: ecfg, Names: names, Describe: describe, Memory: started.Memory, Note: note, DCGM: dcgmLine,
+		Tokenizer: spec.Vocab, Grammars: server.NewGrammars(spec.Vocab, ecfg.EOS), ToolParser: parser, metrics: mh, gather: gather,
+		life: life, stopCounters: stopCounters, chat: chat, log: cfg.Logger, rejected: m.Rejected, dcgm: dcgmHandler}
 	var dash http.Handler
 	if mh != nil {
 		if r.page, err = live.New(live.Config{Targets: []live.Target{r.liveTarget(names[0], cfg.APIKey)}, Now: cfg.Clock.Now, Thresholds: cfg.Thresholds}); err != nil {
@@ -334,11 +386,15 @@ func New(cfg Config) (r *Replica, err error) {
 	if cfg.LoRA != nil {
 		adapters = cfg.LoRA.Modules
 	}
+	var emb *server.Embeddings
+	if e := spec.Embeddings; e != nil {
+		emb = &server.Embeddings{Dim: e.Dim, Pooling: e.Pooling, Truncatable: e.Truncatable}
+	}
 	srv := server.New(server.Config{
 		ServedModelNames: names, APIKey: cfg.APIKey, Version: cfg.Version, Logger: cfg.Logger, LoRA: adapters,
-		Metrics: mh, Instrument: m.InstrumentHTTP, Rejected: m.Rejected, Chat: b.chat, Profiler: cfg.Profiler, Dashboard: dash,
-		Grammars: r.Grammars, ToolParser: parser, Embeddings: b.embeddings, ResponsesStore: cfg.ResponsesStore,
-	}, eng, b.model)
+		Metrics: mh, Instrument: m.InstrumentHTTP, Rejected: m.Rejected, Chat: chat, Profiler: cfg.Profiler, Dashboard: dash,
+		Grammars: r.Grammars, ToolParser: parser, Embeddings: emb, ResponsesStore: cfg.ResponsesStore,
+	}, api, spec.Vocab)
 	r.handler = srv.Handler()
 	return r, nil
 }
@@ -377,49 +433,10 @@ func (r *Replica) liveTarget(name, apiKey string) live.Target {
 // the metrics port), or nil without metrics.
 func (r *Replica) DashboardHandler() http.Handler { return r.dash }
 
-// checkSpeculative refuses, by name, the speculative decoding this
-// replica cannot run: what spec.Check refuses of the deployment. Each
-// executor checks its draft model itself (cpu.Load a GGUF, sim.New a
-// model profile).
-func checkSpeculative(cfg *Config) error {
-	sp := &cfg.Speculative
-	if !sp.Enabled() {
-		return nil
-	}
-	return sp.Check(speculative.Deployment{Simulated: cfg.Model == "", TensorParallel: max(cfg.Sim.TensorParallel, 1)})
-}
-
-// engineConfig turns the sizes into the engine's configuration, with the
-// backend's defaults and its KV cache, checked before any executor memory
-// is allocated.
-func engineConfig(cfg *Config, b *backend) (engine.Config, error) {
-	c := engine.Config{
-		MaxNumSeqs:          cmp.Or(cfg.MaxNumSeqs, b.defaultSeqs),
-		MaxNumBatchedTokens: cmp.Or(cfg.MaxNumBatchedTokens, b.defaultBatched),
-		MaxModelLen:         cmp.Or(cfg.MaxModelLen, b.maxModelLen),
-		BlockSize:           cfg.BlockSize,
-		EnablePrefixCaching: !cfg.NoPrefixCaching,
-		MaxWaiting:          cfg.MaxQueuedRequests,
-		EOS:                 b.eos, Logger: cfg.Logger, RecordPhases: cfg.RecordPhases, Clock: cfg.Clock,
-		Speculative: cfg.Speculative, Profiling: cfg.Profiling,
-	}
-	if l := cfg.LoRA; l != nil {
-		for _, m := range l.Modules {
-			c.LoRAs = append(c.LoRAs, m.Name)
-		}
-		c.MaxLoRAs = l.MaxLoRAs
-	}
-	var err error
-	if c.NumBlocks, err = b.blocks(cfg.KVCacheMemoryBytes, c.BlockSize, c.MaxModelLen, c.MaxNumSeqs, c.MaxNumBatchedTokens); err != nil {
-		return c, err
-	}
-	return c, c.Validate()
-}
-
 // ChatPrompt renders a conversation as the chat API does (the model's
 // template; ChatML on the simulator, which has none) and tokenizes it.
 func (r *Replica) ChatPrompt(msgs []jinja.Message) (text string, ids []int, err error) {
-	if text, err = server.RenderChat(r.back.chat, msgs, nil); err != nil {
+	if text, err = server.RenderChat(r.chat, msgs, nil); err != nil {
 		return "", nil, err
 	}
 	return text, server.EncodeChat(r.Tokenizer, text), nil
@@ -452,11 +469,15 @@ func (r *Replica) Start() {
 		}
 		close(pageDone)
 	}()
-	go func() { r.Engine.Run(ctx); <-pageDone; close(r.done) }()
+	var ranks sync.WaitGroup
+	for _, e := range r.Ranks {
+		ranks.Go(func() { e.Run(ctx) })
+	}
+	go func() { ranks.Wait(); <-pageDone; close(r.done) }()
 }
 
 // Close stops the engine, aborting what is in flight, and releases the
-// executor's threads and the model's memory. Call it once, after the HTTP
+// executor's threads and the model's memory (its lifecycle's Close). Call it once, after the HTTP
 // side has drained. After a hung step (engine.DeathStepTimeout) the
 // executor is still inside that call: Close leaves it, its threads and its
 // memory (a GPU context's too) to the process's exit rather than free
@@ -466,24 +487,17 @@ func (r *Replica) Close() {
 		r.stop()
 		<-r.done
 	}
-	var d *engine.DeadError
-	if errors.As(r.Engine.Health(), &d) && d.Reason == engine.DeathStepTimeout {
-		r.log.Warn("the executor is left as it is: a step is still hung in it; its threads and memory go with the process", "err", d.Err)
-		return
+	for _, e := range r.Ranks {
+		var d *engine.DeadError
+		if errors.As(e.Health(), &d) && d.Reason == engine.DeathStepTimeout {
+			r.log.Warn("the executor is left as it is: a step is still hung in it; its threads and memory go with the process", "err", d.Err)
+			return
+		}
 	}
-	r.back.close()
-}
-
-// stepTimeout is the engine's watchdog: asked is Config.StepTimeout,
-// def the executor's default.
-func stepTimeout(asked, def time.Duration, wall bool) time.Duration {
-	switch {
-	case asked < 0 || asked == 0 && !wall:
-		return 0
-	case asked > 0:
-		return asked
+	if r.stopCounters != nil {
+		r.stopCounters()
 	}
-	return def
+	r.life.Close()
 }
 
 // Gatherer is what /metrics serves, after --show-hidden-metrics-for-version
@@ -494,6 +508,10 @@ func (r *Replica) Gatherer() prometheus.Gatherer { return r.gather }
 // DescribeSizes is the start-up banner's line about the engine's sizes.
 func (r *Replica) DescribeSizes() string {
 	c := r.EngineConfig
-	return fmt.Sprintf("KV cache: %d blocks of %d tokens (%d tokens); max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d, prefix caching %v",
+	s := fmt.Sprintf("KV cache: %d blocks of %d tokens (%d tokens); max-model-len %d, max-num-seqs %d, max-num-batched-tokens %d, prefix caching %v",
 		c.NumBlocks, c.BlockSize, c.NumBlocks*c.BlockSize, c.MaxModelLen, c.MaxNumSeqs, c.MaxNumBatchedTokens, c.EnablePrefixCaching)
+	if o := c.Offload; o.Enabled() {
+		s += fmt.Sprintf("; KV offload: %d host blocks (%.1f GiB) at %.0f GB/s", o.Blocks, float64(int64(o.Blocks)*o.BlockBytes)/(1<<30), o.Bandwidth/1e9)
+	}
+	return s
 }

@@ -38,6 +38,10 @@ const (
 	Waiting Status = iota
 	Running
 	Finished
+	// Loading: its prefix is being loaded from the offload tier (vLLM's
+	// WAITING_FOR_REMOTE_KVS); it holds its blocks and is not scheduled
+	// until the engine says the load is done (LoadDone).
+	Loading
 )
 
 func (s Status) String() string {
@@ -46,6 +50,8 @@ func (s Status) String() string {
 		return "waiting"
 	case Running:
 		return "running"
+	case Loading:
+		return "loading"
 	}
 	return "finished"
 }
@@ -74,6 +80,9 @@ type Seq struct {
 	Status         Status
 	NumPreemptions int
 	NumCached      int // prompt tokens served from the prefix cache at the last admission
+	// NumExternal are the prompt tokens after NumCached loaded from the
+	// offload tier at the last admission (vLLM's external computed tokens).
+	NumExternal int
 
 	kv       kvcache.Seq
 	schedIdx int // index in the current plan, or -1
@@ -107,6 +116,12 @@ type Plan struct {
 
 	PrefixQueries int // tokens looked up in the prefix cache by admissions
 	PrefixHits    int
+	// With an offload tier: tokens looked up in it (every admission's, as
+	// vLLM's connector counts them), those it held, and the sequences whose
+	// load of them started this step (each now Loading).
+	ExternalQueries, ExternalHits int
+	ExternalLookups               int // admissions that looked the tier up
+	Loads                         []*Seq
 	// Deferred counts waiting sequences passed over because their LoRA
 	// adapter would have exceeded MaxLoRAs (vLLM's skipped waiting
 	// requests).
@@ -119,6 +134,7 @@ type Scheduler struct {
 	kv      *kvcache.Manager
 	waiting []*Seq // front is next
 	running []*Seq // admission order
+	loading []*Seq // loading their prefix from the offload tier, in start order
 	scratch []*Seq
 	arrival uint64
 	loras   []int // adapters of the step being planned
@@ -132,9 +148,12 @@ func New(cfg Config, kv *kvcache.Manager) (*Scheduler, error) {
 	return &Scheduler{cfg: cfg, kv: kv}, nil
 }
 
-// NumWaiting and NumRunning are the queue lengths.
-func (s *Scheduler) NumWaiting() int { return len(s.waiting) }
+// NumWaiting and NumRunning are the queue lengths; the waiting include
+// the loading (vLLM's num_requests_waiting counts them), NumLoading
+// counts those alone.
+func (s *Scheduler) NumWaiting() int { return len(s.waiting) + len(s.loading) }
 func (s *Scheduler) NumRunning() int { return len(s.running) }
+func (s *Scheduler) NumLoading() int { return len(s.loading) }
 
 // Add queues a new sequence at the back of the waiting queue.
 func (s *Scheduler) Add(q *Seq) {
@@ -153,12 +172,33 @@ func (s *Scheduler) Finish(q *Seq) {
 		s.running = remove(s.running, q)
 	case Waiting:
 		s.waiting = remove(s.waiting, q)
+	case Loading:
+		s.loading = remove(s.loading, q)
 	default:
 		return
 	}
-	s.kv.Free(&q.kv)
+	s.kv.Free(&q.kv) // ends a load in flight too
 	q.Status = Finished
 }
+
+// LoadDone ends q's load from the offload tier: its blocks hold the
+// prefix, and it waits at the front of the queue to run the rest (vLLM
+// puts the requests it skipped back in front).
+func (s *Scheduler) LoadDone(q *Seq) {
+	if q.Status != Loading {
+		panic(fmt.Sprintf("BUG: sched: load done for sequence %d, %v", q.ID, q.Status))
+	}
+	s.kv.EndLoad(&q.kv)
+	s.loading = remove(s.loading, q)
+	q.Status = Waiting
+	s.waiting = append(s.waiting, nil)
+	copy(s.waiting[1:], s.waiting)
+	s.waiting[0] = q
+}
+
+// Loading is the sequences loading their prefix, in start order, for
+// reading only.
+func (s *Scheduler) Loading() []*Seq { return s.loading }
 
 // Computed records that the step computed sc's tokens.
 func (s *Scheduler) Computed(sc Scheduled) {
@@ -179,8 +219,9 @@ func (s *Scheduler) Rejected(q *Seq, n int) {
 
 // Schedule plans the next step into p.
 func (s *Scheduler) Schedule(p *Plan) {
-	p.Seqs, p.Preempted, p.Admitted = p.Seqs[:0], p.Preempted[:0], p.Admitted[:0]
+	p.Seqs, p.Preempted, p.Admitted, p.Loads = p.Seqs[:0], p.Preempted[:0], p.Admitted[:0], p.Loads[:0]
 	p.NumTokens, p.PrefixQueries, p.PrefixHits, p.Deferred = 0, 0, 0, 0
+	p.ExternalQueries, p.ExternalHits, p.ExternalLookups = 0, 0, 0
 	budget := s.cfg.MaxNumBatchedTokens
 
 	// Iterate over a snapshot: preemption removes sequences from running.
@@ -208,6 +249,7 @@ func (s *Scheduler) Schedule(p *Plan) {
 	// As vLLM: no admissions in a step that had to preempt.
 	if len(p.Preempted) == 0 {
 		s.admit(p, budget)
+		s.unblock(p, budget)
 	}
 	// Every path must clear the plan indexes: a stale one makes a later
 	// preemption withdraw the wrong entry (or index past the plan).
@@ -234,9 +276,26 @@ func (s *Scheduler) admit(p *Plan, budget int) {
 			i++
 			continue
 		}
-		cached := 0
-		if q.NumComputed == 0 && !q.NoPrefixCache {
+		// A sequence whose load ended holds its prefix already.
+		resumed := q.NumComputed > 0
+		cached, loaded := q.NumComputed, 0
+		if !resumed && !q.NoPrefixCache {
 			cached = s.kv.LookupPrefix(&q.kv, q.Tokens)
+			loaded = s.kv.LookupHost(&q.kv, q.Tokens, cached)
+		}
+		if loaded > 0 {
+			// As vLLM's async KV load: the sequence takes its blocks and
+			// waits for the copy, spending none of this step's budget.
+			if !s.kv.StartLoad(&q.kv, q.Tokens, cached, loaded) {
+				break
+			}
+			s.waiting = slices.Delete(s.waiting, i, i+1)
+			s.admitted(p, q, cached, loaded)
+			q.NumComputed = cached + loaded
+			q.Status = Loading
+			s.loading = append(s.loading, q)
+			p.Loads = append(p.Loads, q)
+			continue
 		}
 		numNew := min(len(q.Tokens)-cached, budget)
 		if !s.kv.Allocate(&q.kv, q.Tokens, cached, s.room(cached, numNew)) {
@@ -248,15 +307,57 @@ func (s *Scheduler) admit(p *Plan, budget int) {
 			s.waiting = slices.Delete(s.waiting, i, i+1)
 		}
 		s.addLoRA(q.LoRA)
-		q.NumComputed = cached
-		q.NumCached = min(cached, q.NumPrompt)
+		if !resumed {
+			s.admitted(p, q, cached, 0)
+			q.NumComputed = cached
+		}
 		q.Status = Running
 		s.running = append(s.running, q)
 		p.Admitted = append(p.Admitted, q)
-		p.PrefixQueries += len(q.Tokens)
-		p.PrefixHits += cached
 		s.schedule(p, q, numNew)
 		budget -= numNew
+	}
+}
+
+// unblock frees, when nothing runs or loads and nothing was admitted, the
+// blocks of the latest waiting sequence that holds some (its load ended)
+// and admits again, until one runs: loaded sequences that hold every free
+// block, none able to get the rest, would otherwise wait for each other
+// for ever. The freed one is counted preempted and waits at the back.
+func (s *Scheduler) unblock(p *Plan, budget int) {
+	for len(p.Seqs) == 0 && len(s.running) == 0 && len(s.loading) == 0 {
+		var v *Seq
+		for _, q := range s.waiting {
+			if q.NumComputed > 0 && (v == nil || q.Arrival > v.Arrival) {
+				v = q
+			}
+		}
+		if v == nil {
+			return
+		}
+		// To the back of the queue, behind the sequences whose blocks it
+		// frees for: taken first again, it would load into them again.
+		s.kv.Free(&v.kv)
+		v.NumComputed = 0
+		v.NumPreemptions++
+		p.Preempted = append(p.Preempted, v)
+		s.waiting = append(remove(s.waiting, v), v)
+		s.admit(p, budget)
+	}
+}
+
+// admitted counts a sequence's first look-ups since it was queued (or
+// preempted): cached tokens from the prefix cache, loaded more from the
+// offload tier.
+func (s *Scheduler) admitted(p *Plan, q *Seq, cached, loaded int) {
+	q.NumCached = min(cached, q.NumPrompt)
+	q.NumExternal = min(loaded, q.NumPrompt-q.NumCached)
+	p.PrefixQueries += len(q.Tokens)
+	p.PrefixHits += cached
+	if s.kv.HostBlocks() > 0 {
+		p.ExternalQueries += len(q.Tokens)
+		p.ExternalHits += loaded
+		p.ExternalLookups++
 	}
 }
 
@@ -346,3 +447,7 @@ func remove(qs []*Seq, q *Seq) []*Seq {
 	qs[len(qs)-1] = nil
 	return qs[:len(qs)-1]
 }
+
+// LoadingBlocks is how many blocks q's load from the offload tier reads
+// (0 unless q is Loading).
+func (q *Seq) LoadingBlocks() int { return q.kv.LoadingBlocks() }

@@ -21,12 +21,14 @@ var update = flag.Bool("update", false, "rewrite the golden scripts in testdata 
 //
 // Commands:
 //
-//	config blocks=N block_size=N max_seqs=N budget=N prefix=on|off [max_loras=N] [lookahead=N max_len=N]
+//	config blocks=N block_size=N max_seqs=N budget=N prefix=on|off [max_loras=N] [lookahead=N max_len=N] [host=N]
 //	add ID prompt=N max=N [prio=N] [base=N] [lora=N]   (prompt tokens base, base+1, ...)
 //	draft ID N                               (N draft tokens 2000, 2001, ... to verify next step)
 //	step [ID=A ...]                          (plan, then "execute": every sampled sequence gets a token, finished at max;
 //	                                          a drafted one first keeps A of its scheduled drafts, default all)
 //	finish ID                                (abort)
+//	loaded ID                                (its load from the offload tier is done)
+//	stored N                                 (the N oldest stores to the offload tier are done)
 func TestScripts(t *testing.T) {
 	files, _ := filepath.Glob("testdata/*.txt")
 	if len(files) == 0 {
@@ -95,7 +97,8 @@ func (h *harness) run(t *testing.T, cmd string) string {
 	case "config":
 		a := args(f[1:])
 		var err error
-		h.kv, err = kvcache.New(kvcache.Config{NumBlocks: a["blocks"], BlockSize: a["block_size"], EnablePrefixCaching: a["prefix"] == 1})
+		h.kv, err = kvcache.New(kvcache.Config{NumBlocks: a["blocks"], BlockSize: a["block_size"], EnablePrefixCaching: a["prefix"] == 1,
+			HostBlocks: a["host"]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,6 +133,14 @@ func (h *harness) run(t *testing.T, cmd string) string {
 		return h.state()
 	case "step":
 		return h.doStep(args(f[1:]))
+	case "loaded":
+		id, _ := strconv.Atoi(f[1])
+		h.s.LoadDone(h.seqs[id])
+		return h.state()
+	case "stored":
+		n, _ := strconv.Atoi(f[1])
+		h.kv.CompleteStores(n)
+		return h.state()
 	}
 	t.Fatalf("unknown command %q", cmd)
 	return ""
@@ -145,7 +156,16 @@ func (h *harness) doStep(accept map[string]int) string {
 		fmt.Fprintf(&b, ", preempted %v", ids(p.Preempted))
 	}
 	if len(p.Admitted) > 0 {
-		fmt.Fprintf(&b, ", admitted %v, prefix hits %d/%d", ids(p.Admitted), p.PrefixHits, p.PrefixQueries)
+		fmt.Fprintf(&b, ", admitted %v", ids(p.Admitted))
+	}
+	if p.PrefixQueries > 0 {
+		fmt.Fprintf(&b, ", prefix hits %d/%d", p.PrefixHits, p.PrefixQueries)
+	}
+	if len(p.Loads) > 0 {
+		fmt.Fprintf(&b, ", loading %v", ids(p.Loads))
+	}
+	if p.ExternalQueries > 0 {
+		fmt.Fprintf(&b, ", offload hits %d/%d", p.ExternalHits, p.ExternalQueries)
 	}
 	if p.Deferred > 0 {
 		fmt.Fprintf(&b, ", deferred %d (max-loras)", p.Deferred)
@@ -187,8 +207,13 @@ func (h *harness) doStep(accept map[string]int) string {
 }
 
 func (h *harness) state() string {
-	return fmt.Sprintf("running=%v waiting=%v kv: free=%d/%d cached=%d usage=%.2f",
+	s := fmt.Sprintf("running=%v waiting=%v kv: free=%d/%d cached=%d usage=%.2f",
 		ids(h.s.running), ids(h.s.waiting), h.kv.NumFree(), h.kv.NumBlocks(), h.kv.NumCached(), h.kv.Usage())
+	if h.kv.HostBlocks() > 0 {
+		storing, loading, held := h.kv.HostState()
+		s += fmt.Sprintf(" loading=%v host: held=%d/%d storing=%d read=%d", ids(h.s.loading), held, h.kv.HostBlocks(), storing, loading)
+	}
+	return s
 }
 
 func ids(qs []*Seq) []int {

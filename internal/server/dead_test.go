@@ -159,6 +159,11 @@ func TestDeadExecutorThroughTheServer(t *testing.T) {
 				errorBody(t, "/health after", env.do("GET", "/health", ""), reason)
 				errorBody(t, "/ready after", env.do("GET", "/ready", ""), reason)
 				errorBody(t, "new request", env.do("POST", "/v1/completions", `{"prompt":"c","max_tokens":5}`), reason)
+				// The --metrics-port answers its /health as the API does.
+				side := MetricsRoutes(http.NotFoundHandler(), nil, nil, env.h)
+				rec := httptest.NewRecorder()
+				side.ServeHTTP(rec, httptest.NewRequest("GET", "/health", nil))
+				errorBody(t, "the metrics port's /health", rec, reason)
 				env.mu.Lock()
 				if !slices.Equal(env.rejected, []string{"shutdown"}) {
 					t.Errorf("admission rejections %q: want the new request's only", env.rejected)

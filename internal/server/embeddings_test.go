@@ -18,7 +18,9 @@ import (
 // adapter, 0), normalised; it generates the alphabet otherwise.
 type vecExec struct{ alphabetExec }
 
-func (x *vecExec) Embeds() bool { return true }
+func (x *vecExec) Capabilities() engine.Capabilities {
+	return engine.Capabilities{Embeddings: true, LoRA: true}
+}
 
 func (x *vecExec) Execute(b *engine.Batch, r *engine.StepResult) error {
 	if err := x.alphabetExec.Execute(b, r); err != nil {

@@ -175,8 +175,16 @@ func (s *Server) run(ctx context.Context, j *job, emit func(event) error) error 
 			left--
 		}
 		// A failed output is reported as an error, not as a choice
-		// that finished with the reason "error", which clients do not know.
+		// that finished with the reason "error", which clients do not know;
+		// the tokens merged into it (a slow reader's) go out first.
 		if out.Err != nil {
+			if len(out.Tokens) > 0 || out.Text != "" {
+				partial := out
+				partial.Finished, partial.FinishReason, partial.Err = false, "", nil
+				if err := emit(event{index: m, out: partial}); err != nil {
+					return err
+				}
+			}
 			return &outputError{out.Err}
 		}
 		if err := emit(event{index: m, out: out}); err != nil {

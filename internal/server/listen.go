@@ -72,8 +72,11 @@ func (l *Listeners) Close() {
 
 // MetricsRoutes are the metrics port's routes: /metrics, behind creds when
 // given (nil: open, for scrapers and routers that send no credentials), and
-// an open /health for probes.
-func MetricsRoutes(metrics, dashboard http.Handler, creds *Credentials) http.Handler {
+// an open /health for probes: health's answer (the API's /health, 503 once
+// the engine is dead, so a probe on this port sees what one on the API
+// port sees), or always 200 when nil (the dcgm-exporter's port, whose
+// health is the exporter's own).
+func MetricsRoutes(metrics, dashboard http.Handler, creds *Credentials, health http.Handler) http.Handler {
 	if creds != nil {
 		metrics = creds.Wrap(metrics)
 	}
@@ -89,7 +92,10 @@ func MetricsRoutes(metrics, dashboard http.Handler, creds *Credentials) http.Han
 		}
 		mux.Handle("GET /dashboard/api/", api)
 	}
-	mux.HandleFunc("GET /health", func(http.ResponseWriter, *http.Request) {})
+	if health == nil {
+		health = http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	}
+	mux.Handle("GET /health", health)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { openai.WriteError(w, noRoute(mux, r)) })
 	return mux
 }

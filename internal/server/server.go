@@ -17,6 +17,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -109,11 +110,23 @@ type LoRAModule struct {
 	Name, Path string
 }
 
+// Engine is what the server needs of the engine: one (*engine.Engine),
+// or data-parallel ranks behind one API (*engine.DataParallel).
+type Engine interface {
+	NewGroup(id string, n int) *engine.Group
+	Snapshot(ctx context.Context) (*engine.Snapshot, error)
+	Closed() bool
+	Config() engine.Config
+	// Health is nil while the engine serves, its *engine.DeadError once
+	// its executor died.
+	Health() error
+}
+
 // Server serves one engine. Handlers run on net/http's goroutines; each
 // request owns its engine streams and nothing else is shared but the engine.
 type Server struct {
 	cfg   Config
-	eng   *engine.Engine
+	eng   Engine
 	model Model
 	log   *slog.Logger
 	// maxModelLen is the engine's context, against which requests are
@@ -127,7 +140,7 @@ type Server struct {
 }
 
 // New builds a server for eng, whose requests use m's tokenizer.
-func New(cfg Config, eng *engine.Engine, m Model) *Server {
+func New(cfg Config, eng Engine, m Model) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -191,7 +191,7 @@ func (d *driver) boundary(busiest *node, now time.Time) (time.Time, bool) {
 // in the middle of a step is sent then and waits in the engine for the
 // step to end, as a real client's does, counted in its TTFT.
 func (d *driver) send(r workload.Request, polled time.Time) {
-	now := d.start.Add(r.Send)
+	now := d.start.Add(max(r.Send, r.Due)) // never before it was due
 	if now.After(polled) || now.Before(d.start) {
 		now = polled
 	}
@@ -204,6 +204,7 @@ func (d *driver) send(r workload.Request, polled time.Time) {
 	f.out.Start = now
 	f.out.QueueTime = now.Sub(d.start.Add(r.Due))
 	f.out.Stage, f.out.Turn, f.out.Session, f.out.Tool = r.Stage, r.Turn, r.User, r.Tool
+	f.out.SessionID, f.out.Round, f.out.Call = r.SessionID, r.Round, r.Call
 	f.out.PromptLen = r.Sample.PromptLen
 	f.out.ITL = make([]time.Duration, 0, max(r.Sample.OutputLen-1, 0)) // one gap a token after the first
 	f.prompt = r.Sample.PromptIDs
@@ -282,8 +283,22 @@ func (d *driver) submit(f *flight, at time.Time) {
 	params := sampling.Defaults()
 	params.MaxTokens, params.IgnoreEOS = max(s.OutputLen, 1), true
 	req := &engine.Request{ID: strconv.Itoa(f.req.Index), Prompt: f.prompt, Arrival: f.sent, Params: params, LoRA: f.req.Model}
-	if d.format != nil {
-		c, err := nd.rep.Grammars.Get(*d.format)
+	format, err := d.format, error(nil)
+	if tf := toolFormat(s.Tools); tf != nil {
+		// A forced tool call, held to its tools' schemas as serve holds it.
+		if format != nil {
+			err = errors.New("tool_choice cannot be combined with `response_format`: both constrain the output")
+		}
+		format = tf
+		if s.Tools.MaxTokens > 0 {
+			req.Params.MaxTokens = s.Tools.MaxTokens
+		}
+	}
+	if format != nil {
+		c, gerr := nd.rep.Grammars.Get(*format)
+		if err == nil {
+			err = gerr
+		}
 		if err != nil {
 			f.out.Error, f.out.ErrorType = err.Error(), "HTTP Error 400"
 			heap.Push(&d.pending, event{at: at, f: f, kind: answered})
@@ -345,13 +360,19 @@ func (d *driver) reap(nd *node) {
 }
 
 // collect reads the streams of the requests the step from began ran.
-// Tokens reach the client after the frontend's lag and its per-token time,
-// which BLIS adds to the first token and to every gap; neither holds the
-// GPU's clock up.
+// Tokens reach the API server after the frontend's lag; it handles them
+// one after another in the step's order, Stream each, after whatever it
+// still had (it is one process for every stream of the replica), and then
+// the client; BLIS's per-token time, if any, is added to the first token
+// and to every gap. None of it holds the GPU's clock up.
 func (d *driver) collect(nd *node, began time.Time) {
 	end := nd.clk.now
 	dur := end.Sub(began)
-	now := end.Add(time.Duration(d.fe.LagSteps * float64(dur)))
+	ready := end.Add(time.Duration(d.fe.LagSteps * float64(dur)))
+	api := nd // the server's API server: its first data-parallel rank's
+	if nd.rank > 0 {
+		api = d.all[nd.index-nd.rank]
+	}
 	for _, id := range nd.steps.ids {
 		f := nd.live[id]
 		if f == nil || f.gone {
@@ -361,14 +382,20 @@ func (d *driver) collect(nd *node, began time.Time) {
 		if !f.stream.TryNextInto(o) {
 			continue
 		}
-		if len(o.Tokens) > 0 {
-			if f.out.OutputTokens == 0 {
-				f.tokens.First, f.tokens.FirstStep = end, dur
-			}
-			f.tokens.Last, f.tokens.LastStep = end, dur
-		}
 		for range o.Tokens {
+			// The tokens the server handled back to back up to this one
+			// (a step's all come at once), the queue's share of its time.
+			now := ready
+			if !api.api.Before(ready) {
+				now, api.apiRun = api.api, api.apiRun+1
+			} else {
+				api.apiRun = 1
+			}
+			now = now.Add(d.fe.Stream)
+			api.api = now
+			f.tokens.Last, f.tokens.LastStep, f.tokens.LastQueued = end, dur, api.apiRun
 			if f.out.OutputTokens == 0 {
+				f.tokens.First, f.tokens.FirstStep, f.tokens.FirstQueued = end, dur, api.apiRun
 				f.out.TTFT = now.Sub(f.sent) + d.fe.PerToken
 			} else {
 				f.out.ITL = append(f.out.ITL, now.Sub(f.engLast)+d.fe.PerToken)
@@ -437,6 +464,9 @@ func (d *driver) answer(f *flight, at time.Time) {
 // between steps, so a reading at the first step boundary after its time is
 // the reading at its time).
 func (d *driver) record(nd *node, t time.Time) {
+	if nd.rank > 0 {
+		return // rank 0's readings are the server's
+	}
 	if s := d.cfg.Series; s != nil && s.Interval > 0 {
 		for !nd.nextSer.After(t) {
 			s.take(nd.gather, nd.dcgm, nd.nextSer, nd.name)
@@ -478,6 +508,9 @@ func (d *driver) idleArrival(t time.Time) (time.Time, bool) {
 // finishReadings takes a replica's readings to t and one at t, so that the
 // last requests count.
 func (d *driver) finishReadings(nd *node, t time.Time) {
+	if nd.rank > 0 {
+		return
+	}
 	d.record(nd, t)
 	if s := d.cfg.Series; s != nil && s.Interval > 0 && !s.taken(t, nd.name) {
 		s.take(nd.gather, nd.dcgm, t, nd.name)

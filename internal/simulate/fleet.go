@@ -31,6 +31,7 @@ const (
 // the router and Prometheus last read of it.
 type node struct {
 	index    int
+	rank     int    // its data-parallel rank: nodes of ranks after the first share the first's registry and readings
 	name     string // instance label and router endpoint id
 	rep      *replica.Replica
 	registry prometheus.Gatherer // the raw registry
@@ -44,6 +45,8 @@ type node struct {
 	gone     []*flight          // given up, aborted, and not yet finished in the engine
 	stalled  bool               // only aborted requests left and the engine idle
 	arrivals []time.Time        // of the requests routed to it and not yet through the frontend, in order
+	api      time.Time          // when its API server (rank 0's: one for every rank) is done with the tokens it was handed
+	apiRun   int                // the tokens it handled back to back up to then
 
 	nextObs, nextSer time.Time
 
@@ -93,6 +96,11 @@ type fleet struct {
 	instances func(i int) string
 	fleetMode bool // more than one replica, or an autoscaler: instance labels of their own
 
+	// ranks are the data-parallel ranks of the one server (1 without),
+	// each a node; lb balances requests over them as vLLM's API server.
+	ranks int
+	lb    *engine.Balancer
+
 	draining int   // replicas draining, whose deadlines are timers
 	err      error // a replica the autoscaler could not build
 
@@ -134,6 +142,10 @@ func newDriver(cfg *Config, start time.Time, fe profiles.Frontend) (*driver, err
 	d.rc = cfg.Replica
 	d.rc.Sim.TimeScale = 1
 	d.rc.Sim.PlainTokens = true
+	if err := d.dataParallel(); err != nil {
+		return nil, err
+	}
+	n *= d.ranks
 	if cfg.Series != nil {
 		d.rc.DCGM = true // --metrics-out carries the GPU's series, as a fleet's Prometheus does
 	}
@@ -177,6 +189,10 @@ func cmpOr(d, def time.Duration) time.Duration {
 func (d *driver) newNode(t time.Time) (*node, error) {
 	i := len(d.all)
 	rc := d.rc
+	rc.DataParallelRank = i % d.ranks
+	if rc.DataParallelRank > 0 {
+		rc.DCGM = false // the simulated dcgm-exporter shows rank 0's GPUs
+	}
 	clk := &Clock{now: t}
 	rc.Clock = clk
 	if d.fleetMode && rc.Hostname == "" {
@@ -195,7 +211,7 @@ func (d *driver) newNode(t time.Time) (*node, error) {
 		}
 		return nil, err
 	}
-	nd := &node{index: i, name: d.instances(i), rep: rep, registry: rc.Gatherer, gather: rep.Gatherer(), dcgm: rep.DCGMHandler(),
+	nd := &node{index: i, rank: rc.DataParallelRank, name: d.instances(i), rep: rep, registry: rc.Gatherer, gather: rep.Gatherer(), dcgm: rep.DCGMHandler(),
 		eng: rep.Engine, clk: clk, steps: steps, live: map[string]*flight{}, started: t, nextObs: t, nextSer: t}
 	if d.vocab == nil {
 		d.vocab = rep.Tokenizer
@@ -235,6 +251,12 @@ func (d *driver) route(f *flight) *node {
 		return nil
 	}
 	i := 0
+	if d.lb != nil {
+		i = d.lb.Pick(f.sent, func(r int) (int, int) {
+			st := d.epNodes[r].eng.Stats()
+			return st.Waiting, st.Running
+		})
+	}
 	if d.fleetMode {
 		for k, nd := range d.epNodes {
 			d.eps[k].InFlight, d.eps[k].Metrics = nd.inFlight, nd.metrics

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/glassbox-llm/glassbox/internal/grammar"
+	"github.com/glassbox-llm/glassbox/internal/toolcall"
+	"github.com/glassbox-llm/glassbox/internal/workload"
 )
 
 // responseFormat is the grammar spec of a load's response_format
@@ -32,4 +34,36 @@ func responseFormat(rf map[string]any) (*grammar.Spec, error) {
 		return s, nil
 	}
 	return nil, fmt.Errorf("simulate: api.response_format type %v: want json_schema or json_object", rf["type"])
+}
+
+// toolFormat is the grammar spec of a request's forced tool call (a
+// replayed trace's tool_choice required or a named function), as glassbox
+// serve builds it: its output is the call, as long as the model writes it;
+// nil when the request forces none.
+func toolFormat(t *workload.ToolUse) *grammar.Spec {
+	if t == nil || t.Choice == nil {
+		return nil
+	}
+	var list []toolcall.Tool
+	for _, x := range t.Tools {
+		m, _ := x.(map[string]any)
+		fn, _ := m["function"].(map[string]any)
+		name, _ := fn["name"].(string)
+		tool := toolcall.Tool{Name: name}
+		if p := fn["parameters"]; p != nil {
+			b, _ := json.Marshal(p)
+			tool.Parameters = string(b)
+		}
+		list = append(list, tool)
+	}
+	schema := toolcall.RequiredSchema(list, true)
+	if c, ok := t.Choice.(map[string]any); ok {
+		fn, _ := c["function"].(map[string]any)
+		for _, tool := range list {
+			if tool.Name == fn["name"] {
+				schema = toolcall.NamedSchema(tool)
+			}
+		}
+	}
+	return &grammar.Spec{Kind: grammar.KindJSON, Text: schema}
 }

@@ -214,10 +214,14 @@ func checkAdapters(cfg Config) error {
 	return nil
 }
 
-// TokenTimes are one request's first and last tokens on the engine's clock.
+// TokenTimes are one request's first and last tokens on the engine's
+// clock, how long the steps that sampled them took, how many tokens the
+// API server handled back to back up to and including each (a step's
+// come to it at once: with no Stream time, its place in the step).
 type TokenTimes struct {
-	First, Last         time.Time
-	FirstStep, LastStep time.Duration
+	First, Last             time.Time
+	FirstStep, LastStep     time.Duration
+	FirstQueued, LastQueued int
 }
 
 // calibration is the coefficients the executor will use.

@@ -64,9 +64,9 @@ func TestOneRequestTimeline(t *testing.T) {
 	prefill := cm.Step([]costmodel.Seq{{Tokens: len(s.PromptIDs), NumPrompt: 100, Sample: true}})
 	fe := hw.Calib.Frontend
 	step := prefill.Duration + prefill.Host
-	want := fe.Arrival + step + time.Duration(fe.LagSteps*float64(step)) + fe.PerToken
+	want := fe.Arrival + step + time.Duration(fe.LagSteps*float64(step)) + fe.Stream + fe.PerToken
 	if d := o.TTFT - want; d.Abs() > time.Microsecond {
-		t.Errorf("TTFT %v, want arrival %v + prefill %v × (1 + lag %.2f) + per-token %v = %v", o.TTFT, fe.Arrival, step, fe.LagSteps, fe.PerToken, want)
+		t.Errorf("TTFT %v, want arrival %v + prefill %v × (1 + lag %.2f) + the API server's %v + per-token %v = %v", o.TTFT, fe.Arrival, step, fe.LagSteps, fe.Stream, fe.PerToken, want)
 	}
 	decode := cm.Step([]costmodel.Seq{{Tokens: 1, Pos: 105, NumPrompt: 100, Sample: true}})
 	for i, g := range o.ITL[1:] {
@@ -411,5 +411,31 @@ func TestTokenizerIsAsWideAsAModel(t *testing.T) {
 	}
 	if dup := len(samples) - len(starts); dup > 200 {
 		t.Errorf("%d of %d random prompts start like another: the prefix cache would serve them as no real workload's", dup, len(samples))
+	}
+}
+
+// TestForcedToolCall: a request that forces a tool call (a replayed
+// trace's) writes the call its tools' schema allows and stops there, as
+// glassbox serve does, rather than its recorded length; beside a
+// response_format it is refused, as serve refuses it.
+func TestForcedToolCall(t *testing.T) {
+	tools := &workload.ToolUse{Choice: "required", MaxTokens: 2048, Tools: []any{map[string]any{"type": "function", "function": map[string]any{
+		"name": "get_weather", "parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"}}}}}}
+	s := workload.Sample{PromptIDs: ids(50, 0), PromptLen: 50, OutputLen: 3, Tools: tools}
+	res, err := Run(context.Background(), Config{Replica: server(), Plan: onePlan([]time.Duration{0}, s)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := res.Outputs[0]; !o.Success || o.OutputTokens <= 3 || o.OutputTokens >= 2048 {
+		t.Errorf("the tool call (%s): success %v, %d tokens; want the call's JSON, more than the recorded 3 and ended by its grammar", o.Error, o.Success, o.OutputTokens)
+	}
+	p := onePlan([]time.Duration{0}, s)
+	p.ResponseFormat = map[string]any{"type": "json_object"}
+	res, err = Run(context.Background(), Config{Replica: server(), Plan: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := res.Outputs[0]; o.Success || o.ErrorType != "HTTP Error 400" || !strings.Contains(o.Error, "response_format") {
+		t.Errorf("a forced tool call beside a response_format: %+v, want a 400 naming response_format", o)
 	}
 }

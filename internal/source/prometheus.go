@@ -167,6 +167,11 @@ func seriesQuery(s doctor.Series, matchers string) string {
 	return q
 }
 
+// engineQuery reads the running gauge once per engine rank.
+func engineQuery(matchers string) string {
+	return "count by (engine) (" + doctor.SeriesSelector(metricspec.NumRequestsRunning, matchers) + ")"
+}
+
 // bucketQuery reads a histogram's cumulative buckets as one series per le.
 func bucketQuery(family, matchers string) string {
 	q := fmt.Sprintf("sum by (le) (%s)", doctor.SeriesSelector(family+"_bucket", matchers))
@@ -270,6 +275,13 @@ func (q *promQuery) readInfo(ctx context.Context, w *doctor.Window, matchers str
 	}
 	if len(m) > 0 {
 		w.Info[doctor.InfoDCGM] = map[string]string{"modelName": m[len(m)-1].Metric["modelName"]}
+	}
+	// The engine ranks: one series per value of vLLM's engine label.
+	if m, err = q.rangeQuery(ctx, engineQuery(matchers)); err != nil {
+		return err
+	}
+	if len(m) > 0 {
+		w.Info[doctor.InfoEngines] = map[string]string{"count": strconv.Itoa(len(m))}
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -104,6 +105,9 @@ func reduce(sc *promtext.Scrape, t time.Time, w *doctor.Window) doctor.Snapshot 
 			}
 		}
 	}
+	if n := engines(sc); n > 0 {
+		w.Info[doctor.InfoEngines] = map[string]string{"count": strconv.Itoa(n)}
+	}
 	if gpus := sc.Series(metricspec.DCGMGREngineActive); len(gpus) > 0 {
 		w.Info[doctor.InfoDCGM] = map[string]string{"modelName": gpus[0].Labels["modelName"]}
 	}
@@ -122,6 +126,16 @@ func reduce(sc *promtext.Scrape, t time.Time, w *doctor.Window) doctor.Snapshot 
 		}
 	}
 	return snap
+}
+
+// engines counts the engine ranks a scrape's running gauge has (vLLM's
+// engine label; a series without one is one engine); 0 without the gauge.
+func engines(sc *promtext.Scrape) int {
+	seen := map[string]bool{}
+	for _, s := range sc.Series(metricspec.NumRequestsRunning) {
+		seen[s.Labels["engine"]] = true
+	}
+	return len(seen)
 }
 
 // checkURL refuses anything but an http(s) URL with a host.

@@ -24,6 +24,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/corpus"
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/metricspec"
+	"github.com/glassbox-llm/glassbox/internal/promtext"
 )
 
 var defaults = doctor.NewDiagnoser(doctor.DefaultThresholds(), doctor.Hints{})
@@ -107,6 +108,13 @@ func exposition(s doctor.Snapshot, info map[string]map[string]string) string {
 			lines = append(lines, fmt.Sprintf("%s{model_name=\"m\",%s=\"other\"} %g", f, label, rest))
 		case whole && f == metricspec.DCGMGREngineActive:
 			lines = append(lines, fmt.Sprintf("%s{gpu=\"0\",modelName=%q} %g", f, info[doctor.InfoDCGM]["modelName"], rest))
+		case whole && f == metricspec.NumRequestsRunning:
+			// One series per engine rank, as vLLM's data-parallel ranks
+			// export theirs: the first holds the sum.
+			n, _ := strconv.Atoi(info[doctor.InfoEngines]["count"])
+			for e := range max(n, 1) {
+				lines = append(lines, fmt.Sprintf("%s{engine=\"%d\",model_name=\"m\"} %g", f, e, map[bool]float64{true: rest}[e == 0]))
+			}
 		case whole:
 			lines = append(lines, fmt.Sprintf("%s{model_name=\"m\"} %g", f, rest))
 		}
@@ -205,8 +213,15 @@ func promAnswers(w *doctor.Window, matchers string, answers map[string][]promSer
 			m[k] = v
 		}
 		q := doctor.SeriesSelector(f, matchers)
-		if f == doctor.InfoDCGM {
+		switch f {
+		case doctor.InfoDCGM:
 			q = "count by (modelName) (" + doctor.SeriesSelector(metricspec.DCGMGREngineActive, doctor.WithoutJob(matchers)) + ")"
+		case doctor.InfoEngines:
+			n, _ := strconv.Atoi(labels["count"])
+			for e := range n {
+				answers[engineQuery(matchers)] = append(answers[engineQuery(matchers)], promSeries{Metric: map[string]string{"engine": strconv.Itoa(e)}, Values: []promPoint{{w.Snapshots[0].T.UnixMilli(), 1}}})
+			}
+			continue
 		}
 		answers[q] = []promSeries{{Metric: m, Values: []promPoint{{w.Snapshots[0].T.UnixMilli(), 1}}}}
 	}
@@ -448,6 +463,33 @@ func TestConfigChecks(t *testing.T) {
 		if _, err := s.Collect(context.Background()); err == nil {
 			t.Errorf("%+v: no error", s)
 		}
+	}
+}
+
+// TestEngineRanks: a target's data-parallel ranks are counted from vLLM's
+// engine label on its running gauge, by a direct scrape and through
+// Prometheus alike, and the window says how many (the doctor reads the
+// ranks' own time per rank).
+func TestEngineRanks(t *testing.T) {
+	var w *doctor.Window
+	for _, r := range recorded(t) {
+		w = r
+		break
+	}
+	w.Info[doctor.InfoEngines] = map[string]string{"count": "2"}
+	for src, got := range map[string]*doctor.Window{"direct": scraped(t, w), "prometheus": queried(t, w)} {
+		if n := got.Info[doctor.InfoEngines]["count"]; n != "2" {
+			t.Errorf("%s: engines %q, want 2", src, n)
+		}
+	}
+	one := &doctor.Window{Info: map[string]map[string]string{}, Present: map[string]bool{}}
+	sc, err := promtext.Parse(strings.NewReader("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} 3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	Append(one, time.Unix(0, 0), sc)
+	if n := one.Info[doctor.InfoEngines]["count"]; n != "1" {
+		t.Errorf("a running gauge without an engine label: engines %q, want 1", n)
 	}
 }
 

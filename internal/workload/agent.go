@@ -184,12 +184,20 @@ func (a *AgentPlan) latency(user, turn int) time.Duration {
 }
 
 // AgentTurns is the most turns a session of the plan has (0 without
-// agent sessions).
+// agent sessions; a graph session's calls are at the turn of their depth).
 func (p *Plan) AgentTurns() int {
+	most := 0
+	if p.Graph != nil {
+		for _, s := range p.Graph.Sessions {
+			for _, c := range s.Calls {
+				most = max(most, c.Depth+1)
+			}
+		}
+		return most
+	}
 	if p.Agent == nil {
 		return 0
 	}
-	most := 0
 	for _, s := range p.Agent.Sessions {
 		most = max(most, len(s.Turns))
 	}

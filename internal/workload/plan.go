@@ -15,7 +15,10 @@ type Plan struct {
 	// Agent, with Sessions, makes the requests the turns of agent
 	// sessions (AgentPlan): each session's own prompts, tool latency
 	// between turns.
-	Agent     *AgentPlan
+	Agent *AgentPlan
+	// Graph, when set, makes the requests the calls of graph sessions
+	// (GraphPlan): the stages start sessions, not requests.
+	Graph     *GraphPlan
 	Chat      bool // api.type chat
 	IgnoreEOS bool
 	// Unary is api.streaming false: each request asks for the whole answer
@@ -49,6 +52,12 @@ type Plan struct {
 	// Separator is the tokens of " ", which joins a session's conversation
 	// and its next prompt when they are token ids (SetSeparator).
 	Separator []int
+	// SessionName, when set, names user's conv-th conversation of a
+	// stage (from 0) as inference-perf names its user sessions: each
+	// request carries the name and its round (Request.SessionID, Round).
+	// A stage's first conversation keeps the user's name from the stage
+	// before, as inference-perf re-primes its session under its last name.
+	SessionName func(user, conv int) string
 }
 
 // OpenLoop is the plan of vLLM's bench serve: requests at the arrival
@@ -79,8 +88,13 @@ type Stage struct {
 	Duration time.Duration
 	Offsets  []time.Duration
 	// MaxConcurrency, when positive, caps this stage's requests in flight
-	// instead of the plan's (load type concurrent's concurrency_level).
+	// instead of the plan's (load type concurrent's concurrency_level);
+	// with graph sessions, the sessions running at once.
 	MaxConcurrency int
+	// Sessions is how many graph sessions the stage starts, and Timeout,
+	// when positive, when it ends whatever is still running (GraphPlan).
+	Sessions int
+	Timeout  time.Duration
 }
 
 // Rate is the plan's offered request rate over its stages' durations.
@@ -105,6 +119,18 @@ func StagesRate(stages []Stage) float64 {
 // their own clocks, every turn of every session).
 func (p *Plan) NumRequests() int {
 	n := 0
+	if g := p.Graph; g != nil {
+		next := 0
+		for _, st := range p.Stages {
+			for k := range st.Sessions {
+				if next+k < len(g.Sessions) {
+					n += len(g.Sessions[next+k].Calls)
+				}
+			}
+			next += st.Sessions
+		}
+		return n
+	}
 	if a := p.Agent; a != nil && a.OwnClocks {
 		for _, s := range a.Sessions {
 			n += len(s.Turns)

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -216,5 +217,34 @@ func TestSweepGeometricRates(t *testing.T) {
 	g := (&Sweep{NumStages: 3, Geometric: true}).rates(9)
 	if g[0] != 1 || g[2] != 9 || g[1] <= 5 {
 		t.Errorf("geometric rates %v, want 1 … 9, closer to 9", g)
+	}
+}
+
+// TestSessionNamesAndRounds: each request carries its session's name and
+// round as inference-perf's user sessions count them: rounds from 1 as
+// they go, a recycled conversation a new session of its own name, and a
+// later stage new sessions (round 1 again) under the users' last names.
+func TestSessionNamesAndRounds(t *testing.T) {
+	one := func(s string) Sample { return Sample{Prompt: s, PromptLen: 1, OutputLen: 1} }
+	p := fixedPlan(2, secs(0, 0, 0, 0, 0, 0), secs(0, 0))
+	p.Sessions = true
+	p.Agent = &AgentPlan{Recycle: true}
+	for range 2 {
+		p.Agent.Sessions = append(p.Agent.Sessions, AgentSession{System: one("sys"), Turns: []AgentTurn{{Input: one("a")}, {Input: one("b")}}})
+	}
+	p.SessionName = func(user, conv int) string {
+		if conv == 0 {
+			return fmt.Sprintf("conv_%d", user)
+		}
+		return fmt.Sprintf("slot_%d_convo_%d", user, conv)
+	}
+	var got []string
+	for _, r := range driveVirtual(t, p.Start(), func(Request) time.Duration { return time.Second }, nil) {
+		got = append(got, fmt.Sprintf("%d:%s/%d", r.Stage, r.SessionID, r.Round))
+	}
+	want := []string{"0:conv_0/1", "0:conv_1/1", "0:conv_0/2", "0:conv_1/2", "0:slot_0_convo_1/1", "0:slot_1_convo_1/1",
+		"1:slot_0_convo_1/1", "1:slot_1_convo_1/1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("sessions and rounds %v, want %v", got, want)
 	}
 }

@@ -6,49 +6,6 @@ import (
 	"time"
 )
 
-// Request is one request of a running plan, ready to send.
-type Request struct {
-	Index int // in the order requests were scheduled, from 0
-	// Stage is the stage it belongs to, from 0; a sweep's probe is -1.
-	Stage int
-	User  int // the session's user, or -1
-	// Turn is the request's turn in its agent session, from 0 (0 without
-	// agent sessions).
-	Turn int
-	// Sample is what to send; a session round's prompt carries its
-	// conversation so far.
-	Sample Sample
-	Due    time.Duration // when the plan scheduled it, from the run's start
-	// Send is when its client sends it, from the run's start: its due time,
-	// or later when it waited on the client (a --max-concurrency slot, its
-	// session's previous round and tool, a place for its session), the
-	// moment that wait ended. It comes from due times and the finish times
-	// the schedule is told, never from when it was polled, so a caller that
-	// polls late (the simulator, at step boundaries) still sends on time.
-	Send time.Duration
-	// Tool is the tool's time before a session's turn: from its previous
-	// answer to when this turn could go (0 for a first turn, and after a
-	// failed one, which calls no tool).
-	Tool time.Duration
-	// Model, when set, is the LoRA adapter to send it to instead of the
-	// served model (load.lora_traffic_split).
-	Model string
-}
-
-// Outcome is how a request ended, as its client saw it.
-type Outcome struct {
-	OK bool
-	// Text and IDs are the answer (a session appends them to its
-	// conversation), OutputTokens its length.
-	Text         string
-	IDs          []int
-	OutputTokens int
-	// ErrorType and Error say why it failed, as inference-perf records
-	// it ("HTTP Error 503", "TimeoutError", ...), for circuit breakers.
-	ErrorType, Error string
-	PromptTokens     int
-}
-
 // Schedule runs a Plan against a clock it is told: Poll hands out the
 // requests that may go now, Finished reports one done, Cancelled lists
 // those to abandon. Times are offsets from the run's start, on whatever
@@ -73,8 +30,10 @@ type Schedule struct {
 	queue      []Request // due session rounds released by their user, waiting for a slot
 	sleeping   []sleeper // session rounds waiting out their tool's latency
 	users      []session
+	names      []string    // each user's session name (Plan.SessionName), kept across stages
 	running    int         // agent sessions on their own clocks started and not ended
 	held       []heldStart // their starts due while --max-concurrency's places were taken
+	g          *graphState // graph sessions, nil without
 	// slotWait is set while a due request waits for a --max-concurrency
 	// slot, slotFreed the last finish while it did: what waited goes then.
 	slotWait  bool
@@ -105,6 +64,10 @@ type session struct {
 	tokens  int           // its length in tokens
 	readyAt time.Duration // its next round goes no earlier (the tool's latency)
 	tool    time.Duration // that latency, for the next round's Request.Tool
+	// named is set once the stage's conversation has its name; conv is
+	// which of the user's conversations it is, round its rounds so far.
+	named       bool
+	conv, round int
 }
 
 // sleeper is a session round released when its tool's latency is over.
@@ -124,9 +87,15 @@ func (p *Plan) Start() *Schedule {
 	}
 	if p.Sessions {
 		s.users = make([]session, len(p.Prompts))
+		s.names = make([]string, len(p.Prompts))
 	}
 	if p.Breaker != nil {
 		s.breaker = p.Breaker()
+	}
+	if p.Graph != nil && len(s.stages) > 0 {
+		s.stages = slices.Clone(s.stages) // their session counts are clamped to the corpus as they run
+		s.g = &graphState{runs: make([]*graphRun, len(p.Graph.Sessions))}
+		s.graphBegin(0)
 	}
 	return s
 }
@@ -160,6 +129,14 @@ func (s *Schedule) Poll(now time.Duration) (ready []Request, next time.Duration)
 			} else {
 				next = soonest(next, cut)
 			}
+		}
+		if s.g != nil {
+			// Graph sessions: the stage ends when its sessions have.
+			s.pollGraph(now, &next)
+			if s.pos < st.Sessions || s.open > 0 || !s.advance(st) {
+				break
+			}
+			continue
 		}
 		if s.pos == len(st.Offsets) {
 			if s.open > 0 {
@@ -243,6 +220,9 @@ func (s *Schedule) advance(st *Stage) bool {
 		for i := range s.users {
 			s.users[i] = session{} // every stage starts new conversations
 		}
+		if s.g != nil {
+			s.graphBegin(st.Sessions)
+		}
 	}
 	return true
 }
@@ -279,7 +259,7 @@ func (s *Schedule) dropPending(abandon bool) {
 
 func (s *Schedule) slotFree() bool {
 	limit := s.p.MaxConcurrency
-	if s.stage < len(s.stages) && s.stages[s.stage].MaxConcurrency > 0 {
+	if s.stage < len(s.stages) && s.stages[s.stage].MaxConcurrency > 0 && s.g == nil { // a graph stage's caps sessions
 		limit = s.stages[s.stage].MaxConcurrency
 	}
 	return limit <= 0 || len(s.inFlight) < limit
@@ -313,6 +293,7 @@ func (s *Schedule) schedule(due, now time.Duration) (r Request, goes bool) {
 	if s.p.Agent == nil {
 		r.User = k % n
 	}
+	s.nameRound(&r, k)
 	u := &s.users[r.User]
 	if u.busy {
 		u.waiting = append(u.waiting, r)
@@ -376,7 +357,9 @@ func (s *Schedule) release(r Request, now time.Duration) Request {
 	if s.slotWait {
 		r.Send = max(r.Send, s.slotFreed) // it waited for the slot freed then
 	}
-	if r.User >= 0 {
+	if s.g != nil {
+		r.Sample = s.graphSample(r)
+	} else if r.User >= 0 {
 		u := &s.users[r.User]
 		if a := s.p.Agent; a != nil && r.Turn == 0 {
 			// A conversation starts from its system prompt.
@@ -408,13 +391,6 @@ func (s *Schedule) expire(now time.Duration) {
 	}
 }
 
-// Cancel is a request in flight to abandon: past its timeout, or with the
-// run (a sweep's probe cut off, a circuit breaker tripped).
-type Cancel struct {
-	Request
-	TimedOut bool
-}
-
 // Cancelled returns the requests in flight to abandon now, each once. The
 // caller aborts them and reports each Finished.
 func (s *Schedule) Cancelled() []Cancel {
@@ -438,6 +414,10 @@ func (s *Schedule) Finished(r Request, at time.Duration, o Outcome) {
 		s.slotFreed = max(s.slotFreed, at)
 	}
 	s.feedBreakers(r, at, o)
+	if s.g != nil && r.Stage+s.base == s.stage {
+		s.graphFinished(r, at, o)
+		return
+	}
 	if r.User < 0 || r.User >= len(s.users) || r.Stage+s.base != s.stage {
 		return
 	}

@@ -96,3 +96,28 @@ func (s *Schedule) nextTurn(r Request, at time.Duration) {
 		s.startSession(h.user, h.due, max(h.due, at)) // the place freed at at
 	}
 }
+
+// nameRound gives r, request k of its stage, its session's name and
+// round (Plan.SessionName). As inference-perf's LocalUserSession, a
+// conversation counts its rounds from 1 as they take their turn, a
+// recycled conversation is a new session with a name of its own, and
+// every stage starts new session objects (round 1 again) under the
+// names the users had.
+func (s *Schedule) nameRound(r *Request, k int) {
+	if s.p.SessionName == nil {
+		return
+	}
+	u := &s.users[r.User]
+	conv := 0
+	if a := s.p.Agent; a != nil {
+		conv = k / len(a.Sessions) / len(a.Sessions[r.User].Turns)
+	}
+	if !u.named || u.conv != conv {
+		if conv > 0 || s.names[r.User] == "" {
+			s.names[r.User] = s.p.SessionName(r.User, conv)
+		}
+		u.named, u.conv, u.round = true, conv, 0
+	}
+	u.round++
+	r.SessionID, r.Round = s.names[r.User], u.round
+}

@@ -2,7 +2,8 @@
 // and run two ways: sent over HTTP by glassbox bench, or run in virtual time
 // by glassbox simulate. It owns the datasets of vLLM's bench serve (random
 // prompts of exact lengths, ShareGPT, prefix repetition, custom files), the
-// arrival schedules (Poisson or gamma-bursty rates, ramps), agent sessions,
+// arrival schedules (Poisson or gamma-bursty rates, ramps), agent sessions
+// (turn by turn, or a recorded agent's call graph: graph sessions),
 // request traces (Azure LLM inference, BurstGPT) and replays of a bench
 // run's requests, and the Plan that holds a load: its prompts and stages,
 // sessions, caps and timeouts, a saturation sweep, LoRA traffic, circuit
@@ -46,9 +47,14 @@ type Sample struct {
 	// Messages, when set, is a chat's conversation, sent as it is (the
 	// Prompt then joins their contents, for counting).
 	Messages []Message
+	// Tools, when set, are a chat request's tools (a replayed trace's).
+	Tools *ToolUse
 }
 
-// Message is one turn of a chat prompt.
+// Message is one turn of a chat prompt: an assistant's may carry tool
+// calls, a tool's result names the call it answers.
 type Message struct {
 	Role, Content string
+	ToolCalls     []ToolCall
+	ToolCallID    string
 }

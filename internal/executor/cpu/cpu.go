@@ -1,7 +1,9 @@
 // Package cpu is the executor that runs a real GGUF model on this machine's
 // CPU: it adapts the engine's flattened batch to model.Runner's forward
 // pass (K/V in the engine's paged blocks) and samples each sequence's next
-// token with the shared samplers.
+// token with the shared samplers. Its lifecycle (Backend, an
+// executor.Lifecycle) reads the model through internal/loader, sizes the
+// KV cache in host memory and starts the executor.
 //
 // It implements engine.Executor; it must not import net/http, Prometheus,
 // OpenTelemetry, or the server, metrics or tracing packages.
@@ -55,7 +57,7 @@ func New(w *model.Weights, cfg Config) (*Executor, error) {
 		weights: float64(weightBytes(w)),
 	}
 	if cfg.Draft != nil {
-		if err := checkDraft(cfg.Draft, w); err != nil {
+		if err := cfg.Draft.CanDraftFor(w); err != nil {
 			return nil, fmt.Errorf("new cpu executor: %w", err)
 		}
 		e.draft = newDrafter(cfg.Draft, e.runner, cfg)
@@ -68,19 +70,6 @@ func matmulParams(c *model.Config) float64 {
 	layer := float64(c.Hidden)*float64(c.Heads*c.HeadDim)*2 + float64(c.Hidden)*float64(c.KVDim())*2 + 3*float64(c.Hidden)*float64(c.FFN)
 	return layer * float64(c.Layers)
 }
-
-// Embeds reports whether the model pools its hidden states into an
-// embedding (engine.Embedder): its GGUF declares a pooling Execute runs.
-func (e *Executor) Embeds() bool {
-	switch e.runner.W.Config.Pooling {
-	case model.PoolMean, model.PoolCLS, model.PoolLast:
-		return true
-	}
-	return false
-}
-
-// Drafts reports whether the executor has a draft model (engine.Drafter).
-func (e *Executor) Drafts() bool { return e.draft != nil }
 
 // Close stops the executor's compute threads. Execute after Close still
 // works, on the calling goroutine alone.
@@ -348,4 +337,4 @@ func rngOf(r *rand.Rand) *rand.Rand {
 	return r
 }
 
-var _ engine.Drafter = (*Executor)(nil)
+var _ engine.Capable = (*Executor)(nil)

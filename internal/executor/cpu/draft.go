@@ -136,15 +136,3 @@ func (d *drafter) forward(r *engine.StepResult) error {
 	}
 	return nil
 }
-
-// checkDraft refuses a draft model that cannot draft for target: another
-// vocabulary, or hidden states only (an embedding model).
-func checkDraft(draft, target *model.Weights) error {
-	if draft.Config.Pooling != model.PoolNone {
-		return fmt.Errorf("the draft model is an embedding model (pooling %v)", draft.Config.Pooling)
-	}
-	if draft.Vocab != target.Vocab {
-		return fmt.Errorf("the draft model has %d embeddings, the target %d: a draft must share the target's vocabulary", draft.Vocab, target.Vocab)
-	}
-	return nil
-}

@@ -3,7 +3,9 @@
 // F16 and BF16 as they are, Q8_0 dequantised to fp16), the paged KV cache
 // in device memory, kernels of our own (kernels/, compiled to PTX by
 // clang), GEMMs through cuBLASLt, sampling on the device, decode steps
-// replayed from CUDA graphs.
+// replayed from CUDA graphs. Its lifecycle (Backend, an
+// executor.Lifecycle) reads the model through internal/loader, as the CPU
+// executor does, and uploads it.
 //
 // It implements engine.Executor; it must not import net/http,
 // Prometheus, OpenTelemetry, or the server, metrics or tracing packages.

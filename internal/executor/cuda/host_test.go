@@ -235,47 +235,6 @@ func TestBenchLeavesTheModelLoaded(t *testing.T) {
 	}
 }
 
-// TestFailedSizingFreesTheUpload: sizing a KV cache uploads the model
-// (its size is what is left); when the cache does not fit, Fit frees the
-// upload before it fails (replica's sizing used to keep it, uploaded as
-// a side effect).
-func TestFailedSizingFreesTheUpload(t *testing.T) {
-	w := tinyModel(t, gguf.F16)
-	d, gpu := fakeDevice(t, fakecuda.Config{Memory: 256 << 20})
-	base := gpu.DeviceBytes()
-	for _, c := range []struct {
-		name    string
-		util    float64
-		kvBytes int64
-		want    string
-	}{
-		{"utilisation below what is in use", 0.05, 0, "--gpu-memory-utilization"},
-		{"more KV bytes than are free", 0.9, 1 << 40, "--kv-cache-memory-bytes"},
-	} {
-		l, _, _, err := d.Fit(w, tinySizes, c.util, c.kvBytes, false)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: Fit gave %v, want an error naming %s", c.name, err, c.want)
-		}
-		if l != nil {
-			t.Errorf("%s: Fit returned a model with its error", c.name)
-		}
-		if got := gpu.DeviceBytes(); got != base {
-			t.Errorf("%s: %d bytes on the device after the failed sizing, want the device's own %d", c.name, got, base)
-		}
-	}
-	l, n, m, err := d.Fit(w, tinySizes, 0.9, 0, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n < 1 || m.Weights == 0 || m.KV != int64(n)*l.KVBytesPerBlock(tinySizes.BlockSize) {
-		t.Errorf("Fit: %d blocks, memory %+v", n, m)
-	}
-	l.Close()
-	if got := gpu.DeviceBytes(); got != base {
-		t.Errorf("%d bytes after the fitted model closed, want %d", got, base)
-	}
-}
-
 // TestExecuteAfterCloseFails: a closed executor refuses a step without
 // touching its freed buffers.
 func TestExecuteAfterCloseFails(t *testing.T) {

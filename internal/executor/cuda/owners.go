@@ -4,8 +4,6 @@ import (
 	"errors"
 	"maps"
 	"slices"
-
-	"github.com/glassbox-llm/glassbox/internal/model"
 )
 
 // One owner for each thing on the device: the Device owns its context,
@@ -14,23 +12,6 @@ import (
 // borrows its model's weights and step buffers. Closing an owner closes
 // what borrows from it first, so Close calls in any order, and twice,
 // free everything once. The books of who is open are under Device.mu.
-
-// Fit uploads w with step buffers for s and sizes its KV cache
-// (KVBlocks): the model, and the blocks that fit beside it. When they do
-// not fit, the upload is freed before the error returns: sizing leaves
-// nothing on the device.
-func (d *Device) Fit(w *model.Weights, s Sizes, util float64, kvBytes int64, eager bool) (*Loaded, int, Memory, error) {
-	l, err := d.Upload(w, s)
-	if err != nil {
-		return nil, 0, Memory{}, err
-	}
-	n, m, err := l.KVBlocks(util, kvBytes, s.BlockSize, eager)
-	if err != nil {
-		l.Close()
-		return nil, 0, m, err
-	}
-	return l, n, m, nil
-}
 
 // adopt makes l one of the device's models (closed with it); on a device
 // already closed it frees l and says so.

@@ -53,7 +53,9 @@ func hostSampled(s *engine.SeqBatch) bool {
 	return p.Logprobs > 0 || p.RepetitionPenalty != 1 || p.PresencePenalty != 0 || p.FrequencyPenalty != 0
 }
 
-// plan checks the batch and packs its inputs.
+// plan checks the batch against the step sizes and packs its inputs.
+// What the executor does not run (Capabilities: drafts, embeddings)
+// never reaches it: the engine refuses it at admission.
 func (e *Executor) plan(b *engine.Batch) error {
 	p := &e.p
 	B, c := e.cfg.BlockSize, &e.w.c
@@ -65,10 +67,6 @@ func (e *Executor) plan(b *engine.Batch) error {
 		switch {
 		case len(s.Tokens) == 0:
 			return fmt.Errorf("execute: sequence %d has no tokens", s.Seq)
-		case len(s.Draft) > 0 || s.Propose > 0:
-			return fmt.Errorf("execute: sequence %d: speculative decoding is not on the GPU executor yet", s.Seq)
-		case s.Embed:
-			return fmt.Errorf("execute: sequence %d: embeddings are not on the GPU executor yet", s.Seq)
 		case s.Sample && s.Params == nil:
 			return fmt.Errorf("execute: sequence %d has no sampling params", s.Seq)
 		}

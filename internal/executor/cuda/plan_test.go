@@ -120,6 +120,9 @@ func TestPlanPadsGraphBatches(t *testing.T) {
 	}
 }
 
+// TestPlanRefusesWhatItCannotRun: a batch past the executor's bounds is
+// refused (what it does not run at all, drafts and embeddings, the engine
+// refuses at admission: TestBackendLifecycle).
 func TestPlanRefusesWhatItCannotRun(t *testing.T) {
 	e := planExecutor(false)
 	greedy := sampling.Defaults()
@@ -127,8 +130,6 @@ func TestPlanRefusesWhatItCannotRun(t *testing.T) {
 		name string
 		s    engine.SeqBatch
 	}{
-		{"drafts", engine.SeqBatch{Tokens: []int{1, 2}, BlockTable: []int{0}, Draft: []int{2}, Sample: true, Params: &greedy}},
-		{"embedding", engine.SeqBatch{Tokens: []int{1}, BlockTable: []int{0}, Embed: true, Sample: true, Params: &greedy}},
 		{"block out of range", engine.SeqBatch{Tokens: []int{1}, BlockTable: []int{40}, Sample: true, Params: &greedy}},
 		{"table too short", engine.SeqBatch{Tokens: []int{1}, Pos: 16, BlockTable: []int{0}, Sample: true, Params: &greedy}},
 		{"token outside the vocabulary", engine.SeqBatch{Tokens: []int{1000}, BlockTable: []int{0}, Sample: true, Params: &greedy}},

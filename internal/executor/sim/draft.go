@@ -74,9 +74,6 @@ func newDraft(sp *speculative.Config, hw profiles.Hardware, target *profiles.Mod
 	return &draftModel{cost: costmodel.Model{HW: hw, Model: m, TP: dtp}, share: float64(dtp) / float64(tp), maxLen: sp.DraftMaxModelLen}, nil
 }
 
-// Drafts reports whether the executor runs a draft model (engine.Drafter).
-func (e *Executor) Drafts() bool { return e.draft != nil }
-
 // step runs the draft for the batch just verified: for every sequence
 // that proposes (SeqBatch.Propose), its drafts in r.Drafts, and for those
 // and the prompt chunks that sample nothing the draft K/V computed

@@ -3,7 +3,8 @@
 // in its own terms, price.go), and a fake language model whose tokens read
 // like English text and go through the real samplers (its vocabulary,
 // text and tool calls are this package's alone). It lets the whole server
-// run, be load-tested and be observed without a GPU or model weights.
+// run, be load-tested and be observed without a GPU or model weights. Its
+// lifecycle is Backend (an executor.Lifecycle).
 //
 // It implements engine.Executor and may import engine and sampling; it must
 // not import net/http, Prometheus, OpenTelemetry, or the server, metrics or
@@ -90,7 +91,7 @@ type Config struct {
 	// it is the token drawn), or, with rejection_sample_method
 	// "synthetic", accepts them at the configured rates. With a draft
 	// model (Model a model profile; synthetic acceptance) the executor
-	// drafts itself (engine.Drafter): see draft.go.
+	// drafts itself (engine.Capabilities.DraftModel): see draft.go.
 	Speculative speculative.Config
 }
 
@@ -393,10 +394,6 @@ func (e *Executor) run(b *engine.Batch, r *engine.StepResult) error {
 	}
 	return nil
 }
-
-// Embeds reports that the simulated model embeds (engine.Embedder): every
-// simulated model serves /v1/embeddings at its hidden size.
-func (e *Executor) Embeds() bool { return true }
 
 // embed is the simulated embedding of a prompt: the normalised sum of a
 // pseudo-random vector per token (the model's hidden size long), so equal

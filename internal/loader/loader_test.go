@@ -1,4 +1,4 @@
-package cpu
+package loader
 
 import (
 	"os"
@@ -24,26 +24,7 @@ func TestTooBigToCopy(t *testing.T) {
 	}
 }
 
-// TestDefaultKVBytes: room for every sequence at full length, capped by a
-// quarter of available memory and 4 GiB, never below one sequence.
-func TestDefaultKVBytes(t *testing.T) {
-	for _, c := range []struct {
-		perToken    int64
-		len, seqs   int
-		avail, want int64
-	}{
-		{100, 1000, 10, 0, 1_000_000},
-		{100, 1000, 10, 400_000, 100_000},
-		{100, 1000, 10, 40_000, 100_000},     // a quarter is less than one sequence: one sequence
-		{1 << 20, 1 << 12, 4096, 0, 4 << 30}, // the 4 GiB cap
-	} {
-		if got := DefaultKVBytes(c.perToken, c.len, c.seqs, c.avail); got != c.want {
-			t.Errorf("DefaultKVBytes(%d, %d, %d, %d) = %d, want %d", c.perToken, c.len, c.seqs, c.avail, got, c.want)
-		}
-	}
-}
-
-// TestLoadWithTokenizerJSON: LoadConfig.Tokenizer (serve --tokenizer)
+// TestLoadWithTokenizerJSON: Config.Tokenizer (serve --tokenizer)
 // replaces the GGUF's tokenizer and chat template with a tokenizer.json
 // directory's.
 func TestLoadWithTokenizerJSON(t *testing.T) {
@@ -66,7 +47,7 @@ func TestLoadWithTokenizerJSON(t *testing.T) {
 	os.WriteFile(filepath.Join(tokDir, "tokenizer_config.json"), []byte(`{"eos_token": "<|end|>",
 		"chat_template": "{% for m in messages %}[{{ m.content }}]{% endfor %}{{ eos_token }}"}`), 0o644)
 
-	l, err := Load(LoadConfig{Path: model, Tokenizer: tokDir})
+	l, err := Load(Config{Path: model, Tokenizer: tokDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +61,7 @@ func TestLoadWithTokenizerJSON(t *testing.T) {
 	if got, err := l.Chat.Render([]jinja.Message{{Role: "user", Content: "hi"}}, nil); err != nil || got != "[hi]<|end|>" {
 		t.Errorf("chat = %q, %v; want the tokenizer_config.json template", got, err)
 	}
-	if _, err := Load(LoadConfig{Path: model, Tokenizer: filepath.Join(dir, "absent")}); err == nil {
+	if _, err := Load(Config{Path: model, Tokenizer: filepath.Join(dir, "absent")}); err == nil {
 		t.Error("a missing tokenizer.json loaded")
 	}
 }

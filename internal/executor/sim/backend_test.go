@@ -1,0 +1,67 @@
+package sim
+
+import (
+	"testing"
+
+	"github.com/glassbox-llm/glassbox/internal/engine"
+	"github.com/glassbox-llm/glassbox/internal/executor"
+	"github.com/glassbox-llm/glassbox/internal/speculative"
+)
+
+// TestBackendLifecycle: the simulated GPU's lifecycle builds the executor
+// at Load with the hardware's step sizes and the model's context where
+// none is asked, sizes the cache from the profile's memory, hands the
+// same executor over at Start, and declares everything the engine asks
+// (a draft model only with one configured, LoRA only when priced).
+func TestBackendLifecycle(t *testing.T) {
+	b := NewBackend(Config{Hardware: "h200", Model: "llama-3.1-8b"})
+	defer b.Close()
+	if _, err := b.KVBlocks(executor.KVMemory{}); err == nil {
+		t.Error("KVBlocks before Load sized a cache")
+	}
+	want := engine.Capabilities{Name: "the simulated GPU", Embeddings: true, Speculative: true, AsyncScheduling: true}
+	if c := b.Capabilities(); c != want {
+		t.Errorf("capabilities %+v, want %+v", c, want)
+	}
+	spec, err := b.Load(executor.Limits{MaxNumSeqs: 8, BlockSize: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := spec.Limits; l.MaxNumSeqs != 8 || l.MaxNumBatchedTokens != 8192 || l.MaxModelLen != 131072 || l.BlockSize != 16 {
+		t.Errorf("limits %+v: want 8 sequences as asked, H200's 8192 tokens and the model's 131072 positions", l)
+	}
+	if spec.GPU.Simulated == nil || spec.GPU.Count != 1 || spec.Embeddings == nil || spec.Chat != nil || spec.GPUMemoryUtilization != DefaultGPUMemoryUtilization {
+		t.Errorf("spec %+v", spec)
+	}
+	n, err := b.KVBlocks(executor.KVMemory{})
+	if err != nil || n < 1 {
+		t.Fatalf("KVBlocks: %d, %v", n, err)
+	}
+	if half, _ := b.KVBlocks(executor.KVMemory{Utilization: 0.5}); half >= n {
+		t.Errorf("%d blocks at half the memory, %d at the default", half, n)
+	}
+	started, err := b.Start(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := engine.CapabilitiesOf(started.Executor); got != want {
+		t.Errorf("the executor declares %+v, its lifecycle %+v", got, want)
+	}
+
+	drafting := NewBackend(Config{Hardware: "h200", Model: "llama-3.1-8b", LoRA: &LoRA{MaxLoRAs: 1, Rank: 8},
+		Speculative: speculative.Config{Method: speculative.MethodDraftModel, Model: "llama-3.2-1b", NumSpeculativeTokens: 2, RejectionSampleMethod: speculative.RejectSynthetic,
+			Synthetic: []float64{0.5, 0.3}}})
+	if c := drafting.Capabilities(); !c.DraftModel || !c.LoRA {
+		t.Errorf("with a draft model and LoRA: %+v", c)
+	}
+	if _, err := drafting.Load(executor.Limits{BlockSize: 16}); err != nil {
+		t.Fatal(err)
+	}
+	started, err = drafting.Start(16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := engine.CapabilitiesOf(started.Executor); got != drafting.Capabilities() {
+		t.Errorf("the executor declares %+v, its lifecycle %+v", got, drafting.Capabilities())
+	}
+}
