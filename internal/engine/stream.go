@@ -9,13 +9,16 @@ import (
 // Stream is one request's output channel. The engine never blocks on it:
 // when the reader falls behind, pending outputs are merged into one.
 type Stream struct {
-	id     string
-	mu     sync.Mutex
-	ready  chan struct{} // holds a token while pending is non-empty
-	out    Output        // pending, filled by the engine
-	has    bool
-	closed bool // the final output has been queued
-	done   bool // the reader has taken the final output
+	id string
+	mu sync.Mutex
+	// unlocked: the engine's driver pushes and reads it on one goroutine
+	// (Engine.Drive), so mu is not taken.
+	unlocked bool
+	ready    chan struct{} // holds a token while pending is non-empty
+	out      Output        // pending, filled by the engine
+	has      bool
+	closed   bool // the final output has been queued
+	done     bool // the reader has taken the final output
 }
 
 func newStream(id string) *Stream {
@@ -28,9 +31,9 @@ func (s *Stream) ID() string { return s.id }
 // push merges o into the pending output and wakes the reader. Called by the
 // engine goroutine only.
 func (s *Stream) push(o *Output) {
-	s.mu.Lock()
+	s.lock()
 	if s.closed {
-		s.mu.Unlock()
+		s.unlock()
 		return
 	}
 	p := &s.out
@@ -44,7 +47,7 @@ func (s *Stream) push(o *Output) {
 	}
 	s.has = true
 	s.closed = o.Finished
-	s.mu.Unlock()
+	s.unlock()
 	select {
 	case s.ready <- struct{}{}:
 	default:
@@ -55,12 +58,32 @@ func (s *Stream) push(o *Output) {
 // is none: for a driver that owns the engine loop (Advance) and reads
 // every stream between steps.
 func (s *Stream) TryNext() (Output, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.lock()
+	defer s.unlock()
 	if !s.has {
 		return Output{}, false
 	}
 	return s.take(), true
+}
+
+// TryNextInto is TryNext into the caller's o, for a driver that reads every
+// stream after every step: the pending tokens and logprobs are copied into
+// o's own slices, reused from its last call, so that reading a step's
+// token allocates nothing; the rest of o is replaced. It reports false,
+// leaving o as it was, when nothing is pending.
+func (s *Stream) TryNextInto(o *Output) bool {
+	s.lock()
+	defer s.unlock()
+	if !s.has {
+		return false
+	}
+	toks, lps := o.Tokens[:0], o.Logprobs[:0]
+	*o = s.out
+	o.Tokens = append(toks, s.out.Tokens...)
+	o.Logprobs = append(lps, s.out.Logprobs...)
+	s.out = Output{Tokens: s.out.Tokens[:0], Logprobs: s.out.Logprobs[:0]}
+	s.has, s.done = false, o.Finished
+	return true
 }
 
 // take hands the pending output over, its slices copied for the caller to
@@ -74,6 +97,18 @@ func (s *Stream) take() Output {
 	s.out = Output{Tokens: s.out.Tokens[:0], Logprobs: s.out.Logprobs[:0]}
 	s.has, s.done = false, o.Finished
 	return o
+}
+
+func (s *Stream) lock() {
+	if !s.unlocked {
+		s.mu.Lock()
+	}
+}
+
+func (s *Stream) unlock() {
+	if !s.unlocked {
+		s.mu.Unlock()
+	}
 }
 
 // Next waits for the next output. It returns false when the final output

@@ -13,9 +13,13 @@ type Hash [16]byte
 type hasher struct{ buf []byte }
 
 func (h *hasher) sum(parent Hash, tokens []int) Hash {
-	h.buf = append(h.buf[:0], parent[:]...)
-	for _, t := range tokens {
-		h.buf = binary.LittleEndian.AppendUint32(h.buf, uint32(t))
+	if n := len(parent) + 4*len(tokens); len(h.buf) != n {
+		h.buf = make([]byte, n)
+	}
+	copy(h.buf, parent[:])
+	w := h.buf[len(parent):]
+	for i, t := range tokens {
+		binary.LittleEndian.PutUint32(w[4*i:], uint32(t))
 	}
 	full := sha256.Sum256(h.buf)
 	var out Hash

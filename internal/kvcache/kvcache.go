@@ -11,6 +11,7 @@ package kvcache
 
 import (
 	"fmt"
+	"slices"
 )
 
 // Config sizes the cache.
@@ -29,7 +30,7 @@ type Manager struct {
 	cfg    Config
 	blocks []block
 	free   freeList
-	cached map[Hash]int32 // content hash → block holding it
+	cached prefixIndex // content hash → block holding it
 	// freeCached counts free blocks that still hold cached content.
 	freeCached int
 	hasher     hasher
@@ -82,7 +83,6 @@ func New(cfg Config) (*Manager, error) {
 	m := &Manager{
 		cfg:    cfg,
 		blocks: make([]block, cfg.NumBlocks),
-		cached: make(map[Hash]int32),
 	}
 	m.free.init(m.blocks)
 	for i := range m.blocks {
@@ -104,7 +104,7 @@ func (m *Manager) BlockSize() int { return m.cfg.BlockSize }
 func (m *Manager) NumFree() int { return m.free.n }
 
 // NumCached counts blocks whose content is registered in the prefix cache.
-func (m *Manager) NumCached() int { return len(m.cached) }
+func (m *Manager) NumCached() int { return m.cached.n }
 
 // NumFreeCached counts free blocks that still hold reusable prefix content.
 func (m *Manager) NumFreeCached() int { return m.freeCached }
@@ -130,7 +130,7 @@ func (m *Manager) LookupPrefix(s *Seq, tokens []int) int {
 	m.hashBlocks(s, tokens, maxBlocks)
 	n := 0
 	for n < maxBlocks {
-		if _, ok := m.cached[s.hashes[n]]; !ok {
+		if _, ok := m.cached.get(m.blocks, s.hashes[n]); !ok {
 			break
 		}
 		n++
@@ -147,7 +147,7 @@ func (m *Manager) CachedBlocks(hashes []Hash) int {
 	}
 	n := 0
 	for n < len(hashes) {
-		if _, ok := m.cached[hashes[n]]; !ok {
+		if _, ok := m.cached.get(m.blocks, hashes[n]); !ok {
 			break
 		}
 		n++
@@ -175,7 +175,7 @@ func (m *Manager) allocate(s *Seq, hits, tokens int) bool {
 	// shrinks what is left for new blocks.
 	reuseFree := 0
 	for i := range hits {
-		id, ok := m.cached[s.hashes[i]]
+		id, ok := m.cached.get(m.blocks, s.hashes[i])
 		if !ok {
 			panic("BUG: kvcache: prefix hit vanished between lookup and allocate")
 		}
@@ -186,8 +186,9 @@ func (m *Manager) allocate(s *Seq, hits, tokens int) bool {
 	if need > m.free.n-reuseFree {
 		return false
 	}
+	s.table = slices.Grow(s.table, max(hits+need, 0)) // in one allocation, not doubling block by block
 	for i := range hits {
-		id := m.cached[s.hashes[i]]
+		id, _ := m.cached.get(m.blocks, s.hashes[i])
 		m.acquire(id)
 		s.table = append(s.table, int(id))
 	}
@@ -214,12 +215,11 @@ func (m *Manager) Cache(s *Seq, tokens []int, numComputed int) {
 	m.hashBlocks(s, tokens, full)
 	for i := s.numCached; i < full; i++ {
 		h := s.hashes[i]
-		if _, ok := m.cached[h]; ok {
-			continue
+		if !m.cached.add(m.blocks, h, int32(s.table[i])) {
+			continue // another block holds it
 		}
 		b := &m.blocks[s.table[i]]
 		b.hash, b.hashed = h, true
-		m.cached[h] = int32(s.table[i])
 	}
 	if m.host != nil {
 		m.offload(s, s.numCached, full)
@@ -295,9 +295,7 @@ func (m *Manager) popFree() int32 {
 	id := m.free.popFront(m.blocks)
 	b := &m.blocks[id]
 	if b.hashed {
-		if m.cached[b.hash] == id {
-			delete(m.cached, b.hash)
-		}
+		m.cached.remove(b.hash, id)
 		b.hashed = false
 		m.freeCached--
 	}
@@ -312,6 +310,9 @@ func (m *Manager) popFree() int32 {
 // hashBlocks extends s's memoised chain hashes to cover n full blocks.
 func (m *Manager) hashBlocks(s *Seq, tokens []int, n int) {
 	bs := m.cfg.BlockSize
+	if n > len(s.hashes) {
+		s.hashes = slices.Grow(s.hashes, n-len(s.hashes))
+	}
 	for i := len(s.hashes); i < n; i++ {
 		parent := s.root
 		if i > 0 {

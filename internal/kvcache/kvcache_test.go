@@ -1,6 +1,8 @@
 package kvcache
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"testing"
 )
@@ -38,14 +40,22 @@ func (m *Manager) check(seqs []*Seq) error {
 		if (b.ref == 0) != b.inFree {
 			return fmt.Errorf("block %d: ref %d, in free list %v", id, b.ref, b.inFree)
 		}
-		if b.hashed && m.cached[b.hash] != int32(id) {
+		if got, ok := m.cached.get(m.blocks, b.hash); b.hashed && (!ok || got != int32(id)) {
 			return fmt.Errorf("block %d: hashed but the cache maps its hash elsewhere", id)
 		}
 	}
-	for h, id := range m.cached {
-		if b := &m.blocks[id]; !b.hashed || b.hash != h {
-			return fmt.Errorf("cache entry for block %d does not match the block", id)
+	entries := 0
+	for _, sl := range m.cached.slots {
+		if sl.block == 0 {
+			continue
 		}
+		entries++
+		if b := &m.blocks[sl.block-1]; !b.hashed || low(b.hash) != sl.lo {
+			return fmt.Errorf("cache entry for block %d does not match the block", sl.block-1)
+		}
+	}
+	if entries != m.cached.n {
+		return fmt.Errorf("prefix index holds %d entries, counter says %d", entries, m.cached.n)
 	}
 	used := 0
 	for _, r := range refs {
@@ -351,5 +361,75 @@ func TestDraftedBlocks(t *testing.T) {
 	}
 	if err := m.check([]*Seq{c}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPromptGrowsItsSlicesOnce: admitting a 1,024-token prompt (its 63
+// looked-up hashes, its 64 blocks, the last block's hash when cached)
+// grows its hashes and its block table once each, not by doubling block
+// after block.
+func TestPromptGrowsItsSlicesOnce(t *testing.T) {
+	m, err := New(Config{NumBlocks: 256, BlockSize: 16, EnablePrefixCaching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := seqTokens(1024, 0)
+	base := 0
+	n := testing.AllocsPerRun(20, func() {
+		base += 1024 // a new prompt each time: no hits
+		for i := range tokens {
+			tokens[i] = base + i
+		}
+		s := &Seq{}
+		hit := m.LookupPrefix(s, tokens)
+		if !m.Allocate(s, tokens, hit, len(tokens)-hit) {
+			t.Fatal("no room for the prompt")
+		}
+		m.Cache(s, tokens, len(tokens))
+		m.Free(s)
+	})
+	if n > 3 { // the Seq, its hashes, its table
+		t.Errorf("admitting a prompt allocates %v times, want at most 3", n)
+	}
+}
+
+// TestAllocateWithRoomToSpare: a table that already holds more blocks than
+// the tokens need (drafts rejected after their blocks were allocated) is
+// allocated for again without change.
+func TestAllocateWithRoomToSpare(t *testing.T) {
+	m, err := New(Config{NumBlocks: 8, BlockSize: 4, EnablePrefixCaching: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := seqTokens(16, 0)
+	s := &Seq{}
+	if !m.Allocate(s, tokens, 0, 16) {
+		t.Fatal("no room for 16 tokens")
+	}
+	if !m.Allocate(s, tokens, 4, 1) || len(s.table) != 4 {
+		t.Errorf("allocating 5 tokens into a table of 4 blocks left %d blocks", len(s.table))
+	}
+}
+
+// TestChainHashIsSHA256OfParentAndTokens pins the hash's definition: block
+// i's is the first 16 bytes of SHA-256 over block i-1's hash (the
+// namespace's root for the first) and the block's tokens as little-endian
+// uint32s, whatever the block size and however often the hasher is reused.
+func TestChainHashIsSHA256OfParentAndTokens(t *testing.T) {
+	for _, bs := range []int{1, 4, 16} {
+		tokens := seqTokens(3*bs+1, 70000)
+		got := ChainHashes(bs, 5, tokens)
+		parent := namespaceRoot(5)
+		for i := range 3 {
+			msg := append([]byte(nil), parent[:]...)
+			for _, tok := range tokens[i*bs : (i+1)*bs] {
+				msg = binary.LittleEndian.AppendUint32(msg, uint32(tok))
+			}
+			full := sha256.Sum256(msg)
+			copy(parent[:], full[:16])
+			if got[i] != parent {
+				t.Fatalf("block size %d, block %d: hash %x, want %x", bs, i, got[i], parent)
+			}
+		}
 	}
 }

@@ -232,6 +232,14 @@ func (b *builder) histogramOf(f metricspec.Family, maxModelLen int) prometheus.O
 	return h
 }
 
+// batchHistogram registers a histogram observed a step's values at a time.
+func (b *builder) batchHistogram(name string) *batchHistogram {
+	f := metricspec.Must(name)
+	h := newBatchHistogram(prometheus.HistogramOpts{Name: name, Help: f.Help, Buckets: f.Buckets(0), ConstLabels: b.labels})
+	b.register(h)
+	return h
+}
+
 func (b *builder) gauge(name string, v float64) {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: metricspec.Must(name).Help, ConstLabels: b.labels})
 	g.Set(v)

@@ -8,7 +8,8 @@ import (
 )
 
 // stepSeries are the families fed by StepEvent. Every field is a
-// pre-bound child: the engine goroutine only does atomic adds.
+// pre-bound child: the engine goroutine only does atomic adds, and takes
+// one lock a step for the latencies (batchHistogram).
 type stepSeries struct {
 	prefixQueries, prefixHits                prometheus.Counter
 	extPrefixQueries, extPrefixHits          prometheus.Counter // the offload tier's look-ups
@@ -51,8 +52,8 @@ func newStepSeries(b *builder) stepSeries {
 		hostSeconds:        b.counter(metricspec.EngineHostSeconds),
 		steps:              b.counter(metricspec.EngineSteps),
 		iterationTokens:    b.histogram(metricspec.IterationTokens, 0),
-		ttft:               b.histogram(metricspec.TimeToFirstToken, 0),
-		itl:                b.histogram(metricspec.InterTokenLatency, 0),
+		ttft:               b.batchHistogram(metricspec.TimeToFirstToken),
+		itl:                b.batchHistogram(metricspec.InterTokenLatency),
 		stepDuration:       b.histogram(metricspec.EngineStepDuration, 0),
 	}
 	return s
@@ -137,12 +138,8 @@ func (m *Metrics) ObserveStep(s *engine.StepEvent) {
 	if s.IterationTokens > 0 || s.GenerationTokens > 0 {
 		st.iterationTokens.Observe(float64(s.IterationTokens))
 	}
-	for _, v := range s.TTFTs {
-		st.ttft.Observe(v)
-	}
-	for _, v := range s.ITLs {
-		st.itl.Observe(v)
-	}
+	observeAll(st.ttft, s.TTFTs)
+	observeAll(st.itl, s.ITLs)
 	if !s.Start.IsZero() && !s.End.IsZero() {
 		d := s.End.Sub(s.Start)
 		st.stepDuration.Observe(d.Seconds())

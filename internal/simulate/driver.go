@@ -84,6 +84,7 @@ type driver struct {
 	last    time.Time       // the last answer
 	flights map[int]*flight // sent and not answered, by request index
 	format  *grammar.Spec   // every request's structured output, or nil
+	latest  engine.Output   // a stream's last output, its slices reused
 
 	fleet
 }
@@ -346,12 +347,8 @@ func (d *driver) reap(nd *node) {
 	keep := nd.gone[:0]
 	for _, f := range nd.gone {
 		finished := false
-		for {
-			o, ok := f.stream.TryNext()
-			if !ok {
-				break
-			}
-			finished = finished || o.Finished
+		for f.stream.TryNextInto(&d.latest) {
+			finished = finished || d.latest.Finished
 		}
 		if finished {
 			delete(nd.live, strconv.Itoa(f.req.Index))
@@ -381,8 +378,8 @@ func (d *driver) collect(nd *node, began time.Time) {
 		if f == nil || f.gone {
 			continue
 		}
-		o, ok := f.stream.TryNext()
-		if !ok {
+		o := &d.latest
+		if !f.stream.TryNextInto(o) {
 			continue
 		}
 		for range o.Tokens {

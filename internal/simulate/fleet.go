@@ -216,6 +216,7 @@ func (d *driver) newNode(t time.Time) (*node, error) {
 	if d.vocab == nil {
 		d.vocab = rep.Tokenizer
 	}
+	nd.eng.Drive() // stepped by Advance on this goroutine, its streams read here
 	d.all = append(d.all, nd)
 	d.running = append(d.running, nd)
 	return nd, nil
