@@ -80,7 +80,7 @@ func TestMonitoringStack(t *testing.T) {
 
 	vars := map[string]string{"instance": target, "model_name": model, "Deployment_id": model}
 	queries := ourQueries(t, vars)
-	compat, skipped := compatQueries(t, vars)
+	compat, skipped := dashboardQueries(t, reftest.Path(t, "compat"), 1, compatUnavailable, vars)
 	queries = append(queries, compat...)
 
 	// Phase 1: a steady mix of short requests sharing a prefix, until every
@@ -253,37 +253,26 @@ func ourQueries(t *testing.T, vars map[string]string) []panelQuery {
 	return out
 }
 
-// compatQueries are those of vLLM's Grafana dashboards in ../shared/compat,
-// minus the listed unavailable ones (returned second).
-func compatQueries(t *testing.T, vars map[string]string) (use, skipped []panelQuery) {
-	dir := reftest.Path(t, "compat")
+// dashboardQueries are the panel queries and variable selectors of the
+// Grafana dashboards in dir (at least want of them), minus those with a key
+// of unavailable (returned second); a key no dashboard queries is an error.
+func dashboardQueries(t *testing.T, dir string, want int, unavailable map[string]string, vars map[string]string) (use, skipped []panelQuery) {
 	paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	if len(paths) == 0 {
-		t.Fatalf("no vLLM dashboards in %s", dir)
+	if len(paths) < want {
+		t.Fatalf("%d dashboards in %s, want %d", len(paths), dir, want)
 	}
-	seen := map[string]bool{}
+	var all []panelQuery
 	for _, p := range paths {
 		raw, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, q := range grafanaQueries(t, filepath.Base(p), raw, vars) {
-			skip := false
-			for key := range compatUnavailable {
-				if strings.Contains(q.expr, key) {
-					skip, seen[key] = true, true
-				}
-			}
-			if skip {
-				skipped = append(skipped, q)
-			} else {
-				use = append(use, q)
-			}
-		}
+		all = append(all, grafanaQueries(t, filepath.Base(p), raw, vars)...)
 	}
-	for key, why := range compatUnavailable {
-		if !seen[key] {
-			t.Errorf("compatUnavailable lists %q (%s) but no dashboard queries it", key, why)
+	use, skipped = splitQueries(all, unavailable)
+	for key, why := range unavailable {
+		if !slices.ContainsFunc(skipped, func(q panelQuery) bool { return strings.Contains(q.expr, key) }) {
+			t.Errorf("%q is listed unavailable (%s) but no dashboard in %s queries it", key, why, dir)
 		}
 	}
 	return use, skipped

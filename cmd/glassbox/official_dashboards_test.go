@@ -68,7 +68,7 @@ func TestOfficialDashboards(t *testing.T) {
 	}
 	promBin := stackTool(t, "prometheus")
 	const model = "llama-3.1-8b"
-	queries, skipped := officialQueries(t, officialVars(model))
+	queries, skipped := dashboardQueries(t, reftest.Path(t, "compat", "vllm-official"), 6, officialUnavailable, officialVars(model))
 	t.Logf("%d panel and variable queries in vLLM's official dashboards, %d of them for features glassbox lacks", len(queries)+len(skipped), len(skipped))
 
 	t.Run("serve", func(t *testing.T) {
@@ -118,42 +118,6 @@ func TestOfficialDashboards(t *testing.T) {
 			len(use)-len(pending), len(use), end, len(more))
 		reportUnanswered(t, pending, append(slices.Clone(skipped), more...), at)
 	})
-}
-
-// officialQueries are the panel queries and variable selectors of the
-// official dashboards, minus the unavailable ones (returned second).
-func officialQueries(t *testing.T, vars map[string]string) (use, skipped []panelQuery) {
-	dir := reftest.Path(t, "compat", "vllm-official")
-	paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	if len(paths) < 6 {
-		t.Fatalf("%d dashboards in %s, want vLLM's six", len(paths), dir)
-	}
-	seen := map[string]bool{}
-	for _, p := range paths {
-		raw, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, q := range grafanaQueries(t, filepath.Base(p), raw, vars) {
-			skip := false
-			for key := range officialUnavailable {
-				if strings.Contains(q.expr, key) {
-					skip, seen[key] = true, true
-				}
-			}
-			if skip {
-				skipped = append(skipped, q)
-			} else {
-				use = append(use, q)
-			}
-		}
-	}
-	for key, why := range officialUnavailable {
-		if !seen[key] {
-			t.Errorf("officialUnavailable lists %q (%s) but no dashboard queries it", key, why)
-		}
-	}
-	return use, skipped
 }
 
 // splitQueries takes out the queries with a key of unavailable.

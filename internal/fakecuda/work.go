@@ -60,14 +60,7 @@ func (g *GPU) moduleLoad(m *cuda.CUmodule, image *byte, _ uint32, _ *int32, _ *u
 }
 
 func (g *GPU) moduleUnload(m cuda.CUmodule) cuda.CUresult {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if _, ok := g.modules[m]; !ok {
-		g.fault("cuModuleUnload of %#x, not a loaded module", uint64(m))
-		return invalidHandle
-	}
-	delete(g.modules, m)
-	return success
+	return release(g, g.modules, m, "cuModuleUnload", "a loaded module")
 }
 
 // kernel is a function's module entry: its name and parameter sizes.
@@ -115,14 +108,7 @@ func (g *GPU) streamCreate(s *cuda.CUstream, _ uint32) cuda.CUresult {
 }
 
 func (g *GPU) streamDestroy(s cuda.CUstream) cuda.CUresult {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.streams[s] {
-		g.fault("cuStreamDestroy_v2 of %#x, not a live stream", uint64(s))
-		return invalidHandle
-	}
-	delete(g.streams, s)
-	return success
+	return release(g, g.streams, s, "cuStreamDestroy_v2", "a live stream")
 }
 
 func (g *GPU) streamSynchronize(s cuda.CUstream) cuda.CUresult {
@@ -182,14 +168,7 @@ func (g *GPU) eventElapsed(ms *float32, start, end cuda.CUevent) cuda.CUresult {
 }
 
 func (g *GPU) eventDestroy(e cuda.CUevent) cuda.CUresult {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.events[e] {
-		g.fault("cuEventDestroy_v2 of %#x, not a live event", uint64(e))
-		return invalidHandle
-	}
-	delete(g.events, e)
-	return success
+	return release(g, g.events, e, "cuEventDestroy_v2", "a live event")
 }
 
 func (g *GPU) launch(f cuda.CUfunction, gx, gy, gz, bx, by, bz, shared uint32, s cuda.CUstream, params, _ *unsafe.Pointer) cuda.CUresult {
@@ -291,23 +270,22 @@ func (g *GPU) graphLaunch(x cuda.CUgraphExec, s cuda.CUstream) cuda.CUresult {
 }
 
 func (g *GPU) graphExecDestroy(x cuda.CUgraphExec) cuda.CUresult {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if _, ok := g.execs[x]; !ok {
-		g.fault("cuGraphExecDestroy of %#x, not a live graph instance", uint64(x))
-		return invalidHandle
-	}
-	delete(g.execs, x)
-	return success
+	return release(g, g.execs, x, "cuGraphExecDestroy", "a live graph instance")
 }
 
 func (g *GPU) graphDestroy(graph cuda.CUgraph) cuda.CUresult {
+	return release(g, g.graphs, graph, "cuGraphDestroy", "a live graph")
+}
+
+// release deletes h from the live handles of its kind, or faults as the
+// driver does on a handle that is not one of them.
+func release[K ~uintptr, V any](g *GPU, live map[K]V, h K, call, what string) cuda.CUresult {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if _, ok := g.graphs[graph]; !ok {
-		g.fault("cuGraphDestroy of %#x, not a live graph", uint64(graph))
+	if _, ok := live[h]; !ok {
+		g.fault("%s of %#x, not %s", call, uint64(h), what)
 		return invalidHandle
 	}
-	delete(g.graphs, graph)
+	delete(live, h)
 	return success
 }
