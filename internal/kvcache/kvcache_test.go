@@ -375,7 +375,7 @@ func TestPromptGrowsItsSlicesOnce(t *testing.T) {
 	}
 	tokens := seqTokens(1024, 0)
 	base := 0
-	n := testing.AllocsPerRun(20, func() {
+	admit := func() {
 		base += 1024 // a new prompt each time: no hits
 		for i := range tokens {
 			tokens[i] = base + i
@@ -387,9 +387,17 @@ func TestPromptGrowsItsSlicesOnce(t *testing.T) {
 		}
 		m.Cache(s, tokens, len(tokens))
 		m.Free(s)
-	})
-	if n > 3 { // the Seq, its hashes, its table
-		t.Errorf("admitting a prompt allocates %v times, want at most 3", n)
+	}
+	// Until every block has been cached once, the prefix index grows
+	// (amortised, and not the prompt's doing): fill it first.
+	for range 8 {
+		admit()
+	}
+	n := testing.AllocsPerRun(20, admit)
+	// The Seq, then its hashes and its table grown once each (doubling
+	// block by block would be a dozen).
+	if want := float64(1 + 2*growAllocs); n > want {
+		t.Errorf("admitting a prompt allocates %v times, want at most %v", n, want)
 	}
 }
 
