@@ -12,7 +12,7 @@
 # cuBLASLt ($GLASSBOX_CUBLAS, else the usual places). It makes random Qwen2.5-0.5B-shaped
 # models itself (F16, BF16 and Q8_0: 2.5 GB together, in parallel) and carries stories260K
 # (1 MB). Every program runs under timeout and no step starts past BUDGET seconds (default
-# 240): about four minutes on an H200.
+# 240: a budget, not a measured run time; no GPU has run this script yet).
 set -uo pipefail
 
 build() {
