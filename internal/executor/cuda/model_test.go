@@ -1,10 +1,12 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/cuda"
@@ -24,16 +26,13 @@ import (
 // with `glassbox model random` (1 GB: the script makes it).
 func testModel(t *testing.T, name string) *model.Weights {
 	t.Helper()
-	path := ""
-	if dir := os.Getenv("GLASSBOX_GPU_MODELS"); dir != "" {
-		if p := filepath.Join(dir, name); fileExists(p) {
-			path = p
-		}
-	}
-	if path == "" {
-		if name != "stories260K.gguf" {
-			t.Skipf("SKIPPED: %s is made by scripts/gpu-check.sh (glassbox model random) into $GLASSBOX_GPU_MODELS, which is unset here", name)
-		}
+	path, skip, err := gpuModelPath(name, os.Getenv("GLASSBOX_GPU_MODELS"), os.Getenv("GLASSBOX_REQUIRE_GPU") == "1")
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case skip != "":
+		t.Skip(skip)
+	case path == "":
 		path = reftest.Path(t, "models", "stories260K", name)
 	}
 	f, err := gguf.Open(path) // mapped: no CPU repacking, as the GPU loader reads it
@@ -49,6 +48,31 @@ func testModel(t *testing.T, name string) *model.Weights {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// gpuModelPath is where testModel finds name: in dir ($GLASSBOX_GPU_MODELS)
+// when it is there, else "" for stories260K (../shared has it). A random
+// model that is not there is a skip, saying why; under
+// GLASSBOX_REQUIRE_GPU=1 (require) it is an error, since gpu-check.sh was
+// to make it and the checks on it (BF16's cache, Q8_0's fp16 activations)
+// would otherwise pass the run as skips.
+func gpuModelPath(name, dir string, require bool) (path, skip string, err error) {
+	if dir != "" {
+		if p := filepath.Join(dir, name); fileExists(p) {
+			return p, "", nil
+		}
+	}
+	if name == "stories260K.gguf" {
+		return "", "", nil
+	}
+	where := "$GLASSBOX_GPU_MODELS, which is unset here"
+	if dir != "" {
+		where = "$GLASSBOX_GPU_MODELS (" + dir + "), which does not have it"
+	}
+	if require {
+		return "", "", fmt.Errorf("%s is missing under GLASSBOX_REQUIRE_GPU=1: scripts/gpu-check.sh makes it (glassbox model random; its model-<type>.log says why it did not) into %s", name, where)
+	}
+	return "", fmt.Sprintf("SKIPPED: %s is made by scripts/gpu-check.sh (glassbox model random) into %s", name, where), nil
+}
 
 // startExecutor loads w on the device with a cache of blocks blocks.
 func startExecutor(t *testing.T, d *Device, w *model.Weights, blocks int, eager bool) *Executor {
@@ -206,4 +230,44 @@ func generateOn(t *testing.T, x engine.Executor, prompt []int, n int) []int {
 
 func relErr(a, b float32) float64 {
 	return math.Abs(float64(a-b)) / max(math.Abs(float64(b)), 1e-6)
+}
+
+// TestMissingGPUModelFailsWhereAGPUIsRequired: a random model that
+// gpu-check.sh did not make (its glassbox model random failed or ran out
+// of time) fails the model tests under GLASSBOX_REQUIRE_GPU=1 instead of
+// skipping them, which would leave BF16's and Q8_0's whole-model checks
+// unrun in a passing run; elsewhere it is a skip that says where it
+// looked, and stories260K falls back to ../shared's.
+func TestMissingGPUModelFailsWhereAGPUIsRequired(t *testing.T) {
+	dir := t.TempDir()
+	have := filepath.Join(dir, "qwen2.5-0.5b-f16.gguf")
+	if err := os.WriteFile(have, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const bf16 = "qwen2.5-0.5b-bf16.gguf"
+	for _, c := range []struct {
+		name, dir           string
+		require             bool
+		path, skip, errWant string
+	}{
+		{"qwen2.5-0.5b-f16.gguf", dir, true, have, "", ""},
+		{bf16, dir, true, "", "", bf16 + " is missing under GLASSBOX_REQUIRE_GPU=1"},
+		{bf16, "", true, "", "", "which is unset here"},
+		{bf16, dir, false, "", "does not have it", ""},
+		{bf16, "", false, "", "which is unset here", ""},
+		{"stories260K.gguf", dir, true, "", "", ""},
+		{"stories260K.gguf", "", false, "", "", ""},
+	} {
+		path, skip, err := gpuModelPath(c.name, c.dir, c.require)
+		label := fmt.Sprintf("%s in %q, require %v", c.name, c.dir, c.require)
+		if path != c.path {
+			t.Errorf("%s: path %q, want %q", label, path, c.path)
+		}
+		if (skip == "") != (c.skip == "") || !strings.Contains(skip, c.skip) {
+			t.Errorf("%s: skip %q, want one saying %q", label, skip, c.skip)
+		}
+		if (err == nil) != (c.errWant == "") || err != nil && !strings.Contains(err.Error(), c.errWant) {
+			t.Errorf("%s: error %v, want one saying %q", label, err, c.errWant)
+		}
+	}
 }
