@@ -16,15 +16,7 @@ import (
 func fakeContext(t *testing.T, cfg fakecuda.Config) (*cuda.Context, *fakecuda.GPU) {
 	t.Helper()
 	gpu := fakecuda.New(cfg)
-	d, err := cuda.NewDriver(gpu.Driver())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := d.Device(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := d.NewContext(dev)
+	c, err := gpu.Context()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,15 +140,7 @@ func TestDriverTableComplete(t *testing.T) {
 // allocated or created.
 func TestFreedEverything(t *testing.T) {
 	gpu := fakecuda.New(fakecuda.Config{})
-	d, err := cuda.NewDriver(gpu.Driver())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := d.Device(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := d.NewContext(dev)
+	c, err := gpu.Context()
 	if err != nil {
 		t.Fatal(err)
 	}

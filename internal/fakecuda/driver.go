@@ -209,17 +209,27 @@ func (g *GPU) onStream(call string, s cuda.CUstream) bool {
 	return true
 }
 
+// streamBytes is the live device memory [p, p+n) that call on stream s
+// reads or writes, or the CUresult the driver answers (with g.mu held).
+func (g *GPU) streamBytes(call string, s cuda.CUstream, p cuda.Ptr, n uint64) ([]byte, cuda.CUresult) {
+	if !g.onStream(call, s) {
+		return nil, invalidHandle
+	}
+	b, ok := g.allocation(p, n)
+	if !ok {
+		g.fault("%s of %d bytes at %#x: outside every live allocation", call, n, uint64(p))
+		return nil, invalidValue
+	}
+	return b, success
+}
+
 func (g *GPU) copyIn(dst cuda.Ptr, src unsafe.Pointer, n uint64, s cuda.CUstream) cuda.CUresult {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	const call = "cuMemcpyHtoDAsync_v2"
-	if !g.onStream(call, s) {
-		return invalidHandle
-	}
-	b, ok := g.allocation(dst, n)
-	if !ok {
-		g.fault("%s of %d bytes to %#x: outside every live allocation", call, n, uint64(dst))
-		return invalidValue
+	b, r := g.streamBytes(call, s, dst, n)
+	if r != success {
+		return r
 	}
 	copy(b, unsafe.Slice((*byte)(src), n))
 	g.record(Op{Call: call, Stream: s, Dst: dst, Bytes: n})
@@ -230,13 +240,9 @@ func (g *GPU) copyOut(dst unsafe.Pointer, src cuda.Ptr, n uint64, s cuda.CUstrea
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	const call = "cuMemcpyDtoHAsync_v2"
-	if !g.onStream(call, s) {
-		return invalidHandle
-	}
-	b, ok := g.allocation(src, n)
-	if !ok {
-		g.fault("%s of %d bytes from %#x: outside every live allocation", call, n, uint64(src))
-		return invalidValue
+	b, r := g.streamBytes(call, s, src, n)
+	if r != success {
+		return r
 	}
 	copy(unsafe.Slice((*byte)(dst), n), b)
 	g.record(Op{Call: call, Stream: s, Src: src, Bytes: n})
@@ -247,16 +253,15 @@ func (g *GPU) copyDevice(dst, src cuda.Ptr, n uint64, s cuda.CUstream) cuda.CUre
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	const call = "cuMemcpyDtoDAsync_v2"
-	if !g.onStream(call, s) {
-		return invalidHandle
+	to, r := g.streamBytes(call, s, dst, n)
+	if r != success {
+		return r
 	}
-	d, ok1 := g.allocation(dst, n)
-	from, ok2 := g.allocation(src, n)
-	if !ok1 || !ok2 {
-		g.fault("%s of %d bytes from %#x to %#x: outside every live allocation", call, n, uint64(src), uint64(dst))
-		return invalidValue
+	from, r := g.streamBytes(call, s, src, n)
+	if r != success {
+		return r
 	}
-	copy(d, from)
+	copy(to, from)
 	g.record(Op{Call: call, Stream: s, Dst: dst, Src: src, Bytes: n})
 	return success
 }
@@ -264,13 +269,9 @@ func (g *GPU) copyDevice(dst, src cuda.Ptr, n uint64, s cuda.CUstream) cuda.CUre
 func (g *GPU) memset(call string, p cuda.Ptr, v []byte, n uint64, s cuda.CUstream) cuda.CUresult {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !g.onStream(call, s) {
-		return invalidHandle
-	}
-	b, ok := g.allocation(p, n*uint64(len(v)))
-	if !ok {
-		g.fault("%s of %d elements at %#x: outside every live allocation", call, n, uint64(p))
-		return invalidValue
+	b, r := g.streamBytes(call, s, p, n*uint64(len(v)))
+	if r != success {
+		return r
 	}
 	for i := range b {
 		b[i] = v[i%len(v)]

@@ -121,6 +121,21 @@ func (g *GPU) record(op Op) {
 	g.ops = append(g.ops, op)
 }
 
+// Context opens device 0's primary context through internal/cuda's
+// bindings over this board: what a test of the code above them starts
+// from.
+func (g *GPU) Context() (*cuda.Context, error) {
+	d, err := cuda.NewDriver(g.Driver())
+	if err != nil {
+		return nil, err
+	}
+	dev, err := d.Device(0)
+	if err != nil {
+		return nil, err
+	}
+	return d.NewContext(dev)
+}
+
 // Ops is every op so far, in call order.
 func (g *GPU) Ops() []Op {
 	g.mu.Lock()

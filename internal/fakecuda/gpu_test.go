@@ -41,15 +41,7 @@ func TestPTXEntries(t *testing.T) {
 // pointer argument is freed memory is a fault; so is a second free.
 func TestFreedMemoryIsCaught(t *testing.T) {
 	g := New(Config{})
-	d, err := cuda.NewDriver(g.Driver())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dev, err := d.Device(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := d.NewContext(dev)
+	c, err := g.Context()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,3 +106,4 @@ func TestFreedMemoryIsCaught(t *testing.T) {
 		}
 	}
 }
+
