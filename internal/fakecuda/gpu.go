@@ -199,8 +199,9 @@ func (g *GPU) Live() []string {
 // allocation finds the live allocation holding [p, p+n) (with g.mu held).
 func (g *GPU) allocation(p cuda.Ptr, n uint64) ([]byte, bool) {
 	for base, b := range g.mem {
-		if p >= base && uint64(p-base)+n <= uint64(len(b)) {
-			return b[p-base : uint64(p-base)+n], true
+		// Compared as a length left, not as off+n, which a huge n wraps.
+		if off := uint64(p - base); p >= base && off <= uint64(len(b)) && n <= uint64(len(b))-off {
+			return b[off : off+n], true
 		}
 	}
 	return nil, false

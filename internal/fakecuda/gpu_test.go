@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/glassbox-llm/glassbox/internal/cuda"
 )
@@ -107,3 +108,24 @@ func TestFreedMemoryIsCaught(t *testing.T) {
 	}
 }
 
+// TestHugeCopyIsAFault: a copy or memset whose length runs past the end
+// of the address space from inside an allocation is a fault the test
+// reads, not a panic of the fake (the bounds' sum wrapped around).
+func TestHugeCopyIsAFault(t *testing.T) {
+	g := New(Config{Memory: 1 << 20})
+	var p cuda.Ptr
+	if r := g.memAlloc(&p, 64); r != success {
+		t.Fatalf("cuMemAlloc: %d", r)
+	}
+	var b [8]byte
+	huge := ^uint64(0) - 7
+	if r := g.copyIn(p+8, unsafe.Pointer(&b[0]), huge, 0); r != invalidValue {
+		t.Errorf("a copy of %d bytes into a 64-byte allocation: %d, want CUDA_ERROR_INVALID_VALUE", huge, r)
+	}
+	if r := g.memset("cuMemsetD8Async", p+8, []byte{0}, huge, 0); r != invalidValue {
+		t.Errorf("a memset of %d bytes in a 64-byte allocation: %d, want CUDA_ERROR_INVALID_VALUE", huge, r)
+	}
+	if f := g.Faults(); len(f) != 2 || !strings.Contains(f[0], "outside every live allocation") {
+		t.Errorf("faults %q, want the two copies' named", f)
+	}
+}
