@@ -24,6 +24,8 @@ type agentServer struct {
 	ttft    func(session string) time.Duration
 	mu      sync.Mutex
 	arrived map[string][]time.Time
+	// chats are the messages of each session's chat requests, in order.
+	chats map[string][][]map[string]any
 }
 
 func (a *agentServer) handler() http.Handler {
@@ -36,10 +38,15 @@ func (a *agentServer) handler() http.Handler {
 		json.NewDecoder(r.Body).Decode(&req)
 		fmt.Fprintf(w, `{"count":%d,"max_model_len":4096,"tokens":[]}`, len(strings.Fields(req.Prompt)))
 	})
-	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) {
+	answer := func(w http.ResponseWriter, r *http.Request, chunk string) {
 		session := r.Header.Get("X-Session")
 		a.mu.Lock()
 		a.arrived[session] = append(a.arrived[session], time.Now())
+		if strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			var req struct{ Messages []map[string]any }
+			json.NewDecoder(r.Body).Decode(&req)
+			a.chats[session] = append(a.chats[session], req.Messages)
+		}
 		a.mu.Unlock()
 		w.Header().Set("Content-Type", "text/event-stream")
 		fl := w.(http.Flusher)
@@ -48,18 +55,20 @@ func (a *agentServer) handler() http.Handler {
 			if i > 0 {
 				time.Sleep(10 * ms)
 			}
-			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"text\":\" t%d\"}]}\n\n", i)
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,"+chunk+"}]}\n\n", fmt.Sprintf(" t%d", i))
 			fl.Flush()
 		}
 		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":3,\"total_tokens\":13}}\n\ndata: [DONE]\n\n")
-	})
+	}
+	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { answer(w, r, `"text":%q`) })
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { answer(w, r, `"delta":{"content":%q}`) })
 	return mux
 }
 
 // runAgents runs bench's agent sessions against srv in a synctest bubble.
 func runAgents(t *testing.T, srv *agentServer, cfg Config) *Result {
 	t.Helper()
-	srv.arrived = map[string][]time.Time{}
+	srv.arrived, srv.chats = map[string][]time.Time{}, map[string][][]map[string]any{}
 	cfg.BaseURL, cfg.MetricsURL, cfg.SessionHeader = "http://fake", "-", "X-Session"
 	cfg.Dataset = workload.DatasetConfig{Name: "agent"}
 	var res *Result
@@ -236,6 +245,41 @@ func TestBenchAgentDurationCountsSent(t *testing.T) {
 	}
 	if res.Config.NumPrompts != 6 || out.NumPrompts != 6 {
 		t.Errorf("num_prompts %d (JSON %d): want the 6 requests sent, not the 12 the 6 sessions planned", res.Config.NumPrompts, out.NumPrompts)
+	}
+}
+
+// TestBenchAgentSessionsChat: against a chat endpoint an agent session's
+// turns carry the conversation as an agent sends it: the system prompt as a
+// system message, each input as a user message and each answer, as it was
+// streamed, as an assistant message, growing turn by turn.
+func TestBenchAgentSessionsChat(t *testing.T) {
+	srv := &agentServer{ttft: func(string) time.Duration { return 100 * ms }}
+	res := runAgents(t, srv, Config{NumPrompts: 2, RequestRate: 1, Burstiness: math.Inf(1), Percentiles: []float64{99},
+		Backend: "openai-chat", Endpoint: "/v1/chat/completions",
+		Agent: &workload.AgentConfig{Turns: 3, SystemLen: 10, InputLen: 5, OutputLen: 3, ToolLatency: workload.ToolLatency{Mean: 200 * ms}}})
+	if c := res.Passes[0].Metrics.Completed; c != 6 {
+		t.Fatalf("completed %d, want 6", c)
+	}
+	want := []string{"system,user", "system,user,assistant,user", "system,user,assistant,user,assistant,user"}
+	if len(srv.chats) != 2 {
+		t.Fatalf("chat requests from %d sessions, want 2", len(srv.chats))
+	}
+	for session, reqs := range srv.chats {
+		if len(reqs) != len(want) {
+			t.Fatalf("%s sent %d chat requests, want %d", session, len(reqs), len(want))
+		}
+		for k, msgs := range reqs {
+			var roles []string
+			for _, m := range msgs {
+				roles = append(roles, fmt.Sprint(m["role"]))
+				if m["role"] == "assistant" && m["content"] != " t0 t1 t2" {
+					t.Errorf("%s turn %d: assistant content %q, want the streamed answer", session, k, m["content"])
+				}
+			}
+			if got := strings.Join(roles, ","); got != want[k] {
+				t.Errorf("%s turn %d: roles %s, want %s", session, k, got, want[k])
+			}
+		}
 	}
 }
 

@@ -61,6 +61,9 @@ type session struct {
 	waiting []Request // later rounds, in order
 	text    string    // the conversation so far
 	ids     []int
+	// msgs is the conversation so far as chat messages (agent sessions
+	// on their own clocks), ending with the last answer.
+	msgs    []Message
 	tokens  int           // its length in tokens
 	readyAt time.Duration // its next round goes no earlier (the tool's latency)
 	tool    time.Duration // that latency, for the next round's Request.Tool
@@ -365,8 +368,20 @@ func (s *Schedule) release(r Request, now time.Duration) Request {
 			// A conversation starts from its system prompt.
 			sys := a.Sessions[r.User].System
 			u.text, u.ids, u.tokens = sys.Prompt, sys.PromptIDs, sys.PromptLen
+			u.msgs = nil
+			if sys.Prompt != "" {
+				u.msgs = []Message{{Role: "system", Content: sys.Prompt}}
+			}
 		}
 		base := r.Sample
+		if s.ownClocks() {
+			// A chat client sends the conversation as an agent does: its
+			// system prompt, then each input and answer in turn. An input
+			// is a user message: the answers carry no tool call that a
+			// tool message could answer (OpenAI and vLLM refuse one
+			// without). Completions and the simulator read the text.
+			r.Sample.Messages = append(slices.Clip(u.msgs), Message{Role: "user", Content: base.Prompt})
+		}
 		r.Sample.Prompt = u.text + " " + base.Prompt
 		if base.PromptIDs != nil {
 			r.Sample.PromptIDs = append(append(append(make([]int, 0, len(u.ids)+len(s.p.Separator)+len(base.PromptIDs)), u.ids...), s.p.Separator...), base.PromptIDs...)
@@ -429,6 +444,9 @@ func (s *Schedule) Finished(r Request, at time.Duration, o Outcome) {
 			u.ids = append(append(append(u.ids[:0:0], r.Sample.PromptIDs...), s.p.Separator...), o.IDs...)
 		}
 		u.tokens = r.Sample.PromptLen + len(s.p.Separator) + o.OutputTokens
+		if r.Sample.Messages != nil {
+			u.msgs = append(slices.Clip(r.Sample.Messages), Message{Role: "assistant", Content: o.Text})
+		}
 		if a := s.p.Agent; a != nil {
 			u.tool = a.latency(r.User, r.Turn) // the tool runs on the answer
 			u.readyAt = at + u.tool

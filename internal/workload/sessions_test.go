@@ -244,6 +244,54 @@ func TestAgentSessionsFailedTurn(t *testing.T) {
 	}
 }
 
+// TestAgentSessionsChatMessages: an agent turn carries its conversation as
+// the chat messages an agent sends: the system prompt, then each input as a
+// user message and each answer as an assistant message, growing turn by
+// turn; a failed turn's input and a conversation without a system prompt
+// leave no message behind.
+func TestAgentSessionsChatMessages(t *testing.T) {
+	roles := func(ms []Message) string {
+		var rs []string
+		for _, m := range ms {
+			rs = append(rs, m.Role)
+		}
+		return strings.Join(rs, ",")
+	}
+	p := agentPlan(t, AgentConfig{Sessions: 2, Turns: 4, ToolLatency: ToolLatency{Mean: time.Second}, Rate: math.Inf(1)})
+	out := driveVirtual(t, p.Start(), func(Request) time.Duration { return time.Second }, func(r Request) bool { return r.User == 1 && r.Turn == 1 })
+	want := map[int][]string{
+		0: {"system,user", "system,user,assistant,user", "system,user,assistant,user,assistant,user", "system,user,assistant,user,assistant,user,assistant,user"},
+		1: {"system,user", "system,user,assistant,user", "system,user,assistant,user", "system,user,assistant,user,assistant,user"},
+	}
+	for user, turns := range bySession(out) {
+		sys := p.Agent.Sessions[user].System.Prompt
+		for k, r := range turns {
+			ms := r.Sample.Messages
+			if got := roles(ms); got != want[user][k] {
+				t.Fatalf("session %d turn %d: roles %s, want %s", user, k, got, want[user][k])
+			}
+			if ms[0].Content != sys || ms[len(ms)-1].Content != p.Agent.Sessions[user].Turns[k].Input.Prompt {
+				t.Errorf("session %d turn %d: messages %q do not start with the system prompt and end with the turn's input", user, k, ms)
+			}
+			for _, m := range ms {
+				if m.Role == "assistant" && m.Content != "answer" {
+					t.Errorf("session %d turn %d: assistant message %q, want the answer", user, k, m.Content)
+				}
+			}
+		}
+	}
+	// Without a system prompt a conversation starts at its first input.
+	p, err := NewAgentPlan(context.Background(), AgentConfig{Sessions: 1, Turns: 2, InputLen: 5, OutputLen: 4, Rate: 1, Burstiness: 1},
+		simTok{sim.NewVocab()}, rand.New(rand.NewPCG(7, 8)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = driveVirtual(t, p.Start(), func(Request) time.Duration { return time.Second }, nil)
+	if got := roles(out[0].Sample.Messages) + ";" + roles(out[1].Sample.Messages); got != "user;user,assistant,user" {
+		t.Errorf("without a system prompt: roles %s, want user;user,assistant,user", got)
+	}
+}
+
 // TestToolLatencyDistributions: the tool latency's draws have the mean
 // (and the lognormal its deviation) asked for; what cannot be drawn is
 // refused naming the flag.
