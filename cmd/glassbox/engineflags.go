@@ -126,7 +126,9 @@ func (e *engineFlags) replicaConfig() (replica.Config, error) {
 	if c.Sim.Model, err = resolveSimModel(e.simModel, os.Stderr); err != nil {
 		return c, err
 	}
-	e.kv.apply(&c)
+	if err := e.kv.apply(&c); err != nil {
+		return c, err
+	}
 	switch strings.ToLower(e.simDtype) {
 	case "bf16", "auto", "":
 	case "fp8":

@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/replica"
@@ -29,9 +30,14 @@ func (k *servingFlags) register(fs *flag.FlagSet) {
 }
 
 // apply sets the replica's share of these flags; the replica refuses what
-// its executor cannot do.
-func (k *servingFlags) apply(c *replica.Config) {
+// its executor cannot do. A rank count under 1 is refused here: the
+// replica reads 0 as its default, one rank, which the flag's 0 is not.
+func (k *servingFlags) apply(c *replica.Config) error {
+	if k.dataParallel < 1 {
+		return fmt.Errorf("--data-parallel-size %d: want 1 or more", k.dataParallel)
+	}
 	c.DataParallelSize = k.dataParallel
 	c.KVOffloadingSize, c.KVOffloadingBackend = k.offloadingSize, k.offloadingBackend
 	c.KVCacheMetrics, c.KVCacheMetricsSample = k.cacheMetrics, k.cacheMetricsRate
+	return nil
 }

@@ -96,16 +96,19 @@ func parseStepTimeout(s string) (time.Duration, error) {
 		return 0, nil
 	}
 	d, err := time.ParseDuration(s)
+	zero := err == nil && !strings.ContainsAny(s, "123456789") // "0", "0s": not "0.5ns", which rounds to 0
 	if err != nil {
 		secs, nerr := strconv.ParseFloat(s, 64)
 		if nerr != nil || math.IsNaN(secs) || math.Abs(secs) > math.MaxInt64/float64(time.Second) {
 			return 0, fmt.Errorf("--step-timeout %q: want a duration such as 90s or 5m, or seconds", s)
 		}
-		d = time.Duration(secs * float64(time.Second))
+		d, zero = time.Duration(secs*float64(time.Second)), secs == 0
 	}
 	switch {
 	case d < 0:
 		return 0, fmt.Errorf("--step-timeout %s: must not be negative (0 turns the watchdog off)", s)
+	case d == 0 && !zero:
+		return 0, fmt.Errorf("--step-timeout %s: below a nanosecond, the watchdog's resolution (0 turns it off)", s)
 	case d == 0:
 		return -1, nil
 	}

@@ -18,6 +18,8 @@ func TestParseStepTimeout(t *testing.T) {
 		{in: "90s", want: 90 * time.Second}, {in: "5m", want: 5 * time.Minute},
 		{in: "60", want: time.Minute}, {in: "1.5", want: 1500 * time.Millisecond}, // seconds, as VLLM_ENGINE_ITERATION_TIMEOUT_S
 		{in: "-5s", bad: true}, {in: "-1", bad: true}, {in: "soon", bad: true}, {in: "1e30", bad: true}, {in: "NaN", bad: true},
+		// Under a nanosecond: not the 0 that turns the watchdog off.
+		{in: "0.5ns", bad: true}, {in: "1e-10", bad: true}, {in: "-0.5ns", bad: true}, {in: "0.0", want: -1}, {in: "0ms", want: -1},
 	} {
 		got, err := parseStepTimeout(c.in)
 		if (err != nil) != c.bad || !c.bad && got != c.want {

@@ -40,8 +40,8 @@ func (d *diagnosis) has(name string) bool { return slices.Contains(d.names, name
 // are listed before sorting by severity).
 func rules() []rule {
 	capacity := []SignalName{SigBusy, SigBudget, SigMaxSeqs}
-	return []rule{
-		{name: "engine-dead", severity: Critical, excludes: notWhileDead, when: func(s *Signals) bool { return s.deadReason() != "" }, advise: engineDead},
+	table := []rule{
+		{name: "engine-dead", severity: Critical, when: func(s *Signals) bool { return s.deadReason() != "" }, advise: engineDead},
 		{name: "metrics-stale", severity: Warning, when: stale, advise: metricsStale},
 		{name: "compute-and-kv-bound", answers: []Question{QCompute, QKV}, severity: Warning,
 			excludes: []string{"kv-capacity-bound", "compute-bound", "concurrency-cap", "under-loaded"}, uses: append(capacity, SigPeakFLOPs),
@@ -69,6 +69,8 @@ func rules() []rule {
 		{name: "speculation-costly", severity: Warning, uses: []SignalName{SigSpecAcceptance, SigBusy, SigSpecVerifyPerStep},
 			when: func(s *Signals) bool { return s.specCost() != "" }, advise: speculationCostly},
 	}
+	table[0].excludes = notWhileDead(table)
+	return table
 }
 
 // medianStep is the typical time between readings.

@@ -88,12 +88,20 @@ func singleReading(s *Signals) Finding {
 		Changes:   []Change{{Why: "sample the live target over a window (--metrics-url with --duration), or read its history from Prometheus (--prometheus-url)"}}}
 }
 
-// notWhileDead are the findings a dead engine's window cannot support: its
-// requests fail at once, so its load, latencies and capacity describe the
-// failure, not the server.
-var notWhileDead = []string{"compute-and-kv-bound", "kv-capacity-bound", "compute-bound", "token-budget", "host-bound", "concurrency-cap",
-	"under-loaded", "preemption-storm", "prefill-bound", "decode-bound", "queueing-dominates", "client-timeouts", "prefix-caching", "prefix-reuse",
-	"speculation-costly"}
+// notWhileDead are the findings a dead engine's window cannot support:
+// every rule of the table but engine-dead and metrics-stale (the scrape's
+// own). Its requests fail at once, so its load, latencies and capacity
+// describe the failure, not the server; a rule added to the table is
+// excluded with the rest, not left to a list to remember it.
+func notWhileDead(table []rule) []string {
+	var out []string
+	for _, r := range table {
+		if r.name != "engine-dead" && r.name != "metrics-stale" {
+			out = append(out, r.name)
+		}
+	}
+	return out
+}
 
 // deadReason is what glassbox_engine_dead says killed the engine in the
 // window's first reading that has it dead ("" if none did): a target

@@ -460,4 +460,12 @@ func TestDeadEngineSaysOnlyThat(t *testing.T) {
 	if f.Severity != Critical || !strings.Contains(f.Inference, "executor_panic") || !strings.Contains(f.Changes[0].Why, "stack") {
 		t.Errorf("finding %+v: want critical, naming the reason, advising on a panic", f)
 	}
+	// Whatever else fires on a dead engine's load: engine-dead excludes
+	// every rule of the table but the scrape's own (metrics-stale).
+	table := rules()
+	for _, r := range table {
+		if r.name != "engine-dead" && r.name != "metrics-stale" && !slices.Contains(table[0].excludes, r.name) {
+			t.Errorf("%s (first in the table) does not exclude %s", table[0].name, r.name)
+		}
+	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/glassbox-llm/glassbox/internal/doctor"
 	"github.com/glassbox-llm/glassbox/internal/engine"
 	"github.com/glassbox-llm/glassbox/internal/executor"
+	"github.com/glassbox-llm/glassbox/internal/executor/cpu"
 	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/grammar"
 	"github.com/glassbox-llm/glassbox/internal/jinja"
@@ -46,10 +47,11 @@ const (
 // The step watchdog's defaults (Config.StepTimeout 0): vLLM's
 // VLLM_ENGINE_ITERATION_TIMEOUT_S on a GPU and the simulator; on the CPU,
 // where one chunked-prefill step of a large model on a few cores takes
-// minutes, long enough for that and still short of forever.
+// minutes, long enough for that and still short of forever: the CPU
+// executor's own (its Spec.StepTimeout), named here, not copied.
 const (
 	DefaultStepTimeout    = 60 * time.Second
-	DefaultCPUStepTimeout = 30 * time.Minute
+	DefaultCPUStepTimeout = cpu.DefaultStepTimeout
 )
 
 // Config is everything one replica is built from, named after vLLM's flags.

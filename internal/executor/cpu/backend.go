@@ -36,8 +36,8 @@ type BackendConfig struct {
 	MMap bool
 	// Threads computes the model (0: one per CPU).
 	Threads int
-	// KVCacheDtype is --kv-cache-dtype: "", auto (fp16), fp16, bf16, fp32
-	// or q8_0 by one of their names.
+	// KVCacheDtype is --kv-cache-dtype: "", auto (fp16), fp16 or fp32 by
+	// one of their names (model.ParseKVDtype); any other is refused.
 	KVCacheDtype string
 	// Quantization is --quantization: refused (the GGUF's own weight
 	// types run).
