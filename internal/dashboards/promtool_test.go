@@ -2,13 +2,16 @@ package dashboards
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/glassbox-llm/glassbox/internal/metricspec"
 	"github.com/glassbox-llm/glassbox/internal/reftest"
 )
 
@@ -102,5 +105,44 @@ func TestRuleTestsCatchBrokenRules(t *testing.T) {
 		if !strings.Contains(out, "alertname: "+a) {
 			t.Errorf("no failure reported for %s:\n%s", a, out)
 		}
+	}
+}
+
+// TestEngineDeadOutlivesTheRestart: an engine dead for two scrapes, then
+// restarted by its liveness probe (the gauge back at 0), still raises
+// GlassboxEngineDead after its for:, and the alert clears once the death
+// has left the rate window.
+func TestEngineDeadOutlivesTheRestart(t *testing.T) {
+	promtool := tool(t, "promtool")
+	c := testSized()
+	dir := t.TempDir()
+	if _, err := Export(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(alerts(&c), func(a alertSpec) bool { return a.name == "GlassboxEngineDead" })
+	if i < 0 {
+		t.Fatal("no GlassboxEngineDead alert")
+	}
+	a := alerts(&c)[i]
+	iv := c.testInterval()
+	e := &testEnv{c: &c, instance: hotInstance, interval: iv}
+	f := ruleTestFile{RuleFiles: []string{RulesPath}, EvaluationInterval: promDuration(iv), Tests: []ruleTestGroup{{
+		Name: "dead, then restarted", Interval: promDuration(iv),
+		InputSeries: []inputSeries{{e.engineSeries(metricspec.EngineDead, "reason", "executor_error"),
+			fmt.Sprintf("1 1 0x%d", int((c.RateWindow+c.ShortFor)/iv)*2)}},
+		AlertRuleTests: []alertTestCase{
+			{EvalTime: promDuration(roundUp(a.forDur, iv) + 2*iv), Alertname: a.name, ExpAlerts: []expAlert{a.firingOnHot(&c)}},
+			{EvalTime: promDuration(c.RateWindow + roundUp(a.forDur, iv) + 2*iv), Alertname: a.name},
+		},
+	}}}
+	b, err := marshalYAML("", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dead_test.yml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runTool(t, dir, promtool, "test", "rules", "dead_test.yml"); err != nil {
+		t.Errorf("promtool test rules: %v\n%s\n%s", err, out, b)
 	}
 }

@@ -165,7 +165,11 @@ func alerts(c *Config) []alertSpec {
 		},
 	}, {
 		name: "GlassboxEngineDead", finding: "engine-dead", severity: severityCritical, forDur: c.ShortFor, labels: model,
-		expr:    fmt.Sprintf("max by (%s) (%s%s) == 1", byModel, metricspec.EngineDead, c.selector()),
+		// Over the rate window, not the last scrape: a liveness probe on
+		// /health restarts the process about a minute after the death (the
+		// chart's six failures ten seconds apart), and the new process
+		// reads 0 before a for: of a minute has passed.
+		expr:    fmt.Sprintf("max by (%s) (max_over_time(%s%s[%s])) == 1", byModel, metricspec.EngineDead, c.selector(), promDuration(c.RateWindow)),
 		summary: fmt.Sprintf("engine of %s is dead", on),
 		desc:    "The engine stopped (glassbox_engine_dead's reason says why: a sticky device fault, a step past --step-timeout, or a panicking executor): every request fails with 503 and /health answers 503 until the process restarts.",
 		series: func(e *testEnv, hot bool) []inputSeries {
