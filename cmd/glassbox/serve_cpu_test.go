@@ -209,6 +209,7 @@ func TestServeRejectsBadSizes(t *testing.T) {
 		{[]string{"--block-size", "0"}, "block-size"},
 		{[]string{"--gpu-memory-utilization", "1.5"}, "--gpu-memory-utilization"},
 		{[]string{"--model", stories, "--kv-cache-memory-bytes", "1k"}, "--kv-cache-memory-bytes"},
+		{[]string{"--model", stories, "--device", "cpu", "--gpu-memory-utilization", "0.5"}, "--gpu-memory-utilization 0.5: the CPU executor"},
 		{[]string{"--model", stories, "--block-size", "0"}, "block-size"},
 		{[]string{"--model", filepath.Join(t.TempDir(), "missing.gguf")}, "missing.gguf"},
 		{[]string{"--model", stories, "--kv-cache-dtype", "fp8"}, "--kv-cache-dtype"},

@@ -151,6 +151,11 @@ func (b *Backend) KVBlocks(m executor.KVMemory) (int, error) {
 	if b.model == nil {
 		return 0, fmt.Errorf("size the KV cache: %w", errNotLoaded)
 	}
+	if m.Utilization != 0 && m.Bytes == 0 {
+		// Refused rather than ignored: a share of GPU memory has no meaning
+		// in memory the CPU shares with everything else.
+		return 0, fmt.Errorf("--gpu-memory-utilization %g: the CPU executor has no GPU memory to share out; size its KV cache with --kv-cache-memory-bytes (default: room for --max-num-seqs full-length sequences)", m.Utilization)
+	}
 	perToken := b.model.Weights.KVBytesPerTokenOf(b.kvDtype)
 	if d := b.model.Draft; d != nil {
 		perToken += d.KVBytesPerTokenOf(b.draftKVDtype)
