@@ -101,7 +101,8 @@ func TestSizingFollowsThresholds(t *testing.T) {
 func TestSizingThresholdsRefused(t *testing.T) {
 	for _, set := range []string{"budget_raise=0.5", "seqs_raise=0", "cap_headroom=0.9", "kv_grow_min=0.8", "kv_grow_max=1.1", "kv_grow_evicting=0.5",
 		"itl_target=0.9", "client_timeout_p99=0.5", "storm_seqs_share=1", "storm_seqs_share=0", "scale_out_min=1.5", "scale_out_min=0",
-		"kv_full=0.85", "kv_full=1.2", "slo_attained_low=0.995", "slo_attained=1.5", "slo_attained_low=0"} {
+		"kv_full=0.85", "kv_full=1.2", "slo_attained_low=0.995", "slo_attained=1.5", "slo_attained_low=0",
+		"budget_read_share=15", "budget_read_share=0", "host_gap=1.5", "host_gap=0"} {
 		th := DefaultThresholds()
 		if err := th.SetText(set); err != nil {
 			continue // refused at once (a negative, say)

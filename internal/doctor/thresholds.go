@@ -280,7 +280,7 @@ func ReadThresholds(r io.Reader, base Thresholds) (Thresholds, error) {
 }
 
 // Validate reports the first threshold that cannot be compared with: a
-// share outside (0, 1) where the rules read it as one, a divisor of zero,
+// share outside (0, 1) where the rules or the alerts read it as one, a divisor of zero,
 // an imbalance ratio not above 1.
 func (t Thresholds) Validate() error {
 	for _, name := range ThresholdNames() {
@@ -288,8 +288,8 @@ func (t Thresholds) Validate() error {
 			return fmt.Errorf("threshold %s: %v is not a finite, non-negative number", name, v)
 		}
 	}
-	for name, v := range map[string]float64{"kv_watermark": t.KVWatermark, "queue_share": t.QueueShare, "abort_share": t.AbortShare, "spec_acceptance_low": t.SpecAcceptanceLow} {
-		if !(v > 0 && v < 1) {
+	for _, name := range []string{"kv_watermark", "queue_share", "abort_share", "spec_acceptance_low", "host_gap", "budget_read_share"} {
+		if v, _ := t.Get(name); !(v > 0 && v < 1) {
 			return fmt.Errorf("threshold %s: %v is a share an alert compares with: want it in (0, 1)", name, v)
 		}
 	}
