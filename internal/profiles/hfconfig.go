@@ -21,7 +21,6 @@ type hfConfig struct {
 	TextConfig    json.RawMessage `json:"text_config"`
 	VisionConfig  json.RawMessage `json:"vision_config"`
 	Quantization  json.RawMessage `json:"quantization_config"`
-	TorchDtype    string          `json:"torch_dtype"`
 	Hidden        *int            `json:"hidden_size"`
 	Layers        *int            `json:"num_hidden_layers"`
 	Heads         *int            `json:"num_attention_heads"`
@@ -42,6 +41,7 @@ type hfConfig struct {
 	LayerTypes       []string `json:"layer_types"`
 	AttentionChunk   *int     `json:"attention_chunk_size"`
 	NoRopeLayers     []int    `json:"no_rope_layers"`
+	NoRopeInterval   *int     `json:"no_rope_layer_interval"`
 
 	LocalExperts  *int  `json:"num_local_experts"`
 	NumExperts    *int  `json:"num_experts"`

@@ -62,6 +62,12 @@ func TestParseConfigLayouts(t *testing.T) {
 		{name: "llama4 interleaved with chunked attention",
 			json:      `"model_type": "llama4_text", "num_local_experts": 16, "num_experts_per_tok": 1, "intermediate_size": 32, "intermediate_size_mlp": 128, "interleave_moe_layer_step": 2, "attention_chunk_size": 1024, "no_rope_layers": []`,
 			moeLayers: 4, shared: 32, dense: 128, chunkLayers: 6}, // NoPE every fourth layer: 3 and 7 see everything
+		{name: "llama4 NoPE layers at their interval",
+			json:      `"model_type": "llama4_text", "num_local_experts": 16, "num_experts_per_tok": 1, "intermediate_size": 32, "intermediate_size_mlp": 128, "interleave_moe_layer_step": 1, "attention_chunk_size": 1024, "no_rope_layer_interval": 2`,
+			moeLayers: 8, shared: 32, chunkLayers: 4}, // layers 1, 3, 5 and 7 see everything
+		{name: "llama4 NoPE layers listed, with their layer_types",
+			json:      `"model_type": "llama4_text", "num_local_experts": 16, "num_experts_per_tok": 1, "intermediate_size": 32, "interleave_moe_layer_step": 1, "attention_chunk_size": 1024, "no_rope_layers": [1, 1, 1, 1, 1, 0, 0, 0], "layer_types": ["chunked_attention", "chunked_attention", "chunked_attention", "chunked_attention", "chunked_attention", "full_attention", "full_attention", "full_attention"]`,
+			moeLayers: 8, shared: 32, chunkLayers: 5},
 		{name: "gpt-oss alternating windows",
 			json:      `"model_type": "gpt_oss", "num_local_experts": 16, "experts_per_token": 4, "intermediate_size": 32, "attention_bias": true, "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention"]`,
 			moeLayers: 8, windowLayers: 4, window: 128},
@@ -192,6 +198,7 @@ func TestQuantizationConfig(t *testing.T) {
 
 // TestParseConfigRefusals: what cannot be priced is refused by its key.
 func TestParseConfigRefusals(t *testing.T) {
+	llama4 := `{"model_type": "llama4_text", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 4, "intermediate_size": 32, "num_local_experts": 4, "num_experts_per_tok": 1, "attention_chunk_size": 1024, `
 	for _, tc := range []struct{ json, want string }{
 		{`{"model_type": "gemma2", "hidden_size": 64}`, `model_type "gemma2" is not a family`},
 		{`{"model_type": "llama", "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 2, "intermediate_size": 128}`, "hidden_size is missing"},
@@ -202,6 +209,9 @@ func TestParseConfigRefusals(t *testing.T) {
 		{`{"model_type": "mixtral", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 2, "intermediate_size": 128}`, "expert count"},
 		{`{"model_type": "deepseek_v3", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 2, "intermediate_size": 128}`, "kv_lora_rank is missing"},
 		{`[1, 2]`, "parse config.json"},
+		{llama4 + `"no_rope_layers": [1, 0]}`, "no_rope_layers lists 2 layers of 4"},
+		{llama4 + `"no_rope_layer_interval": 0}`, "no_rope_layer_interval is 0"},
+		{llama4 + `"layer_types": ["chunked_attention", "chunked_attention", "chunked_attention", "chunked_attention"]}`, "4 chunked_attention layers and no_rope_layers 3 RoPE layers"},
 	} {
 		if _, err := ParseConfig("x", []byte(tc.json)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one saying %q", tc.json, err, tc.want)

@@ -193,12 +193,23 @@ func windows(m *Model, c *hfConfig) error {
 	}
 	if c.AttentionChunk != nil && *c.AttentionChunk > 0 {
 		// Llama 4: the layers with RoPE attend within their chunk, the
-		// NoPE layers (every fourth, unless no_rope_layers lists them:
-		// 0 marks a NoPE layer) to everything.
+		// NoPE layers (every no_rope_layer_interval-th, 4 by default,
+		// unless no_rope_layers lists them: 0 marks a NoPE layer) to
+		// everything, as transformers' Llama4TextConfig derives them.
 		m.Chunk = *c.AttentionChunk
+		interval, err := optional(c.NoRopeInterval, "no_rope_layer_interval", 4, maxLayers)
+		if err != nil {
+			return err
+		}
+		if interval == 0 {
+			return fmt.Errorf("parse config.json: no_rope_layer_interval is 0")
+		}
+		if n := len(c.NoRopeLayers); n > 0 && n != m.Layers {
+			return fmt.Errorf("parse config.json: no_rope_layers lists %d layers of %d", n, m.Layers)
+		}
 		for i := range m.Layers {
-			rope := (i+1)%4 != 0
-			if len(c.NoRopeLayers) == m.Layers {
+			rope := (i+1)%interval != 0
+			if len(c.NoRopeLayers) > 0 {
 				rope = c.NoRopeLayers[i] != 0
 			}
 			if rope {
@@ -206,6 +217,7 @@ func windows(m *Model, c *hfConfig) error {
 			}
 		}
 	}
+	chunked := 0
 	switch {
 	case len(c.LayerTypes) > 0:
 		if len(c.LayerTypes) != m.Layers {
@@ -220,9 +232,14 @@ func windows(m *Model, c *hfConfig) error {
 				if m.Chunk == 0 {
 					return fmt.Errorf("parse config.json: layer_types has chunked_attention layers and attention_chunk_size is missing")
 				}
+				chunked++
 			default:
 				return fmt.Errorf("parse config.json: layer_types has %q layers, which the simulator does not price (it prices full_attention, sliding_attention and chunked_attention)", t)
 			}
+		}
+		if m.Chunk > 0 && chunked != m.ChunkLayers {
+			// vLLM chunks the RoPE layers, whatever layer_types says.
+			return fmt.Errorf("parse config.json: layer_types has %d chunked_attention layers and no_rope_layers %d RoPE layers", chunked, m.ChunkLayers)
 		}
 	case window == 0:
 	case m.Arch == "mistral" || m.Arch == "mixtral":
