@@ -177,6 +177,11 @@ func TestQuantizationConfig(t *testing.T) {
 	if err != nil || m.Weights.MLP != (Format{Name: "fp8 weight-only", Bytes: 1}) || m.Weights.Attention != (Format{}) {
 		t.Errorf("FP8 weight-only on the MLP alone: %+v, %v", m.Weights, err)
 	}
+	// Unstructured sparsity kept dense runs as the dense format.
+	m, err = parse(`{"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "group_size": 128}}}, "sparsity_config": {"format": "dense", "sparsity_structure": "unstructured", "global_sparsity": 0.5}}`)
+	if err != nil || m.Weights.MLP != (Format{Name: "int4", Bytes: 0.5 + 2.0/128}) {
+		t.Errorf("W4A16 with unstructured sparsity stored dense: %+v, %v", m.Weights, err)
+	}
 	m, err = parse(`{"quant_method": "awq", "bits": 4, "group_size": 128}`)
 	if err != nil || m.Weights.Attention.Bytes != 0.5+2.0/128 || m.Weights.Attention.FP8 {
 		t.Errorf("AWQ: %+v, %v", m.Weights, err)
@@ -189,6 +194,9 @@ func TestQuantizationConfig(t *testing.T) {
 		{`{"quant_method": "mxfp4"}`, "has none"},
 		{`{"quant_method": "gptq", "bits": 3}`, "at 4 or 8 bits"},
 		{`{"quant_method": "compressed-tensors", "ignore": ["re:("]}`, "module pattern"},
+		{`{"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}}, "sparsity_config": {"format": "sparse-24-bitmask", "sparsity_structure": "2:4", "global_sparsity": 0.45}}`, "sparsity_config: 2:4 sparse"},
+		{`{"quant_method": "compressed-tensors", "sparsity_config": {"format": "dense", "sparsity_structure": "2:4"}}`, "sparsity_config: 2:4 sparse"},
+		{`{"quant_method": "gptq", "bits": 4, "group_size": 128, "dynamic": {"-:model.layers.0.self_attn.*": {}}}`, "quantization_config.dynamic"},
 	} {
 		if _, err := parse(tc.q); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one saying %q", tc.q, err, tc.want)
