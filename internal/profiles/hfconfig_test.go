@@ -218,6 +218,9 @@ func TestParseConfigRefusals(t *testing.T) {
 		{`{"model_type": "deepseek_v3", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 2, "intermediate_size": 128}`, "kv_lora_rank is missing"},
 		{`[1, 2]`, "parse config.json"},
 		{llama4 + `"no_rope_layers": [1, 0]}`, "no_rope_layers lists 2 layers of 4"},
+		{llama4 + `"moe_layers": [1, 4]}`, "moe_layers lists layer 4 of a model of layers 0 to 3"},
+		{`{"model_type": "qwen3_moe", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 2, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "decoder_sparse_step": 0}`, "decoder_sparse_step is 0"},
+		{`{"model_type": "deepseek_v2", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 2, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "moe_layer_freq": 0, "kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16}`, "moe_layer_freq is 0"},
 		{llama4 + `"no_rope_layer_interval": 0}`, "no_rope_layer_interval is 0"},
 		{llama4 + `"layer_types": ["chunked_attention", "chunked_attention", "chunked_attention", "chunked_attention"]}`, "4 chunked_attention layers and no_rope_layers 3 RoPE layers"},
 	} {

@@ -114,6 +114,9 @@ func experts(arch string, c *hfConfig, dense *int) (*MoE, error) {
 	if e.Experts, err = need(count, "the number of experts", 1<<14); err != nil {
 		return nil, err
 	}
+	if err := layerRule(c); err != nil {
+		return nil, err
+	}
 	topk := c.TopK
 	if topk == nil {
 		topk = c.TopKAlias
@@ -125,6 +128,26 @@ func experts(arch string, c *hfConfig, dense *int) (*MoE, error) {
 		return nil, fmt.Errorf("parse config.json: the experts' width (intermediate_size) is missing")
 	}
 	return e, nil
+}
+
+// layerRule refuses the keys placing the MoE layers that vLLM's model
+// code cannot read either: a step or frequency of 0 (a division by zero
+// there) or a layer moe_layers lists that the model does not have.
+func layerRule(c *hfConfig) error {
+	for _, k := range []struct {
+		v   *int
+		key string
+	}{{c.SparseStep, "decoder_sparse_step"}, {c.MoEFreq, "moe_layer_freq"}} {
+		if _, err := need(k.v, k.key, maxLayers); k.v != nil && err != nil {
+			return err
+		}
+	}
+	for _, i := range c.MoELayers {
+		if i < 0 || i >= *c.Layers { // shape has read num_hidden_layers
+			return fmt.Errorf("parse config.json: moe_layers lists layer %d of a model of layers 0 to %d", i, *c.Layers-1)
+		}
+	}
+	return nil
 }
 
 // moeLayers lists the layers whose MLP is a mixture of experts, by each
