@@ -36,6 +36,10 @@ type Config struct {
 	// GPUs (vLLM's --enable-expert-parallel: over TP × DP of them) instead
 	// of splitting each over the TP GPUs.
 	ExpertParallel bool
+	// DataParallel is the data-parallel ranks (vLLM's
+	// --data-parallel-size) the experts spread over with ExpertParallel:
+	// each GPU holds E/(TP × DP) of them. 0 means 1.
+	DataParallel int
 
 	// TimeScale multiplies every simulated step's duration before sleeping:
 	// 1 is real time (a server), 0.1 runs ten times faster, 0 never sleeps
@@ -211,7 +215,7 @@ func New(cfg Config) (*Executor, error) {
 		if m.MoE == nil {
 			return nil, fmt.Errorf("new sim executor: --enable-expert-parallel: %s has no experts to place", m.Name)
 		}
-		e.cost.EP = tp // TP × DP, one data-parallel rank
+		e.cost.EP = tp * max(1, cfg.DataParallel) // TP × DP
 	}
 	if l := cfg.LoRA; l != nil {
 		if m.MoE != nil || m.MLA != nil {
@@ -221,6 +225,9 @@ func New(cfg Config) (*Executor, error) {
 			return nil, fmt.Errorf("new sim executor: LoRA needs --max-loras and --max-lora-rank of at least 1, got %d and %d", l.MaxLoRAs, l.Rank)
 		}
 		e.lora = &loraState{cfg: *l}
+	}
+	if cfg.DataParallel < 0 {
+		return nil, fmt.Errorf("new sim executor: --data-parallel-size %d: want 1 or more", cfg.DataParallel)
 	}
 	if cfg.HostOverhead < 0 {
 		return nil, fmt.Errorf("new sim executor: host overhead must not be negative, got %v", cfg.HostOverhead)
