@@ -204,6 +204,45 @@ func TestQuantizationConfig(t *testing.T) {
 	}
 }
 
+// TestRopeScalingContext: the context is vLLM's derived max_model_len:
+// max_position_embeddings times a linear, dynamic or YaRN factor (YaRN's
+// from its original length), unscaled by llama3, longrope and default,
+// from rope_scaling or transformers v5's rope_parameters.
+func TestRopeScalingContext(t *testing.T) {
+	head := `{"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 2, "intermediate_size": 128, "max_position_embeddings": 32768`
+	for _, tc := range []struct {
+		rope string
+		want int
+	}{
+		{``, 32768},
+		{`, "rope_scaling": null`, 32768},
+		{`, "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}`, 131072},
+		{`, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192}`, 32768},
+		{`, "rope_scaling": {"type": "linear", "factor": 2.0}`, 65536},
+		{`, "rope_scaling": {"rope_type": "dynamic", "factor": 1.5}`, 49152},
+		{`, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}`, 32768},
+		{`, "rope_scaling": {"type": "longrope", "factor": 4.0}`, 32768},
+		{`, "rope_scaling": {"rope_type": "default", "rope_theta": 1000000.0}`, 32768},
+		{`, "rope_parameters": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 32768, "rope_theta": 1e6}`, 65536},
+		{`, "rope_parameters": {"full_attention": {"rope_type": "default"}, "sliding_attention": {"rope_type": "linear", "factor": 2.0}}`, 65536},
+	} {
+		m, err := ParseConfig("x", []byte(head+tc.rope+"}"))
+		if err != nil || m.MaxPosition != tc.want {
+			t.Errorf("%s: %d positions (%v), want %d", tc.rope, m.MaxPosition, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ rope, want string }{
+		{`"rope_scaling": {"type": "yarn", "factor": 4.0}`, "yarn without a positive original_max_position_embeddings"},
+		{`"rope_scaling": {"type": "linear", "factor": -2}`, "rope_scaling.factor is -2"},
+		{`"rope_scaling": {"type": "linear", "factor": 1e12}`, "rope_scaling scales the context"},
+		{`"rope_scaling": "yarn"`, "rope_scaling"},
+	} {
+		if _, err := ParseConfig("x", []byte(head+", "+tc.rope+"}")); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one saying %q", tc.rope, err, tc.want)
+		}
+	}
+}
+
 // TestParseConfigRefusals: what cannot be priced is refused by its key.
 func TestParseConfigRefusals(t *testing.T) {
 	llama4 := `{"model_type": "llama4_text", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 4, "intermediate_size": 32, "num_local_experts": 4, "num_experts_per_tok": 1, "attention_chunk_size": 1024, `
