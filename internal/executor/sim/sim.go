@@ -170,14 +170,15 @@ func New(cfg Config) (*Executor, error) {
 	if err := m.CheckTP(tp); err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
-	if err := costmodel.SetDtypes(&hw, &m, cfg.Quantization, cfg.KVCacheDtype); err != nil {
-		return nil, fmt.Errorf("new sim executor: %w", err)
-	}
 	if math.IsNaN(cfg.TimeScale) || math.IsInf(cfg.TimeScale, 0) || cfg.TimeScale < 0 {
 		return nil, fmt.Errorf("new sim executor: time scale must be a finite number >= 0, got %v", cfg.TimeScale)
 	}
 	if cfg.Calib != nil {
 		hw.Calib = *cfg.Calib
+	}
+	// The dtypes' terms are the calibration's that prices them.
+	if err := costmodel.SetDtypes(&hw, &m, cfg.Quantization, cfg.KVCacheDtype); err != nil {
+		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
 	var synthetic *speculative.Curve
 	if cfg.Speculative.Enabled() && cfg.Speculative.RejectionSampleMethod == speculative.RejectSynthetic {
