@@ -40,6 +40,10 @@ type Config struct {
 	// --data-parallel-size) the experts spread over with ExpertParallel:
 	// each GPU holds E/(TP × DP) of them. 0 means 1.
 	DataParallel int
+	// loaded is the model Model names as the first rank read it: another
+	// rank (Backend.Another) shares it rather than reading its
+	// config.json again, which may have changed since.
+	loaded *profiles.Model
 
 	// TimeScale multiplies every simulated step's duration before sleeping:
 	// 1 is real time (a server), 0.1 runs ten times faster, 0 never sleeps
@@ -111,7 +115,7 @@ type Info struct {
 	MemBandwidth    float64 // per GPU, bytes/s
 	WeightBytes     float64 // the whole model
 	KVBytesPerToken int64   // per GPU
-	MaxModelLen     int     // the model's max_position_embeddings
+	MaxModelLen     int     // the model's context (profiles.Model.MaxPosition)
 
 	// Draft is the draft model's profile ("" without one), on
 	// DraftTensorParallel GPUs; DraftMaxModelLen is the longest sequence
@@ -126,6 +130,7 @@ type Info struct {
 // from the engine goroutine only; it is not safe for concurrent use.
 type Executor struct {
 	cost      costmodel.Model
+	loaded    *profiles.Model // the model as read, for Backend.Another
 	seqs      []costmodel.Seq // scratch: the step as the cost model reads it
 	vocab     *Vocab
 	gen       *textGen
@@ -153,16 +158,25 @@ type Executor struct {
 	accepted [][]sampling.Result
 }
 
+// model is the model cfg names, read once for every data-parallel rank.
+func (cfg *Config) model() (profiles.Model, error) {
+	if cfg.loaded != nil {
+		return *cfg.loaded, nil
+	}
+	return profiles.LoadModel(cfg.Model)
+}
+
 // New builds the executor for cfg.
 func New(cfg Config) (*Executor, error) {
 	hw, err := profiles.LookupHardware(cfg.Hardware)
 	if err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
-	m, err := profiles.LoadModel(cfg.Model)
+	m, err := cfg.model()
 	if err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
+	loaded := m // before the dtypes: what another rank starts from
 	tp := cfg.TensorParallel
 	if tp == 0 {
 		tp = 1
@@ -194,6 +208,7 @@ func New(cfg Config) (*Executor, error) {
 	}
 	v := NewVocab()
 	e := &Executor{
+		loaded:    &loaded,
 		draft:     draft,
 		synthetic: synthetic,
 		cost:      costmodel.Model{HW: hw, Model: m, TP: tp},
