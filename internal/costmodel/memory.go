@@ -26,6 +26,12 @@ func SetDtypes(hw *profiles.Hardware, m *profiles.Model, quantization, kvDtype s
 	default:
 		return fmt.Errorf("--quantization %s: the simulator prices bf16 and fp8 weights only (and a checkpoint's own formats)", quantization)
 	}
+	if w := m.Weights; (w.Attention.FP8 || w.MLP.FP8 || w.Experts.FP8) && hw.PeakFP8FLOPs > 0 && hw.Calib.FP8 == nil {
+		// vLLM runs a W8A8 checkpoint on the GPU's FP8 tensor cores (on a
+		// GPU without them, Marlin widens it: priced as weight-only).
+		return fmt.Errorf("%s's checkpoint (%s) runs its GEMMs on FP8 tensor cores, and the simulated %s has no FP8 GEMMs measured (profiles with them: %s)",
+			m.Name, m.Quantization, hw.Name, strings.Join(fp8Hardware(), ", "))
+	}
 	switch strings.ToLower(kvDtype) {
 	case "", "auto":
 	case "fp8", "fp8_e4m3", "fp8_e5m2":

@@ -1,9 +1,11 @@
 package profiles
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +14,8 @@ import (
 
 // hfConfig is what the cost model reads of a Hugging Face config.json.
 // Every other key is ignored: it names nothing that changes a step's
-// price (token ids, RoPE's scaling, norms' epsilons, routing's scoring).
+// price (token ids, RoPE's frequencies, norms' epsilons, routing's
+// scoring); RoPE's scaling is read for the context it allows.
 // Keys that would change the price and cannot be priced are refused by
 // name (layer types other than full, sliding and chunked attention, an
 // unknown model_type or quantization method).
@@ -21,7 +24,6 @@ type hfConfig struct {
 	TextConfig    json.RawMessage `json:"text_config"`
 	VisionConfig  json.RawMessage `json:"vision_config"`
 	Quantization  json.RawMessage `json:"quantization_config"`
-	TorchDtype    string          `json:"torch_dtype"`
 	Hidden        *int            `json:"hidden_size"`
 	Layers        *int            `json:"num_hidden_layers"`
 	Heads         *int            `json:"num_attention_heads"`
@@ -31,6 +33,8 @@ type hfConfig struct {
 	DenseWidth    *int            `json:"intermediate_size_mlp"` // Llama 4's dense layers
 	Vocab         *int            `json:"vocab_size"`
 	MaxPosition   *int            `json:"max_position_embeddings"`
+	RopeScaling   json.RawMessage `json:"rope_scaling"`
+	RopeParams    json.RawMessage `json:"rope_parameters"` // transformers v5's name
 	Tied          *bool           `json:"tie_word_embeddings"`
 	AttentionBias *bool           `json:"attention_bias"`
 	MLPBias       *bool           `json:"mlp_bias"`
@@ -42,6 +46,7 @@ type hfConfig struct {
 	LayerTypes       []string `json:"layer_types"`
 	AttentionChunk   *int     `json:"attention_chunk_size"`
 	NoRopeLayers     []int    `json:"no_rope_layers"`
+	NoRopeInterval   *int     `json:"no_rope_layer_interval"`
 
 	LocalExperts  *int  `json:"num_local_experts"`
 	NumExperts    *int  `json:"num_experts"`
@@ -233,6 +238,9 @@ func shape(name, arch string, c *hfConfig) (Model, error) {
 	if m.MaxPosition, err = optional(c.MaxPosition, "max_position_embeddings", 4096, 1<<30); err != nil {
 		return m, err
 	}
+	if m.MaxPosition, err = ropeLength(c, m.MaxPosition); err != nil {
+		return m, err
+	}
 	m.TiedEmbedding = c.Tied != nil && *c.Tied
 	if err := attention(&m, arch, c); err != nil {
 		return m, err
@@ -318,4 +326,67 @@ func mla(m *Model, c *hfConfig) error {
 	m.ReplicatedAttention = float64(m.Layers) * repl
 	m.Params += m.AttentionParams
 	return nil
+}
+
+// ropeParams is one set of RoPE scaling parameters: the keys of them
+// vLLM reads to derive max_model_len.
+type ropeParams struct {
+	Type     string   `json:"rope_type"`
+	OldType  string   `json:"type"`
+	Factor   *float64 `json:"factor"`
+	Original *int     `json:"original_max_position_embeddings"`
+}
+
+// ropeLength is the context vLLM derives from max_position_embeddings
+// and RoPE's scaling: a linear, dynamic or YaRN factor multiplies it
+// (YaRN's from original_max_position_embeddings), while llama3, longrope
+// (su) and default keep it. rope_parameters, transformers v5's name, may
+// hold one set or one a layer type (full_attention, sliding_attention).
+func ropeLength(c *hfConfig, positions int) (int, error) {
+	key, raw := "rope_scaling", c.RopeScaling
+	if len(raw) == 0 || string(raw) == "null" {
+		key, raw = "rope_parameters", c.RopeParams
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		return positions, nil
+	}
+	var sets []ropeParams
+	var one ropeParams
+	if err := json.Unmarshal(raw, &one); err != nil {
+		return 0, fmt.Errorf("parse config.json: %s: %w", key, err)
+	}
+	if one.Type != "" || one.OldType != "" || key == "rope_scaling" {
+		sets = []ropeParams{one}
+	} else {
+		var byLayer map[string]ropeParams
+		if err := json.Unmarshal(raw, &byLayer); err != nil {
+			return 0, fmt.Errorf("parse config.json: %s: %w", key, err)
+		}
+		for _, k := range slices.Sorted(maps.Keys(byLayer)) {
+			sets = append(sets, byLayer[k])
+		}
+	}
+	base, factor := float64(positions), 1.0
+	for _, p := range sets {
+		switch cmp.Or(p.Type, p.OldType) {
+		case "su", "longrope", "llama3":
+			continue
+		case "yarn":
+			if p.Original == nil || *p.Original < 1 {
+				return 0, fmt.Errorf("parse config.json: %s: yarn without a positive original_max_position_embeddings", key)
+			}
+			base = float64(*p.Original)
+		}
+		if p.Factor != nil {
+			if !(*p.Factor > 0) {
+				return 0, fmt.Errorf("parse config.json: %s.factor is %v, want a positive number", key, *p.Factor)
+			}
+			factor = *p.Factor
+		}
+	}
+	n := base * factor
+	if n < 1 || n > 1<<30 {
+		return 0, fmt.Errorf("parse config.json: %s scales the context to %.0f positions, want 1 to %d", key, n, 1<<30)
+	}
+	return int(n), nil
 }

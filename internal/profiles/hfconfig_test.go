@@ -62,6 +62,12 @@ func TestParseConfigLayouts(t *testing.T) {
 		{name: "llama4 interleaved with chunked attention",
 			json:      `"model_type": "llama4_text", "num_local_experts": 16, "num_experts_per_tok": 1, "intermediate_size": 32, "intermediate_size_mlp": 128, "interleave_moe_layer_step": 2, "attention_chunk_size": 1024, "no_rope_layers": []`,
 			moeLayers: 4, shared: 32, dense: 128, chunkLayers: 6}, // NoPE every fourth layer: 3 and 7 see everything
+		{name: "llama4 NoPE layers at their interval",
+			json:      `"model_type": "llama4_text", "num_local_experts": 16, "num_experts_per_tok": 1, "intermediate_size": 32, "intermediate_size_mlp": 128, "interleave_moe_layer_step": 1, "attention_chunk_size": 1024, "no_rope_layer_interval": 2`,
+			moeLayers: 8, shared: 32, chunkLayers: 4}, // layers 1, 3, 5 and 7 see everything
+		{name: "llama4 NoPE layers listed, with their layer_types",
+			json:      `"model_type": "llama4_text", "num_local_experts": 16, "num_experts_per_tok": 1, "intermediate_size": 32, "interleave_moe_layer_step": 1, "attention_chunk_size": 1024, "no_rope_layers": [1, 1, 1, 1, 1, 0, 0, 0], "layer_types": ["chunked_attention", "chunked_attention", "chunked_attention", "chunked_attention", "chunked_attention", "full_attention", "full_attention", "full_attention"]`,
+			moeLayers: 8, shared: 32, chunkLayers: 5},
 		{name: "gpt-oss alternating windows",
 			json:      `"model_type": "gpt_oss", "num_local_experts": 16, "experts_per_token": 4, "intermediate_size": 32, "attention_bias": true, "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention", "sliding_attention", "full_attention"]`,
 			moeLayers: 8, windowLayers: 4, window: 128},
@@ -171,6 +177,11 @@ func TestQuantizationConfig(t *testing.T) {
 	if err != nil || m.Weights.MLP != (Format{Name: "fp8 weight-only", Bytes: 1}) || m.Weights.Attention != (Format{}) {
 		t.Errorf("FP8 weight-only on the MLP alone: %+v, %v", m.Weights, err)
 	}
+	// Unstructured sparsity kept dense runs as the dense format.
+	m, err = parse(`{"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "group_size": 128}}}, "sparsity_config": {"format": "dense", "sparsity_structure": "unstructured", "global_sparsity": 0.5}}`)
+	if err != nil || m.Weights.MLP != (Format{Name: "int4", Bytes: 0.5 + 2.0/128}) {
+		t.Errorf("W4A16 with unstructured sparsity stored dense: %+v, %v", m.Weights, err)
+	}
 	m, err = parse(`{"quant_method": "awq", "bits": 4, "group_size": 128}`)
 	if err != nil || m.Weights.Attention.Bytes != 0.5+2.0/128 || m.Weights.Attention.FP8 {
 		t.Errorf("AWQ: %+v, %v", m.Weights, err)
@@ -183,6 +194,9 @@ func TestQuantizationConfig(t *testing.T) {
 		{`{"quant_method": "mxfp4"}`, "has none"},
 		{`{"quant_method": "gptq", "bits": 3}`, "at 4 or 8 bits"},
 		{`{"quant_method": "compressed-tensors", "ignore": ["re:("]}`, "module pattern"},
+		{`{"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"], "weights": {"num_bits": 8, "type": "float"}}}, "sparsity_config": {"format": "sparse-24-bitmask", "sparsity_structure": "2:4", "global_sparsity": 0.45}}`, "sparsity_config: 2:4 sparse"},
+		{`{"quant_method": "compressed-tensors", "sparsity_config": {"format": "dense", "sparsity_structure": "2:4"}}`, "sparsity_config: 2:4 sparse"},
+		{`{"quant_method": "gptq", "bits": 4, "group_size": 128, "dynamic": {"-:model.layers.0.self_attn.*": {}}}`, "quantization_config.dynamic"},
 	} {
 		if _, err := parse(tc.q); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one saying %q", tc.q, err, tc.want)
@@ -190,8 +204,48 @@ func TestQuantizationConfig(t *testing.T) {
 	}
 }
 
+// TestRopeScalingContext: the context is vLLM's derived max_model_len:
+// max_position_embeddings times a linear, dynamic or YaRN factor (YaRN's
+// from its original length), unscaled by llama3, longrope and default,
+// from rope_scaling or transformers v5's rope_parameters.
+func TestRopeScalingContext(t *testing.T) {
+	head := `{"model_type": "qwen2", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 2, "intermediate_size": 128, "max_position_embeddings": 32768`
+	for _, tc := range []struct {
+		rope string
+		want int
+	}{
+		{``, 32768},
+		{`, "rope_scaling": null`, 32768},
+		{`, "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}`, 131072},
+		{`, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 8192}`, 32768},
+		{`, "rope_scaling": {"type": "linear", "factor": 2.0}`, 65536},
+		{`, "rope_scaling": {"rope_type": "dynamic", "factor": 1.5}`, 49152},
+		{`, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}`, 32768},
+		{`, "rope_scaling": {"type": "longrope", "factor": 4.0}`, 32768},
+		{`, "rope_scaling": {"rope_type": "default", "rope_theta": 1000000.0}`, 32768},
+		{`, "rope_parameters": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 32768, "rope_theta": 1e6}`, 65536},
+		{`, "rope_parameters": {"full_attention": {"rope_type": "default"}, "sliding_attention": {"rope_type": "linear", "factor": 2.0}}`, 65536},
+	} {
+		m, err := ParseConfig("x", []byte(head+tc.rope+"}"))
+		if err != nil || m.MaxPosition != tc.want {
+			t.Errorf("%s: %d positions (%v), want %d", tc.rope, m.MaxPosition, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ rope, want string }{
+		{`"rope_scaling": {"type": "yarn", "factor": 4.0}`, "yarn without a positive original_max_position_embeddings"},
+		{`"rope_scaling": {"type": "linear", "factor": -2}`, "rope_scaling.factor is -2"},
+		{`"rope_scaling": {"type": "linear", "factor": 1e12}`, "rope_scaling scales the context"},
+		{`"rope_scaling": "yarn"`, "rope_scaling"},
+	} {
+		if _, err := ParseConfig("x", []byte(head+", "+tc.rope+"}")); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one saying %q", tc.rope, err, tc.want)
+		}
+	}
+}
+
 // TestParseConfigRefusals: what cannot be priced is refused by its key.
 func TestParseConfigRefusals(t *testing.T) {
+	llama4 := `{"model_type": "llama4_text", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 4, "intermediate_size": 32, "num_local_experts": 4, "num_experts_per_tok": 1, "attention_chunk_size": 1024, `
 	for _, tc := range []struct{ json, want string }{
 		{`{"model_type": "gemma2", "hidden_size": 64}`, `model_type "gemma2" is not a family`},
 		{`{"model_type": "llama", "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 2, "intermediate_size": 128}`, "hidden_size is missing"},
@@ -202,6 +256,12 @@ func TestParseConfigRefusals(t *testing.T) {
 		{`{"model_type": "mixtral", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 2, "intermediate_size": 128}`, "expert count"},
 		{`{"model_type": "deepseek_v3", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 2, "intermediate_size": 128}`, "kv_lora_rank is missing"},
 		{`[1, 2]`, "parse config.json"},
+		{llama4 + `"no_rope_layers": [1, 0]}`, "no_rope_layers lists 2 layers of 4"},
+		{llama4 + `"moe_layers": [1, 4]}`, "moe_layers lists layer 4 of a model of layers 0 to 3"},
+		{`{"model_type": "qwen3_moe", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 2, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "decoder_sparse_step": 0}`, "decoder_sparse_step is 0"},
+		{`{"model_type": "deepseek_v2", "hidden_size": 64, "num_attention_heads": 4, "vocab_size": 100, "num_hidden_layers": 2, "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "moe_layer_freq": 0, "kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16}`, "moe_layer_freq is 0"},
+		{llama4 + `"no_rope_layer_interval": 0}`, "no_rope_layer_interval is 0"},
+		{llama4 + `"layer_types": ["chunked_attention", "chunked_attention", "chunked_attention", "chunked_attention"]}`, "4 chunked_attention layers and no_rope_layers 3 RoPE layers"},
 	} {
 		if _, err := ParseConfig("x", []byte(tc.json)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one saying %q", tc.json, err, tc.want)

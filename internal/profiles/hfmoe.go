@@ -114,6 +114,9 @@ func experts(arch string, c *hfConfig, dense *int) (*MoE, error) {
 	if e.Experts, err = need(count, "the number of experts", 1<<14); err != nil {
 		return nil, err
 	}
+	if err := layerRule(c); err != nil {
+		return nil, err
+	}
 	topk := c.TopK
 	if topk == nil {
 		topk = c.TopKAlias
@@ -125,6 +128,26 @@ func experts(arch string, c *hfConfig, dense *int) (*MoE, error) {
 		return nil, fmt.Errorf("parse config.json: the experts' width (intermediate_size) is missing")
 	}
 	return e, nil
+}
+
+// layerRule refuses the keys placing the MoE layers that vLLM's model
+// code cannot read either: a step or frequency of 0 (a division by zero
+// there) or a layer moe_layers lists that the model does not have.
+func layerRule(c *hfConfig) error {
+	for _, k := range []struct {
+		v   *int
+		key string
+	}{{c.SparseStep, "decoder_sparse_step"}, {c.MoEFreq, "moe_layer_freq"}} {
+		if _, err := need(k.v, k.key, maxLayers); k.v != nil && err != nil {
+			return err
+		}
+	}
+	for _, i := range c.MoELayers {
+		if i < 0 || i >= *c.Layers { // shape has read num_hidden_layers
+			return fmt.Errorf("parse config.json: moe_layers lists layer %d of a model of layers 0 to %d", i, *c.Layers-1)
+		}
+	}
+	return nil
 }
 
 // moeLayers lists the layers whose MLP is a mixture of experts, by each
@@ -193,12 +216,23 @@ func windows(m *Model, c *hfConfig) error {
 	}
 	if c.AttentionChunk != nil && *c.AttentionChunk > 0 {
 		// Llama 4: the layers with RoPE attend within their chunk, the
-		// NoPE layers (every fourth, unless no_rope_layers lists them:
-		// 0 marks a NoPE layer) to everything.
+		// NoPE layers (every no_rope_layer_interval-th, 4 by default,
+		// unless no_rope_layers lists them: 0 marks a NoPE layer) to
+		// everything, as transformers' Llama4TextConfig derives them.
 		m.Chunk = *c.AttentionChunk
+		interval, err := optional(c.NoRopeInterval, "no_rope_layer_interval", 4, maxLayers)
+		if err != nil {
+			return err
+		}
+		if interval == 0 {
+			return fmt.Errorf("parse config.json: no_rope_layer_interval is 0")
+		}
+		if n := len(c.NoRopeLayers); n > 0 && n != m.Layers {
+			return fmt.Errorf("parse config.json: no_rope_layers lists %d layers of %d", n, m.Layers)
+		}
 		for i := range m.Layers {
-			rope := (i+1)%4 != 0
-			if len(c.NoRopeLayers) == m.Layers {
+			rope := (i+1)%interval != 0
+			if len(c.NoRopeLayers) > 0 {
 				rope = c.NoRopeLayers[i] != 0
 			}
 			if rope {
@@ -206,6 +240,7 @@ func windows(m *Model, c *hfConfig) error {
 			}
 		}
 	}
+	chunked := 0
 	switch {
 	case len(c.LayerTypes) > 0:
 		if len(c.LayerTypes) != m.Layers {
@@ -220,9 +255,14 @@ func windows(m *Model, c *hfConfig) error {
 				if m.Chunk == 0 {
 					return fmt.Errorf("parse config.json: layer_types has chunked_attention layers and attention_chunk_size is missing")
 				}
+				chunked++
 			default:
 				return fmt.Errorf("parse config.json: layer_types has %q layers, which the simulator does not price (it prices full_attention, sliding_attention and chunked_attention)", t)
 			}
+		}
+		if m.Chunk > 0 && chunked != m.ChunkLayers {
+			// vLLM chunks the RoPE layers, whatever layer_types says.
+			return fmt.Errorf("parse config.json: layer_types has %d chunked_attention layers and no_rope_layers %d RoPE layers", chunked, m.ChunkLayers)
 		}
 	case window == 0:
 	case m.Arch == "mistral" || m.Arch == "mixtral":

@@ -23,11 +23,23 @@ type hfQuant struct {
 	NotConvert []string `json:"modules_to_not_convert"`
 	Ignored    []string `json:"ignored_layers"`
 	// compressed-tensors
-	Groups map[string]ctGroup `json:"config_groups"`
-	Ignore []string           `json:"ignore"`
+	Groups   map[string]ctGroup `json:"config_groups"`
+	Ignore   []string           `json:"ignore"`
+	Sparsity *ctSparsity        `json:"sparsity_config"`
 	// gptq, awq
 	Bits      int `json:"bits"`
 	GroupSize int `json:"group_size"`
+	// GPTQModel's per-module overrides of bits and group size, or
+	// modules left out ("-:" patterns), which vLLM's GPTQ honours.
+	Dynamic map[string]json.RawMessage `json:"dynamic"`
+}
+
+// ctSparsity is compressed-tensors' sparsity_config: 2:4 sparse weights
+// run on vLLM's sparse CUTLASS GEMMs, which the cost model has no terms
+// for; unstructured sparsity kept dense runs as dense.
+type ctSparsity struct {
+	Format    string `json:"format"`
+	Structure string `json:"sparsity_structure"`
 }
 
 type ctGroup struct {
@@ -94,6 +106,9 @@ func quantization(m *Model, raw json.RawMessage, mods modules, moe []int) error 
 	case "gptq", "awq", "gptq_marlin", "awq_marlin":
 		if q.Bits != 4 && q.Bits != 8 {
 			return fmt.Errorf("parse config.json: quantization_config.bits %d: the simulator prices %s at 4 or 8 bits", q.Bits, q.Method)
+		}
+		if len(q.Dynamic) > 0 {
+			return fmt.Errorf("parse config.json: quantization_config.dynamic: per-module overrides of %s's bits are not priced", q.Method)
 		}
 		skip, err := newMatcher(q.NotConvert)
 		if err != nil {
@@ -174,6 +189,9 @@ func weightOnly(bits, group int) Format {
 // weights' and input activations' types; ignore lists modules left
 // unquantised.
 func compressedTensors(q *hfQuant) (func(class, name string) (Format, error), error) {
+	if sp := q.Sparsity; sp != nil && (sp.Structure == "2:4" || sp.Format != "" && sp.Format != "dense") {
+		return nil, fmt.Errorf("parse config.json: quantization_config.sparsity_config: %s sparse weights (%s) are not priced", sp.Structure, sp.Format)
+	}
 	skip, err := newMatcher(q.Ignore)
 	if err != nil {
 		return nil, err

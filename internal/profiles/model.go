@@ -20,7 +20,7 @@ type Model struct {
 	HeadDim       int // head_dim, else hidden_size / num_attention_heads
 	Intermediate  int // the dense MLP's width (0 where every layer is a mixture of experts)
 	Vocab         int // vocab_size
-	MaxPosition   int // max_position_embeddings
+	MaxPosition   int // max_position_embeddings, scaled by rope_scaling as vLLM derives max_model_len
 	TiedEmbedding bool
 
 	// Params is every weight the server loads (all experts, an encoder's),

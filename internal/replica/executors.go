@@ -92,6 +92,9 @@ func simLifecycle(cfg *Config) executor.Lifecycle {
 	s := cfg.Sim
 	s.Clock, s.AsyncScheduling, s.Speculative = cfg.Clock, cfg.AsyncScheduling, cfg.Speculative
 	s.Quantization, s.KVCacheDtype = cfg.Quantization, cfg.KVCacheDtype
+	if cfg.DataParallelSize > 1 {
+		s.DataParallel = cfg.DataParallelSize // the ranks expert parallelism spans
+	}
 	if l := cfg.LoRA; l != nil {
 		s.LoRA = &sim.LoRA{MaxLoRAs: l.MaxLoRAs, Rank: l.MaxRank}
 	}

@@ -53,3 +53,22 @@ func TestDataParallelRanksBehindOneAPI(t *testing.T) {
 		t.Error("the CPU executor took --data-parallel-size")
 	}
 }
+
+// TestDataParallelExpertParallel: with --enable-expert-parallel the
+// experts spread over every rank's GPUs (EP = TP × DP, as vLLM places
+// them), so each rank holds fewer experts' weights and more KV blocks
+// than a lone rank of the same TP does.
+func TestDataParallelExpertParallel(t *testing.T) {
+	blocks := func(dp int) int {
+		r, err := New(Config{Sim: sim.Config{Hardware: "h100", Model: "mixtral-8x7b", TensorParallel: 2, ExpertParallel: true},
+			BlockSize: 16, MaxModelLen: 2048, MaxQueuedRequests: 1, DataParallelSize: dp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		return r.EngineConfig.NumBlocks
+	}
+	if one, two := blocks(1), blocks(2); two <= one {
+		t.Errorf("a rank of TP 2 × DP 2 with expert parallelism has %d KV blocks, a lone rank %d: want more", two, one)
+	}
+}

@@ -24,6 +24,7 @@ func (d *driver) dataParallel() error {
 		return errors.New("simulate: --data-parallel-size runs ranks inside one server; with --replicas or an autoscaler, run one server or give each replica one rank")
 	}
 	d.rc.DataParallelSize = 0 // the driver builds the ranks
+	d.rc.Sim.DataParallel = n // each rank's experts are 1/n of EP's
 	if d.rc.Registerer == nil && d.rc.Gatherer == nil {
 		reg := prometheus.NewRegistry()
 		d.rc.Registerer, d.rc.Gatherer = reg, reg

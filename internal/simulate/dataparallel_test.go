@@ -2,9 +2,13 @@ package simulate
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/glassbox-llm/glassbox/internal/executor/sim"
 	"github.com/glassbox-llm/glassbox/internal/promtext"
 	"github.com/glassbox-llm/glassbox/internal/workload"
 )
@@ -48,5 +52,31 @@ func TestDataParallelRanksShareTheLoad(t *testing.T) {
 		if v, _ := s.Sum("vllm:request_success_total", promtext.Labels{"engine": engine}); v != 128 {
 			t.Errorf("engine %s: %v requests finished in the registry, want 128", engine, v)
 		}
+	}
+}
+
+// TestDataParallelExpertParallel: with --enable-expert-parallel each rank
+// of --data-parallel-size 2 holds half the experts of a lone rank (EP =
+// TP × DP) and so more KV blocks, as the server's ranks do.
+func TestDataParallelExpertParallel(t *testing.T) {
+	p := distinct(64, 0)
+	plan := &workload.Plan{Prompts: []workload.Sample{{PromptIDs: p, PromptLen: len(p), OutputLen: 4}},
+		Stages: []workload.Stage{{Offsets: []time.Duration{0}}}}
+	blocks := func(dp int) string {
+		rc := server()
+		rc.Sim = sim.Config{Hardware: "h100", Model: "mixtral-8x7b", TensorParallel: 2, ExpertParallel: true}
+		rc.DataParallelSize = dp
+		reg := prometheus.NewRegistry()
+		rc.Registerer, rc.Gatherer = reg, reg
+		if _, err := Run(context.Background(), Config{Replica: rc, Plan: plan}); err != nil {
+			t.Fatal(err)
+		}
+		return gatherText(t, reg).Info("vllm:cache_config_info")["num_gpu_blocks"]
+	}
+	one, two := blocks(1), blocks(2)
+	n1, err1 := strconv.Atoi(one)
+	n2, err2 := strconv.Atoi(two)
+	if err1 != nil || err2 != nil || n2 <= n1 {
+		t.Errorf("num_gpu_blocks %q a rank of TP 2 × DP 2 with expert parallelism, %q a lone rank: want more", two, one)
 	}
 }

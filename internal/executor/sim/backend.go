@@ -131,7 +131,7 @@ func (b *Backend) Another(clock engine.Clock) (engine.Executor, error) {
 		return nil, fmt.Errorf("another sim executor: %w", errNotLoaded)
 	}
 	c := b.cfg
-	c.Clock = clock
+	c.Clock, c.loaded = clock, b.exec.loaded
 	return New(c)
 }
 

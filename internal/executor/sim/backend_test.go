@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/glassbox-llm/glassbox/internal/engine"
@@ -63,5 +65,31 @@ func TestBackendLifecycle(t *testing.T) {
 	}
 	if got := engine.CapabilitiesOf(started.Executor); got != drafting.Capabilities() {
 		t.Errorf("the executor declares %+v, its lifecycle %+v", got, drafting.Capabilities())
+	}
+}
+
+// TestAnotherRankSharesTheModel: a data-parallel rank prices the model the
+// first rank read, not its config.json read again (which may be gone or
+// changed since the server started).
+func TestAnotherRankSharesTheModel(t *testing.T) {
+	const config = `{"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+		"num_key_value_heads": 8, "num_hidden_layers": 32, "num_local_experts": 8, "num_experts_per_tok": 2, "vocab_size": 32000}`
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b := NewBackend(Config{Hardware: "h100", Model: path, TensorParallel: 2})
+	if _, err := b.Load(executor.Limits{BlockSize: 16}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	rank, err := b.Another(nil)
+	if err != nil {
+		t.Fatalf("another rank after its config.json went: %v", err)
+	}
+	if got, want := rank.(*Executor).CostModel().Model.Params, b.exec.CostModel().Model.Params; got != want {
+		t.Errorf("another rank prices %v weights, the first %v", got, want)
 	}
 }

@@ -3,6 +3,8 @@ package sim
 import (
 	"strings"
 	"testing"
+
+	"github.com/glassbox-llm/glassbox/internal/profiles"
 )
 
 // TestFP8 prices FP8 weights and KV as vLLM's --quantization fp8 and
@@ -48,6 +50,16 @@ func TestFP8(t *testing.T) {
 }
 
 func TestDtypesRefusedByName(t *testing.T) {
+	h200, err := profiles.LookupHardware("h200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noFP8 := h200.Calib
+	noFP8.FP8 = nil
+	// Without FP8 tensor cores (A100), Marlin widens an FP8 checkpoint.
+	if _, err := New(Config{Hardware: "a100-80g", Model: "llama-4-scout-17b-16e-fp8", TensorParallel: 4}); err != nil {
+		t.Errorf("Scout FP8 on A100s: %v", err)
+	}
 	for _, c := range []struct {
 		cfg  Config
 		want string
@@ -55,6 +67,12 @@ func TestDtypesRefusedByName(t *testing.T) {
 		{Config{Hardware: "a100-80g", Model: "llama-3.1-8b", Quantization: "fp8"}, "--quantization fp8"},
 		{Config{Hardware: "h200", Model: "llama-3.1-8b", Quantization: "awq"}, "--quantization awq"},
 		{Config{Hardware: "h200", Model: "llama-3.1-8b", KVCacheDtype: "fp16"}, "--kv-cache-dtype fp16"},
+		// A W8A8 checkpoint on a GPU with FP8 tensor cores and no FP8
+		// terms (vLLM would run it on them), and on a calibration
+		// without them.
+		{Config{Hardware: "l40s", Model: "llama-4-scout-17b-16e-fp8", TensorParallel: 4}, "no FP8 GEMMs measured"},
+		{Config{Hardware: "h200", Model: "deepseek-v3", TensorParallel: 8, Calib: &noFP8}, "no FP8 GEMMs measured"},
+		{Config{Hardware: "h200", Model: "llama-3.1-8b", Quantization: "fp8", Calib: &noFP8}, "--quantization fp8"},
 	} {
 		_, err := New(c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -36,6 +36,14 @@ type Config struct {
 	// GPUs (vLLM's --enable-expert-parallel: over TP × DP of them) instead
 	// of splitting each over the TP GPUs.
 	ExpertParallel bool
+	// DataParallel is the data-parallel ranks (vLLM's
+	// --data-parallel-size) the experts spread over with ExpertParallel:
+	// each GPU holds E/(TP × DP) of them. 0 means 1.
+	DataParallel int
+	// loaded is the model Model names as the first rank read it: another
+	// rank (Backend.Another) shares it rather than reading its
+	// config.json again, which may have changed since.
+	loaded *profiles.Model
 
 	// TimeScale multiplies every simulated step's duration before sleeping:
 	// 1 is real time (a server), 0.1 runs ten times faster, 0 never sleeps
@@ -107,7 +115,7 @@ type Info struct {
 	MemBandwidth    float64 // per GPU, bytes/s
 	WeightBytes     float64 // the whole model
 	KVBytesPerToken int64   // per GPU
-	MaxModelLen     int     // the model's max_position_embeddings
+	MaxModelLen     int     // the model's context (profiles.Model.MaxPosition)
 
 	// Draft is the draft model's profile ("" without one), on
 	// DraftTensorParallel GPUs; DraftMaxModelLen is the longest sequence
@@ -122,6 +130,7 @@ type Info struct {
 // from the engine goroutine only; it is not safe for concurrent use.
 type Executor struct {
 	cost      costmodel.Model
+	loaded    *profiles.Model // the model as read, for Backend.Another
 	seqs      []costmodel.Seq // scratch: the step as the cost model reads it
 	vocab     *Vocab
 	gen       *textGen
@@ -149,16 +158,25 @@ type Executor struct {
 	accepted [][]sampling.Result
 }
 
+// model is the model cfg names, read once for every data-parallel rank.
+func (cfg *Config) model() (profiles.Model, error) {
+	if cfg.loaded != nil {
+		return *cfg.loaded, nil
+	}
+	return profiles.LoadModel(cfg.Model)
+}
+
 // New builds the executor for cfg.
 func New(cfg Config) (*Executor, error) {
 	hw, err := profiles.LookupHardware(cfg.Hardware)
 	if err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
-	m, err := profiles.LoadModel(cfg.Model)
+	m, err := cfg.model()
 	if err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
+	loaded := m // before the dtypes: what another rank starts from
 	tp := cfg.TensorParallel
 	if tp == 0 {
 		tp = 1
@@ -166,14 +184,15 @@ func New(cfg Config) (*Executor, error) {
 	if err := m.CheckTP(tp); err != nil {
 		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
-	if err := costmodel.SetDtypes(&hw, &m, cfg.Quantization, cfg.KVCacheDtype); err != nil {
-		return nil, fmt.Errorf("new sim executor: %w", err)
-	}
 	if math.IsNaN(cfg.TimeScale) || math.IsInf(cfg.TimeScale, 0) || cfg.TimeScale < 0 {
 		return nil, fmt.Errorf("new sim executor: time scale must be a finite number >= 0, got %v", cfg.TimeScale)
 	}
 	if cfg.Calib != nil {
 		hw.Calib = *cfg.Calib
+	}
+	// The dtypes' terms are the calibration's that prices them.
+	if err := costmodel.SetDtypes(&hw, &m, cfg.Quantization, cfg.KVCacheDtype); err != nil {
+		return nil, fmt.Errorf("new sim executor: %w", err)
 	}
 	var synthetic *speculative.Curve
 	if cfg.Speculative.Enabled() && cfg.Speculative.RejectionSampleMethod == speculative.RejectSynthetic {
@@ -189,6 +208,7 @@ func New(cfg Config) (*Executor, error) {
 	}
 	v := NewVocab()
 	e := &Executor{
+		loaded:    &loaded,
 		draft:     draft,
 		synthetic: synthetic,
 		cost:      costmodel.Model{HW: hw, Model: m, TP: tp},
@@ -211,7 +231,7 @@ func New(cfg Config) (*Executor, error) {
 		if m.MoE == nil {
 			return nil, fmt.Errorf("new sim executor: --enable-expert-parallel: %s has no experts to place", m.Name)
 		}
-		e.cost.EP = tp // TP × DP, one data-parallel rank
+		e.cost.EP = tp * max(1, cfg.DataParallel) // TP × DP
 	}
 	if l := cfg.LoRA; l != nil {
 		if m.MoE != nil || m.MLA != nil {
@@ -221,6 +241,9 @@ func New(cfg Config) (*Executor, error) {
 			return nil, fmt.Errorf("new sim executor: LoRA needs --max-loras and --max-lora-rank of at least 1, got %d and %d", l.MaxLoRAs, l.Rank)
 		}
 		e.lora = &loraState{cfg: *l}
+	}
+	if cfg.DataParallel < 0 {
+		return nil, fmt.Errorf("new sim executor: --data-parallel-size %d: want 1 or more", cfg.DataParallel)
 	}
 	if cfg.HostOverhead < 0 {
 		return nil, fmt.Errorf("new sim executor: host overhead must not be negative, got %v", cfg.HostOverhead)
