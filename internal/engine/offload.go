@@ -298,18 +298,33 @@ func (e *Engine) takeCarried(ev *StepEvent) {
 
 // settleTransfers lets the stores still in flight end before the engine
 // idles, so that the tier's gauges do not stay at what the last step
-// left (they are copies of a few milliseconds).
-func (e *Engine) settleTransfers() {
+// left (they are copies of a few milliseconds). A submission, an abort or
+// ctx's end cuts the wait short (Run then serves it at once, as vLLM's
+// asynchronous stores never hold its scheduler); the stores left end
+// with a later step.
+func (e *Engine) settleTransfers(ctx context.Context) {
 	if e.xfer == nil {
 		return
 	}
+	w, interruptible := e.clock.(waker)
 	for {
 		done, ok := e.xfer.nextTransfer()
 		if !ok {
 			return
 		}
 		if d := done.Sub(e.clock.Now()); d > 0 {
-			e.clock.Sleep(d)
+			if !interruptible {
+				e.clock.Sleep(d)
+			} else {
+				select {
+				case <-w.After(d):
+				case <-e.wake:
+					e.signal() // drain still sees it
+					return
+				case <-ctx.Done():
+					return
+				}
+			}
 		}
 		e.completeTransfers(e.clock.Now())
 	}

@@ -49,8 +49,9 @@ func offloadConfig(host int) Config {
 }
 
 // runEvicted serves a 200-token prompt, then an unrelated one that evicts
-// it from the GPU's prefix cache, then the first prompt's prefix again: the
-// third request's output and its TTFT.
+// it from the GPU's prefix cache, then the first prompt's prefix again,
+// each a second after the last ended (its stores done): the third
+// request's output and its TTFT.
 func runEvicted(t *testing.T, cfg Config, rec *offloadRecorder) (last Output, ttft time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
 		e, stop := start(t, cfg, &countExec{}, rec)
@@ -62,6 +63,7 @@ func runEvicted(t *testing.T, cfg Config, rec *offloadRecorder) (last Output, tt
 				t.Fatal(err)
 			}
 			collect(s)
+			time.Sleep(time.Second) // the client's pause: the stores end
 		}
 		s, err := e.Submit(&Request{ID: "again", Prompt: append(shared, 2), Params: params(1)})
 		if err != nil {
@@ -203,4 +205,40 @@ func TestOffloadAndSampleRefusedByName(t *testing.T) {
 			t.Errorf("%+v validated", cfg)
 		}
 	}
+}
+
+// TestStoresInFlightDoNotHoldANewRequest: the stores still in flight when
+// the engine goes idle settle in a wait that a new request ends, as
+// vLLM's asynchronous stores never hold its scheduler: the request is
+// scheduled when it arrives, not when the stores end (about 50 s here),
+// and the stores still complete.
+func TestStoresInFlightDoNotHoldANewRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := offloadConfig(200)
+		cfg.Offload.Bandwidth = 1e6 // about 1 s a block
+		e, stop := start(t, cfg, &countExec{}, nil)
+		defer stop()
+		s, err := e.Submit(&Request{ID: "a", Prompt: prompt(200, 5000), Params: params(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		collect(s)
+		time.Sleep(time.Second) // idle, its stores in flight
+		if st := e.Stats(); st.Offload.Storing == 0 {
+			t.Fatalf("no store in flight when the engine went idle: %+v", st.Offload)
+		}
+		s, err = e.Submit(&Request{ID: "b", Prompt: prompt(8, 9000), Params: params(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, last := collect(s)
+		if tm := last.Timing; !tm.FirstScheduled.Equal(tm.Arrival) {
+			t.Errorf("arrived at %v, first scheduled %v later: it waited on the stores", tm.Arrival, tm.FirstScheduled.Sub(tm.Arrival))
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if st := e.Stats(); st.Offload.Storing != 0 || st.Offload.Held != 52 {
+			t.Errorf("an hour later: %+v; want every store done, 52 blocks held (50 of a, 2 of b)", st.Offload)
+		}
+	})
 }
