@@ -25,7 +25,7 @@ type hostTier struct {
 	blocks   []block
 	ready    []bool // the block's store has completed
 	capacity int
-	byHash   map[Hash]int32
+	byHash   prefixIndex // content hash → block holding it, as the GPU's cache
 	lru      freeList
 	storing  []int32 // stores in flight, oldest first
 	pinned   int     // blocks read by loads in flight
@@ -37,7 +37,7 @@ type hostTier struct {
 }
 
 func newHostTier(n int) *hostTier {
-	t := &hostTier{capacity: n, byHash: make(map[Hash]int32)}
+	t := &hostTier{capacity: n}
 	t.lru.init(t.blocks)
 	return t
 }
@@ -47,7 +47,7 @@ func newHostTier(n int) *hostTier {
 // reports whether a store started; with no empty block and nothing
 // evictable, the store is dropped and counted as an allocation failure.
 func (t *hostTier) store(h Hash) bool {
-	if id, ok := t.byHash[h]; ok {
+	if id, ok := t.byHash.get(t.blocks, h); ok {
 		if t.blocks[id].inFree {
 			t.lru.remove(t.blocks, id)
 			t.lru.pushBack(t.blocks, id)
@@ -62,7 +62,7 @@ func (t *hostTier) store(h Hash) bool {
 		t.ready = append(t.ready, false)
 	case t.lru.n > 0:
 		id = t.lru.popFront(t.blocks)
-		delete(t.byHash, t.blocks[id].hash)
+		t.byHash.remove(t.blocks[id].hash, id)
 	default:
 		t.failures++
 		return false
@@ -70,14 +70,14 @@ func (t *hostTier) store(h Hash) bool {
 	b := &t.blocks[id]
 	b.hash, b.hashed = h, true
 	t.ready[id] = false
-	t.byHash[h] = id
+	t.byHash.add(t.blocks, h, id)
 	t.storing = append(t.storing, id)
 	return true
 }
 
 // readyBlock is the host block holding h, when its store has completed.
 func (t *hostTier) readyBlock(h Hash) (int32, bool) {
-	id, ok := t.byHash[h]
+	id, ok := t.byHash.get(t.blocks, h)
 	return id, ok && t.ready[id]
 }
 

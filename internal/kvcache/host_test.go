@@ -54,7 +54,7 @@ func (m *Manager) checkHost(seqs []*Seq) error {
 			return fmt.Errorf("host block %d: ref %d but %d loads read it", id, b.ref, pins[id])
 		case empty[id] && (b.hashed || b.inFree || storing[id] || b.ref > 0):
 			return fmt.Errorf("host block %d is empty but in use", id)
-		case !empty[id] && (!b.hashed || t.byHash[b.hash] != id):
+		case !empty[id] && (!b.hashed || !t.byHash.holds(t.blocks, b.hash, id)):
 			return fmt.Errorf("host block %d holds content its hash does not map to", id)
 		case storing[id] && (t.ready[id] || b.ref > 0 || b.inFree):
 			return fmt.Errorf("host block %d: a store in flight that is ready, read or evictable", id)
@@ -64,10 +64,16 @@ func (m *Manager) checkHost(seqs []*Seq) error {
 			return fmt.Errorf("host block %d: in LRU %v, ready %v, ref %d", id, b.inFree, t.ready[id], b.ref)
 		}
 	}
-	if len(t.byHash) != len(t.blocks) {
-		return fmt.Errorf("host: %d hashes != %d blocks", len(t.byHash), len(t.blocks))
+	if t.byHash.n != len(t.blocks) {
+		return fmt.Errorf("host: %d hashes != %d blocks", t.byHash.n, len(t.blocks))
 	}
 	return nil
+}
+
+// holds reports whether h maps to block id.
+func (x *prefixIndex) holds(bs []block, h Hash, id int32) bool {
+	got, ok := x.get(bs, h)
+	return ok && got == id
 }
 
 // FuzzHostTier drives random sequences through a small GPU cache and
