@@ -234,7 +234,10 @@ func (e *Engine) awaitLoad() {
 }
 
 // waitLoad is awaitLoad for Run: a submission or an abort that arrives
-// meanwhile ends the wait, so that what can run runs.
+// meanwhile ends the wait, so that what can run runs. It takes the
+// wake-up: Run drains next, and a wake-up given back would end the next
+// wait at once, and every one after it (a spin for as long as the load
+// lasts, for ever in a frozen clock).
 func (e *Engine) waitLoad(ctx context.Context) {
 	w, ok := e.clock.(waker)
 	done, pending := e.xfer.nextLoad()
@@ -246,7 +249,6 @@ func (e *Engine) waitLoad(ctx context.Context) {
 		select {
 		case <-w.After(d):
 		case <-e.wake:
-			e.signal() // drain still sees it
 		case <-ctx.Done():
 		}
 	}
@@ -319,7 +321,7 @@ func (e *Engine) settleTransfers(ctx context.Context) {
 				select {
 				case <-w.After(d):
 				case <-e.wake:
-					e.signal() // drain still sees it
+					e.signal() // for Run's idle wait, which drains after it
 					return
 				case <-ctx.Done():
 					return

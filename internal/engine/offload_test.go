@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -239,6 +240,65 @@ func TestStoresInFlightDoNotHoldANewRequest(t *testing.T) {
 		synctest.Wait()
 		if st := e.Stats(); st.Offload.Storing != 0 || st.Offload.Held != 52 {
 			t.Errorf("an hour later: %+v; want every store done, 52 blocks held (50 of a, 2 of b)", st.Offload)
+		}
+	})
+}
+
+// spinGuard is synctest's clock counting the engine's readings: past
+// limit it reports a spin and jumps an hour on, so that a loop spinning
+// in a bubble's frozen time ends and the test fails instead of hanging.
+type spinGuard struct {
+	t     *testing.T
+	limit int64
+	n     atomic.Int64
+	skew  atomic.Int64
+}
+
+func (c *spinGuard) Now() time.Time {
+	if c.n.Add(1) == c.limit {
+		c.t.Errorf("the engine read the clock %d times: it spins", c.limit)
+		c.skew.Store(int64(time.Hour))
+	}
+	return time.Now().Add(time.Duration(c.skew.Load()))
+}
+
+func (*spinGuard) Sleep(d time.Duration)                  { time.Sleep(d) }
+func (*spinGuard) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// TestASubmissionDuringALoadDoesNotSpin: a request submitted while the
+// only other one waits on its load runs, and the engine then waits for
+// the load again rather than spinning on the submission's wake-up.
+func TestASubmissionDuringALoadDoesNotSpin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := offloadConfig(200)
+		clock := &spinGuard{t: t, limit: 100_000}
+		cfg.Clock = clock
+		e, stop := start(t, cfg, &countExec{}, nil)
+		defer stop()
+		shared := prompt(200, 5000)
+		for i, p := range [][]int{append(shared, 1), prompt(252, 9000)} {
+			s, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: p, Params: params(1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			collect(s)
+			time.Sleep(time.Second) // the stores end
+		}
+		again, err := e.Submit(&Request{ID: "again", Prompt: append(shared, 2), Params: params(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond) // its load of 51 ms is in flight
+		if st := e.Stats(); st.Offload.LoadsInFlight != 1 {
+			t.Fatalf("no load in flight: %+v", st.Offload)
+		}
+		other, err := e.Submit(&Request{ID: "other", Prompt: prompt(8, 7000), Params: params(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		collect(other)
+		if _, last := collect(again); last.CachedTokens != 200 {
+			t.Errorf("the loaded request: %d cached tokens, want 200", last.CachedTokens)
 		}
 	})
 }
