@@ -279,6 +279,7 @@ func (e *Engine) carry(p *sched.Plan, now time.Time) {
 	e.preempt += uint64(len(p.Preempted))
 	for _, q := range p.Preempted {
 		rs := e.slots[q.ID]
+		rs.loaded = false // as step's
 		c.preempted = append(c.preempted, rs.req.ID)
 		if e.cfg.RecordPhases {
 			rs.phases = append(rs.phases, Phase{Kind: PhasePreempted, Start: now, End: now})

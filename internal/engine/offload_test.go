@@ -302,3 +302,63 @@ func TestASubmissionDuringALoadDoesNotSpin(t *testing.T) {
 		}
 	})
 }
+
+// loadChecker checks after every step, on the engine goroutine, that a
+// waiting request counts as loaded (its load done, waiting to run: the
+// completed_waiting stage of vllm:num_requests_kv_fetch_by_stage)
+// only while it holds what it loaded.
+type loadChecker struct {
+	t         *testing.T
+	e         *Engine
+	preempted int
+}
+
+func (c *loadChecker) ObserveStep(ev *StepEvent) {
+	c.preempted += len(ev.Preempted)
+	for _, q := range c.e.sched.Waiting() {
+		if rs := c.e.slots[q.ID]; rs.loaded && q.NumComputed == 0 {
+			c.t.Errorf("step %d: %s counts as loaded but holds no block (%d waiting loaded)", c.e.steps, rs.req.ID, c.e.offloadStats(c.e.clock.Now()).LoadsDone)
+		}
+	}
+}
+
+func (*loadChecker) ObserveFinished(*FinishedEvent) {}
+
+// TestUnblockedLoadIsNotLoaded: two requests whose loads, done, hold the
+// free blocks that each needs to go on wait for each other until the
+// scheduler frees the later one's (unblock); that one then holds nothing,
+// waits to start again and is no longer counted as a load done.
+func TestUnblockedLoadIsNotLoaded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &loadChecker{t: t}
+		e, stop := start(t, offloadConfig(200), &countExec{}, c)
+		c.e = e
+		defer stop()
+		// run serves its requests together, then pauses while the stores end.
+		run := func(reqs ...*Request) {
+			var streams []*Stream
+			for _, r := range reqs {
+				r.Params = params(1)
+				s, err := e.Submit(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				streams = append(streams, s)
+			}
+			for _, s := range streams {
+				if _, last := collect(s); last.Err != nil {
+					t.Fatal(last.Err)
+				}
+			}
+			time.Sleep(time.Second)
+		}
+		run(&Request{ID: "p0", Prompt: prompt(121, 1000)})  // 30 blocks of p stored
+		run(&Request{ID: "q0", Prompt: prompt(121, 3000)})  // 30 of q
+		run(&Request{ID: "big", Prompt: prompt(252, 9000)}) // both evicted from the GPU
+		// Each loads 30 blocks, then needs 10 more of the 4 free.
+		run(&Request{ID: "p1", Prompt: prompt(160, 1000)}, &Request{ID: "q1", Prompt: prompt(160, 3000)})
+		if c.preempted == 0 {
+			t.Fatal("no request was freed to unblock the other: the test shows nothing")
+		}
+	})
+}
