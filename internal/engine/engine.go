@@ -364,7 +364,7 @@ func (e *Engine) Run(ctx context.Context) {
 		}
 		e.drain()
 		if e.sched.NumRunning() == 0 && e.sched.NumWaiting() == 0 {
-			e.settleTransfers()
+			e.settleTransfers(ctx)
 			e.publish()
 			e.answerIdle()
 			select {

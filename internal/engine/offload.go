@@ -234,7 +234,10 @@ func (e *Engine) awaitLoad() {
 }
 
 // waitLoad is awaitLoad for Run: a submission or an abort that arrives
-// meanwhile ends the wait, so that what can run runs.
+// meanwhile ends the wait, so that what can run runs. It takes the
+// wake-up: Run drains next, and a wake-up given back would end the next
+// wait at once, and every one after it (a spin for as long as the load
+// lasts, for ever in a frozen clock).
 func (e *Engine) waitLoad(ctx context.Context) {
 	w, ok := e.clock.(waker)
 	done, pending := e.xfer.nextLoad()
@@ -246,7 +249,6 @@ func (e *Engine) waitLoad(ctx context.Context) {
 		select {
 		case <-w.After(d):
 		case <-e.wake:
-			e.signal() // drain still sees it
 		case <-ctx.Done():
 		}
 	}
@@ -277,6 +279,7 @@ func (e *Engine) carry(p *sched.Plan, now time.Time) {
 	e.preempt += uint64(len(p.Preempted))
 	for _, q := range p.Preempted {
 		rs := e.slots[q.ID]
+		rs.loaded = false // as step's
 		c.preempted = append(c.preempted, rs.req.ID)
 		if e.cfg.RecordPhases {
 			rs.phases = append(rs.phases, Phase{Kind: PhasePreempted, Start: now, End: now})
@@ -298,18 +301,33 @@ func (e *Engine) takeCarried(ev *StepEvent) {
 
 // settleTransfers lets the stores still in flight end before the engine
 // idles, so that the tier's gauges do not stay at what the last step
-// left (they are copies of a few milliseconds).
-func (e *Engine) settleTransfers() {
+// left (they are copies of a few milliseconds). A submission, an abort or
+// ctx's end cuts the wait short (Run then serves it at once, as vLLM's
+// asynchronous stores never hold its scheduler); the stores left end
+// with a later step.
+func (e *Engine) settleTransfers(ctx context.Context) {
 	if e.xfer == nil {
 		return
 	}
+	w, interruptible := e.clock.(waker)
 	for {
 		done, ok := e.xfer.nextTransfer()
 		if !ok {
 			return
 		}
 		if d := done.Sub(e.clock.Now()); d > 0 {
-			e.clock.Sleep(d)
+			if !interruptible {
+				e.clock.Sleep(d)
+			} else {
+				select {
+				case <-w.After(d):
+				case <-e.wake:
+					e.signal() // for Run's idle wait, which drains after it
+					return
+				case <-ctx.Done():
+					return
+				}
+			}
 		}
 		e.completeTransfers(e.clock.Now())
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -49,8 +50,9 @@ func offloadConfig(host int) Config {
 }
 
 // runEvicted serves a 200-token prompt, then an unrelated one that evicts
-// it from the GPU's prefix cache, then the first prompt's prefix again: the
-// third request's output and its TTFT.
+// it from the GPU's prefix cache, then the first prompt's prefix again,
+// each a second after the last ended (its stores done): the third
+// request's output and its TTFT.
 func runEvicted(t *testing.T, cfg Config, rec *offloadRecorder) (last Output, ttft time.Duration) {
 	synctest.Test(t, func(t *testing.T) {
 		e, stop := start(t, cfg, &countExec{}, rec)
@@ -62,6 +64,7 @@ func runEvicted(t *testing.T, cfg Config, rec *offloadRecorder) (last Output, tt
 				t.Fatal(err)
 			}
 			collect(s)
+			time.Sleep(time.Second) // the client's pause: the stores end
 		}
 		s, err := e.Submit(&Request{ID: "again", Prompt: append(shared, 2), Params: params(1)})
 		if err != nil {
@@ -203,4 +206,159 @@ func TestOffloadAndSampleRefusedByName(t *testing.T) {
 			t.Errorf("%+v validated", cfg)
 		}
 	}
+}
+
+// TestStoresInFlightDoNotHoldANewRequest: the stores still in flight when
+// the engine goes idle settle in a wait that a new request ends, as
+// vLLM's asynchronous stores never hold its scheduler: the request is
+// scheduled when it arrives, not when the stores end (about 50 s here),
+// and the stores still complete.
+func TestStoresInFlightDoNotHoldANewRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := offloadConfig(200)
+		cfg.Offload.Bandwidth = 1e6 // about 1 s a block
+		e, stop := start(t, cfg, &countExec{}, nil)
+		defer stop()
+		s, err := e.Submit(&Request{ID: "a", Prompt: prompt(200, 5000), Params: params(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		collect(s)
+		time.Sleep(time.Second) // idle, its stores in flight
+		if st := e.Stats(); st.Offload.Storing == 0 {
+			t.Fatalf("no store in flight when the engine went idle: %+v", st.Offload)
+		}
+		s, err = e.Submit(&Request{ID: "b", Prompt: prompt(8, 9000), Params: params(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, last := collect(s)
+		if tm := last.Timing; !tm.FirstScheduled.Equal(tm.Arrival) {
+			t.Errorf("arrived at %v, first scheduled %v later: it waited on the stores", tm.Arrival, tm.FirstScheduled.Sub(tm.Arrival))
+		}
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		if st := e.Stats(); st.Offload.Storing != 0 || st.Offload.Held != 52 {
+			t.Errorf("an hour later: %+v; want every store done, 52 blocks held (50 of a, 2 of b)", st.Offload)
+		}
+	})
+}
+
+// spinGuard is synctest's clock counting the engine's readings: past
+// limit it reports a spin and jumps an hour on, so that a loop spinning
+// in a bubble's frozen time ends and the test fails instead of hanging.
+type spinGuard struct {
+	t     *testing.T
+	limit int64
+	n     atomic.Int64
+	skew  atomic.Int64
+}
+
+func (c *spinGuard) Now() time.Time {
+	if c.n.Add(1) == c.limit {
+		c.t.Errorf("the engine read the clock %d times: it spins", c.limit)
+		c.skew.Store(int64(time.Hour))
+	}
+	return time.Now().Add(time.Duration(c.skew.Load()))
+}
+
+func (*spinGuard) Sleep(d time.Duration)                  { time.Sleep(d) }
+func (*spinGuard) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// TestASubmissionDuringALoadDoesNotSpin: a request submitted while the
+// only other one waits on its load runs, and the engine then waits for
+// the load again rather than spinning on the submission's wake-up.
+func TestASubmissionDuringALoadDoesNotSpin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := offloadConfig(200)
+		clock := &spinGuard{t: t, limit: 100_000}
+		cfg.Clock = clock
+		e, stop := start(t, cfg, &countExec{}, nil)
+		defer stop()
+		shared := prompt(200, 5000)
+		for i, p := range [][]int{append(shared, 1), prompt(252, 9000)} {
+			s, err := e.Submit(&Request{ID: fmt.Sprint(i), Prompt: p, Params: params(1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			collect(s)
+			time.Sleep(time.Second) // the stores end
+		}
+		again, err := e.Submit(&Request{ID: "again", Prompt: append(shared, 2), Params: params(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond) // its load of 51 ms is in flight
+		if st := e.Stats(); st.Offload.LoadsInFlight != 1 {
+			t.Fatalf("no load in flight: %+v", st.Offload)
+		}
+		other, err := e.Submit(&Request{ID: "other", Prompt: prompt(8, 7000), Params: params(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		collect(other)
+		if _, last := collect(again); last.CachedTokens != 200 {
+			t.Errorf("the loaded request: %d cached tokens, want 200", last.CachedTokens)
+		}
+	})
+}
+
+// loadChecker checks after every step, on the engine goroutine, that a
+// waiting request counts as loaded (its load done, waiting to run: the
+// completed_waiting stage of vllm:num_requests_kv_fetch_by_stage)
+// only while it holds what it loaded.
+type loadChecker struct {
+	t         *testing.T
+	e         *Engine
+	preempted int
+}
+
+func (c *loadChecker) ObserveStep(ev *StepEvent) {
+	c.preempted += len(ev.Preempted)
+	for _, q := range c.e.sched.Waiting() {
+		if rs := c.e.slots[q.ID]; rs.loaded && q.NumComputed == 0 {
+			c.t.Errorf("step %d: %s counts as loaded but holds no block (%d waiting loaded)", c.e.steps, rs.req.ID, c.e.offloadStats(c.e.clock.Now()).LoadsDone)
+		}
+	}
+}
+
+func (*loadChecker) ObserveFinished(*FinishedEvent) {}
+
+// TestUnblockedLoadIsNotLoaded: two requests whose loads, done, hold the
+// free blocks that each needs to go on wait for each other until the
+// scheduler frees the later one's (unblock); that one then holds nothing,
+// waits to start again and is no longer counted as a load done.
+func TestUnblockedLoadIsNotLoaded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := &loadChecker{t: t}
+		e, stop := start(t, offloadConfig(200), &countExec{}, c)
+		c.e = e
+		defer stop()
+		// run serves its requests together, then pauses while the stores end.
+		run := func(reqs ...*Request) {
+			var streams []*Stream
+			for _, r := range reqs {
+				r.Params = params(1)
+				s, err := e.Submit(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				streams = append(streams, s)
+			}
+			for _, s := range streams {
+				if _, last := collect(s); last.Err != nil {
+					t.Fatal(last.Err)
+				}
+			}
+			time.Sleep(time.Second)
+		}
+		run(&Request{ID: "p0", Prompt: prompt(121, 1000)})  // 30 blocks of p stored
+		run(&Request{ID: "q0", Prompt: prompt(121, 3000)})  // 30 of q
+		run(&Request{ID: "big", Prompt: prompt(252, 9000)}) // both evicted from the GPU
+		// Each loads 30 blocks, then needs 10 more of the 4 free.
+		run(&Request{ID: "p1", Prompt: prompt(160, 1000)}, &Request{ID: "q1", Prompt: prompt(160, 3000)})
+		if c.preempted == 0 {
+			t.Fatal("no request was freed to unblock the other: the test shows nothing")
+		}
+	})
 }

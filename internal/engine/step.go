@@ -97,6 +97,7 @@ func (e *Engine) step() bool {
 	}
 	for _, q := range p.Preempted {
 		rs := e.slots[q.ID]
+		rs.loaded = false // freed to unblock others, it holds its load no more
 		ev.Preempted = append(ev.Preempted, rs.req.ID)
 		if e.cfg.RecordPhases {
 			rs.phases = append(rs.phases, Phase{Kind: PhasePreempted, Start: start, End: start})

@@ -18,13 +18,17 @@ type hostTier struct {
 	// blocks reuse the GPU blocks' bookkeeping: ref counts the loads
 	// reading a block, inFree marks the LRU of ready unread blocks (the
 	// evictable ones), hashed/hash its content.
-	blocks  []block
-	ready   []bool // the block's store has completed
-	byHash  map[Hash]int32
-	empty   []int32 // blocks holding nothing
-	lru     freeList
-	storing []int32 // stores in flight, oldest first
-	pinned  int     // blocks read by loads in flight
+	// The tier's blocks are those stored to so far, up to capacity: a
+	// block once stored to always holds content (an evicted one is
+	// reused at once), and a tier sized in GiB of host memory costs only
+	// what it holds.
+	blocks   []block
+	ready    []bool // the block's store has completed
+	capacity int
+	byHash   prefixIndex // content hash → block holding it, as the GPU's cache
+	lru      freeList
+	storing  []int32 // stores in flight, oldest first
+	pinned   int     // blocks read by loads in flight
 
 	// Since the last TakeStores: the blocks of each store started (one
 	// per sequence and Cache call) and the stores that found no room.
@@ -33,11 +37,8 @@ type hostTier struct {
 }
 
 func newHostTier(n int) *hostTier {
-	t := &hostTier{blocks: make([]block, n), ready: make([]bool, n), byHash: make(map[Hash]int32, n), empty: make([]int32, 0, n)}
+	t := &hostTier{capacity: n}
 	t.lru.init(t.blocks)
-	for i := n - 1; i >= 0; i-- {
-		t.empty = append(t.empty, int32(i))
-	}
 	return t
 }
 
@@ -46,7 +47,7 @@ func newHostTier(n int) *hostTier {
 // reports whether a store started; with no empty block and nothing
 // evictable, the store is dropped and counted as an allocation failure.
 func (t *hostTier) store(h Hash) bool {
-	if id, ok := t.byHash[h]; ok {
+	if id, ok := t.byHash.get(t.blocks, h); ok {
 		if t.blocks[id].inFree {
 			t.lru.remove(t.blocks, id)
 			t.lru.pushBack(t.blocks, id)
@@ -55,12 +56,13 @@ func (t *hostTier) store(h Hash) bool {
 	}
 	var id int32
 	switch {
-	case len(t.empty) > 0:
-		id = t.empty[len(t.empty)-1]
-		t.empty = t.empty[:len(t.empty)-1]
+	case len(t.blocks) < t.capacity:
+		id = int32(len(t.blocks))
+		t.blocks = append(t.blocks, block{})
+		t.ready = append(t.ready, false)
 	case t.lru.n > 0:
 		id = t.lru.popFront(t.blocks)
-		delete(t.byHash, t.blocks[id].hash)
+		t.byHash.remove(t.blocks[id].hash, id)
 	default:
 		t.failures++
 		return false
@@ -68,14 +70,14 @@ func (t *hostTier) store(h Hash) bool {
 	b := &t.blocks[id]
 	b.hash, b.hashed = h, true
 	t.ready[id] = false
-	t.byHash[h] = id
+	t.byHash.add(t.blocks, h, id)
 	t.storing = append(t.storing, id)
 	return true
 }
 
 // readyBlock is the host block holding h, when its store has completed.
 func (t *hostTier) readyBlock(h Hash) (int32, bool) {
-	id, ok := t.byHash[h]
+	id, ok := t.byHash.get(t.blocks, h)
 	return id, ok && t.ready[id]
 }
 
@@ -105,7 +107,7 @@ func (m *Manager) HostBlocks() int {
 	if m.host == nil {
 		return 0
 	}
-	return len(m.host.blocks)
+	return m.host.capacity
 }
 
 // HostState is the offload tier now: blocks whose store is in flight,
@@ -116,7 +118,7 @@ func (m *Manager) HostState() (storing, loading, held int) {
 	if t == nil {
 		return 0, 0, 0
 	}
-	return len(t.storing), t.pinned, len(t.blocks) - len(t.empty)
+	return len(t.storing), t.pinned, len(t.blocks)
 }
 
 // LookupHost returns how many tokens after the first computed ones (a

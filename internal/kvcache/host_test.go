@@ -2,6 +2,7 @@ package kvcache
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -32,9 +33,10 @@ func (m *Manager) checkHost(seqs []*Seq) error {
 		}
 		storing[id] = true
 	}
+	// The tier's blocks are those stored to so far: none is empty.
 	empty := map[int32]bool{}
-	for _, id := range t.empty {
-		empty[id] = true
+	if len(t.blocks) > t.capacity || len(t.ready) != len(t.blocks) {
+		return fmt.Errorf("host: %d blocks (%d ready flags) in a tier of %d", len(t.blocks), len(t.ready), t.capacity)
 	}
 	lru := 0
 	for id := t.lru.head; id >= 0; id = t.blocks[id].next {
@@ -52,7 +54,7 @@ func (m *Manager) checkHost(seqs []*Seq) error {
 			return fmt.Errorf("host block %d: ref %d but %d loads read it", id, b.ref, pins[id])
 		case empty[id] && (b.hashed || b.inFree || storing[id] || b.ref > 0):
 			return fmt.Errorf("host block %d is empty but in use", id)
-		case !empty[id] && (!b.hashed || t.byHash[b.hash] != id):
+		case !empty[id] && (!b.hashed || !t.byHash.holds(t.blocks, b.hash, id)):
 			return fmt.Errorf("host block %d holds content its hash does not map to", id)
 		case storing[id] && (t.ready[id] || b.ref > 0 || b.inFree):
 			return fmt.Errorf("host block %d: a store in flight that is ready, read or evictable", id)
@@ -62,10 +64,16 @@ func (m *Manager) checkHost(seqs []*Seq) error {
 			return fmt.Errorf("host block %d: in LRU %v, ready %v, ref %d", id, b.inFree, t.ready[id], b.ref)
 		}
 	}
-	if len(t.byHash)+len(t.empty) != len(t.blocks) {
-		return fmt.Errorf("host: %d hashes + %d empty != %d blocks", len(t.byHash), len(t.empty), len(t.blocks))
+	if t.byHash.n != len(t.blocks) {
+		return fmt.Errorf("host: %d hashes != %d blocks", t.byHash.n, len(t.blocks))
 	}
 	return nil
+}
+
+// holds reports whether h maps to block id.
+func (x *prefixIndex) holds(bs []block, h Hash, id int32) bool {
+	got, ok := x.get(bs, h)
+	return ok && got == id
 }
 
 // FuzzHostTier drives random sequences through a small GPU cache and
@@ -166,6 +174,41 @@ func TestHostTierNeedsPrefixCaching(t *testing.T) {
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) succeeded", cfg)
+		}
+	}
+}
+
+// TestHostTierCostsWhatItHolds: a tier sized in GiB of host memory holds
+// bookkeeping only for the blocks stored to, so a large one costs nothing
+// until used; past 32-bit block ids it is refused by name.
+func TestHostTierCostsWhatItHolds(t *testing.T) {
+	m, err := New(Config{NumBlocks: 8, BlockSize: 2, EnablePrefixCaching: true, HostBlocks: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(m.host.blocks); got != 0 {
+		t.Errorf("a new tier of %d blocks keeps %d; want none until stored to", m.HostBlocks(), got)
+	}
+	s, toks := &Seq{}, []int{1, 2, 3, 4, 5}
+	if !m.Allocate(s, toks, 0, len(toks)) {
+		t.Fatal("allocate 5 tokens in 8 blocks of 2")
+	}
+	m.Cache(s, toks, len(toks))
+	if storing, _, held := m.HostState(); storing != 2 || held != 2 || len(m.host.blocks) != 2 || m.HostBlocks() != 1<<20 {
+		t.Errorf("after two full blocks: storing %d, held %d, kept %d of %d; want 2, 2, 2 of %d", storing, held, len(m.host.blocks), m.HostBlocks(), 1<<20)
+	}
+	if err := m.checkHost([]*Seq{s}); err != nil {
+		t.Error(err)
+	}
+	if _, err := New(Config{NumBlocks: 8, BlockSize: 2, EnablePrefixCaching: true, HostBlocks: maxBlocks}); err != nil {
+		t.Errorf("a tier of %d blocks: %v", maxBlocks, err)
+	}
+	for _, cfg := range []Config{
+		{NumBlocks: 8, BlockSize: 2, EnablePrefixCaching: true, HostBlocks: maxBlocks + 1},
+		{NumBlocks: maxBlocks + 1, BlockSize: 2},
+	} {
+		if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "32-bit") {
+			t.Errorf("New(%d blocks, %d host blocks): %v; want a refusal naming the 32-bit ids", cfg.NumBlocks, cfg.HostBlocks, err)
 		}
 	}
 }

@@ -11,6 +11,7 @@ package kvcache
 
 import (
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -70,6 +71,10 @@ func (s *Seq) SetNamespace(id uint32) { s.root = namespaceRoot(id) }
 // modify it.
 func (s *Seq) BlockTable() []int { return s.table }
 
+// maxBlocks is the most blocks a pool (the GPU's, the offload tier's) can
+// have: ids are int32, to keep a block's free-list links small.
+const maxBlocks = math.MaxInt32
+
 // New returns a manager with every block free.
 func New(cfg Config) (*Manager, error) {
 	switch {
@@ -77,6 +82,8 @@ func New(cfg Config) (*Manager, error) {
 		return nil, fmt.Errorf("kvcache: need at least one block of at least one token, got %d blocks of %d", cfg.NumBlocks, cfg.BlockSize)
 	case cfg.HostBlocks < 0:
 		return nil, fmt.Errorf("kvcache: the offload tier cannot hold %d blocks", cfg.HostBlocks)
+	case cfg.NumBlocks > maxBlocks || cfg.HostBlocks > maxBlocks:
+		return nil, fmt.Errorf("kvcache: %d blocks and an offload tier of %d: block ids are 32-bit, at most %d blocks each", cfg.NumBlocks, cfg.HostBlocks, maxBlocks)
 	case cfg.HostBlocks > 0 && !cfg.EnablePrefixCaching:
 		return nil, fmt.Errorf("kvcache: the offload tier keys blocks by their prefix-cache hashes: it needs prefix caching")
 	}

@@ -39,6 +39,11 @@ func offload(cfg *Config, life executor.Lifecycle, spec *executor.Spec, blockSiz
 	if err != nil {
 		return o, err
 	}
+	// Past 32-bit block ids (4 PiB of 2 MiB blocks) the count does
+	// not fit the tier, nor, far past them, an int: refuse by the flag.
+	if n := size * (1 << 30) / float64(o.BlockBytes); o.BlockBytes > 0 && n > math.MaxInt32 {
+		return o, fmt.Errorf("--kv-offloading-size %v GiB is %.3g KV blocks of %d tokens (%d bytes); the offload tier holds at most %d", size, n, blockSize, o.BlockBytes, math.MaxInt32)
+	}
 	if o.Blocks < 1 {
 		return o, fmt.Errorf("--kv-offloading-size %v GiB holds no KV block of %d tokens (%d bytes)", size, blockSize, o.BlockBytes)
 	}

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -34,5 +35,12 @@ func TestOffloadOnlyWhereTheExecutorHasOne(t *testing.T) {
 	}
 	if o, err := offload(&Config{}, &fakeLifecycle{}, cpu, 16); err != nil || o.Enabled() {
 		t.Errorf("no size: %+v, %v; want no tier", o, err)
+	}
+	// A size past the tier's 32-bit block ids is refused by the flag,
+	// not crashed on (1e9 GiB) nor miscounted as no block (1e30 GiB).
+	for _, gib := range []float64{1e9, 1e30, math.MaxFloat64} {
+		if o, err := offload(&Config{KVOffloadingSize: gib}, &tieredLifecycle{}, gpu, 16); err == nil || !strings.Contains(err.Error(), "at most 2147483647") {
+			t.Errorf("%v GiB: %+v, %v; want a refusal naming the tier's limit", gib, o, err)
+		}
 	}
 }
