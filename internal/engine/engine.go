@@ -401,9 +401,8 @@ func (e *Engine) Advance() (busy bool) {
 // its goroutine, as glassbox simulate does: from then on Submit, Abort
 // and the streams' TryNext and TryNextInto are called on that goroutine
 // only, never Run nor a stream's Next, which would wait for ever. The
-// streams of the requests submitted after it take no locks: on a shared
-// two-core machine an uncontended lock and unlock cost 40 ns, and a
-// fleet's every token took two pairs, one to push it, one to read it.
+// streams of the requests submitted after it take no locks, which a
+// fleet's every token paid twice: a lock pair to push it, one to read it.
 // Stats may still be read from anywhere.
 func (e *Engine) Drive() { e.driven.Store(true) }
 

@@ -13,9 +13,8 @@ import (
 
 // batchHistogram is a classic histogram that the engine goroutine observes
 // a step's values at a time, under one lock, where client_golang's
-// Observe takes four atomic operations a value: every token a fleet
-// generates is an inter-token latency, and on a shared two-core machine
-// an atomic operation costs 20 ns. It exposes what a prometheus.Histogram
+// Observe takes four atomic operations a value, and every token a fleet
+// generates is an inter-token latency. It exposes what a prometheus.Histogram
 // of the same options does: the same buckets and count, and the sum added
 // value by value in the order observed, as that one adds them between
 // scrapes, so its float rounds alike.
