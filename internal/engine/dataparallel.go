@@ -96,13 +96,6 @@ func (d *DataParallel) NewGroup(id string, n int) *Group {
 	return g
 }
 
-// Abort ends a request on whichever rank holds it.
-func (d *DataParallel) Abort(id string) {
-	for _, e := range d.ranks {
-		e.Abort(id)
-	}
-}
-
 // Config is the ranks' configuration (they share one).
 func (d *DataParallel) Config() Config { return d.ranks[0].Config() }
 
@@ -119,28 +112,6 @@ func (d *DataParallel) Health() error {
 
 // Closed reports whether the ranks have shut down.
 func (d *DataParallel) Closed() bool { return d.ranks[0].Closed() }
-
-// Stats adds the ranks' counts up; gauges of one rank (KV usage) are
-// their mean.
-func (d *DataParallel) Stats() Stats {
-	var s Stats
-	for _, e := range d.ranks {
-		st := e.Stats()
-		s.Running += st.Running
-		s.Waiting += st.Waiting
-		s.Steps += st.Steps
-		s.KVBlocks += st.KVBlocks
-		s.KVFree += st.KVFree
-		s.KVCached += st.KVCached
-		s.KVUsage += st.KVUsage / float64(len(d.ranks))
-		s.Preemptions += st.Preemptions
-		s.Deferred += st.Deferred
-		if s.Dead == "" {
-			s.Dead = st.Dead
-		}
-	}
-	return s
-}
 
 // Snapshot joins the ranks' snapshots: their queues (in rank order), and
 // their block pools and counters added up.
@@ -168,14 +139,4 @@ func (d *DataParallel) Snapshot(ctx context.Context) (*Snapshot, error) {
 	}
 	out.Config.NumBlocks = out.Blocks.Total
 	return out, nil
-}
-
-// AwaitIdle returns once every rank is idle.
-func (d *DataParallel) AwaitIdle(ctx context.Context) error {
-	for _, e := range d.ranks {
-		if err := e.AwaitIdle(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
 }
